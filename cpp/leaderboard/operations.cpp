@@ -1,0 +1,339 @@
+#include "leaderboard/operations.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <functional>
+
+#include "errors.hpp"
+
+namespace rlb::leaderboard {
+namespace {
+
+using codec::ReplyType;
+
+// Ranks and counts beyond any sorted set's size (2^32 - 1 members) are clamped to it, so every
+// number reaches Lua and Redis as a plain integer.
+constexpr long long kMaxWindow = 1LL << 32;
+
+[[noreturn]] void unexpected(const char* what) {
+  throw RedisError(std::string("unexpected reply from Redis for ") + what);
+}
+
+void require_user_id(const std::string& user_id) {
+  if (user_id.empty()) throw InvalidArgument("user_id must not be empty");
+}
+
+void require_finite(double value, const char* field) {
+  if (!std::isfinite(value)) throw InvalidArgument(std::string(field) + " must be a finite number");
+}
+
+long long require_at_least_one(long long value, const char* field) {
+  if (value < 1) throw InvalidArgument(std::string(field) + " must be at least 1");
+  return std::min(value, kMaxWindow);
+}
+
+double parse_score(const Reply& reply) {
+  if (reply.type != ReplyType::String && reply.type != ReplyType::Status) unexpected("a score");
+  char* end = nullptr;
+  double value = std::strtod(reply.str.c_str(), &end);
+  if (end == reply.str.c_str()) unexpected("a score");
+  return value;
+}
+
+long long parse_integer(const Reply& reply) {
+  if (reply.type != ReplyType::Integer) unexpected("an integer");
+  return reply.integer;
+}
+
+const std::vector<Reply>& parse_array(const Reply& reply, std::size_t min_size = 0) {
+  if (!reply.is_array() || reply.elements.size() < min_size) unexpected("an array");
+  return reply.elements;
+}
+
+std::string take_string(Reply& reply) {
+  if (reply.type != ReplyType::String) unexpected("a string");
+  return std::move(reply.str);
+}
+
+Metadata parse_metadata(Reply& reply) {
+  if (!reply.is_array() || reply.elements.size() % 2 != 0) unexpected("a metadata hash");
+  Metadata metadata;
+  metadata.reserve(reply.elements.size() / 2);
+  for (std::size_t i = 0; i < reply.elements.size(); i += 2) {
+    metadata.emplace_back(take_string(reply.elements[i]), take_string(reply.elements[i + 1]));
+  }
+  return metadata;
+}
+
+std::vector<std::string> parse_strings(Reply& reply) {
+  if (!reply.is_array()) unexpected("a list of user ids");
+  std::vector<std::string> out;
+  out.reserve(reply.elements.size());
+  for (auto& element : reply.elements) out.push_back(take_string(element));
+  return out;
+}
+
+// {user_id, score, {field, value, ...}, ...} as window.lua returns it; ranks from first_rank.
+void append_entries(Reply& flat, long long first_rank, std::vector<Entry>& out) {
+  if (!flat.is_array() || flat.elements.size() % 3 != 0) unexpected("a rank window");
+  for (std::size_t i = 0; i < flat.elements.size(); i += 3) {
+    Entry entry;
+    entry.rank = first_rank + static_cast<long long>(i / 3);
+    entry.user_id = take_string(flat.elements[i]);
+    entry.score = parse_score(flat.elements[i + 1]);
+    entry.metadata = parse_metadata(flat.elements[i + 2]);
+    out.push_back(std::move(entry));
+  }
+}
+
+Command script_call(const Script& script, std::vector<std::string> keys,
+                    std::vector<std::string> args) {
+  Command command{&script, {}};
+  command.argv.reserve(1 + keys.size() + args.size());
+  command.argv.push_back(std::to_string(keys.size()));
+  for (auto& key : keys) command.argv.push_back(std::move(key));
+  for (auto& arg : args) command.argv.push_back(std::move(arg));
+  return command;
+}
+
+// One command, one reply, one result: every operation but the paged ones.
+class SingleCall final : public Operation {
+ public:
+  using Parser = std::function<Result(Reply&)>;
+  SingleCall(const char* name, Command command, Parser parse)
+      : name_(name), command_(std::move(command)), parse_(std::move(parse)) {}
+
+  const char* name() const override { return name_; }
+  std::vector<Command> next() override { return {command_}; }
+  bool feed(std::vector<Reply>& replies) override {
+    if (replies.size() != 1) unexpected(name_);
+    result_ = parse_(replies[0]);
+    return true;
+  }
+  Result take_result() override { return std::move(result_); }
+
+ private:
+  const char* name_;
+  Command command_;
+  Parser parse_;
+  Result result_;
+};
+
+// list_all: pages of the rank window from the top until the board is exhausted. A board
+// larger than one page is read in several round trips and is not one snapshot.
+class ListAll final : public Operation {
+ public:
+  ListAll(std::string key, std::string prefix) : key_(std::move(key)), prefix_(std::move(prefix)) {}
+  const char* name() const override { return "list_all"; }
+  std::vector<Command> next() override {
+    return {script_call(scripts::window, {key_},
+                        {prefix_, "range", std::to_string(entries_.size()),
+                         std::to_string(Board::kPageSize)})};
+  }
+  bool feed(std::vector<Reply>& replies) override {
+    auto& reply = replies.at(0);
+    parse_array(reply, 3);
+    long long size = parse_integer(reply.elements[1]);
+    std::size_t before = entries_.size();
+    append_entries(reply.elements[2], static_cast<long long>(before) + 1, entries_);
+    bool short_page = entries_.size() - before < static_cast<std::size_t>(Board::kPageSize);
+    return short_page || static_cast<long long>(entries_.size()) >= size;
+  }
+  Result take_result() override { return std::move(entries_); }
+
+ private:
+  std::string key_, prefix_;
+  std::vector<Entry> entries_;
+};
+
+// clear: remove a page of entries and their metadata per round trip until none remain.
+class Clear final : public Operation {
+ public:
+  Clear(std::string key, std::string prefix) : key_(std::move(key)), prefix_(std::move(prefix)) {}
+  const char* name() const override { return "clear"; }
+  std::vector<Command> next() override {
+    return {script_call(scripts::clear, {key_}, {prefix_, std::to_string(Board::kPageSize)})};
+  }
+  bool feed(std::vector<Reply>& replies) override { return parse_integer(replies.at(0)) == 0; }
+  Result take_result() override { return None{}; }
+
+ private:
+  std::string key_, prefix_;
+};
+
+// set_max_entries: trim a page per round trip until the board fits.
+class Trim final : public Operation {
+ public:
+  Trim(std::string key, std::string prefix, long long max_entries)
+      : key_(std::move(key)), prefix_(std::move(prefix)), max_entries_(max_entries) {}
+  const char* name() const override { return "set_max_entries"; }
+  std::vector<Command> next() override {
+    return {script_call(scripts::trim, {key_},
+                        {prefix_, std::to_string(max_entries_), std::to_string(Board::kPageSize)})};
+  }
+  bool feed(std::vector<Reply>& replies) override {
+    auto& reply = replies.at(0);
+    parse_array(reply, 2);
+    for (auto& id : parse_strings(reply.elements[1])) trimmed_.push_back(std::move(id));
+    return parse_integer(reply.elements[0]) == 0;
+  }
+  Result take_result() override { return std::move(trimmed_); }
+
+ private:
+  std::string key_, prefix_;
+  long long max_entries_;
+  std::vector<std::string> trimmed_;
+};
+
+}  // namespace
+
+std::string format_score(double value) {
+  char buffer[32];
+  int n = std::snprintf(buffer, sizeof buffer, "%.17g", value);
+  return std::string(buffer, static_cast<std::size_t>(n));
+}
+
+Board::Board(std::string key, long long max_entries) : key_(std::move(key)) {
+  if (key_.empty()) throw InvalidArgument("key must not be empty");
+  max_entries_ = require_at_least_one(max_entries, "max_entries");
+}
+
+std::unique_ptr<Operation> Board::write(const char* mode, std::string user_id, double number,
+                                        Metadata metadata) const {
+  require_user_id(user_id);
+  const bool increment = mode[0] == 'i';
+  require_finite(number, increment ? "amount" : "score");
+
+  std::vector<std::string> args;
+  args.reserve(5 + 2 * metadata.size());
+  args.insert(args.end(), {mode, format_score(number), user_id, std::to_string(max_entries_),
+                           metadata_prefix()});
+  for (auto& [field, value] : metadata) {
+    args.push_back(field);
+    args.push_back(value);
+  }
+  Command command = script_call(scripts::write, {key_, metadata_key(user_id)}, std::move(args));
+
+  auto parse = [user_id = std::move(user_id), number, increment,
+                sent = std::move(metadata)](Reply& reply) mutable -> Result {
+    parse_array(reply, 2);
+    auto& parts = reply.elements;
+    WriteResult result;
+    result.trimmed_user_ids = parse_strings(parts[0]);
+    result.entry.user_id = std::move(user_id);
+    if (parts.size() == 2) {  // the write itself was trimmed away: the guide's fallback shape
+      result.entry.score = increment ? parse_score(parts[1]) : number;
+      result.entry.metadata = std::move(sent);
+      return result;
+    }
+    if (parts.size() != 4) unexpected("a write");
+    result.entry.score = parse_score(parts[1]);
+    result.entry.rank = parse_integer(parts[2]) + 1;
+    result.entry.metadata = parse_metadata(parts[3]);
+    return result;
+  };
+  return std::make_unique<SingleCall>(increment ? "increment_score" : "upsert_user",
+                                      std::move(command), std::move(parse));
+}
+
+std::unique_ptr<Operation> Board::upsert_user(std::string user_id, double score,
+                                              Metadata metadata) const {
+  return write("set", std::move(user_id), score, std::move(metadata));
+}
+
+std::unique_ptr<Operation> Board::increment_score(std::string user_id, double amount,
+                                                  Metadata metadata) const {
+  return write("incr", std::move(user_id), amount, std::move(metadata));
+}
+
+std::unique_ptr<Operation> Board::set_max_entries(long long max_entries) {
+  max_entries_ = require_at_least_one(max_entries, "max_entries");
+  return std::make_unique<Trim>(key_, metadata_prefix(), max_entries_);
+}
+
+std::unique_ptr<Operation> Board::get_top(long long count) const {
+  count = require_at_least_one(count, "count");
+  Command command = script_call(scripts::window, {key_},
+                                {metadata_prefix(), "range", "0", std::to_string(count)});
+  return std::make_unique<SingleCall>("get_top", std::move(command), [](Reply& reply) -> Result {
+    parse_array(reply, 3);
+    std::vector<Entry> entries;
+    append_entries(reply.elements[2], 1, entries);
+    return entries;
+  });
+}
+
+std::unique_ptr<Operation> Board::get_around_rank(long long rank, long long count) const {
+  rank = require_at_least_one(rank, "rank");
+  count = require_at_least_one(count, "count");
+  Command command =
+      script_call(scripts::window, {key_},
+                  {metadata_prefix(), "around", std::to_string(rank), std::to_string(count)});
+  return std::make_unique<SingleCall>(
+      "get_around_rank", std::move(command), [](Reply& reply) -> Result {
+        parse_array(reply, 3);
+        std::vector<Entry> entries;
+        append_entries(reply.elements[2], parse_integer(reply.elements[0]) + 1, entries);
+        return entries;
+      });
+}
+
+std::unique_ptr<Operation> Board::get_rank(std::string user_id) const {
+  require_user_id(user_id);
+  return std::make_unique<SingleCall>(
+      "get_rank", Command{nullptr, {"ZREVRANK", key_, std::move(user_id)}},
+      [](Reply& reply) -> Result {
+        if (reply.is_nil()) return std::optional<long long>();
+        return std::optional<long long>(parse_integer(reply) + 1);
+      });
+}
+
+std::unique_ptr<Operation> Board::get_user_metadata(std::string user_id) const {
+  require_user_id(user_id);
+  return std::make_unique<SingleCall>("get_user_metadata",
+                                      Command{nullptr, {"HGETALL", metadata_key(user_id)}},
+                                      [](Reply& reply) -> Result { return parse_metadata(reply); });
+}
+
+std::unique_ptr<Operation> Board::get_user_entry(std::string user_id) const {
+  require_user_id(user_id);
+  Command command = script_call(scripts::entry, {key_, metadata_key(user_id)}, {user_id});
+  return std::make_unique<SingleCall>(
+      "get_user_entry", std::move(command),
+      [user_id = std::move(user_id)](Reply& reply) mutable -> Result {
+        if (reply.is_nil()) return std::optional<Entry>();
+        parse_array(reply, 3);
+        Entry entry;
+        entry.score = parse_score(reply.elements[0]);
+        entry.rank = parse_integer(reply.elements[1]) + 1;
+        entry.user_id = std::move(user_id);
+        entry.metadata = parse_metadata(reply.elements[2]);
+        return std::optional<Entry>(std::move(entry));
+      });
+}
+
+std::unique_ptr<Operation> Board::list_all() const {
+  return std::make_unique<ListAll>(key_, metadata_prefix());
+}
+
+std::unique_ptr<Operation> Board::get_size() const {
+  return std::make_unique<SingleCall>("get_size", Command{nullptr, {"ZCARD", key_}},
+                                      [](Reply& reply) -> Result { return parse_integer(reply); });
+}
+
+std::unique_ptr<Operation> Board::delete_user(std::string user_id) const {
+  require_user_id(user_id);
+  Command command =
+      script_call(scripts::remove, {key_, metadata_key(user_id)}, {std::move(user_id)});
+  return std::make_unique<SingleCall>(
+      "delete_user", std::move(command),
+      [](Reply& reply) -> Result { return parse_integer(reply) > 0; });
+}
+
+std::unique_ptr<Operation> Board::clear() const {
+  return std::make_unique<Clear>(key_, metadata_prefix());
+}
+
+}  // namespace rlb::leaderboard

@@ -1,0 +1,18 @@
+-- get_top / get_around_rank / a page of list_all: a rank window with each entry's metadata.
+-- KEYS[1]: board. ARGV: metadata prefix, 'range' | 'around', start (0-based) or rank, count.
+-- 'around' centres the window on the 1-based rank and clamps it to the board, as the guide.
+-- Returns {start, board size, {user_id, score, {field, value, ...}, ...}}.
+local board, mode = KEYS[1], ARGV[2]
+local count = tonumber(ARGV[4])
+local size = redis.call('ZCARD', board)
+
+local start = tonumber(ARGV[3])
+if mode == 'around' then
+  if size <= count then
+    start = 0
+  else
+    start = math.min(math.max(0, start - 1 - math.floor(count / 2)), size - count)
+  end
+end
+local ranged = redis.call('ZRANGE', board, start, start + count - 1, 'REV', 'WITHSCORES')
+return {start, size, hydrate(ARGV[1], ranged)}

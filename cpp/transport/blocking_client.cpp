@@ -1,0 +1,319 @@
+#include "transport/blocking_client.hpp"
+
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/local/stream_protocol.hpp>
+#include <cerrno>
+#include <cmath>
+#include <cstring>
+#include <utility>
+
+#include "errors.hpp"
+#include "transport/requests.hpp"
+
+namespace rlb::transport {
+
+namespace asio = boost::asio;
+using codec::Reply;
+using leaderboard::Command;
+
+// ---------------------------------------------------------------------------------------------
+// BlockingConnection: a non-blocking Asio socket driven with poll(), so that every wait has a
+// deadline without running an io_context per call.
+
+BlockingConnection::BlockingConnection(const ClientOptions& options)
+    : options_(options), socket_(io_), pid_(::getpid()) {
+  connect();
+  handshake();
+}
+
+std::optional<Clock::time_point> BlockingConnection::deadline(
+    const std::optional<double>& seconds) const {
+  if (!seconds) return std::nullopt;
+  return Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                            std::chrono::duration<double>(*seconds));
+}
+
+void BlockingConnection::fail_io(const std::string& message) {
+  broken_ = true;
+  boost::system::error_code ignored;
+  socket_.close(ignored);
+  throw ConnectionError(message);
+}
+
+void BlockingConnection::wait(short events, const std::optional<Clock::time_point>& until,
+                              const char* doing) {
+  for (;;) {
+    int timeout_ms = -1;
+    if (until) {
+      auto left = std::chrono::duration_cast<std::chrono::microseconds>(*until - Clock::now());
+      timeout_ms = left.count() <= 0 ? 0 : static_cast<int>((left.count() + 999) / 1000);
+    }
+    pollfd fd{socket_.native_handle(), events, 0};
+    int ready = ::poll(&fd, 1, timeout_ms);
+    if (ready > 0) return;  // readiness, hang-up or error: the next read/write tells which
+    if (ready < 0 && errno == EINTR) continue;
+    if (ready < 0) fail_io(std::string("Error ") + doing + " " + options_.address() + ": " +
+                           std::strerror(errno));
+    broken_ = true;
+    boost::system::error_code ignored;
+    socket_.close(ignored);
+    throw TimeoutError(std::string("Timeout ") + doing + " " + options_.address());
+  }
+}
+
+void BlockingConnection::connect() {
+  const auto& timeout =
+      options_.socket_connect_timeout ? options_.socket_connect_timeout : options_.socket_timeout;
+  const auto until = deadline(timeout);
+
+  std::vector<asio::generic::stream_protocol::endpoint> endpoints;
+  boost::system::error_code ec;
+  if (!options_.unix_socket_path.empty()) {
+    endpoints.emplace_back(asio::local::stream_protocol::endpoint(options_.unix_socket_path));
+  } else {
+    asio::ip::tcp::resolver resolver(io_);
+    auto results = resolver.resolve(options_.host, std::to_string(options_.port), ec);
+    if (ec) {
+      throw ConnectionError("Error connecting to " + options_.address() + ": " + ec.message());
+    }
+    for (const auto& result : results) endpoints.emplace_back(result.endpoint());
+  }
+
+  std::string last_error = "no address";
+  for (const auto& endpoint : endpoints) {
+    boost::system::error_code ignored;
+    socket_.close(ignored);
+    socket_.open(endpoint.protocol(), ec);
+    if (ec) {
+      last_error = ec.message();
+      continue;
+    }
+    socket_.non_blocking(true, ignored);
+    socket_.connect(endpoint, ec);
+    if (ec == asio::error::in_progress || ec == asio::error::would_block) {
+      wait(POLLOUT, until, "connecting to");  // a refusal shows up as SO_ERROR below
+      int error = 0;
+      socklen_t size = sizeof error;
+      if (::getsockopt(socket_.native_handle(), SOL_SOCKET, SO_ERROR, &error, &size) != 0) {
+        error = errno;
+      }
+      ec.assign(error, boost::system::system_category());
+    }
+    if (!ec) {
+      if (options_.unix_socket_path.empty()) {
+        socket_.set_option(asio::ip::tcp::no_delay(true), ignored);
+        socket_.set_option(asio::socket_base::keep_alive(true), ignored);
+      }
+      broken_ = false;
+      return;
+    }
+    last_error = ec.message();
+  }
+  broken_ = true;
+  throw ConnectionError("Error connecting to " + options_.address() + ": " + last_error);
+}
+
+void BlockingConnection::handshake() {
+  std::string wire;
+  std::size_t count = 0;
+  auto add = [&](std::vector<std::string_view> argv) {
+    codec::encode_command(argv, wire);
+    ++count;
+  };
+  if (options_.password) {
+    if (options_.username) {
+      add({"AUTH", *options_.username, *options_.password});
+    } else {
+      add({"AUTH", *options_.password});
+    }
+  }
+  std::string db = std::to_string(options_.db);
+  if (options_.db != 0) add({"SELECT", db});
+  if (options_.client_name) add({"CLIENT", "SETNAME", *options_.client_name});
+  if (count == 0) return;
+
+  auto replies = round_trip(wire, count);
+  std::size_t i = 0;
+  if (options_.password && replies[i++].is_error()) {
+    broken_ = true;
+    throw AuthenticationError(replies[0].str);
+  }
+  for (; i < replies.size(); ++i) {
+    if (replies[i].is_error()) {
+      broken_ = true;
+      raise_error_reply(replies[i]);
+    }
+  }
+}
+
+std::vector<Reply> BlockingConnection::round_trip(const std::string& wire, std::size_t count) {
+  if (broken_) throw ConnectionError("Connection to " + options_.address() + " is closed");
+  const auto until = deadline(options_.socket_timeout);
+  boost::system::error_code ec;
+
+  std::size_t written = 0;
+  while (written < wire.size()) {
+    std::size_t n = socket_.write_some(asio::buffer(wire.data() + written, wire.size() - written),
+                                       ec);
+    written += n;
+    if (ec == asio::error::would_block || ec == asio::error::try_again) {
+      wait(POLLOUT, until, "writing to");
+    } else if (ec == asio::error::interrupted) {
+      continue;
+    } else if (ec) {
+      fail_io("Error writing to " + options_.address() + ": " + ec.message());
+    }
+  }
+
+  std::vector<Reply> replies;
+  replies.reserve(count);
+  char buffer[64 * 1024];
+  while (replies.size() < count) {
+    if (auto reply = reader_.next()) {
+      replies.push_back(std::move(*reply));
+      continue;
+    }
+    std::size_t n = socket_.read_some(asio::buffer(buffer), ec);
+    if (ec == asio::error::would_block || ec == asio::error::try_again) {
+      wait(POLLIN, until, "reading from");
+    } else if (ec == asio::error::interrupted) {
+      continue;
+    } else if (ec == asio::error::eof) {
+      fail_io("Connection closed by server " + options_.address());
+    } else if (ec) {
+      fail_io("Error reading from " + options_.address() + ": " + ec.message());
+    } else {
+      try {
+        reader_.feed(buffer, n);
+      } catch (const ConnectionError&) {
+        broken_ = true;
+        throw;
+      }
+    }
+  }
+  return replies;
+}
+
+bool BlockingConnection::reusable() {
+  if (broken_ || ::getpid() != pid_) return false;
+  // Idle, nothing may be readable: readiness means the server closed (EOF) or misbehaved.
+  pollfd fd{socket_.native_handle(), POLLIN, 0};
+  return ::poll(&fd, 1, 0) == 0;
+}
+
+// ---------------------------------------------------------------------------------------------
+// BlockingClient: a pool of connections; a call borrows one for its whole operation.
+
+class BlockingClient::Lease {
+ public:
+  explicit Lease(BlockingClient& client) : client_(client), connection_(client.acquire()) {}
+  ~Lease() { client_.release(std::move(connection_)); }
+  BlockingConnection& operator*() { return *connection_; }
+
+ private:
+  BlockingClient& client_;
+  std::unique_ptr<BlockingConnection> connection_;
+};
+
+BlockingClient::BlockingClient(ClientOptions options) : options_(std::move(options)) {
+  options_.validate();
+}
+
+std::unique_ptr<BlockingConnection> BlockingClient::acquire() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    while (!idle_.empty()) {
+      auto connection = std::move(idle_.back());
+      idle_.pop_back();
+      if (connection->reusable()) return connection;
+      ++dropped_;
+    }
+  }
+  auto connection = std::make_unique<BlockingConnection>(options_);
+  connections_.fetch_add(1, std::memory_order_relaxed);
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (dropped_ > 0) {
+    --dropped_;
+    reconnects_.fetch_add(1, std::memory_order_relaxed);
+  }
+  return connection;
+}
+
+void BlockingClient::release(std::unique_ptr<BlockingConnection> connection) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (connection->broken()) {
+    ++dropped_;
+  } else {
+    idle_.push_back(std::move(connection));
+  }
+}
+
+std::vector<Reply> BlockingClient::round_trip(BlockingConnection& connection,
+                                              const std::vector<Command>& commands,
+                                              bool raise_errors) {
+  std::string wire;
+  for (const auto& command : commands) encode(command, false, wire);
+  round_trips_.fetch_add(1, std::memory_order_relaxed);
+  commands_.fetch_add(commands.size(), std::memory_order_relaxed);
+  auto replies = connection.round_trip(wire, commands.size());
+
+  // Scripts the server has not cached did not run: send them again with their body.
+  std::vector<std::size_t> retry;
+  for (std::size_t i = 0; i < replies.size(); ++i) {
+    if (commands[i].script != nullptr && is_noscript(replies[i])) retry.push_back(i);
+  }
+  if (!retry.empty()) {
+    wire.clear();
+    for (auto i : retry) encode(commands[i], true, wire);
+    round_trips_.fetch_add(1, std::memory_order_relaxed);
+    commands_.fetch_add(retry.size(), std::memory_order_relaxed);
+    auto again = connection.round_trip(wire, retry.size());
+    for (std::size_t j = 0; j < retry.size(); ++j) replies[retry[j]] = std::move(again[j]);
+  }
+  if (raise_errors) {
+    for (const auto& reply : replies) {
+      if (reply.is_error()) raise_error_reply(reply);
+    }
+  }
+  return replies;
+}
+
+leaderboard::Result BlockingClient::run(leaderboard::Operation& operation) {
+  Lease connection(*this);
+  for (;;) {
+    auto replies = round_trip(*connection, operation.next(), true);
+    if (operation.feed(replies)) return operation.take_result();
+  }
+}
+
+std::vector<Reply> BlockingClient::execute(const std::vector<Command>& commands) {
+  Lease connection(*this);
+  return round_trip(*connection, commands, true);
+}
+
+Reply BlockingClient::execute_raw(const std::vector<std::string>& argv) {
+  Lease connection(*this);
+  auto replies = round_trip(*connection, {Command{nullptr, argv}}, false);
+  return std::move(replies.at(0));
+}
+
+Stats BlockingClient::stats() const {
+  Stats stats;
+  stats.round_trips = round_trips_.load(std::memory_order_relaxed);
+  stats.commands = commands_.load(std::memory_order_relaxed);
+  stats.reconnects = reconnects_.load(std::memory_order_relaxed);
+  stats.connections = connections_.load(std::memory_order_relaxed);
+  return stats;
+}
+
+void BlockingClient::close() {
+  std::vector<std::unique_ptr<BlockingConnection>> closing;
+  std::lock_guard<std::mutex> lock(mutex_);
+  closing.swap(idle_);
+}
+
+}  // namespace rlb::transport

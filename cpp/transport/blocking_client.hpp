@@ -1,0 +1,97 @@
+// The transport of the synchronous API: blocking, pipelined connections on Boost.Asio sockets
+// (TCP or Unix), with connect and read timeouts, pooled so that many threads can share one
+// client. Runs the operations of leaderboard/operations.hpp.
+#pragma once
+
+#include <sys/types.h>
+
+#include <atomic>
+#include <boost/asio/generic/stream_protocol.hpp>
+#include <boost/asio/io_context.hpp>
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "codec/resp.hpp"
+#include "leaderboard/operations.hpp"
+#include "transport/options.hpp"
+
+namespace rlb::transport {
+
+using Clock = std::chrono::steady_clock;
+
+struct Stats {
+  std::uint64_t round_trips = 0;  // writes answered by a read, handshakes excluded
+  std::uint64_t commands = 0;
+  std::uint64_t reconnects = 0;   // connections opened to replace a dropped one
+  std::uint64_t connections = 0;  // connections opened in all
+};
+
+// One socket to Redis, used by one thread at a time.
+class BlockingConnection {
+ public:
+  explicit BlockingConnection(const ClientOptions& options);  // connects and authenticates
+  BlockingConnection(const BlockingConnection&) = delete;
+  BlockingConnection& operator=(const BlockingConnection&) = delete;
+
+  // Writes `wire` and reads `count` replies within the socket timeout. Any failure leaves the
+  // connection broken (its replies would be out of step) and throws.
+  std::vector<codec::Reply> round_trip(const std::string& wire, std::size_t count);
+
+  bool broken() const { return broken_; }
+  // Before reuse: false if the server closed the socket or sent something unasked, or the
+  // process forked since the connection was opened.
+  bool reusable();
+
+ private:
+  void connect();
+  void handshake();
+  std::optional<Clock::time_point> deadline(const std::optional<double>& seconds) const;
+  // Waits until the socket is ready for `events` (POLLIN/POLLOUT) or the deadline passes.
+  void wait(short events, const std::optional<Clock::time_point>& until, const char* doing);
+  [[noreturn]] void fail_io(const std::string& message);
+
+  const ClientOptions& options_;
+  boost::asio::io_context io_;
+  boost::asio::generic::stream_protocol::socket socket_;
+  codec::ReplyReader reader_;
+  bool broken_ = false;
+  pid_t pid_;
+};
+
+class BlockingClient {
+ public:
+  explicit BlockingClient(ClientOptions options);
+
+  // Runs an operation to completion on one pooled connection; one round trip per step.
+  leaderboard::Result run(leaderboard::Operation& operation);
+  // One round trip: the commands pipelined, their replies in order (error replies raise).
+  std::vector<codec::Reply> execute(const std::vector<leaderboard::Command>& commands);
+  // One raw command; an error reply is returned, not raised.
+  codec::Reply execute_raw(const std::vector<std::string>& argv);
+
+  Stats stats() const;
+  // Closes idle connections; a later call opens a new one.
+  void close();
+  const ClientOptions& options() const { return options_; }
+
+ private:
+  class Lease;
+  std::unique_ptr<BlockingConnection> acquire();
+  void release(std::unique_ptr<BlockingConnection> connection);
+  std::vector<codec::Reply> round_trip(BlockingConnection& connection,
+                                       const std::vector<leaderboard::Command>& commands,
+                                       bool raise_errors);
+
+  const ClientOptions options_;
+  std::mutex mutex_;
+  std::vector<std::unique_ptr<BlockingConnection>> idle_;
+  std::uint64_t dropped_ = 0;  // broken connections not yet replaced (guarded by mutex_)
+  std::atomic<std::uint64_t> round_trips_{0}, commands_{0}, reconnects_{0}, connections_{0};
+};
+
+}  // namespace rlb::transport

@@ -1,0 +1,29 @@
+// Where and how to connect; shared by every transport.
+#pragma once
+
+#include <optional>
+#include <string>
+
+namespace rlb::transport {
+
+struct ClientOptions {
+  std::string host = "localhost";
+  int port = 6379;
+  std::string unix_socket_path;  // when set, host and port are unused
+  long long db = 0;
+  std::optional<std::string> username;
+  std::optional<std::string> password;
+  std::optional<std::string> client_name;
+  std::optional<double> socket_timeout;          // seconds; none waits without limit
+  std::optional<double> socket_connect_timeout;  // seconds; none: socket_timeout, else no limit
+
+  // "host:port" or the socket path, for messages.
+  std::string address() const;
+  void validate() const;  // throws InvalidArgument
+};
+
+// redis://[[username]:password@]host[:port][/db][?db=N], unix://[[username]:password@]/path[?db=N].
+// rediss:// is refused: TLS is not supported yet.
+ClientOptions parse_url(const std::string& url);
+
+}  // namespace rlb::transport

@@ -1,0 +1,95 @@
+"""The compiled core: RESP codec, leaderboard operations and transports (C++)."""
+
+from typing import Any, Mapping, Optional
+
+class RedisError(Exception):
+    """Base of every error this package raises for Redis (mirrors redis-py)."""
+
+class ConnectionError(RedisError):
+    """The connection failed, dropped, or a reply was lost (the call is not retried)."""
+
+class AuthenticationError(ConnectionError):
+    """The server refused the username or password."""
+
+class TimeoutError(RedisError):
+    """The server did not answer within the configured timeout."""
+
+class ResponseError(RedisError):
+    """The server answered with an error reply."""
+
+class Operation:
+    """One leaderboard operation: the requests it sends and how it reads their replies.
+
+    Built by :class:`Board`, run by a client; it carries no connection of its own.
+    """
+
+    @property
+    def name(self) -> str: ...
+
+class Board:
+    """A board's key and size limit; builds validated operations, does no I/O."""
+
+    def __init__(self, key: str, max_entries: int) -> None: ...
+    @property
+    def key(self) -> str: ...
+    @property
+    def max_entries(self) -> int: ...
+    def upsert_user(
+        self, user_id: str, score: float, metadata: Optional[Mapping[str, Any]] = None
+    ) -> Operation: ...
+    def increment_score(
+        self, user_id: str, amount: float, metadata: Optional[Mapping[str, Any]] = None
+    ) -> Operation: ...
+    def set_max_entries(self, max_entries: int) -> Operation:
+        """Validates, sets :attr:`max_entries`, and returns the trim to run."""
+    def get_top(self, count: int = 10) -> Operation: ...
+    def get_around_rank(self, rank: int, count: int = 5) -> Operation: ...
+    def get_rank(self, user_id: str) -> Operation: ...
+    def get_user_metadata(self, user_id: str) -> Operation: ...
+    def get_user_entry(self, user_id: str) -> Operation: ...
+    def list_all(self) -> Operation: ...
+    def get_size(self) -> Operation: ...
+    def delete_user(self, user_id: str) -> Operation: ...
+    def clear(self) -> Operation: ...
+
+class Client:
+    """A blocking, pipelined Redis client (Boost.Asio sockets, hiredis codec).
+
+    Safe to share between threads: each call borrows a pooled connection and releases the
+    GIL while it waits. A dropped connection is reopened on the next call; a call whose
+    reply was lost raises :class:`ConnectionError` and is never retried.
+    Timeouts are in seconds; None waits without limit (as redis-py).
+    """
+
+    def __init__(
+        self,
+        host: str = "localhost",
+        port: int = 6379,
+        db: int = 0,
+        username: Optional[str] = None,
+        password: Optional[str] = None,
+        socket_timeout: Optional[float] = None,
+        socket_connect_timeout: Optional[float] = None,
+        client_name: Optional[str] = None,
+        unix_socket_path: Optional[str] = None,
+    ) -> None: ...
+    @staticmethod
+    def from_url(
+        url: str,
+        *,
+        socket_timeout: Optional[float] = None,
+        socket_connect_timeout: Optional[float] = None,
+        client_name: Optional[str] = None,
+    ) -> Client:
+        """``redis://[[user]:password@]host[:port][/db]`` or ``unix:///path[?db=N]``;
+        ``rediss://`` raises ValueError (TLS is not supported yet)."""
+    def ping(self) -> bool: ...
+    def run(self, operation: Operation) -> Any:
+        """Run a :class:`Board` operation and return its result (the guide's shapes)."""
+    def execute_command(self, *args: str | bytes | int | float) -> Any:
+        """Send one command; bulk strings come back as ``bytes``."""
+    def stats(self) -> dict[str, int]:
+        """``round_trips``, ``commands``, ``reconnects``, ``connections`` so far."""
+    def close(self) -> None: ...
+    def __enter__(self) -> Client: ...
+    def __exit__(self, *exc: object) -> None: ...

@@ -1,0 +1,496 @@
+"""The demo's HTTP server: the standard library's ``ThreadingHTTPServer`` around a
+:class:`~redis_leaderboard.RedisLeaderboard`.
+
+Routes (bodies form-encoded, as the guide's page sends them, or JSON):
+
+=======  ======================  ==========================================================
+GET      /                       the page (its script and stylesheet are separate files)
+GET      /api/state              ``?top=10&rank=1&around=5``: top entries, entries around a
+                                 rank, size, max_entries and a ``version`` token
+POST     /api/players            ``user_id, score, name, description``: add or update
+POST     /api/increment          ``user_id, amount, name, description``: add to a score
+POST     /api/config             ``max_entries``: change the board's size limit
+POST     /api/reset              the guide's six sample players, the startup size limit
+GET      /api/players/<id>       one player's entry (rank, score, metadata)
+DELETE   /api/players/<id>       remove a player and its metadata
+=======  ======================  ==========================================================
+
+Every error is JSON ``{"error": "..."}``: 4xx for anything wrong with the request, 503 while
+Redis is unreachable (the client reconnects by itself on a later request).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import math
+import threading
+from http import HTTPStatus
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from importlib import resources
+from typing import Any, Callable, Optional
+from urllib.parse import parse_qsl, unquote, urlsplit
+
+from .. import ConnectionError as RedisConnectionError
+from .. import RedisError, RedisLeaderboard
+from .. import TimeoutError as RedisTimeoutError
+from . import validation as check
+from .validation import BadRequest
+
+log = logging.getLogger("redis_leaderboard.demo")
+access_log = logging.getLogger("redis_leaderboard.demo.access")
+
+MAX_BODY_BYTES = 64 * 1024
+DEFAULT_TOP = 10
+DEFAULT_RANK = 1
+DEFAULT_AROUND = 5
+
+#: The guide's six sample players, with a short description each.
+SAMPLE_PLAYERS: tuple[tuple[str, str, int, str], ...] = (
+    ("player-1", "Avery", 980, "Speedrunner who never skips a cutscene."),
+    ("player-2", "Mina", 1310, "Wins the close ones in the last ten seconds."),
+    ("player-3", "Noah", 1175, "Plans three moves ahead, every match."),
+    ("player-4", "Priya", 1435, "Reigning champion of the weekly cup."),
+    ("player-5", "Jules", 1080, "Steady climber who never misses a daily."),
+    ("player-6", "Rin", 1240, "Night-owl grinder with a perfect streak."),
+)
+
+CONTENT_SECURITY_POLICY = (
+    "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; "
+    "connect-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
+)
+
+_STATIC_FILES = {
+    "/": ("index.html", "text/html; charset=utf-8"),
+    "/index.html": ("index.html", "text/html; charset=utf-8"),
+    "/app.js": ("app.js", "text/javascript; charset=utf-8"),
+    "/app.css": ("app.css", "text/css; charset=utf-8"),
+    "/favicon.svg": ("favicon.svg", "image/svg+xml"),
+}
+
+
+def _load_static() -> dict[str, tuple[bytes, str, str]]:
+    folder = resources.files(__package__).joinpath("static")
+    files = {}
+    for route, (name, content_type) in _STATIC_FILES.items():
+        body = folder.joinpath(name).read_bytes()
+        etag = '"' + hashlib.sha256(body).hexdigest()[:16] + '"'
+        files[route] = (body, content_type, etag)
+    return files
+
+
+def json_safe(value: Any) -> Any:
+    """``value`` with non-finite floats (a score another client set to inf) as strings, so
+    the response is strict JSON."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return repr(value)
+    if isinstance(value, dict):
+        return {k: json_safe(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [json_safe(v) for v in value]
+    return value
+
+
+def _entry(result: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in result.items() if k != "trimmed_user_ids"}
+
+
+class DemoApp:
+    """What the routes do, independent of HTTP."""
+
+    def __init__(self, board: RedisLeaderboard, *, initial_max_entries: Optional[int] = None):
+        self.board = board
+        self.initial_max_entries = initial_max_entries or board.max_entries
+        self._config_lock = threading.Lock()
+
+    # -- reads ---------------------------------------------------------------------------
+
+    def state(self, query: dict[str, str]) -> dict[str, Any]:
+        top = check.integer(query, "top", default=DEFAULT_TOP, maximum=check.MAX_COUNT)
+        rank = check.integer(query, "rank", default=DEFAULT_RANK, maximum=check.MAX_RANK)
+        around = check.integer(query, "around", default=DEFAULT_AROUND, maximum=check.MAX_COUNT)
+        state = {
+            "key": self.board.key,
+            "size": self.board.get_size(),
+            "max_entries": self.board.max_entries,
+            "top": self.board.get_top(top),
+            "around": self.board.get_around_rank(rank, around),
+            "query": {"top": top, "rank": rank, "around": around},
+        }
+        state = json_safe(state)
+        digest = hashlib.sha256(
+            json.dumps(state, sort_keys=True, ensure_ascii=True).encode("ascii")
+        ).hexdigest()
+        state["version"] = digest[:16]
+        return state
+
+    def player(self, user_id: str) -> dict[str, Any]:
+        user_id = check.path_user_id(user_id)
+        entry = self.board.get_user_entry(user_id)
+        if entry is None:
+            raise BadRequest(f"no player with id {user_id!r} on the board", HTTPStatus.NOT_FOUND)
+        return {"entry": entry}
+
+    # -- writes --------------------------------------------------------------------------
+
+    def _write_result(self, result: dict[str, Any]) -> dict[str, Any]:
+        entry = _entry(result)
+        return {
+            "entry": entry,
+            "on_board": "rank" in entry,
+            "trimmed_user_ids": list(result.get("trimmed_user_ids", [])),
+        }
+
+    def upsert(self, fields: dict[str, Any]) -> dict[str, Any]:
+        user_id = check.user_id(fields)
+        score = check.number(fields, "score")
+        metadata = check.metadata(fields)
+        return self._write_result(self.board.upsert_user(user_id, score, metadata or None))
+
+    def increment(self, fields: dict[str, Any]) -> dict[str, Any]:
+        user_id = check.user_id(fields)
+        amount = check.number(fields, "amount")
+        metadata = check.metadata(fields)
+        return self._write_result(self.board.increment_score(user_id, amount, metadata or None))
+
+    def configure(self, fields: dict[str, Any]) -> dict[str, Any]:
+        max_entries = check.integer(fields, "max_entries", maximum=check.MAX_MAX_ENTRIES)
+        with self._config_lock:
+            trimmed = self.board.set_max_entries(max_entries)
+        return {"max_entries": self.board.max_entries, "trimmed_user_ids": list(trimmed)}
+
+    def delete(self, user_id: str) -> dict[str, Any]:
+        user_id = check.path_user_id(user_id)
+        if not self.board.delete_user(user_id):
+            raise BadRequest(f"no player with id {user_id!r} on the board", HTTPStatus.NOT_FOUND)
+        return {"deleted": True, "user_id": user_id}
+
+    def reset(self, _fields: Optional[dict[str, Any]] = None) -> dict[str, Any]:
+        """The guide's six sample players and the startup size limit, nothing else."""
+        with self._config_lock:
+            self.board.clear()
+            self.board.set_max_entries(self.initial_max_entries)
+            trimmed = self.seed()
+        return {
+            "size": self.board.get_size(),
+            "max_entries": self.board.max_entries,
+            "trimmed_user_ids": trimmed,
+        }
+
+    def seed(self) -> list[str]:
+        """Write the six sample players; returns the ids trimmed on the way."""
+        trimmed: list[str] = []
+        for user_id, name, score, description in SAMPLE_PLAYERS:
+            result = self.board.upsert_user(
+                user_id, score, {"name": name, "description": description}
+            )
+            trimmed.extend(result.get("trimmed_user_ids", []))
+        return trimmed
+
+    def seed_if_empty(self) -> bool:
+        if self.board.get_size() == 0:
+            self.seed()
+            return True
+        return False
+
+
+class DemoServer(ThreadingHTTPServer):
+    """A threading HTTP server holding the :class:`DemoApp`."""
+
+    daemon_threads = True
+    allow_reuse_address = True
+
+    def __init__(self, address: tuple[str, int], app: DemoApp) -> None:
+        self.app = app
+        self.static = _load_static()
+        super().__init__(address, DemoRequestHandler)
+
+    @property
+    def url(self) -> str:
+        host, port = self.server_address[:2]
+        if ":" in str(host):
+            host = f"[{host}]"
+        return f"http://{host}:{port}/"
+
+
+class DemoRequestHandler(BaseHTTPRequestHandler):
+    server: DemoServer
+    protocol_version = "HTTP/1.1"
+    server_version = "redis-leaderboard-demo"
+    sys_version = ""
+    timeout = 30  # seconds a client may take to send a request
+
+    # -- plumbing ------------------------------------------------------------------------
+
+    def log_message(self, format: str, *args: Any) -> None:
+        access_log.info("%s %s", self.address_string(), format % args)
+
+    def log_error(self, format: str, *args: Any) -> None:
+        log.warning("%s %s", self.address_string(), format % args)
+
+    def _headers(self, status: int, content_type: str, length: int) -> None:
+        self.send_response(status)
+        self.send_header("Content-Type", content_type)
+        self.send_header("Content-Length", str(length))
+        self.send_header("Content-Security-Policy", CONTENT_SECURITY_POLICY)
+        self.send_header("X-Content-Type-Options", "nosniff")
+        self.send_header("X-Frame-Options", "DENY")
+        self.send_header("Referrer-Policy", "no-referrer")
+        self.send_header("Cross-Origin-Resource-Policy", "same-origin")
+
+    def send_json(
+        self, status: int, payload: Any, extra_headers: Optional[dict[str, str]] = None
+    ) -> None:
+        body = json.dumps(json_safe(payload), ensure_ascii=True, allow_nan=False).encode()
+        self._headers(status, "application/json; charset=utf-8", len(body))
+        self.send_header("Cache-Control", "no-store")
+        for name, value in (extra_headers or {}).items():
+            self.send_header(name, value)
+        if self.close_connection:
+            self.send_header("Connection", "close")
+        self.end_headers()
+        if self.command != "HEAD":
+            self.wfile.write(body)
+
+    def send_error(self, code: int, message: Optional[str] = None, explain: Any = None) -> None:
+        """http.server's own errors (malformed request line, oversized headers, ...) as JSON."""
+        self.close_connection = True
+        try:
+            phrase = HTTPStatus(code).phrase
+        except ValueError:
+            phrase = "Error"
+        if not hasattr(self, "command") or self.command is None:
+            self.command = ""
+        if self.request_version == "HTTP/0.9":
+            self.request_version = "HTTP/1.0"  # always answer with headers
+        self.send_json(code, {"error": message or phrase})
+
+    def __getattr__(self, name: str) -> Any:
+        # Any method the routes do not know (PUT, PATCH, FOO, ...) gets 405 or 404 rather
+        # than http.server's 501.
+        if name.startswith("do_"):
+            return self._dispatch
+        raise AttributeError(name)
+
+    def do_GET(self) -> None:
+        self._dispatch()
+
+    def do_HEAD(self) -> None:
+        self._dispatch()
+
+    def do_POST(self) -> None:
+        self._dispatch()
+
+    def do_DELETE(self) -> None:
+        self._dispatch()
+
+    # -- routing -------------------------------------------------------------------------
+
+    def _routes(self, path: str) -> Optional[dict[str, Callable[[], Any]]]:
+        app = self.server.app
+        if path in self.server.static:
+            return {"GET": lambda: self._static(path)}
+        if path == "/api/state":
+            return {"GET": lambda: app.state(self._query())}
+        if path == "/api/players":
+            return {"POST": lambda: app.upsert(self._body())}
+        if path == "/api/increment":
+            return {"POST": lambda: app.increment(self._body())}
+        if path == "/api/config":
+            return {"POST": lambda: app.configure(self._body())}
+        if path == "/api/reset":
+            return {"POST": lambda: app.reset(self._body())}
+        if path.startswith("/api/players/"):
+            user_id = self._path_user_id(path[len("/api/players/") :])
+            return {
+                "GET": lambda: app.player(user_id),
+                "DELETE": lambda: app.delete(user_id),
+            }
+        return None
+
+    def _dispatch(self) -> None:
+        try:
+            try:
+                self._split = urlsplit(self.path)
+                routes = self._routes(self._split.path)
+                if routes is None:
+                    raise BadRequest(f"no such page: {self._split.path}", HTTPStatus.NOT_FOUND)
+                method = "GET" if self.command == "HEAD" else self.command
+                action = routes.get(method)
+                if action is None:
+                    allowed = sorted(set(routes) | ({"HEAD"} if "GET" in routes else set()))
+                    self._discard_body()
+                    self.send_json(
+                        HTTPStatus.METHOD_NOT_ALLOWED,
+                        {"error": f"{self.command} is not allowed here; use {', '.join(allowed)}"},
+                        {"Allow": ", ".join(allowed)},
+                    )
+                    return
+                if method not in ("GET",):
+                    self._check_same_origin()
+                result = action()
+                if result is not None:
+                    self.send_json(HTTPStatus.OK, result)
+            except BadRequest as exc:
+                self._discard_body()
+                self.send_json(exc.status, {"error": exc.message})
+            except (ValueError, TypeError) as exc:
+                # The library validates too (and UnicodeError is a ValueError).
+                self._discard_body()
+                self.send_json(HTTPStatus.BAD_REQUEST, {"error": str(exc) or "invalid input"})
+            except (RedisConnectionError, RedisTimeoutError) as exc:
+                log.warning("Redis unavailable: %s", exc)
+                self.send_json(
+                    HTTPStatus.SERVICE_UNAVAILABLE,
+                    {"error": f"Redis is unavailable ({exc}); retry in a moment"},
+                    {"Retry-After": "2"},
+                )
+            except RedisError as exc:
+                log.error("Redis error: %s", exc)
+                self.send_json(HTTPStatus.BAD_GATEWAY, {"error": f"Redis replied: {exc}"})
+        except (BrokenPipeError, ConnectionResetError):
+            self.close_connection = True
+        except Exception:
+            log.exception("internal error on %s %s", self.command, self.path)
+            self.close_connection = True
+            try:
+                self.send_json(HTTPStatus.INTERNAL_SERVER_ERROR, {"error": "internal error"})
+            except OSError:
+                pass
+
+    def _static(self, path: str) -> None:
+        body, content_type, etag = self.server.static[path]
+        if self.headers.get("If-None-Match") == etag:
+            self.send_response(HTTPStatus.NOT_MODIFIED)
+            self.send_header("ETag", etag)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+            return
+        self._headers(HTTPStatus.OK, content_type, len(body))
+        self.send_header("Cache-Control", "no-cache")
+        self.send_header("ETag", etag)
+        self.end_headers()
+        if self.command != "HEAD":
+            self.wfile.write(body)
+
+    # -- request parsing -----------------------------------------------------------------
+
+    def _path_user_id(self, raw: str) -> str:
+        try:
+            return unquote(raw, errors="strict")
+        except UnicodeDecodeError:
+            raise BadRequest("user_id in the URL is not valid UTF-8") from None
+
+    def _query(self) -> dict[str, str]:
+        return self._form(self._split.query, "query string")
+
+    @staticmethod
+    def _form(text: str, what: str) -> dict[str, str]:
+        try:
+            pairs = parse_qsl(
+                text, keep_blank_values=True, errors="strict", max_num_fields=100
+            )
+        except UnicodeDecodeError:
+            raise BadRequest(f"the {what} is not valid UTF-8") from None
+        except ValueError:
+            raise BadRequest(f"the {what} has too many fields") from None
+        return dict(pairs)
+
+    def _check_same_origin(self) -> None:
+        """Refuse writes sent by another site's page (the demo has no login to protect it)."""
+        if self.headers.get("Sec-Fetch-Site", "") == "cross-site":
+            raise BadRequest("cross-site requests are not allowed", HTTPStatus.FORBIDDEN)
+        origin = self.headers.get("Origin")
+        if origin is None:
+            return
+        host = self.headers.get("Host", "")
+        if origin == "null" or urlsplit(origin).netloc.lower() != host.lower():
+            raise BadRequest("cross-origin requests are not allowed", HTTPStatus.FORBIDDEN)
+
+    def _content_length(self) -> int:
+        if "chunked" in self.headers.get("Transfer-Encoding", "").lower():
+            self.close_connection = True
+            raise BadRequest(
+                "chunked bodies are not supported; send Content-Length",
+                HTTPStatus.LENGTH_REQUIRED,
+            )
+        raw = self.headers.get("Content-Length")
+        if raw is None:
+            return 0
+        if not raw.strip().isdigit() or len(raw.strip()) > 18:
+            self.close_connection = True
+            raise BadRequest("Content-Length is not a valid length")
+        return int(raw)
+
+    def _discard_body(self) -> None:
+        """Read and drop an unread body so the connection can serve the next request."""
+        if getattr(self, "_body_read", False) or self.command in ("GET", "HEAD"):
+            return
+        self._body_read = True
+        try:
+            length = self._content_length()
+        except BadRequest:
+            self.close_connection = True
+            return
+        if length > MAX_BODY_BYTES:
+            self.close_connection = True
+        elif length:
+            self.rfile.read(length)
+
+    def _body(self) -> dict[str, Any]:
+        self._body_read = True
+        length = self._content_length()
+        if length > MAX_BODY_BYTES:
+            self.close_connection = True
+            raise BadRequest(
+                f"the body is {length:,} bytes; the limit is {MAX_BODY_BYTES:,}",
+                HTTPStatus.REQUEST_ENTITY_TOO_LARGE,
+            )
+        raw = self.rfile.read(length) if length else b""
+        if len(raw) < length:
+            self.close_connection = True
+            raise BadRequest("the body is shorter than its Content-Length")
+        content_type = self.headers.get("Content-Type", "").split(";")[0].strip().lower()
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError:
+            raise BadRequest("the body is not valid UTF-8") from None
+        if content_type == "application/json" or content_type.endswith("+json"):
+            return self._json_body(text)
+        if content_type in ("", "application/x-www-form-urlencoded"):
+            return self._form(text, "body")
+        raise BadRequest(
+            f"unsupported Content-Type {content_type!r}: send "
+            "application/x-www-form-urlencoded or application/json",
+            HTTPStatus.UNSUPPORTED_MEDIA_TYPE,
+        )
+
+    @staticmethod
+    def _json_body(text: str) -> dict[str, Any]:
+        if not text.strip():
+            return {}
+
+        def reject_constant(name: str) -> Any:
+            raise ValueError(f"{name} is not a number JSON allows")
+
+        try:
+            data = json.loads(text, parse_constant=reject_constant)
+        except RecursionError:
+            raise BadRequest("the JSON body is nested too deeply") from None
+        except ValueError as exc:  # JSONDecodeError, huge integer literals, NaN/Infinity
+            raise BadRequest(f"the body is not valid JSON: {exc}") from None
+        if not isinstance(data, dict):
+            raise BadRequest("the JSON body must be an object")
+        return data
+
+
+def make_server(
+    board: RedisLeaderboard,
+    host: str = "127.0.0.1",
+    port: int = 0,
+    *,
+    initial_max_entries: Optional[int] = None,
+) -> DemoServer:
+    """A bound (not yet serving) demo server; port 0 picks a free port."""
+    return DemoServer((host, port), DemoApp(board, initial_max_entries=initial_max_entries))

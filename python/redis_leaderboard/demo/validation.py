@@ -1,0 +1,156 @@
+"""Checks for every field the demo accepts: each bad value becomes a :class:`BadRequest`
+with a message meant for a person, before anything reaches the leaderboard."""
+
+from __future__ import annotations
+
+import math
+import re
+from typing import Any, Mapping, Optional
+
+MAX_SCORE = 1e15  # integers stay exact in a double up to 2**53 (about 9e15)
+MAX_MAX_ENTRIES = 1_000_000
+MAX_COUNT = 1000
+MAX_RANK = 1_000_000_000
+MAX_USER_ID_CHARS = 200
+MAX_NAME_CHARS = 100
+MAX_DESCRIPTION_CHARS = 500
+
+_NUMBER = re.compile(r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?")
+_INTEGER = re.compile(r"[+-]?\d+")
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+_CONTROL_EXCEPT_WHITESPACE = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+
+
+class BadRequest(Exception):
+    """A request the demo refuses, with its HTTP status (4xx) and a message."""
+
+    def __init__(self, message: str, status: int = 400) -> None:
+        super().__init__(message)
+        self.message = message
+        self.status = status
+
+
+def _present(fields: Mapping[str, Any], name: str) -> Any:
+    value = fields.get(name)
+    if value is None or (isinstance(value, str) and not value.strip()):
+        raise BadRequest(f"{name} is required")
+    return value
+
+
+def number(fields: Mapping[str, Any], name: str, *, default: Optional[float] = None) -> float:
+    """A finite number within +-MAX_SCORE, from a JSON number or a decimal string."""
+    value = fields.get(name)
+    if value is None or (isinstance(value, str) and not value.strip()):
+        if default is not None:
+            return default
+        raise BadRequest(f"{name} is required")
+    if isinstance(value, bool):
+        raise BadRequest(f"{name} must be a number")
+    if isinstance(value, str):
+        text = value.strip()
+        if len(text) > 64 or not _NUMBER.fullmatch(text):
+            raise BadRequest(f"{name} must be a number, like 1200 or 12.5")
+        result = float(text)
+    elif isinstance(value, (int, float)):
+        try:
+            result = float(value)
+        except OverflowError:
+            result = math.inf
+    else:
+        raise BadRequest(f"{name} must be a number")
+    if not math.isfinite(result) or abs(result) > MAX_SCORE:
+        raise BadRequest(f"{name} must be a finite number between -1e15 and 1e15")
+    return result + 0.0  # -0.0 -> 0.0
+
+
+def integer(
+    fields: Mapping[str, Any],
+    name: str,
+    *,
+    default: Optional[int] = None,
+    minimum: int = 1,
+    maximum: int,
+) -> int:
+    """A whole number in [minimum, maximum], from a JSON number or a decimal string."""
+    value = fields.get(name)
+    if value is None or (isinstance(value, str) and not value.strip()):
+        if default is not None:
+            return default
+        raise BadRequest(f"{name} is required")
+    if isinstance(value, bool):
+        raise BadRequest(f"{name} must be a whole number")
+    if isinstance(value, str):
+        text = value.strip()
+        if len(text) > 32 or not _INTEGER.fullmatch(text):
+            raise BadRequest(f"{name} must be a whole number")
+        result = int(text)
+    elif isinstance(value, int):
+        result = value
+    elif isinstance(value, float) and math.isfinite(value) and value.is_integer():
+        result = int(value)
+    else:
+        raise BadRequest(f"{name} must be a whole number")
+    if result < minimum:
+        raise BadRequest(f"{name} must be at least {minimum}")
+    if result > maximum:
+        raise BadRequest(f"{name} must be at most {maximum:,}")
+    return result
+
+
+def text(
+    fields: Mapping[str, Any],
+    name: str,
+    *,
+    max_chars: int,
+    required: bool = False,
+    multiline: bool = False,
+) -> str:
+    """Trimmed text: valid Unicode, no control characters (tabs and newlines only where
+    ``multiline``), at most ``max_chars`` characters. Missing and not required -> ``""``."""
+    value = fields.get(name)
+    if value is None:
+        value = ""
+    if not isinstance(value, str):
+        raise BadRequest(f"{name} must be text")
+    value = value.strip()
+    if required and not value:
+        raise BadRequest(f"{name} is required")
+    return check_text(value, name, max_chars=max_chars, multiline=multiline)
+
+
+def check_text(value: str, name: str, *, max_chars: int, multiline: bool = False) -> str:
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise BadRequest(f"{name} must be valid Unicode text") from None
+    if len(value) > max_chars:
+        raise BadRequest(f"{name} must be at most {max_chars} characters")
+    pattern = _CONTROL_EXCEPT_WHITESPACE if multiline else _CONTROL
+    if pattern.search(value):
+        raise BadRequest(f"{name} must not contain control characters")
+    return value
+
+
+def user_id(fields: Mapping[str, Any], name: str = "user_id") -> str:
+    _present(fields, name)
+    return text(fields, name, max_chars=MAX_USER_ID_CHARS, required=True)
+
+
+def path_user_id(value: str) -> str:
+    """A user id taken from a URL path (already percent-decoded): not trimmed."""
+    if not value:
+        raise BadRequest("user_id must not be empty")
+    return check_text(value, "user_id", max_chars=MAX_USER_ID_CHARS)
+
+
+def metadata(fields: Mapping[str, Any]) -> dict[str, str]:
+    """``name`` and ``description`` when given (blank fields leave the stored ones as they
+    are: metadata is merged, as the guide's HSET)."""
+    result = {}
+    name = text(fields, "name", max_chars=MAX_NAME_CHARS)
+    if name:
+        result["name"] = name
+    description = text(fields, "description", max_chars=MAX_DESCRIPTION_CHARS, multiline=True)
+    if description:
+        result["description"] = description
+    return result

@@ -1,0 +1,160 @@
+"""The synchronous ``RedisLeaderboard``: the guide's class, one round trip per call."""
+
+from __future__ import annotations
+
+import os
+from typing import Any, Mapping, Optional, Union
+
+from . import _core
+from ._core import Client
+
+DEFAULT_URL = "redis://localhost:6379/0"
+
+Entry = dict[str, Any]
+
+
+def client_options_from_redis_py(redis_client: Any) -> dict[str, Any]:
+    """The connection options of a redis-py ``Redis`` (or ``redis.asyncio.Redis``) client.
+
+    redis-py is not a dependency: the client is read duck-typed through its connection pool.
+    """
+    try:
+        kwargs = dict(redis_client.connection_pool.connection_kwargs)
+    except AttributeError:
+        raise TypeError(
+            "redis_client must be a redis_leaderboard Client, a redis-py Redis client or None, "
+            f"not {type(redis_client).__name__}"
+        ) from None
+    if kwargs.get("ssl") or "ssl_keyfile" in kwargs or "ssl_cert_reqs" in kwargs:
+        raise ValueError("TLS (rediss://) is not supported yet by redis_leaderboard")
+    options: dict[str, Any] = {
+        "db": int(kwargs.get("db") or 0),
+        "username": kwargs.get("username"),
+        "password": kwargs.get("password"),
+        "socket_timeout": kwargs.get("socket_timeout"),
+        "socket_connect_timeout": kwargs.get("socket_connect_timeout"),
+        "client_name": kwargs.get("client_name"),
+    }
+    if kwargs.get("path"):
+        options["unix_socket_path"] = kwargs["path"]
+    else:
+        options["host"] = kwargs.get("host") or "localhost"
+        options["port"] = int(kwargs.get("port") or 6379)
+    return options
+
+
+def resolve_client_options(redis_client: Any, url: Optional[str]) -> Union[dict[str, Any], str]:
+    """What to connect to, as the constructor documents: a redis-py client's options, else
+    ``url``, else ``$REDIS_URL``, else ``redis://localhost:6379/0``."""
+    if redis_client is not None:
+        if url is not None:
+            raise TypeError("pass either redis_client or url, not both")
+        return client_options_from_redis_py(redis_client)
+    return url if url is not None else os.environ.get("REDIS_URL") or DEFAULT_URL
+
+
+def make_client(redis_client: Any, url: Optional[str]) -> Client:
+    if isinstance(redis_client, Client):
+        if url is not None:
+            raise TypeError("pass either redis_client or url, not both")
+        return redis_client
+    options = resolve_client_options(redis_client, url)
+    if isinstance(options, str):
+        return Client.from_url(options)
+    return Client(**options)
+
+
+class RedisLeaderboard:
+    """A leaderboard in a Redis sorted set, with per-user metadata hashes.
+
+    The guide's class, method for method: scores live in the sorted set ``key``, metadata in the
+    hash ``f"{key}:user:{user_id}"``. Every method is one round trip; writes, their trimming and
+    the read-back of the entry run atomically in one server-side script.
+
+    ``redis_client`` may be a :class:`Client`, a redis-py ``redis.Redis`` (its host, port, db,
+    credentials and timeouts are reused) or None: then ``url``, else ``$REDIS_URL``, else
+    ``redis://localhost:6379/0``.
+    """
+
+    def __init__(
+        self,
+        redis_client: Any = None,
+        key: str = "leaderboard:demo",
+        max_entries: int = 100,
+        *,
+        url: Optional[str] = None,
+    ) -> None:
+        board = _core.Board(key, max_entries)  # validates before connecting
+        self.redis: Client = make_client(redis_client, url)
+        self._board = board
+        self._run = self.redis.run
+
+    @property
+    def key(self) -> str:
+        """The sorted set holding the scores."""
+        return self._board.key
+
+    @property
+    def max_entries(self) -> int:
+        """How many entries the board keeps; writes trim the lowest beyond it."""
+        return self._board.max_entries
+
+    def upsert_user(
+        self, user_id: str, score: float, metadata: Optional[Mapping[str, Any]] = None
+    ) -> Entry:
+        """Set ``user_id``'s score (ZADD), merge ``metadata`` into its hash (HSET), trim the board
+        and return the entry with ``"trimmed_user_ids"``, atomically and in one round trip.
+
+        If the write itself was trimmed away, the result has no ``"rank"`` and its
+        ``"metadata"`` is the payload sent.
+        """
+        return self._run(self._board.upsert_user(user_id, score, metadata))
+
+    def increment_score(
+        self, user_id: str, amount: float, metadata: Optional[Mapping[str, Any]] = None
+    ) -> Entry:
+        """Add ``amount`` to ``user_id``'s score (ZINCRBY); otherwise as :meth:`upsert_user`."""
+        return self._run(self._board.increment_score(user_id, amount, metadata))
+
+    def set_max_entries(self, max_entries: int) -> list[str]:
+        """Change the board's size limit and trim to it; returns the trimmed ids, lowest first."""
+        return self._run(self._board.set_max_entries(max_entries))
+
+    def get_top(self, count: int = 10) -> list[Entry]:
+        """The ``count`` highest entries, best first (ZRANGE REV WITHSCORES + HGETALL each)."""
+        return self._run(self._board.get_top(count))
+
+    def get_around_rank(self, rank: int, count: int = 5) -> list[Entry]:
+        """``count`` entries centred on the 1-based ``rank``, the window clamped to the board."""
+        return self._run(self._board.get_around_rank(rank, count))
+
+    def get_rank(self, user_id: str) -> Optional[int]:
+        """``user_id``'s 1-based rank from the top (ZREVRANK), or None if absent."""
+        return self._run(self._board.get_rank(user_id))
+
+    def get_user_metadata(self, user_id: str) -> dict[str, str]:
+        """``user_id``'s metadata hash (HGETALL); ``{}`` if it has none."""
+        return self._run(self._board.get_user_metadata(user_id))
+
+    def get_user_entry(self, user_id: str) -> Optional[Entry]:
+        """``user_id``'s entry (rank, score, metadata), or None if it is not on the board."""
+        return self._run(self._board.get_user_entry(user_id))
+
+    def list_all(self) -> list[Entry]:
+        """Every entry, best first. Large boards are read in pages (not one snapshot)."""
+        return self._run(self._board.list_all())
+
+    def get_size(self) -> int:
+        """How many entries the board holds (ZCARD)."""
+        return self._run(self._board.get_size())
+
+    def delete_user(self, user_id: str) -> bool:
+        """Remove ``user_id`` and its metadata; True if it was on the board."""
+        return self._run(self._board.delete_user(user_id))
+
+    def clear(self) -> None:
+        """Delete the board and every member's metadata hash (in pages on large boards)."""
+        return self._run(self._board.clear())
+
+    def __repr__(self) -> str:
+        return f"RedisLeaderboard(key={self.key!r}, max_entries={self.max_entries})"

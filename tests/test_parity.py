@@ -1,0 +1,228 @@
+"""Parity with the guide: the same operations give the same results and the same Redis contents.
+
+``GuideLeaderboard`` (benchmarks/guide_leaderboard.py) is the guide's redis-py algorithm. Random
+operation sequences with fixed seeds run against it and against this package on two keys; every
+result and the final keys (with the key prefix taken off) must be identical. Data written by one
+is then read back by the other.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Iterator
+from typing import Any, Callable, Optional
+
+import pytest
+
+from benchmarks.guide_leaderboard import GuideLeaderboard
+from redis_leaderboard import Client, RedisLeaderboard
+
+USERS = [
+    "p0",
+    "p1",
+    "p2",
+    "p3",
+    "p4",
+    "p5",
+    "p6",
+    "p7",
+    "team:red",
+    "with space",
+    "emoji🏆",
+    "{tag}",
+    "中文",
+    "Zed",
+]
+FIELDS = ["name", "team", "bio", "emoji 🎉"]
+VALUES = ["Ada", "Mina", "", "tab\there", "new\nline", "{}", "ünï", "🏁", "a:b", "x" * 50]
+
+Op = tuple[str, tuple[Any, ...]]
+
+
+@pytest.fixture
+def r(redis_server: Any) -> Iterator[Any]:
+    client = redis_server.redis_py()
+    yield client
+    client.close()
+
+
+def random_metadata(rng: random.Random) -> Optional[dict[str, str]]:
+    roll = rng.random()
+    if roll < 0.4:
+        return None
+    if roll < 0.5:
+        return {}
+    fields = rng.sample(FIELDS, rng.randint(1, len(FIELDS)))
+    return {field: rng.choice(VALUES) for field in fields}
+
+
+def random_score(rng: random.Random) -> float:
+    roll = rng.random()
+    if roll < 0.5:
+        return float(rng.randint(-3, 12))  # small integers: many ties
+    if roll < 0.9:
+        return round(rng.uniform(-20, 40), rng.randint(0, 3))
+    return rng.choice([0.0, 0.1, 1e15, -1e-7, 0.30000000000000004])
+
+
+def random_ops(rng: random.Random, n: int) -> list[Op]:
+    kinds = [
+        ("upsert_user", 30),
+        ("increment_score", 30),
+        ("get_top", 5),
+        ("get_around_rank", 8),
+        ("get_rank", 5),
+        ("get_user_metadata", 4),
+        ("get_user_entry", 6),
+        ("list_all", 3),
+        ("get_size", 2),
+        ("delete_user", 6),
+        ("set_max_entries", 3),
+        ("clear", 1),
+    ]
+    names = [k for k, _ in kinds]
+    weights = [w for _, w in kinds]
+    ops: list[Op] = []
+    for _ in range(n):
+        kind = rng.choices(names, weights)[0]
+        user = rng.choice(USERS)
+        if kind in ("upsert_user", "increment_score"):
+            ops.append((kind, (user, random_score(rng), random_metadata(rng))))
+        elif kind == "get_top":
+            ops.append((kind, (rng.randint(1, 16),)))
+        elif kind == "get_around_rank":
+            ops.append((kind, (rng.randint(1, 16), rng.randint(1, 9))))
+        elif kind in ("get_rank", "get_user_metadata", "get_user_entry", "delete_user"):
+            ops.append((kind, (user,)))
+        elif kind == "set_max_entries":
+            ops.append((kind, (rng.randint(1, 10),)))
+        else:
+            ops.append((kind, ()))
+    return ops
+
+
+def apply(board: Any, op: Op) -> Any:
+    name, args = op
+    method: Callable[..., Any] = getattr(board, name)
+    return method(*args)
+
+
+def contents(r: Any, key: str) -> dict[str, Any]:
+    """Every key of the board (its sorted set and metadata hashes), named without ``key``."""
+    out: dict[str, Any] = {}
+    for name in r.scan_iter(match=f"{key}*", count=1000):
+        assert name.startswith(key)
+        kind = r.type(name)
+        if kind == "zset":
+            out[name[len(key) :]] = ("zset", r.zrange(name, 0, -1, withscores=True))
+        elif kind == "hash":
+            out[name[len(key) :]] = ("hash", r.hgetall(name))
+        else:
+            out[name[len(key) :]] = (kind, None)
+    return out
+
+
+def read_everything(board: Any) -> dict[str, Any]:
+    """What every read method says about the board."""
+    size = board.get_size()
+    return {
+        "size": size,
+        "list_all": board.list_all(),
+        "top": [board.get_top(n) for n in (1, 3, 10)],
+        "around": [board.get_around_rank(rank, count) for rank in (1, 2, 5, 9) for count in (1, 4)],
+        "users": {
+            u: (board.get_rank(u), board.get_user_entry(u), board.get_user_metadata(u))
+            for u in USERS
+        },
+    }
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3, 4, 5, 6])
+def test_random_sequences_match_the_guide(
+    client: Client, redis_server: Any, board_key: str, r: Any, seed: int
+) -> None:
+    rng = random.Random(seed)
+    max_entries = rng.randint(3, 8)
+    ours_key, guide_key = f"{board_key}:ours", f"{board_key}:guide"
+    ours = RedisLeaderboard(client, key=ours_key, max_entries=max_entries)
+    guide = GuideLeaderboard(r, key=guide_key, max_entries=max_entries)
+
+    for step, op in enumerate(random_ops(rng, 250)):
+        expected = apply(guide, op)
+        assert apply(ours, op) == expected, f"step {step}: {op}"
+        assert ours.max_entries == guide.max_entries
+        if step % 25 == 0:
+            assert contents(r, ours_key) == contents(r, guide_key), f"after step {step}: {op}"
+
+    assert contents(r, ours_key) == contents(r, guide_key)
+    assert read_everything(ours) == read_everything(guide)
+
+
+def test_the_guide_walkthrough_matches(client: Client, board_key: str, r: Any) -> None:
+    ours = RedisLeaderboard(client, key=f"{board_key}:ours", max_entries=100)
+    guide = GuideLeaderboard(r, key=f"{board_key}:guide", max_entries=100)
+    ada = {"name": "Ada", "description": "Solves production incidents before breakfast."}
+    sample = [
+        ("player-1", 980, "Avery"),
+        ("player-2", 1310, "Mina"),
+        ("player-3", 1175, "Noah"),
+        ("player-4", 1435, "Priya"),
+        ("player-5", 1080, "Jules"),
+        ("player-6", 1240, "Rin"),
+    ]
+    ops: list[Op] = [("upsert_user", ("player-1", 1200, ada)), ("increment_score", ("player-1", 25))]
+    ops += [("upsert_user", (u, s, {"name": n, "description": ""})) for u, s, n in sample]
+    ops += [
+        ("get_top", (5,)),
+        ("get_around_rank", (10, 5)),
+        ("get_around_rank", (3, 3)),
+        ("set_max_entries", (4,)),
+        ("increment_score", ("player-5", 400, {"description": "comeback"})),
+        ("list_all", ()),
+        ("clear", ()),
+        ("list_all", ()),
+    ]
+    for op in ops:
+        assert apply(ours, op) == apply(guide, op), op
+    assert contents(r, ours.key) == contents(r, guide.key)
+
+
+def populate(board: Any, rng: random.Random) -> None:
+    for op in random_ops(rng, 120):
+        if op[0] in ("upsert_user", "increment_score", "delete_user", "set_max_entries"):
+            apply(board, op)
+
+
+def test_the_package_reads_what_the_guide_wrote(client: Client, board_key: str, r: Any) -> None:
+    guide = GuideLeaderboard(r, key=board_key, max_entries=8)
+    populate(guide, random.Random(11))
+    ours = RedisLeaderboard(client, key=board_key, max_entries=guide.max_entries)
+    assert ours.get_size() >= 1
+    assert read_everything(ours) == read_everything(guide)
+
+
+def test_the_guide_reads_what_the_package_wrote(client: Client, board_key: str, r: Any) -> None:
+    ours = RedisLeaderboard(client, key=board_key, max_entries=8)
+    populate(ours, random.Random(12))
+    guide = GuideLeaderboard(r, key=board_key, max_entries=ours.max_entries)
+    assert guide.get_size() >= 1
+    assert read_everything(guide) == read_everything(ours)
+
+
+def test_both_write_the_same_board_in_turn(client: Client, board_key: str, r: Any) -> None:
+    """Either implementation may do any write on a shared board; reads agree throughout."""
+    rng = random.Random(13)
+    ours = RedisLeaderboard(client, key=board_key, max_entries=5)
+    guide = GuideLeaderboard(r, key=board_key, max_entries=5)
+    mirror_key = f"{board_key}:mirror"
+    mirror = GuideLeaderboard(r, key=mirror_key, max_entries=5)
+    for step, op in enumerate(random_ops(rng, 200)):
+        writer, other = (ours, guide) if rng.random() < 0.5 else (guide, ours)
+        expected = apply(mirror, op)
+        assert apply(writer, op) == expected, f"step {step}: {op}"
+        if op[0] == "set_max_entries":
+            assert apply(other, op) == []
+    assert read_everything(ours) == read_everything(guide)
+    assert read_everything(ours) == read_everything(mirror)
+    board_keys = {k: v for k, v in contents(r, board_key).items() if not k.startswith(":mirror")}
+    assert board_keys == contents(r, mirror_key)
