@@ -64,8 +64,7 @@ double number_arg(py::handle value, const char* field) {
     }
     if (PyErr_ExceptionMatches(PyExc_ValueError)) {
       PyErr_Clear();
-      throw InvalidArgument(std::string(field) + " must be a number, not " +
-                            utf8(py::repr(value)));
+      throw InvalidArgument(std::string(field) + " must be a number, not " + utf8(py::repr(value)));
     }
     PyErr_Clear();
     throw py::type_error(std::string(field) + " must be a number, not " + type_name(value));
@@ -93,9 +92,10 @@ long long integer_arg(py::handle value, const char* field) {
 Metadata metadata_arg(py::handle value) {
   Metadata metadata;
   if (value.is_none()) return metadata;
-  if (!PyMapping_Check(value.ptr()) || PyUnicode_Check(value.ptr()) ||
-      PySequence_Check(value.ptr()) && !PyDict_Check(value.ptr()) &&
-          !py::hasattr(value, "keys")) {
+  const bool mapping =
+      PyDict_Check(value.ptr()) || (PyMapping_Check(value.ptr()) && !PyUnicode_Check(value.ptr()) &&
+                                    !PyBytes_Check(value.ptr()) && py::hasattr(value, "items"));
+  if (!mapping) {
     throw py::type_error("metadata must be a mapping of str to values, not " + type_name(value));
   }
   py::object items = py::reinterpret_steal<py::object>(PyMapping_Items(value.ptr()));
@@ -112,8 +112,6 @@ Metadata metadata_arg(py::handle value) {
   }
   return metadata;
 }
-
-std::optional<double> timeout_arg(const std::optional<double>& seconds) { return seconds; }
 
 // ---- C++ -> Python ---------------------------------------------------------------------------
 
@@ -202,29 +200,31 @@ py::object reply_to_python(const Reply& reply, bool errors_as_values) {
 }
 
 std::string argument_bytes(py::handle arg) {
-  if (PyBytes_Check(arg.ptr())) return std::string(py::bytes(py::reinterpret_borrow<py::bytes>(arg)));
+  if (PyBytes_Check(arg.ptr()))
+    return std::string(py::bytes(py::reinterpret_borrow<py::bytes>(arg)));
   if (PyUnicode_Check(arg.ptr())) return utf8(arg);
   if (PyLong_Check(arg.ptr()) || PyFloat_Check(arg.ptr())) return utf8(py::str(arg));
-  throw py::type_error("command arguments must be str, bytes, int or float, not " +
-                       type_name(arg));
+  throw py::type_error("command arguments must be str, bytes, int or float, not " + type_name(arg));
 }
 
 // ---- Wrapped types ---------------------------------------------------------------------------
 
-// An operation built by Board and run once by a client.
+// An operation built by Board and run once, by a client or by hand (request/feed).
 struct PyOperation {
   std::unique_ptr<Operation> operation;
-  bool started = false;
+  std::unique_ptr<transport::Exchange> exchange;  // once started
   std::optional<Result> result;
 
-  Operation& start() {
-    if (started) throw py::value_error("this operation has already been run");
-    started = true;
-    return *operation;
+  transport::Exchange& start() {
+    if (exchange) throw py::value_error("this operation has already been run");
+    exchange = std::make_unique<transport::Exchange>(*operation);
+    return *exchange;
   }
 };
 
-PyOperation wrap(std::unique_ptr<Operation> operation) { return PyOperation{std::move(operation)}; }
+PyOperation wrap(std::unique_ptr<Operation> operation) {
+  return PyOperation{std::move(operation), nullptr, std::nullopt};
+}
 
 ClientOptions client_options(const std::string& host, int port, long long db,
                              std::optional<std::string> username,
@@ -267,29 +267,23 @@ PYBIND11_MODULE(_core, m) {
 
   py::class_<PyOperation>(m, "Operation",
                           "One leaderboard operation: its requests and how it reads the replies.")
-      .def_property_readonly("name",
-                             [](const PyOperation& self) { return self.operation->name(); })
+      .def_property_readonly("name", [](const PyOperation& self) { return self.operation->name(); })
       .def(
           "request",
           [](PyOperation& self) {
-            std::string wire;
-            for (const auto& command : self.operation->next()) {
-              transport::encode(command, false, wire);
-            }
-            return py::bytes(wire);
+            if (!self.exchange) self.start();
+            return py::bytes(self.exchange->wire());
           },
           "RESP bytes of the next round trip's commands (scripts as EVALSHA).")
       .def(
           "feed",
           [](PyOperation& self, py::bytes data) {
-            auto replies = codec::decode_all(std::string(data));
-            for (const auto& reply : replies) {
-              if (reply.is_error()) transport::raise_error_reply(reply);
+            if (!self.exchange || self.exchange->finished()) {
+              throw py::value_error("feed() follows request()");
             }
-            self.started = true;
-            bool done = self.operation->feed(replies);
-            if (done) self.result = self.operation->take_result();
-            return done;
+            self.exchange->on_replies(codec::decode_all(std::string(data)));
+            if (self.exchange->finished()) self.result = self.exchange->take_result();
+            return self.exchange->finished();
           },
           "data"_a, "Feed the RESP replies of the last request; True when finished.")
       .def(
@@ -339,7 +333,8 @@ PYBIND11_MODULE(_core, m) {
       .def(
           "get_around_rank",
           [](const Board& self, py::handle rank, py::handle count) {
-            return wrap(self.get_around_rank(integer_arg(rank, "rank"), integer_arg(count, "count")));
+            return wrap(
+                self.get_around_rank(integer_arg(rank, "rank"), integer_arg(count, "count")));
           },
           "rank"_a, "count"_a = 5)
       .def(
@@ -411,11 +406,11 @@ PYBIND11_MODULE(_core, m) {
       .def(
           "run",
           [](BlockingClient& self, PyOperation& operation) {
-            Operation& op = operation.start();
+            transport::Exchange& exchange = operation.start();
             Result result;
             {
               py::gil_scoped_release release;
-              result = self.run(op);
+              result = self.run(exchange);
             }
             return to_python(result);
           },

@@ -3,7 +3,6 @@
 #include <hiredis/hiredis.h>
 #include <hiredis/read.h>
 
-
 #include "errors.hpp"
 
 namespace rlb::codec {
@@ -83,8 +82,9 @@ void encode_command(const std::vector<std::string_view>& argv, std::string& out)
 
 void ReplyReader::Free::operator()(redisReader* reader) const { redisReaderFree(reader); }
 
-ReplyReader::ReplyReader() : reader_(redisReaderCreateWithFunctions(
-                                 const_cast<redisReplyObjectFunctions*>(&kReplyFunctions))) {
+ReplyReader::ReplyReader()
+    : reader_(redisReaderCreateWithFunctions(
+          const_cast<redisReplyObjectFunctions*>(&kReplyFunctions))) {
   if (!reader_) throw std::bad_alloc();
 }
 
@@ -114,8 +114,8 @@ bool ReplyReader::has_partial() const {
 }
 
 void ReplyReader::reset() {
-  reader_.reset(redisReaderCreateWithFunctions(
-      const_cast<redisReplyObjectFunctions*>(&kReplyFunctions)));
+  reader_.reset(
+      redisReaderCreateWithFunctions(const_cast<redisReplyObjectFunctions*>(&kReplyFunctions)));
   if (!reader_) throw std::bad_alloc();
 }
 

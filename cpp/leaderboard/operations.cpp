@@ -128,9 +128,9 @@ class ListAll final : public Operation {
   ListAll(std::string key, std::string prefix) : key_(std::move(key)), prefix_(std::move(prefix)) {}
   const char* name() const override { return "list_all"; }
   std::vector<Command> next() override {
-    return {script_call(scripts::window, {key_},
-                        {prefix_, "range", std::to_string(entries_.size()),
-                         std::to_string(Board::kPageSize)})};
+    return {script_call(
+        scripts::window, {key_},
+        {prefix_, "range", std::to_string(entries_.size()), std::to_string(Board::kPageSize)})};
   }
   bool feed(std::vector<Reply>& replies) override {
     auto& reply = replies.at(0);
@@ -282,12 +282,12 @@ std::unique_ptr<Operation> Board::get_around_rank(long long rank, long long coun
 
 std::unique_ptr<Operation> Board::get_rank(std::string user_id) const {
   require_user_id(user_id);
-  return std::make_unique<SingleCall>(
-      "get_rank", Command{nullptr, {"ZREVRANK", key_, std::move(user_id)}},
-      [](Reply& reply) -> Result {
-        if (reply.is_nil()) return std::optional<long long>();
-        return std::optional<long long>(parse_integer(reply) + 1);
-      });
+  return std::make_unique<SingleCall>("get_rank",
+                                      Command{nullptr, {"ZREVRANK", key_, std::move(user_id)}},
+                                      [](Reply& reply) -> Result {
+                                        if (reply.is_nil()) return std::optional<long long>();
+                                        return std::optional<long long>(parse_integer(reply) + 1);
+                                      });
 }
 
 std::unique_ptr<Operation> Board::get_user_metadata(std::string user_id) const {

@@ -40,9 +40,9 @@ struct WriteResult {
 
 struct None {};
 
-using Result = std::variant<None, bool, long long, std::optional<long long>, Metadata,
-                            std::optional<Entry>, std::vector<Entry>, WriteResult,
-                            std::vector<std::string>>;
+using Result =
+    std::variant<None, bool, long long, std::optional<long long>, Metadata, std::optional<Entry>,
+                 std::vector<Entry>, WriteResult, std::vector<std::string>>;
 
 class Operation {
  public:

@@ -33,8 +33,8 @@ BlockingConnection::BlockingConnection(const ClientOptions& options)
 std::optional<Clock::time_point> BlockingConnection::deadline(
     const std::optional<double>& seconds) const {
   if (!seconds) return std::nullopt;
-  return Clock::now() + std::chrono::duration_cast<Clock::duration>(
-                            std::chrono::duration<double>(*seconds));
+  return Clock::now() +
+         std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(*seconds));
 }
 
 void BlockingConnection::fail_io(const std::string& message) {
@@ -56,8 +56,9 @@ void BlockingConnection::wait(short events, const std::optional<Clock::time_poin
     int ready = ::poll(&fd, 1, timeout_ms);
     if (ready > 0) return;  // readiness, hang-up or error: the next read/write tells which
     if (ready < 0 && errno == EINTR) continue;
-    if (ready < 0) fail_io(std::string("Error ") + doing + " " + options_.address() + ": " +
-                           std::strerror(errno));
+    if (ready < 0)
+      fail_io(std::string("Error ") + doing + " " + options_.address() + ": " +
+              std::strerror(errno));
     broken_ = true;
     boost::system::error_code ignored;
     socket_.close(ignored);
@@ -157,8 +158,8 @@ std::vector<Reply> BlockingConnection::round_trip(const std::string& wire, std::
 
   std::size_t written = 0;
   while (written < wire.size()) {
-    std::size_t n = socket_.write_some(asio::buffer(wire.data() + written, wire.size() - written),
-                                       ec);
+    std::size_t n =
+        socket_.write_some(asio::buffer(wire.data() + written, wire.size() - written), ec);
     written += n;
     if (ec == asio::error::would_block || ec == asio::error::try_again) {
       wait(POLLOUT, until, "writing to");
@@ -252,53 +253,23 @@ void BlockingClient::release(std::unique_ptr<BlockingConnection> connection) {
   }
 }
 
-std::vector<Reply> BlockingClient::round_trip(BlockingConnection& connection,
-                                              const std::vector<Command>& commands,
-                                              bool raise_errors) {
-  std::string wire;
-  for (const auto& command : commands) encode(command, false, wire);
-  round_trips_.fetch_add(1, std::memory_order_relaxed);
-  commands_.fetch_add(commands.size(), std::memory_order_relaxed);
-  auto replies = connection.round_trip(wire, commands.size());
-
-  // Scripts the server has not cached did not run: send them again with their body.
-  std::vector<std::size_t> retry;
-  for (std::size_t i = 0; i < replies.size(); ++i) {
-    if (commands[i].script != nullptr && is_noscript(replies[i])) retry.push_back(i);
-  }
-  if (!retry.empty()) {
-    wire.clear();
-    for (auto i : retry) encode(commands[i], true, wire);
+leaderboard::Result BlockingClient::run(Exchange& exchange) {
+  Lease connection(*this);
+  while (!exchange.finished()) {
     round_trips_.fetch_add(1, std::memory_order_relaxed);
-    commands_.fetch_add(retry.size(), std::memory_order_relaxed);
-    auto again = connection.round_trip(wire, retry.size());
-    for (std::size_t j = 0; j < retry.size(); ++j) replies[retry[j]] = std::move(again[j]);
+    commands_.fetch_add(exchange.commands(), std::memory_order_relaxed);
+    exchange.on_replies((*connection).round_trip(exchange.wire(), exchange.expected()));
   }
-  if (raise_errors) {
-    for (const auto& reply : replies) {
-      if (reply.is_error()) raise_error_reply(reply);
-    }
-  }
-  return replies;
-}
-
-leaderboard::Result BlockingClient::run(leaderboard::Operation& operation) {
-  Lease connection(*this);
-  for (;;) {
-    auto replies = round_trip(*connection, operation.next(), true);
-    if (operation.feed(replies)) return operation.take_result();
-  }
-}
-
-std::vector<Reply> BlockingClient::execute(const std::vector<Command>& commands) {
-  Lease connection(*this);
-  return round_trip(*connection, commands, true);
+  return exchange.take_result();
 }
 
 Reply BlockingClient::execute_raw(const std::vector<std::string>& argv) {
+  std::string wire;
+  encode(Command{nullptr, argv}, false, wire);
   Lease connection(*this);
-  auto replies = round_trip(*connection, {Command{nullptr, argv}}, false);
-  return std::move(replies.at(0));
+  round_trips_.fetch_add(1, std::memory_order_relaxed);
+  commands_.fetch_add(1, std::memory_order_relaxed);
+  return std::move((*connection).round_trip(wire, 1).at(0));
 }
 
 Stats BlockingClient::stats() const {

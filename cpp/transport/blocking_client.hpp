@@ -19,6 +19,7 @@
 #include "codec/resp.hpp"
 #include "leaderboard/operations.hpp"
 #include "transport/options.hpp"
+#include "transport/requests.hpp"
 
 namespace rlb::transport {
 
@@ -68,9 +69,7 @@ class BlockingClient {
   explicit BlockingClient(ClientOptions options);
 
   // Runs an operation to completion on one pooled connection; one round trip per step.
-  leaderboard::Result run(leaderboard::Operation& operation);
-  // One round trip: the commands pipelined, their replies in order (error replies raise).
-  std::vector<codec::Reply> execute(const std::vector<leaderboard::Command>& commands);
+  leaderboard::Result run(Exchange& exchange);
   // One raw command; an error reply is returned, not raised.
   codec::Reply execute_raw(const std::vector<std::string>& argv);
 
@@ -83,9 +82,6 @@ class BlockingClient {
   class Lease;
   std::unique_ptr<BlockingConnection> acquire();
   void release(std::unique_ptr<BlockingConnection> connection);
-  std::vector<codec::Reply> round_trip(BlockingConnection& connection,
-                                       const std::vector<leaderboard::Command>& commands,
-                                       bool raise_errors);
 
   const ClientOptions options_;
   std::mutex mutex_;

@@ -96,7 +96,8 @@ ClientOptions parse_url(const std::string& url) {
       auto close = hostport.find(']');
       if (close == std::string::npos) throw InvalidArgument("invalid host in Redis URL: " + url);
       options.host = hostport.substr(1, close - 1);
-      if (close + 1 < hostport.size() && hostport[close + 1] == ':') port = hostport.substr(close + 2);
+      if (close + 1 < hostport.size() && hostport[close + 1] == ':')
+        port = hostport.substr(close + 2);
     } else if (auto colon = hostport.rfind(':'); colon != std::string::npos) {
       options.host = hostport.substr(0, colon);
       port = hostport.substr(colon + 1);

@@ -30,4 +30,50 @@ void raise_error_reply(const Reply& reply) {
   throw ResponseError(message);
 }
 
+Exchange::Exchange(leaderboard::Operation& operation) : operation_(operation) { next_step(); }
+
+void Exchange::next_step() {
+  commands_ = operation_.next();
+  wire_.clear();
+  for (const auto& command : commands_) encode(command, false, wire_);
+  expected_ = commands_.size();
+}
+
+void Exchange::on_replies(std::vector<Reply>&& replies) {
+  if (resent_.empty()) {
+    replies_ = std::move(replies);
+  } else {
+    for (std::size_t j = 0; j < resent_.size(); ++j) replies_[resent_[j]] = std::move(replies[j]);
+    resent_.clear();
+  }
+  if (replies_.size() != commands_.size()) throw ConnectionError("reply count mismatch");
+
+  // Scripts the server has not cached did not run: send them again with their body, once.
+  wire_.clear();
+  for (std::size_t i = 0; i < replies_.size(); ++i) {
+    if (commands_[i].script != nullptr && is_noscript(replies_[i])) {
+      resent_.push_back(i);
+      encode(commands_[i], true, wire_);
+    }
+  }
+  if (!resent_.empty()) {
+    expected_ = resent_.size();
+    return;
+  }
+
+  for (const auto& reply : replies_) {
+    if (reply.is_error()) {
+      finished_ = true;
+      raise_error_reply(reply);
+    }
+  }
+  if (operation_.feed(replies_)) {
+    finished_ = true;
+    wire_.clear();
+    expected_ = 0;
+  } else {
+    next_step();
+  }
+}
+
 }  // namespace rlb::transport

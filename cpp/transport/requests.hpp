@@ -1,7 +1,8 @@
-// What every transport does with an operation's commands: encode them (scripts by SHA, by body
-// after a NOSCRIPT reply) and turn error replies into exceptions.
+// What every transport does with an operation: encode its commands (scripts by SHA, by body
+// after a NOSCRIPT reply), raise error replies, and feed the replies back, step after step.
 #pragma once
 
+#include <cstddef>
 #include <string>
 #include <vector>
 
@@ -22,5 +23,32 @@ bool is_noscript(const Reply& reply);
 // Throws the exception for an error reply: AuthenticationError for NOAUTH/WRONGPASS, else
 // ResponseError with the server's message.
 [[noreturn]] void raise_error_reply(const Reply& reply);
+
+// Runs one operation over any transport. The transport sends wire() and hands back exactly
+// expected() replies to on_replies(), until finished().
+class Exchange {
+ public:
+  explicit Exchange(leaderboard::Operation& operation);
+
+  const std::string& wire() const { return wire_; }
+  std::size_t expected() const { return expected_; }
+  std::size_t commands() const { return expected_; }
+  bool finished() const { return finished_; }
+
+  // Takes the replies to wire(). Throws for an error reply; the operation is then abandoned.
+  void on_replies(std::vector<Reply>&& replies);
+  leaderboard::Result take_result() { return operation_.take_result(); }
+
+ private:
+  void next_step();
+
+  leaderboard::Operation& operation_;
+  std::vector<Command> commands_;    // of the current step
+  std::vector<Reply> replies_;       // of the current step
+  std::vector<std::size_t> resent_;  // commands re-sent with their script body
+  std::string wire_;
+  std::size_t expected_ = 0;
+  bool finished_ = false;
+};
 
 }  // namespace rlb::transport
