@@ -3,16 +3,20 @@
 // exception tree becomes the Python one.
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
+#include <unistd.h>
 
+#include <deque>
 #include <memory>
 #include <optional>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "codec/resp.hpp"
 #include "errors.hpp"
 #include "leaderboard/operations.hpp"
 #include "transport/blocking_client.hpp"
+#include "transport/multiplexed_client.hpp"
 #include "transport/options.hpp"
 #include "transport/requests.hpp"
 
@@ -171,7 +175,36 @@ struct ToPython {
 
 py::object to_python(const Result& result) { return std::visit(ToPython{}, result); }
 
-py::handle response_error_type;
+// The Python exception types, set once at import.
+struct ExceptionTypes {
+  py::handle redis, connection, authentication, timeout, response;
+};
+ExceptionTypes exception_types;
+py::handle& response_error_type = exception_types.response;
+
+// An exception raised on the I/O thread or while reading replies, as a Python exception object
+// (for Future.set_exception).
+py::object exception_object(const std::exception_ptr& error) {
+  try {
+    std::rethrow_exception(error);
+  } catch (const AuthenticationError& e) {
+    return exception_types.authentication(e.what());
+  } catch (const ConnectionError& e) {
+    return exception_types.connection(e.what());
+  } catch (const TimeoutError& e) {
+    return exception_types.timeout(e.what());
+  } catch (const ResponseError& e) {
+    return exception_types.response(e.what());
+  } catch (const RedisError& e) {
+    return exception_types.redis(e.what());
+  } catch (const std::invalid_argument& e) {
+    return py::reinterpret_borrow<py::object>(PyExc_ValueError)(e.what());
+  } catch (const py::error_already_set& e) {
+    return e.value();
+  } catch (const std::exception& e) {
+    return py::reinterpret_borrow<py::object>(PyExc_RuntimeError)(e.what());
+  }
+}
 
 // A raw reply as redis-py returns it without decode_responses; error replies raise unless
 // `errors_as_values`, where they become ResponseError instances (for the codec tests).
@@ -247,6 +280,140 @@ ClientOptions client_options(const std::string& host, int port, long long db,
   return options;
 }
 
+// The asyncio client's core: futures for operations run on a MultiplexedClient. Everything here
+// runs on the event loop's thread with the GIL held; the I/O thread only sees ids and bytes.
+class AsyncCore {
+ public:
+  AsyncCore(ClientOptions options, std::size_t max_in_flight, std::size_t max_pending)
+      : client_(make_client(std::move(options), max_in_flight)),
+        max_pending_(max_pending == 0 ? 1 : max_pending) {}
+
+  // Runs `operation` (a Python Operation); the returned future gets its result.
+  py::object submit(py::object operation, py::handle loop) {
+    auto& op = operation.cast<PyOperation&>();
+    transport::Exchange& exchange = op.start();
+    py::object future = loop.attr("create_future")();
+    const std::uint64_t id = next_id_++;
+    pending_.emplace(id, Pending{future, std::move(operation), &exchange});
+    ++calls_;
+    if (in_transport_ < max_pending_) {
+      send(id, exchange);
+    } else {
+      deferred_.push_back(id);  // back-pressure: waits here, not in the transport's queues
+    }
+    return future;
+  }
+
+  // Called by the event loop when notify_fd() is readable: settles every finished request.
+  void drain() {
+    for (auto& completion : client_->take_completions()) {
+      --in_transport_;
+      auto it = pending_.find(completion.id);
+      if (it == pending_.end()) continue;
+      Pending& pending = it->second;
+      if (pending.future.attr("done")().cast<bool>()) {  // cancelled: the reply is dropped
+        pending_.erase(it);
+        continue;
+      }
+      if (completion.error) {
+        settle_error(it, completion.error);
+        continue;
+      }
+      try {
+        pending.exchange->on_replies(std::move(completion.replies));
+      } catch (...) {
+        settle_error(it, std::current_exception());
+        continue;
+      }
+      if (pending.exchange->finished()) {
+        py::object result = to_python(pending.exchange->take_result());
+        pending.future.attr("set_result")(result);
+        pending_.erase(it);
+      } else {
+        send(completion.id, *pending.exchange);  // the operation's next page
+      }
+    }
+    while (!deferred_.empty() && in_transport_ < max_pending_) {
+      auto it = pending_.find(deferred_.front());
+      deferred_.pop_front();
+      if (it == pending_.end()) continue;
+      if (it->second.future.attr("done")().cast<bool>()) {
+        pending_.erase(it);
+      } else {
+        send(it->first, *it->second.exchange);
+      }
+    }
+  }
+
+  // Stops the I/O thread; every unsettled future gets ConnectionError.
+  void close() {
+    {
+      py::gil_scoped_release release;
+      client_->close();
+    }
+    drain();
+    auto error = std::make_exception_ptr(ConnectionError("the client is closed"));
+    while (!pending_.empty()) settle_error(pending_.begin(), error);
+    deferred_.clear();
+  }
+
+  int fileno() const { return client_->notify_fd(); }
+  std::size_t pending() const { return pending_.size(); }
+  bool closed() const { return client_->closed(); }
+  transport::Stats stats() const { return client_->stats(); }
+  std::uint64_t calls() const { return calls_; }
+  const ClientOptions& options() const { return client_->options(); }
+
+ private:
+  struct Pending {
+    py::object future;
+    py::object operation;  // keeps the exchange alive
+    transport::Exchange* exchange;
+  };
+  using Iterator = std::unordered_map<std::uint64_t, Pending>::iterator;
+
+  // A forked child must not run the parent's I/O thread's destructor: it leaks the client.
+  static std::shared_ptr<transport::MultiplexedClient> make_client(ClientOptions options,
+                                                                   std::size_t max_in_flight) {
+    const pid_t owner = ::getpid();
+    return std::shared_ptr<transport::MultiplexedClient>(
+        new transport::MultiplexedClient(std::move(options), max_in_flight),
+        [owner](transport::MultiplexedClient* client) {
+          if (::getpid() == owner) delete client;
+        });
+  }
+
+  void send(std::uint64_t id, transport::Exchange& exchange) {
+    client_->submit(id, exchange.wire(), exchange.expected());
+    ++in_transport_;
+  }
+
+  void settle_error(Iterator it, const std::exception_ptr& error) {
+    py::object future = std::move(it->second.future);
+    pending_.erase(it);
+    if (!future.attr("done")().cast<bool>()) {
+      future.attr("set_exception")(exception_object(error));
+    }
+  }
+
+  std::shared_ptr<transport::MultiplexedClient> client_;
+  const std::size_t max_pending_;
+  std::unordered_map<std::uint64_t, Pending> pending_;
+  std::deque<std::uint64_t> deferred_;
+  std::size_t in_transport_ = 0;
+  std::uint64_t next_id_ = 1;
+  std::uint64_t calls_ = 0;
+};
+
+py::dict stats_dict(const transport::Stats& s) {
+  py::dict out;
+  out["round_trips"] = s.round_trips;
+  out["commands"] = s.commands;
+  out["reconnects"] = s.reconnects;
+  out["connections"] = s.connections;
+  return out;
+}
+
 }  // namespace
 }  // namespace rlb
 
@@ -258,11 +425,13 @@ PYBIND11_MODULE(_core, m) {
   auto& redis_error = py::register_exception<RedisError>(m, "RedisError", PyExc_Exception);
   auto& connection_error =
       py::register_exception<ConnectionError>(m, "ConnectionError", redis_error.ptr());
-  py::register_exception<AuthenticationError>(m, "AuthenticationError", connection_error.ptr());
-  py::register_exception<TimeoutError>(m, "TimeoutError", redis_error.ptr());
-  auto& response_error =
-      py::register_exception<ResponseError>(m, "ResponseError", redis_error.ptr());
-  response_error_type = response_error;
+  exception_types = {
+      redis_error,
+      connection_error,
+      py::register_exception<AuthenticationError>(m, "AuthenticationError", connection_error.ptr()),
+      py::register_exception<TimeoutError>(m, "TimeoutError", redis_error.ptr()),
+      py::register_exception<ResponseError>(m, "ResponseError", redis_error.ptr()),
+  };
   redis_error.doc() = "Base of every error this package raises for Redis (mirrors redis-py).";
 
   py::class_<PyOperation>(m, "Operation",
@@ -427,16 +596,7 @@ PYBIND11_MODULE(_core, m) {
              }
              return reply_to_python(reply, false);
            })
-      .def("stats",
-           [](const BlockingClient& self) {
-             auto s = self.stats();
-             py::dict out;
-             out["round_trips"] = s.round_trips;
-             out["commands"] = s.commands;
-             out["reconnects"] = s.reconnects;
-             out["connections"] = s.connections;
-             return out;
-           })
+      .def("stats", [](const BlockingClient& self) { return stats_dict(self.stats()); })
       .def("close", &BlockingClient::close, py::call_guard<py::gil_scoped_release>())
       .def("__enter__", [](py::object self) { return self; })
       .def("__exit__", [](BlockingClient& self, py::args) { self.close(); })
@@ -444,6 +604,53 @@ PYBIND11_MODULE(_core, m) {
         return "Client(" + self.options().address() + ", db=" + std::to_string(self.options().db) +
                ")";
       });
+
+  py::class_<AsyncCore>(m, "AsyncCore",
+                        "The asyncio client's core; use redis_leaderboard.asyncio.Client.")
+      .def(py::init([](const std::string& host, int port, long long db,
+                       std::optional<std::string> username, std::optional<std::string> password,
+                       std::optional<double> socket_timeout,
+                       std::optional<double> socket_connect_timeout,
+                       std::optional<std::string> client_name,
+                       std::optional<std::string> unix_socket_path, std::size_t max_in_flight,
+                       std::size_t max_pending) {
+             return std::make_unique<AsyncCore>(
+                 client_options(host, port, db, std::move(username), std::move(password),
+                                socket_timeout, socket_connect_timeout, std::move(client_name),
+                                std::move(unix_socket_path)),
+                 max_in_flight, max_pending);
+           }),
+           "host"_a = "localhost", "port"_a = 6379, "db"_a = 0, "username"_a = py::none(),
+           "password"_a = py::none(), "socket_timeout"_a = py::none(),
+           "socket_connect_timeout"_a = py::none(), "client_name"_a = py::none(),
+           "unix_socket_path"_a = py::none(), "max_in_flight"_a = 1024, "max_pending"_a = 10000)
+      .def_static(
+          "from_url",
+          [](const std::string& url, std::optional<double> socket_timeout,
+             std::optional<double> socket_connect_timeout, std::optional<std::string> client_name,
+             std::size_t max_in_flight, std::size_t max_pending) {
+            ClientOptions options = transport::parse_url(url);
+            if (socket_timeout) options.socket_timeout = socket_timeout;
+            if (socket_connect_timeout) options.socket_connect_timeout = socket_connect_timeout;
+            if (client_name) options.client_name = client_name;
+            return std::make_unique<AsyncCore>(std::move(options), max_in_flight, max_pending);
+          },
+          "url"_a, py::kw_only(), "socket_timeout"_a = py::none(),
+          "socket_connect_timeout"_a = py::none(), "client_name"_a = py::none(),
+          "max_in_flight"_a = 1024, "max_pending"_a = 10000)
+      .def("submit", &AsyncCore::submit, "operation"_a, "loop"_a)
+      .def("drain", &AsyncCore::drain)
+      .def("close", &AsyncCore::close)
+      .def("fileno", &AsyncCore::fileno)
+      .def_property_readonly("pending", &AsyncCore::pending)
+      .def_property_readonly("closed", &AsyncCore::closed)
+      .def("stats",
+           [](const AsyncCore& self) {
+             py::dict out = stats_dict(self.stats());
+             out["calls"] = self.calls();
+             return out;
+           })
+      .def("address", [](const AsyncCore& self) { return self.options().address(); });
 
   m.def(
       "encode_command",

@@ -119,35 +119,14 @@ void BlockingConnection::connect() {
 }
 
 void BlockingConnection::handshake() {
-  std::string wire;
-  std::size_t count = 0;
-  auto add = [&](std::vector<std::string_view> argv) {
-    codec::encode_command(argv, wire);
-    ++count;
-  };
-  if (options_.password) {
-    if (options_.username) {
-      add({"AUTH", *options_.username, *options_.password});
-    } else {
-      add({"AUTH", *options_.password});
-    }
-  }
-  std::string db = std::to_string(options_.db);
-  if (options_.db != 0) add({"SELECT", db});
-  if (options_.client_name) add({"CLIENT", "SETNAME", *options_.client_name});
-  if (count == 0) return;
-
-  auto replies = round_trip(wire, count);
-  std::size_t i = 0;
-  if (options_.password && replies[i++].is_error()) {
+  const Handshake handshake = handshake_for(options_);
+  if (handshake.expected == 0) return;
+  auto replies = round_trip(handshake.wire, handshake.expected);
+  try {
+    check_handshake(handshake, replies);
+  } catch (const RedisError&) {
     broken_ = true;
-    throw AuthenticationError(replies[0].str);
-  }
-  for (; i < replies.size(); ++i) {
-    if (replies[i].is_error()) {
-      broken_ = true;
-      raise_error_reply(replies[i]);
-    }
+    throw;
   }
 }
 

@@ -30,6 +30,34 @@ void raise_error_reply(const Reply& reply) {
   throw ResponseError(message);
 }
 
+Handshake handshake_for(const ClientOptions& options) {
+  Handshake handshake;
+  auto add = [&](std::vector<std::string_view> argv) {
+    codec::encode_command(argv, handshake.wire);
+    ++handshake.expected;
+  };
+  if (options.password) {
+    handshake.authenticates = true;
+    if (options.username) {
+      add({"AUTH", *options.username, *options.password});
+    } else {
+      add({"AUTH", *options.password});
+    }
+  }
+  const std::string db = std::to_string(options.db);
+  if (options.db != 0) add({"SELECT", db});
+  if (options.client_name) add({"CLIENT", "SETNAME", *options.client_name});
+  return handshake;
+}
+
+void check_handshake(const Handshake& handshake, const std::vector<Reply>& replies) {
+  for (std::size_t i = 0; i < replies.size(); ++i) {
+    if (!replies[i].is_error()) continue;
+    if (i == 0 && handshake.authenticates) throw AuthenticationError(replies[i].str);
+    raise_error_reply(replies[i]);
+  }
+}
+
 Exchange::Exchange(leaderboard::Operation& operation) : operation_(operation) { next_step(); }
 
 void Exchange::next_step() {

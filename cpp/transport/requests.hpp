@@ -8,6 +8,7 @@
 
 #include "codec/reply.hpp"
 #include "leaderboard/operations.hpp"
+#include "transport/options.hpp"
 
 namespace rlb::transport {
 
@@ -23,6 +24,16 @@ bool is_noscript(const Reply& reply);
 // Throws the exception for an error reply: AuthenticationError for NOAUTH/WRONGPASS, else
 // ResponseError with the server's message.
 [[noreturn]] void raise_error_reply(const Reply& reply);
+
+// AUTH, SELECT and CLIENT SETNAME for a new connection, pipelined in one round trip.
+struct Handshake {
+  std::string wire;  // empty when the defaults need nothing
+  std::size_t expected = 0;
+  bool authenticates = false;
+};
+Handshake handshake_for(const ClientOptions& options);
+// Throws AuthenticationError if AUTH failed, else the first error reply's exception.
+void check_handshake(const Handshake& handshake, const std::vector<Reply>& replies);
 
 // Runs one operation over any transport. The transport sends wire() and hands back exactly
 // expected() replies to on_replies(), until finished().

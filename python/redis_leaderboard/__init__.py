@@ -12,11 +12,13 @@ from ._core import (
     ResponseError,
     TimeoutError,
 )
+from .asyncio import RedisLeaderboard as AsyncRedisLeaderboard
 from .leaderboard import RedisLeaderboard
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "AsyncRedisLeaderboard",
     "AuthenticationError",
     "Client",
     "ConnectionError",

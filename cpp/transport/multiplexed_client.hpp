@@ -1,0 +1,130 @@
+// The transport of the asyncio API: one I/O thread running a Boost.Asio io_context, one socket
+// shared by every in-flight request. Requests submitted while a write is in flight go out
+// together in the next write (automatic pipelining); replies are matched in order. Finished
+// requests are queued for the event loop's thread, which an eventfd wakes once per batch (on
+// the empty to non-empty transition). The I/O thread never touches Python.
+#pragma once
+
+#include <sys/types.h>
+
+#include <atomic>
+#include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/generic/stream_protocol.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <chrono>
+#include <cstdint>
+#include <deque>
+#include <exception>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "codec/resp.hpp"
+#include "transport/blocking_client.hpp"
+#include "transport/options.hpp"
+#include "transport/requests.hpp"
+
+namespace rlb::transport {
+
+// A finished request, handed to the event loop's thread.
+struct Completion {
+  std::uint64_t id = 0;
+  std::vector<codec::Reply> replies;
+  std::exception_ptr error;  // ConnectionError, TimeoutError or AuthenticationError
+};
+
+class MultiplexedClient {
+ public:
+  // At most max_in_flight requests are written and unanswered at once; more wait their turn.
+  explicit MultiplexedClient(ClientOptions options, std::size_t max_in_flight = 1024);
+  ~MultiplexedClient();
+  MultiplexedClient(const MultiplexedClient&) = delete;
+  MultiplexedClient& operator=(const MultiplexedClient&) = delete;
+
+  // Queues a request (any thread; never blocks on I/O). Its completion arrives via
+  // take_completions() with the same id.
+  void submit(std::uint64_t id, std::string wire, std::size_t expected);
+  // Readable when completions wait; take_completions() clears it.
+  int notify_fd() const { return event_fd_; }
+  std::vector<Completion> take_completions();
+
+  Stats stats() const;
+  // Fails every pending request with ConnectionError and stops the I/O thread. Idempotent.
+  void close();
+  bool closed() const { return closed_.load(); }
+  const ClientOptions& options() const { return options_; }
+
+ private:
+  struct Request {
+    std::uint64_t id = 0;
+    std::string wire;
+    std::size_t expected = 0;
+    std::vector<codec::Reply> replies;
+    Clock::time_point sent;
+    bool handshake = false;
+  };
+  enum class State { Disconnected, Connecting, Connected };
+
+  // Everything below runs on the I/O thread.
+  void on_submitted();
+  void connect();
+  void try_endpoint(std::size_t index);
+  void on_connected();
+  void write();
+  void read();
+  void on_reply(codec::Reply&& reply);
+  void arm_request_timer();
+  void connection_lost(std::exception_ptr error);
+  void connect_failed(std::exception_ptr error);
+  void take_submitted();
+  void fail(std::deque<Request>& requests, const std::exception_ptr& error);
+  void complete(Request&& request, std::exception_ptr error);
+  void shutdown();
+
+  const ClientOptions options_;
+  const std::size_t max_in_flight_;
+  const pid_t pid_;
+  int event_fd_ = -1;
+
+  boost::asio::io_context io_{1};
+  boost::asio::executor_work_guard<boost::asio::io_context::executor_type> work_;
+  boost::asio::generic::stream_protocol::socket socket_;
+  boost::asio::ip::tcp::resolver resolver_;
+  boost::asio::steady_timer connect_timer_;  // connect timeout and reconnect backoff
+  boost::asio::steady_timer request_timer_;  // socket_timeout of the oldest request in flight
+  codec::ReplyReader reader_;
+
+  std::mutex submit_mutex_;
+  std::vector<Request> submitted_;  // guarded by submit_mutex_
+  bool wake_posted_ = false;        // guarded by submit_mutex_
+
+  // I/O thread only.
+  State state_ = State::Disconnected;
+  std::deque<Request> waiting_;    // taken from submitted_, not yet written
+  std::deque<Request> in_flight_;  // written, awaiting replies, in order
+  std::string write_buffer_;
+  bool writing_ = false;
+  bool request_timer_armed_ = false;
+  bool stopping_ = false;
+  bool connect_timed_out_ = false;
+  std::uint64_t generation_ = 0;  // bumped per connection: stale handlers see it and return
+  std::string last_connect_error_;
+  std::vector<boost::asio::generic::stream_protocol::endpoint> endpoints_;
+  std::chrono::milliseconds backoff_{0};
+  Clock::time_point next_attempt_{};
+  bool ever_connected_ = false;
+  char read_buffer_[64 * 1024];
+
+  std::mutex completions_mutex_;
+  std::vector<Completion> completions_;  // guarded by completions_mutex_
+
+  std::atomic<bool> closed_{false};
+  std::atomic<std::uint64_t> round_trips_{0}, commands_{0}, reconnects_{0}, connections_{0};
+  std::unique_ptr<std::thread> thread_;  // last: started once everything above exists
+};
+
+}  // namespace rlb::transport

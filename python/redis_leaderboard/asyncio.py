@@ -1,0 +1,241 @@
+"""The asyncio twin of :class:`redis_leaderboard.RedisLeaderboard`.
+
+Same constructor, methods, results and errors; each method is a coroutine. Many coroutines share
+one connection: requests made while a write is in flight go out together in the next write
+(automatic pipelining), served by one C++ I/O thread that never takes the GIL.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import atexit
+import weakref
+from typing import Any, Mapping, Optional
+
+from . import _core
+from .leaderboard import Entry, resolve_client_options
+
+__all__ = ["Client", "RedisLeaderboard"]
+
+_open_clients: weakref.WeakSet[Client] = weakref.WeakSet()
+
+
+class Client:
+    """A multiplexed asyncio Redis client: one socket, one I/O thread, any number of tasks.
+
+    Options as :class:`redis_leaderboard.Client`. ``max_in_flight`` caps the requests written
+    and unanswered at once; ``max_pending`` caps those handed to the transport, beyond which
+    calls wait in the client (back-pressure). A client is bound to the event loop it is first
+    used on. Written requests whose connection drops fail with ``ConnectionError`` (never
+    retried); a request unanswered for ``socket_timeout`` seconds fails with ``TimeoutError``.
+    """
+
+    def __init__(
+        self,
+        host: str = "localhost",
+        port: int = 6379,
+        db: int = 0,
+        username: Optional[str] = None,
+        password: Optional[str] = None,
+        socket_timeout: Optional[float] = None,
+        socket_connect_timeout: Optional[float] = None,
+        client_name: Optional[str] = None,
+        unix_socket_path: Optional[str] = None,
+        *,
+        max_in_flight: int = 1024,
+        max_pending: int = 10000,
+        _core_client: Optional[_core.AsyncCore] = None,
+    ) -> None:
+        self._core = _core_client or _core.AsyncCore(
+            host=host,
+            port=port,
+            db=db,
+            username=username,
+            password=password,
+            socket_timeout=socket_timeout,
+            socket_connect_timeout=socket_connect_timeout,
+            client_name=client_name,
+            unix_socket_path=unix_socket_path,
+            max_in_flight=max_in_flight,
+            max_pending=max_pending,
+        )
+        self._loop: Optional[asyncio.AbstractEventLoop] = None
+        _open_clients.add(self)
+
+    @classmethod
+    def from_url(
+        cls,
+        url: str,
+        *,
+        socket_timeout: Optional[float] = None,
+        socket_connect_timeout: Optional[float] = None,
+        client_name: Optional[str] = None,
+        max_in_flight: int = 1024,
+        max_pending: int = 10000,
+    ) -> Client:
+        """``redis://[[user]:password@]host[:port][/db]`` or ``unix:///path[?db=N]``."""
+        core = _core.AsyncCore.from_url(
+            url,
+            socket_timeout=socket_timeout,
+            socket_connect_timeout=socket_connect_timeout,
+            client_name=client_name,
+            max_in_flight=max_in_flight,
+            max_pending=max_pending,
+        )
+        return cls(_core_client=core)
+
+    def run(self, operation: _core.Operation) -> asyncio.Future[Any]:
+        """Submit a :class:`redis_leaderboard._core.Board` operation; await the result."""
+        loop = asyncio.get_running_loop()
+        if loop is not self._loop:
+            self._bind(loop)
+        return self._core.submit(operation, loop)
+
+    def _bind(self, loop: asyncio.AbstractEventLoop) -> None:
+        if self._core.closed:
+            raise _core.ConnectionError("the client is closed")
+        if self._loop is not None and not self._loop.is_closed():
+            raise RuntimeError(
+                "this redis_leaderboard.asyncio.Client is bound to the event loop it was first "
+                "used on; create one client per event loop"
+            )
+        self._loop = loop
+        loop.add_reader(self._core.fileno(), self._core.drain)
+
+    async def ping(self) -> bool:
+        """PING the server."""
+        reply = await self.run(_core.Board("ping", 1).get_size())  # ZCARD: a cheap round trip
+        return isinstance(reply, int)
+
+    def stats(self) -> dict[str, int]:
+        """``round_trips`` (socket writes), ``commands``, ``calls``, ``reconnects``,
+        ``connections``: ``round_trips / calls`` is the round trips per call under load."""
+        return self._core.stats()
+
+    async def aclose(self) -> None:
+        """Stop the I/O thread; unfinished calls fail with ``ConnectionError``."""
+        self.close()
+
+    def close(self) -> None:
+        if self._core.closed:
+            return
+        if self._loop is not None and not self._loop.is_closed():
+            self._loop.remove_reader(self._core.fileno())
+        self._core.close()
+
+    async def __aenter__(self) -> Client:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    def __repr__(self) -> str:
+        return f"redis_leaderboard.asyncio.Client({self._core.address()})"
+
+
+@atexit.register
+def _close_open_clients() -> None:
+    # A client left open must not keep its I/O thread alive past the interpreter.
+    for client in list(_open_clients):
+        try:
+            client._core.close()
+        except Exception:  # noqa: BLE001 - best effort at exit
+            pass
+
+
+def _make_client(redis_client: Any, url: Optional[str]) -> Client:
+    if isinstance(redis_client, Client):
+        if url is not None:
+            raise TypeError("pass either redis_client or url, not both")
+        return redis_client
+    options = resolve_client_options(redis_client, url)
+    if isinstance(options, str):
+        return Client.from_url(options)
+    return Client(**options)
+
+
+class RedisLeaderboard:
+    """The asyncio twin of :class:`redis_leaderboard.RedisLeaderboard`: same constructor,
+    methods, results and errors, each method a coroutine.
+
+    ``redis_client`` may be a :class:`Client`, a ``redis.asyncio.Redis`` or ``redis.Redis``
+    (its options are reused) or None: then ``url``, else ``$REDIS_URL``, else
+    ``redis://localhost:6379/0``.
+    """
+
+    def __init__(
+        self,
+        redis_client: Any = None,
+        key: str = "leaderboard:demo",
+        max_entries: int = 100,
+        *,
+        url: Optional[str] = None,
+    ) -> None:
+        board = _core.Board(key, max_entries)
+        self.redis: Client = _make_client(redis_client, url)
+        self._board = board
+        self._run = self.redis.run
+
+    @property
+    def key(self) -> str:
+        return self._board.key
+
+    @property
+    def max_entries(self) -> int:
+        return self._board.max_entries
+
+    async def upsert_user(
+        self, user_id: str, score: float, metadata: Optional[Mapping[str, Any]] = None
+    ) -> Entry:
+        return await self._run(self._board.upsert_user(user_id, score, metadata))
+
+    async def increment_score(
+        self, user_id: str, amount: float, metadata: Optional[Mapping[str, Any]] = None
+    ) -> Entry:
+        return await self._run(self._board.increment_score(user_id, amount, metadata))
+
+    async def set_max_entries(self, max_entries: int) -> list[str]:
+        return await self._run(self._board.set_max_entries(max_entries))
+
+    async def get_top(self, count: int = 10) -> list[Entry]:
+        return await self._run(self._board.get_top(count))
+
+    async def get_around_rank(self, rank: int, count: int = 5) -> list[Entry]:
+        return await self._run(self._board.get_around_rank(rank, count))
+
+    async def get_rank(self, user_id: str) -> Optional[int]:
+        return await self._run(self._board.get_rank(user_id))
+
+    async def get_user_metadata(self, user_id: str) -> dict[str, str]:
+        return await self._run(self._board.get_user_metadata(user_id))
+
+    async def get_user_entry(self, user_id: str) -> Optional[Entry]:
+        return await self._run(self._board.get_user_entry(user_id))
+
+    async def list_all(self) -> list[Entry]:
+        return await self._run(self._board.list_all())
+
+    async def get_size(self) -> int:
+        return await self._run(self._board.get_size())
+
+    async def delete_user(self, user_id: str) -> bool:
+        return await self._run(self._board.delete_user(user_id))
+
+    async def clear(self) -> None:
+        return await self._run(self._board.clear())
+
+    def __repr__(self) -> str:
+        return f"redis_leaderboard.asyncio.RedisLeaderboard(key={self.key!r}, max_entries={self.max_entries})"
+
+
+def _copy_docs() -> None:
+    # One docstring per method, written on the sync class.
+    from .leaderboard import RedisLeaderboard as SyncLeaderboard
+
+    for name, method in vars(RedisLeaderboard).items():
+        sync = getattr(SyncLeaderboard, name, None)
+        if callable(method) and sync is not None and method.__doc__ is None:
+            method.__doc__ = sync.__doc__
+
+
+_copy_docs()
