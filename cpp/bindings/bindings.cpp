@@ -10,6 +10,7 @@
 #include <optional>
 #include <string>
 #include <unordered_map>
+#include <variant>
 #include <vector>
 
 #include "codec/resp.hpp"
@@ -564,13 +565,10 @@ PYBIND11_MODULE(_core, m) {
           "socket_connect_timeout"_a = py::none(), "client_name"_a = py::none())
       .def("ping",
            [](BlockingClient& self) {
-             Reply reply;
-             {
-               py::gil_scoped_release release;
-               reply = self.execute_raw({"PING"});
-             }
-             if (reply.is_error()) transport::raise_error_reply(reply);
-             return true;
+             auto operation = leaderboard::ping();
+             transport::Exchange exchange(*operation);
+             py::gil_scoped_release release;
+             return std::get<bool>(self.run(exchange));
            })
       .def(
           "run",
@@ -652,6 +650,8 @@ PYBIND11_MODULE(_core, m) {
            })
       .def("address", [](const AsyncCore& self) { return self.options().address(); });
 
+  m.def(
+      "ping", [] { return wrap(leaderboard::ping()); }, "The PING operation.");
   m.def(
       "encode_command",
       [](py::args args) {

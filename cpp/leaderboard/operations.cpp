@@ -189,6 +189,14 @@ class Trim final : public Operation {
 
 }  // namespace
 
+std::unique_ptr<Operation> ping() {
+  return std::make_unique<SingleCall>("ping", Command{nullptr, {"PING"}},
+                                      [](Reply& reply) -> Result {
+                                        if (reply.type != ReplyType::Status) unexpected("PING");
+                                        return true;
+                                      });
+}
+
 std::string format_score(double value) {
   char buffer[32];
   int n = std::snprintf(buffer, sizeof buffer, "%.17g", value);
@@ -255,8 +263,8 @@ std::unique_ptr<Operation> Board::set_max_entries(long long max_entries) {
 
 std::unique_ptr<Operation> Board::get_top(long long count) const {
   count = require_at_least_one(count, "count");
-  Command command = script_call(scripts::window, {key_},
-                                {metadata_prefix(), "range", "0", std::to_string(count)});
+  Command command =
+      script_call(scripts::window, {key_}, {metadata_prefix(), "top", "0", std::to_string(count)});
   return std::make_unique<SingleCall>("get_top", std::move(command), [](Reply& reply) -> Result {
     parse_array(reply, 3);
     std::vector<Entry> entries;
@@ -325,8 +333,8 @@ std::unique_ptr<Operation> Board::get_size() const {
 
 std::unique_ptr<Operation> Board::delete_user(std::string user_id) const {
   require_user_id(user_id);
-  Command command =
-      script_call(scripts::remove, {key_, metadata_key(user_id)}, {std::move(user_id)});
+  std::string metadata = metadata_key(user_id);  // before user_id moves into the arguments
+  Command command = script_call(scripts::remove, {key_, std::move(metadata)}, {std::move(user_id)});
   return std::make_unique<SingleCall>(
       "delete_user", std::move(command),
       [](Reply& reply) -> Result { return parse_integer(reply) > 0; });

@@ -96,6 +96,9 @@ class Board {
   long long max_entries_;
 };
 
+// PING: true when the server answers.
+std::unique_ptr<Operation> ping();
+
 // Exact text of a double for Redis (round-trips through strtod).
 std::string format_score(double value);
 

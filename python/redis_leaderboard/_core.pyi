@@ -25,6 +25,12 @@ class Operation:
 
     @property
     def name(self) -> str: ...
+    def request(self) -> bytes:
+        """RESP bytes of the next round trip (scripts as EVALSHA)."""
+    def feed(self, data: bytes) -> bool:
+        """Feed the RESP replies to the last request; True when the operation is finished."""
+    def result(self) -> Any:
+        """The operation's return value, once feed() returned True."""
 
 class Board:
     """A board's key and size limit; builds validated operations, does no I/O."""
@@ -51,6 +57,55 @@ class Board:
     def get_size(self) -> Operation: ...
     def delete_user(self, user_id: str) -> Operation: ...
     def clear(self) -> Operation: ...
+
+def ping() -> Operation:
+    """The PING operation (True when the server answers)."""
+
+def encode_command(*args: str | bytes | int | float) -> bytes:
+    """RESP bytes of one command."""
+
+def decode_replies(data: bytes) -> list[Any]:
+    """Every reply in ``data``; error replies become :class:`ResponseError` instances."""
+
+class AsyncCore:
+    """The asyncio client's core; use :class:`redis_leaderboard.asyncio.Client`."""
+
+    def __init__(
+        self,
+        host: str = "localhost",
+        port: int = 6379,
+        db: int = 0,
+        username: Optional[str] = None,
+        password: Optional[str] = None,
+        socket_timeout: Optional[float] = None,
+        socket_connect_timeout: Optional[float] = None,
+        client_name: Optional[str] = None,
+        unix_socket_path: Optional[str] = None,
+        max_in_flight: int = 1024,
+        max_pending: int = 10000,
+    ) -> None: ...
+    @staticmethod
+    def from_url(
+        url: str,
+        *,
+        socket_timeout: Optional[float] = None,
+        socket_connect_timeout: Optional[float] = None,
+        client_name: Optional[str] = None,
+        max_in_flight: int = 1024,
+        max_pending: int = 10000,
+    ) -> AsyncCore: ...
+    def submit(self, operation: Operation, loop: Any) -> Any:
+        """Run ``operation``; returns an asyncio future created on ``loop``."""
+    def drain(self) -> None:
+        """Settle every finished request (the event loop calls it when fileno() is readable)."""
+    def close(self) -> None: ...
+    def fileno(self) -> int: ...
+    @property
+    def pending(self) -> int: ...
+    @property
+    def closed(self) -> bool: ...
+    def stats(self) -> dict[str, int]: ...
+    def address(self) -> str: ...
 
 class Client:
     """A blocking, pipelined Redis client (Boost.Asio sockets, hiredis codec).

@@ -1,10 +1,12 @@
 -- get_top / get_around_rank / a page of list_all: a rank window with each entry's metadata.
--- KEYS[1]: board. ARGV: metadata prefix, 'range' | 'around', start (0-based) or rank, count.
--- 'around' centres the window on the 1-based rank and clamps it to the board, as the guide.
--- Returns {start, board size, {user_id, score, {field, value, ...}, ...}}.
+-- KEYS[1]: board. ARGV: metadata prefix, 'top' | 'range' | 'around', start (0-based) or rank,
+-- count. 'around' centres the window on the 1-based rank and clamps it to the board, as the
+-- guide. Returns {start, board size (-1 for 'top', which needs none), {user_id, score,
+-- {field, value, ...}, ...}}.
 local board, mode = KEYS[1], ARGV[2]
 local count = tonumber(ARGV[4])
-local size = redis.call('ZCARD', board)
+local size = -1
+if mode ~= 'top' then size = redis.call('ZCARD', board) end
 
 local start = tonumber(ARGV[3])
 if mode == 'around' then
