@@ -118,6 +118,37 @@ Metadata metadata_arg(py::handle value) {
   return metadata;
 }
 
+// upsert_many entries: (user_id, score) or (user_id, score, metadata); errors name the entry.
+std::vector<leaderboard::BatchEntry> batch_arg(py::handle entries, long long first_index) {
+  std::vector<leaderboard::BatchEntry> out;
+  py::sequence items = py::reinterpret_borrow<py::sequence>(entries);
+  out.reserve(items.size());
+  long long index = first_index;
+  for (py::handle item : items) {
+    try {
+      if (!PyTuple_Check(item.ptr()) && !PyList_Check(item.ptr())) {
+        throw py::type_error(
+            "must be a (user_id, score) or (user_id, score, metadata) tuple, not " +
+            type_name(item));
+      }
+      py::sequence fields = py::reinterpret_borrow<py::sequence>(item);
+      const auto size = fields.size();
+      if (size != 2 && size != 3) {
+        throw py::type_error("must have 2 or 3 items (user_id, score[, metadata]), not " +
+                             std::to_string(size));
+      }
+      out.push_back({user_id_arg(fields[0]), number_arg(fields[1], "score"),
+                     size == 3 ? metadata_arg(fields[2]) : Metadata{}});
+    } catch (const py::type_error& e) {
+      throw py::type_error("entry " + std::to_string(index) + ": " + e.what());
+    } catch (const InvalidArgument& e) {
+      throw InvalidArgument("entry " + std::to_string(index) + ": " + e.what());
+    }
+    ++index;
+  }
+  return out;
+}
+
 // ---- C++ -> Python ---------------------------------------------------------------------------
 
 // Dict keys, made once and kept for the life of the process.
@@ -172,6 +203,12 @@ struct ToPython {
     return out;
   }
   py::object operator()(const std::vector<std::string>& ids) const { return string_list(ids); }
+  py::object operator()(const leaderboard::TrimSummary& summary) const {
+    py::dict out;
+    out["trimmed"] = py::int_(summary.trimmed);
+    out[keys->trimmed_user_ids] = string_list(summary.user_ids);
+    return out;
+  }
 };
 
 py::object to_python(const Result& result) { return std::visit(ToPython{}, result); }
@@ -533,7 +570,19 @@ PYBIND11_MODULE(_core, m) {
             return wrap(self.delete_user(user_id_arg(user_id)));
           },
           "user_id"_a)
-      .def("clear", [](const Board& self) { return wrap(self.clear()); });
+      .def("clear", [](const Board& self) { return wrap(self.clear()); })
+      .def(
+          "upsert_chunk",
+          [](const Board& self, py::handle entries, long long first_index) {
+            return wrap(self.upsert_chunk(batch_arg(entries, first_index), first_index));
+          },
+          "entries"_a, "first_index"_a = 0)
+      .def(
+          "trim_to_max_entries",
+          [](const Board& self, long long report) {
+            return wrap(self.trim_to_max_entries(report));
+          },
+          "report"_a = 1000);
 
   py::class_<BlockingClient, std::shared_ptr<BlockingClient>>(
       m, "Client", "A blocking, pipelined Redis client, safe to share between threads.")

@@ -163,28 +163,55 @@ class Clear final : public Operation {
   std::string key_, prefix_;
 };
 
-// set_max_entries: trim a page per round trip until the board fits.
+// set_max_entries and the trim after upsert_many: a page per round trip until the board fits,
+// keeping the first `report` trimmed ids.
 class Trim final : public Operation {
  public:
-  Trim(std::string key, std::string prefix, long long max_entries)
-      : key_(std::move(key)), prefix_(std::move(prefix)), max_entries_(max_entries) {}
-  const char* name() const override { return "set_max_entries"; }
+  Trim(std::string key, std::string prefix, long long max_entries, std::optional<long long> report)
+      : key_(std::move(key)),
+        prefix_(std::move(prefix)),
+        max_entries_(max_entries),
+        report_(report) {}
+  const char* name() const override { return report_ ? "trim_to_max_entries" : "set_max_entries"; }
   std::vector<Command> next() override {
+    long long wanted =
+        report_ ? *report_ - static_cast<long long>(summary_.user_ids.size()) : Board::kPageSize;
     return {script_call(scripts::trim, {key_},
-                        {prefix_, std::to_string(max_entries_), std::to_string(Board::kPageSize)})};
+                        {prefix_, std::to_string(max_entries_), std::to_string(Board::kPageSize),
+                         std::to_string(std::max(0LL, wanted))})};
   }
   bool feed(std::vector<Reply>& replies) override {
     auto& reply = replies.at(0);
-    parse_array(reply, 2);
-    for (auto& id : parse_strings(reply.elements[1])) trimmed_.push_back(std::move(id));
+    parse_array(reply, 3);
+    summary_.trimmed += parse_integer(reply.elements[1]);
+    for (auto& id : parse_strings(reply.elements[2])) summary_.user_ids.push_back(std::move(id));
     return parse_integer(reply.elements[0]) == 0;
   }
-  Result take_result() override { return std::move(trimmed_); }
+  Result take_result() override {
+    if (report_) return std::move(summary_);
+    return std::move(summary_.user_ids);
+  }
 
  private:
   std::string key_, prefix_;
   long long max_entries_;
-  std::vector<std::string> trimmed_;
+  std::optional<long long> report_;  // none: every id, as set_max_entries returns them
+  TrimSummary summary_;
+};
+
+// A fixed list of commands in one round trip; the result is `count`.
+class Batch final : public Operation {
+ public:
+  Batch(std::vector<Command> commands, long long count)
+      : commands_(std::move(commands)), count_(count) {}
+  const char* name() const override { return "upsert_many"; }
+  std::vector<Command> next() override { return std::move(commands_); }
+  bool feed(std::vector<Reply>&) override { return true; }
+  Result take_result() override { return count_; }
+
+ private:
+  std::vector<Command> commands_;
+  long long count_;
 };
 
 }  // namespace
@@ -258,7 +285,7 @@ std::unique_ptr<Operation> Board::increment_score(std::string user_id, double am
 
 std::unique_ptr<Operation> Board::set_max_entries(long long max_entries) {
   max_entries_ = require_at_least_one(max_entries, "max_entries");
-  return std::make_unique<Trim>(key_, metadata_prefix(), max_entries_);
+  return std::make_unique<Trim>(key_, metadata_prefix(), max_entries_, std::nullopt);
 }
 
 std::unique_ptr<Operation> Board::get_top(long long count) const {
@@ -338,6 +365,41 @@ std::unique_ptr<Operation> Board::delete_user(std::string user_id) const {
   return std::make_unique<SingleCall>(
       "delete_user", std::move(command),
       [](Reply& reply) -> Result { return parse_integer(reply) > 0; });
+}
+
+std::unique_ptr<Operation> Board::trim_to_max_entries(long long report) const {
+  return std::make_unique<Trim>(key_, metadata_prefix(), max_entries_, std::max(0LL, report));
+}
+
+std::unique_ptr<Operation> Board::upsert_chunk(std::vector<BatchEntry> entries,
+                                               long long first_index) const {
+  Command zadd{nullptr, {"ZADD", key_}};
+  zadd.argv.reserve(2 + 2 * entries.size());
+  std::vector<Command> commands(1);
+  for (std::size_t i = 0; i < entries.size(); ++i) {
+    auto& entry = entries[i];
+    try {
+      require_user_id(entry.user_id);
+      require_finite(entry.score, "score");
+    } catch (const InvalidArgument& e) {
+      throw InvalidArgument("entry " + std::to_string(first_index + static_cast<long long>(i)) +
+                            ": " + e.what());
+    }
+    zadd.argv.push_back(format_score(entry.score));
+    zadd.argv.push_back(entry.user_id);
+    if (entry.metadata.empty()) continue;
+    Command hset{nullptr, {"HSET", metadata_key(entry.user_id)}};
+    hset.argv.reserve(2 + 2 * entry.metadata.size());
+    for (auto& [field, value] : entry.metadata) {
+      hset.argv.push_back(std::move(field));
+      hset.argv.push_back(std::move(value));
+    }
+    commands.push_back(std::move(hset));
+  }
+  const auto count = static_cast<long long>(entries.size());
+  if (count == 0) return std::make_unique<Batch>(std::vector<Command>{}, 0);
+  commands[0] = std::move(zadd);
+  return std::make_unique<Batch>(std::move(commands), count);
 }
 
 std::unique_ptr<Operation> Board::clear() const {

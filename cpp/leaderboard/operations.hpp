@@ -38,11 +38,24 @@ struct WriteResult {
   std::vector<std::string> trimmed_user_ids;
 };
 
+// What a bulk trim returns: how many entries went, and the first of them (lowest first).
+struct TrimSummary {
+  long long trimmed = 0;
+  std::vector<std::string> user_ids;
+};
+
+// One entry of upsert_many.
+struct BatchEntry {
+  std::string user_id;
+  double score = 0;
+  Metadata metadata;
+};
+
 struct None {};
 
 using Result =
     std::variant<None, bool, long long, std::optional<long long>, Metadata, std::optional<Entry>,
-                 std::vector<Entry>, WriteResult, std::vector<std::string>>;
+                 std::vector<Entry>, WriteResult, std::vector<std::string>, TrimSummary>;
 
 class Operation {
  public:
@@ -84,6 +97,14 @@ class Board {
   std::unique_ptr<Operation> get_size() const;
   std::unique_ptr<Operation> delete_user(std::string user_id) const;
   std::unique_ptr<Operation> clear() const;
+
+  // upsert_many, one chunk: a variadic ZADD and one HSET per entry with metadata, in one round
+  // trip, not trimmed (trim_to_max_entries follows the last chunk). The result is the number of
+  // entries written. Entries are validated here; `first_index` numbers them in errors.
+  std::unique_ptr<Operation> upsert_chunk(std::vector<BatchEntry> entries,
+                                          long long first_index) const;
+  // Trims to max_entries in pages; the result is a TrimSummary with at most `report` ids.
+  std::unique_ptr<Operation> trim_to_max_entries(long long report) const;
 
   std::string metadata_key(const std::string& user_id) const { return metadata_prefix() + user_id; }
   std::string metadata_prefix() const { return key_ + ":user:"; }

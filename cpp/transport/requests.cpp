@@ -61,10 +61,19 @@ void check_handshake(const Handshake& handshake, const std::vector<Reply>& repli
 Exchange::Exchange(leaderboard::Operation& operation) : operation_(operation) { next_step(); }
 
 void Exchange::next_step() {
-  commands_ = operation_.next();
-  wire_.clear();
-  for (const auto& command : commands_) encode(command, false, wire_);
-  expected_ = commands_.size();
+  for (;;) {
+    commands_ = operation_.next();
+    wire_.clear();
+    for (const auto& command : commands_) encode(command, false, wire_);
+    expected_ = commands_.size();
+    if (expected_ > 0) return;
+    // Nothing to send (an empty chunk): the step is done without a round trip.
+    std::vector<Reply> none;
+    if (operation_.feed(none)) {
+      finished_ = true;
+      return;
+    }
+  }
 }
 
 void Exchange::on_replies(std::vector<Reply>&& replies) {

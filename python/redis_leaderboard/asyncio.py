@@ -9,14 +9,25 @@ from __future__ import annotations
 
 import asyncio
 import atexit
+import collections
 import weakref
-from typing import Any, Mapping, Optional
+from typing import Any, Callable, Iterable, Mapping, Optional
 
 from . import _core
-from .leaderboard import Entry, resolve_client_options
+from .leaderboard import (
+    DEFAULT_CHUNK_SIZE,
+    MAX_REPORTED_TRIMMED,
+    BulkEntry,
+    Entry,
+    ImportSummary,
+    chunked,
+    import_summary,
+    resolve_client_options,
+)
 
 __all__ = ["Client", "RedisLeaderboard"]
 
+_CHUNKS_IN_FLIGHT = 4
 _open_clients: weakref.WeakSet[Client] = weakref.WeakSet()
 
 
@@ -222,6 +233,35 @@ class RedisLeaderboard:
 
     async def clear(self) -> None:
         return await self._run(self._board.clear())
+
+    async def upsert_many(
+        self,
+        entries: Iterable[BulkEntry],
+        *,
+        chunk_size: int = DEFAULT_CHUNK_SIZE,
+        progress: Optional[Callable[[int], None]] = None,
+    ) -> ImportSummary:
+        # The chunks share one connection and run in order, so several are in flight at once.
+        written = submitted = 0
+        window: collections.deque[asyncio.Future[int]] = collections.deque()
+        try:
+            for chunk in chunked(entries, chunk_size):
+                window.append(self._run(self._board.upsert_chunk(chunk, submitted)))
+                submitted += len(chunk)
+                if len(window) >= _CHUNKS_IN_FLIGHT:
+                    written += await window.popleft()
+                    if progress is not None:
+                        progress(written)
+        except (TypeError, ValueError):
+            # A bad entry: the chunks already sent still complete, as documented.
+            await asyncio.gather(*window, return_exceptions=True)
+            raise
+        while window:
+            written += await window.popleft()
+            if progress is not None:
+                progress(written)
+        trim = await self._run(self._board.trim_to_max_entries(MAX_REPORTED_TRIMMED))
+        return import_summary(written, trim)
 
     def __repr__(self) -> str:
         name = "redis_leaderboard.asyncio.RedisLeaderboard"

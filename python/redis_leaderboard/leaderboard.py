@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import itertools
 import os
-from typing import Any, Mapping, Optional, Union
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import Any, Callable, Iterable, Iterator, Mapping, Optional, Sequence, Union
 
 from . import _core
 from ._core import Client
@@ -11,6 +13,28 @@ from ._core import Client
 DEFAULT_URL = "redis://localhost:6379/0"
 
 Entry = dict[str, Any]
+# (user_id, score) or (user_id, score, metadata)
+BulkEntry = Union[tuple[str, float], tuple[str, float, Mapping[str, Any]], Sequence[Any]]
+ImportSummary = dict[str, Any]
+
+DEFAULT_CHUNK_SIZE = 1000
+# upsert_many reports at most this many trimmed ids (the lowest); "trimmed" counts them all.
+MAX_REPORTED_TRIMMED = 1000
+
+
+def chunked(entries: Iterable[BulkEntry], chunk_size: int) -> Iterator[list[BulkEntry]]:
+    """Lists of at most ``chunk_size`` entries, read lazily so memory stays bounded."""
+    if isinstance(chunk_size, bool) or not isinstance(chunk_size, int):
+        raise TypeError(f"chunk_size must be an int, not {type(chunk_size).__name__}")
+    if chunk_size < 1:
+        raise ValueError("chunk_size must be at least 1")
+    iterator = iter(entries)
+    while chunk := list(itertools.islice(iterator, chunk_size)):
+        yield chunk
+
+
+def import_summary(written: int, trim: dict[str, Any]) -> ImportSummary:
+    return {"written": written, **trim}
 
 
 def client_options_from_redis_py(redis_client: Any) -> dict[str, Any]:
@@ -155,6 +179,45 @@ class RedisLeaderboard:
     def clear(self) -> None:
         """Delete the board and every member's metadata hash (in pages on large boards)."""
         return self._run(self._board.clear())
+
+    def upsert_many(
+        self,
+        entries: Iterable[BulkEntry],
+        *,
+        chunk_size: int = DEFAULT_CHUNK_SIZE,
+        progress: Optional[Callable[[int], None]] = None,
+    ) -> ImportSummary:
+        """Bulk-load ``(user_id, score)`` or ``(user_id, score, metadata)`` entries.
+
+        Streams ``entries`` (any iterable, read lazily: memory stays bounded) in chunks of
+        ``chunk_size``: one variadic ZADD and one HSET per entry with metadata, one round trip
+        per chunk; the next chunk is prepared while the previous one is on the wire. The board
+        is trimmed once, at the end. ``progress(written_so_far)`` is called after each chunk.
+
+        Each entry is validated as :meth:`upsert_user` validates its arguments. A bad entry
+        raises ``ValueError``/``TypeError`` naming its position (``"entry 41: ..."``); the
+        chunks before the one holding it are written and stay written, the board untrimmed.
+        Not atomic as a whole: other clients may see the board grow while it loads.
+
+        Returns ``{"written": n, "trimmed": count, "trimmed_user_ids": [...]}``, listing at
+        most the 1,000 lowest trimmed ids.
+        """
+        written = 0
+        with ThreadPoolExecutor(1, thread_name_prefix="upsert_many") as sender:
+            in_flight: Optional[Future[int]] = None
+            for chunk in chunked(entries, chunk_size):
+                operation = self._board.upsert_chunk(chunk, written)  # converts and validates
+                if in_flight is not None:
+                    written += in_flight.result()
+                    if progress is not None:
+                        progress(written)
+                in_flight = sender.submit(self._run, operation)
+            if in_flight is not None:
+                written += in_flight.result()
+                if progress is not None:
+                    progress(written)
+        trim = self._run(self._board.trim_to_max_entries(MAX_REPORTED_TRIMMED))
+        return import_summary(written, trim)
 
     def __repr__(self) -> str:
         return f"RedisLeaderboard(key={self.key!r}, max_entries={self.max_entries})"
