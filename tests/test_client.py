@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import threading
 import time
 import uuid
@@ -55,7 +57,7 @@ def zset_in_db(server: Any, db: int, key: str) -> list[tuple[str, float]]:
         r.close()
 
 
-# --- Client options -----------------------------------------------------------------------------
+# --- Client options ---
 
 
 def test_ping_execute_command_and_stats(redis_server: Any, board_key: str) -> None:
@@ -72,7 +74,7 @@ def test_ping_execute_command_and_stats(redis_server: Any, board_key: str) -> No
         assert stats["commands"] >= 6
         assert stats["connections"] == 1
         assert stats["reconnects"] == 0
-        with pytest.raises(redis_leaderboard.ResponseError, match="^WRONGTYPE"):
+        with pytest.raises(redis_leaderboard.ResponseError, match=r"^WRONGTYPE"):
             c.execute_command("LPUSH", board_key, "x")
         with pytest.raises(redis_leaderboard.ResponseError, match="unknown command"):
             c.execute_command("NOT-A-COMMAND")
@@ -141,7 +143,7 @@ def test_context_manager_closes_on_error(redis_server: Any, r: Any) -> None:
     wait_until_disconnected(r, name)
 
 
-# --- from_url -------------------------------------------------------------------------------------
+# --- from_url ---
 
 
 def test_from_url_host_port_db(redis_server: Any, db_key: str) -> None:
@@ -187,9 +189,7 @@ def test_from_url_unix_socket(redis_server: Any, db_key: str) -> None:
 def test_from_url_options(redis_server: Any) -> None:
     name = f"lb-{uuid.uuid4().hex[:8]}"
     url = f"redis://{redis_server.host}:{redis_server.port}/0"
-    with Client.from_url(
-        url, socket_timeout=5, socket_connect_timeout=5, client_name=name
-    ) as c:
+    with Client.from_url(url, socket_timeout=5, socket_connect_timeout=5, client_name=name) as c:
         assert c.execute_command("CLIENT", "GETNAME") == name.encode()
 
 
@@ -205,13 +205,15 @@ def test_rediss_is_refused_by_the_leaderboard() -> None:
         RedisLeaderboard(redis.Redis.from_url("rediss://localhost:6380/0"))
 
 
-@pytest.mark.parametrize("url", ["http://localhost:6379", "localhost:6379", "redis://host:notaport"])
+@pytest.mark.parametrize(
+    "url", ["http://localhost:6379", "localhost:6379", "redis://host:notaport"]
+)
 def test_bad_urls_are_value_errors(url: str) -> None:
     with pytest.raises(ValueError):
         Client.from_url(url)
 
 
-# --- what RedisLeaderboard connects to -------------------------------------------------------------
+# --- what RedisLeaderboard connects to ---
 
 
 def test_redis_py_client_options_are_reused(redis_server: Any, db_key: str) -> None:
@@ -325,17 +327,21 @@ def test_other_redis_client_types_are_refused(thing: Any) -> None:
         RedisLeaderboard(thing)
 
 
-# --- failures ---------------------------------------------------------------------------------
+# --- failures ---
 
 
 def test_wrong_password_is_an_authentication_error(password_redis_server: Any) -> None:
     server = password_redis_server
-    with pytest.raises(redis_leaderboard.AuthenticationError):
+    with pytest.raises(redis_leaderboard.AuthenticationError, match=r"^WRONGPASS"):
         with Client(host=server.host, port=server.port, password="wrong") as c:
             c.ping()
-    with pytest.raises(redis_leaderboard.AuthenticationError):
+    with pytest.raises(redis_leaderboard.AuthenticationError, match=r"^WRONGPASS"):
         with Client(host=server.host, port=server.port, username="nobody", password="x") as c:
             c.ping()
+    # No password at all: the server's NOAUTH is an authentication error too (as redis-py).
+    with pytest.raises(redis_leaderboard.AuthenticationError, match=r"^NOAUTH"):
+        with Client(host=server.host, port=server.port) as c:
+            RedisLeaderboard(c, key="lb").get_top()
     board = RedisLeaderboard(url=f"redis://:wrong@{server.host}:{server.port}/0", key="lb")
     with pytest.raises(redis_leaderboard.AuthenticationError) as info:
         board.get_top()
@@ -371,6 +377,65 @@ def test_server_down_is_a_connection_error_within_the_connect_timeout(
         # It comes back once the server does.
         server.start()
         assert board.upsert_user("a", 1)["rank"] == 1
+
+
+UNANSWERED_CONNECT = """
+import socket, sys, time
+import redis_leaderboard
+
+# A listener whose accept queue is full: the kernel drops further SYNs, so a connect hangs
+# until the client's own connect timeout (or the kernel's, about two minutes) gives up.
+listener = socket.socket()
+listener.bind(("127.0.0.1", 0))
+listener.listen(0)
+port = listener.getsockname()[1]
+queued = []
+for _ in range(8):
+    s = socket.socket()
+    s.setblocking(False)
+    try:
+        s.connect(("127.0.0.1", port))
+    except BlockingIOError:
+        pass
+    queued.append(s)
+time.sleep(0.2)
+probe = socket.socket()
+probe.settimeout(0.3)
+try:
+    probe.connect(("127.0.0.1", port))
+    print("SKIP accept queue not full")
+    sys.exit(0)
+except OSError:
+    pass
+
+client = redis_leaderboard.Client(host="127.0.0.1", port=port, socket_connect_timeout=0.5)
+start = time.monotonic()
+try:
+    client.ping()
+    print("NO-ERROR", time.monotonic() - start)
+except redis_leaderboard.RedisError as exc:
+    print(type(exc).__name__, time.monotonic() - start)
+"""
+
+
+def test_unanswered_connect_gives_up_within_the_connect_timeout() -> None:
+    # Run in a child process: if the timeout is ignored, the connect blocks for minutes.
+    try:
+        done = subprocess.run(
+            [sys.executable, "-c", UNANSWERED_CONNECT],
+            capture_output=True,
+            text=True,
+            timeout=0.5 + 5,
+            check=False,
+        )
+    except subprocess.TimeoutExpired:
+        pytest.fail("connect with socket_connect_timeout=0.5 was still blocked after 5.5 s")
+    assert done.returncode == 0, done.stderr
+    outcome, _, elapsed = done.stdout.strip().partition(" ")
+    if outcome == "SKIP":
+        pytest.skip(elapsed)
+    assert outcome in ("ConnectionError", "TimeoutError"), done.stdout
+    assert float(elapsed) < 0.5 + 2
 
 
 def test_paused_server_is_a_timeout_error_within_socket_timeout(fresh_redis_server: Any) -> None:
@@ -447,7 +512,7 @@ def test_killed_server_during_a_write_is_not_retried(fresh_redis_server: Any) ->
         assert c.stats()["reconnects"] >= 1
 
 
-# --- threads ----------------------------------------------------------------------------------
+# --- threads ---
 
 
 def test_eight_threads_share_one_client(client: Client, board_key: str, r: Any) -> None:

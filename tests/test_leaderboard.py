@@ -6,7 +6,7 @@ redis-py to check the guide's layout (sorted set ``key``, hash ``f"{key}:user:{u
 
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Any
 
 import pytest
 
@@ -15,7 +15,7 @@ from redis_leaderboard import Client, RedisLeaderboard
 
 
 def entry(
-    rank: int, user_id: str, score: float, metadata: Optional[dict[str, str]] = None
+    rank: int, user_id: str, score: float, metadata: dict[str, str] | None = None
 ) -> dict[str, Any]:
     return {"rank": rank, "user_id": user_id, "score": float(score), "metadata": metadata or {}}
 
@@ -24,8 +24,8 @@ def written(
     rank: int,
     user_id: str,
     score: float,
-    metadata: Optional[dict[str, str]] = None,
-    trimmed: Optional[list[str]] = None,
+    metadata: dict[str, str] | None = None,
+    trimmed: list[str] | None = None,
 ) -> dict[str, Any]:
     """What upsert_user / increment_score return when the user is still on the board."""
     return {**entry(rank, user_id, score, metadata), "trimmed_user_ids": trimmed or []}
@@ -69,7 +69,7 @@ def small_board_entry(rank: int) -> dict[str, Any]:
     return entry(rank, f"u{i:02d}", i * 10, {"n": str(i)})
 
 
-# --- the guide's walkthrough -------------------------------------------------------------
+# --- the guide's walkthrough ---
 
 
 def test_guide_example_upsert_increment_and_read(board: RedisLeaderboard, r: Any) -> None:
@@ -112,7 +112,7 @@ def test_scores_come_back_as_floats_and_ranks_as_ints(board: RedisLeaderboard) -
     assert type(board.get_size()) is int
 
 
-# --- upsert_user / increment_score -----------------------------------------------------------
+# --- upsert_user / increment_score ---
 
 
 def test_upsert_replaces_the_score(board: RedisLeaderboard, r: Any) -> None:
@@ -177,7 +177,7 @@ def test_integer_user_ids_are_stored_as_strings(board: RedisLeaderboard, r: Any)
     assert keys_under(r, board.key) == set()
 
 
-# --- metadata ----------------------------------------------------------------------------------
+# --- metadata ---
 
 
 def test_metadata_is_merged_never_replaced(board: RedisLeaderboard, r: Any) -> None:
@@ -229,6 +229,15 @@ def test_one_megabyte_metadata_values_round_trip(board: RedisLeaderboard, r: Any
     assert board.get_top(1) == [entry(1, "big", 1, {"bio": big, "blob": other})]
     assert r.hget(f"{board.key}:user:big", "bio") == big
     assert r.hstrlen(f"{board.key}:user:big", "blob") == 1_048_576
+
+
+def test_thousands_of_metadata_fields(board: RedisLeaderboard, r: Any) -> None:
+    fields = {f"field-{i}": f"value {i}" for i in range(2501)}
+    assert board.upsert_user("many", 1, fields)["metadata"] == fields
+    more = {f"more-{i}": "x" for i in range(1001)}
+    assert board.increment_score("many", 1, more) == written(1, "many", 2, {**fields, **more})
+    assert r.hlen(f"{board.key}:user:many") == 3502
+    assert board.get_user_metadata("many") == {**fields, **more}
 
 
 def test_get_user_metadata_reads_the_hash_even_off_board(board: RedisLeaderboard, r: Any) -> None:
@@ -312,7 +321,7 @@ def test_awkward_board_keys(client: Client, board_key: str, r: Any, key: str) ->
     assert r.exists(full, f"{full}:user:b", f"{full}:user:c") == 0
 
 
-# --- ties --------------------------------------------------------------------------------------
+# --- ties ---
 
 
 def test_ties_put_the_lexicographically_greater_member_first(board: RedisLeaderboard) -> None:
@@ -346,7 +355,7 @@ def test_trimming_ties_removes_the_lexicographically_smaller_member(
     assert keys_under(r, board_key) == {board_key, f"{board_key}:user:c"}
 
 
-# --- empty boards ----------------------------------------------------------------------------
+# --- empty boards ---
 
 
 def test_every_read_on_an_empty_board(board: RedisLeaderboard, r: Any) -> None:
@@ -366,7 +375,7 @@ def test_every_read_on_an_empty_board(board: RedisLeaderboard, r: Any) -> None:
     assert keys_under(r, board.key) == set()
 
 
-# --- get_top -------------------------------------------------------------------------------------
+# --- get_top ---
 
 
 def test_get_top(small_board: RedisLeaderboard) -> None:
@@ -382,7 +391,7 @@ def test_get_top_defaults_to_ten(board: RedisLeaderboard) -> None:
     assert [e["user_id"] for e in board.get_top()] == [f"p{i:02d}" for i in range(11, 1, -1)]
 
 
-# --- get_around_rank ------------------------------------------------------------------------------
+# --- get_around_rank ---
 
 
 @pytest.mark.parametrize(
@@ -419,6 +428,17 @@ def test_get_around_rank_windows(
     assert small_board.get_around_rank(rank, count) == [small_board_entry(k) for k in ranks]
 
 
+def test_huge_counts_and_ranks(small_board: RedisLeaderboard) -> None:
+    everyone = [small_board_entry(k) for k in range(1, 11)]
+    assert small_board.get_top(2**62) == everyone
+    assert small_board.get_top(2**63 - 1) == everyone
+    assert small_board.get_around_rank(2**62, 3) == everyone[-3:]
+    assert small_board.get_around_rank(2**62, 2**62) == everyone
+    assert small_board.get_around_rank(1, 2**63 - 1) == everyone
+    assert small_board.set_max_entries(2**63 - 1) == []
+    assert small_board.upsert_user("new", 0)["trimmed_user_ids"] == []
+
+
 def test_get_around_rank_default_count_is_five(small_board: RedisLeaderboard) -> None:
     assert small_board.get_around_rank(6) == [small_board_entry(k) for k in (4, 5, 6, 7, 8)]
 
@@ -429,7 +449,7 @@ def test_get_around_rank_on_a_one_entry_board(board: RedisLeaderboard) -> None:
     assert board.get_around_rank(3, 1) == [entry(1, "only", 1)]
 
 
-# --- get_rank / get_user_entry / get_size -----------------------------------------------------------
+# --- get_rank / get_user_entry / get_size ---
 
 
 def test_get_rank_and_entry(small_board: RedisLeaderboard) -> None:
@@ -443,7 +463,7 @@ def test_get_rank_and_entry(small_board: RedisLeaderboard) -> None:
     assert small_board.get_size() == 10
 
 
-# --- delete_user / clear -----------------------------------------------------------------------
+# --- delete_user / clear ---
 
 
 def test_delete_user_removes_score_and_metadata(small_board: RedisLeaderboard, r: Any) -> None:
@@ -482,7 +502,7 @@ def test_clear_leaves_other_boards_alone(client: Client, board_key: str, r: Any)
     assert two.list_all() == [entry(1, "a", 2, {"m": "2"})]
 
 
-# --- trimming ------------------------------------------------------------------------------------
+# --- trimming ---
 
 
 def test_max_entries_one(client: Client, board_key: str, r: Any) -> None:
@@ -554,13 +574,13 @@ def test_writer_trimmed_away_by_increment_reports_the_new_score(
 def test_trimmed_ids_are_lowest_first(client: Client, board_key: str, r: Any) -> None:
     board = RedisLeaderboard(client, key=board_key, max_entries=2)
     r.zadd(board_key, {"e": 5, "d": 4, "c": 3, "b2": 2, "b1": 2, "a": 1})
-    assert board.upsert_user("top", 10) == written(1, "top", 10, trimmed=["a", "b1", "b2", "c", "d"])
+    assert board.upsert_user("top", 10) == written(
+        1, "top", 10, trimmed=["a", "b1", "b2", "c", "d"]
+    )
     assert r.zrange(board_key, 0, -1) == ["e", "top"]
 
 
-def test_set_max_entries_trims_and_changes_the_limit(
-    small_board: RedisLeaderboard, r: Any
-) -> None:
+def test_set_max_entries_trims_and_changes_the_limit(small_board: RedisLeaderboard, r: Any) -> None:
     key = small_board.key
     assert small_board.set_max_entries(7) == ["u01", "u02", "u03"]
     assert small_board.max_entries == 7
@@ -591,7 +611,7 @@ def test_max_entries_is_per_instance(client: Client, board_key: str) -> None:
     assert small.max_entries == 2
 
 
-# --- large boards: list_all / clear page through them ---------------------------------------------
+# --- large boards: list_all / clear page through them ---
 
 LARGE = 10_000
 
@@ -628,7 +648,21 @@ def test_list_all_and_clear_on_ten_thousand_users(client: Client, board_key: str
     assert board.list_all() == []
 
 
-# --- one round trip per call ----------------------------------------------------------------------
+def test_set_max_entries_trims_ten_thousand_users(client: Client, board_key: str, r: Any) -> None:
+    board = RedisLeaderboard(client, key=board_key, max_entries=LARGE + 1)
+    pipe = r.pipeline(transaction=False)
+    pipe.zadd(board_key, {f"user-{i:05d}": i for i in range(LARGE + 1)})
+    for i in range(0, LARGE + 1, 3):
+        pipe.hset(f"{board_key}:user:user-{i:05d}", mapping={"i": str(i)})
+    pipe.execute()
+    # Every trimmed id, lowest first, even when the trim runs in several steps.
+    assert board.set_max_entries(1) == [f"user-{i:05d}" for i in range(LARGE)]
+    assert board.max_entries == 1
+    assert board.list_all() == [entry(1, f"user-{LARGE:05d}", LARGE)]
+    assert keys_under(r, board_key) == {board_key}
+
+
+# --- one round trip per call ---
 
 
 def test_every_method_is_one_round_trip(client: Client, board_key: str) -> None:
@@ -674,6 +708,12 @@ def test_every_method_is_one_round_trip(client: Client, board_key: str) -> None:
 
 def test_scripts_flushed_from_the_server_are_reloaded(board: RedisLeaderboard, r: Any) -> None:
     board.upsert_user("a", 1)
+    r.script_flush()
+    # The script the request names by SHA is the one loaded after NOSCRIPT.
+    sha = board._board.get_top(3).request().split(b"\r\n")[4].decode()
+    assert r.script_exists(sha) == [False]
+    board.get_top(3)
+    assert r.script_exists(sha) == [True]
     r.script_flush()
     assert board.upsert_user("b", 2) == written(1, "b", 2)
     r.script_flush()

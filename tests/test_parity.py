@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import random
 from collections.abc import Iterator
-from typing import Any, Callable, Optional
+from typing import Any, Callable
 
 import pytest
-
 from benchmarks.guide_leaderboard import GuideLeaderboard
+
 from redis_leaderboard import Client, RedisLeaderboard
 
 USERS = [
@@ -46,7 +46,7 @@ def r(redis_server: Any) -> Iterator[Any]:
     client.close()
 
 
-def random_metadata(rng: random.Random) -> Optional[dict[str, str]]:
+def random_metadata(rng: random.Random) -> dict[str, str] | None:
     roll = rng.random()
     if roll < 0.4:
         return None
@@ -170,7 +170,10 @@ def test_the_guide_walkthrough_matches(client: Client, board_key: str, r: Any) -
         ("player-5", 1080, "Jules"),
         ("player-6", 1240, "Rin"),
     ]
-    ops: list[Op] = [("upsert_user", ("player-1", 1200, ada)), ("increment_score", ("player-1", 25))]
+    ops: list[Op] = [
+        ("upsert_user", ("player-1", 1200, ada)),
+        ("increment_score", ("player-1", 25)),
+    ]
     ops += [("upsert_user", (u, s, {"name": n, "description": ""})) for u, s, n in sample]
     ops += [
         ("get_top", (5,)),

@@ -111,9 +111,7 @@ def test_non_finite_score_is_a_value_error(seeded: RedisLeaderboard, r: Any, val
 
 
 @pytest.mark.parametrize("value", [math.nan, math.inf, -math.inf])
-def test_non_finite_amount_is_a_value_error(
-    seeded: RedisLeaderboard, r: Any, value: float
-) -> None:
+def test_non_finite_amount_is_a_value_error(seeded: RedisLeaderboard, r: Any, value: float) -> None:
     refused(seeded, r, lambda: seeded.increment_score("alice", value), ValueError)
     refused(seeded, r, lambda: seeded.increment_score("new", value, {"m": "x"}), ValueError)
 
@@ -158,7 +156,9 @@ def test_set_max_entries_below_one_keeps_the_old_limit(
 
 
 @pytest.mark.parametrize("max_entries", [0, -1])
-def test_constructor_max_entries_below_one(client: Client, board_key: str, max_entries: int) -> None:
+def test_constructor_max_entries_below_one(
+    client: Client, board_key: str, max_entries: int
+) -> None:
     stats = client.stats()
     with pytest.raises(ValueError, match=exactly("max_entries must be at least 1")):
         RedisLeaderboard(client, key=board_key, max_entries=max_entries)

@@ -94,7 +94,14 @@ void BlockingConnection::connect() {
       continue;
     }
     socket_.non_blocking(true, ignored);
-    socket_.connect(endpoint, ec);
+    // ::connect, not socket_.connect: Asio's blocking connect waits without a deadline even on
+    // a non-blocking socket.
+    if (::connect(socket_.native_handle(), endpoint.data(),
+                  static_cast<socklen_t>(endpoint.size())) != 0) {
+      ec.assign(errno, boost::system::system_category());
+    } else {
+      ec.clear();
+    }
     if (ec == asio::error::in_progress || ec == asio::error::would_block) {
       wait(POLLOUT, until, "connecting to");  // a refusal shows up as SO_ERROR below
       int error = 0;

@@ -49,7 +49,13 @@ def client_options_from_redis_py(redis_client: Any) -> dict[str, Any]:
             "redis_client must be a redis_leaderboard Client, a redis-py Redis client or None, "
             f"not {type(redis_client).__name__}"
         ) from None
-    if kwargs.get("ssl") or "ssl_keyfile" in kwargs or "ssl_cert_reqs" in kwargs:
+    connection_class = getattr(redis_client.connection_pool, "connection_class", None)
+    if (
+        kwargs.get("ssl")
+        or "ssl_keyfile" in kwargs
+        or "ssl_cert_reqs" in kwargs
+        or "SSL" in getattr(connection_class, "__name__", "")
+    ):
         raise ValueError("TLS (rediss://) is not supported yet by redis_leaderboard")
     options: dict[str, Any] = {
         "db": int(kwargs.get("db") or 0),

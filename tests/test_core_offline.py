@@ -1,0 +1,422 @@
+"""The codec and the leaderboard operations, without a server.
+
+``_core.encode_command`` / ``_core.decode_replies`` are the RESP codec; ``Board(...).<method>()``
+returns an Operation whose ``request()`` is the RESP to send and whose ``feed(reply)`` takes the
+server's reply. Nothing here opens a socket.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import pytest
+
+import redis_leaderboard
+from redis_leaderboard import _core
+from redis_leaderboard._core import Board
+
+
+def parse_request(data: bytes) -> list[bytes]:
+    """A request is a RESP array of bulk strings; parsed here independently of the codec."""
+    assert data.startswith(b"*")
+    header, _, rest = data.partition(b"\r\n")
+    args = []
+    for _ in range(int(header[1:])):
+        assert rest.startswith(b"$")
+        length_text, _, rest = rest.partition(b"\r\n")
+        length = int(length_text[1:])
+        args.append(rest[:length])
+        assert rest[length : length + 2] == b"\r\n"
+        rest = rest[length + 2 :]
+    assert rest == b""
+    return args
+
+
+def bulk(value: str | bytes) -> bytes:
+    raw = value.encode() if isinstance(value, str) else value
+    return b"$%d\r\n%s\r\n" % (len(raw), raw)
+
+
+def array(*items: bytes) -> bytes:
+    return b"*%d\r\n" % len(items) + b"".join(items)
+
+
+def integer(value: int) -> bytes:
+    return b":%d\r\n" % value
+
+
+def flat(fields: dict[str, str]) -> bytes:
+    return array(*(bulk(part) for pair in fields.items() for part in pair))
+
+
+def answer(op: Any, reply: bytes) -> bool:
+    """Take the operation's next request, as a transport would, then feed it ``reply``."""
+    op.request()
+    return op.feed(reply)
+
+
+def is_sha(value: bytes) -> bool:
+    return re.fullmatch(rb"[0-9a-f]{40}", value) is not None
+
+
+# --- encode_command ---
+
+
+def test_encode_command_exact_bytes() -> None:
+    assert _core.encode_command("PING") == b"*1\r\n$4\r\nPING\r\n"
+    assert _core.encode_command("SET", "k", "v") == b"*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$1\r\nv\r\n"
+    assert _core.encode_command("ZADD", "lb", 1.5, "u") == (
+        b"*4\r\n$4\r\nZADD\r\n$2\r\nlb\r\n$3\r\n1.5\r\n$1\r\nu\r\n"
+    )
+    assert _core.encode_command("INCRBY", "n", -42) == (
+        b"*3\r\n$6\r\nINCRBY\r\n$1\r\nn\r\n$3\r\n-42\r\n"
+    )
+
+
+def test_encode_command_is_binary_safe() -> None:
+    assert _core.encode_command("SET", b"k\x00", b"a\r\nb\xff") == (
+        b"*3\r\n$3\r\nSET\r\n$2\r\nk\x00\r\n$5\r\na\r\nb\xff\r\n"
+    )
+    assert _core.encode_command("SET", "", b"") == b"*3\r\n$3\r\nSET\r\n$0\r\n\r\n$0\r\n\r\n"
+    # str arguments are sent as UTF-8; lengths count bytes.
+    assert _core.encode_command("é🏆") == b"*1\r\n$6\r\n\xc3\xa9\xf0\x9f\x8f\x86\r\n"
+
+
+@pytest.mark.parametrize(
+    "value",
+    [0.1 + 0.2, 1 / 3, 2.0**53, 1e300, 5e-324, -1.5e-7, 1.7976931348623157e308, 123.0, -0.0],
+)
+def test_encode_command_floats_keep_every_bit(value: float) -> None:
+    (_, sent) = parse_request(_core.encode_command("X", value))
+    assert float(sent) == value
+    assert sent == repr(value).encode()
+
+
+def test_encode_command_large_ints() -> None:
+    assert parse_request(_core.encode_command(10**20, -(2**63))) == [
+        b"100000000000000000000",
+        b"-9223372036854775808",
+    ]
+
+
+def test_encode_command_refuses_other_types() -> None:
+    with pytest.raises(TypeError):
+        _core.encode_command("SET", "k", None)  # type: ignore[arg-type]
+    with pytest.raises(TypeError):
+        _core.encode_command("SET", "k", ["v"])  # type: ignore[arg-type]
+
+
+# --- decode_replies ---
+
+
+@pytest.mark.parametrize(
+    ("data", "expected"),
+    [
+        (b"+OK\r\n", ["OK"]),
+        (b"+\r\n", [""]),
+        (b":5\r\n", [5]),
+        (b":-9223372036854775808\r\n", [-(2**63)]),
+        (b"$3\r\nfoo\r\n", [b"foo"]),
+        (b"$0\r\n\r\n", [b""]),
+        (b"$-1\r\n", [None]),
+        (b"*-1\r\n", [None]),
+        (b"*0\r\n", [[]]),
+        (b"$4\r\na\r\nb\r\n", [b"a\r\nb"]),  # binary-safe: CRLF inside a bulk string
+        (b"$3\r\n\x00\xff\x01\r\n", [b"\x00\xff\x01"]),
+        ("$4\r\n🏆\r\n".encode(), ["🏆".encode()]),
+        (b"*2\r\n*1\r\n:1\r\n$-1\r\n", [[[1], None]]),
+        (
+            b"*3\r\n*2\r\n*1\r\n*0\r\n+x\r\n$1\r\ny\r\n*-1\r\n",
+            [[[[[]], "x"], b"y", None]],
+        ),
+        (b":1\r\n:2\r\n+x\r\n$1\r\nz\r\n", [1, 2, "x", b"z"]),  # several replies
+        (b"", []),
+    ],
+)
+def test_decode_replies(data: bytes, expected: list[Any]) -> None:
+    assert _core.decode_replies(data) == expected
+
+
+def test_decode_replies_errors_become_response_error_instances() -> None:
+    replies = _core.decode_replies(b"-ERR bad thing\r\n:7\r\n*2\r\n-WRONGTYPE no\r\n:1\r\n")
+    assert len(replies) == 3
+    error = replies[0]
+    assert type(error) is redis_leaderboard.ResponseError
+    assert str(error) == "ERR bad thing"
+    assert replies[1] == 7
+    nested_error, one = replies[2]
+    assert isinstance(nested_error, redis_leaderboard.ResponseError)
+    assert str(nested_error) == "WRONGTYPE no"
+    assert one == 1
+
+
+@pytest.mark.parametrize(
+    "data",
+    [b"$5\r\nhel", b"+OK", b"*2\r\n:1\r\n", b":1\r\n$3\r\nab", b"*1\r\n*1\r\n"],
+)
+def test_decode_replies_refuses_partial_input(data: bytes) -> None:
+    with pytest.raises(redis_leaderboard.ConnectionError, match="incomplete"):
+        _core.decode_replies(data)
+
+
+@pytest.mark.parametrize("data", [b"?what\r\n", b"$abc\r\n", b"*2147483647\r\n"])
+def test_decode_replies_refuses_malformed_input(data: bytes) -> None:
+    # Malformed input (and absurd array sizes, refused before any allocation) is a protocol
+    # error: the connection it came from can no longer be trusted.
+    with pytest.raises(redis_leaderboard.ConnectionError, match="Protocol error"):
+        _core.decode_replies(data)
+
+
+# --- Board: requests ---
+
+
+def test_board_validates_its_arguments() -> None:
+    with pytest.raises(ValueError, match=r"^max_entries must be at least 1$"):
+        Board("lb", 0)
+    board = Board("lb", 5)
+    assert (board.key, board.max_entries) == ("lb", 5)
+    with pytest.raises(ValueError, match=r"^count must be at least 1$"):
+        board.get_top(0)
+    with pytest.raises(ValueError, match=r"^rank must be at least 1$"):
+        board.get_around_rank(0, 3)
+    with pytest.raises(ValueError, match=r"^max_entries must be at least 1$"):
+        board.set_max_entries(0)
+    assert board.max_entries == 5
+    with pytest.raises(ValueError):
+        board.upsert_user("", 1)
+    with pytest.raises(TypeError):
+        board.get_rank(None)  # type: ignore[arg-type]
+    with pytest.raises(ValueError):
+        board.increment_score("u", float("nan"))
+
+
+def test_get_top_request_is_one_evalsha_on_the_board_key() -> None:
+    op = Board("lb", 5).get_top(3)
+    assert op.name == "get_top"
+    args = parse_request(op.request())
+    assert args[0] == b"EVALSHA"
+    assert is_sha(args[1])
+    assert args[2:4] == [b"1", b"lb"]  # one key: the board
+    assert b"3" in args[4:]
+    # The same script for every board and count; only arguments differ.
+    other = parse_request(Board("{other}", 100).get_top(7).request())
+    assert other[:4] == [b"EVALSHA", args[1], b"1", b"{other}"]
+
+
+def test_user_requests_name_the_metadata_hash_as_a_key() -> None:
+    board = Board("{lb}:season 1", 5)
+    for op in (
+        board.upsert_user("ü:1", 3, {"name": "N"}),
+        board.increment_score("ü:1", 3),
+        board.get_user_entry("ü:1"),
+        board.delete_user("ü:1"),
+    ):
+        args = parse_request(op.request())
+        assert args[0] == b"EVALSHA", op.name
+        assert is_sha(args[1]), op.name
+        # Both keys declared: the board and f"{key}:user:{user_id}".
+        assert args[2:5] == [b"2", b"{lb}:season 1", "{lb}:season 1:user:ü:1".encode()], op.name
+
+
+def test_upsert_and_increment_share_the_write_script() -> None:
+    board = Board("lb", 5)
+    upsert = parse_request(board.upsert_user("u", 1.25, {"a": 1, "b": "x"}).request())
+    increment = parse_request(board.increment_score("u", 2).request())
+    assert upsert[1] == increment[1]
+    assert b"1.25" in upsert
+    # Metadata values go as str(value), after the fields.
+    assert upsert[-4:] == [b"a", b"1", b"b", b"x"]
+
+
+def test_simple_reads_are_plain_commands() -> None:
+    board = Board("lb", 5)
+    assert board.get_size().request() == _core.encode_command("ZCARD", "lb")
+    assert board.get_rank("u 1").request() == _core.encode_command("ZREVRANK", "lb", "u 1")
+    assert board.get_user_metadata("u").request() == _core.encode_command("HGETALL", "lb:user:u")
+    assert board.get_rank(42).request() == _core.encode_command("ZREVRANK", "lb", "42")
+
+
+def test_set_max_entries_changes_the_board_when_built() -> None:
+    board = Board("lb", 5)
+    op = board.set_max_entries(2)
+    assert board.max_entries == 2
+    assert parse_request(op.request())[0] == b"EVALSHA"
+    assert b"2" in parse_request(board.upsert_user("u", 1).request())
+
+
+def test_scripts_are_called_by_sha_never_sent_whole() -> None:
+    board = Board("lb", 5)
+    ops = [
+        board.upsert_user("u", 1, {"m": "x" * 1000}),
+        board.increment_score("u", 1),
+        board.get_top(3),
+        board.get_around_rank(2, 3),
+        board.get_user_entry("u"),
+        board.list_all(),
+        board.delete_user("u"),
+        board.clear(),
+        board.set_max_entries(3),
+    ]
+    for op in ops:
+        request = op.request()
+        assert parse_request(request)[0] == b"EVALSHA", op.name
+        assert b"redis.call" not in request, op.name
+
+
+# --- Board: replies ---
+
+
+def window_reply(start: int, size: int, rows: list[tuple[str, str, dict[str, str]]]) -> bytes:
+    """The window script's reply: {start, size, {user_id, score, {field, value...}, ...}}."""
+    items = [part for u, s, m in rows for part in (bulk(u), bulk(s), flat(m))]
+    return array(integer(start), integer(size), array(*items))
+
+
+def test_get_top_reads_a_hand_built_reply() -> None:
+    op = Board("lb", 5).get_top(3)
+    with pytest.raises(ValueError):
+        op.result()  # not finished yet
+    reply = window_reply(
+        0,
+        4,
+        [("b", "2.5", {"name": "B", "emoji": "🏆"}), ("a", "1", {}), ("z", "-0.125", {"k": ""})],
+    )
+    assert answer(op, reply) is True
+    assert op.result() == [
+        {"rank": 1, "user_id": "b", "score": 2.5, "metadata": {"name": "B", "emoji": "🏆"}},
+        {"rank": 2, "user_id": "a", "score": 1.0, "metadata": {}},
+        {"rank": 3, "user_id": "z", "score": -0.125, "metadata": {"k": ""}},
+    ]
+
+
+def test_get_around_rank_numbers_entries_from_the_reply_start() -> None:
+    op = Board("lb", 5).get_around_rank(9, 2)
+    assert answer(op, window_reply(7, 9, [("h", "2", {}), ("i", "1", {})])) is True
+    assert op.result() == [
+        {"rank": 8, "user_id": "h", "score": 2.0, "metadata": {}},
+        {"rank": 9, "user_id": "i", "score": 1.0, "metadata": {}},
+    ]
+
+
+def test_empty_window_reply() -> None:
+    op = Board("lb", 5).get_around_rank(1)
+    assert answer(op, window_reply(0, 0, [])) is True
+    assert op.result() == []
+
+
+def test_scores_keep_full_precision_from_replies() -> None:
+    op = Board("lb", 5).get_top(1)
+    answer(op, window_reply(0, 1, [("p", "0.30000000000000004", {})]))
+    assert op.result()[0]["score"] == 0.1 + 0.2
+    op = Board("lb", 5).get_top(1)
+    answer(op, window_reply(0, 1, [("p", "1.7976931348623157e+308", {})]))
+    assert op.result()[0]["score"] == 1.7976931348623157e308
+
+
+def test_list_all_pages_until_the_board_is_read() -> None:
+    op = Board("lb", 5).list_all()
+    first = parse_request(op.request())
+    rows = [(f"u{i:05d}", str(10_000 - i), {}) for i in range(5000)]
+    if op.feed(window_reply(0, 5002, rows)):
+        pytest.fail("list_all finished after one page of a 5002-entry board")
+    second = parse_request(op.request())
+    assert second[:4] == first[:4]
+    assert second != first  # the next page
+    assert op.feed(window_reply(5000, 5002, [("x", "2", {"m": "1"}), ("y", "1", {})])) is True
+    result = op.result()
+    assert len(result) == 5002
+    assert result[0] == {"rank": 1, "user_id": "u00000", "score": 10_000.0, "metadata": {}}
+    assert result[4999]["rank"] == 5000
+    assert result[-2:] == [
+        {"rank": 5001, "user_id": "x", "score": 2.0, "metadata": {"m": "1"}},
+        {"rank": 5002, "user_id": "y", "score": 1.0, "metadata": {}},
+    ]
+
+
+def test_write_reply_with_the_user_on_the_board() -> None:
+    op = Board("lb", 5).upsert_user("u", 3, {"n": 1})
+    reply = array(array(bulk("x")), bulk("3"), integer(0), flat({"n": "1", "old": "o"}))
+    assert answer(op, reply) is True
+    assert op.result() == {
+        "rank": 1,
+        "user_id": "u",
+        "score": 3.0,
+        "metadata": {"n": "1", "old": "o"},
+        "trimmed_user_ids": ["x"],
+    }
+
+
+def test_write_reply_with_the_user_trimmed_away() -> None:
+    op = Board("lb", 1).increment_score("u", 2, {"n": 1, "t": True})
+    assert answer(op, array(array(bulk("u")), bulk("7"))) is True
+    assert op.result() == {
+        "user_id": "u",
+        "score": 7.0,
+        "metadata": {"n": "1", "t": "True"},
+        "trimmed_user_ids": ["u"],
+    }
+
+
+def test_simple_replies() -> None:
+    board = Board("lb", 5)
+    cases = [
+        (board.get_size(), integer(3), 3),
+        (board.get_rank("u"), integer(0), 1),
+        (board.get_rank("u"), integer(41), 42),
+        (board.get_rank("u"), b"$-1\r\n", None),
+        (board.get_user_metadata("u"), flat({"a": "b", "c": ""}), {"a": "b", "c": ""}),
+        (board.get_user_metadata("u"), b"*0\r\n", {}),
+        (board.get_user_entry("u"), b"$-1\r\n", None),
+        (
+            board.get_user_entry("u"),
+            array(bulk("1.5"), integer(4), flat({"k": "v"})),
+            {"rank": 5, "user_id": "u", "score": 1.5, "metadata": {"k": "v"}},
+        ),
+        (board.delete_user("u"), integer(1), True),
+        (board.delete_user("u"), integer(0), False),
+    ]
+    for op, reply, expected in cases:
+        assert answer(op, reply) is True, op.name
+        assert op.result() == expected, op.name
+
+
+def test_clear_pages_until_nothing_remains() -> None:
+    op = Board("lb", 5).clear()
+    first = op.request()
+    assert op.feed(integer(7)) is False
+    assert op.request() == first
+    assert op.feed(integer(0)) is True
+    assert op.result() is None
+
+
+def test_set_max_entries_collects_trimmed_ids_over_pages() -> None:
+    # The trim script's reply: {entries still over the limit, entries trimmed, trimmed ids}.
+    op = Board("lb", 5).set_max_entries(2)
+    assert answer(op, array(integer(3), integer(1), array(bulk("a")))) is False
+    assert answer(op, array(integer(0), integer(2), array(bulk("b"), bulk("c")))) is True
+    assert op.result() == ["a", "b", "c"]
+
+
+def test_error_replies_raise_response_error() -> None:
+    op = Board("lb", 5).get_top(3)
+    with pytest.raises(redis_leaderboard.ResponseError, match=r"^WRONGTYPE Operation"):
+        answer(op, b"-WRONGTYPE Operation against a key holding the wrong kind of value\r\n")
+        op.result()
+
+
+def test_feed_needs_a_request_first() -> None:
+    op = Board("lb", 5).get_size()
+    with pytest.raises(ValueError):
+        op.feed(integer(3))
+
+
+def test_replies_of_the_wrong_shape_are_refused() -> None:
+    with pytest.raises(redis_leaderboard.RedisError):
+        op = Board("lb", 5).get_top(3)
+        answer(op, integer(1))
+        op.result()
+    with pytest.raises(redis_leaderboard.RedisError):
+        op = Board("lb", 5).get_size()
+        answer(op, bulk("3"))
+        op.result()
