@@ -549,3 +549,34 @@ def test_eight_threads_share_one_client(client: Client, board_key: str, r: Any) 
     assert len(scores) == 1 + threads_n + 4
     assert client.stats()["round_trips"] - before == threads_n * per_thread * 4
     assert client.stats()["connections"] <= threads_n + 1
+
+
+CTRL_C_SCRIPT = """
+import os, signal, sys, threading, time
+import redis_leaderboard
+client = redis_leaderboard.Client(port=int(sys.argv[1]))  # no timeout: waits without limit
+client.ping()
+threading.Timer(0.5, lambda: os.kill(os.getpid(), signal.SIGINT)).start()
+started = time.monotonic()
+try:
+    client.execute_command("BLPOP", "a-list-nobody-pushes-to", "0")
+except KeyboardInterrupt:
+    print("interrupted", round(time.monotonic() - started, 1))
+print("then", client.ping(), client.stats()["reconnects"])
+"""
+
+
+def test_ctrl_c_interrupts_a_call_waiting_without_timeout(redis_server: Any) -> None:
+    # A user pressing Ctrl+C on a call that waits forever gets KeyboardInterrupt at once; the
+    # connection, its reply now out of step, is replaced on the next call.
+    done = subprocess.run(
+        [sys.executable, "-c", CTRL_C_SCRIPT, str(redis_server.port)],
+        capture_output=True,
+        text=True,
+        timeout=20,
+    )
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[0].startswith("interrupted ")
+    assert float(lines[0].split()[1]) < 3
+    assert lines[1] == "then True 1"

@@ -278,6 +278,13 @@ std::string argument_bytes(py::handle arg) {
   throw py::type_error("command arguments must be str, bytes, int or float, not " + type_name(arg));
 }
 
+// A blocking call interrupted by a signal runs Python's handlers; Ctrl+C then abandons the call
+// with KeyboardInterrupt instead of waiting for Redis.
+void check_python_signals() {
+  py::gil_scoped_acquire gil;
+  if (PyErr_CheckSignals() != 0) throw py::error_already_set();
+}
+
 // ---- Wrapped types ---------------------------------------------------------------------------
 
 // An operation built by Board and run once, by a client or by hand (request/feed).
@@ -332,13 +339,13 @@ class AsyncCore {
     transport::Exchange& exchange = op.start();
     py::object future = loop.attr("create_future")();
     const std::uint64_t id = next_id_++;
-    pending_.emplace(id, Pending{future, std::move(operation), &exchange});
-    ++calls_;
     if (in_transport_ < max_pending_) {
-      send(id, exchange);
+      send(id, exchange);  // throws if the client is closed: nothing to clean up yet
     } else {
       deferred_.push_back(id);  // back-pressure: waits here, not in the transport's queues
     }
+    pending_.emplace(id, Pending{future, std::move(operation), &exchange});
+    ++calls_;
     return future;
   }
 
@@ -357,18 +364,21 @@ class AsyncCore {
         settle_error(it, completion.error);
         continue;
       }
+      // Whatever fails here (an error reply, a reply that is not UTF-8, a closed client) fails
+      // this future only: the loop's reader callback must settle every other one.
       try {
         pending.exchange->on_replies(std::move(completion.replies));
+        if (pending.exchange->finished()) {
+          py::object result = to_python(pending.exchange->take_result());
+          pending.future.attr("set_result")(result);
+          pending_.erase(it);
+        } else {
+          send(completion.id, *pending.exchange);  // the operation's next page
+        }
+      } catch (py::error_already_set& e) {
+        settle_python_error(it, e);
       } catch (...) {
         settle_error(it, std::current_exception());
-        continue;
-      }
-      if (pending.exchange->finished()) {
-        py::object result = to_python(pending.exchange->take_result());
-        pending.future.attr("set_result")(result);
-        pending_.erase(it);
-      } else {
-        send(completion.id, *pending.exchange);  // the operation's next page
       }
     }
     while (!deferred_.empty() && in_transport_ < max_pending_) {
@@ -377,8 +387,12 @@ class AsyncCore {
       if (it == pending_.end()) continue;
       if (it->second.future.attr("done")().cast<bool>()) {
         pending_.erase(it);
-      } else {
+        continue;
+      }
+      try {
         send(it->first, *it->second.exchange);
+      } catch (...) {
+        settle_error(it, std::current_exception());
       }
     }
   }
@@ -426,6 +440,12 @@ class AsyncCore {
     ++in_transport_;
   }
 
+  void settle_python_error(Iterator it, py::error_already_set& error) {
+    py::object future = std::move(it->second.future);
+    pending_.erase(it);
+    if (!future.attr("done")().cast<bool>()) future.attr("set_exception")(error.value());
+  }
+
   void settle_error(Iterator it, const std::exception_ptr& error) {
     py::object future = std::move(it->second.future);
     pending_.erase(it);
@@ -459,6 +479,7 @@ PYBIND11_MODULE(_core, m) {
   using namespace rlb;
   m.doc() = "The compiled core of redis_leaderboard: RESP codec, operations and transports.";
   keys = new Keys();  // never freed: outlives every result
+  transport::set_interrupt_check(&check_python_signals);
 
   auto& redis_error = py::register_exception<RedisError>(m, "RedisError", PyExc_Exception);
   auto& connection_error =

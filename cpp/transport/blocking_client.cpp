@@ -20,6 +20,12 @@ namespace asio = boost::asio;
 using codec::Reply;
 using leaderboard::Command;
 
+namespace {
+std::atomic<InterruptCheck> interrupt_check{nullptr};
+}  // namespace
+
+void set_interrupt_check(InterruptCheck check) { interrupt_check.store(check); }
+
 // ---------------------------------------------------------------------------------------------
 // BlockingConnection: a non-blocking Asio socket driven with poll(), so that every wait has a
 // deadline without running an io_context per call.
@@ -44,6 +50,19 @@ void BlockingConnection::fail_io(const std::string& message) {
   throw ConnectionError(message);
 }
 
+void BlockingConnection::on_interrupt() {
+  InterruptCheck check = interrupt_check.load();
+  if (check == nullptr) return;
+  try {
+    check();
+  } catch (...) {
+    broken_ = true;
+    boost::system::error_code ignored;
+    socket_.close(ignored);
+    throw;
+  }
+}
+
 void BlockingConnection::wait(short events, const std::optional<Clock::time_point>& until,
                               const char* doing) {
   for (;;) {
@@ -55,7 +74,10 @@ void BlockingConnection::wait(short events, const std::optional<Clock::time_poin
     pollfd fd{socket_.native_handle(), events, 0};
     int ready = ::poll(&fd, 1, timeout_ms);
     if (ready > 0) return;  // readiness, hang-up or error: the next read/write tells which
-    if (ready < 0 && errno == EINTR) continue;
+    if (ready < 0 && errno == EINTR) {
+      on_interrupt();
+      continue;
+    }
     if (ready < 0)
       fail_io(std::string("Error ") + doing + " " + options_.address() + ": " +
               std::strerror(errno));
@@ -150,7 +172,7 @@ std::vector<Reply> BlockingConnection::round_trip(const std::string& wire, std::
     if (ec == asio::error::would_block || ec == asio::error::try_again) {
       wait(POLLOUT, until, "writing to");
     } else if (ec == asio::error::interrupted) {
-      continue;
+      on_interrupt();
     } else if (ec) {
       fail_io("Error writing to " + options_.address() + ": " + ec.message());
     }
@@ -168,7 +190,7 @@ std::vector<Reply> BlockingConnection::round_trip(const std::string& wire, std::
     if (ec == asio::error::would_block || ec == asio::error::try_again) {
       wait(POLLIN, until, "reading from");
     } else if (ec == asio::error::interrupted) {
-      continue;
+      on_interrupt();
     } else if (ec == asio::error::eof) {
       fail_io("Connection closed by server " + options_.address());
     } else if (ec) {

@@ -32,6 +32,11 @@ struct Stats {
   std::uint64_t connections = 0;  // connections opened in all
 };
 
+// Called when a wait is interrupted by a signal. It may throw to abandon the call (the bindings
+// raise KeyboardInterrupt from it); the connection is then dropped, its replies out of step.
+using InterruptCheck = void (*)();
+void set_interrupt_check(InterruptCheck check);
+
 // One socket to Redis, used by one thread at a time.
 class BlockingConnection {
  public:
@@ -55,6 +60,7 @@ class BlockingConnection {
   // Waits until the socket is ready for `events` (POLLIN/POLLOUT) or the deadline passes.
   void wait(short events, const std::optional<Clock::time_point>& until, const char* doing);
   [[noreturn]] void fail_io(const std::string& message);
+  void on_interrupt();
 
   const ClientOptions& options_;
   boost::asio::io_context io_;
