@@ -181,10 +181,15 @@ std::vector<Reply> BlockingConnection::round_trip(const std::string& wire, std::
   std::vector<Reply> replies;
   replies.reserve(count);
   char buffer[64 * 1024];
+  bool wait_first = true;  // a reply is never there right after the write: skip a futile read
   while (replies.size() < count) {
     if (auto reply = reader_.next()) {
       replies.push_back(std::move(*reply));
       continue;
+    }
+    if (wait_first) {
+      wait(POLLIN, until, "reading from");
+      wait_first = false;
     }
     std::size_t n = socket_.read_some(asio::buffer(buffer), ec);
     if (ec == asio::error::would_block || ec == asio::error::try_again) {
