@@ -335,6 +335,7 @@ class AsyncCore {
 
   // Runs `operation` (a Python Operation); the returned future gets its result.
   py::object submit(py::object operation, py::handle loop) {
+    check_owner();
     auto& op = operation.cast<PyOperation&>();
     transport::Exchange& exchange = op.start();
     py::object future = loop.attr("create_future")();
@@ -351,6 +352,8 @@ class AsyncCore {
 
   // Called by the event loop when notify_fd() is readable: settles every finished request.
   void drain() {
+    // A forked child shares the parent's eventfd: reading it would swallow the parent's wake-ups.
+    if (forked()) return;
     for (auto& completion : client_->take_completions()) {
       --in_transport_;
       auto it = pending_.find(completion.id);
@@ -399,6 +402,7 @@ class AsyncCore {
 
   // Stops the I/O thread; every unsettled future gets ConnectionError.
   void close() {
+    if (forked()) return;
     {
       py::gil_scoped_release release;
       client_->close();
@@ -409,7 +413,10 @@ class AsyncCore {
     deferred_.clear();
   }
 
-  int fileno() const { return client_->notify_fd(); }
+  int fileno() const {
+    check_owner();  // before the event loop watches the (shared) eventfd in a forked child
+    return client_->notify_fd();
+  }
   std::size_t pending() const { return pending_.size(); }
   bool closed() const { return client_->closed(); }
   transport::Stats stats() const { return client_->stats(); }
@@ -454,6 +461,15 @@ class AsyncCore {
     }
   }
 
+  bool forked() const { return ::getpid() != owner_; }
+  void check_owner() const {
+    if (forked()) {
+      throw RedisError(
+          "this asyncio client was created before fork(); create a new client in the child");
+    }
+  }
+
+  const pid_t owner_ = ::getpid();
   std::shared_ptr<transport::MultiplexedClient> client_;
   const std::size_t max_pending_;
   std::unordered_map<std::uint64_t, Pending> pending_;

@@ -63,51 +63,62 @@ def _key(text: str) -> str:
     return text
 
 
-def add_redis_arguments(parser: argparse.ArgumentParser) -> None:
-    """Options naming the Redis and the board (shared by the commands that use a board)."""
-    group = parser.add_argument_group("Redis")
-    group.add_argument(
+def add_redis_arguments(
+    parser: argparse.ArgumentParser,
+) -> tuple[argparse._ArgumentGroup, argparse._ArgumentGroup]:
+    """Options naming the Redis and the board (for every command that uses a board); returns
+    the "Redis" and "board" option groups so a command can add its own options to them."""
+    redis = parser.add_argument_group("Redis")
+    redis.add_argument(
         "--redis-url",
         metavar="URL",
         help="redis://[[user]:password@]host[:port][/db] or unix:///path (default: $REDIS_URL)",
     )
-    group.add_argument(
+    redis.add_argument(
         "--redis-host", metavar="HOST", help=f"Redis host (default: {DEFAULT_REDIS_HOST})"
     )
-    group.add_argument(
+    redis.add_argument(
         "--redis-port",
         metavar="PORT",
         type=_port,
         help=f"Redis port (default: {DEFAULT_REDIS_PORT})",
     )
-    group.add_argument(
+    board = parser.add_argument_group("board")
+    board.add_argument(
         "--key",
         default="leaderboard:demo",
         type=_key,
         help="the board's sorted set (default: %(default)s)",
     )
+    return redis, board
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The demo's options: the guide's, plus --redis-url, --key and --embedded-redis."""
     web = parser.add_argument_group("web server")
-    web.add_argument("--host", default="127.0.0.1", help="address to listen on (default: %(default)s)")
     web.add_argument(
-        "--port", default=8080, type=_port, help="port to listen on, 0 for any (default: %(default)s)"
+        "--host", default="127.0.0.1", help="address to listen on (default: %(default)s)"
+    )
+    web.add_argument(
+        "--port",
+        default=8080,
+        type=_port,
+        help="port to listen on, 0 for any free port (default: %(default)s)",
     )
     web.add_argument("--quiet", action="store_true", help="do not log each request")
-    add_redis_arguments(parser)
-    parser.add_argument(
-        "--max-entries",
-        default=100,
-        type=_max_entries,
-        help="how many players the board keeps (default: %(default)s)",
-    )
-    parser.add_argument(
+    redis, board = add_redis_arguments(parser)
+    redis.add_argument(
         "--embedded-redis",
         action="store_true",
         help="start a private redis-server for the demo (the default when no Redis is "
         "configured and none answers on localhost:6379)",
+    )
+    board.add_argument(
+        "--max-entries",
+        metavar="N",
+        default=100,
+        type=_max_entries,
+        help="how many players the board keeps (default: %(default)s)",
     )
 
 
@@ -262,7 +273,9 @@ def serve(server: DemoServer, embedded: Optional[EmbeddedRedis] = None) -> int:
     previous = {}
     if threading.current_thread() is threading.main_thread():
         previous = {sig: signal.signal(sig, on_signal) for sig in handled}
-    thread = threading.Thread(target=server.serve_forever, name="demo-http", daemon=True)
+    thread = threading.Thread(
+        target=server.serve_forever, kwargs={"poll_interval": 0.1}, name="demo-http", daemon=True
+    )
     thread.start()
     status = 0
     try:

@@ -25,6 +25,7 @@ import hashlib
 import json
 import logging
 import math
+import socket
 import threading
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -42,6 +43,7 @@ log = logging.getLogger("redis_leaderboard.demo")
 access_log = logging.getLogger("redis_leaderboard.demo.access")
 
 MAX_BODY_BYTES = 64 * 1024
+DRAIN_LIMIT = 1024 * 1024  # bodies refused for their size are still read up to this much
 DEFAULT_TOP = 10
 DEFAULT_RANK = 1
 DEFAULT_AROUND = 5
@@ -200,8 +202,11 @@ class DemoServer(ThreadingHTTPServer):
 
     daemon_threads = True
     allow_reuse_address = True
+    request_queue_size = 128  # socketserver's 5 resets connections when many clients arrive
 
     def __init__(self, address: tuple[str, int], app: DemoApp) -> None:
+        if ":" in address[0]:
+            self.address_family = socket.AF_INET6
         self.app = app
         self.static = _load_static()
         super().__init__(address, DemoRequestHandler)
@@ -222,6 +227,9 @@ class DemoRequestHandler(BaseHTTPRequestHandler):
     timeout = 30  # seconds a client may take to send a request
 
     # -- plumbing ------------------------------------------------------------------------
+
+    def version_string(self) -> str:
+        return self.server_version
 
     def log_message(self, format: str, *args: Any) -> None:
         access_log.info("%s %s", self.address_string(), format % args)
@@ -310,6 +318,7 @@ class DemoRequestHandler(BaseHTTPRequestHandler):
         return None
 
     def _dispatch(self) -> None:
+        self._body_read = False  # one handler serves every request of a keep-alive connection
         try:
             try:
                 self._split = urlsplit(self.path)
@@ -335,8 +344,15 @@ class DemoRequestHandler(BaseHTTPRequestHandler):
             except BadRequest as exc:
                 self._discard_body()
                 self.send_json(exc.status, {"error": exc.message})
+            except UnicodeDecodeError as exc:
+                # Not the request's fault: another client stored bytes that are not UTF-8.
+                log.error("non-UTF-8 data on the board: %s", exc)
+                self.send_json(
+                    HTTPStatus.BAD_GATEWAY,
+                    {"error": f"the board holds data that is not UTF-8 text ({exc})"},
+                )
             except (ValueError, TypeError) as exc:
-                # The library validates too (and UnicodeError is a ValueError).
+                # The library validates too (and UnicodeEncodeError is a ValueError).
                 self._discard_body()
                 self.send_json(HTTPStatus.BAD_REQUEST, {"error": str(exc) or "invalid input"})
             except (RedisConnectionError, RedisTimeoutError) as exc:
@@ -358,6 +374,12 @@ class DemoRequestHandler(BaseHTTPRequestHandler):
                 self.send_json(HTTPStatus.INTERNAL_SERVER_ERROR, {"error": "internal error"})
             except OSError:
                 pass
+        finally:
+            if not self.close_connection:
+                try:
+                    self._discard_body()  # e.g. a GET that came with a body
+                except OSError:
+                    self.close_connection = True
 
     def _static(self, path: str) -> None:
         body, content_type, etag = self.server.static[path]
@@ -388,9 +410,7 @@ class DemoRequestHandler(BaseHTTPRequestHandler):
     @staticmethod
     def _form(text: str, what: str) -> dict[str, str]:
         try:
-            pairs = parse_qsl(
-                text, keep_blank_values=True, errors="strict", max_num_fields=100
-            )
+            pairs = parse_qsl(text, keep_blank_values=True, errors="strict", max_num_fields=100)
         except UnicodeDecodeError:
             raise BadRequest(f"the {what} is not valid UTF-8") from None
         except ValueError:
@@ -425,7 +445,7 @@ class DemoRequestHandler(BaseHTTPRequestHandler):
 
     def _discard_body(self) -> None:
         """Read and drop an unread body so the connection can serve the next request."""
-        if getattr(self, "_body_read", False) or self.command in ("GET", "HEAD"):
+        if self._body_read:
             return
         self._body_read = True
         try:
@@ -433,16 +453,43 @@ class DemoRequestHandler(BaseHTTPRequestHandler):
         except BadRequest:
             self.close_connection = True
             return
+        self._drain(length)
+
+    def handle_expect_100(self) -> bool:
+        """``Expect: 100-continue`` (curl sends it for large bodies): refuse an oversized body
+        before the client sends it."""
+        try:
+            length = self._content_length()
+        except BadRequest as exc:
+            self.send_json(exc.status, {"error": exc.message})
+            return False
         if length > MAX_BODY_BYTES:
             self.close_connection = True
-        elif length:
-            self.rfile.read(length)
+            self.send_json(
+                HTTPStatus.REQUEST_ENTITY_TOO_LARGE,
+                {"error": f"the body is {length:,} bytes; the limit is {MAX_BODY_BYTES:,}"},
+            )
+            return False
+        return super().handle_expect_100()
+
+    def _drain(self, length: int) -> None:
+        """Read ``length`` bytes and drop them; a client still sending would otherwise see the
+        connection reset instead of the answer. Past 1 MiB the connection is closed instead."""
+        if length > DRAIN_LIMIT:
+            self.close_connection = True
+            return
+        while length > 0:
+            chunk = self.rfile.read(min(length, 65536))
+            if not chunk:
+                self.close_connection = True
+                return
+            length -= len(chunk)
 
     def _body(self) -> dict[str, Any]:
         self._body_read = True
         length = self._content_length()
         if length > MAX_BODY_BYTES:
-            self.close_connection = True
+            self._drain(length)
             raise BadRequest(
                 f"the body is {length:,} bytes; the limit is {MAX_BODY_BYTES:,}",
                 HTTPStatus.REQUEST_ENTITY_TOO_LARGE,

@@ -18,6 +18,7 @@
     version: null,
     fresh: null, // user_id written last, highlighted for a moment
     freshUntil: 0,
+    freshTimer: null,
     lookupId: null,
     timer: null,
     inFlight: 0,
@@ -120,6 +121,11 @@
   function markFresh(userId) {
     view.fresh = userId;
     view.freshUntil = Date.now() + FRESH_MS;
+    clearTimeout(view.freshTimer);
+    view.freshTimer = setTimeout(() => {
+      view.fresh = null;
+      document.querySelectorAll("tr.is-fresh").forEach((row) => row.classList.remove("is-fresh"));
+    }, FRESH_MS);
   }
 
   async function busy(form, work) {
