@@ -1,9 +1,9 @@
 """The ``redis-leaderboard`` command (also ``python -m redis_leaderboard``).
 
-Each subcommand lives in a module with two functions, registered in :data:`COMMANDS`:
-``add_arguments(parser)`` adds its options to its ``argparse`` subparser, and ``run(args)``
-does the work and returns the exit status. Commands that use a board can share the Redis and
-key options with :func:`redis_leaderboard.demo.cli.add_redis_arguments`.
+Each subcommand is registered in :data:`COMMANDS` by the function that adds its options to its
+``argparse`` subparser; that function sets ``run`` (a function of the parsed arguments returning
+the exit status) as a default, or the module's ``run`` is used. Commands that use a board share
+the Redis and key options of :func:`redis_leaderboard.demo.cli.add_redis_arguments`.
 """
 
 from __future__ import annotations
@@ -15,10 +15,19 @@ from typing import Optional
 
 from . import __version__
 
-#: name -> (module with add_arguments/run, one-line help). Planned: import, top, rank,
-#: around, bench.
-COMMANDS: dict[str, tuple[str, str]] = {
-    "demo": ("redis_leaderboard.demo.cli", "run the demo web page (the guide's demo server)"),
+_CLI = "redis_leaderboard.cli"
+#: name -> (module, its function adding the options, one-line help).
+COMMANDS: dict[str, tuple[str, str, str]] = {
+    "demo": (
+        "redis_leaderboard.demo.cli",
+        "add_arguments",
+        "run the demo web page (the guide's demo server)",
+    ),
+    "import": (_CLI, "add_import_arguments", "bulk-load a CSV (user_id,score,...) into a board"),
+    "top": (_CLI, "add_top_arguments", "print the top entries"),
+    "rank": (_CLI, "add_rank_arguments", "print one user's entry (exit 1 if absent)"),
+    "around": (_CLI, "add_around_arguments", "print the entries around a rank"),
+    "bench": (_CLI, "add_bench_arguments", "run the benchmark (benchmarks/run.py of a clone)"),
 }
 
 
@@ -30,11 +39,12 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
     commands.required = True
-    for name, (module_name, summary) in COMMANDS.items():
+    for name, (module_name, adder, summary) in COMMANDS.items():
         module = importlib.import_module(module_name)
         sub = commands.add_parser(name, help=summary, description=summary)
-        module.add_arguments(sub)
-        sub.set_defaults(run=module.run)
+        getattr(module, adder)(sub)
+        if sub.get_default("run") is None:
+            sub.set_defaults(run=module.run)
     return parser
 
 

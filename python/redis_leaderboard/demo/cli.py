@@ -196,26 +196,22 @@ def _start_embedded(reason: str) -> RedisTarget:
     return RedisTarget(client, f"private redis-server at {embedded.url}", embedded)
 
 
-def connect(
+def connect_configured(
     args: argparse.Namespace,
     *,
+    client_name: str = "redis-leaderboard-demo",
     default_host: str = DEFAULT_REDIS_HOST,
     default_port: int = DEFAULT_REDIS_PORT,
-) -> RedisTarget:
-    """The Redis the options name (see the module's docstring), answering PING."""
+) -> Optional[RedisTarget]:
+    """The Redis that --redis-url, --redis-host/--redis-port or $REDIS_URL name, answering PING;
+    None if none of them is given."""
     explicit_host = args.redis_host is not None or args.redis_port is not None
-    if args.embedded_redis:
-        if args.redis_url or explicit_host:
-            raise DemoError(
-                "--embedded-redis cannot be combined with --redis-url, --redis-host or --redis-port"
-            )
-        return _start_embedded("--embedded-redis was given")
     if args.redis_url and explicit_host:
         raise DemoError("give either --redis-url or --redis-host/--redis-port, not both")
     options = {
         "socket_timeout": SOCKET_TIMEOUT,
         "socket_connect_timeout": SOCKET_TIMEOUT,
-        "client_name": "redis-leaderboard-demo",
+        "client_name": client_name,
     }
     url = args.redis_url or (None if explicit_host else os.environ.get("REDIS_URL"))
     if url:
@@ -231,6 +227,31 @@ def connect(
         client = Client(host=host, port=port, **options)
         _ping(client, f"{host}:{port}")
         return RedisTarget(client, f"redis://{host}:{port}/0")
+    return None
+
+
+def connect(
+    args: argparse.Namespace,
+    *,
+    default_host: str = DEFAULT_REDIS_HOST,
+    default_port: int = DEFAULT_REDIS_PORT,
+) -> RedisTarget:
+    """The Redis the options name (see the module's docstring), answering PING."""
+    explicit_host = args.redis_host is not None or args.redis_port is not None
+    if args.embedded_redis:
+        if args.redis_url or explicit_host:
+            raise DemoError(
+                "--embedded-redis cannot be combined with --redis-url, --redis-host or --redis-port"
+            )
+        return _start_embedded("--embedded-redis was given")
+    target = connect_configured(args, default_host=default_host, default_port=default_port)
+    if target is not None:
+        return target
+    options = {
+        "socket_timeout": SOCKET_TIMEOUT,
+        "socket_connect_timeout": SOCKET_TIMEOUT,
+        "client_name": "redis-leaderboard-demo",
+    }
     # Nothing configured: the guide's localhost:6379 if it answers, else a private server.
     client = Client(
         host=default_host,
