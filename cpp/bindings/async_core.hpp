@@ -1,0 +1,172 @@
+// The asyncio client's core: Python futures for operations run on a MultiplexedClient.
+#pragma once
+
+#include <pybind11/pybind11.h>
+#include <unistd.h>
+
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <unordered_map>
+
+#include "bindings/conversions.hpp"
+#include "errors.hpp"
+#include "transport/multiplexed_client.hpp"
+
+namespace rlb::bindings {
+
+// The asyncio client's core: futures for operations run on a MultiplexedClient. Everything here
+// runs on the event loop's thread with the GIL held; the I/O thread only sees ids and bytes.
+class AsyncCore {
+ public:
+  AsyncCore(transport::ClientOptions options, std::size_t max_in_flight, std::size_t max_pending)
+      : client_(make_client(std::move(options), max_in_flight)),
+        max_pending_(max_pending == 0 ? 1 : max_pending) {}
+
+  // Runs `operation` (a Python Operation); the returned future gets its result.
+  py::object submit(py::object operation, py::handle loop) {
+    check_owner();
+    auto& op = operation.cast<PyOperation&>();
+    transport::Exchange& exchange = op.start();
+    py::object future = loop.attr("create_future")();
+    const std::uint64_t id = next_id_++;
+    if (in_transport_ < max_pending_) {
+      send(id, exchange);  // throws if the client is closed: nothing to clean up yet
+    } else {
+      deferred_.push_back(id);  // back-pressure: waits here, not in the transport's queues
+    }
+    pending_.emplace(id, Pending{future, std::move(operation), &exchange});
+    ++calls_;
+    return future;
+  }
+
+  // Called by the event loop when notify_fd() is readable: settles every finished request.
+  void drain() {
+    // A forked child shares the parent's eventfd: reading it would swallow the parent's wake-ups.
+    if (forked()) return;
+    for (auto& completion : client_->take_completions()) {
+      --in_transport_;
+      auto it = pending_.find(completion.id);
+      if (it == pending_.end()) continue;
+      Pending& pending = it->second;
+      if (pending.future.attr("done")().cast<bool>()) {  // cancelled: the reply is dropped
+        pending_.erase(it);
+        continue;
+      }
+      if (completion.error) {
+        settle_error(it, completion.error);
+        continue;
+      }
+      // Whatever fails here (an error reply, a reply that is not UTF-8, a closed client) fails
+      // this future only: the loop's reader callback must settle every other one.
+      try {
+        pending.exchange->on_replies(std::move(completion.replies));
+        if (pending.exchange->finished()) {
+          py::object result = to_python(pending.exchange->take_result());
+          pending.future.attr("set_result")(result);
+          pending_.erase(it);
+        } else {
+          send(completion.id, *pending.exchange);  // the operation's next page
+        }
+      } catch (py::error_already_set& e) {
+        settle_python_error(it, e);
+      } catch (...) {
+        settle_error(it, std::current_exception());
+      }
+    }
+    while (!deferred_.empty() && in_transport_ < max_pending_) {
+      auto it = pending_.find(deferred_.front());
+      deferred_.pop_front();
+      if (it == pending_.end()) continue;
+      if (it->second.future.attr("done")().cast<bool>()) {
+        pending_.erase(it);
+        continue;
+      }
+      try {
+        send(it->first, *it->second.exchange);
+      } catch (...) {
+        settle_error(it, std::current_exception());
+      }
+    }
+  }
+
+  // Stops the I/O thread; every unsettled future gets ConnectionError.
+  void close() {
+    if (forked()) return;
+    {
+      py::gil_scoped_release release;
+      client_->close();
+    }
+    drain();
+    auto error = std::make_exception_ptr(ConnectionError("the client is closed"));
+    while (!pending_.empty()) settle_error(pending_.begin(), error);
+    deferred_.clear();
+  }
+
+  int fileno() const {
+    check_owner();  // before the event loop watches the (shared) eventfd in a forked child
+    return client_->notify_fd();
+  }
+  std::size_t pending() const { return pending_.size(); }
+  bool closed() const { return client_->closed(); }
+  transport::Stats stats() const { return client_->stats(); }
+  std::uint64_t calls() const { return calls_; }
+  const transport::ClientOptions& options() const { return client_->options(); }
+
+ private:
+  struct Pending {
+    py::object future;
+    py::object operation;  // keeps the exchange alive
+    transport::Exchange* exchange;
+  };
+  using Iterator = std::unordered_map<std::uint64_t, Pending>::iterator;
+
+  // A forked child must not run the parent's I/O thread's destructor: it leaks the client.
+  static std::shared_ptr<transport::MultiplexedClient> make_client(transport::ClientOptions options,
+                                                                   std::size_t max_in_flight) {
+    const pid_t owner = ::getpid();
+    return std::shared_ptr<transport::MultiplexedClient>(
+        new transport::MultiplexedClient(std::move(options), max_in_flight),
+        [owner](transport::MultiplexedClient* client) {
+          if (::getpid() == owner) delete client;
+        });
+  }
+
+  void send(std::uint64_t id, transport::Exchange& exchange) {
+    client_->submit(id, exchange.wire(), exchange.expected());
+    ++in_transport_;
+  }
+
+  void settle_python_error(Iterator it, py::error_already_set& error) {
+    py::object future = std::move(it->second.future);
+    pending_.erase(it);
+    if (!future.attr("done")().cast<bool>()) future.attr("set_exception")(error.value());
+  }
+
+  void settle_error(Iterator it, const std::exception_ptr& error) {
+    py::object future = std::move(it->second.future);
+    pending_.erase(it);
+    if (!future.attr("done")().cast<bool>()) {
+      future.attr("set_exception")(exception_object(error));
+    }
+  }
+
+  bool forked() const { return ::getpid() != owner_; }
+  void check_owner() const {
+    if (forked()) {
+      throw RedisError(
+          "this asyncio client was created before fork(); create a new client in the child");
+    }
+  }
+
+  const pid_t owner_ = ::getpid();
+  std::shared_ptr<transport::MultiplexedClient> client_;
+  const std::size_t max_pending_;
+  std::unordered_map<std::uint64_t, Pending> pending_;
+  std::deque<std::uint64_t> deferred_;
+  std::size_t in_transport_ = 0;
+  std::uint64_t next_id_ = 1;
+  std::uint64_t calls_ = 0;
+};
+
+}  // namespace rlb::bindings

@@ -1,0 +1,294 @@
+// Python values to C++ arguments, C++ results to the guide's dicts, exceptions both ways.
+#include "bindings/conversions.hpp"
+
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "errors.hpp"
+#include "transport/requests.hpp"
+
+namespace rlb::bindings {
+
+using codec::Reply;
+using codec::ReplyType;
+using leaderboard::Board;
+using leaderboard::Entry;
+using leaderboard::Metadata;
+using leaderboard::Operation;
+using leaderboard::Result;
+using leaderboard::WriteResult;
+using transport::BlockingClient;
+using transport::ClientOptions;
+
+Keys* keys = nullptr;
+ExceptionTypes exception_types;
+
+// ---- Python -> C++ ---------------------------------------------------------------------------
+
+std::string type_name(py::handle value) { return Py_TYPE(value.ptr())->tp_name; }
+
+std::string utf8(py::handle text) {
+  Py_ssize_t size = 0;
+  const char* data = PyUnicode_AsUTF8AndSize(text.ptr(), &size);
+  if (data == nullptr) throw py::error_already_set();
+  return std::string(data, static_cast<std::size_t>(size));
+}
+
+// A user id is a str; an int is converted with str(), as the guide's f-strings would.
+std::string user_id_arg(py::handle value) {
+  if (PyUnicode_Check(value.ptr())) return utf8(value);
+  if (PyLong_Check(value.ptr()) && !PyBool_Check(value.ptr())) return utf8(py::str(value));
+  throw py::type_error("user_id must be str, not " + type_name(value));
+}
+
+// A score or amount: whatever float() accepts, as the guide calls float(score).
+double number_arg(py::handle value, const char* field) {
+  if (value.is_none() || PyBytes_Check(value.ptr())) {
+    throw py::type_error(std::string(field) + " must be a number, not " + type_name(value));
+  }
+  PyObject* number = PyNumber_Float(value.ptr());
+  if (number == nullptr) {
+    if (PyErr_ExceptionMatches(PyExc_OverflowError)) {
+      PyErr_Clear();
+      throw InvalidArgument(std::string(field) + " must be a finite number");
+    }
+    if (PyErr_ExceptionMatches(PyExc_ValueError)) {
+      PyErr_Clear();
+      throw InvalidArgument(std::string(field) + " must be a number, not " + utf8(py::repr(value)));
+    }
+    PyErr_Clear();
+    throw py::type_error(std::string(field) + " must be a number, not " + type_name(value));
+  }
+  double result = PyFloat_AS_DOUBLE(number);
+  Py_DECREF(number);
+  return result;
+}
+
+// A count, rank or limit: an int (anything with __index__); huge values saturate.
+long long integer_arg(py::handle value, const char* field) {
+  if (PyBool_Check(value.ptr()) || !PyIndex_Check(value.ptr())) {
+    throw py::type_error(std::string(field) + " must be an int, not " + type_name(value));
+  }
+  py::object index = py::reinterpret_steal<py::object>(PyNumber_Index(value.ptr()));
+  if (!index) throw py::error_already_set();
+  int overflow = 0;
+  long long result = PyLong_AsLongLongAndOverflow(index.ptr(), &overflow);
+  if (overflow > 0) return LLONG_MAX;
+  if (overflow < 0) return LLONG_MIN;
+  return result;
+}
+
+// Metadata: a mapping with str field names; values stored as str(value), as the guide does.
+Metadata metadata_arg(py::handle value) {
+  Metadata metadata;
+  if (value.is_none()) return metadata;
+  const bool mapping =
+      PyDict_Check(value.ptr()) || (PyMapping_Check(value.ptr()) && !PyUnicode_Check(value.ptr()) &&
+                                    !PyBytes_Check(value.ptr()) && py::hasattr(value, "items"));
+  if (!mapping) {
+    throw py::type_error("metadata must be a mapping of str to values, not " + type_name(value));
+  }
+  py::object items = py::reinterpret_steal<py::object>(PyMapping_Items(value.ptr()));
+  if (!items) throw py::error_already_set();
+  for (py::handle item : items) {
+    py::handle field = PyTuple_GET_ITEM(item.ptr(), 0);
+    py::handle field_value = PyTuple_GET_ITEM(item.ptr(), 1);
+    if (!PyUnicode_Check(field.ptr())) {
+      throw py::type_error("metadata field names must be str, not " + type_name(field));
+    }
+    metadata.emplace_back(utf8(field), PyUnicode_Check(field_value.ptr())
+                                           ? utf8(field_value)
+                                           : utf8(py::str(field_value)));
+  }
+  return metadata;
+}
+
+// upsert_many entries: (user_id, score) or (user_id, score, metadata); errors name the entry.
+std::vector<leaderboard::BatchEntry> batch_arg(py::handle entries, long long first_index) {
+  std::vector<leaderboard::BatchEntry> out;
+  py::sequence items = py::reinterpret_borrow<py::sequence>(entries);
+  out.reserve(items.size());
+  long long index = first_index;
+  for (py::handle item : items) {
+    try {
+      if (!PyTuple_Check(item.ptr()) && !PyList_Check(item.ptr())) {
+        throw py::type_error(
+            "must be a (user_id, score) or (user_id, score, metadata) tuple, not " +
+            type_name(item));
+      }
+      py::sequence fields = py::reinterpret_borrow<py::sequence>(item);
+      const auto size = fields.size();
+      if (size != 2 && size != 3) {
+        throw py::type_error("must have 2 or 3 items (user_id, score[, metadata]), not " +
+                             std::to_string(size));
+      }
+      out.push_back({user_id_arg(fields[0]), number_arg(fields[1], "score"),
+                     size == 3 ? metadata_arg(fields[2]) : Metadata{}});
+    } catch (const py::type_error& e) {
+      throw py::type_error("entry " + std::to_string(index) + ": " + e.what());
+    } catch (const InvalidArgument& e) {
+      throw InvalidArgument("entry " + std::to_string(index) + ": " + e.what());
+    }
+    ++index;
+  }
+  return out;
+}
+
+// ---- C++ -> Python ---------------------------------------------------------------------------
+
+py::str text(const std::string& s) { return py::str(s.data(), s.size()); }
+
+py::dict metadata_dict(const Metadata& metadata) {
+  py::dict out;
+  for (const auto& [field, value] : metadata) out[text(field)] = text(value);
+  return out;
+}
+
+py::dict entry_dict(const Entry& entry) {
+  py::dict out;
+  if (entry.rank) out[keys->rank] = py::int_(*entry.rank);
+  out[keys->user_id] = text(entry.user_id);
+  out[keys->score] = py::float_(entry.score);
+  out[keys->metadata] = metadata_dict(entry.metadata);
+  return out;
+}
+
+py::list string_list(const std::vector<std::string>& strings) {
+  py::list out(strings.size());
+  for (std::size_t i = 0; i < strings.size(); ++i) out[i] = text(strings[i]);
+  return out;
+}
+
+struct ToPython {
+  py::object operator()(const leaderboard::None&) const { return py::none(); }
+  py::object operator()(bool value) const { return py::bool_(value); }
+  py::object operator()(long long value) const { return py::int_(value); }
+  py::object operator()(const std::optional<long long>& value) const {
+    return value ? py::object(py::int_(*value)) : py::none();
+  }
+  py::object operator()(const Metadata& metadata) const { return metadata_dict(metadata); }
+  py::object operator()(const std::optional<Entry>& entry) const {
+    return entry ? py::object(entry_dict(*entry)) : py::none();
+  }
+  py::object operator()(const std::vector<Entry>& entries) const {
+    py::list out(entries.size());
+    for (std::size_t i = 0; i < entries.size(); ++i) out[i] = entry_dict(entries[i]);
+    return out;
+  }
+  py::object operator()(const WriteResult& write) const {
+    py::dict out = entry_dict(write.entry);
+    out[keys->trimmed_user_ids] = string_list(write.trimmed_user_ids);
+    return out;
+  }
+  py::object operator()(const std::vector<std::string>& ids) const { return string_list(ids); }
+  py::object operator()(const leaderboard::TrimSummary& summary) const {
+    py::dict out;
+    out["trimmed"] = py::int_(summary.trimmed);
+    out[keys->trimmed_user_ids] = string_list(summary.user_ids);
+    return out;
+  }
+};
+
+py::object to_python(const Result& result) { return std::visit(ToPython{}, result); }
+
+// An exception raised on the I/O thread or while reading replies, as a Python exception object
+// (for Future.set_exception).
+py::object exception_object(const std::exception_ptr& error) {
+  try {
+    std::rethrow_exception(error);
+  } catch (const AuthenticationError& e) {
+    return exception_types.authentication(e.what());
+  } catch (const ConnectionError& e) {
+    return exception_types.connection(e.what());
+  } catch (const TimeoutError& e) {
+    return exception_types.timeout(e.what());
+  } catch (const ResponseError& e) {
+    return exception_types.response(e.what());
+  } catch (const RedisError& e) {
+    return exception_types.redis(e.what());
+  } catch (const std::invalid_argument& e) {
+    return py::reinterpret_borrow<py::object>(PyExc_ValueError)(e.what());
+  } catch (const py::error_already_set& e) {
+    return e.value();
+  } catch (const std::exception& e) {
+    return py::reinterpret_borrow<py::object>(PyExc_RuntimeError)(e.what());
+  }
+}
+
+// A raw reply as redis-py returns it without decode_responses; error replies raise unless
+// `errors_as_values`, where they become ResponseError instances (for the codec tests).
+py::object reply_to_python(const Reply& reply, bool errors_as_values) {
+  switch (reply.type) {
+    case ReplyType::String:
+      return py::bytes(reply.str.data(), reply.str.size());
+    case ReplyType::Status:
+      return text(reply.str);
+    case ReplyType::Integer:
+      return py::int_(reply.integer);
+    case ReplyType::Nil:
+      return py::none();
+    case ReplyType::Error:
+      if (errors_as_values) return exception_types.response(text(reply.str));
+      transport::raise_error_reply(reply);
+    case ReplyType::Array: {
+      py::list out(reply.elements.size());
+      for (std::size_t i = 0; i < reply.elements.size(); ++i) {
+        out[i] = reply_to_python(reply.elements[i], errors_as_values);
+      }
+      return out;
+    }
+  }
+  return py::none();
+}
+
+std::string argument_bytes(py::handle arg) {
+  if (PyBytes_Check(arg.ptr()))
+    return std::string(py::bytes(py::reinterpret_borrow<py::bytes>(arg)));
+  if (PyUnicode_Check(arg.ptr())) return utf8(arg);
+  if (PyLong_Check(arg.ptr()) || PyFloat_Check(arg.ptr())) return utf8(py::str(arg));
+  throw py::type_error("command arguments must be str, bytes, int or float, not " + type_name(arg));
+}
+
+// A blocking call interrupted by a signal runs Python's handlers; Ctrl+C then abandons the call
+// with KeyboardInterrupt instead of waiting for Redis.
+void check_python_signals() {
+  py::gil_scoped_acquire gil;
+  if (PyErr_CheckSignals() != 0) throw py::error_already_set();
+}
+
+PyOperation wrap(std::unique_ptr<Operation> operation) {
+  return PyOperation{std::move(operation), nullptr, std::nullopt};
+}
+
+ClientOptions client_options(const std::string& host, int port, long long db,
+                             std::optional<std::string> username,
+                             std::optional<std::string> password,
+                             std::optional<double> socket_timeout,
+                             std::optional<double> socket_connect_timeout,
+                             std::optional<std::string> client_name,
+                             std::optional<std::string> unix_socket_path) {
+  ClientOptions options;
+  options.host = host;
+  options.port = port;
+  options.db = db;
+  options.username = std::move(username);
+  options.password = std::move(password);
+  options.socket_timeout = socket_timeout;
+  options.socket_connect_timeout = socket_connect_timeout;
+  options.client_name = std::move(client_name);
+  options.unix_socket_path = unix_socket_path.value_or("");
+  options.validate();
+  return options;
+}
+
+py::dict stats_dict(const transport::Stats& s) {
+  py::dict out;
+  out["round_trips"] = s.round_trips;
+  out["commands"] = s.commands;
+  out["reconnects"] = s.reconnects;
+  out["connections"] = s.connections;
+  return out;
+}
+
+}  // namespace rlb::bindings

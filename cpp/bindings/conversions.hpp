@@ -1,0 +1,75 @@
+// Type conversion between Python and the C++ core, shared by the module's bindings and the
+// asyncio core. Everything here runs with the GIL held.
+#pragma once
+
+#include <pybind11/pybind11.h>
+
+#include <exception>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "codec/reply.hpp"
+#include "leaderboard/operations.hpp"
+#include "transport/blocking_client.hpp"
+#include "transport/options.hpp"
+#include "transport/requests.hpp"
+
+namespace rlb::bindings {
+
+namespace py = pybind11;
+
+// Dict keys, made once at import and kept for the life of the process.
+struct Keys {
+  py::str rank{"rank"}, user_id{"user_id"}, score{"score"}, metadata{"metadata"},
+      trimmed_user_ids{"trimmed_user_ids"};
+};
+extern Keys* keys;
+
+// The Python exception types, set once at import.
+struct ExceptionTypes {
+  py::handle redis, connection, authentication, timeout, response;
+};
+extern ExceptionTypes exception_types;
+
+// ---- Python -> C++ (TypeError/ValueError before anything is sent)
+std::string user_id_arg(py::handle value);
+double number_arg(py::handle value, const char* field);
+long long integer_arg(py::handle value, const char* field);
+leaderboard::Metadata metadata_arg(py::handle value);
+std::vector<leaderboard::BatchEntry> batch_arg(py::handle entries, long long first_index);
+std::string argument_bytes(py::handle arg);
+transport::ClientOptions client_options(const std::string& host, int port, long long db,
+                                        std::optional<std::string> username,
+                                        std::optional<std::string> password,
+                                        std::optional<double> socket_timeout,
+                                        std::optional<double> socket_connect_timeout,
+                                        std::optional<std::string> client_name,
+                                        std::optional<std::string> unix_socket_path);
+
+// ---- C++ -> Python
+py::object to_python(const leaderboard::Result& result);
+py::object reply_to_python(const codec::Reply& reply, bool errors_as_values);
+py::object exception_object(const std::exception_ptr& error);
+py::dict stats_dict(const transport::Stats& stats);
+
+// Runs Python's signal handlers from a blocking wait interrupted by a signal.
+void check_python_signals();
+
+// An operation built by Board and run once, by a client or by hand (request/feed).
+struct PyOperation {
+  std::unique_ptr<leaderboard::Operation> operation;
+  std::unique_ptr<transport::Exchange> exchange;  // once started
+  std::optional<leaderboard::Result> result;
+
+  transport::Exchange& start() {
+    if (exchange) throw py::value_error("this operation has already been run");
+    exchange = std::make_unique<transport::Exchange>(*operation);
+    return *exchange;
+  }
+};
+
+PyOperation wrap(std::unique_ptr<leaderboard::Operation> operation);
+
+}  // namespace rlb::bindings
