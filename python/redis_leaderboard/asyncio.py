@@ -17,12 +17,12 @@ from . import _core
 from .leaderboard import (
     DEFAULT_CHUNK_SIZE,
     MAX_REPORTED_TRIMMED,
+    BoardBase,
     BulkEntry,
     Entry,
     ImportSummary,
     chunked,
     import_summary,
-    resolve_client_options,
 )
 
 __all__ = ["Client", "RedisLeaderboard"]
@@ -153,18 +153,7 @@ def _close_open_clients() -> None:
             pass  # best effort at exit
 
 
-def _make_client(redis_client: Any, url: Optional[str]) -> Client:
-    if isinstance(redis_client, Client):
-        if url is not None:
-            raise TypeError("pass either redis_client or url, not both")
-        return redis_client
-    options = resolve_client_options(redis_client, url)
-    if isinstance(options, str):
-        return Client.from_url(options)
-    return Client(**options)
-
-
-class RedisLeaderboard:
+class RedisLeaderboard(BoardBase):
     """The asyncio twin of :class:`redis_leaderboard.RedisLeaderboard`: same constructor,
     methods, results and errors, each method a coroutine.
 
@@ -173,26 +162,9 @@ class RedisLeaderboard:
     ``redis://localhost:6379/0``.
     """
 
-    def __init__(
-        self,
-        redis_client: Any = None,
-        key: str = "leaderboard:demo",
-        max_entries: int = 100,
-        *,
-        url: Optional[str] = None,
-    ) -> None:
-        board = _core.Board(key, max_entries)
-        self.redis: Client = _make_client(redis_client, url)
-        self._board = board
-        self._run = self.redis.run
-
-    @property
-    def key(self) -> str:
-        return self._board.key
-
-    @property
-    def max_entries(self) -> int:
-        return self._board.max_entries
+    client_class = Client
+    display_name = "redis_leaderboard.asyncio.RedisLeaderboard"
+    redis: Client
 
     async def upsert_user(
         self, user_id: str, score: float, metadata: Optional[Mapping[str, Any]] = None
@@ -262,10 +234,6 @@ class RedisLeaderboard:
                 progress(written)
         trim = await self._run(self._board.trim_to_max_entries(MAX_REPORTED_TRIMMED))
         return import_summary(written, trim)
-
-    def __repr__(self) -> str:
-        name = "redis_leaderboard.asyncio.RedisLeaderboard"
-        return f"{name}(key={self.key!r}, max_entries={self.max_entries})"
 
 
 def _copy_docs() -> None:

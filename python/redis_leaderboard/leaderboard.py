@@ -83,28 +83,24 @@ def resolve_client_options(redis_client: Any, url: Optional[str]) -> Union[dict[
     return url if url is not None else os.environ.get("REDIS_URL") or DEFAULT_URL
 
 
-def make_client(redis_client: Any, url: Optional[str]) -> Client:
-    if isinstance(redis_client, Client):
+def make_client(redis_client: Any, url: Optional[str], client_class: Any) -> Any:
+    """A ``client_class`` (the sync or the asyncio Client) for the constructor's arguments."""
+    if isinstance(redis_client, client_class):
         if url is not None:
             raise TypeError("pass either redis_client or url, not both")
         return redis_client
     options = resolve_client_options(redis_client, url)
     if isinstance(options, str):
-        return Client.from_url(options)
-    return Client(**options)
+        return client_class.from_url(options)
+    return client_class(**options)
 
 
-class RedisLeaderboard:
-    """A leaderboard in a Redis sorted set, with per-user metadata hashes.
+class BoardBase:
+    """What the sync and asyncio leaderboards share: the constructor, ``key``,
+    ``max_entries``; their methods run the same :class:`_core.Board` operations."""
 
-    The guide's class, method for method: scores live in the sorted set ``key``, metadata in the
-    hash ``f"{key}:user:{user_id}"``. Every method is one round trip; writes, their trimming and
-    the read-back of the entry run atomically in one server-side script.
-
-    ``redis_client`` may be a :class:`Client`, a redis-py ``redis.Redis`` (its host, port, db,
-    credentials and timeouts are reused) or None: then ``url``, else ``$REDIS_URL``, else
-    ``redis://localhost:6379/0``.
-    """
+    client_class: Any = Client
+    display_name = "RedisLeaderboard"
 
     def __init__(
         self,
@@ -115,7 +111,7 @@ class RedisLeaderboard:
         url: Optional[str] = None,
     ) -> None:
         board = _core.Board(key, max_entries)  # validates before connecting
-        self.redis: Client = make_client(redis_client, url)
+        self.redis = make_client(redis_client, url, self.client_class)
         self._board = board
         self._run = self.redis.run
 
@@ -128,6 +124,24 @@ class RedisLeaderboard:
     def max_entries(self) -> int:
         """How many entries the board keeps; writes trim the lowest beyond it."""
         return self._board.max_entries
+
+    def __repr__(self) -> str:
+        return f"{self.display_name}(key={self.key!r}, max_entries={self.max_entries})"
+
+
+class RedisLeaderboard(BoardBase):
+    """A leaderboard in a Redis sorted set, with per-user metadata hashes.
+
+    The guide's class, method for method: scores live in the sorted set ``key``, metadata in the
+    hash ``f"{key}:user:{user_id}"``. Every method is one round trip; writes, their trimming and
+    the read-back of the entry run atomically in one server-side script.
+
+    ``redis_client`` may be a :class:`Client`, a redis-py ``redis.Redis`` (its host, port, db,
+    credentials and timeouts are reused) or None: then ``url``, else ``$REDIS_URL``, else
+    ``redis://localhost:6379/0``.
+    """
+
+    redis: Client
 
     def upsert_user(
         self, user_id: str, score: float, metadata: Optional[Mapping[str, Any]] = None
@@ -224,6 +238,3 @@ class RedisLeaderboard:
                     progress(written)
         trim = self._run(self._board.trim_to_max_entries(MAX_REPORTED_TRIMMED))
         return import_summary(written, trim)
-
-    def __repr__(self) -> str:
-        return f"RedisLeaderboard(key={self.key!r}, max_entries={self.max_entries})"
