@@ -21,17 +21,26 @@ class AsyncCore {
  public:
   AsyncCore(transport::ClientOptions options, std::size_t max_in_flight, std::size_t max_pending)
       : client_(make_client(std::move(options), max_in_flight)),
-        max_pending_(max_pending == 0 ? 1 : max_pending) {}
+        max_pending_(max_pending == 0 ? 1 : max_pending),
+        outbox_(std::make_shared<Outbox>(Outbox{client_, {}})),
+        flush_(py::cpp_function([outbox = std::weak_ptr<Outbox>(outbox_)] {
+          if (auto alive = outbox.lock()) alive->flush();
+        })) {}
 
   // Runs `operation` (a Python Operation); the returned future gets its result.
   py::object submit(py::object operation, py::handle loop) {
     check_owner();
+    if (client_->closed()) throw ConnectionError("the client is closed");
+    if (!loop.is(loop_)) {
+      loop_ = py::reinterpret_borrow<py::object>(loop);
+      call_soon_ = loop_.attr("call_soon");
+    }
     auto& op = operation.cast<PyOperation&>();
     transport::Exchange& exchange = op.start();
     py::object future = loop.attr("create_future")();
     const std::uint64_t id = next_id_++;
     if (in_transport_ < max_pending_) {
-      send(id, exchange);  // throws if the client is closed: nothing to clean up yet
+      send(id, exchange);
     } else {
       deferred_.push_back(id);  // back-pressure: waits here, not in the transport's queues
     }
@@ -93,6 +102,7 @@ class AsyncCore {
   // Stops the I/O thread; every unsettled future gets ConnectionError.
   void close() {
     if (forked()) return;
+    outbox_->items.clear();  // never sent: their futures fail below
     {
       py::gil_scoped_release release;
       client_->close();
@@ -132,8 +142,27 @@ class AsyncCore {
         });
   }
 
+  // Requests made during one turn of the event loop go to the I/O thread together, at the end
+  // of the turn: one wake-up of the I/O thread per turn, not one per request.
+  struct Outbox {
+    std::shared_ptr<transport::MultiplexedClient> client;
+    std::vector<transport::MultiplexedClient::Outgoing> items;
+
+    void flush() {
+      if (items.empty()) return;
+      auto batch = std::move(items);
+      items.clear();
+      try {
+        client->submit(std::move(batch));
+      } catch (const RedisError&) {
+        // Closed or forked meanwhile: close() settles these futures, fileno() reports the fork.
+      }
+    }
+  };
+
   void send(std::uint64_t id, transport::Exchange& exchange) {
-    client_->submit(id, exchange.wire(), exchange.expected());
+    if (outbox_->items.empty()) call_soon_(flush_);
+    outbox_->items.push_back({id, exchange.wire(), exchange.expected()});
     ++in_transport_;
   }
 
@@ -163,6 +192,10 @@ class AsyncCore {
   std::shared_ptr<transport::MultiplexedClient> client_;
   const std::size_t max_pending_;
   std::unordered_map<std::uint64_t, Pending> pending_;
+  std::shared_ptr<Outbox> outbox_;
+  py::object flush_;      // calls outbox_->flush(); holds no reference to this object
+  py::object loop_;       // the event loop of the last submit
+  py::object call_soon_;  // loop_.call_soon
   std::deque<std::uint64_t> deferred_;
   std::size_t in_transport_ = 0;
   std::uint64_t next_id_ = 1;

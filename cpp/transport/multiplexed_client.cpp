@@ -53,7 +53,7 @@ MultiplexedClient::~MultiplexedClient() {
 
 // ---- Any thread ------------------------------------------------------------------------------
 
-void MultiplexedClient::submit(std::uint64_t id, std::string wire, std::size_t expected) {
+void MultiplexedClient::submit(std::vector<Outgoing> batch) {
   if (::getpid() != pid_) {
     throw RedisError(
         "this asyncio client was created before fork(); create a new client in the child");
@@ -62,11 +62,13 @@ void MultiplexedClient::submit(std::uint64_t id, std::string wire, std::size_t e
   bool post = false;
   {
     std::lock_guard<std::mutex> lock(submit_mutex_);
-    Request request;
-    request.id = id;
-    request.wire = std::move(wire);
-    request.expected = expected;
-    submitted_.push_back(std::move(request));
+    for (auto& outgoing : batch) {
+      Request request;
+      request.id = outgoing.id;
+      request.wire = std::move(outgoing.wire);
+      request.expected = outgoing.expected;
+      submitted_.push_back(std::move(request));
+    }
     post = !wake_posted_;
     wake_posted_ = true;
   }

@@ -45,9 +45,15 @@ class MultiplexedClient {
   MultiplexedClient(const MultiplexedClient&) = delete;
   MultiplexedClient& operator=(const MultiplexedClient&) = delete;
 
-  // Queues a request (any thread; never blocks on I/O). Its completion arrives via
-  // take_completions() with the same id.
-  void submit(std::uint64_t id, std::string wire, std::size_t expected);
+  // A request to send: its RESP bytes and how many replies they get.
+  struct Outgoing {
+    std::uint64_t id = 0;
+    std::string wire;
+    std::size_t expected = 0;
+  };
+  // Queues requests (any thread; never blocks on I/O) with one wake-up of the I/O thread for
+  // the whole batch. Each completion arrives via take_completions() with its id.
+  void submit(std::vector<Outgoing> batch);
   // Readable when completions wait; take_completions() clears it.
   int notify_fd() const { return event_fd_; }
   std::vector<Completion> take_completions();
