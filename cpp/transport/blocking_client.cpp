@@ -270,7 +270,7 @@ leaderboard::Result BlockingClient::run(Exchange& exchange) {
   Lease connection(*this);
   while (!exchange.finished()) {
     round_trips_.fetch_add(1, std::memory_order_relaxed);
-    commands_.fetch_add(exchange.commands(), std::memory_order_relaxed);
+    commands_.fetch_add(exchange.expected(), std::memory_order_relaxed);
     exchange.on_replies((*connection).round_trip(exchange.wire(), exchange.expected()));
   }
   return exchange.take_result();

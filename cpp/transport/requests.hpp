@@ -43,7 +43,6 @@ class Exchange {
 
   const std::string& wire() const { return wire_; }
   std::size_t expected() const { return expected_; }
-  std::size_t commands() const { return expected_; }
   bool finished() const { return finished_; }
 
   // Takes the replies to wire(). Throws for an error reply; the operation is then abandoned.
