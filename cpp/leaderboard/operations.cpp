@@ -121,6 +121,42 @@ class SingleCall final : public Operation {
   Result result_;
 };
 
+// MULTI, the commands, EXEC in one round trip: atomic like a script, without the Lua interpreter
+// (measured faster for get_user_entry and delete_user). `parse` gets EXEC's array of replies.
+class Transaction final : public Operation {
+ public:
+  using Parser = std::function<Result(std::vector<Reply>&)>;
+  Transaction(const char* name, std::vector<Command> commands, Parser parse)
+      : name_(name), commands_(std::move(commands)), parse_(std::move(parse)) {}
+
+  const char* name() const override { return name_; }
+  std::vector<Command> next() override {
+    std::vector<Command> all;
+    all.reserve(commands_.size() + 2);
+    all.push_back(Command{nullptr, {"MULTI"}});
+    all.insert(all.end(), commands_.begin(), commands_.end());
+    all.push_back(Command{nullptr, {"EXEC"}});
+    return all;
+  }
+  bool feed(std::vector<Reply>& replies) override {
+    if (replies.size() != commands_.size() + 2) unexpected(name_);
+    auto& exec = replies.back();
+    if (!exec.is_array() || exec.elements.size() != commands_.size()) unexpected(name_);
+    for (const auto& reply : exec.elements) {
+      if (reply.is_error()) throw ResponseError(reply.str);
+    }
+    result_ = parse_(exec.elements);
+    return true;
+  }
+  Result take_result() override { return std::move(result_); }
+
+ private:
+  const char* name_;
+  std::vector<Command> commands_;
+  Parser parse_;
+  Result result_;
+};
+
 // list_all: pages of the rank window from the top until the board is exhausted. A board
 // larger than one page is read in several round trips and is not one snapshot.
 class ListAll final : public Operation {
@@ -334,17 +370,18 @@ std::unique_ptr<Operation> Board::get_user_metadata(std::string user_id) const {
 
 std::unique_ptr<Operation> Board::get_user_entry(std::string user_id) const {
   require_user_id(user_id);
-  Command command = script_call(scripts::entry, {key_, metadata_key(user_id)}, {user_id});
-  return std::make_unique<SingleCall>(
-      "get_user_entry", std::move(command),
-      [user_id = std::move(user_id)](Reply& reply) mutable -> Result {
-        if (reply.is_nil()) return std::optional<Entry>();
-        parse_array(reply, 3);
+  std::vector<Command> commands{{nullptr, {"ZSCORE", key_, user_id}},
+                                {nullptr, {"ZREVRANK", key_, user_id}},
+                                {nullptr, {"HGETALL", metadata_key(user_id)}}};
+  return std::make_unique<Transaction>(
+      "get_user_entry", std::move(commands),
+      [user_id = std::move(user_id)](std::vector<Reply>& replies) mutable -> Result {
+        if (replies[0].is_nil()) return std::optional<Entry>();
         Entry entry;
-        entry.score = parse_score(reply.elements[0]);
-        entry.rank = parse_integer(reply.elements[1]) + 1;
+        entry.score = parse_score(replies[0]);
+        entry.rank = parse_integer(replies[1]) + 1;
         entry.user_id = std::move(user_id);
-        entry.metadata = parse_metadata(reply.elements[2]);
+        entry.metadata = parse_metadata(replies[2]);
         return std::optional<Entry>(std::move(entry));
       });
 }
@@ -360,11 +397,12 @@ std::unique_ptr<Operation> Board::get_size() const {
 
 std::unique_ptr<Operation> Board::delete_user(std::string user_id) const {
   require_user_id(user_id);
-  std::string metadata = metadata_key(user_id);  // before user_id moves into the arguments
-  Command command = script_call(scripts::remove, {key_, std::move(metadata)}, {std::move(user_id)});
-  return std::make_unique<SingleCall>(
-      "delete_user", std::move(command),
-      [](Reply& reply) -> Result { return parse_integer(reply) > 0; });
+  // The metadata goes whether or not the user was on the board, as the guide's delete_user.
+  std::vector<Command> commands{{nullptr, {"ZREM", key_, user_id}},
+                                {nullptr, {"UNLINK", metadata_key(user_id)}}};
+  return std::make_unique<Transaction>(
+      "delete_user", std::move(commands),
+      [](std::vector<Reply>& replies) -> Result { return parse_integer(replies[0]) > 0; });
 }
 
 std::unique_ptr<Operation> Board::trim_to_max_entries(long long report) const {

@@ -15,8 +15,6 @@ namespace scripts {
 extern const Script write;
 extern const Script trim;
 extern const Script window;
-extern const Script entry;
-extern const Script remove;  // delete.lua
 extern const Script clear;
 }  // namespace scripts
 
