@@ -51,9 +51,11 @@ import json
 import os
 import platform
 import random
+import re
 import shlex
 import shutil
 import signal
+import socket
 import statistics
 import subprocess
 import sys
@@ -203,7 +205,10 @@ METHODS = [
 OURS, GUIDE = "ours", "guide"
 OURS_ASYNC, GUIDE_ASYNC = "ours-async", "guide-async"
 FLOOR_P1, FLOOR_P64 = "floor-P1", "floor-P64"
+FLOOR_RAW = "floor-raw-P1"  # RawFloor on a one-command request, set against redis-benchmark
+RAW_CALIBRATION = "get_rank"
 PIPELINE = 64
+WARMUP = 0.03  # seconds of untimed calls before each measurement
 GUIDE_POOL = 200  # connections of the guide's redis.asyncio pool (as in bench_async.py)
 
 
@@ -328,29 +333,33 @@ def remove(client: redis_leaderboard.Client, key: str, ids: list[str]) -> None:
 # The floor: redis-benchmark
 
 
-def parse_request(data: bytes) -> list[bytes]:
-    """The arguments of one RESP array of bulk strings (a request as our operations send it)."""
-    if not data.startswith(b"*"):
-        raise ValueError(f"not a RESP array: {data[:20]!r}")
-    end = data.index(b"\r\n")
-    count, pos, args = int(data[1:end]), end + 2, []
-    for _ in range(count):
-        if data[pos : pos + 1] != b"$":
-            raise ValueError(f"not a bulk string at {pos}")
+def parse_request(data: bytes) -> list[list[bytes]]:
+    """The commands (each a list of arguments) of a request as our operations send it: one
+    or more RESP arrays of bulk strings (several for a MULTI ... EXEC transaction)."""
+    commands, pos = [], 0
+    while pos < len(data):
+        if data[pos : pos + 1] != b"*":
+            raise ValueError(f"not a RESP array at {pos}: {data[pos : pos + 20]!r}")
         end = data.index(b"\r\n", pos)
-        length = int(data[pos + 1 : end])
-        args.append(data[end + 2 : end + 2 + length])
-        pos = end + 2 + length + 2
-    if pos != len(data):
-        raise ValueError("more than one request")
-    return args
+        count, pos, args = int(data[pos + 1 : end]), end + 2, []
+        for _ in range(count):
+            if data[pos : pos + 1] != b"$":
+                raise ValueError(f"not a bulk string at {pos}")
+            end = data.index(b"\r\n", pos)
+            length = int(data[pos + 1 : end])
+            args.append(data[end + 2 : end + 2 + length])
+            pos = end + 2 + length + 2
+        commands.append(args)
+    return commands
 
 
-def floor_command(method: Method, key: str) -> list[str]:
-    """The request our method sends, ``__rand_int__`` in place of the random arguments."""
+def floor_commands(method: Method, key: str) -> list[list[str]]:
+    """The commands our method sends, ``__rand_int__`` in place of the random arguments."""
     operation = method.floor(_core.Board(key, MAX_ENTRIES))
-    args = [SENTINEL_ARGS.get(a, a) for a in parse_request(operation.request())]
-    return [a.decode() for a in args]
+    return [
+        [SENTINEL_ARGS.get(a, a).decode() for a in command]
+        for command in parse_request(operation.request())
+    ]
 
 
 @dataclass
@@ -390,6 +399,71 @@ class RedisBenchmark:
         row = rows[-1]
         return FloorRun(
             rps=float(row[1]), p50_us=float(row[4]) * 1000, p99_us=float(row[6]) * 1000, requests=n
+        )
+
+
+class RawFloor:
+    """The floor for a request of several commands (a MULTI ... EXEC transaction), which
+    redis-benchmark cannot send (one command per request): a loop in this process writing the
+    request's exact bytes on a raw socket and reading the replies with hiredis' C parser,
+    ``__rand_int__`` drawn per occurrence as redis-benchmark does. Its own cost per call is
+    a few µs of Python: the report gives it next to redis-benchmark on a one-command request."""
+
+    def __init__(self, host: str, port: int) -> None:
+        self.host, self.port = host, port
+
+    def run(
+        self, commands: list[list[str]], db: int, n: int, pipeline: int, keyspace: int
+    ) -> FloorRun:
+        import hiredis
+
+        rng = random.Random(n)
+        keyspace = max(1, keyspace)
+
+        def render() -> bytes:
+            out = b""
+            for command in commands:
+                args = [
+                    re.sub(RAND, lambda _m: f"{rng.randrange(keyspace):012d}", a) for a in command
+                ]
+                out += _core.encode_command(*args)
+            return out
+
+        pool = [render() for _ in range(min(n, 4096))]
+        replies_per_request = len(commands)
+        clock = time.perf_counter_ns
+        latencies: list[int] = []
+        with socket.create_connection((self.host, self.port)) as sock:
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            reader = hiredis.Reader()
+
+            def read(count: int) -> None:
+                while count:
+                    reply = reader.gets()
+                    if reply is False:
+                        reader.feed(sock.recv(1 << 16))
+                    elif isinstance(reply, hiredis.ReplyError):
+                        raise RuntimeError(f"floor request failed: {reply}")
+                    else:
+                        count -= 1
+
+            sock.sendall(_core.encode_command("SELECT", db))
+            read(1)
+            start = clock()
+            for first in range(0, n, pipeline):
+                batch = min(pipeline, n - first)
+                data = b"".join(pool[(first + j) % len(pool)] for j in range(batch))
+                t0 = clock()
+                sock.sendall(data)
+                read(batch * replies_per_request)
+                latencies.extend([clock() - t0] * batch)
+            total = clock() - start
+        latencies.sort()
+        return FloorRun(
+            rps=n * 1e9 / total,
+            p50_us=latencies[len(latencies) // 2] / 1000,
+            p99_us=latencies[min(len(latencies) - 1, int(len(latencies) * 0.99))] / 1000,
+            requests=n,
         )
 
 
@@ -442,6 +516,24 @@ class Results:
             round_trips_per_call=statistics.median(rts) if rts else None,
         )
 
+    def paired(self, a: tuple, b: tuple, field: str) -> Optional[float]:
+        """The median over rounds of ``a.field / b.field``: each round measures both back to
+        back, so a slow spell of a shared machine hits both sides of each ratio."""
+        xs, ys = self.samples.get(sample_key(*a)), self.samples.get(sample_key(*b))
+        if not xs or not ys:
+            return None
+        ratios = [
+            getattr(x, field) / getattr(y, field) for x, y in zip(xs, ys) if getattr(y, field)
+        ]
+        return statistics.median(ratios) if ratios else None
+
+    def bulk_paired(self, num: str, den: str) -> Optional[float]:
+        """The median over bulk rounds of ``seconds[num] / seconds[den]``."""
+        xs, ys = self.bulk.get(num), self.bulk.get(den)
+        if not xs or not ys:
+            return None
+        return statistics.median(x / y for x, y in zip(xs, ys))
+
 
 def sample_key(impl: str, method: str, size: int, concurrency: int) -> str:
     return f"{impl}|{method}|{size}|{concurrency}"
@@ -474,6 +566,7 @@ class Bench:
         self.placement = placement
         self.host, self.port = server.host, server.port
         self.rb = RedisBenchmark(self.host, self.port)
+        self.raw = RawFloor(self.host, self.port)
         self.sizes: list[int] = opts.sizes
         self.main = self.sizes[0]
         self.results = Results()
@@ -482,6 +575,20 @@ class Bench:
         self.boards: dict[int, BoardSet] = {}
         self.clients: list[Any] = []
         self.server_version = server.version()
+        self.git_at_start = git_revision()
+        self.core_mtime = os.path.getmtime(_core.__file__)
+
+    def package_identity(self) -> str:
+        """The working tree's git revision; says so if it or the installed core changed while
+        the benchmark ran (the run measures the core it loaded at its start)."""
+        text = f"git {self.git_at_start}"
+        at_end = git_revision()
+        if at_end != self.git_at_start:
+            text += f" at the start of the run, {at_end} at its end"
+        if os.path.getmtime(_core.__file__) != self.core_mtime:
+            text += "; the installed package was replaced during the run, which measured the one "
+            text += "loaded at its start"
+        return text
 
     # Setup -----------------------------------------------------------------------------------
 
@@ -587,6 +694,8 @@ class Bench:
         refill = None
         if method.victims:
             refill = self.victims_for(bs, target.key, args, batch=1000)
+        # Untimed first: the first calls after a change of CPU placement run cold.
+        time_sync(call, min(WARMUP, self.opts.seconds), refill)
         stats0 = target.redis.stats() if impl == OURS else None
         gc.collect()
         latencies, timed = time_sync(call, self.opts.seconds, refill)
@@ -609,6 +718,9 @@ class Bench:
         refill = None
         if method.victims:
             refill = self.victims_for(bs, target.key, args, batch=max(1000, 4 * concurrency))
+        self.loop.run_until_complete(
+            time_async(call, concurrency, min(WARMUP, self.opts.seconds), refill)
+        )
         stats0 = target.redis.stats() if impl == OURS_ASYNC else None
         gc.collect()
         latencies, timed = self.loop.run_until_complete(
@@ -631,7 +743,7 @@ class Bench:
         else:
             self.placement.throughput()
         key = "lb:small" if method.small else bs.key
-        command = floor_command(method, key)
+        command = floor_commands(method, key)
         rate_key = (method.name, bs.size, pipeline)
         if rate_key not in self.floor_rate:  # calibrate the request count to --seconds
             probe = 300 if pipeline == 1 else 3000
@@ -641,11 +753,26 @@ class Bench:
         run = self._floor_once(method, bs, command, n, pipeline)
         return Sample(run.rps, run.p50_us, run.p99_us, run.requests, 1.0 / pipeline)
 
+    def _floor_run(
+        self, commands: list[list[str]], db: int, n: int, pipeline: int, keyspace: int
+    ) -> FloorRun:
+        if len(commands) == 1:
+            return self.rb.run(commands[0], db, n, pipeline, keyspace)
+        return self.raw.run(commands, db, n, pipeline, keyspace)
+
+    def measure_raw_floor(self, method: Method, bs: BoardSet) -> Sample:
+        """The raw-socket floor on a one-command request, to set against redis-benchmark."""
+        self.placement.latency()
+        commands = floor_commands(method, bs.key)
+        n = max(200, int(self.floor_rate.get((method.name, bs.size, 1), 5000) * self.opts.seconds))
+        run = self.raw.run(commands, bs.db, n, 1, bs.size)
+        return Sample(run.rps, run.p50_us, run.p99_us, run.requests, 1.0)
+
     def _floor_once(
-        self, method: Method, bs: BoardSet, command: list[str], n: int, pipeline: int
+        self, method: Method, bs: BoardSet, command: list[list[str]], n: int, pipeline: int
     ) -> FloorRun:
         if not method.victims:
-            return self.rb.run(command, bs.db, n, pipeline, bs.size)
+            return self._floor_run(command, bs.db, n, pipeline, bs.size)
         # delete_user: victims ids below 4n; redis-benchmark draws them at random, so most
         # (about 90%) are still there when deleted. The share is reported.
         keyspace = 4 * n
@@ -653,7 +780,7 @@ class Bench:
         loader = redis_leaderboard.RedisLeaderboard(bs.loader, key=bs.key, max_entries=MAX_ENTRIES)
         loader.upsert_many((v, 1.0, META) for v in ids)
         before = bs.admin.zcard(bs.key)
-        run = self.rb.run(command, bs.db, n, pipeline, keyspace)
+        run = self._floor_run(command, bs.db, n, pipeline, keyspace)
         hits = (before - bs.admin.zcard(bs.key)) / n
         self.results.floor_hits.setdefault(f"{bs.size}|P{pipeline}", []).append(hits)
         remove(bs.loader, bs.key, ids)
@@ -668,13 +795,16 @@ class Bench:
             # Through our client first, which loads the script (EVALSHA needs it cached).
             bs.loader.run(method.floor(_core.Board(key, MAX_ENTRIES)))
             remove(bs.loader, key, [USER_SENTINEL])
-            command = floor_command(method, key)
-            concrete = [a.replace(RAND, f"{1:012d}") for a in command]
             if method.victims:
-                bs.loader.execute_command("ZADD", bs.key, "1", victim_id(1))
-            reply = bs.loader.execute_command(*concrete)
-            if isinstance(reply, Exception):
-                raise RuntimeError(f"floor command for {method.name} failed: {reply}")
+                bs.loader.execute_command("ZADD", bs.key, "1", victim_id(0))
+            commands = floor_commands(method, key)
+            if len(commands) == 1:
+                concrete = [a.replace(RAND, f"{0:012d}") for a in commands[0]]
+                reply = bs.loader.execute_command(*concrete)
+                if isinstance(reply, Exception):
+                    raise RuntimeError(f"floor command for {method.name} failed: {reply}")
+            else:
+                self.raw.run(commands, bs.db, 1, 1, 1)  # raises on an error reply
         assert bs.admin.zcard(bs.key) == bs.size
 
     def count_guide_round_trips(self, bs: BoardSet) -> None:
@@ -850,6 +980,8 @@ class Bench:
             ((GUIDE, self.main, 0), lambda: self.measure_sync(GUIDE, method, main, seed)),
             ((FLOOR_P1, self.main, 0), lambda: self.measure_floor(method, main, 1)),
         ]
+        if method.name == RAW_CALIBRATION:
+            jobs.append(((FLOOR_RAW, self.main, 0), lambda: self.measure_raw_floor(method, main)))
         if not method.small:
             for size in self.sizes[1:]:
                 bs = self.boards[size]
@@ -880,6 +1012,8 @@ class Bench:
             self.boards[size] = self.make_board_set(size, dbs[size])
             self.check_floor_commands(self.boards[size])
         main = self.boards[self.main]
+        # Hand the memory freed by the imports' flushes back now, not during the rounds.
+        main.admin.execute_command("MEMORY", "PURGE")
         log("counting the guide's round trips; warming up")
         self.count_guide_round_trips(main)
         warm = argparse.Namespace(**vars(opts))
@@ -924,7 +1058,12 @@ def fmt_ratio(x: Optional[float]) -> str:
 def fmt_rt(x: Optional[float]) -> str:
     if x is None:
         return "—"
+    if x < 0.1:
+        return f"{x:.3f}"
     return str(round(x)) if abs(x - round(x)) < 0.005 else f"{x:.2f}"
+
+
+RATE, P50 = "calls_per_s", "p50_us"
 
 
 def ratio(a: Optional[float], b: Optional[float]) -> Optional[float]:
@@ -948,6 +1087,11 @@ def machine_info() -> str:
     except OSError:
         pass
     return f"{cpu}, {os.cpu_count()} CPUs{mem}, {platform.system()} {platform.release()}"
+
+
+def method_label(method: Method) -> str:
+    """The method's name, marked † when its floor is not redis-benchmark (see RawFloor)."""
+    return method.name + (" †" if len(floor_commands(method, "k")) > 1 else "")
 
 
 def git_revision() -> str:
@@ -984,7 +1128,7 @@ def report(bench: Bench, command: str, started: float, elapsed: float) -> tuple[
     versions = (
         f"redis-server {bench.server_version}, redis-benchmark {bench.rb.version()}, "
         f"Python {platform.python_version()}, redis_leaderboard {redis_leaderboard.__version__} "
-        f"(git {git_revision()}), redis-py {redis.__version__} with hiredis "
+        f"({bench.package_identity()}), redis-py {redis.__version__} with hiredis "
         f"{hiredis_version()}"
     )
     date = datetime.datetime.fromtimestamp(started, datetime.timezone.utc)
@@ -1014,7 +1158,9 @@ def report(bench: Bench, command: str, started: float, elapsed: float) -> tuple[
         "",
         "calls/s and latency per call (µs). ours = `redis_leaderboard.RedisLeaderboard`; guide "
         "= the guide's algorithm on redis-py + hiredis; floor = `redis-benchmark -c 1 -P 1`. "
-        "RT = round trips per call.",
+        "RT = round trips per call. Ratios are medians of the per-round ratios (both sides "
+        "measured back to back in each round), so they need not equal the quotient of the "
+        "medians shown.",
         "",
         "| method | ours calls/s | ours p50 | ours p99 | guide calls/s | guide p50 | guide p99 "
         "| ours / guide | floor calls/s | floor p50 | ours p50 / floor p50 | RT ours | RT guide |",
@@ -1025,10 +1171,12 @@ def report(bench: Bench, command: str, started: float, elapsed: float) -> tuple[
         if o is None or g is None or f is None:
             continue
         out.append(
-            f"| {m.name} | {fmt_rate(o.calls_per_s)} | {fmt_us(o.p50_us)} | {fmt_us(o.p99_us)} "
+            f"| {method_label(m)} | {fmt_rate(o.calls_per_s)} | {fmt_us(o.p50_us)} "
+            f"| {fmt_us(o.p99_us)} "
             f"| {fmt_rate(g.calls_per_s)} | {fmt_us(g.p50_us)} | {fmt_us(g.p99_us)} "
-            f"| {fmt_ratio(ratio(o.calls_per_s, g.calls_per_s))} | {fmt_rate(f.calls_per_s)} "
-            f"| {fmt_us(f.p50_us)} | {fmt_ratio(ratio(o.p50_us, f.p50_us))} "
+            f"| {fmt_ratio(res.paired((OURS, m.name, main, 0), (GUIDE, m.name, main, 0), RATE))} "
+            f"| {fmt_rate(f.calls_per_s)} | {fmt_us(f.p50_us)} "
+            f"| {fmt_ratio(res.paired((OURS, m.name, main, 0), (FLOOR_P1, m.name, main, 0), P50))} "
             f"| {fmt_rt(o.round_trips_per_call)} | {fmt_rt(g.round_trips_per_call)} |"
         )
     notes = [f"{m.name}: {m.note}" for m in METHODS if m.note]
@@ -1038,6 +1186,23 @@ def report(bench: Bench, command: str, started: float, elapsed: float) -> tuple[
         out.append(
             f"The floor's delete_user draws random victims, so {statistics.median(hits):.0%} of "
             "its calls deleted a present user (ours and the guide's: all)."
+        )
+    raw_methods = [m.name for m in METHODS if method_label(m) != m.name]
+    if raw_methods:
+        raw = res.median(FLOOR_RAW, RAW_CALIBRATION, main)
+        rb = res.median(FLOOR_P1, RAW_CALIBRATION, main)
+        calibration = (
+            f" On {RAW_CALIBRATION}'s one-command request this loop measures p50 "
+            f"{fmt_us(raw.p50_us)} µs and {fmt_rate(raw.calls_per_s)} calls/s, redis-benchmark "
+            f"{fmt_us(rb.p50_us)} µs and {fmt_rate(rb.calls_per_s)} calls/s."
+            if raw and rb
+            else ""
+        )
+        out.append(
+            f"† {', '.join(raw_methods)}: the request is a MULTI ... EXEC transaction, which "
+            "redis-benchmark cannot send (one command per request), so the floor and the "
+            "ceiling are a loop in the benchmark process writing the same bytes on a raw socket "
+            "and reading the replies with hiredis' C parser." + calibration
         )
     out.append("")
 
@@ -1065,15 +1230,16 @@ def report(bench: Bench, command: str, started: float, elapsed: float) -> tuple[
         ceiling = res.median(FLOOR_P64, m.name, main)
         if None in ours or None in guide or ceiling is None:
             continue
-        top_o, top_g = ours[-1], guide[-1]
+        top_o, top = ours[-1], CONCURRENCY[-1]
+        top_key = (OURS_ASYNC, m.name, main, top)
         out.append(
-            f"| {m.name} | "
+            f"| {method_label(m)} | "
             + " | ".join(fmt_rate(s.calls_per_s) for s in ours)
             + " | "
             + " | ".join(fmt_rate(s.calls_per_s) for s in guide)
             + f" | {fmt_rate(ceiling.calls_per_s)} "
-            f"| {fmt_ratio(ratio(top_o.calls_per_s, top_g.calls_per_s))} "
-            f"| {fmt_ratio(ratio(top_o.calls_per_s, ceiling.calls_per_s))} "
+            f"| {fmt_ratio(res.paired(top_key, (GUIDE_ASYNC, m.name, main, top), RATE))} "
+            f"| {fmt_ratio(res.paired(top_key, (FLOOR_P64, m.name, main, 0), RATE))} "
             f"| {fmt_rt(top_o.round_trips_per_call)} |"
         )
     out += [
@@ -1090,7 +1256,7 @@ def report(bench: Bench, command: str, started: float, elapsed: float) -> tuple[
             for c in CONCURRENCY:
                 s = res.median(impl, m.name, main, c)
                 cells.append("—" if s is None else f"{fmt_us(s.p50_us)} / {fmt_us(s.p99_us)}")
-        out.append(f"| {m.name} | " + " | ".join(cells) + " |")
+        out.append(f"| {method_label(m)} | " + " | ".join(cells) + " |")
     out.append("")
 
     # Scale
@@ -1098,7 +1264,8 @@ def report(bench: Bench, command: str, started: float, elapsed: float) -> tuple[
         "## Board size: per-call p50 (µs), sync",
         "",
         "ours = `redis_leaderboard.RedisLeaderboard`, floor = `redis-benchmark -c 1 -P 1` with "
-        "the same request, on boards of each size (random users and ranks over the whole board).",
+        "the same request, on boards of each size (random users and ranks over the whole board). "
+        "The ratio is the median of the per-round ratios.",
         "",
         "| method | "
         + " | ".join(f"ours {s:,}" for s in sizes)
@@ -1112,10 +1279,11 @@ def report(bench: Bench, command: str, started: float, elapsed: float) -> tuple[
             continue
         ours = [res.median(OURS, m.name, s) for s in sizes]
         floor = [res.median(FLOOR_P1, m.name, s) for s in sizes]
+        growth = res.paired((OURS, m.name, largest, 0), (OURS, m.name, main, 0), P50)
         out.append(
-            f"| {m.name} | "
+            f"| {method_label(m)} | "
             + " | ".join(fmt_us(s.p50_us if s else None) for s in ours)
-            + f" | {fmt_ratio(ratio(ours[-1] and ours[-1].p50_us, ours[0] and ours[0].p50_us))} | "
+            + f" | {fmt_ratio(growth)} | "
             + " | ".join(fmt_us(s.p50_us if s else None) for s in floor)
             + " |"
         )
@@ -1125,28 +1293,29 @@ def report(bench: Bench, command: str, started: float, elapsed: float) -> tuple[
     b = {k: statistics.median(v) for k, v in res.bulk.items()}
     guide_upsert = res.median(GUIDE, "upsert_user", main)
     rows = [
-        ("ours sync: `RedisLeaderboard.upsert_many`", b.get(OURS)),
-        ("ours asyncio: `asyncio.RedisLeaderboard.upsert_many`", b.get(OURS_ASYNC)),
+        ("ours sync: `RedisLeaderboard.upsert_many`", OURS),
+        ("ours asyncio: `asyncio.RedisLeaderboard.upsert_many`", OURS_ASYNC),
         (
             f"hand-written redis-py pipeline (transaction=False, {IMPORT_CHUNK} users per "
             "execute, ZADD + HSET per user)",
-            b.get("redis-py"),
+            "redis-py",
         ),
         (
             f"redis-benchmark ceiling: ZADD of {IMPORT_CHUNK} members + HSET per user, "
             f"-c 1 -P {PIPELINE}",
-            b.get("ceiling"),
+            "ceiling",
         ),
         (
             "`redis-cli --pipe` (mass insertion) streaming the exact bytes of our upsert_many "
             "from a file",
-            b.get("redis-cli"),
+            "redis-cli",
         ),
     ]
     out += [
         f"## Bulk import: {largest:,} users with two metadata fields",
         "",
-        f"Median of {opts.bulk_rounds} rounds; the database is flushed before each import. Ours "
+        f"Median of {opts.bulk_rounds} rounds (ratios: median of the per-round ratios); the "
+        "database is flushed before each import. Ours "
         f"sends chunks of {IMPORT_CHUNK}: one variadic ZADD and one HSET per user. The ceiling "
         "is the server's time for those commands, measured with redis-benchmark on fresh keys "
         "(ZADD and HSET runs added up: "
@@ -1156,13 +1325,14 @@ def report(bench: Bench, command: str, started: float, elapsed: float) -> tuple[
         "| import | seconds | users/s | vs redis-py pipeline | vs ceiling |",
         "| --- | ---: | ---: | ---: | ---: |",
     ]
-    for label, seconds in rows:
-        if seconds is None:
+    for label, name in rows:
+        if name not in b:
             continue
+        seconds = b[name]
         out.append(
             f"| {label} | {seconds:.2f} | {fmt_rate(largest / seconds)} "
-            f"| {fmt_ratio(ratio(b.get('redis-py'), seconds))} "
-            f"| {fmt_ratio(ratio(b.get('ceiling'), seconds))} |"
+            f"| {fmt_ratio(res.bulk_paired('redis-py', name))} "
+            f"| {fmt_ratio(res.bulk_paired('ceiling', name))} |"
         )
     if guide_upsert is not None:
         out.append(
@@ -1220,10 +1390,10 @@ def hiredis_version() -> str:
 def evaluate_targets(bench: Bench) -> tuple[list[tuple[str, str, bool]], list[dict]]:
     res, main, largest = bench.results, bench.main, bench.sizes[-1]
     rows: list[tuple[str, str, bool]] = []
-    b = {k: statistics.median(v) for k, v in res.bulk.items()}
-    if all(k in b for k in (OURS, OURS_ASYNC, "redis-py", "ceiling")):
+    if all(k in res.bulk for k in (OURS, OURS_ASYNC, "redis-py", "ceiling")):
         for name, label in ((OURS, "sync"), (OURS_ASYNC, "asyncio")):
-            vs_py, vs_ceiling = b["redis-py"] / b[name], b["ceiling"] / b[name]
+            vs_py = res.bulk_paired("redis-py", name) or 0.0
+            vs_ceiling = res.bulk_paired("ceiling", name) or 0.0
             rows.append(
                 (
                     f"bulk import ({label}) >= 2x redis-py pipeline",
@@ -1236,23 +1406,26 @@ def evaluate_targets(bench: Bench) -> tuple[list[tuple[str, str, bool]], list[di
             )
     for name in ("upsert_user", "get_top(10)", "get_rank"):
         o, f = res.median(OURS, name, main), res.median(FLOOR_P1, name, main)
-        if o and f:
-            r = o.p50_us / f.p50_us
+        r = res.paired((OURS, name, main, 0), (FLOOR_P1, name, main, 0), P50)
+        if o and f and r is not None:
             rows.append(
                 (
                     f"sync p50 {name} <= 1.3x redis-benchmark -P 1 p50",
-                    f"{fmt_us(o.p50_us)} vs {fmt_us(f.p50_us)} µs = {r:.2f}x",
+                    f"{fmt_us(o.p50_us)} vs {fmt_us(f.p50_us)} µs; ratio {r:.2f}x",
                     r <= 1.3,
                 )
             )
-    o = res.median(OURS_ASYNC, "upsert_user", main, CONCURRENCY[-1])
+    top = CONCURRENCY[-1]
+    o = res.median(OURS_ASYNC, "upsert_user", main, top)
     f = res.median(FLOOR_P64, "upsert_user", main)
-    if o and f:
-        r = o.calls_per_s / f.calls_per_s
+    r = res.paired(
+        (OURS_ASYNC, "upsert_user", main, top), (FLOOR_P64, "upsert_user", main, 0), RATE
+    )
+    if o and f and r is not None:
         rows.append(
             (
-                f"asyncio {CONCURRENCY[-1]} tasks upsert_user >= 0.7x -P {PIPELINE} ceiling",
-                f"{fmt_rate(o.calls_per_s)} vs {fmt_rate(f.calls_per_s)} calls/s = {r:.2f}x",
+                f"asyncio {top} tasks upsert_user >= 0.7x -P {PIPELINE} ceiling",
+                f"{fmt_rate(o.calls_per_s)} vs {fmt_rate(f.calls_per_s)} calls/s; ratio {r:.2f}x",
                 r >= 0.7,
             )
         )
@@ -1261,12 +1434,12 @@ def evaluate_targets(bench: Bench) -> tuple[list[tuple[str, str, bool]], list[di
             if m.small:
                 continue
             a, z = res.median(OURS, m.name, main), res.median(OURS, m.name, largest)
-            if a and z:
-                r = z.p50_us / a.p50_us
+            r = res.paired((OURS, m.name, largest, 0), (OURS, m.name, main, 0), P50)
+            if a and z and r is not None:
                 rows.append(
                     (
                         f"p50 at {largest:,} <= 1.5x p50 at {main:,}: {m.name}",
-                        f"{fmt_us(z.p50_us)} vs {fmt_us(a.p50_us)} µs = {r:.2f}x",
+                        f"{fmt_us(z.p50_us)} vs {fmt_us(a.p50_us)} µs; ratio {r:.2f}x",
                         r <= 1.5,
                     )
                 )
