@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import atexit
 import csv
 import gc
 import io
@@ -36,7 +35,6 @@ import os
 import platform
 import random
 import shutil
-import signal
 import statistics
 import subprocess
 import sys
@@ -53,10 +51,16 @@ from redis_leaderboard import _core
 from redis_leaderboard.asyncio import Client, RedisLeaderboard
 
 try:
-    from bench_sync import META, RedisServer
+    from bench_sync import META, RedisServer, fmt_count, fmt_rate, serve_and_report
     from guide_leaderboard import AsyncGuideLeaderboard
 except ImportError:  # run as ``python -m benchmarks.bench_async``
-    from benchmarks.bench_sync import META, RedisServer
+    from benchmarks.bench_sync import (
+        META,
+        RedisServer,
+        fmt_count,
+        fmt_rate,
+        serve_and_report,
+    )
     from benchmarks.guide_leaderboard import AsyncGuideLeaderboard
 
 OURS = "redis_leaderboard.asyncio"
@@ -180,16 +184,8 @@ def timed_redis_benchmark(
 # The run
 
 
-def fmt_rate(x: float) -> str:
-    return f"{x:,.0f}"
-
-
 def fmt_ratio(x: Optional[float]) -> str:
     return "" if x is None else f"{x:.2f}x"
-
-
-def fmt_count(x: float) -> str:
-    return str(round(x)) if abs(x - round(x)) < 0.005 else f"{x:.2f}"
 
 
 async def bench(server: RedisServer, args: argparse.Namespace) -> str:
@@ -322,16 +318,6 @@ async def bench(server: RedisServer, args: argparse.Namespace) -> str:
     return "\n".join([header, "", *rows, "", *verdict, ""])
 
 
-def run(args: argparse.Namespace) -> str:
-    server = RedisServer()
-    atexit.register(server.cleanup)
-    try:
-        server.start()
-        return asyncio.run(bench(server, args))
-    finally:
-        server.cleanup()
-
-
 def main(argv: Optional[list[str]] = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--seconds", type=float, default=1.5, help="per measurement (1.5)")
@@ -341,18 +327,9 @@ def main(argv: Optional[list[str]] = None) -> int:
     if args.seconds <= 0 or args.rounds < 1:
         parser.error("--seconds must be > 0 and --rounds >= 1")
 
-    signal.signal(signal.SIGINT, signal.default_int_handler)
-    signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
-    try:
-        report = run(args)
-    except KeyboardInterrupt:
-        print("interrupted", file=sys.stderr)
-        return 130
-    print(report)
-    if args.markdown:
-        command = " ".join(["python", *sys.argv]) if argv is None else "bench_async.main(...)"
-        args.markdown.write_text(f"# bench_async\n\n`{command}`\n\n{report}")
-    return 0
+    return serve_and_report(
+        "bench_async", args, argv, lambda server: asyncio.run(bench(server, args))
+    )
 
 
 if __name__ == "__main__":

@@ -22,16 +22,12 @@ import argparse
 import atexit
 import gc
 import itertools
-import os
 import platform
 import random
-import shutil
 import signal
-import socket
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -41,6 +37,7 @@ import redis
 from redis.utils import HIREDIS_AVAILABLE
 
 import redis_leaderboard
+from redis_leaderboard.demo.embedded import EmbeddedRedis, EmbeddedRedisError
 
 try:
     from guide_leaderboard import GuideLeaderboard
@@ -56,79 +53,18 @@ NEW_SCORE_BASE = 1e9  # above every prefilled score: each new user lands on top,
 # A private redis-server
 
 
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-class RedisServer:
-    """redis-server on a free 127.0.0.1 port, data in a temporary directory, no persistence."""
+class RedisServer(EmbeddedRedis):
+    """The demo's private redis-server (free 127.0.0.1 port, temporary directory, no
+    persistence), with what the benchmarks report about it."""
 
     def __init__(self) -> None:
-        binary = shutil.which("redis-server")
-        if binary is None:
-            raise SystemExit("redis-server not found on PATH")
-        self.binary = binary
-        self.host = "127.0.0.1"
-        self.port = 0
-        self.dir = tempfile.mkdtemp(prefix="redis-leaderboard-bench-")
-        self.proc: subprocess.Popen[bytes] | None = None
-
-    def start(self) -> None:
-        for _attempt in range(5):  # the free port may be taken before redis-server binds it
-            self.port = free_port()
-            args = [
-                self.binary,
-                "--port", str(self.port),
-                "--bind", self.host,
-                "--dir", self.dir,
-                "--save", "",
-                "--appendonly", "no",
-                "--daemonize", "no",
-                "--logfile", os.path.join(self.dir, "redis.log"),
-            ]  # fmt: skip
-            # Own session: Ctrl+C reaches only us, and we stop the server ourselves.
-            self.proc = subprocess.Popen(
-                args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True
-            )
-            if self._wait_ready():
-                return
-        log = Path(self.dir, "redis.log")
-        raise SystemExit(
-            "redis-server did not start:\n" + (log.read_text() if log.exists() else "")
-        )
-
-    def _wait_ready(self) -> bool:
-        assert self.proc is not None
-        deadline = time.monotonic() + 10
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                return False
-            try:
-                with socket.create_connection((self.host, self.port), timeout=0.5) as s:
-                    s.sendall(b"PING\r\n")
-                    if s.recv(64).startswith(b"+PONG"):
-                        return True
-            except OSError:
-                pass
-            time.sleep(0.02)
-        self.stop()
-        return False
-
-    def stop(self) -> None:
-        proc, self.proc = self.proc, None
-        if proc is not None and proc.poll() is None:
-            proc.terminate()
-            try:
-                proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+        try:
+            super().__init__()
+        except EmbeddedRedisError as exc:
+            raise SystemExit(str(exc)) from None
 
     def cleanup(self) -> None:
         self.stop()
-        shutil.rmtree(self.dir, ignore_errors=True)
 
     def version(self) -> str:
         out = subprocess.run([self.binary, "--version"], capture_output=True, text=True).stdout
@@ -355,16 +291,6 @@ def fmt_count(x: float) -> str:
     return str(round(x)) if abs(x - round(x)) < 0.005 else f"{x:.2f}"
 
 
-def run(args: argparse.Namespace) -> str:
-    server = RedisServer()
-    atexit.register(server.cleanup)
-    try:
-        server.start()
-        return bench(server, args)
-    finally:
-        server.cleanup()
-
-
 def bench(server: RedisServer, args: argparse.Namespace) -> str:
     if not HIREDIS_AVAILABLE:
         raise SystemExit("hiredis is not installed: pip install hiredis")
@@ -487,19 +413,31 @@ def main(argv: list[str] | None = None) -> int:
     if args.seconds <= 0 or args.rounds < 1 or args.board_size < 100:
         parser.error("--seconds must be > 0, --rounds >= 1, --board-size >= 100")
 
-    # Ctrl+C (even if SIGINT was inherited as ignored) and SIGTERM unwind through ``run``,
-    # which stops the server.
+    return serve_and_report("bench_sync", args, argv, lambda server: bench(server, args))
+
+
+def serve_and_report(
+    name: str, args: argparse.Namespace, argv: Optional[list[str]], body: Callable[[Any], str]
+) -> int:
+    """Run ``body`` on a private redis-server, print its report (and write it to
+    ``args.markdown``). Ctrl+C (even if SIGINT was inherited as ignored) and SIGTERM stop the
+    server on the way out."""
     signal.signal(signal.SIGINT, signal.default_int_handler)
     signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
+    server = RedisServer()
+    atexit.register(server.cleanup)
     try:
-        report = run(args)
+        server.start()
+        report = body(server)
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
+    finally:
+        server.cleanup()
     print(report)
     if args.markdown:
-        command = " ".join(["python", *sys.argv]) if argv is None else "bench_sync.main(...)"
-        args.markdown.write_text(f"# bench_sync\n\n`{command}`\n\n{report}")
+        command = " ".join(["python", *sys.argv]) if argv is None else f"{name}.main(...)"
+        args.markdown.write_text(f"# {name}\n\n`{command}`\n\n{report}")
     return 0
 
 

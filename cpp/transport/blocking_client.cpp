@@ -248,12 +248,9 @@ std::unique_ptr<BlockingConnection> BlockingClient::acquire() {
     }
   }
   auto connection = std::make_unique<BlockingConnection>(options_);
-  connections_.fetch_add(1, std::memory_order_relaxed);
   std::lock_guard<std::mutex> lock(mutex_);
-  if (dropped_ > 0) {
-    --dropped_;
-    reconnects_.fetch_add(1, std::memory_order_relaxed);
-  }
+  counters_.connected(dropped_ > 0);
+  if (dropped_ > 0) --dropped_;
   return connection;
 }
 
@@ -269,8 +266,7 @@ void BlockingClient::release(std::unique_ptr<BlockingConnection> connection) {
 leaderboard::Result BlockingClient::run(Exchange& exchange) {
   Lease connection(*this);
   while (!exchange.finished()) {
-    round_trips_.fetch_add(1, std::memory_order_relaxed);
-    commands_.fetch_add(exchange.expected(), std::memory_order_relaxed);
+    counters_.round_trip(exchange.expected());
     exchange.on_replies((*connection).round_trip(exchange.wire(), exchange.expected()));
   }
   return exchange.take_result();
@@ -280,19 +276,11 @@ Reply BlockingClient::execute_raw(const std::vector<std::string>& argv) {
   std::string wire;
   encode(Command{nullptr, argv}, false, wire);
   Lease connection(*this);
-  round_trips_.fetch_add(1, std::memory_order_relaxed);
-  commands_.fetch_add(1, std::memory_order_relaxed);
+  counters_.round_trip(1);
   return std::move((*connection).round_trip(wire, 1).at(0));
 }
 
-Stats BlockingClient::stats() const {
-  Stats stats;
-  stats.round_trips = round_trips_.load(std::memory_order_relaxed);
-  stats.commands = commands_.load(std::memory_order_relaxed);
-  stats.reconnects = reconnects_.load(std::memory_order_relaxed);
-  stats.connections = connections_.load(std::memory_order_relaxed);
-  return stats;
-}
+Stats BlockingClient::stats() const { return counters_.snapshot(); }
 
 void BlockingClient::close() {
   std::vector<std::unique_ptr<BlockingConnection>> closing;

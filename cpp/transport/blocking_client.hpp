@@ -5,7 +5,6 @@
 
 #include <sys/types.h>
 
-#include <atomic>
 #include <boost/asio/generic/stream_protocol.hpp>
 #include <boost/asio/io_context.hpp>
 #include <chrono>
@@ -20,17 +19,11 @@
 #include "leaderboard/operations.hpp"
 #include "transport/options.hpp"
 #include "transport/requests.hpp"
+#include "transport/stats.hpp"
 
 namespace rlb::transport {
 
 using Clock = std::chrono::steady_clock;
-
-struct Stats {
-  std::uint64_t round_trips = 0;  // writes answered by a read, handshakes excluded
-  std::uint64_t commands = 0;
-  std::uint64_t reconnects = 0;   // connections opened to replace a dropped one
-  std::uint64_t connections = 0;  // connections opened in all
-};
 
 // Called when a wait is interrupted by a signal. It may throw to abandon the call (the bindings
 // raise KeyboardInterrupt from it); the connection is then dropped, its replies out of step.
@@ -93,7 +86,7 @@ class BlockingClient {
   std::mutex mutex_;
   std::vector<std::unique_ptr<BlockingConnection>> idle_;
   std::uint64_t dropped_ = 0;  // broken connections not yet replaced (guarded by mutex_)
-  std::atomic<std::uint64_t> round_trips_{0}, commands_{0}, reconnects_{0}, connections_{0};
+  Counters counters_;
 };
 
 }  // namespace rlb::transport

@@ -85,14 +85,7 @@ std::vector<Completion> MultiplexedClient::take_completions() {
   return out;
 }
 
-Stats MultiplexedClient::stats() const {
-  Stats stats;
-  stats.round_trips = round_trips_.load(std::memory_order_relaxed);
-  stats.commands = commands_.load(std::memory_order_relaxed);
-  stats.reconnects = reconnects_.load(std::memory_order_relaxed);
-  stats.connections = connections_.load(std::memory_order_relaxed);
-  return stats;
-}
+Stats MultiplexedClient::stats() const { return counters_.snapshot(); }
 
 void MultiplexedClient::close() {
   if (::getpid() != pid_) return;  // the I/O thread does not exist in a forked child
@@ -245,8 +238,7 @@ void MultiplexedClient::on_connected() {
   connect_timer_.cancel();
   state_ = State::Connected;
   backoff_ = std::chrono::milliseconds(0);
-  connections_.fetch_add(1, std::memory_order_relaxed);
-  if (ever_connected_) reconnects_.fetch_add(1, std::memory_order_relaxed);
+  counters_.connected(ever_connected_);
   ever_connected_ = true;
   if (options_.unix_socket_path.empty()) {
     boost::system::error_code ignored;
@@ -282,8 +274,7 @@ void MultiplexedClient::write() {
   }
   if (write_buffer_.empty()) return;  // the in-flight limit: replies will make room
   writing_ = true;
-  round_trips_.fetch_add(1, std::memory_order_relaxed);
-  commands_.fetch_add(commands, std::memory_order_relaxed);
+  counters_.round_trip(commands);
   arm_request_timer();
   const auto generation = generation_;
   asio::async_write(socket_, asio::buffer(write_buffer_),

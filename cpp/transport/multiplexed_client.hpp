@@ -129,7 +129,7 @@ class MultiplexedClient {
   std::vector<Completion> completions_;  // guarded by completions_mutex_
 
   std::atomic<bool> closed_{false};
-  std::atomic<std::uint64_t> round_trips_{0}, commands_{0}, reconnects_{0}, connections_{0};
+  Counters counters_;
   std::unique_ptr<std::thread> thread_;  // last: started once everything above exists
 };
 
