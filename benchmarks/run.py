@@ -45,6 +45,7 @@ import collections
 import csv
 import datetime
 import gc
+import importlib.util
 import io
 import itertools
 import json
@@ -1636,8 +1637,11 @@ class Placement:
 
 def main(argv: Optional[list[str]] = None) -> int:
     opts = parse_args(argv)
+    # Refuse before the run, not after it: the report needs both.
     if not HIREDIS_AVAILABLE:
-        raise SystemExit("hiredis is not installed: pip install hiredis")
+        raise SystemExit("hiredis is not installed: pip install '.[bench]'")
+    if importlib.util.find_spec("matplotlib") is None:
+        raise SystemExit("matplotlib is not installed: pip install '.[bench]'")
     command = shlex.join(["python", "benchmarks/run.py", *(sys.argv[1:] if argv is None else argv)])
     # Ctrl+C (even if SIGINT was inherited as ignored) and SIGTERM unwind through the finally
     # below, which stops the server.
