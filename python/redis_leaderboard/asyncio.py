@@ -217,21 +217,29 @@ class RedisLeaderboard(BoardBase):
         written = submitted = 0
         window: collections.deque[asyncio.Future[int]] = collections.deque()
         try:
-            for chunk in chunked(entries, chunk_size):
-                window.append(self._run(self._board.upsert_chunk(chunk, submitted)))
-                submitted += len(chunk)
-                if len(window) >= _CHUNKS_IN_FLIGHT:
-                    written += await window.popleft()
-                    if progress is not None:
-                        progress(written)
-        except (TypeError, ValueError):
-            # A bad entry: the chunks already sent still complete, as documented.
-            await asyncio.gather(*window, return_exceptions=True)
+            try:
+                for chunk in chunked(entries, chunk_size):
+                    window.append(self._run(self._board.upsert_chunk(chunk, submitted)))
+                    submitted += len(chunk)
+                    if len(window) >= _CHUNKS_IN_FLIGHT:
+                        written += await window.popleft()
+                        if progress is not None:
+                            progress(written)
+            except (TypeError, ValueError):
+                # A bad entry: the chunks already sent still complete, as documented.
+                await asyncio.gather(*window, return_exceptions=True)
+                window.clear()
+                raise
+            while window:
+                written += await window.popleft()
+                if progress is not None:
+                    progress(written)
+        except BaseException:
+            # Cancelled, or a chunk failed: the other chunks' outcomes are nobody's to read.
+            for future in window:
+                if not future.cancel() and not future.cancelled():
+                    future.exception()
             raise
-        while window:
-            written += await window.popleft()
-            if progress is not None:
-                progress(written)
         trim = await self._run(self._board.trim_to_max_entries(MAX_REPORTED_TRIMMED))
         return import_summary(written, trim)
 

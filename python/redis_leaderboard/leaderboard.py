@@ -222,11 +222,12 @@ class RedisLeaderboard(BoardBase):
         Returns ``{"written": n, "trimmed": count, "trimmed_user_ids": [...]}``, listing at
         most the 1,000 lowest trimmed ids.
         """
-        written = 0
+        written = submitted = 0
         with ThreadPoolExecutor(1, thread_name_prefix="upsert_many") as sender:
             in_flight: Optional[Future[int]] = None
             for chunk in chunked(entries, chunk_size):
-                operation = self._board.upsert_chunk(chunk, written)  # converts and validates
+                operation = self._board.upsert_chunk(chunk, submitted)  # converts and validates
+                submitted += len(chunk)
                 if in_flight is not None:
                     written += in_flight.result()
                     if progress is not None:

@@ -1,0 +1,205 @@
+"""``upsert_many``: the bulk import of both classes, against the private redis-server.
+
+Checked: the guide's key layout, one round trip per chunk plus one trim, a single trim at the
+end with at most 1,000 reported ids, lazy reading of the iterable, error positions counted
+over the whole iterable (with the chunks before the bad one written and nothing after), and
+for asyncio, cancellation and a dying server leaving no orphaned futures behind.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+import math
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+import redis_leaderboard
+from redis_leaderboard import ConnectionError, RedisLeaderboard
+from redis_leaderboard.asyncio import Client as AsyncClient
+from redis_leaderboard.asyncio import RedisLeaderboard as AsyncRedisLeaderboard
+
+
+@pytest.fixture
+def r(redis_server: Any) -> Iterator[Any]:
+    client = redis_server.redis_py()
+    yield client
+    client.close()
+
+
+def metadata_keys(r: Any, key: str) -> set[str]:
+    return set(r.scan_iter(match=f"{key}:user:*", count=1000))
+
+
+def test_writes_the_guide_layout_one_round_trip_per_chunk(
+    client: redis_leaderboard.Client, board_key: str, r: Any
+) -> None:
+    board = RedisLeaderboard(client, key=board_key, max_entries=10_000)
+    entries = (
+        (f"user {i}", float(i * 10), {"name": f"P{i}", "level": i} if i % 2 else {})
+        for i in range(2500)
+    )
+    progress: list[int] = []
+    assert board.upsert_many([]) == {"written": 0, "trimmed": 0, "trimmed_user_ids": []}
+    before = client.stats()["round_trips"]  # the trim script is cached now: no NOSCRIPT retry
+    summary = board.upsert_many(entries, chunk_size=1000, progress=progress.append)
+    assert client.stats()["round_trips"] - before == 3 + 1  # three chunks, one trim
+    assert summary == {"written": 2500, "trimmed": 0, "trimmed_user_ids": []}
+    assert progress == [1000, 2000, 2500]
+    assert r.zcard(board_key) == 2500
+    assert r.zscore(board_key, "user 2499") == 24990.0
+    assert r.hgetall(f"{board_key}:user:user 7") == {"name": "P7", "level": "7"}
+    assert len(metadata_keys(r, board_key)) == 1250  # no empty hashes for entries without any
+    assert board.get_user_entry("user 7") == {
+        "rank": 2493,
+        "user_id": "user 7",
+        "score": 70.0,
+        "metadata": {"name": "P7", "level": "7"},
+    }
+
+
+def test_later_duplicates_win_and_metadata_merges(
+    client: redis_leaderboard.Client, board_key: str
+) -> None:
+    board = RedisLeaderboard(client, key=board_key, max_entries=10)
+    board.upsert_user("a", 1, {"name": "Ada", "team": "red"})
+    board.upsert_many([("a", 5, {"team": "blue"}), ("b", 2), ("a", 7), ("b", 3, {"x": "y"})])
+    assert board.list_all() == [
+        {"rank": 1, "user_id": "a", "score": 7.0, "metadata": {"name": "Ada", "team": "blue"}},
+        {"rank": 2, "user_id": "b", "score": 3.0, "metadata": {"x": "y"}},
+    ]
+
+
+def test_trims_once_and_reports_at_most_1000_lowest_ids(
+    client: redis_leaderboard.Client, board_key: str, r: Any
+) -> None:
+    board = RedisLeaderboard(client, key=board_key, max_entries=100)
+    summary = board.upsert_many(((f"u{i:05d}", i, {"i": i}) for i in range(5000)), chunk_size=700)
+    assert summary["written"] == 5000
+    assert summary["trimmed"] == 4900
+    assert summary["trimmed_user_ids"] == [f"u{i:05d}" for i in range(1000)]
+    assert r.zrange(board_key, 0, -1) == [f"u{i:05d}" for i in range(4900, 5000)]
+    assert metadata_keys(r, board_key) == {f"{board_key}:user:u{i:05d}" for i in range(4900, 5000)}
+
+
+def test_reads_the_iterable_lazily(client: redis_leaderboard.Client, board_key: str) -> None:
+    board = RedisLeaderboard(client, key=board_key, max_entries=100_000)
+    consumed = 0
+
+    def entries() -> Iterator[tuple[str, int]]:
+        nonlocal consumed
+        for i in range(20_000):
+            consumed += 1
+            yield f"u{i}", i
+
+    ahead: list[int] = []
+    board.upsert_many(entries(), chunk_size=1000, progress=lambda n: ahead.append(consumed - n))
+    assert consumed == 20_000
+    # At most the chunk on the wire and the one being prepared are read ahead of what is written.
+    assert max(ahead) <= 2000
+
+
+@pytest.mark.parametrize("kind", ["sync", "asyncio"])
+@pytest.mark.parametrize(
+    ("bad", "error", "message"),
+    [
+        (("u1700", math.nan), ValueError, "entry 1700: score must be a finite number"),
+        (("", 1.0), ValueError, "entry 1700: user_id must not be empty"),
+        (("u1700",), TypeError, "entry 1700: must have 2 or 3 items"),
+        ("u1700", TypeError, "entry 1700: must be a (user_id, score) or"),
+        (("u1700", 1.0, ["x"]), TypeError, "entry 1700: "),
+    ],
+)
+def test_a_bad_entry_names_its_position_over_the_whole_iterable(
+    redis_server: Any, board_key: str, r: Any, kind: str, bad: Any, error: type, message: str
+) -> None:
+    entries: list[Any] = [(f"u{i:04d}", i) for i in range(3000)]
+    entries[1700] = bad
+    if kind == "sync":
+        with redis_leaderboard.Client(host=redis_server.host, port=redis_server.port) as c:
+            board = RedisLeaderboard(c, key=board_key, max_entries=10)
+            with pytest.raises(error) as raised:
+                board.upsert_many(iter(entries), chunk_size=500)
+    else:
+
+        async def load() -> None:
+            async with AsyncClient(host=redis_server.host, port=redis_server.port) as c:
+                board = AsyncRedisLeaderboard(c, key=board_key, max_entries=10)
+                await board.upsert_many(iter(entries), chunk_size=500)
+
+        with pytest.raises(error) as raised:
+            asyncio.run(load())
+    assert str(raised.value).startswith(message)
+    # The chunks before the bad entry's chunk (entries 0..1499) are written, untrimmed;
+    # nothing of its chunk or after it.
+    assert r.zcard(board_key) == 1500
+    assert r.zrange(board_key, -1, -1) == ["u1499"]
+
+
+class UnretrievedFutures:
+    """Collects the event loop's "exception was never retrieved" reports."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self.reports: list[str] = []
+        loop.set_exception_handler(lambda _loop, context: self.reports.append(context["message"]))
+
+
+@pytest.mark.asyncio
+async def test_cancelling_an_import_leaves_the_client_clean(
+    redis_server: Any, board_key: str
+) -> None:
+    reports = UnretrievedFutures(asyncio.get_running_loop())
+    client = AsyncClient(host=redis_server.host, port=redis_server.port)
+    board = AsyncRedisLeaderboard(client, key=board_key, max_entries=1_000_000)
+    started = asyncio.Event()
+    task = asyncio.create_task(
+        board.upsert_many(
+            ((f"u{i}", i, {"m": "x" * 50}) for i in range(200_000)),
+            chunk_size=500,
+            progress=lambda _n: started.set(),
+        )
+    )
+    await started.wait()
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    # The connection is still in step: a normal call answers correctly.
+    assert await board.upsert_user("after", 1e9) == {
+        "rank": 1,
+        "user_id": "after",
+        "score": 1e9,
+        "metadata": {},
+        "trimmed_user_ids": [],
+    }
+    await client.aclose()
+    assert client._core.pending == 0
+    gc.collect()
+    await asyncio.sleep(0)
+    assert reports.reports == []
+
+
+@pytest.mark.asyncio
+async def test_a_server_dying_mid_import_raises_connection_error_and_orphans_nothing(
+    fresh_redis_server: Any, board_key: str
+) -> None:
+    reports = UnretrievedFutures(asyncio.get_running_loop())
+    client = AsyncClient(host=fresh_redis_server.host, port=fresh_redis_server.port)
+    board = AsyncRedisLeaderboard(client, key=board_key, max_entries=1_000_000)
+
+    def kill_after_first_chunk(written: int) -> None:
+        if written == 500:
+            fresh_redis_server.kill()
+
+    with pytest.raises(ConnectionError):
+        await board.upsert_many(
+            ((f"u{i}", i) for i in range(100_000)),
+            chunk_size=500,
+            progress=kill_after_first_chunk,
+        )
+    await client.aclose()
+    assert client._core.pending == 0
+    gc.collect()
+    await asyncio.sleep(0)
+    assert reports.reports == []
