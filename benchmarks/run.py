@@ -762,9 +762,10 @@ class Bench:
         return self.raw.run(commands, db, n, pipeline, keyspace)
 
     def measure_raw_floor(self, method: Method, bs: BoardSet) -> Sample:
-        """The raw-socket floor on a one-command request, to set against redis-benchmark."""
+        """The raw-socket floor on a one-command request: exact percentiles, to set against
+        redis-benchmark's bucketed ones."""
         self.placement.latency()
-        commands = floor_commands(method, bs.key)
+        commands = floor_commands(method, "lb:small" if method.small else bs.key)
         n = max(200, int(self.floor_rate.get((method.name, bs.size, 1), 5000) * self.opts.seconds))
         run = self.raw.run(commands, bs.db, n, 1, bs.size)
         return Sample(run.rps, run.p50_us, run.p99_us, run.requests, 1.0)
@@ -981,7 +982,7 @@ class Bench:
             ((GUIDE, self.main, 0), lambda: self.measure_sync(GUIDE, method, main, seed)),
             ((FLOOR_P1, self.main, 0), lambda: self.measure_floor(method, main, 1)),
         ]
-        if method.name == RAW_CALIBRATION:
+        if exact_floor(method) == FLOOR_RAW:
             jobs.append(((FLOOR_RAW, self.main, 0), lambda: self.measure_raw_floor(method, main)))
         if not method.small:
             for size in self.sizes[1:]:
@@ -1095,6 +1096,15 @@ def method_label(method: Method) -> str:
     return method.name + (" †" if len(floor_commands(method, "k")) > 1 else "")
 
 
+def exact_floor(method: Method) -> str:
+    """Which sample holds the method's floor with exact percentiles: RawFloor's, measured
+    besides redis-benchmark for a one-command request, or the floor itself for a transaction
+    (where RawFloor is the floor)."""
+    if len(floor_commands(method, "k")) > 1 or method.victims:
+        return FLOOR_P1
+    return FLOOR_RAW
+
+
 def git_revision() -> str:
     try:
         rev = subprocess.run(
@@ -1163,16 +1173,22 @@ def report(bench: Bench, command: str, started: float, elapsed: float) -> tuple[
         "measured back to back in each round), so they need not equal the quotient of the "
         "medians shown. redis-benchmark reports percentiles at the top of its histogram "
         "buckets (8 µs wide here: 23, 31, 39, 47 µs ...), so its p50 can be up to 8 µs above "
-        "the true value; its calls/s (one call at a time: 1 / mean latency) is exact.",
+        "the true value; its calls/s (one call at a time: 1 / mean latency) is exact. So the "
+        "table also gives the exact floor: the same request from RawFloor (a raw socket and "
+        "hiredis' C parser driven from Python, exact percentiles; see †), whose own loop costs "
+        "a few µs per call that redis-benchmark's C loop does not.",
         "",
         "| method | ours calls/s | ours p50 | ours p99 | guide calls/s | guide p50 | guide p99 "
-        "| ours / guide | floor calls/s | floor p50 | ours p50 / floor p50 | RT ours | RT guide |",
-        "| --- |" + " ---: |" * 12,
+        "| ours / guide | floor calls/s | floor p50 | ours p50 / floor p50 | exact floor p50 "
+        "| ours p50 / exact floor p50 | RT ours | RT guide |",
+        "| --- |" + " ---: |" * 14,
     ]
     for m in METHODS:
         o, g, f = (res.median(i, m.name, main) for i in (OURS, GUIDE, FLOOR_P1))
         if o is None or g is None or f is None:
             continue
+        x = res.median(exact_floor(m), m.name, main)
+        x_ratio = res.paired((OURS, m.name, main, 0), (exact_floor(m), m.name, main, 0), P50)
         out.append(
             f"| {method_label(m)} | {fmt_rate(o.calls_per_s)} | {fmt_us(o.p50_us)} "
             f"| {fmt_us(o.p99_us)} "
@@ -1180,6 +1196,7 @@ def report(bench: Bench, command: str, started: float, elapsed: float) -> tuple[
             f"| {fmt_ratio(res.paired((OURS, m.name, main, 0), (GUIDE, m.name, main, 0), RATE))} "
             f"| {fmt_rate(f.calls_per_s)} | {fmt_us(f.p50_us)} "
             f"| {fmt_ratio(res.paired((OURS, m.name, main, 0), (FLOOR_P1, m.name, main, 0), P50))} "
+            f"| {fmt_us(x.p50_us) if x else ''} | {fmt_ratio(x_ratio)} "
             f"| {fmt_rt(o.round_trips_per_call)} | {fmt_rt(g.round_trips_per_call)} |"
         )
     notes = [f"{m.name}: {m.note}" for m in METHODS if m.note]
@@ -1407,15 +1424,20 @@ def evaluate_targets(bench: Bench) -> tuple[list[tuple[str, str, bool]], list[di
             rows.append(
                 (f"bulk import ({label}) >= 0.8x ceiling", f"{vs_ceiling:.2f}x", vs_ceiling >= 0.8)
             )
+    # Judged on both floors: redis-benchmark's (as the target is worded) and the exact one
+    # (redis-benchmark's p50 is the top of an 8 µs bucket, which flatters us).
     for name in ("upsert_user", "get_top(10)", "get_rank"):
         o, f = res.median(OURS, name, main), res.median(FLOOR_P1, name, main)
+        x = res.median(FLOOR_RAW, name, main)
         r = res.paired((OURS, name, main, 0), (FLOOR_P1, name, main, 0), P50)
-        if o and f and r is not None:
+        xr = res.paired((OURS, name, main, 0), (FLOOR_RAW, name, main, 0), P50)
+        if o and f and x and r is not None and xr is not None:
             rows.append(
                 (
-                    f"sync p50 {name} <= 1.3x redis-benchmark -P 1 p50",
-                    f"{fmt_us(o.p50_us)} vs {fmt_us(f.p50_us)} µs; ratio {r:.2f}x",
-                    r <= 1.3,
+                    f"sync p50 {name} <= 1.3x redis-benchmark -P 1 p50 (and the exact floor's)",
+                    f"{fmt_us(o.p50_us)} vs {fmt_us(f.p50_us)} µs, ratio {r:.2f}x; "
+                    f"exact floor {fmt_us(x.p50_us)} µs, ratio {xr:.2f}x",
+                    r <= 1.3 and xr <= 1.3,
                 )
             )
     top = CONCURRENCY[-1]
