@@ -17,9 +17,10 @@ from typing import Any
 import pytest
 
 import redis_leaderboard
-from redis_leaderboard import ConnectionError, RedisLeaderboard
+from redis_leaderboard import ConnectionError, RedisLeaderboard, ResponseError
 from redis_leaderboard.asyncio import Client as AsyncClient
 from redis_leaderboard.asyncio import RedisLeaderboard as AsyncRedisLeaderboard
+from redis_leaderboard.leaderboard import CHUNKS_IN_FLIGHT
 
 
 @pytest.fixture
@@ -97,8 +98,33 @@ def test_reads_the_iterable_lazily(client: redis_leaderboard.Client, board_key: 
     ahead: list[int] = []
     board.upsert_many(entries(), chunk_size=1000, progress=lambda n: ahead.append(consumed - n))
     assert consumed == 20_000
-    # At most the chunk on the wire and the one being prepared are read ahead of what is written.
-    assert max(ahead) <= 2000
+    # At most the chunks in flight are read ahead of what is written.
+    assert max(ahead) <= CHUNKS_IN_FLIGHT * 1000
+
+
+def test_an_error_mid_import_leaves_the_connection_in_step(
+    client: redis_leaderboard.Client, board_key: str, r: Any
+) -> None:
+    board = RedisLeaderboard(client, key=board_key, max_entries=100_000)
+    assert board.get_size() == 0
+    before = client.stats()["connections"]
+
+    def stop(written: int) -> None:
+        if written == 1000:
+            raise RuntimeError("stop here")
+
+    with pytest.raises(RuntimeError, match="stop here"):
+        board.upsert_many(((f"u{i}", i) for i in range(50_000)), chunk_size=1000, progress=stop)
+    # The chunks written before the callback raised were applied; their replies were read.
+    assert r.zcard(board_key) in range(1000, 1000 * (CHUNKS_IN_FLIGHT + 1) + 1)
+    assert board.get_rank("u0") is not None
+    # A Redis error in a chunk (the board key holds a string): ResponseError, still in step.
+    r.set(f"{board_key}:s", "not a sorted set")
+    other = RedisLeaderboard(client, key=f"{board_key}:s", max_entries=10)
+    with pytest.raises(ResponseError, match="WRONGTYPE"):
+        other.upsert_many(((f"u{i}", i) for i in range(10_000)), chunk_size=1000)
+    assert board.get_size() == r.zcard(board_key)
+    assert client.stats()["connections"] == before  # no connection was dropped
 
 
 @pytest.mark.parametrize("kind", ["sync", "asyncio"])

@@ -36,6 +36,7 @@ class AsyncCore {
       call_soon_ = loop_.attr("call_soon");
     }
     auto& op = operation.cast<PyOperation&>();
+    op.claim();
     transport::Exchange& exchange = op.start();
     py::object future = loop.attr("create_future")();
     const std::uint64_t id = next_id_++;

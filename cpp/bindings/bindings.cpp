@@ -3,6 +3,7 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <deque>
 #include <memory>
 #include <optional>
 #include <string>
@@ -51,7 +52,7 @@ PYBIND11_MODULE(_core, m) {
       .def(
           "request",
           [](PyOperation& self) {
-            if (!self.exchange) self.start();
+            if (!self.exchange) self.start();  // once: later calls give the pending request
             return py::bytes(self.exchange->wire());
           },
           "RESP bytes of the next round trip's commands (scripts as EVALSHA).")
@@ -195,15 +196,44 @@ PYBIND11_MODULE(_core, m) {
       .def(
           "run",
           [](BlockingClient& self, PyOperation& operation) {
-            transport::Exchange& exchange = operation.start();
+            operation.claim();
             Result result;
             {
               py::gil_scoped_release release;
-              result = self.run(exchange);
+              result = self.run(operation.start());
             }
             return to_python(result);
           },
           "operation"_a)
+      .def(
+          "run_pipelined",
+          [](BlockingClient& self, py::iterable operations, py::function on_result,
+             std::size_t window) {
+            py::iterator it = py::iter(operations);
+            std::deque<py::object> alive;  // the operations in flight, and a few done
+            auto next = [&]() -> transport::Exchange* {
+              py::gil_scoped_acquire gil;
+              if (alive.size() > window) alive.pop_front();
+              // Asked for only now, after the previous request went out: building the next
+              // operation (converting a chunk) overlaps the server's work on the previous.
+              auto item = py::reinterpret_steal<py::object>(PyIter_Next(it.ptr()));
+              if (!item) {
+                if (PyErr_Occurred()) throw py::error_already_set();
+                return nullptr;
+              }
+              auto& operation = item.cast<PyOperation&>();
+              operation.claim();
+              alive.push_back(item);
+              return &operation.start();
+            };
+            auto done = [&](Result result) {
+              py::gil_scoped_acquire gil;
+              on_result(to_python(result));
+            };
+            py::gil_scoped_release release;
+            self.run_pipelined(window, next, done);
+          },
+          "operations"_a, "on_result"_a, "window"_a = 4)
       .def("execute_command",
            [](BlockingClient& self, py::args args) {
              if (args.empty()) throw py::type_error("execute_command needs a command name");

@@ -63,8 +63,12 @@ struct PyOperation {
   std::unique_ptr<transport::Exchange> exchange;  // once started
   std::optional<leaderboard::Result> result;
 
-  transport::Exchange& start() {
+  void claim() const {
     if (exchange) throw py::value_error("this operation has already been run");
+  }
+  // Encodes the first request. Needs no GIL: run() calls it with the GIL released, since a bulk
+  // chunk takes a while to encode.
+  transport::Exchange& start() {
     exchange = std::make_unique<transport::Exchange>(*operation);
     return *exchange;
   }

@@ -4,11 +4,14 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/local/stream_protocol.hpp>
 #include <cerrno>
 #include <cmath>
 #include <cstring>
+#include <deque>
+#include <stdexcept>
 #include <utility>
 
 #include "errors.hpp"
@@ -160,6 +163,11 @@ void BlockingConnection::handshake() {
 }
 
 std::vector<Reply> BlockingConnection::round_trip(const std::string& wire, std::size_t count) {
+  send(wire);
+  return receive(count);
+}
+
+void BlockingConnection::send(const std::string& wire) {
   if (broken_) throw ConnectionError("Connection to " + options_.address() + " is closed");
   const auto until = deadline(options_.socket_timeout);
   boost::system::error_code ec;
@@ -177,7 +185,12 @@ std::vector<Reply> BlockingConnection::round_trip(const std::string& wire, std::
       fail_io("Error writing to " + options_.address() + ": " + ec.message());
     }
   }
+}
 
+std::vector<Reply> BlockingConnection::receive(std::size_t count) {
+  if (broken_) throw ConnectionError("Connection to " + options_.address() + " is closed");
+  const auto until = deadline(options_.socket_timeout);
+  boost::system::error_code ec;
   std::vector<Reply> replies;
   replies.reserve(count);
   char buffer[64 * 1024];
@@ -270,6 +283,47 @@ leaderboard::Result BlockingClient::run(Exchange& exchange) {
     exchange.on_replies((*connection).round_trip(exchange.wire(), exchange.expected()));
   }
   return exchange.take_result();
+}
+
+void BlockingClient::run_pipelined(std::size_t window, const std::function<Exchange*()>& next,
+                                   const std::function<void(leaderboard::Result)>& done) {
+  Lease lease(*this);
+  BlockingConnection& connection = *lease;
+  std::deque<Exchange*> in_flight;  // written, replies not read yet
+  auto read_oldest = [&] {
+    Exchange& exchange = *in_flight.front();
+    auto replies = connection.receive(exchange.expected());
+    in_flight.pop_front();
+    exchange.on_replies(std::move(replies));
+    if (!exchange.finished()) {
+      throw std::logic_error("run_pipelined takes operations of one round trip");
+    }
+    return exchange.take_result();
+  };
+  try {
+    for (Exchange* exchange = next(); exchange != nullptr; exchange = next()) {
+      if (exchange->finished()) {  // nothing to send (an empty operation)
+        done(exchange->take_result());
+        continue;
+      }
+      counters_.round_trip(exchange->expected());
+      connection.send(exchange->wire());
+      in_flight.push_back(exchange);
+      if (in_flight.size() >= std::max<std::size_t>(window, 1)) done(read_oldest());
+    }
+    while (!in_flight.empty()) done(read_oldest());
+  } catch (...) {
+    // Keep the connection in step: read what was asked for, unless it is broken already.
+    while (!in_flight.empty() && !connection.broken()) {
+      try {
+        connection.receive(in_flight.front()->expected());
+      } catch (...) {
+        break;  // the connection is broken now; the lease drops it
+      }
+      in_flight.pop_front();
+    }
+    throw;
+  }
 }
 
 Reply BlockingClient::execute_raw(const std::vector<std::string>& argv) {

@@ -9,6 +9,7 @@
 #include <boost/asio/io_context.hpp>
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -40,6 +41,9 @@ class BlockingConnection {
   // Writes `wire` and reads `count` replies within the socket timeout. Any failure leaves the
   // connection broken (its replies would be out of step) and throws.
   std::vector<codec::Reply> round_trip(const std::string& wire, std::size_t count);
+  // The two halves of a round trip, for requests pipelined ahead of their replies.
+  void send(const std::string& wire);
+  std::vector<codec::Reply> receive(std::size_t count);
 
   bool broken() const { return broken_; }
   // Before reuse: false if the server closed the socket or sent something unasked, or the
@@ -69,6 +73,13 @@ class BlockingClient {
 
   // Runs an operation to completion on one pooled connection; one round trip per step.
   leaderboard::Result run(Exchange& exchange);
+  // Runs one-step operations in order on one pooled connection, writing up to `window` requests
+  // ahead of the replies being read, so the server never waits for the client between them.
+  // `next` gives the next operation (nullptr: no more); `done` takes each result, in order.
+  // If `next`, `done` or an operation throws, the replies already asked for are read (the
+  // requests written stay applied, the connection in step) and the exception goes on.
+  void run_pipelined(std::size_t window, const std::function<Exchange*()>& next,
+                     const std::function<void(leaderboard::Result)>& done);
   // One raw command; an error reply is returned, not raised.
   codec::Reply execute_raw(const std::vector<std::string>& argv);
 

@@ -1,6 +1,6 @@
 """The compiled core: RESP codec, leaderboard operations and transports (C++)."""
 
-from typing import Any, Mapping, Optional
+from typing import Any, Callable, Iterable, Mapping, Optional
 
 class RedisError(Exception):
     """Base of every error this package raises for Redis (mirrors redis-py)."""
@@ -141,6 +141,15 @@ class Client:
     def ping(self) -> bool: ...
     def run(self, operation: Operation) -> Any:
         """Run a :class:`Board` operation and return its result (the guide's shapes)."""
+    def run_pipelined(
+        self,
+        operations: Iterable[Operation],
+        on_result: Callable[[Any], object],
+        window: int = 4,
+    ) -> None:
+        """Run one-round-trip operations in order on one connection, ``window`` requests ahead
+        of their replies; ``on_result`` gets each result in order. If anything raises, the
+        replies already asked for are read first."""
     def execute_command(self, *args: str | bytes | int | float) -> Any:
         """Send one command; bulk strings come back as ``bytes``."""
     def stats(self) -> dict[str, int]:

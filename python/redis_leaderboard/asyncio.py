@@ -15,6 +15,7 @@ from typing import Any, Callable, Iterable, Mapping, Optional
 
 from . import _core
 from .leaderboard import (
+    CHUNKS_IN_FLIGHT,
     DEFAULT_CHUNK_SIZE,
     MAX_REPORTED_TRIMMED,
     BoardBase,
@@ -27,7 +28,6 @@ from .leaderboard import (
 
 __all__ = ["Client", "RedisLeaderboard"]
 
-_CHUNKS_IN_FLIGHT = 4
 _open_clients: weakref.WeakSet[Client] = weakref.WeakSet()
 
 
@@ -221,7 +221,7 @@ class RedisLeaderboard(BoardBase):
                 for chunk in chunked(entries, chunk_size):
                     window.append(self._run(self._board.upsert_chunk(chunk, submitted)))
                     submitted += len(chunk)
-                    if len(window) >= _CHUNKS_IN_FLIGHT:
+                    if len(window) >= CHUNKS_IN_FLIGHT:
                         written += await window.popleft()
                         if progress is not None:
                             progress(written)

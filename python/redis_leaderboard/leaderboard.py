@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import itertools
 import os
-from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, Callable, Iterable, Iterator, Mapping, Optional, Sequence, Union
 
 from . import _core
@@ -18,6 +17,8 @@ BulkEntry = Union[tuple[str, float], tuple[str, float, Mapping[str, Any]], Seque
 ImportSummary = dict[str, Any]
 
 DEFAULT_CHUNK_SIZE = 1000
+# upsert_many: chunks written ahead of the replies (both classes).
+CHUNKS_IN_FLIGHT = 4
 # upsert_many reports at most this many trimmed ids (the lowest); "trimmed" counts them all.
 MAX_REPORTED_TRIMMED = 1000
 
@@ -210,8 +211,9 @@ class RedisLeaderboard(BoardBase):
         """Bulk-load ``(user_id, score)`` or ``(user_id, score, metadata)`` entries.
 
         Streams ``entries`` (any iterable, read lazily: memory stays bounded) in chunks of
-        ``chunk_size``: one variadic ZADD and one HSET per entry with metadata, one round trip
-        per chunk; the next chunk is prepared while the previous one is on the wire. The board
+        ``chunk_size``: one variadic ZADD and one HSET per entry with metadata per chunk, up to
+        4 chunks in flight on one connection, so the next chunk is converted while the server
+        applies the previous ones and the server never waits for the client. The board
         is trimmed once, at the end. ``progress(written_so_far)`` is called after each chunk.
 
         Each entry is validated as :meth:`upsert_user` validates its arguments. A bad entry
@@ -222,20 +224,20 @@ class RedisLeaderboard(BoardBase):
         Returns ``{"written": n, "trimmed": count, "trimmed_user_ids": [...]}``, listing at
         most the 1,000 lowest trimmed ids.
         """
-        written = submitted = 0
-        with ThreadPoolExecutor(1, thread_name_prefix="upsert_many") as sender:
-            in_flight: Optional[Future[int]] = None
+        written = 0
+
+        def chunks() -> Iterator[_core.Operation]:
+            submitted = 0
             for chunk in chunked(entries, chunk_size):
-                operation = self._board.upsert_chunk(chunk, submitted)  # converts and validates
+                yield self._board.upsert_chunk(chunk, submitted)  # converts and validates
                 submitted += len(chunk)
-                if in_flight is not None:
-                    written += in_flight.result()
-                    if progress is not None:
-                        progress(written)
-                in_flight = sender.submit(self._run, operation)
-            if in_flight is not None:
-                written += in_flight.result()
-                if progress is not None:
-                    progress(written)
+
+        def on_chunk(count: int) -> None:
+            nonlocal written
+            written += count
+            if progress is not None:
+                progress(written)
+
+        self.redis.run_pipelined(chunks(), on_chunk, CHUNKS_IN_FLIGHT)
         trim = self._run(self._board.trim_to_max_entries(MAX_REPORTED_TRIMMED))
         return import_summary(written, trim)
