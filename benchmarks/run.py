@@ -1540,8 +1540,8 @@ def chart(bench: Bench, path: Path) -> None:
     for label, k, color in (
         ("ours sync", OURS, "tab:blue"),
         ("ours asyncio", OURS_ASYNC, "tab:cyan"),
-        ("redis-py pipeline", "redis-py", "tab:orange"),
-        ("redis-benchmark ceiling", "ceiling", "tab:gray"),
+        ("redis-py\npipeline", "redis-py", "tab:orange"),
+        ("redis-benchmark\nceiling", "ceiling", "tab:gray"),
         ("redis-cli --pipe", "redis-cli", "tab:olive"),
     ):
         if k in b:
