@@ -167,16 +167,26 @@ def test_a_bad_entry_names_its_position_over_the_whole_iterable(
 class UnretrievedFutures:
     """Collects the event loop's "exception was never retrieved" reports."""
 
-    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+    def __init__(self) -> None:
         self.reports: list[str] = []
-        loop.set_exception_handler(lambda _loop, context: self.reports.append(context["message"]))
+        asyncio.get_running_loop().set_exception_handler(
+            lambda _loop, context: self.reports.append(context["message"])
+        )
+
+    async def close_and_check(self, client: AsyncClient) -> None:
+        """Close ``client``: nothing pending, no future left with an unread exception."""
+        await client.aclose()
+        assert client._core.pending == 0
+        gc.collect()
+        await asyncio.sleep(0)
+        assert self.reports == []
 
 
 @pytest.mark.asyncio
 async def test_cancelling_an_import_leaves_the_client_clean(
     redis_server: Any, board_key: str
 ) -> None:
-    reports = UnretrievedFutures(asyncio.get_running_loop())
+    reports = UnretrievedFutures()
     client = AsyncClient(host=redis_server.host, port=redis_server.port)
     board = AsyncRedisLeaderboard(client, key=board_key, max_entries=1_000_000)
     started = asyncio.Event()
@@ -199,18 +209,14 @@ async def test_cancelling_an_import_leaves_the_client_clean(
         "metadata": {},
         "trimmed_user_ids": [],
     }
-    await client.aclose()
-    assert client._core.pending == 0
-    gc.collect()
-    await asyncio.sleep(0)
-    assert reports.reports == []
+    await reports.close_and_check(client)
 
 
 @pytest.mark.asyncio
 async def test_a_server_dying_mid_import_raises_connection_error_and_orphans_nothing(
     fresh_redis_server: Any, board_key: str
 ) -> None:
-    reports = UnretrievedFutures(asyncio.get_running_loop())
+    reports = UnretrievedFutures()
     client = AsyncClient(host=fresh_redis_server.host, port=fresh_redis_server.port)
     board = AsyncRedisLeaderboard(client, key=board_key, max_entries=1_000_000)
 
@@ -224,8 +230,4 @@ async def test_a_server_dying_mid_import_raises_connection_error_and_orphans_not
             chunk_size=500,
             progress=kill_after_first_chunk,
         )
-    await client.aclose()
-    assert client._core.pending == 0
-    gc.collect()
-    await asyncio.sleep(0)
-    assert reports.reports == []
+    await reports.close_and_check(client)
