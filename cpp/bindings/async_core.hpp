@@ -1,9 +1,11 @@
 // The asyncio client's core: Python futures for operations run on a MultiplexedClient.
 #pragma once
 
+#include <pthread.h>
 #include <pybind11/pybind11.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cstdint>
 #include <deque>
 #include <memory>
@@ -14,6 +16,23 @@
 #include "transport/multiplexed_client.hpp"
 
 namespace rlb::bindings {
+
+// How many times this process is a fork()ed child of the one before: a cheap fork check per call
+// (getpid() is a system call).
+inline std::atomic<unsigned>& fork_generation() {
+  static std::atomic<unsigned> generation{0};
+  return generation;
+}
+inline unsigned current_fork_generation() {
+  static const bool registered = [] {
+    ::pthread_atfork(nullptr, nullptr, [] { fork_generation().fetch_add(1); });
+    return true;
+  }();
+  (void)registered;
+  return fork_generation().load(std::memory_order_relaxed);
+}
+
+inline bool is_done(const py::object& future) { return future.attr(names->done)().cast<bool>(); }
 
 // The asyncio client's core: futures for operations run on a MultiplexedClient. Everything here
 // runs on the event loop's thread with the GIL held; the I/O thread only sees ids and bytes.
@@ -38,7 +57,7 @@ class AsyncCore {
     auto& op = operation.cast<PyOperation&>();
     op.claim();
     transport::Exchange& exchange = op.start();
-    py::object future = loop.attr("create_future")();
+    py::object future = loop.attr(names->create_future)();
     const std::uint64_t id = next_id_++;
     if (in_transport_ < max_pending_) {
       send(id, exchange);
@@ -59,7 +78,7 @@ class AsyncCore {
       auto it = pending_.find(completion.id);
       if (it == pending_.end()) continue;
       Pending& pending = it->second;
-      if (pending.future.attr("done")().cast<bool>()) {  // cancelled: the reply is dropped
+      if (is_done(pending.future)) {  // cancelled: the reply is dropped
         pending_.erase(it);
         continue;
       }
@@ -73,7 +92,7 @@ class AsyncCore {
         pending.exchange->on_replies(std::move(completion.replies));
         if (pending.exchange->finished()) {
           py::object result = to_python(pending.exchange->take_result());
-          pending.future.attr("set_result")(result);
+          pending.future.attr(names->set_result)(result);
           pending_.erase(it);
         } else {
           send(completion.id, *pending.exchange);  // the operation's next page
@@ -88,7 +107,7 @@ class AsyncCore {
       auto it = pending_.find(deferred_.front());
       deferred_.pop_front();
       if (it == pending_.end()) continue;
-      if (it->second.future.attr("done")().cast<bool>()) {
+      if (is_done(it->second.future)) {
         pending_.erase(it);
         continue;
       }
@@ -170,18 +189,18 @@ class AsyncCore {
   void settle_python_error(Iterator it, py::error_already_set& error) {
     py::object future = std::move(it->second.future);
     pending_.erase(it);
-    if (!future.attr("done")().cast<bool>()) future.attr("set_exception")(error.value());
+    if (!is_done(future)) future.attr(names->set_exception)(error.value());
   }
 
   void settle_error(Iterator it, const std::exception_ptr& error) {
     py::object future = std::move(it->second.future);
     pending_.erase(it);
-    if (!future.attr("done")().cast<bool>()) {
-      future.attr("set_exception")(exception_object(error));
+    if (!is_done(future)) {
+      future.attr(names->set_exception)(exception_object(error));
     }
   }
 
-  bool forked() const { return ::getpid() != owner_; }
+  bool forked() const { return current_fork_generation() != generation_; }
   void check_owner() const {
     if (forked()) {
       throw RedisError(
@@ -189,7 +208,7 @@ class AsyncCore {
     }
   }
 
-  const pid_t owner_ = ::getpid();
+  const unsigned generation_ = current_fork_generation();
   std::shared_ptr<transport::MultiplexedClient> client_;
   const std::size_t max_pending_;
   std::unordered_map<std::uint64_t, Pending> pending_;

@@ -31,7 +31,7 @@ PYBIND11_MODULE(_core, m) {
   using transport::BlockingClient;
   using transport::ClientOptions;
   m.doc() = "The compiled core of redis_leaderboard: RESP codec, operations and transports.";
-  keys = new Keys();  // never freed: outlives every result
+  names = new Names();  // never freed: outlives every result
   transport::set_interrupt_check(&check_python_signals);
 
   auto& redis_error = py::register_exception<RedisError>(m, "RedisError", PyExc_Exception);

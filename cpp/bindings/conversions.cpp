@@ -21,7 +21,7 @@ using leaderboard::WriteResult;
 using transport::BlockingClient;
 using transport::ClientOptions;
 
-Keys* keys = nullptr;
+Names* names = nullptr;
 ExceptionTypes exception_types;
 
 // ---- Python -> C++ ---------------------------------------------------------------------------
@@ -147,10 +147,10 @@ py::dict metadata_dict(const Metadata& metadata) {
 
 py::dict entry_dict(const Entry& entry) {
   py::dict out;
-  if (entry.rank) out[keys->rank] = py::int_(*entry.rank);
-  out[keys->user_id] = text(entry.user_id);
-  out[keys->score] = py::float_(entry.score);
-  out[keys->metadata] = metadata_dict(entry.metadata);
+  if (entry.rank) out[names->rank] = py::int_(*entry.rank);
+  out[names->user_id] = text(entry.user_id);
+  out[names->score] = py::float_(entry.score);
+  out[names->metadata] = metadata_dict(entry.metadata);
   return out;
 }
 
@@ -178,14 +178,14 @@ struct ToPython {
   }
   py::object operator()(const WriteResult& write) const {
     py::dict out = entry_dict(write.entry);
-    out[keys->trimmed_user_ids] = string_list(write.trimmed_user_ids);
+    out[names->trimmed_user_ids] = string_list(write.trimmed_user_ids);
     return out;
   }
   py::object operator()(const std::vector<std::string>& ids) const { return string_list(ids); }
   py::object operator()(const leaderboard::TrimSummary& summary) const {
     py::dict out;
-    out["trimmed"] = py::int_(summary.trimmed);
-    out[keys->trimmed_user_ids] = string_list(summary.user_ids);
+    out[names->trimmed] = py::int_(summary.trimmed);
+    out[names->trimmed_user_ids] = string_list(summary.user_ids);
     return out;
   }
 };

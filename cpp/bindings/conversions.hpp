@@ -20,12 +20,15 @@ namespace rlb::bindings {
 
 namespace py = pybind11;
 
-// Dict keys, made once at import and kept for the life of the process.
-struct Keys {
+// Strings used on every call (dict keys, future methods), made once at import and kept for the
+// life of the process: attr("name") and d["key"] would build a new str each time.
+struct Names {
   py::str rank{"rank"}, user_id{"user_id"}, score{"score"}, metadata{"metadata"},
-      trimmed_user_ids{"trimmed_user_ids"};
+      trimmed_user_ids{"trimmed_user_ids"}, trimmed{"trimmed"};
+  py::str create_future{"create_future"}, done{"done"}, set_result{"set_result"},
+      set_exception{"set_exception"};
 };
-extern Keys* keys;
+extern Names* names;
 
 // The Python exception types, set once at import.
 struct ExceptionTypes {
