@@ -681,9 +681,6 @@ class Bench:
 
     # Measurements ----------------------------------------------------------------------------
 
-    def victims_for(self, bs: BoardSet, key: str, args: Args, batch: int) -> Victims:
-        return Victims(bs.loader, key, args, batch)
-
     def measure_sync(self, impl: str, method: Method, bs: BoardSet, seed: int) -> Sample:
         self.placement.latency()
         if impl == OURS:
@@ -694,7 +691,7 @@ class Bench:
         call = method.call(target, args)
         refill = None
         if method.victims:
-            refill = self.victims_for(bs, target.key, args, batch=1000)
+            refill = Victims(bs.loader, target.key, args, batch=1000)
         # Untimed first: the first calls after a change of CPU placement run cold.
         time_sync(call, min(WARMUP, self.opts.seconds), refill)
         stats0 = target.redis.stats() if impl == OURS else None
@@ -718,7 +715,7 @@ class Bench:
         call = method.call(target, args)
         refill = None
         if method.victims:
-            refill = self.victims_for(bs, target.key, args, batch=max(1000, 4 * concurrency))
+            refill = Victims(bs.loader, target.key, args, batch=max(1000, 4 * concurrency))
         self.loop.run_until_complete(
             time_async(call, concurrency, min(WARMUP, self.opts.seconds), refill)
         )
@@ -837,7 +834,7 @@ class Bench:
             key = bs.guide_key + (":small" if method.small else "")
             board = GuideLeaderboard(counting, key=key, max_entries=MAX_ENTRIES)
             args = Args(bs.size, 99)
-            refill = self.victims_for(bs, key, args, 20) if method.victims else None
+            refill = Victims(bs.loader, key, args, 20) if method.victims else None
             call = method.call(board, args)
             if refill:
                 refill()

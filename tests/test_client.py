@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import threading
@@ -580,3 +581,28 @@ def test_ctrl_c_interrupts_a_call_waiting_without_timeout(redis_server: Any) -> 
     assert lines[0].startswith("interrupted ")
     assert float(lines[0].split()[1]) < 3
     assert lines[1] == "then True 1"
+
+
+def test_a_forked_child_opens_its_own_connection(redis_server: Any, board_key: str) -> None:
+    """A pooled connection made before fork() is never reused in the child: parent and child
+    would read each other's replies."""
+    client = Client(host=redis_server.host, port=redis_server.port)
+    board = RedisLeaderboard(client, key=board_key, max_entries=10)
+    board.upsert_user("parent", 1)
+    connections = client.stats()["connections"]
+    pid = os.fork()
+    if pid == 0:  # the child: must not touch the parent's socket
+        try:
+            ok = (
+                board.upsert_user("child", 2)["rank"] == 1
+                and client.stats()["connections"] == connections + 1
+            )
+        except BaseException:
+            ok = False
+        os._exit(0 if ok else 1)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    # The parent's pooled connection is still in step.
+    assert board.get_rank("parent") == 2
+    assert client.stats()["connections"] == connections
+    client.close()

@@ -1,11 +1,8 @@
 // The asyncio client's core: Python futures for operations run on a MultiplexedClient.
 #pragma once
 
-#include <pthread.h>
 #include <pybind11/pybind11.h>
-#include <unistd.h>
 
-#include <atomic>
 #include <cstdint>
 #include <deque>
 #include <memory>
@@ -13,24 +10,10 @@
 
 #include "bindings/conversions.hpp"
 #include "errors.hpp"
+#include "transport/fork.hpp"
 #include "transport/multiplexed_client.hpp"
 
 namespace rlb::bindings {
-
-// How many times this process is a fork()ed child of the one before: a cheap fork check per call
-// (getpid() is a system call).
-inline std::atomic<unsigned>& fork_generation() {
-  static std::atomic<unsigned> generation{0};
-  return generation;
-}
-inline unsigned current_fork_generation() {
-  static const bool registered = [] {
-    ::pthread_atfork(nullptr, nullptr, [] { fork_generation().fetch_add(1); });
-    return true;
-  }();
-  (void)registered;
-  return fork_generation().load(std::memory_order_relaxed);
-}
 
 inline bool is_done(const py::object& future) { return future.attr(names->done)().cast<bool>(); }
 
@@ -154,11 +137,11 @@ class AsyncCore {
   // A forked child must not run the parent's I/O thread's destructor: it leaks the client.
   static std::shared_ptr<transport::MultiplexedClient> make_client(transport::ClientOptions options,
                                                                    std::size_t max_in_flight) {
-    const pid_t owner = ::getpid();
+    const transport::ForkGuard owner;
     return std::shared_ptr<transport::MultiplexedClient>(
         new transport::MultiplexedClient(std::move(options), max_in_flight),
         [owner](transport::MultiplexedClient* client) {
-          if (::getpid() == owner) delete client;
+          if (!owner.forked()) delete client;
         });
   }
 
@@ -200,7 +183,7 @@ class AsyncCore {
     }
   }
 
-  bool forked() const { return current_fork_generation() != generation_; }
+  bool forked() const { return fork_guard_.forked(); }
   void check_owner() const {
     if (forked()) {
       throw RedisError(
@@ -208,7 +191,7 @@ class AsyncCore {
     }
   }
 
-  const unsigned generation_ = current_fork_generation();
+  const transport::ForkGuard fork_guard_;
   std::shared_ptr<transport::MultiplexedClient> client_;
   const std::size_t max_pending_;
   std::unordered_map<std::uint64_t, Pending> pending_;

@@ -34,7 +34,7 @@ void set_interrupt_check(InterruptCheck check) { interrupt_check.store(check); }
 // deadline without running an io_context per call.
 
 BlockingConnection::BlockingConnection(const ClientOptions& options)
-    : options_(options), socket_(io_), pid_(::getpid()) {
+    : options_(options), socket_(io_) {
   connect();
   handshake();
 }
@@ -226,7 +226,7 @@ std::vector<Reply> BlockingConnection::receive(std::size_t count) {
 }
 
 bool BlockingConnection::reusable() {
-  if (broken_ || ::getpid() != pid_) return false;
+  if (broken_ || fork_guard_.forked()) return false;
   // Idle, nothing may be readable: readiness means the server closed (EOF) or misbehaved.
   pollfd fd{socket_.native_handle(), POLLIN, 0};
   return ::poll(&fd, 1, 0) == 0;

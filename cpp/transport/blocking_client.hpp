@@ -3,8 +3,6 @@
 // client. Runs the operations of leaderboard/operations.hpp.
 #pragma once
 
-#include <sys/types.h>
-
 #include <boost/asio/generic/stream_protocol.hpp>
 #include <boost/asio/io_context.hpp>
 #include <chrono>
@@ -18,6 +16,7 @@
 
 #include "codec/resp.hpp"
 #include "leaderboard/operations.hpp"
+#include "transport/fork.hpp"
 #include "transport/options.hpp"
 #include "transport/requests.hpp"
 #include "transport/stats.hpp"
@@ -64,7 +63,7 @@ class BlockingConnection {
   boost::asio::generic::stream_protocol::socket socket_;
   codec::ReplyReader reader_;
   bool broken_ = false;
-  pid_t pid_;
+  ForkGuard fork_guard_;
 };
 
 class BlockingClient {

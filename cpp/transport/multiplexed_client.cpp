@@ -34,7 +34,6 @@ std::chrono::steady_clock::duration seconds(double value) {
 MultiplexedClient::MultiplexedClient(ClientOptions options, std::size_t max_in_flight)
     : options_(std::move(options)),
       max_in_flight_(max_in_flight == 0 ? 1 : max_in_flight),
-      pid_(::getpid()),
       work_(asio::make_work_guard(io_)),
       socket_(io_),
       resolver_(io_),
@@ -54,7 +53,7 @@ MultiplexedClient::~MultiplexedClient() {
 // ---- Any thread ------------------------------------------------------------------------------
 
 void MultiplexedClient::submit(std::vector<Outgoing> batch) {
-  if (::getpid() != pid_) {
+  if (fork_guard_.forked()) {
     throw RedisError(
         "this asyncio client was created before fork(); create a new client in the child");
   }
@@ -88,7 +87,7 @@ std::vector<Completion> MultiplexedClient::take_completions() {
 Stats MultiplexedClient::stats() const { return counters_.snapshot(); }
 
 void MultiplexedClient::close() {
-  if (::getpid() != pid_) return;  // the I/O thread does not exist in a forked child
+  if (fork_guard_.forked()) return;  // the I/O thread does not exist in a forked child
   bool was_closed = closed_.exchange(true);
   if (!was_closed) asio::post(io_, [this] { shutdown(); });
   if (thread_ && thread_->joinable() && thread_->get_id() != std::this_thread::get_id()) {

@@ -5,8 +5,6 @@
 // the empty to non-empty transition). The I/O thread never touches Python.
 #pragma once
 
-#include <sys/types.h>
-
 #include <atomic>
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/generic/stream_protocol.hpp>
@@ -25,6 +23,7 @@
 
 #include "codec/resp.hpp"
 #include "transport/blocking_client.hpp"
+#include "transport/fork.hpp"
 #include "transport/options.hpp"
 #include "transport/requests.hpp"
 
@@ -93,7 +92,7 @@ class MultiplexedClient {
 
   const ClientOptions options_;
   const std::size_t max_in_flight_;
-  const pid_t pid_;
+  const ForkGuard fork_guard_;
   int event_fd_ = -1;
 
   boost::asio::io_context io_{1};
