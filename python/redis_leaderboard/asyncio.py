@@ -22,7 +22,7 @@ from .leaderboard import (
     BulkEntry,
     Entry,
     ImportSummary,
-    chunked,
+    chunk_operations,
     import_summary,
 )
 
@@ -214,13 +214,12 @@ class RedisLeaderboard(BoardBase):
         progress: Optional[Callable[[int], None]] = None,
     ) -> ImportSummary:
         # The chunks share one connection and run in order, so several are in flight at once.
-        written = submitted = 0
+        written = 0
         window: collections.deque[asyncio.Future[int]] = collections.deque()
         try:
             try:
-                for chunk in chunked(entries, chunk_size):
-                    window.append(self._run(self._board.upsert_chunk(chunk, submitted)))
-                    submitted += len(chunk)
+                for operation in chunk_operations(self._board, entries, chunk_size):
+                    window.append(self._run(operation))
                     if len(window) >= CHUNKS_IN_FLIGHT:
                         written += await window.popleft()
                         if progress is not None:

@@ -34,6 +34,17 @@ def chunked(entries: Iterable[BulkEntry], chunk_size: int) -> Iterator[list[Bulk
         yield chunk
 
 
+def chunk_operations(
+    board: _core.Board, entries: Iterable[BulkEntry], chunk_size: int
+) -> Iterator[_core.Operation]:
+    """upsert_many's requests, one per chunk, each built (converted and validated) only when
+    asked for; a bad entry's error names its position in ``entries``."""
+    submitted = 0
+    for chunk in chunked(entries, chunk_size):
+        yield board.upsert_chunk(chunk, submitted)
+        submitted += len(chunk)
+
+
 def import_summary(written: int, trim: dict[str, Any]) -> ImportSummary:
     return {"written": written, **trim}
 
@@ -226,18 +237,14 @@ class RedisLeaderboard(BoardBase):
         """
         written = 0
 
-        def chunks() -> Iterator[_core.Operation]:
-            submitted = 0
-            for chunk in chunked(entries, chunk_size):
-                yield self._board.upsert_chunk(chunk, submitted)  # converts and validates
-                submitted += len(chunk)
-
         def on_chunk(count: int) -> None:
             nonlocal written
             written += count
             if progress is not None:
                 progress(written)
 
-        self.redis.run_pipelined(chunks(), on_chunk, CHUNKS_IN_FLIGHT)
+        self.redis.run_pipelined(
+            chunk_operations(self._board, entries, chunk_size), on_chunk, CHUNKS_IN_FLIGHT
+        )
         trim = self._run(self._board.trim_to_max_entries(MAX_REPORTED_TRIMMED))
         return import_summary(written, trim)
