@@ -1,5 +1,6 @@
-// One exception tree for the whole core, mirroring redis-py's names; the bindings map it onto
-// the Python classes of the same names. Bad arguments use std::invalid_argument (ValueError).
+// One exception tree for the whole core, mirroring redis-py's names and parents; the bindings map
+// it onto the Python classes of the same names (one table, bindings/conversions.cpp). Bad
+// arguments use std::invalid_argument (ValueError).
 #pragma once
 
 #include <stdexcept>
@@ -20,6 +21,11 @@ struct AuthenticationError : ConnectionError {
   using ConnectionError::ConnectionError;
 };
 
+// LOADING: the server is loading its dataset; wait and retry (a ConnectionError, as in redis-py).
+struct BusyLoadingError : ConnectionError {
+  using ConnectionError::ConnectionError;
+};
+
 struct TimeoutError : RedisError {
   using RedisError::RedisError;
 };
@@ -29,9 +35,33 @@ struct ResponseError : RedisError {
   using RedisError::RedisError;
 };
 
+struct NoScriptError : ResponseError {  // NOSCRIPT
+  using ResponseError::ResponseError;
+};
+
+struct ReadOnlyError : ResponseError {  // READONLY: a write sent to a replica
+  using ResponseError::ResponseError;
+};
+
+struct NoPermissionError : ResponseError {  // NOPERM: the ACL user may not run this
+  using ResponseError::ResponseError;
+};
+
+struct OutOfMemoryError : ResponseError {  // OOM: maxmemory reached, the write was refused
+  using ResponseError::ResponseError;
+};
+
+struct ExecAbortError : ResponseError {  // EXECABORT
+  using ResponseError::ResponseError;
+};
+
 // Raised by argument checks before anything is sent (ValueError in Python).
 struct InvalidArgument : std::invalid_argument {
   using std::invalid_argument::invalid_argument;
 };
+
+// Throws the exception for a server error reply, chosen by its prefix as redis-py's
+// _parsers/base.py does: the one table of server errors.
+[[noreturn]] void raise_server_error(const std::string& message);
 
 }  // namespace rlb

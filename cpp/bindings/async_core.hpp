@@ -42,12 +42,13 @@ class AsyncCore {
     transport::Exchange& exchange = op.start();
     py::object future = loop.attr(names->create_future)();
     const std::uint64_t id = next_id_++;
+    const auto now = transport::Clock::now();
     if (in_transport_ < max_pending_) {
-      send(id, exchange);
+      send(id, exchange, now);
     } else {
       deferred_.push_back(id);  // back-pressure: waits here, not in the transport's queues
     }
-    pending_.emplace(id, Pending{future, std::move(operation), &exchange});
+    pending_.emplace(id, Pending{future, std::move(operation), &exchange, now});
     ++calls_;
     return future;
   }
@@ -78,7 +79,8 @@ class AsyncCore {
           pending.future.attr(names->set_result)(result);
           pending_.erase(it);
         } else {
-          send(completion.id, *pending.exchange);  // the operation's next page
+          // The operation's next page: its own socket_timeout, from now.
+          send(completion.id, *pending.exchange, transport::Clock::now());
         }
       } catch (py::error_already_set& e) {
         settle_python_error(it, e);
@@ -95,7 +97,13 @@ class AsyncCore {
         continue;
       }
       try {
-        send(it->first, *it->second.exchange);
+        // socket_timeout counts from the call: a call that waited here past it fails unsent.
+        const auto& timeout = client_->options().socket_timeout;
+        if (timeout && transport::Clock::now() - it->second.started >=
+                           std::chrono::duration<double>(*timeout)) {
+          throw TimeoutError("Timeout waiting to send to " + client_->options().address());
+        }
+        send(it->first, *it->second.exchange, it->second.started);
       } catch (...) {
         settle_error(it, std::current_exception());
       }
@@ -131,6 +139,7 @@ class AsyncCore {
     py::object future;
     py::object operation;  // keeps the exchange alive
     transport::Exchange* exchange;
+    transport::Clock::time_point started;  // when the call was made
   };
   using Iterator = std::unordered_map<std::uint64_t, Pending>::iterator;
 
@@ -163,9 +172,9 @@ class AsyncCore {
     }
   };
 
-  void send(std::uint64_t id, transport::Exchange& exchange) {
+  void send(std::uint64_t id, transport::Exchange& exchange, transport::Clock::time_point started) {
     if (outbox_->items.empty()) call_soon_(flush_);
-    outbox_->items.push_back({id, exchange.wire(), exchange.expected()});
+    outbox_->items.push_back({id, exchange.wire(), exchange.expected(), started});
     ++in_transport_;
   }
 

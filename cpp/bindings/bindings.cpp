@@ -34,17 +34,7 @@ PYBIND11_MODULE(_core, m) {
   names = new Names();  // never freed: outlives every result
   transport::set_interrupt_check(&check_python_signals);
 
-  auto& redis_error = py::register_exception<RedisError>(m, "RedisError", PyExc_Exception);
-  auto& connection_error =
-      py::register_exception<ConnectionError>(m, "ConnectionError", redis_error.ptr());
-  exception_types = {
-      redis_error,
-      connection_error,
-      py::register_exception<AuthenticationError>(m, "AuthenticationError", connection_error.ptr()),
-      py::register_exception<TimeoutError>(m, "TimeoutError", redis_error.ptr()),
-      py::register_exception<ResponseError>(m, "ResponseError", redis_error.ptr()),
-  };
-  redis_error.doc() = "Base of every error this package raises for Redis (mirrors redis-py).";
+  declare_exceptions(m);
 
   py::class_<PyOperation>(m, "Operation",
                           "One leaderboard operation: its requests and how it reads the replies.")
@@ -165,27 +155,28 @@ PYBIND11_MODULE(_core, m) {
                        std::optional<double> socket_timeout,
                        std::optional<double> socket_connect_timeout,
                        std::optional<std::string> client_name,
-                       std::optional<std::string> unix_socket_path) {
-             return std::make_shared<BlockingClient>(client_options(
-                 host, port, db, std::move(username), std::move(password), socket_timeout,
-                 socket_connect_timeout, std::move(client_name), std::move(unix_socket_path)));
+                       std::optional<std::string> unix_socket_path,
+                       std::optional<std::size_t> max_reply_bytes) {
+             return std::make_shared<BlockingClient>(
+                 client_options(host, port, db, std::move(username), std::move(password),
+                                socket_timeout, socket_connect_timeout, std::move(client_name),
+                                std::move(unix_socket_path), max_reply_bytes));
            }),
            "host"_a = "localhost", "port"_a = 6379, "db"_a = 0, "username"_a = py::none(),
            "password"_a = py::none(), "socket_timeout"_a = py::none(),
            "socket_connect_timeout"_a = py::none(), "client_name"_a = py::none(),
-           "unix_socket_path"_a = py::none())
+           "unix_socket_path"_a = py::none(), py::kw_only(), "max_reply_bytes"_a = py::none())
       .def_static(
           "from_url",
           [](const std::string& url, std::optional<double> socket_timeout,
-             std::optional<double> socket_connect_timeout, std::optional<std::string> client_name) {
-            ClientOptions options = transport::parse_url(url);
-            if (socket_timeout) options.socket_timeout = socket_timeout;
-            if (socket_connect_timeout) options.socket_connect_timeout = socket_connect_timeout;
-            if (client_name) options.client_name = client_name;
-            return std::make_shared<BlockingClient>(std::move(options));
+             std::optional<double> socket_connect_timeout, std::optional<std::string> client_name,
+             std::optional<std::size_t> max_reply_bytes) {
+            return std::make_shared<BlockingClient>(url_options(
+                url, socket_timeout, socket_connect_timeout, client_name, max_reply_bytes));
           },
           "url"_a, py::kw_only(), "socket_timeout"_a = py::none(),
-          "socket_connect_timeout"_a = py::none(), "client_name"_a = py::none())
+          "socket_connect_timeout"_a = py::none(), "client_name"_a = py::none(),
+          "max_reply_bytes"_a = py::none())
       .def("ping",
            [](BlockingClient& self) {
              auto operation = leaderboard::ping();
@@ -263,31 +254,32 @@ PYBIND11_MODULE(_core, m) {
                        std::optional<double> socket_connect_timeout,
                        std::optional<std::string> client_name,
                        std::optional<std::string> unix_socket_path, std::size_t max_in_flight,
-                       std::size_t max_pending) {
+                       std::size_t max_pending, std::optional<std::size_t> max_reply_bytes) {
              return std::make_unique<AsyncCore>(
                  client_options(host, port, db, std::move(username), std::move(password),
                                 socket_timeout, socket_connect_timeout, std::move(client_name),
-                                std::move(unix_socket_path)),
+                                std::move(unix_socket_path), max_reply_bytes),
                  max_in_flight, max_pending);
            }),
            "host"_a = "localhost", "port"_a = 6379, "db"_a = 0, "username"_a = py::none(),
            "password"_a = py::none(), "socket_timeout"_a = py::none(),
            "socket_connect_timeout"_a = py::none(), "client_name"_a = py::none(),
-           "unix_socket_path"_a = py::none(), "max_in_flight"_a = 1024, "max_pending"_a = 10000)
+           "unix_socket_path"_a = py::none(), "max_in_flight"_a = 1024, "max_pending"_a = 10000,
+           "max_reply_bytes"_a = py::none())
       .def_static(
           "from_url",
           [](const std::string& url, std::optional<double> socket_timeout,
              std::optional<double> socket_connect_timeout, std::optional<std::string> client_name,
-             std::size_t max_in_flight, std::size_t max_pending) {
-            ClientOptions options = transport::parse_url(url);
-            if (socket_timeout) options.socket_timeout = socket_timeout;
-            if (socket_connect_timeout) options.socket_connect_timeout = socket_connect_timeout;
-            if (client_name) options.client_name = client_name;
-            return std::make_unique<AsyncCore>(std::move(options), max_in_flight, max_pending);
+             std::size_t max_in_flight, std::size_t max_pending,
+             std::optional<std::size_t> max_reply_bytes) {
+            return std::make_unique<AsyncCore>(
+                url_options(url, socket_timeout, socket_connect_timeout, client_name,
+                            max_reply_bytes),
+                max_in_flight, max_pending);
           },
           "url"_a, py::kw_only(), "socket_timeout"_a = py::none(),
           "socket_connect_timeout"_a = py::none(), "client_name"_a = py::none(),
-          "max_in_flight"_a = 1024, "max_pending"_a = 10000)
+          "max_in_flight"_a = 1024, "max_pending"_a = 10000, "max_reply_bytes"_a = py::none())
       .def("submit", &AsyncCore::submit, "operation"_a, "loop"_a)
       .def("drain", &AsyncCore::drain)
       .def("close", &AsyncCore::close)

@@ -57,8 +57,11 @@ double number_arg(py::handle value, const char* field) {
       PyErr_Clear();
       throw InvalidArgument(std::string(field) + " must be a number, not " + utf8(py::repr(value)));
     }
-    PyErr_Clear();
-    throw py::type_error(std::string(field) + " must be a number, not " + type_name(value));
+    if (PyErr_ExceptionMatches(PyExc_TypeError)) {
+      PyErr_Clear();
+      throw py::type_error(std::string(field) + " must be a number, not " + type_name(value));
+    }
+    throw py::error_already_set();  // the object's own exception (from __float__), as it is
   }
   double result = PyFloat_AS_DOUBLE(number);
   Py_DECREF(number);
@@ -89,9 +92,14 @@ Metadata metadata_arg(py::handle value) {
   if (!mapping) {
     throw py::type_error("metadata must be a mapping of str to values, not " + type_name(value));
   }
+  // items() of a mapping that is not a dict runs Python code: check everything it gives.
   py::object items = py::reinterpret_steal<py::object>(PyMapping_Items(value.ptr()));
   if (!items) throw py::error_already_set();
   for (py::handle item : items) {
+    if (!PyTuple_Check(item.ptr()) || PyTuple_GET_SIZE(item.ptr()) != 2) {
+      throw py::type_error("metadata items() must give (field, value) tuples, not " +
+                           type_name(item));
+    }
     py::handle field = PyTuple_GET_ITEM(item.ptr(), 0);
     py::handle field_value = PyTuple_GET_ITEM(item.ptr(), 1);
     if (!PyUnicode_Check(field.ptr())) {
@@ -192,28 +200,84 @@ struct ToPython {
 
 py::object to_python(const Result& result) { return std::visit(ToPython{}, result); }
 
-// An exception raised on the I/O thread or while reading replies, as a Python exception object
-// (for Future.set_exception).
+// An exception raised by the core, as a Python exception object: the one mapping, used to raise
+// (the translator below) and to fail asyncio futures. Most derived classes first.
 py::object exception_object(const std::exception_ptr& error) {
+  const auto& t = exception_types;
   try {
     std::rethrow_exception(error);
   } catch (const AuthenticationError& e) {
-    return exception_types.authentication(e.what());
+    return t.authentication(e.what());
+  } catch (const BusyLoadingError& e) {
+    return t.busy_loading(e.what());
   } catch (const ConnectionError& e) {
-    return exception_types.connection(e.what());
+    return t.connection(e.what());
   } catch (const TimeoutError& e) {
-    return exception_types.timeout(e.what());
+    return t.timeout(e.what());
+  } catch (const NoScriptError& e) {
+    return t.no_script(e.what());
+  } catch (const ReadOnlyError& e) {
+    return t.read_only(e.what());
+  } catch (const NoPermissionError& e) {
+    return t.no_permission(e.what());
+  } catch (const OutOfMemoryError& e) {
+    return t.out_of_memory(e.what());
+  } catch (const ExecAbortError& e) {
+    return t.exec_abort(e.what());
   } catch (const ResponseError& e) {
-    return exception_types.response(e.what());
+    return t.response(e.what());
   } catch (const RedisError& e) {
-    return exception_types.redis(e.what());
+    return t.redis(e.what());
   } catch (const std::invalid_argument& e) {
     return py::reinterpret_borrow<py::object>(PyExc_ValueError)(e.what());
   } catch (const py::error_already_set& e) {
     return e.value();
+  } catch (const std::bad_alloc&) {
+    return py::reinterpret_borrow<py::object>(PyExc_MemoryError)();
   } catch (const std::exception& e) {
     return py::reinterpret_borrow<py::object>(PyExc_RuntimeError)(e.what());
+  } catch (...) {
+    return py::reinterpret_borrow<py::object>(PyExc_RuntimeError)("unknown C++ exception");
   }
+}
+
+void declare_exceptions(py::module_& m) {
+  auto make = [&](const char* name, py::handle base, const char* doc) {
+    const std::string qualified = py::str(m.attr("__name__")).cast<std::string>() + "." + name;
+    py::object type = py::reinterpret_steal<py::object>(
+        PyErr_NewExceptionWithDoc(qualified.c_str(), doc, base.ptr(), nullptr));
+    if (!type) throw py::error_already_set();
+    m.attr(name) = type;
+    return type.release();  // owned by the module for the life of the process
+  };
+  auto& t = exception_types;
+  t.redis = make("RedisError", PyExc_Exception,
+                 "Base of every error this package raises for Redis (mirrors redis-py).");
+  t.connection = make("ConnectionError", t.redis,
+                      "The connection failed, dropped, or a reply was lost (never retried).");
+  t.authentication =
+      make("AuthenticationError", t.connection, "The server refused the username or password.");
+  t.busy_loading = make("BusyLoadingError", t.connection,
+                        "LOADING: the server is loading its dataset; retry in a moment.");
+  t.timeout =
+      make("TimeoutError", t.redis, "The server did not answer within the configured timeout.");
+  t.response = make("ResponseError", t.redis, "The server answered with an error reply.");
+  t.no_script = make("NoScriptError", t.response, "NOSCRIPT: the server does not keep scripts.");
+  t.read_only = make("ReadOnlyError", t.response, "READONLY: a write was sent to a replica.");
+  t.no_permission =
+      make("NoPermissionError", t.response, "NOPERM: the ACL user may not run this command.");
+  t.out_of_memory = make("OutOfMemoryError", t.response,
+                         "OOM: the server is at maxmemory and refused the write.");
+  t.exec_abort = make("ExecAbortError", t.response, "EXECABORT: a transaction was discarded.");
+  py::register_exception_translator([](std::exception_ptr error) {
+    if (!error) return;
+    try {
+      std::rethrow_exception(error);
+    } catch (const RedisError&) {
+      py::object value = exception_object(error);
+      PyErr_SetObject(reinterpret_cast<PyObject*>(Py_TYPE(value.ptr())), value.ptr());
+    }
+  });
 }
 
 // A raw reply as redis-py returns it without decode_responses; error replies raise unless
@@ -261,13 +325,11 @@ PyOperation wrap(std::unique_ptr<Operation> operation) {
   return PyOperation{std::move(operation), nullptr, std::nullopt};
 }
 
-ClientOptions client_options(const std::string& host, int port, long long db,
-                             std::optional<std::string> username,
-                             std::optional<std::string> password,
-                             std::optional<double> socket_timeout,
-                             std::optional<double> socket_connect_timeout,
-                             std::optional<std::string> client_name,
-                             std::optional<std::string> unix_socket_path) {
+ClientOptions client_options(
+    const std::string& host, int port, long long db, std::optional<std::string> username,
+    std::optional<std::string> password, std::optional<double> socket_timeout,
+    std::optional<double> socket_connect_timeout, std::optional<std::string> client_name,
+    std::optional<std::string> unix_socket_path, std::optional<std::size_t> max_reply_bytes) {
   ClientOptions options;
   options.host = host;
   options.port = port;
@@ -278,6 +340,20 @@ ClientOptions client_options(const std::string& host, int port, long long db,
   options.socket_connect_timeout = socket_connect_timeout;
   options.client_name = std::move(client_name);
   options.unix_socket_path = unix_socket_path.value_or("");
+  if (max_reply_bytes) options.max_reply_bytes = *max_reply_bytes;
+  options.validate();
+  return options;
+}
+
+ClientOptions url_options(const std::string& url, std::optional<double> socket_timeout,
+                          std::optional<double> socket_connect_timeout,
+                          std::optional<std::string> client_name,
+                          std::optional<std::size_t> max_reply_bytes) {
+  ClientOptions options = transport::parse_url(url);
+  if (socket_timeout) options.socket_timeout = socket_timeout;
+  if (socket_connect_timeout) options.socket_connect_timeout = socket_connect_timeout;
+  if (client_name) options.client_name = std::move(client_name);
+  if (max_reply_bytes) options.max_reply_bytes = *max_reply_bytes;
   options.validate();
   return options;
 }

@@ -30,11 +30,15 @@ struct Names {
 };
 extern Names* names;
 
-// The Python exception types, set once at import.
+// The Python exception types, created once at import (declare_exceptions) with redis-py's names
+// and parents.
 struct ExceptionTypes {
-  py::handle redis, connection, authentication, timeout, response;
+  py::handle redis, connection, authentication, busy_loading, timeout, response, no_script,
+      read_only, no_permission, out_of_memory, exec_abort;
 };
 extern ExceptionTypes exception_types;
+// Creates the exception classes in `module` and registers the one C++ -> Python translation.
+void declare_exceptions(py::module_& module);
 
 // ---- Python -> C++ (TypeError/ValueError before anything is sent)
 std::string user_id_arg(py::handle value);
@@ -43,17 +47,22 @@ long long integer_arg(py::handle value, const char* field);
 leaderboard::Metadata metadata_arg(py::handle value);
 std::vector<leaderboard::BatchEntry> batch_arg(py::handle entries, long long first_index);
 std::string argument_bytes(py::handle arg);
-transport::ClientOptions client_options(const std::string& host, int port, long long db,
-                                        std::optional<std::string> username,
-                                        std::optional<std::string> password,
-                                        std::optional<double> socket_timeout,
-                                        std::optional<double> socket_connect_timeout,
-                                        std::optional<std::string> client_name,
-                                        std::optional<std::string> unix_socket_path);
+transport::ClientOptions client_options(
+    const std::string& host, int port, long long db, std::optional<std::string> username,
+    std::optional<std::string> password, std::optional<double> socket_timeout,
+    std::optional<double> socket_connect_timeout, std::optional<std::string> client_name,
+    std::optional<std::string> unix_socket_path, std::optional<std::size_t> max_reply_bytes);
+
+// A URL's options with the keyword arguments of from_url on top.
+transport::ClientOptions url_options(const std::string& url, std::optional<double> socket_timeout,
+                                     std::optional<double> socket_connect_timeout,
+                                     std::optional<std::string> client_name,
+                                     std::optional<std::size_t> max_reply_bytes);
 
 // ---- C++ -> Python
 py::object to_python(const leaderboard::Result& result);
 py::object reply_to_python(const codec::Reply& reply, bool errors_as_values);
+// The Python exception for a C++ one: the one mapping, used for raising and for futures.
 py::object exception_object(const std::exception_ptr& error);
 py::dict stats_dict(const transport::Stats& stats);
 

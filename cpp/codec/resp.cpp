@@ -3,20 +3,39 @@
 #include <hiredis/hiredis.h>
 #include <hiredis/read.h>
 
+#include <algorithm>
+
 #include "errors.hpp"
 
 namespace rlb::codec {
 namespace {
 
-// hiredis builds a reply tree through these callbacks. The root is heap-allocated; children
-// live inside their parent's `elements`, which is sized once when the array header is read,
-// so their addresses stay stable. hiredis only ever frees the root.
+using Budget = ReplyReader::Budget;
+
+// An array reserves at most this many elements up front; the rest grow as elements arrive.
+constexpr std::size_t kInitialElements = 256;
+
+// Charges `bytes` to the reply being read; false (and the reply is refused) past the limit.
+bool charge(const redisReadTask* task, std::size_t bytes) {
+  auto* budget = static_cast<Budget*>(task->privdata);
+  if (bytes > budget->limit - std::min(budget->used, budget->limit)) {
+    budget->exceeded = true;
+    return false;
+  }
+  budget->used += bytes;
+  return true;
+}
+
+// hiredis builds a reply tree through these callbacks. The root is heap-allocated; children are
+// appended to their parent's `elements` in order (hiredis fills an array's elements one after
+// the other, finishing a nested array before its next sibling), so the only pointer hiredis
+// keeps into a vector that may grow is to an array whose own elements are complete.
 Reply* place(const redisReadTask* task, Reply&& value) {
   if (task->parent != nullptr) {
     auto* parent = static_cast<Reply*>(task->parent->obj);
-    Reply& slot = parent->elements[static_cast<std::size_t>(task->idx)];
-    slot = std::move(value);
-    return &slot;
+    if (static_cast<std::size_t>(task->idx) != parent->elements.size()) return nullptr;
+    parent->elements.push_back(std::move(value));
+    return &parent->elements.back();
   }
   return new (std::nothrow) Reply(std::move(value));
 }
@@ -32,29 +51,61 @@ ReplyType type_of(int hiredis_type) {
   }
 }
 
+// Each callback returns nullptr to refuse (hiredis then reports an error): for over-budget
+// replies, and for anything C++ throws (no exception may cross hiredis's C frames).
+template <class Build>
+void* guarded(Build&& build) noexcept {
+  try {
+    return build();
+  } catch (...) {
+    return nullptr;
+  }
+}
+
 void* create_string(const redisReadTask* task, char* data, size_t size) {
-  Reply r;
-  r.type = type_of(task->type);
-  r.str.assign(data, size);
-  return place(task, std::move(r));
+  return guarded([&]() -> void* {
+    if (!charge(task, sizeof(Reply) + size)) return nullptr;
+    Reply r;
+    r.type = type_of(task->type);
+    r.str.assign(data, size);
+    return place(task, std::move(r));
+  });
 }
 
 void* create_array(const redisReadTask* task, int elements) {
-  if (elements < 0 || elements > kMaxArrayElements) return nullptr;  // reader reports OOM
-  Reply r;
-  r.type = ReplyType::Array;
-  r.elements.resize(static_cast<std::size_t>(elements));
-  return place(task, std::move(r));
+  return guarded([&]() -> void* {
+    if (elements < 0) return nullptr;
+    const auto count = static_cast<std::size_t>(elements);
+    // Refuse at once an array whose elements could never fit; charge them as they come.
+    auto* budget = static_cast<Budget*>(task->privdata);
+    if (count > budget->limit / sizeof(Reply)) {
+      budget->exceeded = true;
+      return nullptr;
+    }
+    if (!charge(task, sizeof(Reply))) return nullptr;
+    Reply r;
+    r.type = ReplyType::Array;
+    r.elements.reserve(std::min(count, kInitialElements));
+    return place(task, std::move(r));
+  });
 }
 
 void* create_integer(const redisReadTask* task, long long value) {
-  Reply r;
-  r.type = ReplyType::Integer;
-  r.integer = value;
-  return place(task, std::move(r));
+  return guarded([&]() -> void* {
+    if (!charge(task, sizeof(Reply))) return nullptr;
+    Reply r;
+    r.type = ReplyType::Integer;
+    r.integer = value;
+    return place(task, std::move(r));
+  });
 }
 
-void* create_nil(const redisReadTask* task) { return place(task, Reply{}); }
+void* create_nil(const redisReadTask* task) {
+  return guarded([&]() -> void* {
+    if (!charge(task, sizeof(Reply))) return nullptr;
+    return place(task, Reply{});
+  });
+}
 
 void free_object(void* root) { delete static_cast<Reply*>(root); }
 
@@ -82,29 +133,41 @@ void encode_command(const std::vector<std::string_view>& argv, std::string& out)
 
 void ReplyReader::Free::operator()(redisReader* reader) const { redisReaderFree(reader); }
 
-ReplyReader::ReplyReader()
-    : reader_(redisReaderCreateWithFunctions(
-          const_cast<redisReplyObjectFunctions*>(&kReplyFunctions))) {
-  if (!reader_) throw std::bad_alloc();
+ReplyReader::ReplyReader(std::size_t max_reply_bytes)
+    : budget_(std::make_unique<Budget>(Budget{std::max<std::size_t>(max_reply_bytes, 1)})) {
+  reset();
 }
 
 ReplyReader::~ReplyReader() = default;
 
+void ReplyReader::fail() {
+  std::string message = budget_->exceeded
+                            ? "Protocol error: a reply larger than max_reply_bytes (" +
+                                  std::to_string(budget_->limit) + " bytes)"
+                            : std::string("Protocol error: ") + reader_->errstr;
+  reset();  // a reader in error state accepts nothing more
+  throw ProtocolError(message);
+}
+
 void ReplyReader::feed(const char* data, std::size_t size) {
-  if (redisReaderFeed(reader_.get(), data, size) != REDIS_OK) {
-    throw ProtocolError(std::string("Protocol error: ") + reader_->errstr);
-  }
+  if (redisReaderFeed(reader_.get(), data, size) != REDIS_OK) fail();
 }
 
 std::optional<Reply> ReplyReader::next() {
   void* raw = nullptr;
-  if (redisReaderGetReply(reader_.get(), &raw) != REDIS_OK) {
-    std::string message = std::string("Protocol error: ") + reader_->errstr;
-    reset();  // a reader in error state accepts nothing more
-    throw ProtocolError(message);
+  if (redisReaderGetReply(reader_.get(), &raw) != REDIS_OK) fail();
+  if (raw == nullptr) {
+    // Every complete reply is taken: what stays buffered belongs to the unfinished one (a bulk
+    // string is only handed over whole), so a reply announced larger than the limit stops here,
+    // at most one read past it.
+    if (reader_->len - reader_->pos > budget_->limit) {
+      budget_->exceeded = true;
+      fail();
+    }
+    return std::nullopt;
   }
-  if (raw == nullptr) return std::nullopt;
   std::unique_ptr<Reply> root(static_cast<Reply*>(raw));
+  budget_->used = 0;  // the next reply starts afresh
   return std::move(*root);
 }
 
@@ -117,10 +180,13 @@ void ReplyReader::reset() {
   reader_.reset(
       redisReaderCreateWithFunctions(const_cast<redisReplyObjectFunctions*>(&kReplyFunctions)));
   if (!reader_) throw std::bad_alloc();
+  reader_->privdata = budget_.get();
+  budget_->used = 0;
+  budget_->exceeded = false;
 }
 
-std::vector<Reply> decode_all(std::string_view data) {
-  ReplyReader reader;
+std::vector<Reply> decode_all(std::string_view data, std::size_t max_reply_bytes) {
+  ReplyReader reader(max_reply_bytes);
   reader.feed(data.data(), data.size());
   std::vector<Reply> replies;
   while (auto reply = reader.next()) replies.push_back(std::move(*reply));

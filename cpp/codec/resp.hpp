@@ -15,9 +15,10 @@ struct redisReader;
 
 namespace rlb::codec {
 
-// Arrays longer than this are refused: Debian's hiredis 0.14.1 allocates them unchecked
-// (CVE-2021-32765), and no leaderboard reply comes near it.
-inline constexpr long long kMaxArrayElements = 1LL << 28;
+// The most memory one reply may take, decoded (each element counts its Reply and its string)
+// and buffered: a hostile or broken server cannot make the client allocate more. 512 MiB holds
+// get_top of a million entries with metadata; list_all pages are 5,000 entries.
+inline constexpr std::size_t kDefaultMaxReplyBytes = std::size_t{512} << 20;
 
 // Malformed bytes from the server: the connection cannot be trusted any more.
 struct ProtocolError : ConnectionError {
@@ -27,30 +28,46 @@ struct ProtocolError : ConnectionError {
 // Appends the RESP encoding of one command (binary-safe arguments) to `out`.
 void encode_command(const std::vector<std::string_view>& argv, std::string& out);
 
-// Incremental decoder: feed bytes as they arrive, take complete replies out.
+// Incremental decoder: feed bytes as they arrive, take complete replies out. Memory follows the
+// bytes that arrived, never what a header announces (an array's elements are allocated as they
+// are read; Debian's hiredis 0.14.1 would allocate an announced array at once, CVE-2021-32765),
+// and one reply may not take more than max_reply_bytes. Nesting is limited by hiredis (7 levels).
 class ReplyReader {
  public:
-  ReplyReader();
+  explicit ReplyReader(std::size_t max_reply_bytes = kDefaultMaxReplyBytes);
   ~ReplyReader();
   ReplyReader(const ReplyReader&) = delete;
   ReplyReader& operator=(const ReplyReader&) = delete;
 
+  // Throws ProtocolError if the unfinished reply would exceed max_reply_bytes.
   void feed(const char* data, std::size_t size);
-  // The next complete reply, or nothing if more bytes are needed. Throws ProtocolError.
+  // The next complete reply, or nothing if more bytes are needed. Throws ProtocolError (the
+  // reader is then reset: the connection must be dropped).
   std::optional<Reply> next();
   // True while bytes of an unfinished reply are buffered.
   bool has_partial() const;
   // Drops buffered bytes and any half-read reply (after a connection is replaced).
   void reset();
 
+  // What the reply being read has taken so far (hiredis's callbacks charge it).
+  struct Budget {
+    std::size_t limit;
+    std::size_t used = 0;
+    bool exceeded = false;
+  };
+
  private:
   struct Free {
     void operator()(redisReader* reader) const;
   };
+  [[noreturn]] void fail();
+
+  std::unique_ptr<Budget> budget_;  // hiredis keeps its address: heap, stable across moves
   std::unique_ptr<redisReader, Free> reader_;
 };
 
 // Decodes every complete reply in `data`; throws ProtocolError on malformed or partial input.
-std::vector<Reply> decode_all(std::string_view data);
+std::vector<Reply> decode_all(std::string_view data,
+                              std::size_t max_reply_bytes = kDefaultMaxReplyBytes);
 
 }  // namespace rlb::codec

@@ -34,7 +34,7 @@ void set_interrupt_check(InterruptCheck check) { interrupt_check.store(check); }
 // deadline without running an io_context per call.
 
 BlockingConnection::BlockingConnection(const ClientOptions& options)
-    : options_(options), socket_(io_) {
+    : options_(options), socket_(io_), reader_(options.max_reply_bytes) {
   connect();
   handshake();
 }
@@ -46,10 +46,15 @@ std::optional<Clock::time_point> BlockingConnection::deadline(
          std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(*seconds));
 }
 
-void BlockingConnection::fail_io(const std::string& message) {
+void BlockingConnection::close_broken() {
   broken_ = true;
   boost::system::error_code ignored;
   socket_.close(ignored);
+  reader_.reset();
+}
+
+void BlockingConnection::fail_io(const std::string& message) {
+  close_broken();
   throw ConnectionError(message);
 }
 
@@ -59,9 +64,7 @@ void BlockingConnection::on_interrupt() {
   try {
     check();
   } catch (...) {
-    broken_ = true;
-    boost::system::error_code ignored;
-    socket_.close(ignored);
+    close_broken();
     throw;
   }
 }
@@ -84,9 +87,7 @@ void BlockingConnection::wait(short events, const std::optional<Clock::time_poin
     if (ready < 0)
       fail_io(std::string("Error ") + doing + " " + options_.address() + ": " +
               std::strerror(errno));
-    broken_ = true;
-    boost::system::error_code ignored;
-    socket_.close(ignored);
+    close_broken();
     throw TimeoutError(std::string("Timeout ") + doing + " " + options_.address());
   }
 }
@@ -163,12 +164,13 @@ void BlockingConnection::handshake() {
 }
 
 std::vector<Reply> BlockingConnection::round_trip(const std::string& wire, std::size_t count) {
-  send(wire);
+  send(wire, count);
   return receive(count);
 }
 
-void BlockingConnection::send(const std::string& wire) {
+void BlockingConnection::send(const std::string& wire, std::size_t replies) {
   if (broken_) throw ConnectionError("Connection to " + options_.address() + " is closed");
+  outstanding_ += replies;
   const auto until = deadline(options_.socket_timeout);
   boost::system::error_code ec;
 
@@ -189,6 +191,21 @@ void BlockingConnection::send(const std::string& wire) {
 
 std::vector<Reply> BlockingConnection::receive(std::size_t count) {
   if (broken_) throw ConnectionError("Connection to " + options_.address() + " is closed");
+  try {
+    auto replies = read_replies(count);
+    outstanding_ -= std::min(outstanding_, count);
+    // Bytes beyond every reply asked for were sent unasked: the stream is out of step.
+    if (outstanding_ == 0 && reader_.has_partial()) close_broken();
+    return replies;
+  } catch (...) {
+    // A timeout, a protocol error or an interrupted wait: replies may still be on their way, so
+    // the connection can never answer another call.
+    close_broken();
+    throw;
+  }
+}
+
+std::vector<Reply> BlockingConnection::read_replies(std::size_t count) {
   const auto until = deadline(options_.socket_timeout);
   boost::system::error_code ec;
   std::vector<Reply> replies;
@@ -214,12 +231,7 @@ std::vector<Reply> BlockingConnection::receive(std::size_t count) {
     } else if (ec) {
       fail_io("Error reading from " + options_.address() + ": " + ec.message());
     } else {
-      try {
-        reader_.feed(buffer, n);
-      } catch (const ConnectionError&) {
-        broken_ = true;
-        throw;
-      }
+      reader_.feed(buffer, n);
     }
   }
   return replies;
@@ -307,7 +319,7 @@ void BlockingClient::run_pipelined(std::size_t window, const std::function<Excha
         continue;
       }
       counters_.round_trip(exchange->expected());
-      connection.send(exchange->wire());
+      connection.send(exchange->wire(), exchange->expected());
       in_flight.push_back(exchange);
       if (in_flight.size() >= std::max<std::size_t>(window, 1)) done(read_oldest());
     }

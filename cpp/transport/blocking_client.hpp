@@ -37,11 +37,12 @@ class BlockingConnection {
   BlockingConnection(const BlockingConnection&) = delete;
   BlockingConnection& operator=(const BlockingConnection&) = delete;
 
-  // Writes `wire` and reads `count` replies within the socket timeout. Any failure leaves the
-  // connection broken (its replies would be out of step) and throws.
+  // Writes `wire` and reads `count` replies within the socket timeout. Any failure (and any
+  // byte beyond the replies asked for) leaves the connection broken: it is closed, never reused.
   std::vector<codec::Reply> round_trip(const std::string& wire, std::size_t count);
   // The two halves of a round trip, for requests pipelined ahead of their replies.
-  void send(const std::string& wire);
+  // `replies`: how many replies `wire` asks for (bytes beyond all those asked for break it).
+  void send(const std::string& wire, std::size_t replies);
   std::vector<codec::Reply> receive(std::size_t count);
 
   bool broken() const { return broken_; }
@@ -55,6 +56,9 @@ class BlockingConnection {
   std::optional<Clock::time_point> deadline(const std::optional<double>& seconds) const;
   // Waits until the socket is ready for `events` (POLLIN/POLLOUT) or the deadline passes.
   void wait(short events, const std::optional<Clock::time_point>& until, const char* doing);
+  std::vector<codec::Reply> read_replies(std::size_t count);
+  // Marks the connection broken and closes it: it never goes back to the pool.
+  void close_broken();
   [[noreturn]] void fail_io(const std::string& message);
   void on_interrupt();
 
@@ -63,6 +67,7 @@ class BlockingConnection {
   boost::asio::generic::stream_protocol::socket socket_;
   codec::ReplyReader reader_;
   bool broken_ = false;
+  std::size_t outstanding_ = 0;  // replies asked for and not yet received
   ForkGuard fork_guard_;
 };
 

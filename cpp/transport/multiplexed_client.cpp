@@ -38,11 +38,26 @@ MultiplexedClient::MultiplexedClient(ClientOptions options, std::size_t max_in_f
       socket_(io_),
       resolver_(io_),
       connect_timer_(io_),
-      request_timer_(io_) {
+      request_timer_(io_),
+      reader_(options_.max_reply_bytes) {
   options_.validate();
   event_fd_ = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
   if (event_fd_ < 0) throw RedisError(std::string("eventfd: ") + std::strerror(errno));
-  thread_ = std::make_unique<std::thread>([this] { io_.run(); });
+  thread_ = std::make_unique<std::thread>([this] {
+    // Nothing may escape the I/O thread (it would terminate the process): a handler that throws
+    // fails every request, and the loop goes on.
+    for (;;) {
+      try {
+        io_.run();
+        return;
+      } catch (const std::exception& e) {
+        abort_all(
+            error_of<ConnectionError>(std::string("redis_leaderboard I/O thread: ") + e.what()));
+      } catch (...) {
+        abort_all(error_of<ConnectionError>("redis_leaderboard I/O thread: unknown error"));
+      }
+    }
+  });
 }
 
 MultiplexedClient::~MultiplexedClient() {
@@ -66,6 +81,7 @@ void MultiplexedClient::submit(std::vector<Outgoing> batch) {
       request.id = outgoing.id;
       request.wire = std::move(outgoing.wire);
       request.expected = outgoing.expected;
+      request.deadline = deadline_from(outgoing.started);
       submitted_.push_back(std::move(request));
     }
     post = !wake_posted_;
@@ -98,9 +114,23 @@ void MultiplexedClient::close() {
 // ---- I/O thread ------------------------------------------------------------------------------
 
 void MultiplexedClient::take_submitted() {
-  std::lock_guard<std::mutex> lock(submit_mutex_);
-  for (auto& request : submitted_) waiting_.push_back(std::move(request));
-  submitted_.clear();
+  std::optional<Clock::time_point> earliest;
+  {
+    std::lock_guard<std::mutex> lock(submit_mutex_);
+    for (auto& request : submitted_) {
+      if (request.deadline && (!earliest || *request.deadline < *earliest)) {
+        earliest = request.deadline;
+      }
+      waiting_.push_back(std::move(request));
+    }
+    submitted_.clear();
+  }
+  arm_request_timer(earliest);
+}
+
+std::optional<Clock::time_point> MultiplexedClient::deadline_from(Clock::time_point started) const {
+  if (!options_.socket_timeout) return std::nullopt;
+  return started + seconds(*options_.socket_timeout);
 }
 
 void MultiplexedClient::on_submitted() {
@@ -249,7 +279,9 @@ void MultiplexedClient::on_connected() {
     Request request;
     request.wire = std::move(handshake.wire);
     request.expected = handshake.expected;
+    request.deadline = deadline_from(Clock::now());
     request.handshake = true;
+    arm_request_timer(request.deadline);
     waiting_.push_front(std::move(request));
   }
   read();
@@ -264,9 +296,14 @@ void MultiplexedClient::write() {
   const auto now = Clock::now();
   while (!waiting_.empty() && in_flight_.size() < max_in_flight_) {
     Request& request = waiting_.front();
+    if (request.deadline && *request.deadline <= now && !request.handshake) {
+      complete(std::move(request),  // overdue before it was sent: safe to fail, it never ran
+               error_of<TimeoutError>("Timeout waiting to send to " + options_.address()));
+      waiting_.pop_front();
+      continue;
+    }
     write_buffer_ += request.wire;
     std::string().swap(request.wire);
-    request.sent = now;
     if (!request.handshake) commands += request.expected;
     in_flight_.push_back(std::move(request));
     waiting_.pop_front();
@@ -274,7 +311,6 @@ void MultiplexedClient::write() {
   if (write_buffer_.empty()) return;  // the in-flight limit: replies will make room
   writing_ = true;
   counters_.round_trip(commands);
-  arm_request_timer();
   const auto generation = generation_;
   asio::async_write(socket_, asio::buffer(write_buffer_),
                     [this, generation](const boost::system::error_code& ec, std::size_t) {
@@ -308,6 +344,9 @@ void MultiplexedClient::read() {
           }
         } catch (const RedisError&) {
           return connection_lost(std::current_exception());
+        } catch (const std::exception& e) {  // out of memory: the same, never terminate
+          return connection_lost(error_of<ConnectionError>("Error reading from " +
+                                                           options_.address() + ": " + e.what()));
         }
         read();
       });
@@ -334,24 +373,58 @@ void MultiplexedClient::on_reply(Reply&& reply) {
   } else {
     complete(std::move(done), nullptr);
   }
-  arm_request_timer();
   if (!waiting_.empty() && !writing_) write();
 }
 
-void MultiplexedClient::arm_request_timer() {
-  if (!options_.socket_timeout || request_timer_armed_ || in_flight_.empty()) return;
+void MultiplexedClient::arm_request_timer(std::optional<Clock::time_point> deadline) {
+  if (!deadline || stopping_) return;
+  if (request_timer_armed_ && request_timer_at_ <= *deadline) return;
   request_timer_armed_ = true;
-  const auto generation = generation_;
-  request_timer_.expires_at(in_flight_.front().sent + seconds(*options_.socket_timeout));
-  request_timer_.async_wait([this, generation](const boost::system::error_code& ec) {
+  request_timer_at_ = *deadline;
+  request_timer_.expires_at(*deadline);  // cancels a later wait
+  request_timer_.async_wait([this](const boost::system::error_code& ec) {
+    if (ec || stopping_) return;
     request_timer_armed_ = false;
-    if (ec || generation != generation_ || in_flight_.empty()) return;
-    if (Clock::now() >= in_flight_.front().sent + seconds(*options_.socket_timeout)) {
-      // Replies come in order: the oldest is overdue, so the connection is stuck.
+    on_request_timer();
+  });
+}
+
+void MultiplexedClient::rearm_request_timer() {
+  std::optional<Clock::time_point> earliest;
+  for (const auto* queue : {&in_flight_, &waiting_}) {
+    for (const auto& request : *queue) {
+      if (request.deadline && (!earliest || *request.deadline < *earliest)) {
+        earliest = request.deadline;
+      }
+    }
+  }
+  arm_request_timer(earliest);
+}
+
+void MultiplexedClient::on_request_timer() {
+  const auto now = Clock::now();
+  for (const auto& request : in_flight_) {
+    if (request.deadline && *request.deadline <= now) {
+      // Replies come in order: one overdue reply means the connection is stuck. Everything
+      // written fails (it may have run); connection_lost expires the waiting ones and re-arms.
       return connection_lost(error_of<TimeoutError>("Timeout reading from " + options_.address()));
     }
-    arm_request_timer();
-  });
+  }
+  expire_waiting(now);
+  rearm_request_timer();
+}
+
+void MultiplexedClient::expire_waiting(Clock::time_point now) {
+  std::deque<Request> keep;
+  for (auto& request : waiting_) {
+    if (request.deadline && *request.deadline <= now && !request.handshake) {
+      complete(std::move(request),
+               error_of<TimeoutError>("Timeout waiting to send to " + options_.address()));
+    } else {
+      keep.push_back(std::move(request));
+    }
+  }
+  waiting_.swap(keep);
 }
 
 void MultiplexedClient::connection_lost(std::exception_ptr error) {
@@ -361,14 +434,33 @@ void MultiplexedClient::connection_lost(std::exception_ptr error) {
   writing_ = false;
   boost::system::error_code ignored;
   socket_.close(ignored);
-  request_timer_.cancel();
-  request_timer_armed_ = false;
   reader_.reset();
-  // Written requests may have run: they fail, never resent. Waiting ones go on a new connection.
+  // Written requests may have run: they fail, never resent. Waiting ones go on a new connection,
+  // unless their time is up.
   fail(in_flight_, error);
   while (!waiting_.empty() && waiting_.front().handshake) waiting_.pop_front();
   take_submitted();
+  expire_waiting(Clock::now());
+  rearm_request_timer();
   if (!waiting_.empty()) connect();
+}
+
+void MultiplexedClient::abort_all(std::exception_ptr error) {
+  try {
+    ++generation_;
+    state_ = State::Disconnected;
+    writing_ = false;
+    boost::system::error_code ignored;
+    socket_.close(ignored);
+    reader_.reset();
+    fail(in_flight_, error);
+    take_submitted();
+    fail(waiting_, error);
+  } catch (...) {
+    // Still failing (no memory at all): drop what is left; the next submission starts afresh.
+    in_flight_.clear();
+    waiting_.clear();
+  }
 }
 
 void MultiplexedClient::shutdown() {

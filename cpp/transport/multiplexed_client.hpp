@@ -17,6 +17,7 @@
 #include <exception>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -44,11 +45,13 @@ class MultiplexedClient {
   MultiplexedClient(const MultiplexedClient&) = delete;
   MultiplexedClient& operator=(const MultiplexedClient&) = delete;
 
-  // A request to send: its RESP bytes and how many replies they get.
+  // A request to send: its RESP bytes, how many replies they get, and when its call was made
+  // (socket_timeout counts from then, queueing included).
   struct Outgoing {
     std::uint64_t id = 0;
     std::string wire;
     std::size_t expected = 0;
+    Clock::time_point started = Clock::now();
   };
   // Queues requests (any thread; never blocks on I/O) with one wake-up of the I/O thread for
   // the whole batch. Each completion arrives via take_completions() with its id.
@@ -69,7 +72,7 @@ class MultiplexedClient {
     std::string wire;
     std::size_t expected = 0;
     std::vector<codec::Reply> replies;
-    Clock::time_point sent;
+    std::optional<Clock::time_point> deadline;  // none without a socket_timeout
     bool handshake = false;
   };
   enum class State { Disconnected, Connecting, Connected };
@@ -82,7 +85,15 @@ class MultiplexedClient {
   void write();
   void read();
   void on_reply(codec::Reply&& reply);
-  void arm_request_timer();
+  std::optional<Clock::time_point> deadline_from(Clock::time_point started) const;
+  // Keeps the request timer armed for the earliest deadline of a written or waiting request.
+  void arm_request_timer(std::optional<Clock::time_point> deadline);
+  void rearm_request_timer();
+  void on_request_timer();
+  // Fails (TimeoutError, never sent) the waiting requests whose deadline has passed.
+  void expire_waiting(Clock::time_point now);
+  // Something failed that should not (out of memory): every request fails, the connection goes.
+  void abort_all(std::exception_ptr error);
   void connection_lost(std::exception_ptr error);
   void connect_failed(std::exception_ptr error);
   void take_submitted();
@@ -100,7 +111,7 @@ class MultiplexedClient {
   boost::asio::generic::stream_protocol::socket socket_;
   boost::asio::ip::tcp::resolver resolver_;
   boost::asio::steady_timer connect_timer_;  // connect timeout and reconnect backoff
-  boost::asio::steady_timer request_timer_;  // socket_timeout of the oldest request in flight
+  boost::asio::steady_timer request_timer_;  // the earliest request deadline
   codec::ReplyReader reader_;
 
   std::mutex submit_mutex_;
@@ -114,6 +125,7 @@ class MultiplexedClient {
   std::string write_buffer_;
   bool writing_ = false;
   bool request_timer_armed_ = false;
+  Clock::time_point request_timer_at_{};
   bool stopping_ = false;
   bool connect_timed_out_ = false;
   std::uint64_t generation_ = 0;  // bumped per connection: stale handlers see it and return

@@ -49,6 +49,7 @@ void ClientOptions::validate() const {
       throw InvalidArgument("timeouts must be positive numbers of seconds or None");
     }
   }
+  if (max_reply_bytes < 1024) throw InvalidArgument("max_reply_bytes must be at least 1024");
 }
 
 ClientOptions parse_url(const std::string& url) {

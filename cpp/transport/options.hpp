@@ -1,6 +1,7 @@
 // Where and how to connect; shared by every transport.
 #pragma once
 
+#include <cstddef>
 #include <optional>
 #include <string>
 
@@ -16,6 +17,7 @@ struct ClientOptions {
   std::optional<std::string> client_name;
   std::optional<double> socket_timeout;          // seconds; none waits without limit
   std::optional<double> socket_connect_timeout;  // seconds; none: socket_timeout, else no limit
+  std::size_t max_reply_bytes = std::size_t{512} << 20;  // codec::kDefaultMaxReplyBytes
 
   // "host:port" or the socket path, for messages.
   std::string address() const;

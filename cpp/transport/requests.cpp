@@ -22,13 +22,7 @@ bool is_noscript(const Reply& reply) {
   return reply.is_error() && reply.str.compare(0, 8, "NOSCRIPT") == 0;
 }
 
-void raise_error_reply(const Reply& reply) {
-  const std::string& message = reply.str;
-  if (message.compare(0, 6, "NOAUTH") == 0 || message.compare(0, 9, "WRONGPASS") == 0) {
-    throw AuthenticationError(message);
-  }
-  throw ResponseError(message);
-}
+void raise_error_reply(const Reply& reply) { raise_server_error(reply.str); }
 
 Handshake handshake_for(const ClientOptions& options) {
   Handshake handshake;
@@ -77,25 +71,29 @@ void Exchange::next_step() {
 }
 
 void Exchange::on_replies(std::vector<Reply>&& replies) {
-  if (resent_.empty()) {
+  if (replies.size() != expected_) throw ConnectionError("reply count mismatch");
+  const bool retry = !resent_.empty();
+  if (!retry) {
     replies_ = std::move(replies);
   } else {
     for (std::size_t j = 0; j < resent_.size(); ++j) replies_[resent_[j]] = std::move(replies[j]);
     resent_.clear();
   }
-  if (replies_.size() != commands_.size()) throw ConnectionError("reply count mismatch");
 
-  // Scripts the server has not cached did not run: send them again with their body, once.
-  wire_.clear();
-  for (std::size_t i = 0; i < replies_.size(); ++i) {
-    if (commands_[i].script != nullptr && is_noscript(replies_[i])) {
-      resent_.push_back(i);
-      encode(commands_[i], true, wire_);
+  // Scripts the server has not cached did not run: send them again with their body, once. A
+  // NOSCRIPT in reply to the body itself is an error (a server that never keeps scripts).
+  if (!retry) {
+    wire_.clear();
+    for (std::size_t i = 0; i < replies_.size(); ++i) {
+      if (commands_[i].script != nullptr && is_noscript(replies_[i])) {
+        resent_.push_back(i);
+        encode(commands_[i], true, wire_);
+      }
     }
-  }
-  if (!resent_.empty()) {
-    expected_ = resent_.size();
-    return;
+    if (!resent_.empty()) {
+      expected_ = resent_.size();
+      return;
+    }
   }
 
   for (const auto& reply : replies_) {

@@ -21,8 +21,8 @@ void encode(const Command& command, bool with_body, std::string& out);
 // The server does not have the script cached (after a restart or SCRIPT FLUSH); it did not run.
 bool is_noscript(const Reply& reply);
 
-// Throws the exception for an error reply: AuthenticationError for NOAUTH/WRONGPASS, else
-// ResponseError with the server's message.
+// Throws the exception for an error reply (errors.hpp's table: AuthenticationError for
+// NOAUTH/WRONGPASS, BusyLoadingError for LOADING, ..., else ResponseError).
 [[noreturn]] void raise_error_reply(const Reply& reply);
 
 // AUTH, SELECT and CLIENT SETNAME for a new connection, pipelined in one round trip.

@@ -1,0 +1,44 @@
+#include "errors.hpp"
+
+#include <string_view>
+
+namespace rlb {
+namespace {
+
+bool starts_with(std::string_view text, std::string_view prefix) {
+  return text.substr(0, prefix.size()) == prefix;
+}
+
+template <class Error>
+[[noreturn]] void raise(const std::string& message) {
+  throw Error(message);
+}
+
+struct Prefix {
+  std::string_view prefix;  // the error code and the space after it, or the whole message start
+  void (*raise)(const std::string&);
+};
+
+// Server error prefix -> exception, as redis-py maps them.
+constexpr Prefix kServerErrors[] = {
+    {"NOSCRIPT ", raise<NoScriptError>},
+    {"NOAUTH ", raise<AuthenticationError>},
+    {"WRONGPASS ", raise<AuthenticationError>},
+    {"NOPERM ", raise<NoPermissionError>},
+    {"OOM ", raise<OutOfMemoryError>},
+    {"READONLY ", raise<ReadOnlyError>},
+    {"LOADING ", raise<BusyLoadingError>},
+    {"EXECABORT ", raise<ExecAbortError>},
+    {"ERR max number of clients reached", raise<ConnectionError>},
+};
+
+}  // namespace
+
+void raise_server_error(const std::string& message) {
+  for (const auto& entry : kServerErrors) {
+    if (starts_with(message, entry.prefix)) entry.raise(message);
+  }
+  throw ResponseError(message);
+}
+
+}  // namespace rlb
