@@ -11,11 +11,29 @@ class ConnectionError(RedisError):
 class AuthenticationError(ConnectionError):
     """The server refused the username or password."""
 
+class BusyLoadingError(ConnectionError):
+    """LOADING: the server is loading its dataset; retry in a moment."""
+
 class TimeoutError(RedisError):
     """The server did not answer within the configured timeout."""
 
 class ResponseError(RedisError):
     """The server answered with an error reply."""
+
+class NoScriptError(ResponseError):
+    """NOSCRIPT: the server does not keep scripts."""
+
+class ReadOnlyError(ResponseError):
+    """READONLY: a write was sent to a replica."""
+
+class NoPermissionError(ResponseError):
+    """NOPERM: the ACL user may not run this command."""
+
+class OutOfMemoryError(ResponseError):
+    """OOM: the server is at maxmemory and refused the write."""
+
+class ExecAbortError(ResponseError):
+    """EXECABORT: a transaction was discarded."""
 
 class Operation:
     """One leaderboard operation: the requests it sends and how it reads their replies.
@@ -83,6 +101,7 @@ class AsyncCore:
         unix_socket_path: Optional[str] = None,
         max_in_flight: int = 1024,
         max_pending: int = 10000,
+        max_reply_bytes: Optional[int] = None,
     ) -> None: ...
     @staticmethod
     def from_url(
@@ -93,6 +112,7 @@ class AsyncCore:
         client_name: Optional[str] = None,
         max_in_flight: int = 1024,
         max_pending: int = 10000,
+        max_reply_bytes: Optional[int] = None,
     ) -> AsyncCore: ...
     def submit(self, operation: Operation, loop: Any) -> Any:
         """Run ``operation``; returns an asyncio future created on ``loop``."""
@@ -113,7 +133,9 @@ class Client:
     Safe to share between threads: each call borrows a pooled connection and releases the
     GIL while it waits. A dropped connection is reopened on the next call; a call whose
     reply was lost raises :class:`ConnectionError` and is never retried.
-    Timeouts are in seconds; None waits without limit (as redis-py).
+    Timeouts are in seconds; None waits without limit (as redis-py). ``max_reply_bytes``
+    (default 512 MiB) caps the memory one reply may take; a larger reply drops the connection
+    with :class:`ConnectionError`.
     """
 
     def __init__(
@@ -127,6 +149,8 @@ class Client:
         socket_connect_timeout: Optional[float] = None,
         client_name: Optional[str] = None,
         unix_socket_path: Optional[str] = None,
+        *,
+        max_reply_bytes: Optional[int] = None,
     ) -> None: ...
     @staticmethod
     def from_url(
@@ -135,6 +159,7 @@ class Client:
         socket_timeout: Optional[float] = None,
         socket_connect_timeout: Optional[float] = None,
         client_name: Optional[str] = None,
+        max_reply_bytes: Optional[int] = None,
     ) -> Client:
         """``redis://[[user]:password@]host[:port][/db]`` or ``unix:///path[?db=N]``;
         ``rediss://`` raises ValueError (TLS is not supported yet)."""

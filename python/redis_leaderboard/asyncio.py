@@ -38,7 +38,8 @@ class Client:
     and unanswered at once; ``max_pending`` caps those handed to the transport, beyond which
     calls wait in the client (back-pressure). A client is bound to the event loop it is first
     used on. Written requests whose connection drops fail with ``ConnectionError`` (never
-    retried); a request unanswered for ``socket_timeout`` seconds fails with ``TimeoutError``.
+    retried); a call unanswered ``socket_timeout`` seconds after it was made (waiting its turn
+    included) fails with ``TimeoutError``.
     """
 
     def __init__(
@@ -55,6 +56,7 @@ class Client:
         *,
         max_in_flight: int = 1024,
         max_pending: int = 10000,
+        max_reply_bytes: Optional[int] = None,
         _core_client: Optional[_core.AsyncCore] = None,
     ) -> None:
         self._core = _core_client or _core.AsyncCore(
@@ -69,6 +71,7 @@ class Client:
             unix_socket_path=unix_socket_path,
             max_in_flight=max_in_flight,
             max_pending=max_pending,
+            max_reply_bytes=max_reply_bytes,
         )
         self._loop: Optional[asyncio.AbstractEventLoop] = None
         _open_clients.add(self)
@@ -83,6 +86,7 @@ class Client:
         client_name: Optional[str] = None,
         max_in_flight: int = 1024,
         max_pending: int = 10000,
+        max_reply_bytes: Optional[int] = None,
     ) -> Client:
         """``redis://[[user]:password@]host[:port][/db]`` or ``unix:///path[?db=N]``."""
         core = _core.AsyncCore.from_url(
@@ -92,6 +96,7 @@ class Client:
             client_name=client_name,
             max_in_flight=max_in_flight,
             max_pending=max_pending,
+            max_reply_bytes=max_reply_bytes,
         )
         return cls(_core_client=core)
 
