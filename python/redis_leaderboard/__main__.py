@@ -3,7 +3,8 @@
 Each subcommand is registered in :data:`COMMANDS` by the function that adds its options to its
 ``argparse`` subparser; that function sets ``run`` (a function of the parsed arguments returning
 the exit status) as a default, or the module's ``run`` is used. Commands that use a board share
-the Redis and key options of :func:`redis_leaderboard.demo.cli.add_redis_arguments`.
+the Redis and key options of :func:`redis_leaderboard.demo.cli.add_redis_arguments`. The commands
+of :data:`PASS_THROUGH` run another program and get all their arguments as ``args.passed``.
 """
 
 from __future__ import annotations
@@ -27,8 +28,16 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "top": (_CLI, "add_top_arguments", "print the top entries"),
     "rank": (_CLI, "add_rank_arguments", "print one user's entry (exit 1 if absent)"),
     "around": (_CLI, "add_around_arguments", "print the entries around a rank"),
-    "bench": (_CLI, "add_bench_arguments", "run the benchmark (benchmarks/run.py of a clone)"),
+    "bench": (
+        _CLI,
+        "add_bench_arguments",
+        "run the benchmark: benchmarks/run.py of a clone, with the arguments given "
+        "(--quick for a smoke run, --help for its options)",
+    ),
 }
+#: Commands without options of their own (not even --help): every argument goes to the program
+#: they run.
+PASS_THROUGH = frozenset({"bench"})
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -41,7 +50,9 @@ def build_parser() -> argparse.ArgumentParser:
     commands.required = True
     for name, (module_name, adder, summary) in COMMANDS.items():
         module = importlib.import_module(module_name)
-        sub = commands.add_parser(name, help=summary, description=summary)
+        sub = commands.add_parser(
+            name, help=summary, description=summary, add_help=name not in PASS_THROUGH
+        )
         getattr(module, adder)(sub)
         if sub.get_default("run") is None:
             sub.set_defaults(run=module.run)
@@ -49,7 +60,13 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Optional[list[str]] = None) -> int:
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    # parse_known_args, as argparse.REMAINDER does not take arguments starting with "-".
+    args, passed = parser.parse_known_args(argv)
+    if args.command in PASS_THROUGH:
+        args.passed = passed
+    elif passed:
+        parser.error(f"unrecognized arguments: {' '.join(passed)}")
     return int(args.run(args))
 
 

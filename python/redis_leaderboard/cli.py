@@ -8,23 +8,38 @@ from __future__ import annotations
 
 import argparse
 import csv
+import inspect
 import json
+import math
 import subprocess
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator, Optional, TextIO
+from typing import Any, Iterator, Optional, TextIO, Union
+
+from tqdm import tqdm
 
 from . import RedisError, RedisLeaderboard
 from .demo.cli import DemoError, RedisTarget, add_redis_arguments, connect_configured
+from .demo.validation import MAX_MAX_ENTRIES
 from .leaderboard import Entry
 
-# Without --max-entries, import keeps every entry (a sorted set holds at most 2**32 - 1).
+# Without --max-entries, import keeps every entry (a sorted set holds at most 2**32 - 1), and
+# top/rank/around, which only read, never trim.
 NO_LIMIT = 2**32
+# What a RedisLeaderboard opened without max_entries keeps (and trims to on its next write).
+LIBRARY_MAX_ENTRIES: int = inspect.signature(RedisLeaderboard).parameters["max_entries"].default
+# A refused import lists this many bad rows (and counts the rest).
+MAX_LISTED_BAD_ROWS = 10
 
 
 class CommandError(Exception):
-    """A problem reported as one line and exit status 1."""
+    """A problem reported on stderr, ending the command with ``status`` (1 unless given)."""
+
+    def __init__(self, message: str, status: int = 1) -> None:
+        super().__init__(message)
+        self.status = status
 
 
 def _positive(text: str) -> int:
@@ -53,81 +68,159 @@ def open_board(args: argparse.Namespace, max_entries: int = NO_LIMIT) -> RedisLe
 
 # ---- import ------------------------------------------------------------------------------------
 
-
-def read_csv(stream: TextIO, path: str) -> Iterator[tuple[str, float, dict[str, str]]]:
-    """(user_id, score, metadata) per row of a CSV with a header naming ``user_id`` and
-    ``score``; every other non-empty column becomes a metadata field."""
-    rows = csv.DictReader(stream)
-    fields = rows.fieldnames or []
-    if "user_id" not in fields or "score" not in fields:
-        raise CommandError(f"{path}: the header must name the columns user_id and score")
-    for row in rows:
-        try:
-            score = float(row["score"])
-        except (TypeError, ValueError):
-            raise CommandError(
-                f"{path}, line {rows.line_num}: score is not a number: {row['score']!r}"
-            ) from None
-        metadata = {k: v for k, v in row.items() if k not in ("user_id", "score") and k and v}
-        yield row["user_id"] or "", score, metadata
+Row = tuple[str, float, dict[str, str]]  # (user_id, score, metadata), as upsert_many takes
 
 
-class ProgressBar:
-    """``[#####.....]  42%  420,000/1,000,000 rows  185,000 rows/s`` on stderr."""
+@dataclass(frozen=True)
+class BadRow:
+    line: int  # in the file, the header being line 1
+    reason: str
 
-    def __init__(self, total: int, stream: TextIO = sys.stderr) -> None:
-        self.total, self.stream, self.started = max(total, 1), stream, time.monotonic()
-        self.shown = 0.0
 
-    def __call__(self, done: int) -> None:
-        now = time.monotonic()
-        if now - self.shown < 0.2 and done < self.total:
-            return  # a few redraws a second is enough
-        self.shown = now
-        fraction = min(done / self.total, 1.0)
-        rate = done / max(now - self.started, 1e-9)
-        bar = "#" * int(fraction * 30)
-        self.stream.write(
-            f"\r[{bar:<30}] {fraction:4.0%}  {done:,}/{self.total:,} rows  {rate:,.0f} rows/s"
+def read_csv(stream: TextIO, path: str) -> Iterator[Union[Row, BadRow]]:
+    """A :data:`Row` per good row of a CSV whose header names ``user_id`` and ``score`` (every
+    other non-empty column becomes a metadata field), a :class:`BadRow` per row that
+    :meth:`RedisLeaderboard.upsert_many` would refuse or that has more fields than the header."""
+    reader = csv.reader(stream)
+    try:
+        header = next(reader, [])
+        if "user_id" not in header or "score" not in header:
+            raise CommandError(f"{path}: the header must name the columns user_id and score")
+        user_column, score_column = header.index("user_id"), header.index("score")
+        metadata_columns = [
+            (i, name)
+            for i, name in enumerate(header)
+            if name and i not in (user_column, score_column)
+        ]
+        for record in reader:
+            if not record:
+                continue  # a blank line
+            if any(record[len(header) :]):  # data beyond the header's columns
+                yield BadRow(
+                    reader.line_num, f"{len(record)} fields, but the header names {len(header)}"
+                )
+                continue
+            record += [""] * (len(header) - len(record))  # trailing empty fields may be left out
+            user_id, score_text = record[user_column], record[score_column]
+            try:
+                score = float(score_text)
+            except ValueError:
+                yield BadRow(reader.line_num, f"score is not a number: {score_text!r}")
+                continue
+            if not math.isfinite(score):
+                yield BadRow(reader.line_num, f"score must be a finite number, not {score_text!r}")
+            elif not user_id:
+                yield BadRow(reader.line_num, "user_id must not be empty")
+            else:
+                yield user_id, score, {name: record[i] for i, name in metadata_columns if record[i]}
+    except csv.Error as exc:
+        raise CommandError(f"{path}, line {reader.line_num}: {exc}") from None
+    except UnicodeDecodeError as exc:
+        raise CommandError(f"{path}: not UTF-8 text ({exc.reason}); save it as CSV UTF-8") from None
+
+
+def open_csv(path: Path) -> TextIO:
+    # utf-8-sig: a byte order mark (Excel's "CSV UTF-8") is skipped, not read as part of the header.
+    return path.open(newline="", encoding="utf-8-sig")
+
+
+def check_csv(path: Path, skip_bad: bool) -> tuple[int, list[BadRow]]:
+    """The first pass: how many rows are good, and the bad ones. Without ``skip_bad``, a bad row
+    is an error naming the first few, before anything is written."""
+    good, bad = 0, []
+    with open_csv(path) as stream:
+        for row in read_csv(stream, str(path)):
+            if isinstance(row, BadRow):
+                bad.append(row)
+            else:
+                good += 1
+    if bad and not skip_bad:
+        lines = "\n".join(f"  line {b.line}: {b.reason}" for b in bad[:MAX_LISTED_BAD_ROWS])
+        more = (
+            f"\n  ... and {len(bad) - MAX_LISTED_BAD_ROWS:,} more"
+            if len(bad) > MAX_LISTED_BAD_ROWS
+            else ""
         )
-        self.stream.flush()
-
-    def finish(self) -> None:
-        self.stream.write("\n")
-
-
-def count_rows(path: Path) -> int:
-    with path.open("rb") as f:
-        return max(sum(chunk.count(b"\n") for chunk in iter(lambda: f.read(1 << 20), b"")) - 1, 0)
+        raise CommandError(
+            f"{path}: nothing was written: bad rows: {len(bad):,} of {good + len(bad):,} (fix "
+            f"them, or pass --skip-bad to import the others):\n{lines}{more}"
+        )
+    return good, bad
 
 
 def run_import(args: argparse.Namespace) -> int:
     path = Path(args.file)
     if not path.is_file():
         raise CommandError(f"{path}: no such file")
-    board = open_board(args, args.max_entries or NO_LIMIT)
-    progress = None if args.quiet else ProgressBar(count_rows(path))
     started = time.monotonic()
+    total, bad = check_csv(path, args.skip_bad)
+    for b in bad:
+        print(f"{path}, line {b.line}: {b.reason} (skipped)", file=sys.stderr)
+    board = open_board(args, args.max_entries or NO_LIMIT)
+    handed = 0  # rows given to upsert_many (those confirmed written: `written`, below)
+
+    def good_rows() -> Iterator[Row]:
+        nonlocal handed
+        with open_csv(path) as stream:
+            for row in read_csv(stream, str(path)):
+                if isinstance(row, BadRow):
+                    if args.skip_bad:
+                        continue
+                    raise CommandError(f"the file changed: line {row.line}: {row.reason}")
+                handed += 1
+                yield row
+
+    bar = tqdm(total=total, unit=" rows", file=sys.stderr, disable=True if args.quiet else None)
+    written = 0
+
+    def progress(done: int) -> None:
+        nonlocal written
+        bar.update(done - written)
+        written = done
+
+    def stopped(reason: str) -> str:
+        # Rows handed over but not confirmed were in flight: any of them may have been written.
+        maybe = f" to {handed:,}" if handed > written else ""
+        return (
+            f"{path}: {written:,}{maybe} of {total:,} rows were written (the board was not "
+            f"trimmed) when the import stopped: {reason}"
+        )
+
     try:
-        with path.open(newline="", encoding="utf-8") as stream:
-            summary = board.upsert_many(
-                read_csv(stream, str(path)), chunk_size=args.chunk_size, progress=progress
-            )
-    except (ValueError, TypeError) as exc:  # a bad row: rows before its chunk are written
-        raise CommandError(f"{path}: {exc} (counting data rows from 0)") from None
-    finally:
-        if progress is not None:
-            progress.finish()
+        with bar:
+            summary = board.upsert_many(good_rows(), chunk_size=args.chunk_size, progress=progress)
+    except KeyboardInterrupt:
+        raise CommandError(stopped("interrupted"), status=130) from None
+    except RedisError as exc:
+        raise CommandError(stopped(f"Redis error: {exc}")) from None
+    except CommandError as exc:
+        raise CommandError(stopped(str(exc))) from None
     elapsed = time.monotonic() - started
+    size = board.get_size()
+    skipped = f"bad rows skipped: {len(bad):,}; " if bad else ""
     print(
         f"imported {summary['written']:,} rows into {board.key} in {elapsed:.1f} s "
-        f"({summary['written'] / max(elapsed, 1e-9):,.0f} rows/s); "
-        f"trimmed {summary['trimmed']:,}; board size {board.get_size():,}"
+        f"({summary['written'] / max(elapsed, 1e-9):,.0f} rows/s); {skipped}"
+        f"trimmed {summary['trimmed']:,}; board size {size:,}"
     )
+    if size > LIBRARY_MAX_ENTRIES:
+        demo = f"; for the demo: --max-entries {size}" if size <= MAX_MAX_ENTRIES else ""
+        print(
+            f"redis-leaderboard import: note: {board.key} holds {size:,} entries, but a "
+            f"RedisLeaderboard opened without max_entries keeps {LIBRARY_MAX_ENTRIES} and trims "
+            f"the rest on its next write: open it with max_entries={size} or more{demo}",
+            file=sys.stderr,
+        )
     return 0
 
 
 # ---- top / rank / around -----------------------------------------------------------------------
+
+
+def exact(score: float) -> str:
+    """A score as it is stored: ``9999982``, ``2.5``, ``0.1``, ``1e+300`` (repr round-trips)."""
+    text = repr(score)
+    return text[:-2] if text.endswith(".0") else text
 
 
 def print_entries(entries: list[Entry], as_json: bool) -> None:
@@ -137,10 +230,14 @@ def print_entries(entries: list[Entry], as_json: bool) -> None:
     if not entries:
         print("(no entries)")
         return
+    scores = [exact(e["score"]) for e in entries]
     width = max(len(e["user_id"]) for e in entries)
-    for e in entries:
+    score_width = max(len(score) for score in scores)
+    for e, score in zip(entries, scores):
         details = "  ".join(f"{k}={v}" for k, v in e["metadata"].items())
-        print(f"{e['rank']:>6}  {e['user_id']:<{width}}  {e['score']:>14g}  {details}".rstrip())
+        print(
+            f"{e['rank']:>6}  {e['user_id']:<{width}}  {score:>{score_width}}  {details}".rstrip()
+        )
 
 
 def run_top(args: argparse.Namespace) -> int:
@@ -182,7 +279,7 @@ def run_bench(args: argparse.Namespace) -> int:
             "the benchmark ships with the source, not the package: run this command from a "
             "clone of redis-leaderboard (it runs benchmarks/run.py)"
         )
-    return subprocess.call([sys.executable, str(script), *args.bench_args])
+    return subprocess.call([sys.executable, str(script), *args.passed])
 
 
 # ---- registration ------------------------------------------------------------------------------
@@ -194,22 +291,57 @@ def _guarded(run: Any) -> Any:
             return int(run(args))
         except CommandError as exc:
             print(f"redis-leaderboard {args.command}: {exc}", file=sys.stderr)
-            return 1
+            return exc.status
         except RedisError as exc:
             print(f"redis-leaderboard {args.command}: Redis error: {exc}", file=sys.stderr)
             return 1
+        except KeyboardInterrupt:
+            print(f"redis-leaderboard {args.command}: interrupted", file=sys.stderr)
+            return 130
 
     return guarded
 
 
+IMPORT_EPILOG = f"""\
+The file is read twice: first every row is checked, then the good ones are written. A bad row (a
+score that is not a finite number, an empty user_id, more fields than the header) is an error
+naming its line, and nothing is written; with --skip-bad, bad rows are listed with their line
+numbers and skipped. If Redis fails or the import is interrupted while writing, the error says
+how many rows were written. Rows upsert: existing entries are updated, not removed first.
+
+Without --max-entries every row is kept. A board's limit is not stored in Redis but given by
+each program that writes it, and RedisLeaderboard's default is max_entries={LIBRARY_MAX_ENTRIES}:
+open the board with max_entries of at least its size, or its next write trims it to the best
+{LIBRARY_MAX_ENTRIES} (the import warns when the board holds more)."""
+
+
 def add_import_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("file", metavar="FILE.csv", help="CSV with a header: user_id,score,...")
+    parser.formatter_class = argparse.RawDescriptionHelpFormatter
+    parser.epilog = IMPORT_EPILOG
+    parser.add_argument(
+        "file",
+        metavar="FILE.csv",
+        help="UTF-8 CSV (a byte order mark is fine) with a header naming user_id and score; "
+        "every other column is metadata (empty cells are not stored)",
+    )
     add_redis_arguments(parser)
     parser.add_argument(
-        "--max-entries", type=_positive, help="trim the board to this size after the import"
+        "--max-entries",
+        metavar="N",
+        type=_positive,
+        help="trim the board to its N best entries after the import (default: keep every row)",
     )
-    parser.add_argument("--chunk-size", type=_positive, default=1000, help="rows per round trip")
-    parser.add_argument("--quiet", action="store_true", help="no progress bar")
+    parser.add_argument(
+        "--skip-bad", action="store_true", help="skip bad rows (listed on stderr), import the rest"
+    )
+    parser.add_argument(
+        "--chunk-size", metavar="ROWS", type=_positive, default=1000, help="rows per round trip"
+    )
+    parser.add_argument(
+        "--quiet",
+        action="store_true",
+        help="no progress bar (there is none unless stderr is a terminal)",
+    )
     parser.set_defaults(run=_guarded(run_import))
 
 
@@ -236,7 +368,5 @@ def add_around_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def add_bench_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "bench_args", nargs=argparse.REMAINDER, help="passed to benchmarks/run.py (see --help)"
-    )
+    # No options of its own: __main__ passes every argument (--help too) to benchmarks/run.py.
     parser.set_defaults(run=_guarded(run_bench))
