@@ -15,11 +15,11 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 import pytest
-from hostile import HostileServer, answer_all
 
 import redis_leaderboard
-from redis_leaderboard import asyncio as rl_asyncio
+from hostile import HostileServer, answer_all
 from redis_leaderboard import _core
+from redis_leaderboard import asyncio as rl_asyncio
 
 # ---- helpers -----------------------------------------------------------------------------------
 
@@ -400,7 +400,9 @@ def test_asyncio_timeout_while_reconnecting_is_on_time() -> None:
             board = rl_asyncio.RedisLeaderboard(client, key="lb")
             for _ in range(5):
                 started = time.monotonic()
-                with pytest.raises((redis_leaderboard.ConnectionError, redis_leaderboard.TimeoutError)):
+                with pytest.raises(
+                    (redis_leaderboard.ConnectionError, redis_leaderboard.TimeoutError)
+                ):
                     await board.get_size()
                 assert time.monotonic() - started < 0.6
 
