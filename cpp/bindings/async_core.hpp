@@ -37,7 +37,7 @@ class AsyncCore {
       loop_ = py::reinterpret_borrow<py::object>(loop);
       call_soon_ = loop_.attr("call_soon");
     }
-    auto& op = operation.cast<PyOperation&>();
+    auto& op = operation_arg(operation);
     op.claim();
     transport::Exchange& exchange = op.start();
     py::object future = loop.attr(names->create_future)();

@@ -212,7 +212,7 @@ PYBIND11_MODULE(_core, m) {
                 if (PyErr_Occurred()) throw py::error_already_set();
                 return nullptr;
               }
-              auto& operation = item.cast<PyOperation&>();
+              auto& operation = operation_arg(item);
               operation.claim();
               alive.push_back(item);
               return &operation.start();

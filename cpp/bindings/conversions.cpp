@@ -325,6 +325,13 @@ PyOperation wrap(std::unique_ptr<Operation> operation) {
   return PyOperation{std::move(operation), nullptr, std::nullopt};
 }
 
+PyOperation& operation_arg(py::handle value) {
+  if (!py::isinstance<PyOperation>(value)) {
+    throw py::type_error("expected a redis_leaderboard._core.Operation, not " + type_name(value));
+  }
+  return value.cast<PyOperation&>();
+}
+
 ClientOptions client_options(
     const std::string& host, int port, long long db, std::optional<std::string> username,
     std::optional<std::string> password, std::optional<double> socket_timeout,

@@ -87,5 +87,7 @@ struct PyOperation {
 };
 
 PyOperation wrap(std::unique_ptr<leaderboard::Operation> operation);
+// The Operation `value` holds; TypeError if it is something else.
+PyOperation& operation_arg(py::handle value);
 
 }  // namespace rlb::bindings
