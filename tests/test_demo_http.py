@@ -29,7 +29,27 @@ SEEDED_TOP = [
     (5, "player-5", 1080.0, "Jules"),
     (6, "player-1", 980.0, "Avery"),
 ]
-DESCRIPTIONS = {user_id: description for user_id, _, _, description in SAMPLE_PLAYERS}
+# The guide's sample players' descriptions, word for word.
+DESCRIPTIONS = {
+    "player-1": "Steady climber who never wastes a turn.",
+    "player-2": "Always finds a way into the top three.",
+    "player-3": "Takes big swings and occasionally lands them.",
+    "player-4": "Current pace-setter with a ruthless endgame.",
+    "player-5": "Quietly consistent and hard to catch.",
+    "player-6": "Moves fast after every weekly reset.",
+}
+
+
+def test_the_sample_players_are_the_guides() -> None:
+    assert [(user_id, name, score) for user_id, name, score, _ in SAMPLE_PLAYERS] == [
+        ("player-1", "Avery", 980),
+        ("player-2", "Mina", 1310),
+        ("player-3", "Noah", 1175),
+        ("player-4", "Priya", 1435),
+        ("player-5", "Jules", 1080),
+        ("player-6", "Rin", 1240),
+    ]
+    assert {user_id: text for user_id, _, _, text in SAMPLE_PLAYERS} == DESCRIPTIONS
 
 
 @dataclass
