@@ -180,7 +180,7 @@ def test_embedded_redis_serves_the_demo_and_stops_with_it(
 
     status, state = demo.get("/api/state?top=3")
     assert status == 200
-    assert [(e["user_id"], e["score"]) for e in state["top"]] == [
+    assert [(e["user_id"], e["score"]) for e in state["top_entries"]] == [
         ("player-4", 1435.0),
         ("player-2", 1310.0),
         ("player-6", 1240.0),
@@ -355,8 +355,8 @@ def test_the_console_command_runs_the_demo_on_a_given_redis_and_key(
     demo.wait_ready()
     status, state = demo.get("/api/state")
     assert status == 200
-    assert (state["key"], state["size"], state["max_entries"]) == (board_key, 5, 5)
-    assert [e["user_id"] for e in state["top"]] == [
+    assert (state["leaderboard_key"], state["size"], state["max_entries"]) == (board_key, 5, 5)
+    assert [e["user_id"] for e in state["top_entries"]] == [
         "player-4",
         "player-2",
         "player-6",

@@ -13,12 +13,13 @@ import threading
 import time
 from dataclasses import dataclass
 from typing import Any, Iterator, Optional
-from urllib.parse import quote
+from urllib.parse import quote, urlencode
 
 import pytest
 
 import redis_leaderboard
 from redis_leaderboard.demo import SAMPLE_PLAYERS, DemoServer, make_server
+from redis_leaderboard.demo.validation import LABELS
 
 SEEDED_TOP = [
     (1, "player-4", 1435.0, "Priya"),
@@ -28,7 +29,27 @@ SEEDED_TOP = [
     (5, "player-5", 1080.0, "Jules"),
     (6, "player-1", 980.0, "Avery"),
 ]
-DESCRIPTIONS = {user_id: description for user_id, _, _, description in SAMPLE_PLAYERS}
+# The guide's sample players' descriptions, word for word.
+DESCRIPTIONS = {
+    "player-1": "Steady climber who never wastes a turn.",
+    "player-2": "Always finds a way into the top three.",
+    "player-3": "Takes big swings and occasionally lands them.",
+    "player-4": "Current pace-setter with a ruthless endgame.",
+    "player-5": "Quietly consistent and hard to catch.",
+    "player-6": "Moves fast after every weekly reset.",
+}
+
+
+def test_the_sample_players_are_the_guides() -> None:
+    assert [(user_id, name, score) for user_id, name, score, _ in SAMPLE_PLAYERS] == [
+        ("player-1", "Avery", 980),
+        ("player-2", "Mina", 1310),
+        ("player-3", "Noah", 1175),
+        ("player-4", "Priya", 1435),
+        ("player-5", "Jules", 1080),
+        ("player-6", "Rin", 1240),
+    ]
+    assert {user_id: text for user_id, _, _, text in SAMPLE_PLAYERS} == DESCRIPTIONS
 
 
 @dataclass
@@ -159,40 +180,79 @@ def test_static_files_answer_head_and_conditional_requests(demo: Demo) -> None:
 
 
 def test_a_new_board_starts_with_the_guides_six_sample_players(demo: Demo) -> None:
-    state = demo.state()
-    assert state["key"] == demo.board.key
+    state = demo.state("?top=10")
+    assert state["leaderboard_key"] == demo.board.key
     assert state["size"] == 6
     assert state["max_entries"] == 100
-    assert state["query"] == {"top": 10, "rank": 1, "around": 5}
-    assert top_rows(state["top"]) == SEEDED_TOP
-    assert top_rows(state["around"]) == SEEDED_TOP[:5]
-    assert state["top"][0]["metadata"] == {
-        "name": "Priya",
-        "description": DESCRIPTIONS["player-4"],
-    }
-    assert all(e["metadata"]["description"] == DESCRIPTIONS[e["user_id"]] for e in state["top"])
+    assert top_rows(state["top_entries"]) == SEEDED_TOP
+    assert [e["metadata"] for e in state["top_entries"]] == [
+        {"name": name, "description": DESCRIPTIONS[user_id]} for _, user_id, _, name in SEEDED_TOP
+    ]
     assert re.fullmatch(r"[0-9a-f]{16}", state["version"])
 
 
 def test_state_takes_top_rank_and_around_from_the_query(demo: Demo) -> None:
     state = demo.state("?top=2&rank=4&around=3")
-    assert state["query"] == {"top": 2, "rank": 4, "around": 3}
-    assert top_rows(state["top"]) == SEEDED_TOP[:2]
-    assert top_rows(state["around"]) == SEEDED_TOP[2:5]
+    assert (state["top_count"], state["around_rank"], state["around_count"]) == (2, 4, 3)
+    assert top_rows(state["top_entries"]) == SEEDED_TOP[:2]
+    assert top_rows(state["around_entries"]) == SEEDED_TOP[2:5]
     # A window past the end is clamped to the board, as the guide's get_around_rank.
-    assert top_rows(demo.state("?rank=6&around=4")["around"]) == SEEDED_TOP[2:6]
-    assert top_rows(demo.state("?rank=1000000&around=2")["around"]) == SEEDED_TOP[4:6]
+    assert top_rows(demo.state("?rank=6&around=4")["around_entries"]) == SEEDED_TOP[2:6]
+    assert top_rows(demo.state("?rank=1000000&around=2")["around_entries"]) == SEEDED_TOP[4:6]
 
 
-def test_the_version_changes_exactly_when_the_board_does(demo: Demo) -> None:
-    first = demo.state()["version"]
-    assert demo.state()["version"] == first
+@pytest.mark.parametrize(
+    "query",
+    [
+        "",
+        "?top=&rank=&around=",
+        "?top=abc&rank=nan&around=x",
+        "?top=0&rank=0&around=0",
+        "?top=-1&rank=-3&around=-5",
+        "?top=2.5&rank=1e3&around=0x10",
+        "?top=%FF&rank=%C3%28",
+        "?top=" + "9" * 5000,  # past int()'s digit limit: not a number, as in the guide
+    ],
+)
+def test_a_missing_or_unusable_count_falls_back_to_the_guides_default(
+    demo: Demo, query: str
+) -> None:
+    state = demo.state(query)
+    assert (state["top_count"], state["around_rank"], state["around_count"]) == (5, 3, 5)
+    assert state["clamped"] == {}
+    assert top_rows(state["top_entries"]) == SEEDED_TOP[:5]
+    assert top_rows(state["around_entries"]) == SEEDED_TOP[:5]
+
+
+def test_huge_counts_are_clamped_and_the_answer_says_so(demo: Demo) -> None:
+    state = demo.state("?top=5000000&rank=99999999999999999999&around=1001")
+    assert (state["top_count"], state["around_rank"], state["around_count"]) == (
+        1000,
+        1_000_000_000,
+        1000,
+    )
+    assert state["clamped"] == {
+        "top_count": 1000,
+        "around_rank": 1_000_000_000,
+        "around_count": 1000,
+    }
+    assert top_rows(state["top_entries"]) == SEEDED_TOP
+    assert top_rows(state["around_entries"]) == SEEDED_TOP
+    # At the limit nothing is clamped.
+    at_limit = demo.state("?top=1000&around=1000&rank=1000000000")
+    assert at_limit["clamped"] == {}
+    assert demo.state("?top=1001")["clamped"] == {"top_count": 1000}
+
+
+def test_the_version_changes_exactly_when_the_view_does(demo: Demo) -> None:
+    first = demo.state("?top=10")["version"]
+    assert demo.state("?top=10")["version"] == first
     demo.board.increment_score("player-1", 1)  # another client writes
-    second = demo.state()["version"]
+    second = demo.state("?top=10")["version"]
     assert second != first
-    assert demo.state()["version"] == second
+    assert demo.state("?top=10")["version"] == second
     demo.board.increment_score("player-1", -1)
-    assert demo.state()["version"] == first
+    assert demo.state("?top=10")["version"] == first
 
 
 def test_one_player_can_be_looked_up_by_id(demo: Demo) -> None:
@@ -221,7 +281,7 @@ def test_player_ids_in_urls_are_percent_decoded_text(demo: Demo) -> None:
         "rank": 7,
         "user_id": user_id,
         "score": 5.0,
-        "metadata": {"name": "<b>x</b>"},
+        "metadata": {"name": "<b>x</b>", "description": "No description provided."},
     }
     deleted = demo.request("DELETE", "/api/players/" + quote(user_id, safe=""))
     assert (deleted.status, deleted.json) == (200, {"deleted": True, "user_id": user_id})
@@ -230,63 +290,92 @@ def test_player_ids_in_urls_are_percent_decoded_text(demo: Demo) -> None:
 # -- writing --------------------------------------------------------------------------------
 
 
-def test_adding_a_player_with_a_form_body(demo: Demo) -> None:
+def test_adding_a_player_answers_as_the_guide(demo: Demo) -> None:
     resp = demo.post_form(
         "/api/players", "user_id=player-7&score=1500&name=Zed&description=Fresh+face"
     )
     assert resp.status == 200
     assert resp.json == {
+        "message": "Player saved.",
         "entry": {
             "rank": 1,
             "user_id": "player-7",
             "score": 1500.0,
             "metadata": {"name": "Zed", "description": "Fresh face"},
+            "trimmed_user_ids": [],
         },
-        "on_board": True,
-        "trimmed_user_ids": [],
+        "max_entries": 100,
     }
     assert demo.state()["size"] == 7
 
 
-def test_updating_a_player_with_a_json_body_merges_its_metadata(demo: Demo) -> None:
+def test_saving_a_player_without_name_or_description_gives_the_guides_defaults(
+    demo: Demo,
+) -> None:
     resp = demo.post_json("/api/players", '{"user_id": "player-1", "score": 1300.5, "name": "Ave"}')
     assert resp.status == 200
     assert resp.json["entry"] == {
         "rank": 3,
         "user_id": "player-1",
         "score": 1300.5,
-        "metadata": {"name": "Ave", "description": DESCRIPTIONS["player-1"]},
+        "metadata": {"name": "Ave", "description": "No description provided."},
+        "trimmed_user_ids": [],
     }
-    # Blank fields leave the stored ones alone; surrounding spaces are trimmed.
-    resp = demo.post_form("/api/players", "user_id=+player-1+&score=990&name=&description=")
+    # Blank (or blank after trimming) fields get the defaults too: a save sets the whole
+    # profile, as the guide's does.
+    resp = demo.post_form("/api/players", "user_id=+player-1+&score=990&name=+&description=")
     assert resp.json["entry"]["metadata"] == {
-        "name": "Ave",
-        "description": DESCRIPTIONS["player-1"],
+        "name": "player-1",
+        "description": "No description provided.",
     }
     assert resp.json["entry"]["rank"] == 6
 
 
-def test_incrementing_a_score(demo: Demo) -> None:
-    resp = demo.post_form("/api/increment", "user_id=player-1&amount=500")
+def test_a_field_sent_twice_counts_the_first_time_as_in_the_guide(demo: Demo) -> None:
+    resp = demo.post_form("/api/players", "user_id=a&user_id=b&score=1&score=2&name=&name=N")
+    assert resp.json["entry"]["user_id"] == "a"
+    assert resp.json["entry"]["score"] == 1.0
+    assert resp.json["entry"]["metadata"]["name"] == "N"  # blank values are dropped first
+
+
+def test_incrementing_keeps_metadata_and_overwrites_only_the_fields_given(demo: Demo) -> None:
+    resp = demo.post_form("/api/increment", "user_id=player-1&amount=500&name=&description=")
     assert resp.status == 200
     assert resp.json == {
+        "message": "Score updated.",
         "entry": {
             "rank": 1,
             "user_id": "player-1",
             "score": 1480.0,
             "metadata": {"name": "Avery", "description": DESCRIPTIONS["player-1"]},
+            "trimmed_user_ids": [],
         },
-        "on_board": True,
-        "trimmed_user_ids": [],
+        "max_entries": 100,
     }
-    resp = demo.post_json(
-        "/api/increment", '{"user_id": "player-8", "amount": -2.25, "name": "Neg"}'
+    renamed = demo.post_form("/api/increment", "user_id=player-1&amount=1&name=Ave")
+    assert renamed.json["entry"]["metadata"] == {
+        "name": "Ave",
+        "description": DESCRIPTIONS["player-1"],
+    }
+    described = demo.post_json(
+        "/api/increment", '{"user_id": "player-1", "amount": 1, "description": "New text"}'
     )
+    assert described.json["entry"]["metadata"] == {"name": "Ave", "description": "New text"}
+
+
+def test_incrementing_a_new_player_gives_the_guides_defaults(demo: Demo) -> None:
+    resp = demo.post_json("/api/increment", '{"user_id": "player-8", "amount": -2.25}')
     assert resp.json["entry"] == {
         "rank": 7,
         "user_id": "player-8",
         "score": -2.25,
-        "metadata": {"name": "Neg"},
+        "metadata": {"name": "player-8", "description": "Created during score increment."},
+        "trimmed_user_ids": [],
+    }
+    named = demo.post_form("/api/increment", "user_id=player-9&amount=3&name=Neg")
+    assert named.json["entry"]["metadata"] == {
+        "name": "Neg",
+        "description": "Created during score increment.",
     }
 
 
@@ -307,24 +396,34 @@ def test_concurrent_increments_from_many_clients_all_count(demo: Demo) -> None:
 def test_lowering_max_entries_trims_the_lowest_players(demo: Demo) -> None:
     resp = demo.post_form("/api/config", "max_entries=4")
     assert resp.status == 200
-    assert resp.json == {"max_entries": 4, "trimmed_user_ids": ["player-1", "player-5"]}
+    assert resp.json == {
+        "message": "Leaderboard limit updated.",
+        "max_entries": 4,
+        "trimmed_user_ids": ["player-1", "player-5"],
+    }
     state = demo.state()
     assert (state["size"], state["max_entries"]) == (4, 4)
     assert demo.get("/api/players/player-1").status == 404
     assert demo.board.get_user_metadata("player-1") == {}
 
-    # A write below every kept score is trimmed at once and says so.
+    # A write below every kept score is trimmed at once: the entry has no rank.
     low = demo.post_form("/api/players", "user_id=player-9&score=1&name=Low")
     assert low.json == {
-        "entry": {"user_id": "player-9", "score": 1.0, "metadata": {"name": "Low"}},
-        "on_board": False,
-        "trimmed_user_ids": ["player-9"],
+        "message": "Player saved.",
+        "entry": {
+            "user_id": "player-9",
+            "score": 1.0,
+            "metadata": {"name": "Low", "description": "No description provided."},
+            "trimmed_user_ids": ["player-9"],
+        },
+        "max_entries": 4,
     }
     # A write that makes it pushes out the lowest.
     high = demo.post_json("/api/increment", '{"user_id": "player-10", "amount": 2000}')
     assert high.json["entry"]["rank"] == 1
-    assert high.json["trimmed_user_ids"] == ["player-3"]
+    assert high.json["entry"]["trimmed_user_ids"] == ["player-3"]
     assert demo.post_json("/api/config", '{"max_entries": 10}').json == {
+        "message": "Leaderboard limit updated.",
         "max_entries": 10,
         "trimmed_user_ids": [],
     }
@@ -335,9 +434,14 @@ def test_reset_restores_the_sample_players_and_the_startup_limit(demo: Demo) -> 
     demo.post_form("/api/config", "max_entries=3")
     resp = demo.request("POST", "/api/reset")
     assert resp.status == 200
-    assert resp.json == {"size": 6, "max_entries": 100, "trimmed_user_ids": []}
-    state = demo.state()
-    assert top_rows(state["top"]) == SEEDED_TOP
+    assert resp.json == {
+        "message": "Demo leaderboard reset.",
+        "max_entries": 100,
+        "size": 6,
+        "trimmed_user_ids": [],
+    }
+    state = demo.state("?top=10")
+    assert top_rows(state["top_entries"]) == SEEDED_TOP
     assert state["max_entries"] == 100
 
 
@@ -345,7 +449,7 @@ def test_deleting_a_player(demo: Demo) -> None:
     resp = demo.request("DELETE", "/api/players/player-3")
     assert (resp.status, resp.json) == (200, {"deleted": True, "user_id": "player-3"})
     assert demo.board.get_user_metadata("player-3") == {}
-    assert [e["user_id"] for e in demo.state()["top"]] == [
+    assert [e["user_id"] for e in demo.state()["top_entries"]] == [
         "player-4",
         "player-2",
         "player-6",
@@ -359,6 +463,174 @@ def test_deleting_a_player(demo: Demo) -> None:
     )
 
 
+# -- a client written against the guide ------------------------------------------------------
+
+GUIDE_STATE_FIELDS = {
+    "leaderboard_key",
+    "max_entries",
+    "top_count",
+    "around_rank",
+    "around_count",
+    "size",
+    "top_entries",
+    "around_entries",
+}
+
+
+def guide_entry(rank: int, user_id: str, score: float, name: str, description: str) -> Any:
+    return {
+        "rank": rank,
+        "user_id": user_id,
+        "score": score,
+        "metadata": {"name": name, "description": description},
+    }
+
+
+GUIDE_SEEDED = [
+    guide_entry(rank, user_id, score, name, DESCRIPTIONS[user_id])
+    for rank, user_id, score, name in SEEDED_TOP
+]
+
+
+class GuideClient:
+    """What the guide's page does over HTTP: its query (``top``, ``around``, ``rank``), its
+    forms posted whole as ``URLSearchParams(new FormData(form))`` (blank fields included), and
+    nothing but the guide's field names read from the answers."""
+
+    def __init__(self, demo: Demo) -> None:
+        self.demo = demo
+
+    def state(self, top: str = "5", around: str = "5", rank: str = "3") -> dict[str, Any]:
+        resp = self.demo.get(
+            f"/api/state?top={quote(top)}&around={quote(around)}&rank={quote(rank)}"
+        )
+        assert resp.status == 200
+        data = resp.json
+        assert GUIDE_STATE_FIELDS <= set(data)
+        return {name: data[name] for name in GUIDE_STATE_FIELDS}
+
+    def post(self, path: str, **form: str) -> tuple[int, dict[str, Any]]:
+        resp = self.demo.post_form(path, urlencode(form))
+        return resp.status, resp.json
+
+    def upsert(self, user_id: str, score: str, name: str = "", description: str = "") -> Any:
+        return self.post(
+            "/api/players", user_id=user_id, name=name, score=score, description=description
+        )
+
+    def increment(self, user_id: str, amount: str, name: str = "", description: str = "") -> Any:
+        return self.post(
+            "/api/increment", user_id=user_id, amount=amount, name=name, description=description
+        )
+
+
+def test_a_client_written_against_the_guide_works_unchanged(demo: Demo) -> None:
+    guide = GuideClient(demo)
+
+    # The page opens: the guide's defaults (top 5, around 5, rank 3).
+    assert guide.state() == {
+        "leaderboard_key": demo.board.key,
+        "max_entries": 100,
+        "top_count": 5,
+        "around_rank": 3,
+        "around_count": 5,
+        "size": 6,
+        "top_entries": GUIDE_SEEDED[:5],
+        "around_entries": GUIDE_SEEDED[:5],
+    }
+    # Its inputs left blank, zero or nonsense: the defaults, never an error.
+    assert guide.state(top="", around="0", rank="x") == guide.state()
+    # Other views.
+    view = guide.state(top="2", around="3", rank="5")
+    assert (view["top_count"], view["around_count"], view["around_rank"]) == (2, 3, 5)
+    assert view["top_entries"] == GUIDE_SEEDED[:2]
+    assert view["around_entries"] == GUIDE_SEEDED[3:6]
+
+    # "Save player" with the guide's pre-filled form.
+    status, saved = guide.upsert(
+        "player-7", "1125", "Kai", "New challenger climbing into contention."
+    )
+    assert status == 200
+    assert saved == {
+        "message": "Player saved.",
+        "entry": {
+            **guide_entry(5, "player-7", 1125.0, "Kai", "New challenger climbing into contention."),
+            "trimmed_user_ids": [],
+        },
+        "max_entries": 100,
+    }
+    # ... and with name and description left blank: the guide's defaults.
+    status, saved = guide.upsert("player-8", "12.5")
+    assert saved["entry"] == {
+        **guide_entry(8, "player-8", 12.5, "player-8", "No description provided."),
+        "trimmed_user_ids": [],
+    }
+
+    # "Add points" with the guide's pre-filled form (name and description blank): the
+    # player keeps its metadata.
+    status, updated = guide.increment("player-2", "25")
+    assert status == 200
+    assert updated == {
+        "message": "Score updated.",
+        "entry": {
+            **guide_entry(2, "player-2", 1335.0, "Mina", DESCRIPTIONS["player-2"]),
+            "trimmed_user_ids": [],
+        },
+        "max_entries": 100,
+    }
+    # A new player made by an increment.
+    status, created = guide.increment("player-9", "1", name="Nia")
+    assert created["entry"] == {
+        **guide_entry(9, "player-9", 1.0, "Nia", "Created during score increment."),
+        "trimmed_user_ids": [],
+    }
+
+    # "Apply max size".
+    status, limited = guide.post("/api/config", max_entries="4")
+    assert (status, limited) == (
+        200,
+        {
+            "message": "Leaderboard limit updated.",
+            "max_entries": 4,
+            "trimmed_user_ids": ["player-9", "player-8", "player-1", "player-5", "player-7"],
+        },
+    )
+    state = guide.state()
+    assert (state["size"], state["max_entries"]) == (4, 4)
+    assert [e["user_id"] for e in state["top_entries"]] == [
+        "player-4",
+        "player-2",
+        "player-6",
+        "player-3",
+    ]
+    # A save trimmed away at once: the guide's entry without a rank.
+    status, low = guide.upsert("player-10", "3")
+    assert low["entry"] == {
+        "user_id": "player-10",
+        "score": 3.0,
+        "metadata": {"name": "player-10", "description": "No description provided."},
+        "trimmed_user_ids": ["player-10"],
+    }
+
+    # Errors: the guide's {"error": ...} with a 4xx, for the guide's page to show.
+    for path, form in [
+        ("/api/players", {"user_id": "", "score": "1", "name": "", "description": ""}),
+        ("/api/players", {"user_id": "p", "score": "nan", "name": "", "description": ""}),
+        ("/api/increment", {"user_id": "p", "amount": "", "name": "", "description": ""}),
+        ("/api/config", {"max_entries": "0"}),
+    ]:
+        status, error = guide.post(path, **form)
+        assert status == 400
+        assert isinstance(error["error"], str) and error["error"]
+
+    # "Reset sample data".
+    reset = demo.request("POST", "/api/reset")
+    assert reset.status == 200
+    assert reset.json["message"] == "Demo leaderboard reset."
+    assert reset.json["max_entries"] == 100
+    assert guide.state()["top_entries"] == GUIDE_SEEDED[:5]
+
+
 # -- hostile input --------------------------------------------------------------------------
 
 FORM = "application/x-www-form-urlencoded"
@@ -366,41 +638,41 @@ JSON = "application/json"
 
 BAD_REQUESTS = [
     # (method, path, content type, body, status, error)
-    ("POST", "/api/players", FORM, "score=10", 400, "user_id is required"),
-    ("POST", "/api/players", FORM, "user_id=&score=10", 400, "user_id is required"),
-    ("POST", "/api/players", FORM, "user_id=+++&score=10", 400, "user_id is required"),
+    ("POST", "/api/players", FORM, "score=10", 400, "Player id is required"),
+    ("POST", "/api/players", FORM, "user_id=&score=10", 400, "Player id is required"),
+    ("POST", "/api/players", FORM, "user_id=+++&score=10", 400, "Player id is required"),
     ("POST", "/api/players", FORM, "user_id=a%00b&score=10", 400,
-     "user_id must not contain control characters"),
+     "Player id must not contain control characters"),
     ("POST", "/api/players", FORM, "user_id=" + "x" * 201 + "&score=1", 400,
-     "user_id must be at most 200 characters"),
-    ("POST", "/api/players", FORM, "user_id=p", 400, "score is required"),
-    ("POST", "/api/players", FORM, "user_id=p&score=", 400, "score is required"),
+     "Player id must be at most 200 characters"),
+    ("POST", "/api/players", FORM, "user_id=p", 400, "Score is required"),
+    ("POST", "/api/players", FORM, "user_id=p&score=", 400, "Score is required"),
     ("POST", "/api/players", FORM, "user_id=p&score=abc", 400,
-     "score must be a number, like 1200 or 12.5"),
+     "Score must be a number, like 1200 or 12.5"),
     ("POST", "/api/players", FORM, "user_id=p&score=nan", 400,
-     "score must be a number, like 1200 or 12.5"),
+     "Score must be a number, like 1200 or 12.5"),
     ("POST", "/api/players", FORM, "user_id=p&score=NaN", 400,
-     "score must be a number, like 1200 or 12.5"),
+     "Score must be a number, like 1200 or 12.5"),
     ("POST", "/api/players", FORM, "user_id=p&score=inf", 400,
-     "score must be a number, like 1200 or 12.5"),
+     "Score must be a number, like 1200 or 12.5"),
     ("POST", "/api/players", FORM, "user_id=p&score=-Infinity", 400,
-     "score must be a number, like 1200 or 12.5"),
+     "Score must be a number, like 1200 or 12.5"),
     ("POST", "/api/players", FORM, "user_id=p&score=0x10", 400,
-     "score must be a number, like 1200 or 12.5"),
+     "Score must be a number, like 1200 or 12.5"),
     ("POST", "/api/players", FORM, "user_id=p&score=1_000", 400,
-     "score must be a number, like 1200 or 12.5"),
+     "Score must be a number, like 1200 or 12.5"),
     ("POST", "/api/players", FORM, "user_id=p&score=1e400", 400,
-     "score must be a finite number between -1e15 and 1e15"),
+     "Score must be a finite number between -1e15 and 1e15"),
     ("POST", "/api/players", FORM, "user_id=p&score=-1e16", 400,
-     "score must be a finite number between -1e15 and 1e15"),
+     "Score must be a finite number between -1e15 and 1e15"),
     ("POST", "/api/players", FORM, "user_id=p&score=" + "9" * 400, 400,
-     "score must be a number, like 1200 or 12.5"),
+     "Score must be a number, like 1200 or 12.5"),
     ("POST", "/api/players", FORM, "user_id=p&score=1&name=" + "n" * 101, 400,
-     "name must be at most 100 characters"),
+     "Name must be at most 100 characters"),
     ("POST", "/api/players", FORM, "user_id=p&score=1&name=a%0Ab", 400,
-     "name must not contain control characters"),
+     "Name must not contain control characters"),
     ("POST", "/api/players", FORM, "user_id=p&score=1&description=" + "d" * 501, 400,
-     "description must be at most 500 characters"),
+     "Description must be at most 500 characters"),
     ("POST", "/api/players", FORM, "user_id=p&score=1&name=%FF", 400,
      "the body is not valid UTF-8"),
     ("POST", "/api/players", JSON, '{"user_id": "p", "score": NaN}', 400,
@@ -408,18 +680,18 @@ BAD_REQUESTS = [
     ("POST", "/api/players", JSON, '{"user_id": "p", "score": -Infinity}', 400,
      "the body is not valid JSON: -Infinity is not a number JSON allows"),
     ("POST", "/api/players", JSON, '{"user_id": "p", "score": 1e400}', 400,
-     "score must be a finite number between -1e15 and 1e15"),
+     "Score must be a finite number between -1e15 and 1e15"),
     ("POST", "/api/players", JSON, '{"user_id": "p", "score": ' + "9" * 400 + "}", 400,
-     "score must be a finite number between -1e15 and 1e15"),
+     "Score must be a finite number between -1e15 and 1e15"),
     ("POST", "/api/players", JSON, '{"user_id": "p", "score": true}', 400,
-     "score must be a number"),
+     "Score must be a number"),
     ("POST", "/api/players", JSON, '{"user_id": "p", "score": [1]}', 400,
-     "score must be a number"),
-    ("POST", "/api/players", JSON, '{"user_id": 7, "score": 1}', 400, "user_id must be text"),
+     "Score must be a number"),
+    ("POST", "/api/players", JSON, '{"user_id": 7, "score": 1}', 400, "Player id must be text"),
     ("POST", "/api/players", JSON, '{"user_id": "\\ud800", "score": 1}', 400,
-     "user_id must be valid Unicode text"),
+     "Player id must be valid Unicode text"),
     ("POST", "/api/players", JSON, '{"user_id": "p", "score": 1, "name": {"a": 1}}', 400,
-     "name must be text"),
+     "Name must be text"),
     ("POST", "/api/players", JSON, '{"user_id": "p", "score": ', 400,
      "the body is not valid JSON: Expecting value: line 1 column 27 (char 26)"),
     ("POST", "/api/players", JSON, "[1, 2]", 400, "the JSON body must be an object"),
@@ -427,41 +699,33 @@ BAD_REQUESTS = [
     ("POST", "/api/players", "text/plain", "user_id=p&score=1", 415,
      "unsupported Content-Type 'text/plain': send application/x-www-form-urlencoded or "
      "application/json"),
-    ("POST", "/api/increment", FORM, "user_id=p", 400, "amount is required"),
+    ("POST", "/api/increment", FORM, "user_id=p", 400, "Amount is required"),
     ("POST", "/api/increment", FORM, "user_id=p&amount=nan", 400,
-     "amount must be a number, like 1200 or 12.5"),
+     "Amount must be a number, like 1200 or 12.5"),
     ("POST", "/api/increment", FORM, "user_id=p&amount=inf", 400,
-     "amount must be a number, like 1200 or 12.5"),
+     "Amount must be a number, like 1200 or 12.5"),
     ("POST", "/api/increment", FORM, "user_id=p&amount=1e400", 400,
-     "amount must be a finite number between -1e15 and 1e15"),
-    ("POST", "/api/increment", JSON, '{"amount": 5}', 400, "user_id is required"),
-    ("POST", "/api/config", FORM, "", 400, "max_entries is required"),
-    ("POST", "/api/config", FORM, "max_entries=0", 400, "max_entries must be at least 1"),
-    ("POST", "/api/config", FORM, "max_entries=-3", 400, "max_entries must be at least 1"),
-    ("POST", "/api/config", FORM, "max_entries=2.5", 400, "max_entries must be a whole number"),
-    ("POST", "/api/config", FORM, "max_entries=ten", 400, "max_entries must be a whole number"),
+     "Amount must be a finite number between -1e15 and 1e15"),
+    ("POST", "/api/increment", JSON, '{"amount": 5}', 400, "Player id is required"),
+    ("POST", "/api/config", FORM, "", 400, "Maximum entries is required"),
+    ("POST", "/api/config", FORM, "max_entries=0", 400, "Maximum entries must be at least 1"),
+    ("POST", "/api/config", FORM, "max_entries=-3", 400, "Maximum entries must be at least 1"),
+    ("POST", "/api/config", FORM, "max_entries=2.5", 400, "Maximum entries must be a whole number"),
+    ("POST", "/api/config", FORM, "max_entries=ten", 400, "Maximum entries must be a whole number"),
     ("POST", "/api/config", FORM, "max_entries=1000001", 400,
-     "max_entries must be at most 1,000,000"),
+     "Maximum entries must be at most 1,000,000"),
     ("POST", "/api/config", FORM, "max_entries=" + "9" * 40, 400,
-     "max_entries must be a whole number"),
+     "Maximum entries must be a whole number"),
     ("POST", "/api/config", JSON, '{"max_entries": 1e300}', 400,
-     "max_entries must be at most 1,000,000"),
+     "Maximum entries must be at most 1,000,000"),
     ("POST", "/api/config", JSON, '{"max_entries": 2.5}', 400,
-     "max_entries must be a whole number"),
+     "Maximum entries must be a whole number"),
     ("POST", "/api/config", JSON, '{"max_entries": false}', 400,
-     "max_entries must be a whole number"),
-    ("GET", "/api/state?top=0", None, None, 400, "top must be at least 1"),
-    ("GET", "/api/state?top=abc", None, None, 400, "top must be a whole number"),
-    ("GET", "/api/state?top=1001", None, None, 400, "top must be at most 1,000"),
-    ("GET", "/api/state?rank=0", None, None, 400, "rank must be at least 1"),
-    ("GET", "/api/state?rank=nan", None, None, 400, "rank must be a whole number"),
-    ("GET", "/api/state?around=-1", None, None, 400, "around must be at least 1"),
-    ("GET", "/api/state?around=1e400", None, None, 400, "around must be a whole number"),
-    ("GET", "/api/state?top=%FF", None, None, 400, "the query string is not valid UTF-8"),
-    ("GET", "/api/players/", None, None, 400, "user_id must not be empty"),
-    ("GET", "/api/players/%FF", None, None, 400, "user_id in the URL is not valid UTF-8"),
+     "Maximum entries must be a whole number"),
+    ("GET", "/api/players/", None, None, 400, "Player id must not be empty"),
+    ("GET", "/api/players/%FF", None, None, 400, "Player id in the URL is not valid UTF-8"),
     ("DELETE", "/api/players/a%00b", None, None, 400,
-     "user_id must not contain control characters"),
+     "Player id must not contain control characters"),
     ("GET", "/nope", None, None, 404, "no such page: /nope"),
     ("GET", "/api/nope", None, None, 404, "no such page: /api/nope"),
     ("GET", "/api/state/", None, None, 404, "no such page: /api/state/"),
@@ -493,7 +757,10 @@ def test_bad_input_gets_a_4xx_json_error_and_changes_nothing(
     before = demo.state()["version"]
     headers = {"Content-Type": content_type} if content_type else {}
     resp = demo.request(method, path, body.encode() if body is not None else None, headers)
-    assert (resp.status, resp.json) == (status, {"error": error})
+    # A message about one field names it as the page labels it, and "field" gives its API name.
+    fields = [name for name, label in LABELS.items() if error.startswith(label + " ")]
+    expected = {"error": error, **({"field": fields[0]} if fields else {})}
+    assert (resp.status, resp.json) == (status, expected)
     if status == 405:
         assert resp.headers["Allow"] == error.rpartition("use ")[2]
     assert demo.state()["version"] == before
@@ -523,7 +790,8 @@ def test_a_body_over_64_kib_gets_413(demo: Demo) -> None:
     limit = "user_id=p&score=1&description=" + "x" * (64 * 1024 - 30)
     assert len(limit) == 64 * 1024
     assert demo.post_form("/api/players", limit).json == {
-        "error": "description must be at most 500 characters"
+        "error": "Description must be at most 500 characters",
+        "field": "description",
     }
 
 
@@ -614,7 +882,7 @@ def test_keep_alive_survives_errors(demo: Demo) -> None:
         assert resp.status == 405
         conn.request("GET", "/api/state?top=1", b"a body nobody asked for")
         resp = conn.getresponse()
-        assert (resp.status, len(json.loads(resp.read())["top"])) == (200, 1)
+        assert (resp.status, len(json.loads(resp.read())["top_entries"])) == (200, 1)
         conn.request("GET", "/api/players/p")
         resp = conn.getresponse()
         assert (resp.status, json.loads(resp.read())["entry"]["score"]) == (200, 3.0)
@@ -631,7 +899,12 @@ def test_scores_other_clients_set_to_infinity_are_still_valid_json(
     finally:
         r.close()
     state = demo.state()
-    assert state["top"][0] == {"rank": 1, "user_id": "cheater", "score": "inf", "metadata": {}}
+    assert state["top_entries"][0] == {
+        "rank": 1,
+        "user_id": "cheater",
+        "score": "inf",
+        "metadata": {},
+    }
     assert demo.get("/api/players/cheater").json["entry"]["score"] == "inf"
 
 
@@ -668,15 +941,15 @@ def test_redis_going_away_gives_503_and_the_server_recovers(fresh_redis_server: 
             assert resp.status == 503
             assert resp.headers["Retry-After"] == "2"
             assert resp.json["error"].startswith("Redis is unavailable (")
-            assert resp.json["error"].endswith("); retry in a moment")
+            assert resp.json["error"].endswith(").")
         # Validation still answers without Redis.
         assert demo.post_form("/api/players", "user_id=p&score=nan").status == 400
 
         fresh_redis_server.start()  # same port, empty (no persistence)
         state = demo.state()
-        assert (state["size"], state["top"]) == (0, [])
+        assert (state["size"], state["top_entries"]) == (0, [])
         assert demo.request("POST", "/api/reset").json["size"] == 6
-        assert top_rows(demo.state()["top"]) == SEEDED_TOP
+        assert top_rows(demo.state("?top=6")["top_entries"]) == SEEDED_TOP
     finally:
         stop_demo(demo, thread)
 
@@ -693,7 +966,7 @@ def test_a_redis_that_stops_answering_times_out_into_503(fresh_redis_server: Any
         assert resp.json["error"].startswith("Redis is unavailable (")
         assert 2.5 < elapsed < 10
         fresh_redis_server.resume()
-        assert top_rows(demo.state()["top"]) == SEEDED_TOP
+        assert top_rows(demo.state("?top=6")["top_entries"]) == SEEDED_TOP
     finally:
         fresh_redis_server.resume()
         stop_demo(demo, thread)

@@ -1,22 +1,29 @@
 """The demo's HTTP server: the standard library's ``ThreadingHTTPServer`` around a
 :class:`~redis_leaderboard.RedisLeaderboard`.
 
-Routes (bodies form-encoded, as the guide's page sends them, or JSON):
+The routes of the guide's ``demo_server.py``, answering with its fields (a client written
+against the guide works unchanged), ours beside them. Bodies are form-encoded, as the guide's
+page sends them, or JSON; a field given twice counts once, the first time, as in the guide.
 
 =======  ======================  ==========================================================
 GET      /                       the page (its script and stylesheet are separate files)
-GET      /api/state              ``?top=10&rank=1&around=5``: top entries, entries around a
-                                 rank, size, max_entries and a ``version`` token
-POST     /api/players            ``user_id, score, name, description``: add or update
-POST     /api/increment          ``user_id, amount, name, description``: add to a score
-POST     /api/config             ``max_entries``: change the board's size limit
-POST     /api/reset              the guide's six sample players, the startup size limit
-GET      /api/players/<id>       one player's entry (rank, score, metadata)
-DELETE   /api/players/<id>       remove a player and its metadata
+GET      /api/state              ``?top=5&rank=3&around=5``: ``leaderboard_key,
+                                 max_entries, top_count, around_rank, around_count, size,
+                                 top_entries, around_entries``; ours: ``clamped``, ``version``
+POST     /api/players            ``user_id, score, name, description`` -> ``message, entry,
+                                 max_entries``
+POST     /api/increment          ``user_id, amount, name, description`` -> as above
+POST     /api/config             ``max_entries`` -> ``message, max_entries,
+                                 trimmed_user_ids``
+POST     /api/reset              the six sample players -> ``message, max_entries``; ours:
+                                 ``size, trimmed_user_ids`` (also restores the startup limit)
+GET      /api/players/<id>       ours: one player's entry (rank, score, metadata)
+DELETE   /api/players/<id>       ours: remove a player and its metadata
 =======  ======================  ==========================================================
 
-Every error is JSON ``{"error": "..."}``: 4xx for anything wrong with the request, 503 while
-Redis is unreachable (the client reconnects by itself on a later request).
+Every error is JSON ``{"error": "..."}`` (plus ``"field"``, the API name of the field at
+fault, when there is one): 4xx for anything wrong with the request, 503 while Redis is
+unreachable (the client reconnects by itself on a later request).
 """
 
 from __future__ import annotations
@@ -44,18 +51,23 @@ access_log = logging.getLogger("redis_leaderboard.demo.access")
 
 MAX_BODY_BYTES = 64 * 1024
 DRAIN_LIMIT = 1024 * 1024  # bodies refused for their size are still read up to this much
-DEFAULT_TOP = 10
-DEFAULT_RANK = 1
-DEFAULT_AROUND = 5
 
-#: The guide's six sample players, with a short description each.
+#: The guide's defaults for ``/api/state``'s ``top``, ``rank`` and ``around``.
+DEFAULT_TOP = 5
+DEFAULT_RANK = 3
+DEFAULT_AROUND = 5
+#: The guide's metadata for a player written without a name or description.
+NO_DESCRIPTION = "No description provided."
+CREATED_BY_INCREMENT = "Created during score increment."
+
+#: The guide's six sample players: (user_id, name, score, description).
 SAMPLE_PLAYERS: tuple[tuple[str, str, int, str], ...] = (
-    ("player-1", "Avery", 980, "Speedrunner who never skips a cutscene."),
-    ("player-2", "Mina", 1310, "Wins the close ones in the last ten seconds."),
-    ("player-3", "Noah", 1175, "Plans three moves ahead, every match."),
-    ("player-4", "Priya", 1435, "Reigning champion of the weekly cup."),
-    ("player-5", "Jules", 1080, "Steady climber who never misses a daily."),
-    ("player-6", "Rin", 1240, "Night-owl grinder with a perfect streak."),
+    ("player-1", "Avery", 980, "Steady climber who never wastes a turn."),
+    ("player-2", "Mina", 1310, "Always finds a way into the top three."),
+    ("player-3", "Noah", 1175, "Takes big swings and occasionally lands them."),
+    ("player-4", "Priya", 1435, "Current pace-setter with a ruthless endgame."),
+    ("player-5", "Jules", 1080, "Quietly consistent and hard to catch."),
+    ("player-6", "Rin", 1240, "Moves fast after every weekly reset."),
 )
 
 CONTENT_SECURITY_POLICY = (
@@ -94,12 +106,9 @@ def json_safe(value: Any) -> Any:
     return value
 
 
-def _entry(result: dict[str, Any]) -> dict[str, Any]:
-    return {k: v for k, v in result.items() if k != "trimmed_user_ids"}
-
-
 class DemoApp:
-    """What the routes do, independent of HTTP."""
+    """What the routes do, independent of HTTP. Each answer has the guide's demo server's
+    fields, with ours beside them."""
 
     def __init__(self, board: RedisLeaderboard, *, initial_max_entries: Optional[int] = None):
         self.board = board
@@ -109,16 +118,29 @@ class DemoApp:
     # -- reads ---------------------------------------------------------------------------
 
     def state(self, query: dict[str, str]) -> dict[str, Any]:
-        top = check.integer(query, "top", default=DEFAULT_TOP, maximum=check.MAX_COUNT)
-        rank = check.integer(query, "rank", default=DEFAULT_RANK, maximum=check.MAX_RANK)
-        around = check.integer(query, "around", default=DEFAULT_AROUND, maximum=check.MAX_COUNT)
+        """The guide's state. ``top``, ``rank`` and ``around`` fall back to the guide's
+        defaults when missing or not a whole number of at least 1; counts above
+        ``MAX_COUNT`` (ranks above ``MAX_RANK``) are lowered to it, and ``clamped`` maps each
+        field so lowered to the value used."""
+        asked = {
+            "top_count": check.positive_or_default(query.get("top"), DEFAULT_TOP),
+            "around_rank": check.positive_or_default(query.get("rank"), DEFAULT_RANK),
+            "around_count": check.positive_or_default(query.get("around"), DEFAULT_AROUND),
+        }
+        limits = {
+            "top_count": check.MAX_COUNT,
+            "around_rank": check.MAX_RANK,
+            "around_count": check.MAX_COUNT,
+        }
+        used = {name: min(value, limits[name]) for name, value in asked.items()}
         state = {
-            "key": self.board.key,
-            "size": self.board.get_size(),
+            "leaderboard_key": self.board.key,
             "max_entries": self.board.max_entries,
-            "top": self.board.get_top(top),
-            "around": self.board.get_around_rank(rank, around),
-            "query": {"top": top, "rank": rank, "around": around},
+            **used,
+            "size": self.board.get_size(),
+            "top_entries": self.board.get_top(used["top_count"]),
+            "around_entries": self.board.get_around_rank(used["around_rank"], used["around_count"]),
+            "clamped": {name: used[name] for name in used if used[name] != asked[name]},
         }
         state = json_safe(state)
         digest = hashlib.sha256(
@@ -136,31 +158,49 @@ class DemoApp:
 
     # -- writes --------------------------------------------------------------------------
 
-    def _write_result(self, result: dict[str, Any]) -> dict[str, Any]:
-        entry = _entry(result)
-        return {
-            "entry": entry,
-            "on_board": "rank" in entry,
-            "trimmed_user_ids": list(result.get("trimmed_user_ids", [])),
-        }
+    def _written(self, message: str, entry: dict[str, Any]) -> dict[str, Any]:
+        """The guide's answer to a write: ``entry`` is the library's result (with
+        ``trimmed_user_ids``; without ``rank`` when the write itself was trimmed away)."""
+        return {"message": message, "entry": entry, "max_entries": self.board.max_entries}
 
     def upsert(self, fields: dict[str, Any]) -> dict[str, Any]:
+        """Set a score and the whole profile: a blank name becomes the user id, a blank
+        description the guide's "No description provided."."""
         user_id = check.user_id(fields)
         score = check.number(fields, "score")
-        metadata = check.metadata(fields)
-        return self._write_result(self.board.upsert_user(user_id, score, metadata or None))
+        name, description = check.name_and_description(fields)
+        metadata = {"name": name or user_id, "description": description or NO_DESCRIPTION}
+        return self._written("Player saved.", self.board.upsert_user(user_id, score, metadata))
 
     def increment(self, fields: dict[str, Any]) -> dict[str, Any]:
+        """Add to a score. A player with metadata keeps it, but for the fields given; one
+        without gets the guide's defaults for those left blank.
+
+        As in the guide, the metadata is read first, so a player another client creates in
+        between gets these defaults over its own name and description."""
         user_id = check.user_id(fields)
         amount = check.number(fields, "amount")
-        metadata = check.metadata(fields)
-        return self._write_result(self.board.increment_score(user_id, amount, metadata or None))
+        name, description = check.name_and_description(fields)
+        if self.board.get_user_metadata(user_id):
+            given = {"name": name, "description": description}
+            metadata = {field: value for field, value in given.items() if value}
+        else:
+            metadata = {
+                "name": name or user_id,
+                "description": description or CREATED_BY_INCREMENT,
+            }
+        entry = self.board.increment_score(user_id, amount, metadata or None)
+        return self._written("Score updated.", entry)
 
     def configure(self, fields: dict[str, Any]) -> dict[str, Any]:
         max_entries = check.integer(fields, "max_entries", maximum=check.MAX_MAX_ENTRIES)
         with self._config_lock:
             trimmed = self.board.set_max_entries(max_entries)
-        return {"max_entries": self.board.max_entries, "trimmed_user_ids": list(trimmed)}
+        return {
+            "message": "Leaderboard limit updated.",
+            "max_entries": self.board.max_entries,
+            "trimmed_user_ids": list(trimmed),
+        }
 
     def delete(self, user_id: str) -> dict[str, Any]:
         user_id = check.path_user_id(user_id)
@@ -169,14 +209,16 @@ class DemoApp:
         return {"deleted": True, "user_id": user_id}
 
     def reset(self, _fields: Optional[dict[str, Any]] = None) -> dict[str, Any]:
-        """The guide's six sample players and the startup size limit, nothing else."""
+        """The guide's reset (clear, then the six sample players), and unlike the guide's
+        also the startup size limit, so that a reset always gives the same board."""
         with self._config_lock:
             self.board.clear()
             self.board.set_max_entries(self.initial_max_entries)
             trimmed = self.seed()
         return {
-            "size": self.board.get_size(),
+            "message": "Demo leaderboard reset.",
             "max_entries": self.board.max_entries,
+            "size": self.board.get_size(),
             "trimmed_user_ids": trimmed,
         }
 
@@ -343,7 +385,7 @@ class DemoRequestHandler(BaseHTTPRequestHandler):
                     self.send_json(HTTPStatus.OK, result)
             except BadRequest as exc:
                 self._discard_body()
-                self.send_json(exc.status, {"error": exc.message})
+                self.send_json(exc.status, exc.payload())
             except UnicodeDecodeError as exc:
                 # Not the request's fault: another client stored bytes that are not UTF-8.
                 log.error("non-UTF-8 data on the board: %s", exc)
@@ -359,7 +401,7 @@ class DemoRequestHandler(BaseHTTPRequestHandler):
                 log.warning("Redis unavailable: %s", exc)
                 self.send_json(
                     HTTPStatus.SERVICE_UNAVAILABLE,
-                    {"error": f"Redis is unavailable ({exc}); retry in a moment"},
+                    {"error": f"Redis is unavailable ({exc})."},
                     {"Retry-After": "2"},
                 )
             except RedisError as exc:
@@ -402,20 +444,25 @@ class DemoRequestHandler(BaseHTTPRequestHandler):
         try:
             return unquote(raw, errors="strict")
         except UnicodeDecodeError:
-            raise BadRequest("user_id in the URL is not valid UTF-8") from None
+            raise check.field_error("user_id", "in the URL is not valid UTF-8") from None
 
     def _query(self) -> dict[str, str]:
-        return self._form(self._split.query, "query string")
+        # Bytes that are not UTF-8 become U+FFFD, as in the guide: a count that is not a
+        # number falls back to its default.
+        return self._form(self._split.query, "query string", errors="replace")
 
     @staticmethod
-    def _form(text: str, what: str) -> dict[str, str]:
+    def _form(text: str, what: str, errors: str = "strict") -> dict[str, str]:
         try:
-            pairs = parse_qsl(text, keep_blank_values=True, errors="strict", max_num_fields=100)
+            pairs = parse_qsl(text, errors=errors, max_num_fields=100)
         except UnicodeDecodeError:
             raise BadRequest(f"the {what} is not valid UTF-8") from None
         except ValueError:
             raise BadRequest(f"the {what} has too many fields") from None
-        return dict(pairs)
+        fields: dict[str, str] = {}
+        for name, value in pairs:
+            fields.setdefault(name, value)
+        return fields
 
     def _check_same_origin(self) -> None:
         """Refuse writes sent by another site's page (the demo has no login to protect it)."""
@@ -461,7 +508,7 @@ class DemoRequestHandler(BaseHTTPRequestHandler):
         try:
             length = self._content_length()
         except BadRequest as exc:
-            self.send_json(exc.status, {"error": exc.message})
+            self.send_json(exc.status, exc.payload())
             return False
         if length > MAX_BODY_BYTES:
             self.close_connection = True

@@ -1,5 +1,8 @@
 """Checks for every field the demo accepts: each bad value becomes a :class:`BadRequest`
-with a message meant for a person, before anything reaches the leaderboard."""
+with a message meant for a person, before anything reaches the leaderboard.
+
+Messages name a field by its label on the page (``LABELS``), so the page can show them as
+they are; the error's ``field`` gives the API name."""
 
 from __future__ import annotations
 
@@ -21,35 +24,62 @@ _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 _CONTROL_EXCEPT_WHITESPACE = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 
 
-class BadRequest(Exception):
-    """A request the demo refuses, with its HTTP status (4xx) and a message."""
+#: Each field's label on the page, which error messages use.
+LABELS = {
+    "user_id": "Player id",
+    "score": "Score",
+    "amount": "Amount",
+    "name": "Name",
+    "description": "Description",
+    "max_entries": "Maximum entries",
+}
 
-    def __init__(self, message: str, status: int = 400) -> None:
+
+class BadRequest(Exception):
+    """A request the demo refuses, with its HTTP status (4xx), a message and, when one field
+    is at fault, that field's API name."""
+
+    def __init__(self, message: str, status: int = 400, field: Optional[str] = None) -> None:
         super().__init__(message)
         self.message = message
         self.status = status
+        self.field = field
+
+    def payload(self) -> dict[str, str]:
+        """The JSON error body: ``{"error": message}``, plus ``"field"`` when known."""
+        if self.field is None:
+            return {"error": self.message}
+        return {"error": self.message, "field": self.field}
 
 
-def _present(fields: Mapping[str, Any], name: str) -> Any:
-    value = fields.get(name)
-    if value is None or (isinstance(value, str) and not value.strip()):
-        raise BadRequest(f"{name} is required")
-    return value
+def field_error(name: str, problem: str) -> BadRequest:
+    """``problem`` (``"is required"``) about the field ``name``, in the page's words."""
+    return BadRequest(f"{LABELS[name]} {problem}", field=name)
 
 
-def number(fields: Mapping[str, Any], name: str, *, default: Optional[float] = None) -> float:
+def positive_or_default(raw: Optional[str], default: int) -> int:
+    """A query count as the guide reads it: ``int(raw)`` if that works and is at least 1,
+    else ``default`` (missing, blank, ``abc``, ``2.5``, ``0`` and ``-3`` all give it)."""
+    if raw is None:
+        return default
+    try:
+        value = int(raw)
+    except ValueError:  # also past Python's 4,300-digit limit for int(str)
+        return default
+    return value if value >= 1 else default
+
+
+def number(fields: Mapping[str, Any], name: str) -> float:
     """A finite number within +-MAX_SCORE, from a JSON number or a decimal string."""
     value = fields.get(name)
     if value is None or (isinstance(value, str) and not value.strip()):
-        if default is not None:
-            return default
-        raise BadRequest(f"{name} is required")
+        raise field_error(name, "is required")
     if isinstance(value, bool):
-        raise BadRequest(f"{name} must be a number")
+        raise field_error(name, "must be a number")
     if isinstance(value, str):
         text = value.strip()
         if len(text) > 64 or not _NUMBER.fullmatch(text):
-            raise BadRequest(f"{name} must be a number, like 1200 or 12.5")
+            raise field_error(name, "must be a number, like 1200 or 12.5")
         result = float(text)
     elif isinstance(value, (int, float)):
         try:
@@ -57,43 +87,34 @@ def number(fields: Mapping[str, Any], name: str, *, default: Optional[float] = N
         except OverflowError:
             result = math.inf
     else:
-        raise BadRequest(f"{name} must be a number")
+        raise field_error(name, "must be a number")
     if not math.isfinite(result) or abs(result) > MAX_SCORE:
-        raise BadRequest(f"{name} must be a finite number between -1e15 and 1e15")
+        raise field_error(name, "must be a finite number between -1e15 and 1e15")
     return result + 0.0  # -0.0 -> 0.0
 
 
-def integer(
-    fields: Mapping[str, Any],
-    name: str,
-    *,
-    default: Optional[int] = None,
-    minimum: int = 1,
-    maximum: int,
-) -> int:
+def integer(fields: Mapping[str, Any], name: str, *, minimum: int = 1, maximum: int) -> int:
     """A whole number in [minimum, maximum], from a JSON number or a decimal string."""
     value = fields.get(name)
     if value is None or (isinstance(value, str) and not value.strip()):
-        if default is not None:
-            return default
-        raise BadRequest(f"{name} is required")
+        raise field_error(name, "is required")
     if isinstance(value, bool):
-        raise BadRequest(f"{name} must be a whole number")
+        raise field_error(name, "must be a whole number")
     if isinstance(value, str):
         text = value.strip()
         if len(text) > 32 or not _INTEGER.fullmatch(text):
-            raise BadRequest(f"{name} must be a whole number")
+            raise field_error(name, "must be a whole number")
         result = int(text)
     elif isinstance(value, int):
         result = value
     elif isinstance(value, float) and math.isfinite(value) and value.is_integer():
         result = int(value)
     else:
-        raise BadRequest(f"{name} must be a whole number")
+        raise field_error(name, "must be a whole number")
     if result < minimum:
-        raise BadRequest(f"{name} must be at least {minimum}")
+        raise field_error(name, f"must be at least {minimum}")
     if result > maximum:
-        raise BadRequest(f"{name} must be at most {maximum:,}")
+        raise field_error(name, f"must be at most {maximum:,}")
     return result
 
 
@@ -111,10 +132,10 @@ def text(
     if value is None:
         value = ""
     if not isinstance(value, str):
-        raise BadRequest(f"{name} must be text")
+        raise field_error(name, "must be text")
     value = value.strip()
     if required and not value:
-        raise BadRequest(f"{name} is required")
+        raise field_error(name, "is required")
     return check_text(value, name, max_chars=max_chars, multiline=multiline)
 
 
@@ -122,35 +143,28 @@ def check_text(value: str, name: str, *, max_chars: int, multiline: bool = False
     try:
         value.encode("utf-8")
     except UnicodeEncodeError:
-        raise BadRequest(f"{name} must be valid Unicode text") from None
+        raise field_error(name, "must be valid Unicode text") from None
     if len(value) > max_chars:
-        raise BadRequest(f"{name} must be at most {max_chars} characters")
+        raise field_error(name, f"must be at most {max_chars} characters")
     pattern = _CONTROL_EXCEPT_WHITESPACE if multiline else _CONTROL
     if pattern.search(value):
-        raise BadRequest(f"{name} must not contain control characters")
+        raise field_error(name, "must not contain control characters")
     return value
 
 
-def user_id(fields: Mapping[str, Any], name: str = "user_id") -> str:
-    _present(fields, name)
-    return text(fields, name, max_chars=MAX_USER_ID_CHARS, required=True)
+def user_id(fields: Mapping[str, Any]) -> str:
+    return text(fields, "user_id", max_chars=MAX_USER_ID_CHARS, required=True)
 
 
 def path_user_id(value: str) -> str:
     """A user id taken from a URL path (already percent-decoded): not trimmed."""
     if not value:
-        raise BadRequest("user_id must not be empty")
+        raise field_error("user_id", "must not be empty")
     return check_text(value, "user_id", max_chars=MAX_USER_ID_CHARS)
 
 
-def metadata(fields: Mapping[str, Any]) -> dict[str, str]:
-    """``name`` and ``description`` when given (blank fields leave the stored ones as they
-    are: metadata is merged, as the guide's HSET)."""
-    result = {}
+def name_and_description(fields: Mapping[str, Any]) -> tuple[str, str]:
+    """The trimmed ``name`` and ``description``, each ``""`` when missing or blank."""
     name = text(fields, "name", max_chars=MAX_NAME_CHARS)
-    if name:
-        result["name"] = name
     description = text(fields, "description", max_chars=MAX_DESCRIPTION_CHARS, multiline=True)
-    if description:
-        result["description"] = description
-    return result
+    return name, description

@@ -13,8 +13,15 @@
   const $ = (id) => document.getElementById(id);
   const numberFormat = new Intl.NumberFormat("en-US", { maximumFractionDigits: 6 });
 
+  // The query's parameters, the state's fields that answer them, and their inputs.
+  const QUERY = {
+    top: { field: "top_count", input: "top-count" },
+    rank: { field: "around_rank", input: "around-rank" },
+    around: { field: "around_count", input: "around-count" },
+  };
+
   const view = {
-    query: { top: 10, rank: 1, around: 5 },
+    query: { top: 5, rank: 3, around: 5 }, // the guide's defaults
     version: null,
     fresh: null, // user_id written last, highlighted for a moment
     freshUntil: 0,
@@ -26,9 +33,10 @@
   };
 
   class ApiError extends Error {
-    constructor(message, status) {
+    constructor(message, status, field) {
       super(message);
       this.status = status;
+      this.field = field; // the API name of the field at fault, if the server named one
     }
   }
 
@@ -43,6 +51,26 @@
 
   function formatScore(score) {
     return typeof score === "number" ? numberFormat.format(score) : String(score);
+  }
+
+  // A score that may break after any thousands separator, so that a long one (1e15) wraps
+  // in a narrow column instead of squeezing the player's name.
+  function scoreNodes(score) {
+    const nodes = [];
+    formatScore(score).split(",").forEach((group, i) => {
+      if (i > 0) nodes.push(document.createTextNode(","), document.createElement("wbr"));
+      nodes.push(document.createTextNode(group));
+    });
+    return nodes;
+  }
+
+  // A sentence, ended with a full stop unless it already ends with one.
+  function sentence(text) {
+    return /[.!?…]$/.test(text) ? text : text + ".";
+  }
+
+  function labelOf(inputId) {
+    return $(inputId).labels[0].textContent.trim();
   }
 
   function displayName(entry) {
@@ -78,15 +106,34 @@
     }
     if (!response.ok) {
       const message = data && typeof data.error === "string" ? data.error : "HTTP " + response.status;
-      throw new ApiError(message, response.status);
+      throw new ApiError(message, response.status, data && data.field);
     }
     return data;
   }
 
+  // What the user filled in: blank fields, and fields folded away in a closed <details>,
+  // are not sent.
   function formFields(form) {
     const fields = {};
-    for (const [name, value] of new FormData(form)) fields[name] = String(value);
+    for (const control of form.elements) {
+      if (!control.name || control.closest("details:not([open])")) continue;
+      const value = String(control.value).trim();
+      if (value) fields[control.name] = value;
+    }
     return fields;
+  }
+
+  // Marks the input the server's error is about (and clears earlier marks).
+  function markInvalid(form, field) {
+    for (const control of form.elements) {
+      if (control.name && control.name === field) {
+        control.setAttribute("aria-invalid", "true");
+        control.closest("details")?.setAttribute("open", "");
+        control.focus();
+      } else {
+        control.removeAttribute("aria-invalid");
+      }
+    }
   }
 
   function chipList(ids) {
@@ -174,7 +221,9 @@
       const rankCell = el("td", "col-rank");
       const badgeClass = entry.rank <= 3 ? "rank rank-" + entry.rank : "rank";
       rankCell.append(el("span", badgeClass, entry.rank));
-      tr.append(rankCell, playerCell(entry), el("td", "col-score", formatScore(entry.score)));
+      const scoreCell = el("td", "col-score");
+      scoreCell.append(...scoreNodes(entry.score));
+      tr.append(rankCell, playerCell(entry), scoreCell);
       rows.push(tr);
     }
     tbody.replaceChildren(...rows);
@@ -182,17 +231,17 @@
 
   function render(state) {
     view.version = state.version;
-    $("board-key").textContent = state.key;
-    $("footer-key").textContent = state.key;
-    $("footer-hash").textContent = state.key + ":user:<id>";
+    $("board-key").textContent = state.leaderboard_key;
+    $("footer-key").textContent = state.leaderboard_key;
+    $("footer-hash").textContent = state.leaderboard_key + ":user:<id>";
     $("stat-size").textContent = numberFormat.format(state.size);
     $("stat-max").textContent = numberFormat.format(state.max_entries);
     const maxInput = $("config-max-entries");
     if (document.activeElement !== maxInput && !maxInput.dataset.touched) {
       maxInput.value = String(state.max_entries);
     }
-    renderTable($("top-table"), state.top, null);
-    renderTable($("around-table"), state.around, state.query.rank);
+    renderTable($("top-table"), state.top_entries, null);
+    renderTable($("around-table"), state.around_entries, state.around_rank);
   }
 
   function setLive(ok, message) {
@@ -205,7 +254,7 @@
       banner.hidden = true;
       banner.textContent = "";
     } else {
-      banner.textContent = message + " Retrying automatically…";
+      banner.textContent = sentence(message) + " Retrying automatically…";
       banner.hidden = false;
     }
   }
@@ -236,26 +285,37 @@
       }
     } catch (err) {
       if (ticket !== view.inFlight) return;
-      if (err.status === 400) {
-        // The query itself was refused: go back to the defaults.
-        view.query = { top: 10, rank: 1, around: 5 };
-      } else {
-        view.failing = true;
-        setLive(false, err.message);
-      }
+      view.failing = true;
+      setLive(false, err.message);
     } finally {
       if (ticket === view.inFlight) schedule();
     }
   }
 
-  // Tries a new query; keeps it only if the server accepts it.
-  async function changeQuery(changes, statusId) {
-    const query = Object.assign({}, view.query, changes);
+  // Shows a new view. The server uses its default for a value that is not a whole number of
+  // at least 1, and lowers one above its limit; the inputs then show what it used, and the
+  // status says why, in the page's words.
+  async function changeQuery(params, statusId) {
+    const query = Object.assign({}, view.query);
+    for (const param of params) query[param] = $(QUERY[param].input).value;
     const ticket = ++view.inFlight; // responses of earlier polls are now stale
     try {
       const state = await api("GET", stateUrl(query));
-      view.query = state.query;
-      setStatus(statusId, null, "");
+      const notes = [];
+      for (const [param, { field, input }] of Object.entries(QUERY)) {
+        const used = state[field];
+        view.query[param] = used;
+        if (!params.includes(param) || Number(query[param]) === used) continue;
+        $(input).value = String(used);
+        const label = labelOf(input);
+        const usedText = numberFormat.format(used);
+        notes.push(
+          field in state.clamped
+            ? label + " can be at most " + usedText + ", so " + usedText + " is used."
+            : label + " must be a whole number of at least 1, so the default " + usedText + " is used."
+        );
+      }
+      setStatus(statusId, notes.length ? "error" : null, notes.join(" "));
       if (ticket === view.inFlight) {
         render(state);
         setLive(true);
@@ -307,7 +367,7 @@
   function describeWrite(result, verb) {
     const entry = result.entry;
     const who = displayName(entry) === entry.user_id ? entry.user_id : displayName(entry) + " (" + entry.user_id + ")";
-    if (!result.on_board) {
+    if (!("rank" in entry)) {
       return (
         verb + " " + who + " with " + formatScore(entry.score) +
         ", but that is below every kept score, so the board trimmed it right away."
@@ -316,42 +376,48 @@
     return verb + " " + who + ": rank " + entry.rank + ", score " + formatScore(entry.score) + ".";
   }
 
-  async function afterWrite(result, statusId, message, what) {
-    setStatus(statusId, "ok", message, result.trimmed_user_ids);
-    showTrimmed(result.trimmed_user_ids, what);
+  async function afterWrite(trimmed, statusId, message, what) {
+    setStatus(statusId, "ok", message, trimmed);
+    showTrimmed(trimmed, what);
     await refresh(true);
   }
 
-  function onSubmit(id, handler) {
+  // Runs a form's handler; an error is shown in the form's status, its field marked.
+  function onSubmit(id, statusId, handler) {
     const form = $(id);
     form.addEventListener("submit", (event) => {
       event.preventDefault();
-      busy(form, () => handler(form));
+      busy(form, async () => {
+        markInvalid(form, null);
+        try {
+          await handler(form);
+        } catch (err) {
+          setStatus(statusId, "error", err.message);
+          markInvalid(form, err.field);
+        }
+      });
     });
   }
 
   function setup() {
-    onSubmit("upsert-form", async (form) => {
-      try {
-        const result = await api("POST", "/api/players", formFields(form));
-        markFresh(result.entry.user_id);
-        await afterWrite(result, "upsert-status", describeWrite(result, "Saved"), "the last save");
-      } catch (err) {
-        setStatus("upsert-status", "error", err.message);
-      }
+    onSubmit("upsert-form", "upsert-status", async (form) => {
+      const result = await api("POST", "/api/players", formFields(form));
+      markFresh(result.entry.user_id);
+      const message = describeWrite(result, "Saved");
+      await afterWrite(result.entry.trimmed_user_ids, "upsert-status", message, "the last save");
     });
 
-    onSubmit("increment-form", async (form) => {
-      try {
-        const result = await api("POST", "/api/increment", formFields(form));
-        markFresh(result.entry.user_id);
-        await afterWrite(result, "increment-status", describeWrite(result, "Updated"), "the last increment");
-      } catch (err) {
-        setStatus("increment-status", "error", err.message);
-      }
+    onSubmit("increment-form", "increment-status", async (form) => {
+      const result = await api("POST", "/api/increment", formFields(form));
+      // The name and description were for this player: never resend them for the next one.
+      $("increment-name").value = "";
+      $("increment-description").value = "";
+      markFresh(result.entry.user_id);
+      const message = describeWrite(result, "Updated");
+      await afterWrite(result.entry.trimmed_user_ids, "increment-status", message, "the last increment");
     });
 
-    onSubmit("lookup-form", async (form) => {
+    onSubmit("lookup-form", "lookup-status", async () => {
       const userId = $("lookup-user-id").value.trim();
       if (!userId) {
         setStatus("lookup-status", "error", "Enter a player id.");
@@ -384,37 +450,25 @@
       event.target.dataset.touched = "1";
     });
 
-    onSubmit("config-form", async (form) => {
-      try {
-        const result = await api("POST", "/api/config", formFields(form));
-        delete $("config-max-entries").dataset.touched;
-        const message = "The board now keeps at most " + numberFormat.format(result.max_entries) + " players.";
-        await afterWrite(result, "config-status", message, "the new limit");
-      } catch (err) {
-        setStatus("config-status", "error", err.message);
-      }
+    onSubmit("config-form", "config-status", async (form) => {
+      const result = await api("POST", "/api/config", formFields(form));
+      delete $("config-max-entries").dataset.touched;
+      const message = "The board now keeps at most " + numberFormat.format(result.max_entries) + " players.";
+      await afterWrite(result.trimmed_user_ids, "config-status", message, "the new limit");
     });
 
-    onSubmit("reset-form", async () => {
-      try {
-        const result = await api("POST", "/api/reset", {});
-        delete $("config-max-entries").dataset.touched;
-        view.lookupId = null;
-        $("lookup-result").hidden = true;
-        const message = "Board reset: " + result.size + " sample players, at most " + result.max_entries + ".";
-        await afterWrite(result, "reset-status", message, "the reset");
-      } catch (err) {
-        setStatus("reset-status", "error", err.message);
-      }
+    onSubmit("reset-form", "reset-status", async () => {
+      const result = await api("POST", "/api/reset", {});
+      delete $("config-max-entries").dataset.touched;
+      view.lookupId = null;
+      $("lookup-result").hidden = true;
+      const message = "Board reset: " + result.size + " sample players, at most " + result.max_entries + ".";
+      await afterWrite(result.trimmed_user_ids, "reset-status", message, "the reset");
     });
 
-    onSubmit("top-form", async () => {
-      await changeQuery({ top: $("top-count").value }, "top-status");
-    });
+    onSubmit("top-form", "top-status", () => changeQuery(["top"], "top-status"));
 
-    onSubmit("around-form", async () => {
-      await changeQuery({ rank: $("around-rank").value, around: $("around-count").value }, "around-status");
-    });
+    onSubmit("around-form", "around-status", () => changeQuery(["rank", "around"], "around-status"));
 
     document.addEventListener("visibilitychange", () => {
       if (!document.hidden) refresh(false);
