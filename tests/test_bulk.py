@@ -1,9 +1,11 @@
 """``upsert_many``: the bulk import of both classes, against the private redis-server.
 
 Checked: the guide's key layout, one round trip per chunk plus one trim, a single trim at the
-end with at most 1,000 reported ids, lazy reading of the iterable, error positions counted
-over the whole iterable (with the chunks before the bad one written and nothing after), and
-for asyncio, cancellation and a dying server leaving no orphaned futures behind.
+end with at most 1,000 reported ids, lazy reading of the iterable, arguments checked before
+anything is written, error positions counted over the whole iterable (with the chunks before
+the bad one written, nothing after, and the board trimmed), the trim after any failure once
+chunks were sent, and for asyncio, cancellation and a dying server leaving no orphaned futures
+behind.
 """
 
 from __future__ import annotations
@@ -11,6 +13,8 @@ from __future__ import annotations
 import asyncio
 import gc
 import math
+import re
+import sys
 from collections.abc import Iterator
 from typing import Any
 
@@ -158,10 +162,9 @@ def test_a_bad_entry_names_its_position_over_the_whole_iterable(
         with pytest.raises(error) as raised:
             asyncio.run(load())
     assert str(raised.value).startswith(message)
-    # The chunks before the bad entry's chunk (entries 0..1499) are written, untrimmed;
-    # nothing of its chunk or after it.
-    assert r.zcard(board_key) == 1500
-    assert r.zrange(board_key, -1, -1) == ["u1499"]
+    # The chunks before the bad entry's chunk (entries 0..1499) were written, then trimmed to
+    # max_entries; nothing of its chunk or after it.
+    assert r.zrange(board_key, 0, -1) == [f"u{i:04d}" for i in range(1490, 1500)]
 
 
 class UnretrievedFutures:
@@ -231,3 +234,118 @@ async def test_a_server_dying_mid_import_raises_connection_error_and_orphans_not
             progress=kill_after_first_chunk,
         )
     await reports.close_and_check(client)
+
+
+def run_import(server: Any, kind: str, key: str, max_entries: int, entries: Any, **kw: Any) -> Any:
+    """upsert_many on a new sync or asyncio client."""
+    if kind == "sync":
+        with redis_leaderboard.Client(host=server.host, port=server.port) as c:
+            return RedisLeaderboard(c, key=key, max_entries=max_entries).upsert_many(entries, **kw)
+
+    async def load() -> Any:
+        async with AsyncClient(host=server.host, port=server.port) as c:
+            board = AsyncRedisLeaderboard(c, key=key, max_entries=max_entries)
+            return await board.upsert_many(entries, **kw)
+
+    return asyncio.run(load())
+
+
+@pytest.mark.parametrize("kind", ["sync", "asyncio"])
+@pytest.mark.parametrize(
+    ("kw", "error", "message"),
+    [
+        ({"progress": "not callable"}, TypeError, "progress must be callable or None, not str"),
+        ({"progress": 3}, TypeError, "progress must be callable or None, not int"),
+        ({"chunk_size": 0}, ValueError, "chunk_size must be at least 1"),
+        ({"chunk_size": "10"}, TypeError, "chunk_size must be an int, not str"),
+        ({"chunk_size": True}, TypeError, "chunk_size must be an int, not bool"),
+    ],
+)
+def test_bad_arguments_raise_before_anything_is_read_or_written(
+    redis_server: Any, board_key: str, r: Any, kind: str, kw: dict, error: type, message: str
+) -> None:
+    read = 0
+
+    def entries() -> Iterator[tuple[str, int]]:
+        nonlocal read
+        for i in range(5000):
+            read += 1
+            yield f"u{i}", i
+
+    with pytest.raises(error, match=f"^{re.escape(message)}$"):
+        run_import(redis_server, kind, board_key, 10, entries(), **kw)
+    assert read == 0
+    assert r.exists(board_key) == 0
+
+
+@pytest.mark.parametrize("kind", ["sync", "asyncio"])
+def test_a_progress_callback_raising_leaves_the_board_trimmed(
+    redis_server: Any, board_key: str, r: Any, kind: str
+) -> None:
+    def stop(written: int) -> None:
+        if written >= 1000:
+            raise RuntimeError("stop here")
+
+    entries = ((f"u{i:05d}", i, {"i": i}) for i in range(20_000))
+    with pytest.raises(RuntimeError, match="stop here"):
+        run_import(redis_server, kind, board_key, 50, entries, chunk_size=500, progress=stop)
+    # At least the two chunks before the callback raised were written (more may have been in
+    # flight); the board was trimmed to the 50 best of them, with exactly their metadata.
+    kept = r.zrange(board_key, 0, -1)
+    assert len(kept) == 50
+    assert kept[-1] >= "u00999"
+    assert metadata_keys(r, board_key) == {f"{board_key}:user:{u}" for u in kept}
+
+
+@pytest.mark.parametrize("kind", ["sync", "asyncio"])
+def test_a_chunk_failing_on_the_server_leaves_the_board_trimmed(
+    redis_server: Any, board_key: str, r: Any, kind: str
+) -> None:
+    # Entry 1234's metadata key holds a string: its HSET fails inside the third chunk's
+    # MULTI/EXEC (the chunk's other commands apply, as Redis runs them, its score included).
+    # It scores highest, so the trim keeps it (a trim never deletes a key that is not a hash).
+    bad = f"{board_key}:user:u01234"
+    r.set(bad, "not a hash")
+    entries = ((f"u{i:05d}", 1e9 if i == 1234 else i, {"i": i}) for i in range(20_000))
+    with pytest.raises(ResponseError, match=r"^WRONGTYPE"):
+        run_import(redis_server, kind, board_key, 30, entries, chunk_size=500)
+    kept = r.zrange(board_key, 0, -1)
+    assert len(kept) == 30
+    assert kept[-2:] == ["u01499", "u01234"] or kept[-2] > "u01499"
+    assert metadata_keys(r, board_key) - {bad} == {f"{board_key}:user:{u}" for u in kept[:-1]}
+    assert r.get(bad) == "not a hash"
+
+
+def test_a_bad_entry_in_the_first_chunk_writes_and_trims_nothing(
+    client: redis_leaderboard.Client, board_key: str, r: Any
+) -> None:
+    # Over max_entries already (another client's larger limit): a failed import that sent
+    # nothing does not trim it either.
+    r.zadd(board_key, {f"old{i}": i for i in range(20)})
+    board = RedisLeaderboard(client, key=board_key, max_entries=5)
+    with pytest.raises(ValueError, match=r"^entry 3: "):
+        board.upsert_many([("a", 1), ("b", 2), ("c", 3), ("", 4)])
+    assert r.zcard(board_key) == 20
+
+
+@pytest.mark.skipif(sys.version_info < (3, 11), reason="exception notes are Python 3.11+")
+def test_a_trim_that_fails_after_the_error_is_noted(
+    fresh_redis_server: Any, board_key: str
+) -> None:
+    client = redis_leaderboard.Client(host=fresh_redis_server.host, port=fresh_redis_server.port)
+    board = RedisLeaderboard(client, key=board_key, max_entries=10)
+
+    def kill_after_first_chunk(written: int) -> None:
+        if written == 500:
+            fresh_redis_server.kill()
+
+    with pytest.raises(ConnectionError) as raised:
+        board.upsert_many(
+            ((f"u{i}", i) for i in range(100_000)), chunk_size=500, progress=kill_after_first_chunk
+        )
+    notes = getattr(raised.value, "__notes__", [])
+    assert len(notes) == 1
+    assert notes[0].startswith(
+        "upsert_many could not trim the board to max_entries after this error: ConnectionError"
+    )
+    client.close()

@@ -217,32 +217,30 @@ def test_user_requests_name_the_metadata_hash_as_a_key() -> None:
         assert args[2:5] == [b"2", b"{lb}:season 1", "{lb}:season 1:user:ü:1".encode()], op.name
 
 
-def transaction(*replies: bytes) -> bytes:
-    """What Redis answers to MULTI, len(replies) commands, EXEC."""
-    return b"+OK\r\n" + b"+QUEUED\r\n" * len(replies) + array(*replies)
-
-
-def test_user_entry_and_delete_are_one_transaction() -> None:
-    # Measured faster than a script for these reads: MULTI ... EXEC in one round trip.
+def test_user_entry_and_delete_are_one_script_call_each() -> None:
+    # Scripts (not MULTI/EXEC, which Redis 7 refuses out of memory): one EVALSHA each, with the
+    # board and the metadata hash declared as keys and the user id as the argument.
     board = Board("{lb}:season 1", 5)
-    multi, exec_ = _core.encode_command("MULTI"), _core.encode_command("EXEC")
-    entry = board.get_user_entry("ü:1").request()
-    assert entry == multi + _core.encode_command("ZSCORE", "{lb}:season 1", "ü:1") + (
-        _core.encode_command("ZREVRANK", "{lb}:season 1", "ü:1")
-        + _core.encode_command("HGETALL", "{lb}:season 1:user:ü:1")
-        + exec_
-    )
-    delete = board.delete_user("ü:1").request()
-    assert delete == multi + _core.encode_command("ZREM", "{lb}:season 1", "ü:1") + (
-        _core.encode_command("UNLINK", "{lb}:season 1:user:ü:1") + exec_
-    )
+    shas = set()
+    for op in (board.get_user_entry("ü:1"), board.delete_user("ü:1")):
+        args = parse_request(op.request())
+        assert args[0] == b"EVALSHA", op.name
+        assert is_sha(args[1]), op.name
+        shas.add(args[1])
+        assert args[2:] == [
+            b"2",
+            b"{lb}:season 1",
+            "{lb}:season 1:user:ü:1".encode(),
+            "ü:1".encode(),
+        ], op.name
+    assert len(shas) == 2
 
 
-def test_an_error_inside_a_transaction_raises() -> None:
+def test_an_error_reply_to_a_user_entry_raises() -> None:
     op = Board("lb", 5).get_user_entry("u")
     op.request()
-    with pytest.raises(_core.ResponseError, match="WRONGTYPE"):
-        op.feed(transaction(b"-WRONGTYPE Operation against a key\r\n", b"$-1\r\n", b"*0\r\n"))
+    with pytest.raises(_core.ResponseError, match=r"^WRONGTYPE"):
+        op.feed(b"-WRONGTYPE Operation against a key holding the wrong kind of value\r\n")
 
 
 def test_upsert_and_increment_share_the_write_script() -> None:
@@ -280,6 +278,8 @@ def test_scripts_are_called_by_sha_never_sent_whole() -> None:
         board.get_around_rank(2, 3),
         board.list_all(),
         board.clear(),
+        board.get_user_entry("u"),
+        board.delete_user("u"),
         board.set_max_entries(3),
     ]
     for op in ops:
@@ -391,14 +391,14 @@ def test_simple_replies() -> None:
         (board.get_rank("u"), b"$-1\r\n", None),
         (board.get_user_metadata("u"), flat({"a": "b", "c": ""}), {"a": "b", "c": ""}),
         (board.get_user_metadata("u"), b"*0\r\n", {}),
-        (board.get_user_entry("u"), transaction(b"$-1\r\n", b"$-1\r\n", b"*0\r\n"), None),
+        (board.get_user_entry("u"), b"$-1\r\n", None),
         (
             board.get_user_entry("u"),
-            transaction(bulk("1.5"), integer(4), flat({"k": "v"})),
+            array(bulk("1.5"), integer(4), flat({"k": "v"})),
             {"rank": 5, "user_id": "u", "score": 1.5, "metadata": {"k": "v"}},
         ),
-        (board.delete_user("u"), transaction(integer(1), integer(1)), True),
-        (board.delete_user("u"), transaction(integer(0), integer(0)), False),
+        (board.delete_user("u"), integer(1), True),
+        (board.delete_user("u"), integer(0), False),
     ]
     for op, reply, expected in cases:
         assert answer(op, reply) is True, op.name
@@ -444,3 +444,112 @@ def test_replies_of_the_wrong_shape_are_refused() -> None:
         op = Board("lb", 5).get_size()
         answer(op, bulk("3"))
         op.result()
+
+
+# --- Board: replies out of range, and paged operations that never end ---
+
+PAGE = 5000  # Board.kPageSize: entries per round trip of list_all, clear and trims
+LLONG_MAX = 2**63 - 1
+
+
+@pytest.mark.parametrize("value", [LLONG_MAX, 2**32, -1, -(2**63)])
+def test_ranks_and_starts_from_the_wire_are_range_checked(value: int) -> None:
+    # Each of these added one to a rank read from the reply: LLONG_MAX overflowed (UBSan).
+    board = Board("lb", 5)
+    cases = [
+        (board.get_rank("u"), integer(value)),
+        (board.get_around_rank(3, 2), window_reply(value, 9, [("h", "2", {})])),
+        (board.upsert_user("u", 3), array(array(), bulk("3"), integer(value), flat({}))),
+        (board.get_user_entry("u"), array(bulk("1"), integer(value), flat({}))),
+    ]
+    for op, reply in cases:
+        with pytest.raises(redis_leaderboard.RedisError, match=r"^unexpected reply"):
+            answer(op, reply)
+
+
+@pytest.mark.parametrize("value", [LLONG_MAX, 2**32 + 1, -1])
+def test_counts_from_the_wire_are_range_checked(value: int) -> None:
+    board = Board("lb", 5)
+    cases = [
+        (board.get_size(), integer(value)),
+        (board.clear(), integer(value)),
+        (board.delete_user("u"), integer(value)),
+        (board.list_all(), window_reply(0, value, [("h", "2", {})])),
+        (board.set_max_entries(1), array(integer(value), integer(0), array())),
+        (board.set_max_entries(1), array(integer(0), integer(value), array())),
+    ]
+    for op, reply in cases:
+        with pytest.raises(redis_leaderboard.RedisError, match=r"^unexpected reply"):
+            answer(op, reply)
+
+
+def test_the_largest_valid_rank_is_accepted() -> None:
+    op = Board("lb", 5).get_rank("u")
+    assert answer(op, integer(2**32 - 1)) is True
+    assert op.result() == 2**32
+
+
+def test_a_trim_reply_listing_more_ids_than_it_trimmed_is_refused() -> None:
+    op = Board("lb", 5).set_max_entries(1)
+    with pytest.raises(redis_leaderboard.RedisError, match=r"^unexpected reply"):
+        answer(op, array(integer(0), integer(1), array(bulk("a"), bulk("b"))))
+
+
+def test_a_list_all_page_longer_than_asked_is_refused() -> None:
+    op = Board("lb", 5).list_all()
+    rows = [(f"u{i}", "1", {}) for i in range(PAGE + 1)]
+    with pytest.raises(redis_leaderboard.RedisError, match=r"^unexpected reply"):
+        answer(op, window_reply(0, PAGE + 1, rows))
+
+
+def feed_until_raised(op: Any, reply: Any, limit: int) -> int:
+    """Feed ``reply(step)`` until the operation raises; returns the round trips it took."""
+    for step in range(limit):
+        try:
+            if answer(op, reply(step)):
+                pytest.fail(f"{op.name} finished after {step + 1} round trips")
+        except redis_leaderboard.RedisError as e:
+            assert "gave up after" in str(e), str(e)
+            assert type(e) is redis_leaderboard.RedisError
+            return step + 1
+    pytest.fail(f"{op.name} still asking after {limit} round trips")
+
+
+def test_clear_against_a_server_always_reporting_work_left_raises() -> None:
+    # Seven entries left after the first page: three round trips at most, then RedisError.
+    assert feed_until_raised(Board("lb", 5).clear(), lambda _: integer(7), 100) == 3
+    # A board of 12,000 (over 5,000-entry pages) that never shrinks: 2 * (2 + 1) + 1 trips.
+    assert feed_until_raised(Board("lb", 5).clear(), lambda _: integer(12_000), 100) == 7
+    # A board that is still growing, but slowly, while it is cleared: allowed to finish.
+    op = Board("lb", 5).clear()
+    for left in (12_000, 9_000, 5_000, 1_000):
+        assert answer(op, integer(left)) is False
+    assert answer(op, integer(0)) is True
+
+
+def test_set_max_entries_against_a_server_always_reporting_work_left_raises() -> None:
+    def reply(_step: int) -> bytes:
+        return array(integer(3), integer(1), array(bulk("a")))
+
+    assert feed_until_raised(Board("lb", 5).set_max_entries(1), reply, 100) == 3
+    # The bulk trim after upsert_many too (it reports at most 1,000 ids).
+    op = _core.Board("lb", 5).trim_to_max_entries(1000)
+    assert feed_until_raised(op, reply, 100) == 3
+
+
+def test_list_all_against_endless_pages_raises() -> None:
+    rows = [(f"u{i:05d}", "1", {}) for i in range(PAGE)]
+
+    def growing(step: int) -> bytes:  # full pages of a board always one page bigger
+        return window_reply(step * PAGE, (step + 2) * PAGE, rows)
+
+    # 10,000 entries, 5,000 left after the first page: 2 * (1 + 1) + 1 round trips, then
+    # RedisError, having held at most that many pages.
+    assert feed_until_raised(Board("lb", 5).list_all(), growing, 100) == 5
+    # A board that grows while it is read, but not without end, is read whole.
+    op = Board("lb", 5).list_all()
+    sizes = [10_000, 12_000, 16_000, 16_001]
+    for step, size in enumerate(sizes[:-1]):
+        assert answer(op, window_reply(step * PAGE, size, rows)) is False
+    assert answer(op, window_reply(3 * PAGE, sizes[-1], [("last", "0", {})])) is True
+    assert len(op.result()) == 3 * PAGE + 1

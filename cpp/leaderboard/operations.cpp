@@ -47,6 +47,21 @@ long long parse_integer(const Reply& reply) {
   return reply.integer;
 }
 
+// A zero-based rank or start from the wire: within any sorted set's size, so adding one (or a
+// window's length) cannot overflow.
+long long parse_rank(const Reply& reply) {
+  long long value = parse_integer(reply);
+  if (value < 0 || value >= kMaxWindow) unexpected("a rank");
+  return value;
+}
+
+// A number of entries from the wire (a board's size, entries left or trimmed): 0 to `limit`.
+long long parse_count(const Reply& reply, long long limit = kMaxWindow) {
+  long long value = parse_integer(reply);
+  if (value < 0 || value > limit) unexpected("a count");
+  return value;
+}
+
 const std::vector<Reply>& parse_array(const Reply& reply, std::size_t min_size = 0) {
   if (!reply.is_array() || reply.elements.size() < min_size) unexpected("an array");
   return reply.elements;
@@ -74,6 +89,30 @@ std::vector<std::string> parse_strings(Reply& reply) {
   for (auto& element : reply.elements) out.push_back(take_string(element));
   return out;
 }
+
+// Bounds the round trips of a paged operation (list_all, clear, a trim) by the work its first
+// reply says is left: twice the pages that needs, plus one. A board may grow while it is paged
+// (other clients write), but not without end: past the budget the operation raises instead of
+// looping, and holding every page, forever.
+class RoundTripBudget {
+ public:
+  // After a round trip whose reply says `left` entries still need paging through; throws once
+  // the budget is spent.
+  void another(const char* name, long long left) {
+    if (done_++ == 0) {
+      first_left_ = left;
+      budget_ = 2 * (left / Board::kPageSize + 1) + 1;
+    }
+    if (done_ < budget_) return;
+    throw RedisError(std::string(name) + " gave up after " + std::to_string(done_) +
+                     " round trips: " + std::to_string(first_left_) +
+                     " entries were left after the first, and the board kept growing (or the "
+                     "server's replies do not add up)");
+  }
+
+ private:
+  long long done_ = 0, budget_ = 0, first_left_ = 0;
+};
 
 // {user_id, score, {field, value, ...}, ...} as window.lua returns it; ranks from first_rank.
 void append_entries(Reply& flat, long long first_rank, std::vector<Entry>& out) {
@@ -121,42 +160,6 @@ class SingleCall final : public Operation {
   Result result_;
 };
 
-// MULTI, the commands, EXEC in one round trip: atomic like a script, without the Lua interpreter
-// (measured faster for get_user_entry and delete_user). `parse` gets EXEC's array of replies.
-class Transaction final : public Operation {
- public:
-  using Parser = std::function<Result(std::vector<Reply>&)>;
-  Transaction(const char* name, std::vector<Command> commands, Parser parse)
-      : name_(name), commands_(std::move(commands)), parse_(std::move(parse)) {}
-
-  const char* name() const override { return name_; }
-  std::vector<Command> next() override {
-    std::vector<Command> all;
-    all.reserve(commands_.size() + 2);
-    all.push_back(Command{nullptr, {"MULTI"}});
-    all.insert(all.end(), commands_.begin(), commands_.end());
-    all.push_back(Command{nullptr, {"EXEC"}});
-    return all;
-  }
-  bool feed(std::vector<Reply>& replies) override {
-    if (replies.size() != commands_.size() + 2) unexpected(name_);
-    auto& exec = replies.back();
-    if (!exec.is_array() || exec.elements.size() != commands_.size()) unexpected(name_);
-    for (const auto& reply : exec.elements) {
-      if (reply.is_error()) throw ResponseError(reply.str);
-    }
-    result_ = parse_(exec.elements);
-    return true;
-  }
-  Result take_result() override { return std::move(result_); }
-
- private:
-  const char* name_;
-  std::vector<Command> commands_;
-  Parser parse_;
-  Result result_;
-};
-
 // list_all: pages of the rank window from the top until the board is exhausted. A board
 // larger than one page is read in several round trips and is not one snapshot.
 class ListAll final : public Operation {
@@ -171,17 +174,25 @@ class ListAll final : public Operation {
   bool feed(std::vector<Reply>& replies) override {
     auto& reply = replies.at(0);
     parse_array(reply, 3);
-    long long size = parse_integer(reply.elements[1]);
+    long long size = parse_count(reply.elements[1]);
+    auto& page = reply.elements[2];
+    if (!page.is_array() || page.elements.size() > 3 * static_cast<std::size_t>(Board::kPageSize)) {
+      unexpected("a page of list_all");  // more than asked for
+    }
     std::size_t before = entries_.size();
-    append_entries(reply.elements[2], static_cast<long long>(before) + 1, entries_);
+    append_entries(page, static_cast<long long>(before) + 1, entries_);
     bool short_page = entries_.size() - before < static_cast<std::size_t>(Board::kPageSize);
-    return short_page || static_cast<long long>(entries_.size()) >= size;
+    const auto read = static_cast<long long>(entries_.size());
+    if (short_page || read >= size) return true;
+    budget_.another(name(), size - read);
+    return false;
   }
   Result take_result() override { return std::move(entries_); }
 
  private:
   std::string key_, prefix_;
   std::vector<Entry> entries_;
+  RoundTripBudget budget_;
 };
 
 // clear: remove a page of entries and their metadata per round trip until none remain.
@@ -192,11 +203,17 @@ class Clear final : public Operation {
   std::vector<Command> next() override {
     return {script_call(scripts::clear, {key_}, {prefix_, std::to_string(Board::kPageSize)})};
   }
-  bool feed(std::vector<Reply>& replies) override { return parse_integer(replies.at(0)) == 0; }
+  bool feed(std::vector<Reply>& replies) override {
+    long long left = parse_count(replies.at(0));
+    if (left == 0) return true;
+    budget_.another(name(), left);
+    return false;
+  }
   Result take_result() override { return None{}; }
 
  private:
   std::string key_, prefix_;
+  RoundTripBudget budget_;
 };
 
 // set_max_entries and the trim after upsert_many: a page per round trip until the board fits,
@@ -219,9 +236,17 @@ class Trim final : public Operation {
   bool feed(std::vector<Reply>& replies) override {
     auto& reply = replies.at(0);
     parse_array(reply, 3);
-    summary_.trimmed += parse_integer(reply.elements[1]);
-    for (auto& id : parse_strings(reply.elements[2])) summary_.user_ids.push_back(std::move(id));
-    return parse_integer(reply.elements[0]) == 0;
+    long long left = parse_count(reply.elements[0]);
+    long long trimmed = parse_count(reply.elements[1], Board::kPageSize);
+    auto& ids = reply.elements[2];
+    if (!ids.is_array() || static_cast<long long>(ids.elements.size()) > trimmed) {
+      unexpected("the trimmed user ids");  // more than it trimmed
+    }
+    summary_.trimmed += trimmed;
+    for (auto& id : parse_strings(ids)) summary_.user_ids.push_back(std::move(id));
+    if (left == 0) return true;
+    budget_.another(name(), left);
+    return false;
   }
   Result take_result() override {
     if (report_) return std::move(summary_);
@@ -233,6 +258,7 @@ class Trim final : public Operation {
   long long max_entries_;
   std::optional<long long> report_;  // none: every id, as set_max_entries returns them
   TrimSummary summary_;
+  RoundTripBudget budget_;
 };
 
 // A fixed list of commands in one round trip; the result is `count`.
@@ -241,12 +267,35 @@ class Batch final : public Operation {
   Batch(std::vector<Command> commands, long long count)
       : commands_(std::move(commands)), count_(count) {}
   const char* name() const override { return "upsert_many"; }
-  std::vector<Command> next() override { return std::move(commands_); }
-  bool feed(std::vector<Reply>&) override { return true; }
+  // MULTI, the commands, EXEC: Redis 7 refuses to queue commands when out of memory, and then
+  // discards the whole chunk (EXECABORT), so a chunk refused for memory writes nothing.
+  std::vector<Command> next() override {
+    if (commands_.empty()) return {};
+    std::vector<Command> all;
+    all.reserve(commands_.size() + 2);
+    all.push_back(Command{nullptr, {"MULTI"}});
+    for (auto& command : commands_) all.push_back(std::move(command));
+    all.push_back(Command{nullptr, {"EXEC"}});
+    sent_ = commands_.size();
+    commands_.clear();
+    return all;
+  }
+  bool feed(std::vector<Reply>& replies) override {
+    if (sent_ == 0) return true;  // an empty chunk
+    if (replies.size() != sent_ + 2) unexpected(name());
+    auto& exec = replies.back();
+    if (!exec.is_array() || exec.elements.size() != sent_) unexpected(name());
+    // A command that failed as it ran (WRONGTYPE, NOPERM): the others of the chunk applied.
+    for (const auto& reply : exec.elements) {
+      if (reply.is_error()) throw ResponseError(reply.str);
+    }
+    return true;
+  }
   Result take_result() override { return count_; }
 
  private:
   std::vector<Command> commands_;
+  std::size_t sent_ = 0;
   long long count_;
 };
 
@@ -301,7 +350,7 @@ std::unique_ptr<Operation> Board::write(const char* mode, std::string user_id, d
     }
     if (parts.size() != 4) unexpected("a write");
     result.entry.score = parse_score(parts[1]);
-    result.entry.rank = parse_integer(parts[2]) + 1;
+    result.entry.rank = parse_rank(parts[2]) + 1;
     result.entry.metadata = parse_metadata(parts[3]);
     return result;
   };
@@ -346,7 +395,7 @@ std::unique_ptr<Operation> Board::get_around_rank(long long rank, long long coun
       "get_around_rank", std::move(command), [](Reply& reply) -> Result {
         parse_array(reply, 3);
         std::vector<Entry> entries;
-        append_entries(reply.elements[2], parse_integer(reply.elements[0]) + 1, entries);
+        append_entries(reply.elements[2], parse_rank(reply.elements[0]) + 1, entries);
         return entries;
       });
 }
@@ -357,7 +406,7 @@ std::unique_ptr<Operation> Board::get_rank(std::string user_id) const {
                                       Command{nullptr, {"ZREVRANK", key_, std::move(user_id)}},
                                       [](Reply& reply) -> Result {
                                         if (reply.is_nil()) return std::optional<long long>();
-                                        return std::optional<long long>(parse_integer(reply) + 1);
+                                        return std::optional<long long>(parse_rank(reply) + 1);
                                       });
 }
 
@@ -370,18 +419,18 @@ std::unique_ptr<Operation> Board::get_user_metadata(std::string user_id) const {
 
 std::unique_ptr<Operation> Board::get_user_entry(std::string user_id) const {
   require_user_id(user_id);
-  std::vector<Command> commands{{nullptr, {"ZSCORE", key_, user_id}},
-                                {nullptr, {"ZREVRANK", key_, user_id}},
-                                {nullptr, {"HGETALL", metadata_key(user_id)}}};
-  return std::make_unique<Transaction>(
-      "get_user_entry", std::move(commands),
-      [user_id = std::move(user_id)](std::vector<Reply>& replies) mutable -> Result {
-        if (replies[0].is_nil()) return std::optional<Entry>();
+  Command command = script_call(scripts::entry, {key_, metadata_key(user_id)}, {user_id});
+  return std::make_unique<SingleCall>(
+      "get_user_entry", std::move(command),
+      [user_id = std::move(user_id)](Reply& reply) mutable -> Result {
+        if (reply.is_nil()) return std::optional<Entry>();
+        parse_array(reply, 3);
+        if (reply.elements.size() != 3) unexpected("an entry");
         Entry entry;
-        entry.score = parse_score(replies[0]);
-        entry.rank = parse_integer(replies[1]) + 1;
+        entry.score = parse_score(reply.elements[0]);
+        entry.rank = parse_rank(reply.elements[1]) + 1;
         entry.user_id = std::move(user_id);
-        entry.metadata = parse_metadata(replies[2]);
+        entry.metadata = parse_metadata(reply.elements[2]);
         return std::optional<Entry>(std::move(entry));
       });
 }
@@ -392,17 +441,16 @@ std::unique_ptr<Operation> Board::list_all() const {
 
 std::unique_ptr<Operation> Board::get_size() const {
   return std::make_unique<SingleCall>("get_size", Command{nullptr, {"ZCARD", key_}},
-                                      [](Reply& reply) -> Result { return parse_integer(reply); });
+                                      [](Reply& reply) -> Result { return parse_count(reply); });
 }
 
 std::unique_ptr<Operation> Board::delete_user(std::string user_id) const {
   require_user_id(user_id);
   // The metadata goes whether or not the user was on the board, as the guide's delete_user.
-  std::vector<Command> commands{{nullptr, {"ZREM", key_, user_id}},
-                                {nullptr, {"UNLINK", metadata_key(user_id)}}};
-  return std::make_unique<Transaction>(
-      "delete_user", std::move(commands),
-      [](std::vector<Reply>& replies) -> Result { return parse_integer(replies[0]) > 0; });
+  Command command = script_call(scripts::remove, {key_, metadata_key(user_id)}, {user_id});
+  return std::make_unique<SingleCall>(
+      "delete_user", std::move(command),
+      [](Reply& reply) -> Result { return parse_count(reply, 1) == 1; });
 }
 
 std::unique_ptr<Operation> Board::trim_to_max_entries(long long report) const {

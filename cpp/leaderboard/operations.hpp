@@ -98,9 +98,11 @@ class Board {
   std::unique_ptr<Operation> delete_user(std::string user_id) const;
   std::unique_ptr<Operation> clear() const;
 
-  // upsert_many, one chunk: a variadic ZADD and one HSET per entry with metadata, in one round
-  // trip, not trimmed (trim_to_max_entries follows the last chunk). The result is the number of
-  // entries written. Entries are validated here; `first_index` numbers them in errors.
+  // upsert_many, one chunk: a variadic ZADD and one HSET per entry with metadata in MULTI/EXEC,
+  // in one round trip, not trimmed (trim_to_max_entries follows the last chunk). A chunk the
+  // server refuses out of memory writes nothing; one whose command fails as it runs (WRONGTYPE,
+  // NOPERM) keeps its other commands' writes. The result is the number of entries written.
+  // Entries are validated here; `first_index` numbers them in errors.
   std::unique_ptr<Operation> upsert_chunk(std::vector<BatchEntry> entries,
                                           long long first_index) const;
   // Trims to max_entries in pages; the result is a TrimSummary with at most `report` ids.

@@ -7,15 +7,24 @@ namespace rlb::leaderboard {
 
 struct Script {
   std::string_view name;
-  std::string_view body;  // _lib.lua followed by the script
+  std::string_view body;  // its #!lua line (flags, Redis 7.0+), _lib.lua, then the script
   std::string_view sha1;  // hex, as EVALSHA wants it
+  // The body without its #!lua line, for servers before 7.0 (they fail to compile that line:
+  // "Error compiling script"). Run without flags, every script still checks before its first
+  // write; write's first write (ZADD/ZINCRBY) is refused by Redis when out of memory before
+  // anything is written, and the reads and the deleting scripts run out of memory as they do
+  // with flags. Not used by the transport yet.
+  std::string_view compat_body;
+  std::string_view compat_sha1;
 };
 
 namespace scripts {
-extern const Script write;
-extern const Script trim;
-extern const Script window;
-extern const Script clear;
+extern const Script write;   // upsert_user, increment_score
+extern const Script trim;    // set_max_entries, the trim after upsert_many (allow-oom)
+extern const Script window;  // get_top, get_around_rank, list_all (no-writes)
+extern const Script clear;   // clear (allow-oom)
+extern const Script entry;   // get_user_entry (no-writes)
+extern const Script remove;  // delete_user (allow-oom)
 }  // namespace scripts
 
 }  // namespace rlb::leaderboard

@@ -20,10 +20,12 @@ from .leaderboard import (
     MAX_REPORTED_TRIMMED,
     BoardBase,
     BulkEntry,
+    ChunkOperations,
     Entry,
     ImportSummary,
-    chunk_operations,
+    check_bulk_arguments,
     import_summary,
+    note_failed_trim,
 )
 
 __all__ = ["Client", "RedisLeaderboard"]
@@ -218,12 +220,14 @@ class RedisLeaderboard(BoardBase):
         chunk_size: int = DEFAULT_CHUNK_SIZE,
         progress: Optional[Callable[[int], None]] = None,
     ) -> ImportSummary:
+        check_bulk_arguments(chunk_size, progress)
+        operations = ChunkOperations(self._board, entries, chunk_size)
         # The chunks share one connection and run in order, so several are in flight at once.
         written = 0
         window: collections.deque[asyncio.Future[int]] = collections.deque()
         try:
             try:
-                for operation in chunk_operations(self._board, entries, chunk_size):
+                for operation in operations:
                     window.append(self._run(operation))
                     if len(window) >= CHUNKS_IN_FLIGHT:
                         written += await window.popleft()
@@ -238,11 +242,17 @@ class RedisLeaderboard(BoardBase):
                 written += await window.popleft()
                 if progress is not None:
                     progress(written)
-        except BaseException:
+        except BaseException as error:
             # Cancelled, or a chunk failed: the other chunks' outcomes are nobody's to read.
             for future in window:
                 if not future.cancel() and not future.cancelled():
                     future.exception()
+            if operations.started and isinstance(error, Exception):
+                # Queued after every chunk sent on this connection: it sees them all.
+                try:
+                    await self._run(self._board.trim_to_max_entries(0))
+                except Exception as trim_error:
+                    note_failed_trim(error, trim_error)
             raise
         trim = await self._run(self._board.trim_to_max_entries(MAX_REPORTED_TRIMMED))
         return import_summary(written, trim)

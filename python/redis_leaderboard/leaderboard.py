@@ -23,26 +23,53 @@ CHUNKS_IN_FLIGHT = 4
 MAX_REPORTED_TRIMMED = 1000
 
 
-def chunked(entries: Iterable[BulkEntry], chunk_size: int) -> Iterator[list[BulkEntry]]:
-    """Lists of at most ``chunk_size`` entries, read lazily so memory stays bounded."""
+def check_bulk_arguments(chunk_size: int, progress: Optional[Callable[[int], None]]) -> None:
+    """upsert_many's arguments, checked before anything is read or written."""
     if isinstance(chunk_size, bool) or not isinstance(chunk_size, int):
         raise TypeError(f"chunk_size must be an int, not {type(chunk_size).__name__}")
     if chunk_size < 1:
         raise ValueError("chunk_size must be at least 1")
+    if progress is not None and not callable(progress):
+        raise TypeError(f"progress must be callable or None, not {type(progress).__name__}")
+
+
+def chunked(entries: Iterable[BulkEntry], chunk_size: int) -> Iterator[list[BulkEntry]]:
+    """Lists of at most ``chunk_size`` entries, read lazily so memory stays bounded."""
+    check_bulk_arguments(chunk_size, None)
     iterator = iter(entries)
     while chunk := list(itertools.islice(iterator, chunk_size)):
         yield chunk
 
 
-def chunk_operations(
-    board: _core.Board, entries: Iterable[BulkEntry], chunk_size: int
-) -> Iterator[_core.Operation]:
+class ChunkOperations:
     """upsert_many's requests, one per chunk, each built (converted and validated) only when
-    asked for; a bad entry's error names its position in ``entries``."""
-    submitted = 0
-    for chunk in chunked(entries, chunk_size):
-        yield board.upsert_chunk(chunk, submitted)
-        submitted += len(chunk)
+    asked for; a bad entry's error names its position in ``entries``. ``started`` tells whether
+    any was handed out (and so may have been written)."""
+
+    def __init__(self, board: _core.Board, entries: Iterable[BulkEntry], chunk_size: int) -> None:
+        self._board = board
+        self._chunks = chunked(entries, chunk_size)
+        self._submitted = 0
+        self.started = False
+
+    def __iter__(self) -> Iterator[_core.Operation]:
+        return self
+
+    def __next__(self) -> _core.Operation:
+        chunk = next(self._chunks)
+        operation = self._board.upsert_chunk(chunk, self._submitted)
+        self._submitted += len(chunk)
+        self.started = True
+        return operation
+
+
+def note_failed_trim(error: BaseException, trim_error: BaseException) -> None:
+    """Record on ``error`` (Python 3.11+) that upsert_many's trim after it failed too."""
+    if hasattr(error, "add_note"):
+        error.add_note(
+            "upsert_many could not trim the board to max_entries after this error: "
+            f"{type(trim_error).__name__}: {trim_error}"
+        )
 
 
 def import_summary(written: int, trim: dict[str, Any]) -> ImportSummary:
@@ -222,19 +249,33 @@ class RedisLeaderboard(BoardBase):
         """Bulk-load ``(user_id, score)`` or ``(user_id, score, metadata)`` entries.
 
         Streams ``entries`` (any iterable, read lazily: memory stays bounded) in chunks of
-        ``chunk_size``: one variadic ZADD and one HSET per entry with metadata per chunk, up to
-        4 chunks in flight on one connection, so the next chunk is converted while the server
-        applies the previous ones and the server never waits for the client. The board
-        is trimmed once, at the end. ``progress(written_so_far)`` is called after each chunk.
+        ``chunk_size``: one variadic ZADD and one HSET per entry with metadata per chunk, in a
+        MULTI/EXEC, up to 4 chunks in flight on one connection, so the next chunk is converted
+        while the server applies the previous ones and the server never waits for the client.
+        The board is trimmed once, at the end. ``progress(written_so_far)`` is called after
+        each chunk. Not atomic as a whole: other clients may see the board grow while it loads.
 
-        Each entry is validated as :meth:`upsert_user` validates its arguments. A bad entry
-        raises ``ValueError``/``TypeError`` naming its position (``"entry 41: ..."``); the
-        chunks before the one holding it are written and stay written, the board untrimmed.
-        Not atomic as a whole: other clients may see the board grow while it loads.
+        ``chunk_size`` and ``progress`` are checked before anything is read or written; each
+        entry is validated as :meth:`upsert_user` validates its arguments, a bad one raising
+        ``ValueError``/``TypeError`` naming its position (``"entry 41: ..."``).
+
+        If it raises once chunks were sent (a bad entry in a later chunk, ``progress``
+        raising, a Redis error), the chunks the server applied stay written: every chunk
+        before the failing one, and with several in flight possibly some after it; nothing of
+        the chunk holding a bad entry; of a chunk Redis failed, nothing if it refused the chunk
+        (out of memory, OOM), else every command but the failing one (a WRONGTYPE or NOPERM
+        HSET leaves that entry's score written without its metadata). The board is then
+        trimmed to ``max_entries`` before the error propagates; if that trim fails too (the
+        connection is gone), the board may hold more than ``max_entries`` entries until the
+        next write or :meth:`set_max_entries` trims it (on Python 3.11+ the error carries a
+        note saying so). A ``KeyboardInterrupt`` (or, in asyncio, cancellation) stops at once,
+        without the trim.
 
         Returns ``{"written": n, "trimmed": count, "trimmed_user_ids": [...]}``, listing at
         most the 1,000 lowest trimmed ids.
         """
+        check_bulk_arguments(chunk_size, progress)
+        operations = ChunkOperations(self._board, entries, chunk_size)
         written = 0
 
         def on_chunk(count: int) -> None:
@@ -243,8 +284,14 @@ class RedisLeaderboard(BoardBase):
             if progress is not None:
                 progress(written)
 
-        self.redis.run_pipelined(
-            chunk_operations(self._board, entries, chunk_size), on_chunk, CHUNKS_IN_FLIGHT
-        )
+        try:
+            self.redis.run_pipelined(operations, on_chunk, CHUNKS_IN_FLIGHT)
+        except Exception as error:
+            if operations.started:
+                try:
+                    self._run(self._board.trim_to_max_entries(0))
+                except Exception as trim_error:
+                    note_failed_trim(error, trim_error)
+            raise
         trim = self._run(self._board.trim_to_max_entries(MAX_REPORTED_TRIMMED))
         return import_summary(written, trim)

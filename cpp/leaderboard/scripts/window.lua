@@ -1,10 +1,14 @@
+#!lua flags=no-writes
 -- get_top / get_around_rank / a page of list_all: a rank window with each entry's metadata.
+-- A read (no-writes): it runs when the server is out of memory and on read-only replicas.
 -- KEYS[1]: board. ARGV: metadata prefix, 'top' | 'range' | 'around', start (0-based) or rank,
 -- count. 'around' centres the window on the 1-based rank and clamps it to the board, as the
 -- guide. Returns {start, board size (-1 for 'top', which needs none), {user_id, score,
 -- {field, value, ...}, ...}}.
 local board, mode = KEYS[1], ARGV[2]
 local count = tonumber(ARGV[4])
+local err = check_acl('ZRANGE', board, '0', '0') or (mode ~= 'top' and check_acl('ZCARD', board))
+if err then return err end
 local size = -1
 if mode ~= 'top' then size = redis.call('ZCARD', board) end
 
@@ -17,4 +21,7 @@ if mode == 'around' then
   end
 end
 local ranged = redis.call('ZRANGE', board, start, start + count - 1, 'REV', 'WITHSCORES')
-return {start, size, hydrate(ARGV[1], ranged)}
+local entries
+entries, err = hydrate(ARGV[1], ranged)
+if err then return err end
+return {start, size, entries}
