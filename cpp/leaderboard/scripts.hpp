@@ -9,13 +9,6 @@ struct Script {
   std::string_view name;
   std::string_view body;  // its #!lua line (flags, Redis 7.0+), _lib.lua, then the script
   std::string_view sha1;  // hex, as EVALSHA wants it
-  // The body without its #!lua line, for servers before 7.0 (they fail to compile that line:
-  // "Error compiling script"). Run without flags, every script still checks before its first
-  // write; write's first write (ZADD/ZINCRBY) is refused by Redis when out of memory before
-  // anything is written, and the reads and the deleting scripts run out of memory as they do
-  // with flags. Not used by the transport yet.
-  std::string_view compat_body;
-  std::string_view compat_sha1;
 };
 
 namespace scripts {
