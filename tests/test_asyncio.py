@@ -442,7 +442,7 @@ async def test_upsert_many_matches_the_sync_class(
 @pytest.mark.asyncio
 async def test_paged_operations_on_a_large_board(aclient: Client, board_key: str) -> None:
     await load_scripts(aclient, f"{board_key}:warm")
-    board = RedisLeaderboard(aclient, key=board_key, max_entries=20_000)
+    board = RedisLeaderboard(aclient, key=board_key, max_entries=60_000)
     await board.upsert_many((f"u{i:05d}", i) for i in range(12_000))
     before = calls_and_trips(aclient)
     everyone = await board.list_all()
@@ -453,7 +453,9 @@ async def test_paged_operations_on_a_large_board(aclient: Client, board_key: str
         entry(rank, f"u{12_000 - rank:05d}", 12_000 - rank) for rank in range(1, 12_001)
     ]
     assert await board.get_top(1) == [entry(1, "u11999", 11_999)]
-    # cancelled between pages: the page in flight is read and dropped, the next one never sent
+    # cancelled between pages: the page in flight is read and dropped, the later ones (the I/O
+    # thread runs the pages) are never sent
+    await board.upsert_many((f"v{i:05d}", -1 - i) for i in range(40_000))  # 52,000: 11 pages
     round_trips = aclient.stats()["round_trips"]
     task = asyncio.create_task(board.list_all())
     deadline = time.monotonic() + 5
@@ -463,8 +465,9 @@ async def test_paged_operations_on_a_large_board(aclient: Client, board_key: str
     with pytest.raises(asyncio.CancelledError):
         await task
     assert await board.get_top(1) == [entry(1, "u11999", 11_999)]
-    assert aclient.stats()["round_trips"] - round_trips == 2 + 1
+    assert aclient.stats()["round_trips"] - round_trips < 11 + 1
     assert aclient._core.pending == 0
+    await board.set_max_entries(12_000)
     assert await board.set_max_entries(11_990) == [f"u{i:05d}" for i in range(10)]
     assert await board.get_size() == 11_990
     await board.clear()

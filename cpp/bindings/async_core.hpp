@@ -3,6 +3,7 @@
 
 #include <pybind11/pybind11.h>
 
+#include <chrono>
 #include <cstdint>
 #include <deque>
 #include <memory>
@@ -17,11 +18,12 @@ namespace rlb::bindings {
 
 inline bool is_done(const py::object& future) { return future.attr(names->done)().cast<bool>(); }
 
-// The asyncio client's core: futures for operations run on a MultiplexedClient. Everything here
-// runs on the event loop's thread with the GIL held; the I/O thread only sees ids and bytes.
+// Futures for operations run on a MultiplexedClient. Everything here runs on the event loop's
+// thread with the GIL held; the I/O thread only sees operations and ids, and runs every page of
+// an operation itself, so a future is settled once, from its operation's final result.
 class AsyncCore {
  public:
-  AsyncCore(transport::ClientOptions options, std::size_t max_in_flight, std::size_t max_pending)
+  AsyncCore(connection::ClientOptions options, std::size_t max_in_flight, std::size_t max_pending)
       : client_(make_client(std::move(options), max_in_flight)),
         max_pending_(max_pending == 0 ? 1 : max_pending),
         outbox_(std::make_shared<Outbox>(Outbox{client_, {}})),
@@ -37,18 +39,25 @@ class AsyncCore {
       loop_ = py::reinterpret_borrow<py::object>(loop);
       call_soon_ = loop_.attr("call_soon");
     }
-    auto& op = operation_arg(operation);
-    op.claim();
-    transport::Exchange& exchange = op.start();
+    auto taken = operation_arg(operation).take();
     py::object future = loop.attr(names->create_future)();
     const std::uint64_t id = next_id_++;
-    const auto now = transport::Clock::now();
-    if (in_transport_ < max_pending_) {
-      send(id, exchange, now);
-    } else {
-      deferred_.push_back(id);  // back-pressure: waits here, not in the transport's queues
+    if (taken->paged()) {
+      // Pages run on the I/O thread: a cancelled call must stop them there.
+      future.attr("add_done_callback")(py::cpp_function(
+          [client = std::weak_ptr<transport::MultiplexedClient>(client_), id](py::handle done) {
+            auto alive = client.lock();
+            if (alive && done.attr("cancelled")().cast<bool>()) alive->cancel(id);
+          }));
     }
-    pending_.emplace(id, Pending{future, std::move(operation), &exchange, now});
+    const auto now = transport::Clock::now();
+    pending_.emplace(id, future);
+    if (in_transport_ < max_pending_) {
+      send(id, std::move(taken), now);
+    } else {
+      // Back-pressure: waits here, not in the transport's queues.
+      deferred_.push_back(Deferred{id, std::move(taken), now});
+    }
     ++calls_;
     return future;
   }
@@ -61,52 +70,39 @@ class AsyncCore {
       --in_transport_;
       auto it = pending_.find(completion.id);
       if (it == pending_.end()) continue;
-      Pending& pending = it->second;
-      if (is_done(pending.future)) {  // cancelled: the reply is dropped
-        pending_.erase(it);
-        continue;
-      }
-      if (completion.error) {
-        settle_error(it, completion.error);
-        continue;
-      }
-      // Whatever fails here (an error reply, a reply that is not UTF-8, a closed client) fails
-      // this future only: the loop's reader callback must settle every other one.
+      py::object future = std::move(it->second);
+      pending_.erase(it);
+      if (is_done(future)) continue;  // cancelled: the result is dropped
+      // Whatever fails here (a reply that is not UTF-8) fails this future only: the loop's
+      // reader callback must settle every other one.
       try {
-        pending.exchange->on_replies(std::move(completion.replies));
-        if (pending.exchange->finished()) {
-          py::object result = to_python(pending.exchange->take_result());
-          pending.future.attr(names->set_result)(result);
-          pending_.erase(it);
+        if (completion.error) {
+          future.attr(names->set_exception)(exception_object(completion.error));
         } else {
-          // The operation's next page: its own socket_timeout, from now.
-          send(completion.id, *pending.exchange, transport::Clock::now());
+          future.attr(names->set_result)(to_python(completion.result));
         }
       } catch (py::error_already_set& e) {
-        settle_python_error(it, e);
-      } catch (...) {
-        settle_error(it, std::current_exception());
+        if (!is_done(future)) future.attr(names->set_exception)(e.value());
       }
     }
     while (!deferred_.empty() && in_transport_ < max_pending_) {
-      auto it = pending_.find(deferred_.front());
+      Deferred deferred = std::move(deferred_.front());
       deferred_.pop_front();
+      auto it = pending_.find(deferred.id);
       if (it == pending_.end()) continue;
-      if (is_done(it->second.future)) {
+      if (is_done(it->second)) {
         pending_.erase(it);
         continue;
       }
-      try {
-        // socket_timeout counts from the call: a call that waited here past it fails unsent.
-        const auto& timeout = client_->options().socket_timeout;
-        if (timeout && transport::Clock::now() - it->second.started >=
-                           std::chrono::duration<double>(*timeout)) {
-          throw TimeoutError("Timeout waiting to send to " + client_->options().address());
-        }
-        send(it->first, *it->second.exchange, it->second.started);
-      } catch (...) {
-        settle_error(it, std::current_exception());
+      // socket_timeout counts from the call: a call that waited here past it fails unsent.
+      const auto& timeout = client_->options().socket_timeout;
+      if (timeout &&
+          transport::Clock::now() - deferred.started >= std::chrono::duration<double>(*timeout)) {
+        settle_error(it, std::make_exception_ptr(TimeoutError("Timeout waiting to send to " +
+                                                              client_->options().address())));
+        continue;
       }
+      send(deferred.id, std::move(deferred.operation), deferred.started);
     }
   }
 
@@ -130,22 +126,21 @@ class AsyncCore {
   }
   std::size_t pending() const { return pending_.size(); }
   bool closed() const { return client_->closed(); }
-  transport::Stats stats() const { return client_->stats(); }
+  connection::Stats stats() const { return client_->stats(); }
   std::uint64_t calls() const { return calls_; }
-  const transport::ClientOptions& options() const { return client_->options(); }
+  const connection::ClientOptions& options() const { return client_->options(); }
 
  private:
-  struct Pending {
-    py::object future;
-    py::object operation;  // keeps the exchange alive
-    transport::Exchange* exchange;
+  using Iterator = std::unordered_map<std::uint64_t, py::object>::iterator;
+  struct Deferred {
+    std::uint64_t id;
+    std::unique_ptr<leaderboard::Operation> operation;
     transport::Clock::time_point started;  // when the call was made
   };
-  using Iterator = std::unordered_map<std::uint64_t, Pending>::iterator;
 
   // A forked child must not run the parent's I/O thread's destructor: it leaks the client.
-  static std::shared_ptr<transport::MultiplexedClient> make_client(transport::ClientOptions options,
-                                                                   std::size_t max_in_flight) {
+  static std::shared_ptr<transport::MultiplexedClient> make_client(
+      connection::ClientOptions options, std::size_t max_in_flight) {
     const transport::ForkGuard owner;
     return std::shared_ptr<transport::MultiplexedClient>(
         new transport::MultiplexedClient(std::move(options), max_in_flight),
@@ -172,24 +167,17 @@ class AsyncCore {
     }
   };
 
-  void send(std::uint64_t id, transport::Exchange& exchange, transport::Clock::time_point started) {
+  void send(std::uint64_t id, std::unique_ptr<leaderboard::Operation> operation,
+            transport::Clock::time_point started) {
     if (outbox_->items.empty()) call_soon_(flush_);
-    outbox_->items.push_back({id, exchange.wire(), exchange.expected(), started});
+    outbox_->items.push_back({id, std::move(operation), started});
     ++in_transport_;
   }
 
-  void settle_python_error(Iterator it, py::error_already_set& error) {
-    py::object future = std::move(it->second.future);
-    pending_.erase(it);
-    if (!is_done(future)) future.attr(names->set_exception)(error.value());
-  }
-
   void settle_error(Iterator it, const std::exception_ptr& error) {
-    py::object future = std::move(it->second.future);
+    py::object future = std::move(it->second);
     pending_.erase(it);
-    if (!is_done(future)) {
-      future.attr(names->set_exception)(exception_object(error));
-    }
+    if (!is_done(future)) future.attr(names->set_exception)(exception_object(error));
   }
 
   bool forked() const { return fork_guard_.forked(); }
@@ -203,12 +191,12 @@ class AsyncCore {
   const transport::ForkGuard fork_guard_;
   std::shared_ptr<transport::MultiplexedClient> client_;
   const std::size_t max_pending_;
-  std::unordered_map<std::uint64_t, Pending> pending_;
+  std::unordered_map<std::uint64_t, py::object> pending_;  // id -> future
   std::shared_ptr<Outbox> outbox_;
   py::object flush_;      // calls outbox_->flush(); holds no reference to this object
   py::object loop_;       // the event loop of the last submit
   py::object call_soon_;  // loop_.call_soon
-  std::deque<std::uint64_t> deferred_;
+  std::deque<Deferred> deferred_;
   std::size_t in_transport_ = 0;
   std::uint64_t next_id_ = 1;
   std::uint64_t calls_ = 0;

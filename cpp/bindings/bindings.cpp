@@ -12,11 +12,11 @@
 #include "bindings/async_core.hpp"
 #include "bindings/conversions.hpp"
 #include "codec/resp.hpp"
+#include "connection/exchange.hpp"
+#include "connection/options.hpp"
 #include "errors.hpp"
 #include "leaderboard/operations.hpp"
 #include "transport/blocking_client.hpp"
-#include "transport/options.hpp"
-#include "transport/requests.hpp"
 
 namespace py = pybind11;
 using namespace py::literals;
@@ -25,11 +25,11 @@ PYBIND11_MODULE(_core, m) {
   using namespace rlb;
   using namespace rlb::bindings;
   using codec::Reply;
+  using connection::ClientOptions;
   using leaderboard::Board;
   using leaderboard::Operation;
   using leaderboard::Result;
   using transport::BlockingClient;
-  using transport::ClientOptions;
   m.doc() = "The compiled core of redis_leaderboard: RESP codec, operations and transports.";
   names = new Names();  // never freed: outlives every result
   transport::set_interrupt_check(&check_python_signals);
@@ -38,11 +38,12 @@ PYBIND11_MODULE(_core, m) {
 
   py::class_<PyOperation>(m, "Operation",
                           "One leaderboard operation: its requests and how it reads the replies.")
-      .def_property_readonly("name", [](const PyOperation& self) { return self.operation->name(); })
+      .def_property_readonly("name", [](const PyOperation& self) { return self.name; })
       .def(
           "request",
           [](PyOperation& self) {
-            if (!self.exchange) self.start();  // once: later calls give the pending request
+            // Once: later calls give the pending request.
+            if (!self.exchange) self.exchange = std::make_unique<connection::Exchange>(self.take());
             return py::bytes(self.exchange->wire());
           },
           "RESP bytes of the next round trip's commands (scripts as EVALSHA).")
@@ -64,9 +65,8 @@ PYBIND11_MODULE(_core, m) {
             return to_python(*self.result);
           },
           "The operation's return value, once feed() has returned True.")
-      .def("__repr__", [](const PyOperation& self) {
-        return std::string("<Operation ") + self.operation->name() + ">";
-      });
+      .def("__repr__",
+           [](const PyOperation& self) { return std::string("<Operation ") + self.name + ">"; });
 
   py::class_<Board>(m, "Board", "A board's key and size limit; builds validated operations.")
       .def(py::init([](std::string key, py::handle max_entries) {
@@ -179,19 +179,17 @@ PYBIND11_MODULE(_core, m) {
           "max_reply_bytes"_a = py::none())
       .def("ping",
            [](BlockingClient& self) {
-             auto operation = leaderboard::ping();
-             transport::Exchange exchange(*operation);
              py::gil_scoped_release release;
-             return std::get<bool>(self.run(exchange));
+             return std::get<bool>(self.run(leaderboard::ping()));
            })
       .def(
           "run",
           [](BlockingClient& self, PyOperation& operation) {
-            operation.claim();
+            auto taken = operation.take();
             Result result;
             {
               py::gil_scoped_release release;
-              result = self.run(operation.start());
+              result = self.run(std::move(taken));
             }
             return to_python(result);
           },
@@ -201,10 +199,8 @@ PYBIND11_MODULE(_core, m) {
           [](BlockingClient& self, py::iterable operations, py::function on_result,
              std::size_t window) {
             py::iterator it = py::iter(operations);
-            std::deque<py::object> alive;  // the operations in flight, and a few done
-            auto next = [&]() -> transport::Exchange* {
+            auto next = [&]() -> std::unique_ptr<leaderboard::Operation> {
               py::gil_scoped_acquire gil;
-              if (alive.size() > window) alive.pop_front();
               // Asked for only now, after the previous request went out: building the next
               // operation (converting a chunk) overlaps the server's work on the previous.
               auto item = py::reinterpret_steal<py::object>(PyIter_Next(it.ptr()));
@@ -212,10 +208,7 @@ PYBIND11_MODULE(_core, m) {
                 if (PyErr_Occurred()) throw py::error_already_set();
                 return nullptr;
               }
-              auto& operation = operation_arg(item);
-              operation.claim();
-              alive.push_back(item);
-              return &operation.start();
+              return operation_arg(item).take();
             };
             auto done = [&](Result result) {
               py::gil_scoped_acquire gil;

@@ -5,13 +5,14 @@
 #include <variant>
 #include <vector>
 
+#include "connection/exchange.hpp"
 #include "errors.hpp"
-#include "transport/requests.hpp"
 
 namespace rlb::bindings {
 
 using codec::Reply;
 using codec::ReplyType;
+using connection::ClientOptions;
 using leaderboard::Board;
 using leaderboard::Entry;
 using leaderboard::Metadata;
@@ -19,7 +20,6 @@ using leaderboard::Operation;
 using leaderboard::Result;
 using leaderboard::WriteResult;
 using transport::BlockingClient;
-using transport::ClientOptions;
 
 Names* names = nullptr;
 ExceptionTypes exception_types;
@@ -294,7 +294,7 @@ py::object reply_to_python(const Reply& reply, bool errors_as_values) {
       return py::none();
     case ReplyType::Error:
       if (errors_as_values) return exception_types.response(text(reply.str));
-      transport::raise_error_reply(reply);
+      connection::raise_error_reply(reply);
     case ReplyType::Array: {
       py::list out(reply.elements.size());
       for (std::size_t i = 0; i < reply.elements.size(); ++i) {
@@ -322,7 +322,8 @@ void check_python_signals() {
 }
 
 PyOperation wrap(std::unique_ptr<Operation> operation) {
-  return PyOperation{std::move(operation), nullptr, std::nullopt};
+  const char* name = operation->name();
+  return PyOperation{std::move(operation), name, nullptr, std::nullopt};
 }
 
 PyOperation& operation_arg(py::handle value) {
@@ -356,7 +357,7 @@ ClientOptions url_options(const std::string& url, std::optional<double> socket_t
                           std::optional<double> socket_connect_timeout,
                           std::optional<std::string> client_name,
                           std::optional<std::size_t> max_reply_bytes) {
-  ClientOptions options = transport::parse_url(url);
+  ClientOptions options = connection::parse_url(url);
   if (socket_timeout) options.socket_timeout = socket_timeout;
   if (socket_connect_timeout) options.socket_connect_timeout = socket_connect_timeout;
   if (client_name) options.client_name = std::move(client_name);
@@ -365,7 +366,7 @@ ClientOptions url_options(const std::string& url, std::optional<double> socket_t
   return options;
 }
 
-py::dict stats_dict(const transport::Stats& s) {
+py::dict stats_dict(const connection::Stats& s) {
   py::dict out;
   out["round_trips"] = s.round_trips;
   out["commands"] = s.commands;

@@ -11,10 +11,10 @@
 #include <vector>
 
 #include "codec/reply.hpp"
+#include "connection/exchange.hpp"
+#include "connection/options.hpp"
 #include "leaderboard/operations.hpp"
 #include "transport/blocking_client.hpp"
-#include "transport/options.hpp"
-#include "transport/requests.hpp"
 
 namespace rlb::bindings {
 
@@ -47,42 +47,40 @@ long long integer_arg(py::handle value, const char* field);
 leaderboard::Metadata metadata_arg(py::handle value);
 std::vector<leaderboard::BatchEntry> batch_arg(py::handle entries, long long first_index);
 std::string argument_bytes(py::handle arg);
-transport::ClientOptions client_options(
+connection::ClientOptions client_options(
     const std::string& host, int port, long long db, std::optional<std::string> username,
     std::optional<std::string> password, std::optional<double> socket_timeout,
     std::optional<double> socket_connect_timeout, std::optional<std::string> client_name,
     std::optional<std::string> unix_socket_path, std::optional<std::size_t> max_reply_bytes);
 
 // A URL's options with the keyword arguments of from_url on top.
-transport::ClientOptions url_options(const std::string& url, std::optional<double> socket_timeout,
-                                     std::optional<double> socket_connect_timeout,
-                                     std::optional<std::string> client_name,
-                                     std::optional<std::size_t> max_reply_bytes);
+connection::ClientOptions url_options(const std::string& url, std::optional<double> socket_timeout,
+                                      std::optional<double> socket_connect_timeout,
+                                      std::optional<std::string> client_name,
+                                      std::optional<std::size_t> max_reply_bytes);
 
 // ---- C++ -> Python
 py::object to_python(const leaderboard::Result& result);
 py::object reply_to_python(const codec::Reply& reply, bool errors_as_values);
 // The Python exception for a C++ one: the one mapping, used for raising and for futures.
 py::object exception_object(const std::exception_ptr& error);
-py::dict stats_dict(const transport::Stats& stats);
+py::dict stats_dict(const connection::Stats& stats);
 
 // Runs Python's signal handlers from a blocking wait interrupted by a signal.
 void check_python_signals();
 
-// An operation built by Board and run once, by a client or by hand (request/feed).
+// An operation built by Board and run once: by a client, which takes it (take()), or by hand
+// through request()/feed(), which run it in an Exchange of its own.
 struct PyOperation {
-  std::unique_ptr<leaderboard::Operation> operation;
-  std::unique_ptr<transport::Exchange> exchange;  // once started
+  std::unique_ptr<leaderboard::Operation> operation;  // until taken
+  const char* name = "";
+  std::unique_ptr<connection::Exchange> exchange;  // run by hand
   std::optional<leaderboard::Result> result;
 
-  void claim() const {
-    if (exchange) throw py::value_error("this operation has already been run");
-  }
-  // Encodes the first request. Needs no GIL: run() calls it with the GIL released, since a bulk
-  // chunk takes a while to encode.
-  transport::Exchange& start() {
-    exchange = std::make_unique<transport::Exchange>(*operation);
-    return *exchange;
+  // Hands the operation over, once (under the GIL: two threads cannot both take it).
+  std::unique_ptr<leaderboard::Operation> take() {
+    if (!operation) throw py::value_error("this operation has already been run");
+    return std::move(operation);
   }
 };
 

@@ -166,6 +166,7 @@ class ListAll final : public Operation {
  public:
   ListAll(std::string key, std::string prefix) : key_(std::move(key)), prefix_(std::move(prefix)) {}
   const char* name() const override { return "list_all"; }
+  bool paged() const override { return true; }
   std::vector<Command> next() override {
     return {script_call(
         scripts::window, {key_},
@@ -200,6 +201,7 @@ class Clear final : public Operation {
  public:
   Clear(std::string key, std::string prefix) : key_(std::move(key)), prefix_(std::move(prefix)) {}
   const char* name() const override { return "clear"; }
+  bool paged() const override { return true; }
   std::vector<Command> next() override {
     return {script_call(scripts::clear, {key_}, {prefix_, std::to_string(Board::kPageSize)})};
   }
@@ -226,6 +228,7 @@ class Trim final : public Operation {
         max_entries_(max_entries),
         report_(report) {}
   const char* name() const override { return report_ ? "trim_to_max_entries" : "set_max_entries"; }
+  bool paged() const override { return true; }
   std::vector<Command> next() override {
     long long wanted =
         report_ ? *report_ - static_cast<long long>(summary_.user_ids.size()) : Board::kPageSize;

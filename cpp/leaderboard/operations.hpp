@@ -61,6 +61,8 @@ class Operation {
  public:
   virtual ~Operation() = default;
   virtual const char* name() const = 0;
+  // More than one round trip (pages): a caller that gives up should stop the next ones.
+  virtual bool paged() const { return false; }
   // The commands to send in the next round trip.
   virtual std::vector<Command> next() = 0;
   // Their replies (never error replies: the transport raises those). True when finished.

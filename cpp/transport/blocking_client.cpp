@@ -15,13 +15,13 @@
 #include <utility>
 
 #include "errors.hpp"
-#include "transport/requests.hpp"
 
 namespace rlb::transport {
 
 namespace asio = boost::asio;
 using codec::Reply;
-using leaderboard::Command;
+using leaderboard::Operation;
+using leaderboard::Result;
 
 namespace {
 std::atomic<InterruptCheck> interrupt_check{nullptr};
@@ -31,45 +31,19 @@ void set_interrupt_check(InterruptCheck check) { interrupt_check.store(check); }
 
 // ---------------------------------------------------------------------------------------------
 // BlockingConnection: a non-blocking Asio socket driven with poll(), so that every wait has a
-// deadline without running an io_context per call.
+// deadline without running an io_context per call; the core decides everything else.
 
-BlockingConnection::BlockingConnection(const ClientOptions& options)
-    : options_(options), socket_(io_), reader_(options.max_reply_bytes) {
+BlockingConnection::BlockingConnection(const ClientOptions& options, Counters& counters)
+    : options_(options), core_(options, SIZE_MAX, counters), socket_(io_) {
   connect();
-  handshake();
-}
-
-std::optional<Clock::time_point> BlockingConnection::deadline(
-    const std::optional<double>& seconds) const {
-  if (!seconds) return std::nullopt;
-  return Clock::now() +
-         std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(*seconds));
-}
-
-void BlockingConnection::close_broken() {
-  broken_ = true;
-  boost::system::error_code ignored;
-  socket_.close(ignored);
-  reader_.reset();
-}
-
-void BlockingConnection::fail_io(const std::string& message) {
-  close_broken();
-  throw ConnectionError(message);
 }
 
 void BlockingConnection::on_interrupt() {
   InterruptCheck check = interrupt_check.load();
-  if (check == nullptr) return;
-  try {
-    check();
-  } catch (...) {
-    close_broken();
-    throw;
-  }
+  if (check != nullptr) check();  // may throw (KeyboardInterrupt): the caller closes
 }
 
-void BlockingConnection::wait(short events, const std::optional<Clock::time_point>& until,
+bool BlockingConnection::wait(short events, const std::optional<Clock::time_point>& until,
                               const char* doing) {
   for (;;) {
     int timeout_ms = -1;
@@ -79,23 +53,25 @@ void BlockingConnection::wait(short events, const std::optional<Clock::time_poin
     }
     pollfd fd{socket_.native_handle(), events, 0};
     int ready = ::poll(&fd, 1, timeout_ms);
-    if (ready > 0) return;  // readiness, hang-up or error: the next read/write tells which
-    if (ready < 0 && errno == EINTR) {
+    if (ready > 0) return true;  // readiness, hang-up or error: the next read/write tells which
+    if (ready == 0) return false;
+    if (errno == EINTR) {
       on_interrupt();
       continue;
     }
-    if (ready < 0)
-      fail_io(std::string("Error ") + doing + " " + options_.address() + ": " +
-              std::strerror(errno));
-    close_broken();
-    throw TimeoutError(std::string("Timeout ") + doing + " " + options_.address());
+    throw ConnectionError(std::string("Error ") + doing + " " + options_.address() + ": " +
+                          std::strerror(errno));
   }
 }
 
 void BlockingConnection::connect() {
   const auto& timeout =
       options_.socket_connect_timeout ? options_.socket_connect_timeout : options_.socket_timeout;
-  const auto until = deadline(timeout);
+  std::optional<Clock::time_point> until;
+  if (timeout) {
+    until = Clock::now() +
+            std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(*timeout));
+  }
 
   std::vector<asio::generic::stream_protocol::endpoint> endpoints;
   boost::system::error_code ec;
@@ -129,7 +105,10 @@ void BlockingConnection::connect() {
       ec.clear();
     }
     if (ec == asio::error::in_progress || ec == asio::error::would_block) {
-      wait(POLLOUT, until, "connecting to");  // a refusal shows up as SO_ERROR below
+      if (!wait(POLLOUT, until, "connecting to")) {  // a refusal shows up as SO_ERROR below
+        broken_ = true;
+        throw TimeoutError("Timeout connecting to " + options_.address());
+      }
       int error = 0;
       socklen_t size = sizeof error;
       if (::getsockopt(socket_.native_handle(), SOL_SOCKET, SO_ERROR, &error, &size) != 0) {
@@ -143,6 +122,7 @@ void BlockingConnection::connect() {
         socket_.set_option(asio::socket_base::keep_alive(true), ignored);
       }
       broken_ = false;
+      core_.connected(Clock::now());
       return;
     }
     last_error = ec.message();
@@ -151,94 +131,165 @@ void BlockingConnection::connect() {
   throw ConnectionError("Error connecting to " + options_.address() + ": " + last_error);
 }
 
-void BlockingConnection::handshake() {
-  const Handshake handshake = handshake_for(options_);
-  if (handshake.expected == 0) return;
-  auto replies = round_trip(handshake.wire, handshake.expected);
-  try {
-    check_handshake(handshake, replies);
-  } catch (const RedisError&) {
-    broken_ = true;
-    throw;
-  }
+void BlockingConnection::close_broken(const std::exception_ptr& why) {
+  broken_ = true;
+  boost::system::error_code ignored;
+  socket_.close(ignored);
+  core_.abort(why);
 }
 
-std::vector<Reply> BlockingConnection::round_trip(const std::string& wire, std::size_t count) {
-  send(wire, count);
-  return receive(count);
-}
-
-void BlockingConnection::send(const std::string& wire, std::size_t replies) {
-  if (broken_) throw ConnectionError("Connection to " + options_.address() + " is closed");
-  outstanding_ += replies;
-  const auto until = deadline(options_.socket_timeout);
-  boost::system::error_code ec;
-
+void BlockingConnection::write_all(const std::string& bytes) {
   std::size_t written = 0;
-  while (written < wire.size()) {
-    std::size_t n =
-        socket_.write_some(asio::buffer(wire.data() + written, wire.size() - written), ec);
-    written += n;
+  boost::system::error_code ec;
+  while (written < bytes.size()) {
+    written += socket_.write_some(asio::buffer(bytes.data() + written, bytes.size() - written), ec);
     if (ec == asio::error::would_block || ec == asio::error::try_again) {
-      wait(POLLOUT, until, "writing to");
+      if (!wait(POLLOUT, core_.next_deadline(), "writing to")) {
+        core_.tick(Clock::now());  // the written requests are overdue: the core gives up
+        return;
+      }
     } else if (ec == asio::error::interrupted) {
       on_interrupt();
     } else if (ec) {
-      fail_io("Error writing to " + options_.address() + ": " + ec.message());
+      core_.lost(std::make_exception_ptr(ConnectionError("Error writing to " + options_.address() +
+                                                         ": " + ec.message())),
+                 Clock::now());
+      return;
     }
+  }
+  core_.wrote();
+  just_wrote_ = true;
+}
+
+void BlockingConnection::pump() {
+  if (core_.take_close() || (!core_.connected() && !broken_)) {
+    // The core gave the connection up (or lost it): this driver does not reconnect within a
+    // call; whatever is unfinished fails with the reason.
+    auto why = core_.last_error();
+    close_broken(why ? why
+                     : std::make_exception_ptr(
+                           ConnectionError("Connection to " + options_.address() + " is closed")));
+    return;
+  }
+  if (broken_) {
+    core_.abort(std::make_exception_ptr(
+        ConnectionError("Connection to " + options_.address() + " is closed")));
+    return;
+  }
+  std::string out = core_.take_write();
+  if (!out.empty()) return write_all(out);
+
+  if (just_wrote_ && !wait(POLLIN, core_.next_deadline(), "reading from")) {
+    core_.tick(Clock::now());
+    return;
+  }
+  just_wrote_ = false;
+  char buffer[64 * 1024];
+  boost::system::error_code ec;
+  std::size_t n = socket_.read_some(asio::buffer(buffer), ec);
+  if (ec == asio::error::would_block || ec == asio::error::try_again) {
+    if (!wait(POLLIN, core_.next_deadline(), "reading from")) core_.tick(Clock::now());
+  } else if (ec == asio::error::interrupted) {
+    on_interrupt();
+  } else if (ec) {
+    core_.lost(std::make_exception_ptr(ConnectionError(
+                   ec == asio::error::eof
+                       ? "Connection closed by server " + options_.address()
+                       : "Error reading from " + options_.address() + ": " + ec.message())),
+               Clock::now());
+  } else {
+    core_.received(buffer, n, Clock::now());
   }
 }
 
-std::vector<Reply> BlockingConnection::receive(std::size_t count) {
-  if (broken_) throw ConnectionError("Connection to " + options_.address() + " is closed");
+Completion BlockingConnection::wait_for(std::uint64_t id) {
   try {
-    auto replies = read_replies(count);
-    outstanding_ -= std::min(outstanding_, count);
-    // Bytes beyond every reply asked for were sent unasked: the stream is out of step.
-    if (outstanding_ == 0 && reader_.has_partial()) close_broken();
-    return replies;
+    for (;;) {
+      for (auto& completion : core_.take_completions()) done_.push_back(std::move(completion));
+      for (auto it = done_.begin(); it != done_.end(); ++it) {
+        if (it->id != id) continue;
+        Completion found = std::move(*it);
+        done_.erase(it);
+        if (core_.take_close()) {  // e.g. unasked bytes after this reply: answered, then closed
+          close_broken(core_.last_error());
+          done_.clear();
+        }
+        return found;
+      }
+      pump();
+    }
   } catch (...) {
-    // A timeout, a protocol error or an interrupted wait: replies may still be on their way, so
-    // the connection can never answer another call.
-    close_broken();
+    // Interrupted (KeyboardInterrupt) or a wait that failed: replies may still be on their
+    // way, so the connection can never answer another call.
+    close_broken(std::make_exception_ptr(
+        ConnectionError("Connection to " + options_.address() + " was interrupted")));
+    done_.clear();
     throw;
   }
 }
 
-std::vector<Reply> BlockingConnection::read_replies(std::size_t count) {
-  const auto until = deadline(options_.socket_timeout);
-  boost::system::error_code ec;
-  std::vector<Reply> replies;
-  replies.reserve(count);
-  char buffer[64 * 1024];
-  bool wait_first = true;  // a reply is never there right after the write: skip a futile read
-  while (replies.size() < count) {
-    if (auto reply = reader_.next()) {
-      replies.push_back(std::move(*reply));
-      continue;
+Result BlockingConnection::run(std::unique_ptr<Operation> operation) {
+  const std::uint64_t id = next_id_++;
+  core_.submit(id, std::move(operation), Clock::now());
+  Completion completion = wait_for(id);
+  if (completion.error) std::rethrow_exception(completion.error);
+  return std::move(completion.result);
+}
+
+std::vector<Reply> BlockingConnection::run_raw(std::string wire, std::size_t count) {
+  const std::uint64_t id = next_id_++;
+  core_.submit_raw(id, std::move(wire), count, Clock::now());
+  Completion completion = wait_for(id);
+  if (completion.error) std::rethrow_exception(completion.error);
+  return std::move(completion.replies);
+}
+
+void BlockingConnection::run_pipelined(std::size_t window,
+                                       const std::function<std::unique_ptr<Operation>()>& next,
+                                       const std::function<void(Result)>& done) {
+  window = std::max<std::size_t>(window, 1);
+  std::deque<std::uint64_t> in_flight;  // submitted, results not handed to `done` yet
+  try {
+    for (auto operation = next(); operation; operation = next()) {
+      const std::uint64_t id = next_id_++;
+      core_.submit(id, std::move(operation), Clock::now());
+      in_flight.push_back(id);
+      // Written at once, so the server works on it while `next` builds the one after.
+      while (!broken_) {
+        std::string out = core_.take_write();
+        if (out.empty()) break;
+        write_all(out);
+      }
+      while (in_flight.size() >= window) {
+        Completion completion = wait_for(in_flight.front());
+        in_flight.pop_front();
+        if (completion.error) std::rethrow_exception(completion.error);
+        done(std::move(completion.result));
+      }
     }
-    if (wait_first) {
-      wait(POLLIN, until, "reading from");
-      wait_first = false;
+    while (!in_flight.empty()) {
+      Completion completion = wait_for(in_flight.front());
+      in_flight.pop_front();
+      if (completion.error) std::rethrow_exception(completion.error);
+      done(std::move(completion.result));
     }
-    std::size_t n = socket_.read_some(asio::buffer(buffer), ec);
-    if (ec == asio::error::would_block || ec == asio::error::try_again) {
-      wait(POLLIN, until, "reading from");
-    } else if (ec == asio::error::interrupted) {
-      on_interrupt();
-    } else if (ec == asio::error::eof) {
-      fail_io("Connection closed by server " + options_.address());
-    } else if (ec) {
-      fail_io("Error reading from " + options_.address() + ": " + ec.message());
-    } else {
-      reader_.feed(buffer, n);
+  } catch (...) {
+    // Keep the connection in step: read what was asked for, unless it is broken already.
+    while (!in_flight.empty() && !broken_) {
+      try {
+        wait_for(in_flight.front());
+      } catch (...) {
+        break;  // the connection is broken now; the lease drops it
+      }
+      in_flight.pop_front();
     }
+    done_.clear();
+    throw;
   }
-  return replies;
 }
 
 bool BlockingConnection::reusable() {
-  if (broken_ || fork_guard_.forked()) return false;
+  if (broken_ || fork_guard_.forked() || core_.outstanding() > 0) return false;
   // Idle, nothing may be readable: readiness means the server closed (EOF) or misbehaved.
   pollfd fd{socket_.native_handle(), POLLIN, 0};
   return ::poll(&fd, 1, 0) == 0;
@@ -272,7 +323,7 @@ std::unique_ptr<BlockingConnection> BlockingClient::acquire() {
       ++dropped_;
     }
   }
-  auto connection = std::make_unique<BlockingConnection>(options_);
+  auto connection = std::make_unique<BlockingConnection>(options_, counters_);
   std::lock_guard<std::mutex> lock(mutex_);
   counters_.connected(dropped_ > 0);
   if (dropped_ > 0) --dropped_;
@@ -288,62 +339,24 @@ void BlockingClient::release(std::unique_ptr<BlockingConnection> connection) {
   }
 }
 
-leaderboard::Result BlockingClient::run(Exchange& exchange) {
+Result BlockingClient::run(std::unique_ptr<Operation> operation) {
   Lease connection(*this);
-  while (!exchange.finished()) {
-    counters_.round_trip(exchange.expected());
-    exchange.on_replies((*connection).round_trip(exchange.wire(), exchange.expected()));
-  }
-  return exchange.take_result();
+  return (*connection).run(std::move(operation));
 }
 
-void BlockingClient::run_pipelined(std::size_t window, const std::function<Exchange*()>& next,
-                                   const std::function<void(leaderboard::Result)>& done) {
-  Lease lease(*this);
-  BlockingConnection& connection = *lease;
-  std::deque<Exchange*> in_flight;  // written, replies not read yet
-  auto read_oldest = [&] {
-    Exchange& exchange = *in_flight.front();
-    auto replies = connection.receive(exchange.expected());
-    in_flight.pop_front();
-    exchange.on_replies(std::move(replies));
-    if (!exchange.finished()) {
-      throw std::logic_error("run_pipelined takes operations of one round trip");
-    }
-    return exchange.take_result();
-  };
-  try {
-    for (Exchange* exchange = next(); exchange != nullptr; exchange = next()) {
-      if (exchange->finished()) {  // nothing to send (an empty operation)
-        done(exchange->take_result());
-        continue;
-      }
-      counters_.round_trip(exchange->expected());
-      connection.send(exchange->wire(), exchange->expected());
-      in_flight.push_back(exchange);
-      if (in_flight.size() >= std::max<std::size_t>(window, 1)) done(read_oldest());
-    }
-    while (!in_flight.empty()) done(read_oldest());
-  } catch (...) {
-    // Keep the connection in step: read what was asked for, unless it is broken already.
-    while (!in_flight.empty() && !connection.broken()) {
-      try {
-        connection.receive(in_flight.front()->expected());
-      } catch (...) {
-        break;  // the connection is broken now; the lease drops it
-      }
-      in_flight.pop_front();
-    }
-    throw;
-  }
+void BlockingClient::run_pipelined(std::size_t window,
+                                   const std::function<std::unique_ptr<Operation>()>& next,
+                                   const std::function<void(Result)>& done) {
+  Lease connection(*this);
+  (*connection).run_pipelined(window, next, done);
 }
 
 Reply BlockingClient::execute_raw(const std::vector<std::string>& argv) {
+  std::vector<std::string_view> views(argv.begin(), argv.end());
   std::string wire;
-  encode(Command{nullptr, argv}, false, wire);
+  codec::encode_command(views, wire);
   Lease connection(*this);
-  counters_.round_trip(1);
-  return std::move((*connection).round_trip(wire, 1).at(0));
+  return std::move((*connection).run_raw(std::move(wire), 1).at(0));
 }
 
 Stats BlockingClient::stats() const { return counters_.snapshot(); }

@@ -1,11 +1,10 @@
-// The transport of the synchronous API: blocking, pipelined connections on Boost.Asio sockets
-// (TCP or Unix), with connect and read timeouts, pooled so that many threads can share one
-// client. Runs the operations of leaderboard/operations.hpp.
+// The transport of the synchronous API: a small poll() driver of the connection core
+// (connection/core.hpp) on non-blocking Boost.Asio sockets (TCP or Unix), pooled so that many
+// threads can share one client. Every wait has a deadline: the core's.
 #pragma once
 
 #include <boost/asio/generic/stream_protocol.hpp>
 #include <boost/asio/io_context.hpp>
-#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -14,36 +13,46 @@
 #include <string>
 #include <vector>
 
-#include "codec/resp.hpp"
+#include "connection/core.hpp"
+#include "connection/options.hpp"
+#include "connection/stats.hpp"
 #include "leaderboard/operations.hpp"
 #include "transport/fork.hpp"
-#include "transport/options.hpp"
-#include "transport/requests.hpp"
-#include "transport/stats.hpp"
 
 namespace rlb::transport {
 
-using Clock = std::chrono::steady_clock;
+using connection::ClientOptions;
+using connection::Clock;
+using connection::Completion;
+using connection::Counters;
+using connection::Stats;
 
 // Called when a wait is interrupted by a signal. It may throw to abandon the call (the bindings
 // raise KeyboardInterrupt from it); the connection is then dropped, its replies out of step.
 using InterruptCheck = void (*)();
 void set_interrupt_check(InterruptCheck check);
 
-// One socket to Redis, used by one thread at a time.
+// One socket to Redis and the core that speaks on it, used by one thread at a time. A
+// connection the core gives up (protocol error, timeout, unasked bytes) is broken for good: the
+// pool drops it and opens another.
 class BlockingConnection {
  public:
-  explicit BlockingConnection(const ClientOptions& options);  // connects and authenticates
+  BlockingConnection(const ClientOptions& options, Counters& counters);  // connects
   BlockingConnection(const BlockingConnection&) = delete;
   BlockingConnection& operator=(const BlockingConnection&) = delete;
 
-  // Writes `wire` and reads `count` replies within the socket timeout. Any failure (and any
-  // byte beyond the replies asked for) leaves the connection broken: it is closed, never reused.
-  std::vector<codec::Reply> round_trip(const std::string& wire, std::size_t count);
-  // The two halves of a round trip, for requests pipelined ahead of their replies.
-  // `replies`: how many replies `wire` asks for (bytes beyond all those asked for break it).
-  void send(const std::string& wire, std::size_t replies);
-  std::vector<codec::Reply> receive(std::size_t count);
+  // Runs an operation to its end (one round trip per step) and returns its result.
+  leaderboard::Result run(std::unique_ptr<leaderboard::Operation> operation);
+  // One round trip of raw commands; error replies are returned, not raised.
+  std::vector<codec::Reply> run_raw(std::string wire, std::size_t count);
+  // Runs one-step operations in order, writing up to `window` requests ahead of the replies
+  // being read, so the server never waits for the client between them. `next` gives the next
+  // operation (nullptr: no more); `done` takes each result, in order. If `next`, `done` or an
+  // operation throws, the replies already asked for are read (the requests written stay
+  // applied, the connection in step) and the exception goes on.
+  void run_pipelined(std::size_t window,
+                     const std::function<std::unique_ptr<leaderboard::Operation>()>& next,
+                     const std::function<void(leaderboard::Result)>& done);
 
   bool broken() const { return broken_; }
   // Before reuse: false if the server closed the socket or sent something unasked, or the
@@ -52,22 +61,24 @@ class BlockingConnection {
 
  private:
   void connect();
-  void handshake();
-  std::optional<Clock::time_point> deadline(const std::optional<double>& seconds) const;
-  // Waits until the socket is ready for `events` (POLLIN/POLLOUT) or the deadline passes.
-  void wait(short events, const std::optional<Clock::time_point>& until, const char* doing);
-  std::vector<codec::Reply> read_replies(std::size_t count);
-  // Marks the connection broken and closes it: it never goes back to the pool.
-  void close_broken();
-  [[noreturn]] void fail_io(const std::string& message);
+  // Writes what the core wants written, waits (until the core's deadline) and reads once.
+  void pump();
+  Completion wait_for(std::uint64_t id);
+  // Waits until the socket is ready for `events` (POLLIN/POLLOUT); false at the deadline.
+  bool wait(short events, const std::optional<Clock::time_point>& until, const char* doing);
+  void write_all(const std::string& bytes);
+  // The socket is gone: closed, never reused; every unfinished request fails.
+  void close_broken(const std::exception_ptr& why);
   void on_interrupt();
 
   const ClientOptions& options_;
+  connection::Core core_;
   boost::asio::io_context io_;
   boost::asio::generic::stream_protocol::socket socket_;
-  codec::ReplyReader reader_;
+  std::vector<Completion> done_;  // completions not asked for yet (pipelined requests)
+  std::uint64_t next_id_ = 1;
   bool broken_ = false;
-  std::size_t outstanding_ = 0;  // replies asked for and not yet received
+  bool just_wrote_ = false;  // a reply is never there right after the write: skip a futile read
   ForkGuard fork_guard_;
 };
 
@@ -75,14 +86,9 @@ class BlockingClient {
  public:
   explicit BlockingClient(ClientOptions options);
 
-  // Runs an operation to completion on one pooled connection; one round trip per step.
-  leaderboard::Result run(Exchange& exchange);
-  // Runs one-step operations in order on one pooled connection, writing up to `window` requests
-  // ahead of the replies being read, so the server never waits for the client between them.
-  // `next` gives the next operation (nullptr: no more); `done` takes each result, in order.
-  // If `next`, `done` or an operation throws, the replies already asked for are read (the
-  // requests written stay applied, the connection in step) and the exception goes on.
-  void run_pipelined(std::size_t window, const std::function<Exchange*()>& next,
+  leaderboard::Result run(std::unique_ptr<leaderboard::Operation> operation);
+  void run_pipelined(std::size_t window,
+                     const std::function<std::unique_ptr<leaderboard::Operation>()>& next,
                      const std::function<void(leaderboard::Result)>& done);
   // One raw command; an error reply is returned, not raised.
   codec::Reply execute_raw(const std::vector<std::string>& argv);

@@ -1,11 +1,11 @@
-#include "transport/requests.hpp"
+#include "connection/exchange.hpp"
 
 #include <string_view>
 
 #include "codec/resp.hpp"
 #include "errors.hpp"
 
-namespace rlb::transport {
+namespace rlb::connection {
 
 void encode(const Command& command, bool with_body, std::string& out) {
   std::vector<std::string_view> argv;
@@ -52,18 +52,21 @@ void check_handshake(const Handshake& handshake, const std::vector<Reply>& repli
   }
 }
 
-Exchange::Exchange(leaderboard::Operation& operation) : operation_(operation) { next_step(); }
+Exchange::Exchange(std::unique_ptr<leaderboard::Operation> operation)
+    : operation_(std::move(operation)) {
+  next_step();
+}
 
 void Exchange::next_step() {
   for (;;) {
-    commands_ = operation_.next();
+    commands_ = operation_->next();
     wire_.clear();
     for (const auto& command : commands_) encode(command, false, wire_);
     expected_ = commands_.size();
     if (expected_ > 0) return;
     // Nothing to send (an empty chunk): the step is done without a round trip.
     std::vector<Reply> none;
-    if (operation_.feed(none)) {
+    if (operation_->feed(none)) {
       finished_ = true;
       return;
     }
@@ -102,7 +105,7 @@ void Exchange::on_replies(std::vector<Reply>&& replies) {
       raise_error_reply(reply);
     }
   }
-  if (operation_.feed(replies_)) {
+  if (operation_->feed(replies_)) {
     finished_ = true;
     wire_.clear();
     expected_ = 0;
@@ -111,4 +114,4 @@ void Exchange::on_replies(std::vector<Reply>&& replies) {
   }
 }
 
-}  // namespace rlb::transport
+}  // namespace rlb::connection

@@ -4,7 +4,7 @@
 #include <atomic>
 #include <cstdint>
 
-namespace rlb::transport {
+namespace rlb::connection {
 
 struct Stats {
   std::uint64_t round_trips = 0;  // writes answered by a read, handshakes excluded
@@ -37,4 +37,4 @@ class Counters {
   std::atomic<std::uint64_t> round_trips_{0}, commands_{0}, reconnects_{0}, connections_{0};
 };
 
-}  // namespace rlb::transport
+}  // namespace rlb::connection

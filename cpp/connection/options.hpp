@@ -5,7 +5,7 @@
 #include <optional>
 #include <string>
 
-namespace rlb::transport {
+namespace rlb::connection {
 
 struct ClientOptions {
   std::string host = "localhost";
@@ -28,4 +28,4 @@ struct ClientOptions {
 // rediss:// is refused: TLS is not supported yet.
 ClientOptions parse_url(const std::string& url);
 
-}  // namespace rlb::transport
+}  // namespace rlb::connection

@@ -1,11 +1,11 @@
-#include "transport/options.hpp"
+#include "connection/options.hpp"
 
 #include <cctype>
 #include <cmath>
 
 #include "errors.hpp"
 
-namespace rlb::transport {
+namespace rlb::connection {
 namespace {
 
 std::string percent_decode(const std::string& text) {
@@ -136,4 +136,4 @@ ClientOptions parse_url(const std::string& url) {
   return options;
 }
 
-}  // namespace rlb::transport
+}  // namespace rlb::connection

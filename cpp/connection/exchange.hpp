@@ -1,16 +1,17 @@
-// What every transport does with an operation: encode its commands (scripts by SHA, by body
+// What the connection core does with an operation: encode its commands (scripts by SHA, by body
 // after a NOSCRIPT reply), raise error replies, and feed the replies back, step after step.
 #pragma once
 
 #include <cstddef>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "codec/reply.hpp"
+#include "connection/options.hpp"
 #include "leaderboard/operations.hpp"
-#include "transport/options.hpp"
 
-namespace rlb::transport {
+namespace rlb::connection {
 
 using codec::Reply;
 using leaderboard::Command;
@@ -35,24 +36,26 @@ Handshake handshake_for(const ClientOptions& options);
 // Throws AuthenticationError if AUTH failed, else the first error reply's exception.
 void check_handshake(const Handshake& handshake, const std::vector<Reply>& replies);
 
-// Runs one operation over any transport. The transport sends wire() and hands back exactly
+// Runs one operation, which it owns, to its end. Its owner sends wire() and hands back exactly
 // expected() replies to on_replies(), until finished().
 class Exchange {
  public:
-  explicit Exchange(leaderboard::Operation& operation);
+  explicit Exchange(std::unique_ptr<leaderboard::Operation> operation);
 
   const std::string& wire() const { return wire_; }
+  std::string take_wire() { return std::move(wire_); }
   std::size_t expected() const { return expected_; }
   bool finished() const { return finished_; }
+  const char* name() const { return operation_->name(); }
 
   // Takes the replies to wire(). Throws for an error reply; the operation is then abandoned.
   void on_replies(std::vector<Reply>&& replies);
-  leaderboard::Result take_result() { return operation_.take_result(); }
+  leaderboard::Result take_result() { return operation_->take_result(); }
 
  private:
   void next_step();
 
-  leaderboard::Operation& operation_;
+  std::unique_ptr<leaderboard::Operation> operation_;
   std::vector<Command> commands_;    // of the current step
   std::vector<Reply> replies_;       // of the current step
   std::vector<std::size_t> resent_;  // commands re-sent with their script body
@@ -61,4 +64,4 @@ class Exchange {
   bool finished_ = false;
 };
 
-}  // namespace rlb::transport
+}  // namespace rlb::connection

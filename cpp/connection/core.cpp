@@ -1,0 +1,297 @@
+#include "connection/core.hpp"
+
+#include <algorithm>
+#include <utility>
+
+#include "errors.hpp"
+
+namespace rlb::connection {
+
+Core::Core(const ClientOptions& options, std::size_t max_in_flight, Counters& counters)
+    : options_(options),
+      max_in_flight_(std::max<std::size_t>(max_in_flight, 1)),
+      counters_(counters),
+      handshake_(handshake_for(options)),
+      reader_(options.max_reply_bytes) {}
+
+std::optional<Clock::time_point> Core::deadline_from(Clock::time_point started) const {
+  if (!options_.socket_timeout) return std::nullopt;
+  return started + std::chrono::duration_cast<Clock::duration>(
+                       std::chrono::duration<double>(*options_.socket_timeout));
+}
+
+void Core::note_deadline(const std::optional<Clock::time_point>& deadline) {
+  if (deadline && (!deadline_hint_ || *deadline < *deadline_hint_)) deadline_hint_ = deadline;
+}
+
+void Core::enqueue(Request request) {
+  note_deadline(request.deadline);
+  waiting_.push_back(std::move(request));
+}
+
+// ---- Requests --------------------------------------------------------------------------------
+
+void Core::submit(std::uint64_t id, std::unique_ptr<leaderboard::Operation> operation,
+                  Clock::time_point started) {
+  Request request;
+  request.id = id;
+  request.deadline = deadline_from(started);
+  try {
+    request.exchange = std::make_unique<Exchange>(std::move(operation));
+    if (request.exchange->finished()) {  // nothing to send (an empty chunk)
+      completions_.push_back({id, request.exchange->take_result(), {}, nullptr});
+      return;
+    }
+  } catch (...) {
+    return complete(std::move(request), std::current_exception());
+  }
+  request.expected = request.exchange->expected();
+  enqueue(std::move(request));
+}
+
+void Core::submit_raw(std::uint64_t id, std::string wire, std::size_t count,
+                      Clock::time_point started) {
+  Request request;
+  request.id = id;
+  request.wire = std::move(wire);
+  request.expected = count;
+  request.deadline = deadline_from(started);
+  enqueue(std::move(request));
+}
+
+void Core::cancel(std::uint64_t id) {
+  auto cancelled = [] {
+    return std::make_exception_ptr(ConnectionError("the request was cancelled"));
+  };
+  for (auto it = waiting_.begin(); it != waiting_.end(); ++it) {
+    if (it->id == id && !it->handshake) {
+      complete(std::move(*it), cancelled());
+      waiting_.erase(it);
+      return;
+    }
+  }
+  for (auto& request : in_flight_) {
+    if (request.id == id && !request.handshake) request.cancelled = true;
+  }
+}
+
+void Core::complete(Request&& request, std::exception_ptr error) {
+  completions_.push_back({request.id, {}, {}, std::move(error)});
+}
+
+std::vector<Completion> Core::take_completions() {
+  std::vector<Completion> out;
+  out.swap(completions_);
+  return out;
+}
+
+// ---- The connection --------------------------------------------------------------------------
+
+void Core::connected(Clock::time_point now) {
+  connected_ = true;
+  writing_ = false;
+  close_ = false;
+  reader_.reset();
+  ready_ = handshake_.expected == 0;
+  if (ready_) return;
+  Request handshake;
+  handshake.handshake = true;
+  handshake.wire = handshake_.wire;
+  handshake.expected = handshake_.expected;
+  handshake.deadline = deadline_from(now);
+  note_deadline(handshake.deadline);
+  waiting_.push_front(std::move(handshake));
+}
+
+void Core::connect_failed(const std::exception_ptr& error) {
+  connected_ = false;
+  // Nothing was sent: the waiting requests fail now; the next submission tries again.
+  for (auto& request : waiting_) {
+    if (!request.handshake) complete(std::move(request), error);
+  }
+  waiting_.clear();
+}
+
+std::string Core::take_write() {
+  if (!connected_ || writing_) return {};
+  std::string out;
+  if (!ready_) {
+    // The handshake goes alone: a request must never run before SELECT took effect.
+    if (waiting_.empty() || !waiting_.front().handshake) return {};
+    out = std::move(waiting_.front().wire);
+    in_flight_.push_back(std::move(waiting_.front()));
+    waiting_.pop_front();
+    writing_ = true;
+    return out;
+  }
+  std::size_t commands = 0;
+  while (!waiting_.empty() && requests_in_flight_ < max_in_flight_) {
+    Request& request = waiting_.front();
+    std::string wire = request.exchange ? request.exchange->take_wire() : std::move(request.wire);
+    if (out.empty()) {
+      out = std::move(wire);
+    } else {
+      out += wire;
+    }
+    commands += request.expected;
+    in_flight_.push_back(std::move(request));
+    waiting_.pop_front();
+    ++requests_in_flight_;
+  }
+  if (!out.empty()) {
+    writing_ = true;
+    counters_.round_trip(commands);
+  }
+  return out;
+}
+
+void Core::wrote() { writing_ = false; }
+
+bool Core::take_close() { return std::exchange(close_, false); }
+
+void Core::received(const char* data, std::size_t size, Clock::time_point now) {
+  if (!connected_) return;
+  try {
+    reader_.feed(data, size);
+    while (auto reply = reader_.next()) {
+      on_reply(std::move(*reply), now);
+      if (!connected_) return;
+    }
+    // Every reply asked for is in, and bytes of another are: the server sent them unasked.
+    if (in_flight_.empty() && reader_.has_partial()) {
+      throw codec::ProtocolError("Protocol error: bytes sent unasked");
+    }
+  } catch (const RedisError&) {
+    give_up(std::current_exception(), true, now);
+  } catch (const std::exception& e) {  // out of memory: the same, never further
+    give_up(std::make_exception_ptr(
+                ConnectionError("Error reading from " + options_.address() + ": " + e.what())),
+            true, now);
+  }
+}
+
+void Core::on_reply(Reply&& reply, Clock::time_point now) {
+  if (in_flight_.empty()) throw codec::ProtocolError("Protocol error: a reply to no request");
+  Request& request = in_flight_.front();
+  request.replies.push_back(std::move(reply));
+  if (request.replies.size() < request.expected) return;
+
+  Request done = std::move(request);
+  in_flight_.pop_front();
+  if (done.handshake) {
+    try {
+      check_handshake(handshake_, done.replies);
+      ready_ = true;
+    } catch (const RedisError&) {
+      // Wrong credentials or db: every waiting request would fail the same way.
+      auto error = std::current_exception();
+      connect_failed(error);
+      give_up(error, true, now);
+    }
+    return;
+  }
+  --requests_in_flight_;
+  finish(std::move(done), now);
+}
+
+void Core::finish(Request&& request, Clock::time_point now) {
+  if (!request.exchange) {
+    completions_.push_back({request.id, {}, std::move(request.replies), nullptr});
+    return;
+  }
+  if (request.cancelled) {
+    return complete(std::move(request),
+                    std::make_exception_ptr(ConnectionError("the request was cancelled")));
+  }
+  try {
+    request.exchange->on_replies(std::move(request.replies));
+    request.replies.clear();
+    if (request.exchange->finished()) {
+      completions_.push_back({request.id, request.exchange->take_result(), {}, nullptr});
+      return;
+    }
+  } catch (...) {  // an error reply, or a reply the operation cannot read: this request only
+    return complete(std::move(request), std::current_exception());
+  }
+  // The operation's next page, or its scripts re-sent with their body: written like a new
+  // request, with a socket_timeout of its own.
+  request.expected = request.exchange->expected();
+  request.deadline = deadline_from(now);
+  enqueue(std::move(request));
+}
+
+void Core::give_up(const std::exception_ptr& error, bool close, Clock::time_point now) {
+  connected_ = false;
+  writing_ = false;
+  ready_ = false;
+  close_ = close_ || close;
+  last_error_ = error;
+  reader_.reset();
+  // Written requests may have run: they fail, never re-sent. Waiting ones go on a new
+  // connection, unless their time is up.
+  for (auto& request : in_flight_) {
+    if (!request.handshake) complete(std::move(request), error);
+  }
+  in_flight_.clear();
+  requests_in_flight_ = 0;
+  if (!waiting_.empty() && waiting_.front().handshake) waiting_.pop_front();
+  expire_waiting(now);
+}
+
+void Core::lost(const std::exception_ptr& error, Clock::time_point now) {
+  if (connected_) give_up(error, false, now);
+}
+
+void Core::abort(const std::exception_ptr& error) {
+  for (auto* queue : {&in_flight_, &waiting_}) {
+    for (auto& request : *queue) {
+      if (!request.handshake) complete(std::move(request), error);
+    }
+    queue->clear();
+  }
+  requests_in_flight_ = 0;
+  connected_ = writing_ = ready_ = false;
+  reader_.reset();
+  deadline_hint_.reset();
+}
+
+// ---- Time ------------------------------------------------------------------------------------
+
+void Core::expire_waiting(Clock::time_point now) {
+  if (std::none_of(waiting_.begin(), waiting_.end(), [&](const Request& request) {
+        return request.deadline && *request.deadline <= now && !request.handshake;
+      })) {
+    return;
+  }
+  std::deque<Request> keep;
+  for (auto& request : waiting_) {
+    if (request.deadline && *request.deadline <= now && !request.handshake) {
+      // Never written, so never run: failing it is safe.
+      complete(std::move(request), std::make_exception_ptr(TimeoutError(
+                                       "Timeout waiting to send to " + options_.address())));
+    } else {
+      keep.push_back(std::move(request));
+    }
+  }
+  waiting_.swap(keep);
+}
+
+void Core::tick(Clock::time_point now) {
+  if (connected_) {
+    for (const auto& request : in_flight_) {
+      if (request.deadline && *request.deadline <= now) {
+        // Replies come in order: one overdue reply means the connection is stuck.
+        give_up(std::make_exception_ptr(TimeoutError("Timeout reading from " + options_.address())),
+                true, now);
+        break;
+      }
+    }
+  }
+  expire_waiting(now);
+  deadline_hint_.reset();
+  for (const auto* queue : {&in_flight_, &waiting_}) {
+    for (const auto& request : *queue) note_deadline(request.deadline);
+  }
+}
+
+}  // namespace rlb::connection

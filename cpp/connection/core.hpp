@@ -1,0 +1,133 @@
+// One connection's protocol, without I/O: the queue of requests (each owning its Exchange), the
+// handshake, write coalescing (automatic pipelining), reply matching, the NOSCRIPT fallback and
+// the next pages of multi-step operations (through the Exchange), the window of requests in
+// flight, and every timeout decision, taken against the time its caller passes in.
+//
+// Inputs are events and bytes (submit, connected, received, wrote, lost, tick); outputs are
+// "write these bytes" (take_write), "close the socket" (take_close), "these requests are done"
+// (take_completions) and "call tick() by then" (next_deadline). A driver owns the socket and
+// runs this core: transport/blocking_client.cpp with poll(), transport/multiplexed_client.cpp
+// with Asio. Any protocol error, overdue reply or unasked byte closes the connection: written
+// requests then fail with ConnectionError/TimeoutError and are never re-sent; requests not yet
+// written wait for the next connection, until their own deadline.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <exception>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "codec/resp.hpp"
+#include "connection/exchange.hpp"
+#include "connection/options.hpp"
+#include "connection/stats.hpp"
+#include "leaderboard/operations.hpp"
+
+namespace rlb::connection {
+
+using Clock = std::chrono::steady_clock;
+
+// A finished request: the operation's result, or the raw replies of a raw request, or an error.
+struct Completion {
+  std::uint64_t id = 0;
+  leaderboard::Result result;
+  std::vector<Reply> replies;  // raw requests only
+  std::exception_ptr error;    // set: the request failed
+};
+
+class Core {
+ public:
+  // `counters` (shared by a client's connections) counts written requests and commands.
+  Core(const ClientOptions& options, std::size_t max_in_flight, Counters& counters);
+
+  // ---- Requests. `started`: when the call was made; socket_timeout counts from it.
+  // An operation, run to its end (every page, NOSCRIPT fallbacks) before it completes.
+  void submit(std::uint64_t id, std::unique_ptr<leaderboard::Operation> operation,
+              Clock::time_point started);
+  // Completes request `id` with `error` at once (it never reached the core's queues).
+  void fail(std::uint64_t id, const std::exception_ptr& error) {
+    completions_.push_back({id, {}, {}, error});
+  }
+  // The caller gave request `id` up: it is not written if it waits, and gets no next page if it
+  // is in flight (its replies are still read and dropped). It completes with ConnectionError.
+  void cancel(std::uint64_t id);
+  // Raw commands (`count` replies, returned as they are, error replies included).
+  void submit_raw(std::uint64_t id, std::string wire, std::size_t count, Clock::time_point started);
+
+  // ---- What the driver saw.
+  // A socket is open: the handshake (AUTH, SELECT, CLIENT SETNAME) is written first, alone.
+  void connected(Clock::time_point now);
+  // Opening a socket failed: nothing was sent, the waiting requests fail with `error`.
+  void connect_failed(const std::exception_ptr& error);
+  void received(const char* data, std::size_t size, Clock::time_point now);
+  // What take_write() gave is on the wire.
+  void wrote();
+  // The socket failed or the server closed it.
+  void lost(const std::exception_ptr& error, Clock::time_point now);
+  void tick(Clock::time_point now);
+  // Every request fails with `error` (the client is closing).
+  void abort(const std::exception_ptr& error);
+
+  // ---- What the driver does next.
+  bool connected() const { return connected_; }
+  // Requests wait and there is no socket: the driver should open one.
+  bool wants_connection() const { return !connected_ && !waiting_.empty(); }
+  // The bytes to write now; empty when there is nothing to write or a write is still going.
+  std::string take_write();
+  // True once after the core gave up the connection: the driver closes its socket.
+  bool take_close();
+  bool has_completions() const { return !completions_.empty(); }
+  std::vector<Completion> take_completions();
+  // When tick() must be called at the latest (none: no deadline pending). May be early.
+  std::optional<Clock::time_point> next_deadline() const { return deadline_hint_; }
+  // Requests submitted and not completed.
+  std::size_t outstanding() const { return waiting_.size() + requests_in_flight_; }
+  // Why the connection was last given up (none yet: nullptr).
+  const std::exception_ptr& last_error() const { return last_error_; }
+
+ private:
+  struct Request {
+    std::uint64_t id = 0;
+    std::unique_ptr<Exchange> exchange;  // none: a raw request or the handshake
+    std::string wire;                    // raw requests and the handshake
+    std::size_t expected = 0;
+    std::vector<Reply> replies;
+    std::optional<Clock::time_point> deadline;
+    bool handshake = false;
+    bool cancelled = false;
+  };
+
+  std::optional<Clock::time_point> deadline_from(Clock::time_point started) const;
+  void enqueue(Request request);
+  void on_reply(Reply&& reply, Clock::time_point now);
+  void finish(Request&& request, Clock::time_point now);
+  void complete(Request&& request, std::exception_ptr error);
+  // Drops the connection: written requests fail with `error`; `close`: the driver must close.
+  void give_up(const std::exception_ptr& error, bool close, Clock::time_point now);
+  void expire_waiting(Clock::time_point now);
+  void note_deadline(const std::optional<Clock::time_point>& deadline);
+
+  const ClientOptions& options_;
+  const std::size_t max_in_flight_;
+  Counters& counters_;
+  const Handshake handshake_;
+  codec::ReplyReader reader_;
+
+  std::deque<Request> waiting_;         // not written yet
+  std::deque<Request> in_flight_;       // written, replies awaited, in order
+  std::size_t requests_in_flight_ = 0;  // in_flight_ minus the handshake
+  std::vector<Completion> completions_;
+  bool connected_ = false;
+  bool writing_ = false;
+  bool ready_ = false;  // the handshake has been answered
+  bool close_ = false;
+  std::optional<Clock::time_point> deadline_hint_;
+  std::exception_ptr last_error_;
+};
+
+}  // namespace rlb::connection
