@@ -16,10 +16,30 @@
 #include "connection/options.hpp"
 #include "errors.hpp"
 #include "leaderboard/operations.hpp"
+#include "connection/core.hpp"
 #include "transport/blocking_client.hpp"
 
 namespace py = pybind11;
 using namespace py::literals;
+
+namespace {
+
+// A connection core with the options and counters it refers to.
+struct CoreHarness {
+  CoreHarness(rlb::connection::ClientOptions options_, std::size_t max_in_flight)
+      : options(std::move(options_)), core(options, max_in_flight, counters) {}
+  rlb::connection::ClientOptions options;
+  rlb::connection::Counters counters;
+  rlb::connection::Core core;
+};
+
+rlb::connection::Clock::time_point at(double seconds) {
+  return rlb::connection::Clock::time_point(
+      std::chrono::duration_cast<rlb::connection::Clock::duration>(
+          std::chrono::duration<double>(seconds)));
+}
+
+}  // namespace
 
 PYBIND11_MODULE(_core, m) {
   using namespace rlb;
@@ -286,6 +306,96 @@ PYBIND11_MODULE(_core, m) {
              return out;
            })
       .def("address", [](const AsyncCore& self) { return self.options().address(); });
+
+  // The connection core without I/O, for tests: events, bytes and time in; bytes to write,
+  // closes and completions out. Times are seconds on an arbitrary clock.
+  py::class_<CoreHarness>(m, "ConnectionCore",
+                          "The connection core without I/O (for tests): feed it events, bytes "
+                          "and time; read what it wants written, closed and completed.")
+      .def(py::init([](std::optional<std::string> username, std::optional<std::string> password,
+                       long long db, std::optional<std::string> client_name,
+                       std::optional<double> socket_timeout,
+                       std::optional<std::size_t> max_reply_bytes, std::size_t max_in_flight) {
+             return std::make_unique<CoreHarness>(
+                 client_options("localhost", 6379, db, std::move(username), std::move(password),
+                                socket_timeout, std::nullopt, std::move(client_name),
+                                std::nullopt, max_reply_bytes),
+                 max_in_flight);
+           }),
+           py::kw_only(), "username"_a = py::none(), "password"_a = py::none(), "db"_a = 0,
+           "client_name"_a = py::none(), "socket_timeout"_a = py::none(),
+           "max_reply_bytes"_a = py::none(), "max_in_flight"_a = 1024)
+      .def(
+          "submit",
+          [](CoreHarness& self, std::uint64_t id, PyOperation& operation, double started) {
+            self.core.submit(id, operation.take(), at(started));
+          },
+          "id"_a, "operation"_a, "started"_a = 0.0)
+      .def(
+          "submit_raw",
+          [](CoreHarness& self, std::uint64_t id, py::bytes wire, std::size_t count,
+             double started) { self.core.submit_raw(id, std::string(wire), count, at(started)); },
+          "id"_a, "wire"_a, "count"_a, "started"_a = 0.0)
+      .def("cancel", [](CoreHarness& self, std::uint64_t id) { self.core.cancel(id); })
+      .def("connected", [](CoreHarness& self, double now) { self.core.connected(at(now)); })
+      .def("connect_failed",
+           [](CoreHarness& self, const std::string& message) {
+             self.core.connect_failed(std::make_exception_ptr(ConnectionError(message)));
+           })
+      .def("received",
+           [](CoreHarness& self, py::bytes data, double now) {
+             std::string bytes(data);
+             self.core.received(bytes.data(), bytes.size(), at(now));
+           })
+      .def("wrote", [](CoreHarness& self) { self.core.wrote(); })
+      .def("lost",
+           [](CoreHarness& self, const std::string& message, double now) {
+             self.core.lost(std::make_exception_ptr(ConnectionError(message)), at(now));
+           })
+      .def("tick", [](CoreHarness& self, double now) { self.core.tick(at(now)); })
+      .def("abort",
+           [](CoreHarness& self, const std::string& message) {
+             self.core.abort(std::make_exception_ptr(ConnectionError(message)));
+           })
+      .def("take_write", [](CoreHarness& self) { return py::bytes(self.core.take_write()); })
+      .def("take_close", [](CoreHarness& self) { return self.core.take_close(); })
+      .def(
+          "take_completions",
+          [](CoreHarness& self) {
+            py::list out;
+            for (auto& completion : self.core.take_completions()) {
+              py::object value;
+              if (completion.error) {
+                value = exception_object(completion.error);
+              } else if (!completion.replies.empty()) {
+                py::list replies;
+                for (const auto& reply : completion.replies) {
+                  replies.append(reply_to_python(reply, true));
+                }
+                value = replies;
+              } else {
+                value = to_python(completion.result);
+              }
+              out.append(py::make_tuple(completion.id, value));
+            }
+            return out;
+          },
+          "[(id, result, raw replies or exception instance), ...] finished since the last call.")
+      .def_property_readonly("next_deadline",
+                             [](const CoreHarness& self) -> std::optional<double> {
+                               auto deadline = self.core.next_deadline();
+                               if (!deadline) return std::nullopt;
+                               return std::chrono::duration<double>(
+                                          deadline->time_since_epoch())
+                                   .count();
+                             })
+      .def_property_readonly("is_connected",
+                             [](const CoreHarness& self) { return self.core.connected(); })
+      .def_property_readonly("wants_connection",
+                             [](const CoreHarness& self) { return self.core.wants_connection(); })
+      .def_property_readonly("outstanding",
+                             [](const CoreHarness& self) { return self.core.outstanding(); })
+      .def("stats", [](const CoreHarness& self) { return stats_dict(self.counters.snapshot()); });
 
   m.def(
       "ping", [] { return wrap(leaderboard::ping()); }, "The PING operation.");

@@ -172,8 +172,11 @@ std::optional<Reply> ReplyReader::next() {
 }
 
 bool ReplyReader::has_partial() const {
-  // Unconsumed bytes, or the root of an array still waiting for elements.
-  return reader_->pos < reader_->len || reader_->reply != nullptr;
+  // Unconsumed bytes, or a reply hiredis has started to parse (its type byte read, an array
+  // still waiting for elements).
+  // (hiredis sets up rstack[0] with type -1 before it reads a type byte.)
+  const bool started = reader_->ridx > 0 || (reader_->ridx == 0 && reader_->rstack[0].type >= 0);
+  return reader_->pos < reader_->len || started || reader_->reply != nullptr;
 }
 
 void ReplyReader::reset() {

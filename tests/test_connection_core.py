@@ -1,0 +1,379 @@
+"""The connection core without a server: events, bytes and time in (``_core.ConnectionCore``),
+bytes to write, closes and completions out. Both transports run this core; these tests are the
+byte-level twins of the kill/pause tests against real servers."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+import redis_leaderboard as rl
+from redis_leaderboard import _core
+
+
+def board() -> _core.Board:
+    return _core.Board("lb", 100)
+
+
+def cmd(*args: Any) -> bytes:
+    return _core.encode_command(*args)
+
+
+def zcard() -> bytes:
+    return cmd("ZCARD", "lb")
+
+
+def connected_core(**options: Any) -> _core.ConnectionCore:
+    core = _core.ConnectionCore(**options)
+    core.connected(0.0)
+    return core
+
+
+def sizes(core: _core.ConnectionCore, *ids: int, started: float = 0.0) -> None:
+    for id in ids:
+        core.submit(id, board().get_size(), started)
+
+
+def flush(core: _core.ConnectionCore) -> bytes:
+    """What the core writes now, acknowledged as written."""
+    out = core.take_write()
+    if out:
+        core.wrote()
+    return out
+
+
+def results(core: _core.ConnectionCore) -> dict[int, Any]:
+    return dict(core.take_completions())
+
+
+# get_top(2)'s reply: {start, size, {id, score, {field, value...}, ...}}
+TOP_REPLY = (
+    b"*3\r\n:0\r\n:-1\r\n*6\r\n$1\r\na\r\n$2\r\n10\r\n*2\r\n$4\r\nname\r\n$3\r\nAda\r\n"
+    b"$1\r\nb\r\n$1\r\n5\r\n*0\r\n"
+)
+TOP_RESULT = [
+    {"rank": 1, "user_id": "a", "score": 10.0, "metadata": {"name": "Ada"}},
+    {"rank": 2, "user_id": "b", "score": 5.0, "metadata": {}},
+]
+
+
+# ---- Writing ------------------------------------------------------------------------------------
+
+
+def test_requests_wait_for_a_connection_then_go_out_in_one_write() -> None:
+    core = _core.ConnectionCore()
+    sizes(core, 1, 2, 3)
+    assert core.take_write() == b""
+    assert core.wants_connection
+    core.connected(0.0)
+    assert flush(core) == zcard() * 3
+    core.received(b":1\r\n:2\r\n:3\r\n", 0.0)
+    assert results(core) == {1: 1, 2: 2, 3: 3}
+    assert core.stats()["round_trips"] == 1 and core.stats()["commands"] == 3
+    assert core.outstanding == 0
+
+
+def test_requests_made_during_a_write_go_out_together_in_the_next() -> None:
+    core = connected_core()
+    sizes(core, 1)
+    assert core.take_write() == zcard()
+    sizes(core, 2, 3)
+    assert core.take_write() == b""  # the first write is still going
+    core.wrote()
+    assert flush(core) == zcard() * 2
+
+
+def test_back_pressure_keeps_at_most_max_in_flight_written() -> None:
+    core = connected_core(max_in_flight=2)
+    sizes(core, 1, 2, 3, 4, 5)
+    assert flush(core) == zcard() * 2
+    assert flush(core) == b""
+    core.received(b":1\r\n", 0.0)
+    assert flush(core) == zcard()
+    core.received(b":2\r\n:3\r\n", 0.0)
+    assert flush(core) == zcard() * 2
+    core.received(b":4\r\n:5\r\n", 0.0)
+    assert results(core) == {1: 1, 2: 2, 3: 3, 4: 4, 5: 5}
+
+
+def test_the_handshake_goes_alone_before_any_request() -> None:
+    core = _core.ConnectionCore(password="pw", db=2, client_name="me")
+    sizes(core, 1)
+    core.connected(0.0)
+    assert flush(core) == cmd("AUTH", "pw") + cmd("SELECT", "2") + cmd("CLIENT", "SETNAME", "me")
+    assert flush(core) == b""  # a request must never run before SELECT took effect
+    core.received(b"+OK\r\n+OK\r\n+OK\r\n", 0.0)
+    assert flush(core) == zcard()
+    core.received(b":4\r\n", 0.0)
+    assert results(core) == {1: 4}
+    assert core.stats()["round_trips"] == 1  # the handshake is not counted
+
+
+@pytest.mark.parametrize(
+    ("replies", "error"),
+    [
+        (b"-WRONGPASS invalid username-password pair\r\n+OK\r\n", rl.AuthenticationError),
+        (b"+OK\r\n-ERR DB index is out of range\r\n", rl.ResponseError),
+    ],
+    ids=["auth", "select"],
+)
+def test_a_failed_handshake_fails_the_waiting_requests_unsent(replies: bytes, error: type) -> None:
+    core = _core.ConnectionCore(password="pw", db=99)
+    sizes(core, 1, 2)
+    core.connected(0.0)
+    written = flush(core)
+    core.received(replies, 0.0)
+    done = results(core)
+    assert isinstance(done[1], error) and isinstance(done[2], error)
+    assert core.take_close()
+    written += flush(core)
+    assert b"ZCARD" not in written
+
+
+# ---- Reading ------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("split", range(len(TOP_REPLY) + 1))
+def test_a_reply_split_anywhere_reads_the_same(split: int) -> None:
+    core = connected_core()
+    core.submit(1, board().get_top(2), 0.0)
+    flush(core)
+    core.received(TOP_REPLY[:split], 0.0)
+    core.received(TOP_REPLY[split:], 0.0)
+    assert results(core) == {1: TOP_RESULT}
+
+
+def test_a_reply_fed_byte_by_byte_reads_the_same() -> None:
+    core = connected_core()
+    core.submit(1, board().get_top(2), 0.0)
+    flush(core)
+    for i in range(len(TOP_REPLY)):
+        assert core.take_completions() == []
+        core.received(TOP_REPLY[i : i + 1], 0.0)
+    assert results(core) == {1: TOP_RESULT}
+
+
+def test_an_error_reply_fails_only_its_request() -> None:
+    core = connected_core()
+    sizes(core, 1, 2)
+    flush(core)
+    core.received(b"-ERR boom\r\n:7\r\n", 0.0)
+    done = results(core)
+    assert isinstance(done[1], rl.ResponseError) and str(done[1]) == "ERR boom"
+    assert done[2] == 7
+    assert not core.take_close() and core.is_connected
+
+
+def test_noscript_sends_the_body_once_then_succeeds() -> None:
+    core = connected_core()
+    core.submit(1, board().get_top(2), 0.0)
+    assert b"$7\r\nEVALSHA\r\n" in flush(core)
+    core.received(b"-NOSCRIPT No matching script.\r\n", 0.0)
+    resent = flush(core)
+    assert b"$4\r\nEVAL\r\n" in resent and b"#!lua" in resent
+    core.received(TOP_REPLY, 0.0)
+    assert results(core) == {1: TOP_RESULT}
+    assert core.stats()["round_trips"] == 2
+
+
+def test_noscript_for_the_body_too_is_an_error() -> None:
+    core = connected_core()
+    core.submit(1, board().get_top(2), 0.0)
+    flush(core)
+    core.received(b"-NOSCRIPT No matching script.\r\n", 0.0)
+    flush(core)
+    core.received(b"-NOSCRIPT No matching script.\r\n", 0.0)
+    assert isinstance(results(core)[1], rl.NoScriptError)
+    assert flush(core) == b""
+
+
+@pytest.mark.parametrize(
+    "stray", [b":1\r\n:99\r\n", b":1\r\n*", b":1\r\n$3\r\nab"], ids=["reply", "byte", "bulk"]
+)
+def test_bytes_nobody_asked_for_close_the_connection(stray: bytes) -> None:
+    core = connected_core()
+    sizes(core, 1)
+    flush(core)
+    core.received(stray, 0.0)
+    assert results(core) == {1: 1}  # its own reply came first
+    assert core.take_close() and not core.is_connected
+
+
+def test_a_reply_while_nothing_is_asked_closes_the_connection() -> None:
+    core = connected_core()
+    core.received(b":5\r\n", 0.0)
+    assert core.take_close()
+
+
+def test_malformed_bytes_fail_what_is_written_and_close() -> None:
+    core = connected_core()
+    sizes(core, 1, 2)
+    flush(core)
+    core.received(b"?what\r\n", 0.0)
+    done = results(core)
+    assert all(isinstance(e, rl.ConnectionError) for e in done.values()) and len(done) == 2
+    assert core.take_close()
+
+
+def test_a_reply_over_max_reply_bytes_closes_the_connection() -> None:
+    core = connected_core(max_reply_bytes=4096)
+    sizes(core, 1)
+    flush(core)
+    core.received(b"$100000\r\n" + b"x" * 5000, 0.0)
+    error = results(core)[1]
+    assert isinstance(error, rl.ConnectionError) and "max_reply_bytes" in str(error)
+    assert core.take_close()
+
+
+# ---- Losing the connection -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("answered", range(5))
+def test_a_connection_lost_at_every_point_of_a_pipeline(answered: int) -> None:
+    core = connected_core()
+    sizes(core, 1, 2, 3, 4)
+    flush(core)
+    core.received(b"".join(b":%d\r\n" % i for i in range(1, answered + 1)), 0.0)
+    core.lost("gone", 0.0)
+    done = results(core)
+    assert [done[i] for i in range(1, answered + 1)] == list(range(1, answered + 1))
+    for i in range(answered + 1, 5):
+        assert isinstance(done[i], rl.ConnectionError) and str(done[i]) == "gone"
+    # Written requests may have run: none is re-sent on the next connection.
+    core.connected(0.0)
+    assert flush(core) == b""
+    assert core.outstanding == 0
+
+
+def test_requests_not_written_wait_for_the_next_connection() -> None:
+    core = connected_core(max_in_flight=2)
+    sizes(core, 1, 2, 3, 4)
+    assert flush(core) == zcard() * 2
+    core.lost("gone", 0.0)
+    assert sorted(results(core)) == [1, 2]
+    assert core.wants_connection
+    core.connected(0.0)
+    assert flush(core) == zcard() * 2
+    core.received(b":3\r\n:4\r\n", 0.0)
+    assert results(core) == {3: 3, 4: 4}
+
+
+def test_a_failed_connect_fails_the_waiting_requests() -> None:
+    core = _core.ConnectionCore()
+    sizes(core, 1)
+    core.connect_failed("refused")
+    error = results(core)[1]
+    assert isinstance(error, rl.ConnectionError) and str(error) == "refused"
+    assert not core.wants_connection
+
+
+def test_abort_fails_everything() -> None:
+    core = connected_core(max_in_flight=1)
+    sizes(core, 1, 2)
+    flush(core)
+    core.abort("closed")
+    assert sorted(results(core)) == [1, 2]
+    assert core.outstanding == 0
+
+
+# ---- Time -------------------------------------------------------------------------------------
+
+
+def test_an_overdue_reply_fails_what_is_written_and_closes() -> None:
+    core = connected_core(socket_timeout=1.0)
+    sizes(core, 1, started=0.0)
+    flush(core)
+    assert core.next_deadline == pytest.approx(1.0)
+    core.tick(0.999)
+    assert core.take_completions() == [] and not core.take_close()
+    core.tick(1.0)
+    assert isinstance(results(core)[1], rl.TimeoutError)
+    assert core.take_close()
+
+
+def test_the_timeout_counts_from_the_call_not_from_the_write() -> None:
+    core = connected_core(socket_timeout=1.0, max_in_flight=1)
+    sizes(core, 1, started=0.0)
+    flush(core)
+    sizes(core, 2, started=0.2)  # queued behind max_in_flight
+    core.tick(1.0)
+    done = results(core)
+    assert isinstance(done[1], rl.TimeoutError) and "reading" in str(done[1])
+    assert core.outstanding == 1
+    core.tick(1.2)
+    error = results(core)[2]
+    assert isinstance(error, rl.TimeoutError) and "waiting to send" in str(error)
+
+
+def test_a_request_waiting_for_a_connection_times_out_unsent() -> None:
+    core = _core.ConnectionCore(socket_timeout=0.5)
+    sizes(core, 1, started=3.0)
+    assert core.next_deadline == pytest.approx(3.5)
+    core.tick(3.5)
+    assert isinstance(results(core)[1], rl.TimeoutError)
+    assert not core.take_close() and not core.wants_connection
+
+
+def test_each_page_gets_its_own_timeout() -> None:
+    core = connected_core(socket_timeout=1.0)
+    core.submit(1, board().clear(), 0.0)
+    flush(core)
+    core.received(b":3\r\n", 0.9)  # more left: the next page goes out
+    assert flush(core)
+    core.tick(1.5)
+    assert core.take_completions() == []
+    core.received(b":0\r\n", 1.6)
+    assert results(core) == {1: None}
+
+
+# ---- Pages and cancellation --------------------------------------------------------------------
+
+
+def test_a_paged_operation_runs_every_page_before_completing() -> None:
+    core = connected_core()
+    core.submit(1, board().clear(), 0.0)
+    for left in (b":10000\r\n", b":5000\r\n"):
+        assert flush(core)
+        core.received(left, 0.0)
+        assert core.take_completions() == []
+    assert flush(core)
+    core.received(b":0\r\n", 0.0)
+    assert results(core) == {1: None}
+    assert core.stats()["round_trips"] == 3
+
+
+def test_a_cancelled_paged_operation_sends_no_next_page() -> None:
+    core = connected_core()
+    core.submit(1, board().clear(), 0.0)
+    flush(core)
+    core.cancel(1)
+    core.received(b":10000\r\n", 0.0)  # the page in flight is read and dropped
+    assert isinstance(results(core)[1], rl.ConnectionError)
+    assert flush(core) == b""
+    assert core.is_connected
+
+
+def test_a_request_cancelled_before_it_is_written_is_never_written() -> None:
+    core = _core.ConnectionCore()
+    sizes(core, 1, 2)
+    core.cancel(1)
+    core.connected(0.0)
+    assert flush(core) == zcard()
+
+
+def test_raw_requests_return_their_replies_as_they_are() -> None:
+    core = connected_core()
+    core.submit_raw(1, cmd("GET", "x") + cmd("GET", "y"), 2)
+    assert flush(core) == cmd("GET", "x") + cmd("GET", "y")
+    core.received(b"$1\r\nv\r\n-ERR no\r\n", 0.0)
+    replies = results(core)[1]
+    assert replies[0] == b"v" and isinstance(replies[1], rl.ResponseError)
+
+
+def test_an_operation_runs_once() -> None:
+    core = connected_core()
+    operation = board().get_size()
+    core.submit(1, operation)
+    with pytest.raises(ValueError, match="already been run"):
+        core.submit(2, operation)
