@@ -3,6 +3,7 @@
 
 #include <pybind11/pybind11.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <deque>
@@ -51,7 +52,7 @@ class AsyncCore {
           }));
     }
     const auto now = transport::Clock::now();
-    pending_.emplace(id, future);
+    pending_.emplace(id, Pending{future, nullptr});
     if (in_transport_ < max_pending_) {
       send(id, std::move(taken), now);
     } else {
@@ -62,6 +63,28 @@ class AsyncCore {
     return future;
   }
 
+  // upsert_many's window, the same policy as the sync client's run_pipelined: up to `window`
+  // operations of `operations` (an iterator, read on this thread as room frees up) in flight on
+  // the connection, in order; `on_result` gets each result in order. The returned future gets
+  // None once all are done, or the first error (raised by the iterator, an operation or
+  // `on_result`) once the ones already in flight are done; no operation is taken after it.
+  py::object run_pipelined(py::object operations, py::object on_result, std::size_t window,
+                           py::handle loop) {
+    check_owner();
+    if (client_->closed()) throw ConnectionError("the client is closed");
+    if (!loop.is(loop_)) {
+      loop_ = py::reinterpret_borrow<py::object>(loop);
+      call_soon_ = loop_.attr("call_soon");
+    }
+    auto stream = std::make_shared<Stream>();
+    stream->iterator = py::iter(operations);
+    stream->on_result = std::move(on_result);
+    stream->window = std::max<std::size_t>(window, 1);
+    stream->future = loop.attr(names->create_future)();
+    refill(stream);
+    return stream->future;
+  }
+
   // Called by the event loop when notify_fd() is readable: settles every finished request.
   void drain() {
     // A forked child shares the parent's eventfd: reading it would swallow the parent's wake-ups.
@@ -70,7 +93,13 @@ class AsyncCore {
       --in_transport_;
       auto it = pending_.find(completion.id);
       if (it == pending_.end()) continue;
-      py::object future = std::move(it->second);
+      if (it->second.stream) {
+        auto stream = std::move(it->second.stream);
+        pending_.erase(it);
+        on_stream_result(stream, completion);
+        continue;
+      }
+      py::object future = std::move(it->second.future);
       pending_.erase(it);
       if (is_done(future)) continue;  // cancelled: the result is dropped
       // Whatever fails here (a reply that is not UTF-8) fails this future only: the loop's
@@ -90,7 +119,7 @@ class AsyncCore {
       deferred_.pop_front();
       auto it = pending_.find(deferred.id);
       if (it == pending_.end()) continue;
-      if (is_done(it->second)) {
+      if (it->second.future && is_done(it->second.future)) {
         pending_.erase(it);
         continue;
       }
@@ -131,7 +160,19 @@ class AsyncCore {
   const connection::ClientOptions& options() const { return client_->options(); }
 
  private:
-  using Iterator = std::unordered_map<std::uint64_t, py::object>::iterator;
+  // One upsert_many: its iterator of operations and the ids in flight, oldest first.
+  struct Stream {
+    py::object iterator, on_result, future;
+    std::size_t window = 1;
+    std::deque<std::uint64_t> in_flight;
+    bool exhausted = false;
+    py::object error;  // the first failure, raised once the ones in flight are done
+  };
+  struct Pending {
+    py::object future;               // a call's future, or
+    std::shared_ptr<Stream> stream;  // the upsert_many this request belongs to
+  };
+  using Iterator = std::unordered_map<std::uint64_t, Pending>::iterator;
   struct Deferred {
     std::uint64_t id;
     std::unique_ptr<leaderboard::Operation> operation;
@@ -175,9 +216,64 @@ class AsyncCore {
   }
 
   void settle_error(Iterator it, const std::exception_ptr& error) {
-    py::object future = std::move(it->second);
+    auto pending = std::move(it->second);
     pending_.erase(it);
-    if (!is_done(future)) future.attr(names->set_exception)(exception_object(error));
+    if (pending.stream) {
+      connection::Completion failed;
+      failed.error = error;
+      return on_stream_result(pending.stream, failed);
+    }
+    if (!is_done(pending.future))
+      pending.future.attr(names->set_exception)(exception_object(error));
+  }
+
+  // Takes operations from the stream's iterator while there is room, none failed and the
+  // caller still waits; settles the stream's future when nothing is left in flight.
+  void refill(const std::shared_ptr<Stream>& stream) {
+    while (!stream->error && !stream->exhausted && !is_done(stream->future) &&
+           stream->in_flight.size() < stream->window) {
+      try {
+        auto item = py::reinterpret_steal<py::object>(PyIter_Next(stream->iterator.ptr()));
+        if (!item) {
+          if (PyErr_Occurred()) throw py::error_already_set();
+          stream->exhausted = true;
+          break;
+        }
+        auto taken = operation_arg(item).take();
+        const std::uint64_t id = next_id_++;
+        pending_.emplace(id, Pending{py::object(), stream});
+        stream->in_flight.push_back(id);
+        ++calls_;
+        send(id, std::move(taken), transport::Clock::now());
+      } catch (py::error_already_set& e) {
+        stream->error = e.value();
+      } catch (...) {
+        stream->error = exception_object(std::current_exception());
+      }
+    }
+    if (!stream->in_flight.empty() || is_done(stream->future)) return;
+    if (stream->error) {
+      stream->future.attr(names->set_exception)(stream->error);
+    } else {
+      stream->future.attr(names->set_result)(py::none());
+    }
+  }
+
+  void on_stream_result(const std::shared_ptr<Stream>& stream, connection::Completion& completion) {
+    auto& in_flight = stream->in_flight;
+    in_flight.erase(std::remove(in_flight.begin(), in_flight.end(), completion.id),
+                    in_flight.end());
+    if (!stream->error && !is_done(stream->future)) {
+      try {
+        if (completion.error) std::rethrow_exception(completion.error);
+        stream->on_result(to_python(completion.result));
+      } catch (py::error_already_set& e) {
+        stream->error = e.value();
+      } catch (...) {
+        stream->error = exception_object(std::current_exception());
+      }
+    }
+    refill(stream);
   }
 
   bool forked() const { return fork_guard_.forked(); }
@@ -191,7 +287,7 @@ class AsyncCore {
   const transport::ForkGuard fork_guard_;
   std::shared_ptr<transport::MultiplexedClient> client_;
   const std::size_t max_pending_;
-  std::unordered_map<std::uint64_t, py::object> pending_;  // id -> future
+  std::unordered_map<std::uint64_t, Pending> pending_;
   std::shared_ptr<Outbox> outbox_;
   py::object flush_;      // calls outbox_->flush(); holds no reference to this object
   py::object loop_;       // the event loop of the last submit

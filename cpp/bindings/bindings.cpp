@@ -12,11 +12,11 @@
 #include "bindings/async_core.hpp"
 #include "bindings/conversions.hpp"
 #include "codec/resp.hpp"
+#include "connection/core.hpp"
 #include "connection/exchange.hpp"
 #include "connection/options.hpp"
 #include "errors.hpp"
 #include "leaderboard/operations.hpp"
-#include "connection/core.hpp"
 #include "transport/blocking_client.hpp"
 
 namespace py = pybind11;
@@ -294,6 +294,8 @@ PYBIND11_MODULE(_core, m) {
           "socket_connect_timeout"_a = py::none(), "client_name"_a = py::none(),
           "max_in_flight"_a = 1024, "max_pending"_a = 10000, "max_reply_bytes"_a = py::none())
       .def("submit", &AsyncCore::submit, "operation"_a, "loop"_a)
+      .def("run_pipelined", &AsyncCore::run_pipelined, "operations"_a, "on_result"_a, "window"_a,
+           "loop"_a)
       .def("drain", &AsyncCore::drain)
       .def("close", &AsyncCore::close)
       .def("fileno", &AsyncCore::fileno)
@@ -318,8 +320,8 @@ PYBIND11_MODULE(_core, m) {
                        std::optional<std::size_t> max_reply_bytes, std::size_t max_in_flight) {
              return std::make_unique<CoreHarness>(
                  client_options("localhost", 6379, db, std::move(username), std::move(password),
-                                socket_timeout, std::nullopt, std::move(client_name),
-                                std::nullopt, max_reply_bytes),
+                                socket_timeout, std::nullopt, std::move(client_name), std::nullopt,
+                                max_reply_bytes),
                  max_in_flight);
            }),
            py::kw_only(), "username"_a = py::none(), "password"_a = py::none(), "db"_a = 0,
@@ -381,14 +383,13 @@ PYBIND11_MODULE(_core, m) {
             return out;
           },
           "[(id, result, raw replies or exception instance), ...] finished since the last call.")
-      .def_property_readonly("next_deadline",
-                             [](const CoreHarness& self) -> std::optional<double> {
-                               auto deadline = self.core.next_deadline();
-                               if (!deadline) return std::nullopt;
-                               return std::chrono::duration<double>(
-                                          deadline->time_since_epoch())
-                                   .count();
-                             })
+      .def_property_readonly(
+          "next_deadline",
+          [](const CoreHarness& self) -> std::optional<double> {
+            auto deadline = self.core.next_deadline();
+            if (!deadline) return std::nullopt;
+            return std::chrono::duration<double>(deadline->time_since_epoch()).count();
+          })
       .def_property_readonly("is_connected",
                              [](const CoreHarness& self) { return self.core.connected(); })
       .def_property_readonly("wants_connection",

@@ -116,6 +116,15 @@ class AsyncCore:
     ) -> AsyncCore: ...
     def submit(self, operation: Operation, loop: Any) -> Any:
         """Run ``operation``; returns an asyncio future created on ``loop``."""
+    def run_pipelined(
+        self,
+        operations: Iterable[Operation],
+        on_result: Callable[[Any], object],
+        window: int,
+        loop: Any,
+    ) -> Any:
+        """Run one-round-trip operations in order, ``window`` in flight; ``on_result`` gets each
+        result in order; the returned future gets None, or the first error."""
     def drain(self) -> None:
         """Settle every finished request (the event loop calls it when fileno() is readable)."""
     def close(self) -> None: ...

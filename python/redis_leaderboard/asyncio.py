@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import atexit
-import collections
 import weakref
 from typing import Any, Callable, Iterable, Mapping, Optional
 
@@ -108,6 +107,20 @@ class Client:
         if loop is not self._loop:
             self._bind(loop)
         return self._core.submit(operation, loop)
+
+    def run_pipelined(
+        self,
+        operations: Iterable[_core.Operation],
+        on_result: Callable[[Any], object],
+        window: int = CHUNKS_IN_FLIGHT,
+    ) -> asyncio.Future[None]:
+        """Run one-round-trip operations in order, up to ``window`` in flight, as the sync
+        client's ``run_pipelined``; ``on_result`` gets each result in order. The future fails
+        with the first error once the operations in flight are done."""
+        loop = asyncio.get_running_loop()
+        if loop is not self._loop:
+            self._bind(loop)
+        return self._core.run_pipelined(operations, on_result, window, loop)
 
     def _bind(self, loop: asyncio.AbstractEventLoop) -> None:
         if self._core.closed:
@@ -222,31 +235,18 @@ class RedisLeaderboard(BoardBase):
     ) -> ImportSummary:
         check_bulk_arguments(chunk_size, progress)
         operations = ChunkOperations(self._board, entries, chunk_size)
-        # The chunks share one connection and run in order, so several are in flight at once.
         written = 0
-        window: collections.deque[asyncio.Future[int]] = collections.deque()
+
+        def on_chunk(count: int) -> None:
+            nonlocal written
+            written += count
+            if progress is not None:
+                progress(written)
+
         try:
-            try:
-                for operation in operations:
-                    window.append(self._run(operation))
-                    if len(window) >= CHUNKS_IN_FLIGHT:
-                        written += await window.popleft()
-                        if progress is not None:
-                            progress(written)
-            except (TypeError, ValueError):
-                # A bad entry: the chunks already sent still complete, as documented.
-                await asyncio.gather(*window, return_exceptions=True)
-                window.clear()
-                raise
-            while window:
-                written += await window.popleft()
-                if progress is not None:
-                    progress(written)
+            # The window lives in the C++ core, as for the sync class.
+            await self.redis.run_pipelined(operations, on_chunk, CHUNKS_IN_FLIGHT)
         except BaseException as error:
-            # Cancelled, or a chunk failed: the other chunks' outcomes are nobody's to read.
-            for future in window:
-                if not future.cancel() and not future.cancelled():
-                    future.exception()
             if operations.started and isinstance(error, Exception):
                 # Queued after every chunk sent on this connection: it sees them all.
                 try:
