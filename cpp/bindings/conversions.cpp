@@ -2,6 +2,7 @@
 #include "bindings/conversions.hpp"
 
 #include <string>
+#include <string_view>
 #include <variant>
 #include <vector>
 
@@ -22,7 +23,6 @@ using leaderboard::WriteResult;
 using transport::BlockingClient;
 
 Names* names = nullptr;
-ExceptionTypes exception_types;
 
 // ---- Python -> C++ ---------------------------------------------------------------------------
 
@@ -200,75 +200,89 @@ struct ToPython {
 
 py::object to_python(const Result& result) { return std::visit(ToPython{}, result); }
 
+namespace {
+
+template <class Error>
+bool is_a(const std::exception& e) {
+  return dynamic_cast<const Error*>(&e) != nullptr;
+}
+
+// The C++ exception tree as Python classes: most derived first (the first match wins), each
+// parent before its children are created.
+struct PythonError {
+  const char* name;
+  bool (*matches)(const std::exception&);
+  int parent;  // index into kPythonErrors, or -1: Exception
+  const char* doc;
+};
+constexpr int kRedisError = 10, kConnectionError = 7, kResponseError = 9;
+constexpr PythonError kPythonErrors[] = {
+    {"AuthenticationError", is_a<AuthenticationError>, kConnectionError,
+     "The server refused the username or password."},
+    {"BusyLoadingError", is_a<BusyLoadingError>, kConnectionError,
+     "LOADING: the server is loading its dataset; retry in a moment."},
+    {"NoScriptError", is_a<NoScriptError>, kResponseError,
+     "NOSCRIPT: the server does not keep scripts."},
+    {"ReadOnlyError", is_a<ReadOnlyError>, kResponseError,
+     "READONLY: a write was sent to a replica."},
+    {"NoPermissionError", is_a<NoPermissionError>, kResponseError,
+     "NOPERM: the ACL user may not run this command."},
+    {"OutOfMemoryError", is_a<OutOfMemoryError>, kResponseError,
+     "OOM: the server is at maxmemory and refused the write."},
+    {"ExecAbortError", is_a<ExecAbortError>, kResponseError,
+     "EXECABORT: a transaction was discarded."},
+    {"ConnectionError", is_a<ConnectionError>, kRedisError,
+     "The connection failed, dropped, or a reply was lost (never retried)."},
+    {"TimeoutError", is_a<TimeoutError>, kRedisError,
+     "The server did not answer within the configured timeout."},
+    {"ResponseError", is_a<ResponseError>, kRedisError, "The server answered with an error reply."},
+    {"RedisError", is_a<RedisError>, -1,
+     "Base of every error this package raises for Redis (mirrors redis-py)."},
+};
+constexpr std::size_t kErrorCount = sizeof kPythonErrors / sizeof kPythonErrors[0];
+static_assert(std::string_view(kPythonErrors[kRedisError].name) == "RedisError");
+static_assert(std::string_view(kPythonErrors[kConnectionError].name) == "ConnectionError");
+static_assert(std::string_view(kPythonErrors[kResponseError].name) == "ResponseError");
+py::handle python_errors[kErrorCount];  // created by declare_exceptions, never freed
+
+py::object make_python_error(py::handle type, const char* what) { return type(what); }
+
+}  // namespace
+
 // An exception raised by the core, as a Python exception object: the one mapping, used to raise
-// (the translator below) and to fail asyncio futures. Most derived classes first.
+// (the translator below) and to fail asyncio futures.
 py::object exception_object(const std::exception_ptr& error) {
-  const auto& t = exception_types;
   try {
     std::rethrow_exception(error);
-  } catch (const AuthenticationError& e) {
-    return t.authentication(e.what());
-  } catch (const BusyLoadingError& e) {
-    return t.busy_loading(e.what());
-  } catch (const ConnectionError& e) {
-    return t.connection(e.what());
-  } catch (const TimeoutError& e) {
-    return t.timeout(e.what());
-  } catch (const NoScriptError& e) {
-    return t.no_script(e.what());
-  } catch (const ReadOnlyError& e) {
-    return t.read_only(e.what());
-  } catch (const NoPermissionError& e) {
-    return t.no_permission(e.what());
-  } catch (const OutOfMemoryError& e) {
-    return t.out_of_memory(e.what());
-  } catch (const ExecAbortError& e) {
-    return t.exec_abort(e.what());
-  } catch (const ResponseError& e) {
-    return t.response(e.what());
-  } catch (const RedisError& e) {
-    return t.redis(e.what());
-  } catch (const std::invalid_argument& e) {
-    return py::reinterpret_borrow<py::object>(PyExc_ValueError)(e.what());
   } catch (const py::error_already_set& e) {
     return e.value();
+  } catch (const std::invalid_argument& e) {
+    return make_python_error(PyExc_ValueError, e.what());
   } catch (const std::bad_alloc&) {
     return py::reinterpret_borrow<py::object>(PyExc_MemoryError)();
   } catch (const std::exception& e) {
-    return py::reinterpret_borrow<py::object>(PyExc_RuntimeError)(e.what());
+    for (std::size_t i = 0; i < kErrorCount; ++i) {
+      if (kPythonErrors[i].matches(e)) return make_python_error(python_errors[i], e.what());
+    }
+    return make_python_error(PyExc_RuntimeError, e.what());
   } catch (...) {
-    return py::reinterpret_borrow<py::object>(PyExc_RuntimeError)("unknown C++ exception");
+    return make_python_error(PyExc_RuntimeError, "unknown C++ exception");
   }
 }
 
+py::handle response_error_type() { return python_errors[kResponseError]; }
+
 void declare_exceptions(py::module_& m) {
-  auto make = [&](const char* name, py::handle base, const char* doc) {
-    const std::string qualified = py::str(m.attr("__name__")).cast<std::string>() + "." + name;
-    py::object type = py::reinterpret_steal<py::object>(
-        PyErr_NewExceptionWithDoc(qualified.c_str(), doc, base.ptr(), nullptr));
-    if (!type) throw py::error_already_set();
-    m.attr(name) = type;
-    return type.release();  // owned by the module for the life of the process
-  };
-  auto& t = exception_types;
-  t.redis = make("RedisError", PyExc_Exception,
-                 "Base of every error this package raises for Redis (mirrors redis-py).");
-  t.connection = make("ConnectionError", t.redis,
-                      "The connection failed, dropped, or a reply was lost (never retried).");
-  t.authentication =
-      make("AuthenticationError", t.connection, "The server refused the username or password.");
-  t.busy_loading = make("BusyLoadingError", t.connection,
-                        "LOADING: the server is loading its dataset; retry in a moment.");
-  t.timeout =
-      make("TimeoutError", t.redis, "The server did not answer within the configured timeout.");
-  t.response = make("ResponseError", t.redis, "The server answered with an error reply.");
-  t.no_script = make("NoScriptError", t.response, "NOSCRIPT: the server does not keep scripts.");
-  t.read_only = make("ReadOnlyError", t.response, "READONLY: a write was sent to a replica.");
-  t.no_permission =
-      make("NoPermissionError", t.response, "NOPERM: the ACL user may not run this command.");
-  t.out_of_memory = make("OutOfMemoryError", t.response,
-                         "OOM: the server is at maxmemory and refused the write.");
-  t.exec_abort = make("ExecAbortError", t.response, "EXECABORT: a transaction was discarded.");
+  const std::string prefix = py::str(m.attr("__name__")).cast<std::string>() + ".";
+  for (int i = static_cast<int>(kErrorCount) - 1; i >= 0; --i) {  // parents first
+    const auto& error = kPythonErrors[i];
+    py::handle base = error.parent < 0 ? py::handle(PyExc_Exception) : python_errors[error.parent];
+    PyObject* type =
+        PyErr_NewExceptionWithDoc((prefix + error.name).c_str(), error.doc, base.ptr(), nullptr);
+    if (type == nullptr) throw py::error_already_set();
+    python_errors[i] = type;  // owned by the module for the life of the process
+    m.attr(error.name) = py::handle(type);
+  }
   py::register_exception_translator([](std::exception_ptr error) {
     if (!error) return;
     try {
@@ -293,7 +307,7 @@ py::object reply_to_python(const Reply& reply, bool errors_as_values) {
     case ReplyType::Nil:
       return py::none();
     case ReplyType::Error:
-      if (errors_as_values) return exception_types.response(text(reply.str));
+      if (errors_as_values) return response_error_type()(text(reply.str));
       connection::raise_error_reply(reply);
     case ReplyType::Array: {
       py::list out(reply.elements.size());

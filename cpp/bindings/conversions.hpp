@@ -30,15 +30,11 @@ struct Names {
 };
 extern Names* names;
 
-// The Python exception types, created once at import (declare_exceptions) with redis-py's names
-// and parents.
-struct ExceptionTypes {
-  py::handle redis, connection, authentication, busy_loading, timeout, response, no_script,
-      read_only, no_permission, out_of_memory, exec_abort;
-};
-extern ExceptionTypes exception_types;
-// Creates the exception classes in `module` and registers the one C++ -> Python translation.
+// The Python exception classes, created once at import (declare_exceptions) with redis-py's
+// names and parents, from one table (conversions.cpp).
 void declare_exceptions(py::module_& module);
+// The class for an error reply, as raised for one.
+py::handle response_error_type();
 
 // ---- Python -> C++ (TypeError/ValueError before anything is sent)
 std::string user_id_arg(py::handle value);
