@@ -1035,6 +1035,36 @@ def test_fork_after_use_is_a_clear_error_in_the_child(redis_server: Any, board_k
     assert lines[1:] == ["child exit 42", "parent 1.0"]
 
 
+FORK_AND_DROP = """
+    import asyncio, gc, os, sys
+    from redis_leaderboard.asyncio import Client, RedisLeaderboard
+
+    host, port, key = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+    client = Client(host=host, port=port)
+    board = RedisLeaderboard(client, key=key)
+    asyncio.run(board.upsert_user("parent", 1))
+    pid = os.fork()
+    if pid == 0:
+        client.close()
+        del board, client
+        gc.collect()
+        sys.exit(7)  # a normal exit: atexit and every destructor run in the child
+    _, status = os.waitpid(pid, 0)
+    print("child exit", os.waitstatus_to_exitcode(status))
+    async def parent():
+        return [await board.get_rank("parent") for _ in range(100)]
+    print("parent", set(asyncio.run(parent())), flush=True)
+"""
+
+
+def test_a_forked_child_may_drop_the_parents_client(redis_server: Any, board_key: str) -> None:
+    # Deleting the client in the child must neither abort the child (a joinable std::thread)
+    # nor unregister the parent's sockets from their shared epoll instance.
+    done = run_script(FORK_AND_DROP, redis_server.host, str(redis_server.port), board_key)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == ["child exit 7", "parent {1}"]
+
+
 FORK_WHILE_PARENT_WORKS = """
     import asyncio, os, sys, time
     import redis_leaderboard

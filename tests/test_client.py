@@ -606,3 +606,25 @@ def test_a_forked_child_opens_its_own_connection(redis_server: Any, board_key: s
     assert board.get_rank("parent") == 2
     assert client.stats()["connections"] == connections
     client.close()
+
+
+def test_one_operation_run_from_two_threads_runs_once(redis_server: Any, board_key: str) -> None:
+    client = redis_leaderboard.Client(host=redis_server.host, port=redis_server.port)
+    board = redis_leaderboard.RedisLeaderboard(client, key=board_key)
+    for _ in range(50):
+        operation = board._board.get_size()
+        outcomes: list[object] = []
+
+        def run(operation: object = operation) -> None:
+            try:
+                outcomes.append(client.run(operation))
+            except ValueError as error:
+                outcomes.append(error)
+
+        threads = [threading.Thread(target=run) for _ in range(2)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        assert sorted(type(o).__name__ for o in outcomes) == ["ValueError", "int"]
+    client.close()

@@ -25,7 +25,7 @@ inline bool is_done(const py::object& future) { return future.attr(names->done)(
 class AsyncCore {
  public:
   AsyncCore(connection::ClientOptions options, std::size_t max_in_flight, std::size_t max_pending)
-      : client_(make_client(std::move(options), max_in_flight)),
+      : client_(transport::MultiplexedClient::create(std::move(options), max_in_flight)),
         max_pending_(max_pending == 0 ? 1 : max_pending),
         outbox_(std::make_shared<Outbox>(Outbox{client_, {}})),
         flush_(py::cpp_function([outbox = std::weak_ptr<Outbox>(outbox_)] {
@@ -178,17 +178,6 @@ class AsyncCore {
     std::unique_ptr<leaderboard::Operation> operation;
     transport::Clock::time_point started;  // when the call was made
   };
-
-  // A forked child must not run the parent's I/O thread's destructor: it leaks the client.
-  static std::shared_ptr<transport::MultiplexedClient> make_client(
-      connection::ClientOptions options, std::size_t max_in_flight) {
-    const transport::ForkGuard owner;
-    return std::shared_ptr<transport::MultiplexedClient>(
-        new transport::MultiplexedClient(std::move(options), max_in_flight),
-        [owner](transport::MultiplexedClient* client) {
-          if (!owner.forked()) delete client;
-        });
-  }
 
   // Requests made during one turn of the event loop go to the I/O thread together, at the end
   // of the turn: one wake-up of the I/O thread per turn, not one per request.

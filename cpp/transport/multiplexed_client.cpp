@@ -57,13 +57,16 @@ MultiplexedClient::MultiplexedClient(ClientOptions options, std::size_t max_in_f
   });
 }
 
+std::shared_ptr<MultiplexedClient> MultiplexedClient::create(ClientOptions options,
+                                                             std::size_t max_in_flight) {
+  return std::shared_ptr<MultiplexedClient>(
+      new MultiplexedClient(std::move(options), max_in_flight), [](MultiplexedClient* client) {
+        if (!client->fork_guard_.forked()) delete client;  // in a forked child: left behind
+      });
+}
+
 MultiplexedClient::~MultiplexedClient() {
   close();
-  if (fork_guard_.forked() && thread_) {
-    // A forked child has no I/O thread: the parent's std::thread object must not be joined or
-    // destroyed while joinable (that aborts). Its handle is left behind on purpose.
-    static_cast<void>(thread_.release());
-  }
   ::close(event_fd_);
 }
 

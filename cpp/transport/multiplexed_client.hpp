@@ -39,7 +39,12 @@ using connection::Stats;
 class MultiplexedClient {
  public:
   // At most max_in_flight requests are written and unanswered at once; more wait their turn.
-  explicit MultiplexedClient(ClientOptions options, std::size_t max_in_flight = 1024);
+  // Owned through create(): a forked child that drops its last reference leaks the client
+  // instead of destroying it, since the I/O thread does not exist in the child (joining it would
+  // abort) and the Asio objects share the parent's epoll instance (tearing them down would
+  // unregister the parent's sockets).
+  static std::shared_ptr<MultiplexedClient> create(ClientOptions options,
+                                                   std::size_t max_in_flight = 1024);
   ~MultiplexedClient();
   MultiplexedClient(const MultiplexedClient&) = delete;
   MultiplexedClient& operator=(const MultiplexedClient&) = delete;
@@ -67,6 +72,7 @@ class MultiplexedClient {
   const ClientOptions& options() const { return options_; }
 
  private:
+  MultiplexedClient(ClientOptions options, std::size_t max_in_flight);
   enum class State { Disconnected, Connecting, Connected };
 
   // Everything below runs on the I/O thread.
