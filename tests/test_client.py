@@ -615,7 +615,7 @@ def test_one_operation_run_from_two_threads_runs_once(redis_server: Any, board_k
         operation = board._board.get_size()
         outcomes: list[object] = []
 
-        def run(operation: object = operation) -> None:
+        def run(operation: object = operation, outcomes: list[object] = outcomes) -> None:
             try:
                 outcomes.append(client.run(operation))
             except ValueError as error:
