@@ -4,10 +4,11 @@ Same methods, arguments, return shapes and key layout as the guide's redis-py cl
 operation takes one round trip and every write is atomic (a server-side script).
 """
 
+from importlib.metadata import version as _version
+
 from ._core import (
     AuthenticationError,
     BusyLoadingError,
-    Client,
     ConnectionError,
     ExecAbortError,
     NoPermissionError,
@@ -19,9 +20,11 @@ from ._core import (
     TimeoutError,
 )
 from .asyncio import RedisLeaderboard as AsyncRedisLeaderboard
+from .client import Client
 from .leaderboard import RedisLeaderboard
 
-__version__ = "0.1.0"
+# pyproject.toml's version, the one source (CMake gets it from scikit-build-core too).
+__version__ = _version("redis-leaderboard")
 
 __all__ = [
     "AsyncRedisLeaderboard",
