@@ -16,7 +16,7 @@ import logging
 import signal
 import sys
 import threading
-from typing import Optional
+from typing import Any, Optional
 
 from .. import AuthenticationError, Client, RedisError, RedisLeaderboard, ResponseError
 from .._redis_server import RedisServer, RedisServerError
@@ -130,7 +130,7 @@ def connect(
     target = connect_configured(args, default_host=default_host, default_port=default_port)
     if target is not None:
         return target
-    options = {
+    options: dict[str, Any] = {
         "socket_timeout": SOCKET_TIMEOUT,
         "socket_connect_timeout": SOCKET_TIMEOUT,
         "client_name": "redis-leaderboard-demo",
