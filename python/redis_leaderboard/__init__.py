@@ -4,7 +4,7 @@ Same methods, arguments, return shapes and key layout as the guide's redis-py cl
 operation takes one round trip and every write is atomic (a server-side script).
 """
 
-from importlib.metadata import version as _version
+from typing import TYPE_CHECKING
 
 from ._core import (
     AuthenticationError,
@@ -23,8 +23,20 @@ from .asyncio import RedisLeaderboard as AsyncRedisLeaderboard
 from .client import Client
 from .leaderboard import RedisLeaderboard
 
-# pyproject.toml's version, the one source (CMake gets it from scikit-build-core too).
-__version__ = _version("redis-leaderboard")
+if TYPE_CHECKING:
+    __version__: str
+else:
+
+    def __getattr__(name: str) -> str:
+        # __version__ is pyproject.toml's, the one source (CMake gets it from scikit-build-core
+        # too), read from the installed metadata when first asked for: importlib.metadata costs
+        # ~30 ms to import.
+        if name == "__version__":
+            from importlib.metadata import version
+
+            return version("redis-leaderboard")
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = [
     "AsyncRedisLeaderboard",
