@@ -26,7 +26,6 @@ import platform
 import random
 import signal
 import statistics
-import subprocess
 import sys
 import time
 from dataclasses import dataclass
@@ -37,7 +36,7 @@ import redis
 from redis.utils import HIREDIS_AVAILABLE
 
 import redis_leaderboard
-from redis_leaderboard.demo.embedded import EmbeddedRedis, EmbeddedRedisError
+from redis_leaderboard import _redis_server
 
 try:
     from guide_leaderboard import GuideLeaderboard
@@ -53,23 +52,15 @@ NEW_SCORE_BASE = 1e9  # above every prefilled score: each new user lands on top,
 # A private redis-server
 
 
-class RedisServer(EmbeddedRedis):
-    """The demo's private redis-server (free 127.0.0.1 port, temporary directory, no
-    persistence), with what the benchmarks report about it."""
+class RedisServer(_redis_server.RedisServer):
+    """The package's private redis-server (free 127.0.0.1 port, temporary directory, no
+    persistence; never outlives this process)."""
 
     def __init__(self) -> None:
         try:
-            super().__init__()
-        except EmbeddedRedisError as exc:
+            super().__init__(dir_prefix="redis-leaderboard-bench-")
+        except _redis_server.RedisServerError as exc:
             raise SystemExit(str(exc)) from None
-
-    def cleanup(self) -> None:
-        self.stop()
-
-    def version(self) -> str:
-        out = subprocess.run([self.binary, "--version"], capture_output=True, text=True).stdout
-        fields = dict(part.split("=", 1) for part in out.split() if "=" in part)
-        return fields.get("v", out.strip())
 
 
 # --------------------------------------------------------------------------------------------

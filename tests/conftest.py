@@ -1,122 +1,42 @@
 """Shared fixtures: a private redis-server for the whole test session.
 
-Every test talks to a real ``redis-server`` started here on a free port, in a temporary
-directory, and stopped at the end. The machine's own Redis (port 6379) is never touched.
+Every test talks to a real ``redis-server`` started here (by the package's launcher,
+``redis_leaderboard._redis_server``) on a free port, in a temporary directory, and stopped at
+the end. The machine's own Redis (port 6379) is never touched.
 """
 
 from __future__ import annotations
 
-import contextlib
-import os
-import shutil
-import signal
-import socket
-import subprocess
 import sys
-import tempfile
-import time
 import uuid
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Iterator, Optional
 
 import pytest
+
+from redis_leaderboard import _redis_server
 
 ROOT = Path(__file__).resolve().parent.parent
 # The guide's reference algorithm lives in benchmarks/ and is shared with the tests.
 sys.path.insert(0, str(ROOT))
 
 
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+class RedisServer(_redis_server.RedisServer):
+    """The package's private redis-server (free 127.0.0.1 port, a unix socket, temporary
+    directory, no persistence), started at once, with a redis-py client for checks."""
 
-
-class RedisServer:
-    """A redis-server child process with its data in a temporary directory."""
-
-    def __init__(self, *, password: Optional[str] = None) -> None:
-        binary = shutil.which("redis-server")
-        if binary is None:
-            pytest.exit(
-                "redis-server not found on PATH: install it (apt-get install -y redis-server)",
-                returncode=2,
+    def __init__(self, *, password: Optional[str] = None, extra_args: Sequence[str] = ()) -> None:
+        try:
+            super().__init__(
+                password=password,
+                unix_socket=True,
+                extra_args=extra_args,
+                dir_prefix="redis-leaderboard-test-",
             )
-        self.binary = binary
-        self.password = password
-        self.host = "127.0.0.1"
-        self.port = free_port()
-        self.dir = tempfile.mkdtemp(prefix="redis-leaderboard-test-")
-        self.unix_path = os.path.join(self.dir, "redis.sock")
-        self.proc: Optional[subprocess.Popen[bytes]] = None
+        except _redis_server.RedisServerError as exc:
+            pytest.exit(f"{exc} (apt-get install -y redis-server)", returncode=2)
         self.start()
-
-    @property
-    def url(self) -> str:
-        auth = f":{self.password}@" if self.password else ""
-        return f"redis://{auth}{self.host}:{self.port}/0"
-
-    def start(self) -> None:
-        """Start (or restart, on the same port) the server and wait until it answers PING."""
-        args = [
-            self.binary,
-            "--port", str(self.port),
-            "--bind", self.host,
-            "--unixsocket", self.unix_path,
-            "--unixsocketperm", "700",
-            "--dir", self.dir,
-            "--save", "",
-            "--appendonly", "no",
-            "--daemonize", "no",
-            "--logfile", os.path.join(self.dir, "redis.log"),
-        ]  # fmt: skip
-        if self.password:
-            args += ["--requirepass", self.password]
-        self.proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        deadline = time.monotonic() + 10
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                log = Path(self.dir, "redis.log")
-                text = log.read_text() if log.exists() else ""
-                raise RuntimeError(f"redis-server exited at start:\n{text}")
-            with contextlib.suppress(OSError):
-                with socket.create_connection((self.host, self.port), timeout=0.5) as s:
-                    s.sendall(b"PING\r\n")
-                    if s.recv(64):
-                        return
-            time.sleep(0.02)
-        raise RuntimeError(f"redis-server did not answer on port {self.port}")
-
-    def stop(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGCONT)  # in case a test left it paused
-            self.proc.terminate()
-            try:
-                self.proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-        self.proc = None
-
-    def kill(self) -> None:
-        """SIGKILL: the server vanishes without closing connections cleanly."""
-        if self.proc is not None:
-            self.proc.kill()
-            self.proc.wait()
-            self.proc = None
-
-    def pause(self) -> None:
-        """SIGSTOP: the server keeps its sockets open but answers nothing."""
-        assert self.proc is not None
-        self.proc.send_signal(signal.SIGSTOP)
-
-    def resume(self) -> None:
-        assert self.proc is not None
-        self.proc.send_signal(signal.SIGCONT)
-
-    def cleanup(self) -> None:
-        self.stop()
-        shutil.rmtree(self.dir, ignore_errors=True)
 
     def redis_py(self, **kwargs: object):  # -> redis.Redis
         """A redis-py client on this server (decode_responses, as the guide uses)."""

@@ -207,7 +207,14 @@ def test_rediss_is_refused_by_the_leaderboard() -> None:
 
 
 @pytest.mark.parametrize(
-    "url", ["http://localhost:6379", "localhost:6379", "redis://host:notaport"]
+    "url",
+    [
+        "http://localhost:6379",
+        "localhost:6379",
+        "redis://host:notaport",
+        "redis://host/0?ssl=true",  # was plaintext, silently
+        "redis://host/0?no_such_option=1",
+    ],
 )
 def test_bad_urls_are_value_errors(url: str) -> None:
     with pytest.raises(ValueError):

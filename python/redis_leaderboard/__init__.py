@@ -4,10 +4,11 @@ Same methods, arguments, return shapes and key layout as the guide's redis-py cl
 operation takes one round trip and every write is atomic (a server-side script).
 """
 
+from typing import TYPE_CHECKING
+
 from ._core import (
     AuthenticationError,
     BusyLoadingError,
-    Client,
     ConnectionError,
     ExecAbortError,
     NoPermissionError,
@@ -19,9 +20,23 @@ from ._core import (
     TimeoutError,
 )
 from .asyncio import RedisLeaderboard as AsyncRedisLeaderboard
+from .client import Client
 from .leaderboard import RedisLeaderboard
 
-__version__ = "0.1.0"
+if TYPE_CHECKING:
+    __version__: str
+else:
+
+    def __getattr__(name: str) -> str:
+        # __version__ is pyproject.toml's, the one source (CMake gets it from scikit-build-core
+        # too), read from the installed metadata when first asked for: importlib.metadata costs
+        # ~30 ms to import.
+        if name == "__version__":
+            from importlib.metadata import version
+
+            return version("redis-leaderboard")
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = [
     "AsyncRedisLeaderboard",

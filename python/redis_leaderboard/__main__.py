@@ -3,8 +3,9 @@
 Each subcommand is registered in :data:`COMMANDS` by the function that adds its options to its
 ``argparse`` subparser; that function sets ``run`` (a function of the parsed arguments returning
 the exit status) as a default, or the module's ``run`` is used. Commands that use a board share
-the Redis and key options of :func:`redis_leaderboard.demo.cli.add_redis_arguments`. The commands
-of :data:`PASS_THROUGH` run another program and get all their arguments as ``args.passed``.
+the Redis and key options of :func:`redis_leaderboard._redis_target.add_redis_arguments`. The
+commands of :data:`PASS_THROUGH` run another program and get all their arguments as
+``args.passed``.
 """
 
 from __future__ import annotations

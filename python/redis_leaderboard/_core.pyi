@@ -1,5 +1,6 @@
 """The compiled core: RESP codec, leaderboard operations and transports (C++)."""
 
+import asyncio
 from typing import Any, Callable, Iterable, Mapping, Optional
 
 class RedisError(Exception):
@@ -113,8 +114,10 @@ class AsyncCore:
         max_in_flight: int = 1024,
         max_pending: int = 10000,
         max_reply_bytes: Optional[int] = None,
-    ) -> AsyncCore: ...
-    def submit(self, operation: Operation, loop: Any) -> Any:
+    ) -> AsyncCore:
+        """The C++ URL parser, to be removed: use
+        :meth:`redis_leaderboard.asyncio.Client.from_url`."""
+    def submit(self, operation: Operation, loop: asyncio.AbstractEventLoop) -> asyncio.Future[Any]:
         """Run ``operation``; returns an asyncio future created on ``loop``."""
     def run_pipelined(
         self,
@@ -170,8 +173,8 @@ class Client:
         client_name: Optional[str] = None,
         max_reply_bytes: Optional[int] = None,
     ) -> Client:
-        """``redis://[[user]:password@]host[:port][/db]`` or ``unix:///path[?db=N]``;
-        ``rediss://`` raises ValueError (TLS is not supported yet)."""
+        """The C++ URL parser, to be removed: use :meth:`redis_leaderboard.Client.from_url`
+        (:func:`redis_leaderboard.options.parse_url`)."""
     def ping(self) -> bool: ...
     def run(self, operation: Operation) -> Any:
         """Run a :class:`Board` operation and return its result (the guide's shapes)."""

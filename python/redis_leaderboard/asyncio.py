@@ -26,6 +26,7 @@ from .leaderboard import (
     import_summary,
     note_failed_trim,
 )
+from .options import url_options
 
 __all__ = ["Client", "RedisLeaderboard"]
 
@@ -89,17 +90,18 @@ class Client:
         max_pending: int = 10000,
         max_reply_bytes: Optional[int] = None,
     ) -> Client:
-        """``redis://[[user]:password@]host[:port][/db]`` or ``unix:///path[?db=N]``."""
-        core = _core.AsyncCore.from_url(
-            url,
-            socket_timeout=socket_timeout,
-            socket_connect_timeout=socket_connect_timeout,
-            client_name=client_name,
+        """As :meth:`redis_leaderboard.Client.from_url`."""
+        return cls(
+            **url_options(
+                url,
+                socket_timeout=socket_timeout,
+                socket_connect_timeout=socket_connect_timeout,
+                client_name=client_name,
+                max_reply_bytes=max_reply_bytes,
+            ),
             max_in_flight=max_in_flight,
             max_pending=max_pending,
-            max_reply_bytes=max_reply_bytes,
         )
-        return cls(_core_client=core)
 
     def run(self, operation: _core.Operation) -> asyncio.Future[Any]:
         """Submit a :class:`redis_leaderboard._core.Board` operation; await the result."""

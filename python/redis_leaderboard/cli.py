@@ -21,8 +21,13 @@ from typing import Any, Iterator, Optional, TextIO, Union
 from tqdm import tqdm
 
 from . import RedisError, RedisLeaderboard
-from .demo.cli import DemoError, RedisTarget, add_redis_arguments, connect_configured
-from .demo.validation import MAX_MAX_ENTRIES
+from ._redis_target import (
+    MAX_MAX_ENTRIES,
+    RedisTarget,
+    StartupError,
+    add_redis_arguments,
+    connect_configured,
+)
 from .leaderboard import Entry
 
 # Without --max-entries, import keeps every entry (a sorted set holds at most 2**32 - 1), and
@@ -60,7 +65,7 @@ def open_board(args: argparse.Namespace, max_entries: int = NO_LIMIT) -> RedisLe
         if target is None:
             args.redis_host = "localhost"
             target = connect_configured(args, client_name="redis-leaderboard-cli")
-    except DemoError as exc:
+    except StartupError as exc:
         raise CommandError(str(exc)) from None
     assert target is not None
     return RedisLeaderboard(target.client, key=args.key, max_entries=max_entries)

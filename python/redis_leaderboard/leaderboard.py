@@ -3,13 +3,11 @@
 from __future__ import annotations
 
 import itertools
-import os
 from typing import Any, Callable, Iterable, Iterator, Mapping, Optional, Sequence, Union
 
 from . import _core
-from ._core import Client
-
-DEFAULT_URL = "redis://localhost:6379/0"
+from .client import Client
+from .options import make_client
 
 Entry = dict[str, Any]
 # (user_id, score) or (user_id, score, metadata)
@@ -74,64 +72,6 @@ def note_failed_trim(error: BaseException, trim_error: BaseException) -> None:
 
 def import_summary(written: int, trim: dict[str, Any]) -> ImportSummary:
     return {"written": written, **trim}
-
-
-def client_options_from_redis_py(redis_client: Any) -> dict[str, Any]:
-    """The connection options of a redis-py ``Redis`` (or ``redis.asyncio.Redis``) client.
-
-    redis-py is not a dependency: the client is read duck-typed through its connection pool.
-    """
-    try:
-        kwargs = dict(redis_client.connection_pool.connection_kwargs)
-    except AttributeError:
-        raise TypeError(
-            "redis_client must be a redis_leaderboard Client, a redis-py Redis client or None, "
-            f"not {type(redis_client).__name__}"
-        ) from None
-    connection_class = getattr(redis_client.connection_pool, "connection_class", None)
-    if (
-        kwargs.get("ssl")
-        or "ssl_keyfile" in kwargs
-        or "ssl_cert_reqs" in kwargs
-        or "SSL" in getattr(connection_class, "__name__", "")
-    ):
-        raise ValueError("TLS (rediss://) is not supported yet by redis_leaderboard")
-    options: dict[str, Any] = {
-        "db": int(kwargs.get("db") or 0),
-        "username": kwargs.get("username"),
-        "password": kwargs.get("password"),
-        "socket_timeout": kwargs.get("socket_timeout"),
-        "socket_connect_timeout": kwargs.get("socket_connect_timeout"),
-        "client_name": kwargs.get("client_name"),
-    }
-    if kwargs.get("path"):
-        options["unix_socket_path"] = kwargs["path"]
-    else:
-        options["host"] = kwargs.get("host") or "localhost"
-        options["port"] = int(kwargs.get("port") or 6379)
-    return options
-
-
-def resolve_client_options(redis_client: Any, url: Optional[str]) -> Union[dict[str, Any], str]:
-    """What to connect to, as the constructor documents: a redis-py client's options, else
-    ``url``, else ``$REDIS_URL``, else ``redis://localhost:6379/0``."""
-    if redis_client is not None:
-        if url is not None:
-            raise TypeError("pass either redis_client or url, not both")
-        return client_options_from_redis_py(redis_client)
-    return url if url is not None else os.environ.get("REDIS_URL") or DEFAULT_URL
-
-
-def make_client(redis_client: Any, url: Optional[str], client_class: Any) -> Any:
-    """A ``client_class`` (the sync or the asyncio Client) for the constructor's arguments."""
-    if isinstance(redis_client, client_class):
-        if url is not None:
-            raise TypeError("pass either redis_client or url, not both")
-        return redis_client
-    options = resolve_client_options(redis_client, url)
-    if isinstance(options, str):
-        return client_class.from_url(options)
-    return client_class(**options)
 
 
 class BoardBase:

@@ -2,7 +2,8 @@
 
 Which Redis the demo uses:
 
-1. ``--embedded-redis``: a private ``redis-server`` child (see :mod:`.embedded`);
+1. ``--embedded-redis``: a private ``redis-server`` child (see
+   :mod:`redis_leaderboard._redis_server`);
 2. ``--redis-url``, else ``--redis-host``/``--redis-port``, else ``$REDIS_URL``: that Redis,
    which must answer (an error otherwise, never a silent fallback);
 3. nothing configured: Redis on localhost:6379 if it answers, else a private ``redis-server``.
@@ -12,39 +13,30 @@ from __future__ import annotations
 
 import argparse
 import logging
-import os
 import signal
 import sys
 import threading
-from dataclasses import dataclass
-from typing import Optional
-from urllib.parse import urlsplit, urlunsplit
+from typing import Any, Optional
 
 from .. import AuthenticationError, Client, RedisError, RedisLeaderboard, ResponseError
-from .embedded import EmbeddedRedis, EmbeddedRedisError
+from .._redis_server import RedisServer, RedisServerError
+from .._redis_target import (
+    DEFAULT_REDIS_HOST,
+    DEFAULT_REDIS_PORT,
+    MAX_MAX_ENTRIES,
+    SOCKET_TIMEOUT,
+    RedisTarget,
+    add_redis_arguments,
+    connect_configured,
+    ping,
+    port_number,
+)
+from .._redis_target import StartupError as DemoError
 from .server import DemoApp, DemoServer
-from .validation import MAX_MAX_ENTRIES
 
 log = logging.getLogger("redis_leaderboard.demo")
 
-DEFAULT_REDIS_HOST = "localhost"
-DEFAULT_REDIS_PORT = 6379
-SOCKET_TIMEOUT = 3.0  # seconds; a Redis that stops answering gives 503s, not hung requests
 PROBE_CONNECT_TIMEOUT = 1.0
-
-
-class DemoError(Exception):
-    """A startup problem, reported as one line and exit status 1."""
-
-
-def _port(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a port number: {text!r}") from None
-    if not 0 <= value <= 65535:
-        raise argparse.ArgumentTypeError(f"port must be 0-65535, not {value}")
-    return value
 
 
 def _max_entries(text: str) -> int:
@@ -57,42 +49,6 @@ def _max_entries(text: str) -> int:
     return value
 
 
-def _key(text: str) -> str:
-    if not text:
-        raise argparse.ArgumentTypeError("the key must not be empty")
-    return text
-
-
-def add_redis_arguments(
-    parser: argparse.ArgumentParser,
-) -> tuple[argparse._ArgumentGroup, argparse._ArgumentGroup]:
-    """Options naming the Redis and the board (for every command that uses a board); returns
-    the "Redis" and "board" option groups so a command can add its own options to them."""
-    redis = parser.add_argument_group("Redis")
-    redis.add_argument(
-        "--redis-url",
-        metavar="URL",
-        help="redis://[[user]:password@]host[:port][/db] or unix:///path (default: $REDIS_URL)",
-    )
-    redis.add_argument(
-        "--redis-host", metavar="HOST", help=f"Redis host (default: {DEFAULT_REDIS_HOST})"
-    )
-    redis.add_argument(
-        "--redis-port",
-        metavar="PORT",
-        type=_port,
-        help=f"Redis port (default: {DEFAULT_REDIS_PORT})",
-    )
-    board = parser.add_argument_group("board")
-    board.add_argument(
-        "--key",
-        default="leaderboard:demo",
-        type=_key,
-        help="the board's sorted set (default: %(default)s)",
-    )
-    return redis, board
-
-
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The demo's options: the guide's, plus --redis-url, --key and --embedded-redis."""
     web = parser.add_argument_group("web server")
@@ -102,7 +58,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     web.add_argument(
         "--port",
         default=8080,
-        type=_port,
+        type=port_number,
         help="port to listen on, 0 for any free port (default: %(default)s)",
     )
     web.add_argument("--quiet", action="store_true", help="do not log each request")
@@ -122,55 +78,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def redact(url: str) -> str:
-    """``url`` with its password replaced by ``***``, for logs and messages."""
-    try:
-        parts = urlsplit(url)
-        if parts.password is None:
-            return url
-        userinfo = f"{parts.username or ''}:***"
-        host = parts.netloc.rpartition("@")[2]
-        return urlunsplit(parts._replace(netloc=f"{userinfo}@{host}"))
-    except ValueError:
-        return "(unparsable URL)"
-
-
-@dataclass
-class RedisTarget:
-    client: Client
-    description: str
-    embedded: Optional[EmbeddedRedis] = None
-
-    def close(self) -> None:
-        self.client.close()
-        if self.embedded is not None:
-            pid, port = self.embedded.pid, self.embedded.port
-            self.embedded.stop()
-            log.info("Stopped the private redis-server (pid %s, port %s).", pid, port)
-
-
-def _ping(client: Client, where: str) -> None:
-    try:
-        client.ping()
-    except AuthenticationError as exc:
-        client.close()
-        raise DemoError(f"Redis at {where} refused the credentials: {exc}") from None
-    except ResponseError as exc:
-        client.close()
-        raise DemoError(f"Redis at {where} refused PING: {exc}") from None
-    except RedisError as exc:
-        client.close()
-        raise DemoError(f"cannot reach Redis at {where}: {exc}") from None
-
-
 def _start_embedded(reason: str) -> RedisTarget:
     try:
-        embedded = EmbeddedRedis()
-    except EmbeddedRedisError as exc:
-        raise DemoError(f"{reason}, and {exc}") from None
+        embedded = RedisServer(dir_prefix="redis-leaderboard-demo-")
+    except RedisServerError as exc:
+        raise DemoError(
+            f"{reason}, and {exc} or point the demo at a running Redis with --redis-url"
+        ) from None
     try:
         embedded.start()
-    except EmbeddedRedisError as exc:
+    except RedisServerError as exc:
         raise DemoError(f"{reason}, but the private redis-server did not start: {exc}") from None
     log.info(
         "%s: started a private redis-server (pid %s) on %s:%s with its data in %s; "
@@ -189,45 +106,11 @@ def _start_embedded(reason: str) -> RedisTarget:
         client_name="redis-leaderboard-demo",
     )
     try:
-        _ping(client, embedded.url)
+        ping(client, embedded.url)
     except DemoError:
-        embedded.stop()
+        embedded.cleanup()
         raise
     return RedisTarget(client, f"private redis-server at {embedded.url}", embedded)
-
-
-def connect_configured(
-    args: argparse.Namespace,
-    *,
-    client_name: str = "redis-leaderboard-demo",
-    default_host: str = DEFAULT_REDIS_HOST,
-    default_port: int = DEFAULT_REDIS_PORT,
-) -> Optional[RedisTarget]:
-    """The Redis that --redis-url, --redis-host/--redis-port or $REDIS_URL name, answering PING;
-    None if none of them is given."""
-    explicit_host = args.redis_host is not None or args.redis_port is not None
-    if args.redis_url and explicit_host:
-        raise DemoError("give either --redis-url or --redis-host/--redis-port, not both")
-    options = {
-        "socket_timeout": SOCKET_TIMEOUT,
-        "socket_connect_timeout": SOCKET_TIMEOUT,
-        "client_name": client_name,
-    }
-    url = args.redis_url or (None if explicit_host else os.environ.get("REDIS_URL"))
-    if url:
-        try:
-            client = Client.from_url(url, **options)
-        except ValueError as exc:
-            raise DemoError(f"invalid Redis URL {redact(url)}: {exc}") from None
-        _ping(client, redact(url))
-        return RedisTarget(client, redact(url))
-    if explicit_host:
-        host = args.redis_host or default_host
-        port = args.redis_port if args.redis_port is not None else default_port
-        client = Client(host=host, port=port, **options)
-        _ping(client, f"{host}:{port}")
-        return RedisTarget(client, f"redis://{host}:{port}/0")
-    return None
 
 
 def connect(
@@ -247,7 +130,7 @@ def connect(
     target = connect_configured(args, default_host=default_host, default_port=default_port)
     if target is not None:
         return target
-    options = {
+    options: dict[str, Any] = {
         "socket_timeout": SOCKET_TIMEOUT,
         "socket_connect_timeout": SOCKET_TIMEOUT,
         "client_name": "redis-leaderboard-demo",
@@ -278,7 +161,7 @@ def connect(
     return RedisTarget(client, f"redis://{default_host}:{default_port}/0")
 
 
-def serve(server: DemoServer, embedded: Optional[EmbeddedRedis] = None) -> int:
+def serve(server: DemoServer, embedded: Optional[RedisServer] = None) -> int:
     """Serve until SIGINT/SIGTERM/SIGHUP (or the private redis-server dies); 0 when asked to
     stop, 1 if the private server died."""
     stop = threading.Event()

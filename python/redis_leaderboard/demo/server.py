@@ -142,7 +142,7 @@ class DemoApp:
             "around_entries": self.board.get_around_rank(used["around_rank"], used["around_count"]),
             "clamped": {name: used[name] for name in used if used[name] != asked[name]},
         }
-        state = json_safe(state)
+        state = dict(json_safe(state))
         digest = hashlib.sha256(
             json.dumps(state, sort_keys=True, ensure_ascii=True).encode("ascii")
         ).hexdigest()
@@ -256,7 +256,8 @@ class DemoServer(ThreadingHTTPServer):
     @property
     def url(self) -> str:
         host, port = self.server_address[:2]
-        if ":" in str(host):
+        assert isinstance(host, str)  # an AF_INET or AF_INET6 server
+        if ":" in host:
             host = f"[{host}]"
         return f"http://{host}:{port}/"
 

@@ -10,8 +10,9 @@ import math
 import re
 from typing import Any, Mapping, Optional
 
+from .._redis_target import MAX_MAX_ENTRIES as MAX_MAX_ENTRIES  # the form's limit too
+
 MAX_SCORE = 1e15  # integers stay exact in a double up to 2**53 (about 9e15)
-MAX_MAX_ENTRIES = 1_000_000
 MAX_COUNT = 1000
 MAX_RANK = 1_000_000_000
 MAX_USER_ID_CHARS = 200
