@@ -91,24 +91,6 @@ def test_valid_urls(url: str, expected: ClientOptions) -> None:
     assert parse_url(url) == expected
 
 
-# The C++ parser did not percent-decode hosts.
-CPP_URLS = [url for url, _ in VALID_URLS if "%25eth0" not in url]
-
-
-@pytest.mark.skipif(
-    not hasattr(_core.Client, "from_url"), reason="the C++ URL parser has been removed"
-)
-@pytest.mark.parametrize("url", CPP_URLS)
-def test_valid_urls_connect_where_the_cpp_parser_did(url: str) -> None:
-    # While cpp/transport/options.cpp still parses URLs: both parsers agree on every valid URL
-    # (the repr shows the address and the db).
-    ours = redis_leaderboard.Client.from_url(url)
-    theirs = _core.Client.from_url(url)
-    assert repr(ours) == repr(theirs)
-    ours.close()
-    theirs.close()
-
-
 # (url, a regular expression the ValueError's message must match: it names what is wrong)
 BAD_URLS: list[tuple[str, str]] = [
     ("", "must start with redis:// or unix://"),

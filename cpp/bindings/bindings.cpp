@@ -186,17 +186,6 @@ PYBIND11_MODULE(_core, m) {
            "password"_a = py::none(), "socket_timeout"_a = py::none(),
            "socket_connect_timeout"_a = py::none(), "client_name"_a = py::none(),
            "unix_socket_path"_a = py::none(), py::kw_only(), "max_reply_bytes"_a = py::none())
-      .def_static(
-          "from_url",
-          [](const std::string& url, std::optional<double> socket_timeout,
-             std::optional<double> socket_connect_timeout, std::optional<std::string> client_name,
-             std::optional<std::size_t> max_reply_bytes) {
-            return std::make_shared<BlockingClient>(url_options(
-                url, socket_timeout, socket_connect_timeout, client_name, max_reply_bytes));
-          },
-          "url"_a, py::kw_only(), "socket_timeout"_a = py::none(),
-          "socket_connect_timeout"_a = py::none(), "client_name"_a = py::none(),
-          "max_reply_bytes"_a = py::none())
       .def("ping",
            [](BlockingClient& self) {
              py::gil_scoped_release release;
@@ -279,20 +268,6 @@ PYBIND11_MODULE(_core, m) {
            "socket_connect_timeout"_a = py::none(), "client_name"_a = py::none(),
            "unix_socket_path"_a = py::none(), "max_in_flight"_a = 1024, "max_pending"_a = 10000,
            "max_reply_bytes"_a = py::none())
-      .def_static(
-          "from_url",
-          [](const std::string& url, std::optional<double> socket_timeout,
-             std::optional<double> socket_connect_timeout, std::optional<std::string> client_name,
-             std::size_t max_in_flight, std::size_t max_pending,
-             std::optional<std::size_t> max_reply_bytes) {
-            return std::make_unique<AsyncCore>(
-                url_options(url, socket_timeout, socket_connect_timeout, client_name,
-                            max_reply_bytes),
-                max_in_flight, max_pending);
-          },
-          "url"_a, py::kw_only(), "socket_timeout"_a = py::none(),
-          "socket_connect_timeout"_a = py::none(), "client_name"_a = py::none(),
-          "max_in_flight"_a = 1024, "max_pending"_a = 10000, "max_reply_bytes"_a = py::none())
       .def("submit", &AsyncCore::submit, "operation"_a, "loop"_a)
       .def("run_pipelined", &AsyncCore::run_pipelined, "operations"_a, "on_result"_a, "window"_a,
            "loop"_a)

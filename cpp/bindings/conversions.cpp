@@ -367,19 +367,6 @@ ClientOptions client_options(
   return options;
 }
 
-ClientOptions url_options(const std::string& url, std::optional<double> socket_timeout,
-                          std::optional<double> socket_connect_timeout,
-                          std::optional<std::string> client_name,
-                          std::optional<std::size_t> max_reply_bytes) {
-  ClientOptions options = connection::parse_url(url);
-  if (socket_timeout) options.socket_timeout = socket_timeout;
-  if (socket_connect_timeout) options.socket_connect_timeout = socket_connect_timeout;
-  if (client_name) options.client_name = std::move(client_name);
-  if (max_reply_bytes) options.max_reply_bytes = *max_reply_bytes;
-  options.validate();
-  return options;
-}
-
 py::dict stats_dict(const connection::Stats& s) {
   py::dict out;
   out["round_trips"] = s.round_trips;

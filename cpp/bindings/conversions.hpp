@@ -49,12 +49,6 @@ connection::ClientOptions client_options(
     std::optional<double> socket_connect_timeout, std::optional<std::string> client_name,
     std::optional<std::string> unix_socket_path, std::optional<std::size_t> max_reply_bytes);
 
-// A URL's options with the keyword arguments of from_url on top.
-connection::ClientOptions url_options(const std::string& url, std::optional<double> socket_timeout,
-                                      std::optional<double> socket_connect_timeout,
-                                      std::optional<std::string> client_name,
-                                      std::optional<std::size_t> max_reply_bytes);
-
 // ---- C++ -> Python
 py::object to_python(const leaderboard::Result& result);
 py::object reply_to_python(const codec::Reply& reply, bool errors_as_values);

@@ -1,4 +1,5 @@
-// Where and how to connect; shared by every transport.
+// Where and how to connect; shared by every transport. URLs are read in Python
+// (python/redis_leaderboard/options.py), which fills these in.
 #pragma once
 
 #include <cstddef>
@@ -23,9 +24,5 @@ struct ClientOptions {
   std::string address() const;
   void validate() const;  // throws InvalidArgument
 };
-
-// redis://[[username]:password@]host[:port][/db][?db=N], unix://[[username]:password@]/path[?db=N].
-// rediss:// is refused: TLS is not supported yet.
-ClientOptions parse_url(const std::string& url);
 
 }  // namespace rlb::connection

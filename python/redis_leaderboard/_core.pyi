@@ -76,6 +76,10 @@ class Board:
     def get_size(self) -> Operation: ...
     def delete_user(self, user_id: str) -> Operation: ...
     def clear(self) -> Operation: ...
+    def upsert_chunk(self, entries: Iterable[Any], first_index: int = 0) -> Operation:
+        """upsert_many's request for one chunk (validated here; errors name ``first_index + i``)."""
+    def trim_to_max_entries(self, report: int = 1000) -> Operation:
+        """Trim to :attr:`max_entries` in pages; the result lists at most ``report`` ids."""
 
 def ping() -> Operation:
     """The PING operation (True when the server answers)."""
@@ -104,19 +108,6 @@ class AsyncCore:
         max_pending: int = 10000,
         max_reply_bytes: Optional[int] = None,
     ) -> None: ...
-    @staticmethod
-    def from_url(
-        url: str,
-        *,
-        socket_timeout: Optional[float] = None,
-        socket_connect_timeout: Optional[float] = None,
-        client_name: Optional[str] = None,
-        max_in_flight: int = 1024,
-        max_pending: int = 10000,
-        max_reply_bytes: Optional[int] = None,
-    ) -> AsyncCore:
-        """The C++ URL parser, to be removed: use
-        :meth:`redis_leaderboard.asyncio.Client.from_url`."""
     def submit(self, operation: Operation, loop: asyncio.AbstractEventLoop) -> asyncio.Future[Any]:
         """Run ``operation``; returns an asyncio future created on ``loop``."""
     def run_pipelined(
@@ -164,17 +155,6 @@ class Client:
         *,
         max_reply_bytes: Optional[int] = None,
     ) -> None: ...
-    @staticmethod
-    def from_url(
-        url: str,
-        *,
-        socket_timeout: Optional[float] = None,
-        socket_connect_timeout: Optional[float] = None,
-        client_name: Optional[str] = None,
-        max_reply_bytes: Optional[int] = None,
-    ) -> Client:
-        """The C++ URL parser, to be removed: use :meth:`redis_leaderboard.Client.from_url`
-        (:func:`redis_leaderboard.options.parse_url`)."""
     def ping(self) -> bool: ...
     def run(self, operation: Operation) -> Any:
         """Run a :class:`Board` operation and return its result (the guide's shapes)."""
@@ -194,3 +174,43 @@ class Client:
     def close(self) -> None: ...
     def __enter__(self) -> Client: ...
     def __exit__(self, *exc: object) -> None: ...
+
+class ConnectionCore:
+    """The connection core without I/O (for tests): feed it events, bytes and time (seconds on
+    any clock); read what it wants written, closed and completed."""
+
+    def __init__(
+        self,
+        *,
+        username: Optional[str] = None,
+        password: Optional[str] = None,
+        db: int = 0,
+        client_name: Optional[str] = None,
+        socket_timeout: Optional[float] = None,
+        max_reply_bytes: Optional[int] = None,
+        max_in_flight: int = 1024,
+    ) -> None: ...
+    def submit(self, id: int, operation: Operation, started: float = 0.0) -> None: ...
+    def submit_raw(self, id: int, wire: bytes, count: int, started: float = 0.0) -> None: ...
+    def cancel(self, id: int) -> None: ...
+    def connected(self, now: float) -> None: ...
+    def connect_failed(self, message: str) -> None: ...
+    def received(self, data: bytes, now: float) -> None: ...
+    def wrote(self) -> None: ...
+    def lost(self, message: str, now: float) -> None: ...
+    def tick(self, now: float) -> None: ...
+    def abort(self, message: str) -> None: ...
+    def take_write(self) -> bytes: ...
+    def take_close(self) -> bool: ...
+    def take_completions(self) -> list[tuple[int, Any]]:
+        """``(id, result)`` for each request finished since the last call: the operation's
+        result, a raw request's replies, or an exception instance."""
+    @property
+    def next_deadline(self) -> Optional[float]: ...
+    @property
+    def is_connected(self) -> bool: ...
+    @property
+    def wants_connection(self) -> bool: ...
+    @property
+    def outstanding(self) -> int: ...
+    def stats(self) -> dict[str, int]: ...
