@@ -30,7 +30,12 @@ class AsyncCore {
         outbox_(std::make_shared<Outbox>(Outbox{client_, {}})),
         flush_(py::cpp_function([outbox = std::weak_ptr<Outbox>(outbox_)] {
           if (auto alive = outbox.lock()) alive->flush();
-        })) {}
+        })),
+        paged_(std::make_shared<PagedCalls>(PagedCalls{client_, {}})),
+        on_paged_done_(
+            py::cpp_function([paged = std::weak_ptr<PagedCalls>(paged_)](py::handle future) {
+              if (auto alive = paged.lock()) alive->done(future);
+            })) {}
 
   // Runs `operation` (a Python Operation); the returned future gets its result.
   py::object submit(py::object operation, py::handle loop) {
@@ -45,11 +50,8 @@ class AsyncCore {
     const std::uint64_t id = next_id_++;
     if (taken->paged()) {
       // Pages run on the I/O thread: a cancelled call must stop them there.
-      future.attr("add_done_callback")(py::cpp_function(
-          [client = std::weak_ptr<transport::MultiplexedClient>(client_), id](py::handle done) {
-            auto alive = client.lock();
-            if (alive && done.attr("cancelled")().cast<bool>()) alive->cancel(id);
-          }));
+      paged_->ids.emplace(future.ptr(), id);
+      future.attr("add_done_callback")(on_paged_done_);
     }
     const auto now = transport::Clock::now();
     pending_.emplace(id, Pending{future, nullptr});
@@ -179,6 +181,22 @@ class AsyncCore {
     transport::Clock::time_point started;  // when the call was made
   };
 
+  // The futures of paged calls (list_all, clear, set_max_entries) and their ids: one callback,
+  // made once, tells the transport when such a call is cancelled.
+  struct PagedCalls {
+    std::weak_ptr<transport::MultiplexedClient> client;
+    std::unordered_map<PyObject*, std::uint64_t> ids;  // a future is alive until its callback
+
+    void done(py::handle future) {
+      auto it = ids.find(future.ptr());
+      if (it == ids.end()) return;
+      const std::uint64_t id = it->second;
+      ids.erase(it);
+      auto alive = client.lock();
+      if (alive && future.attr("cancelled")().cast<bool>()) alive->cancel(id);
+    }
+  };
+
   // Requests made during one turn of the event loop go to the I/O thread together, at the end
   // of the turn: one wake-up of the I/O thread per turn, not one per request.
   struct Outbox {
@@ -278,9 +296,11 @@ class AsyncCore {
   const std::size_t max_pending_;
   std::unordered_map<std::uint64_t, Pending> pending_;
   std::shared_ptr<Outbox> outbox_;
-  py::object flush_;      // calls outbox_->flush(); holds no reference to this object
-  py::object loop_;       // the event loop of the last submit
-  py::object call_soon_;  // loop_.call_soon
+  py::object flush_;  // calls outbox_->flush(); holds no reference to this object
+  std::shared_ptr<PagedCalls> paged_;
+  py::object on_paged_done_;  // calls paged_->done(future)
+  py::object loop_;           // the event loop of the last submit
+  py::object call_soon_;      // loop_.call_soon
   std::deque<Deferred> deferred_;
   std::size_t in_transport_ = 0;
   std::uint64_t next_id_ = 1;
