@@ -84,8 +84,7 @@ PYBIND11_MODULE(_core, m) {
                           leaderboard::parse_order(option_arg(order, "order")),
                           leaderboard::parse_ties(option_arg(ties, "ties")));
            }),
-           "key"_a, "max_entries"_a, py::kw_only(), "order"_a = "desc",
-           "ties"_a = "lexicographic")
+           "key"_a, "max_entries"_a, py::kw_only(), "order"_a = "desc", "ties"_a = "lexicographic")
       .def_property_readonly("key", &Board::key)
       .def_property_readonly("max_entries", &Board::max_entries)
       .def_property_readonly("order",
@@ -95,8 +94,8 @@ PYBIND11_MODULE(_core, m) {
       .def_property_readonly("options_checked", &Board::options_checked)
       .def(
           "submit",
-          [option_arg](const Board& self, py::handle user_id, py::handle score,
-                       py::handle metadata, py::handle mode) {
+          [option_arg](const Board& self, py::handle user_id, py::handle score, py::handle metadata,
+                       py::handle mode) {
             auto parsed = leaderboard::parse_write_mode(option_arg(mode, "mode"));
             return wrap(self.submit(user_id_arg(user_id), number_arg(score, "score"),
                                     metadata_arg(metadata), parsed));

@@ -124,8 +124,8 @@ void append_entries(Reply& flat, long long first_rank, std::vector<Entry>& out,
   }
   for (std::size_t i = 0; i < flat.elements.size(); i += 3) {
     Entry entry;
-    entry.rank = ranks ? parse_rank(ranks->elements[i / 3]) + 1
-                       : first_rank + static_cast<long long>(i / 3);
+    entry.rank =
+        ranks ? parse_rank(ranks->elements[i / 3]) + 1 : first_rank + static_cast<long long>(i / 3);
     entry.user_id = take_string(flat.elements[i]);
     entry.score = parse_score(flat.elements[i + 1]);
     entry.metadata = parse_metadata(flat.elements[i + 2]);
@@ -261,10 +261,10 @@ class Trim final : public Operation {
   std::vector<Command> next() override {
     long long wanted =
         report_ ? *report_ - static_cast<long long>(summary_.user_ids.size()) : Board::kPageSize;
-    return {script_call(scripts::trim, keys_,
-                        id_->with_options({prefix_, std::to_string(max_entries_),
-                                           std::to_string(Board::kPageSize),
-                                           std::to_string(std::max(0LL, wanted))}))};
+    return {script_call(
+        scripts::trim, keys_,
+        id_->with_options({prefix_, std::to_string(max_entries_), std::to_string(Board::kPageSize),
+                           std::to_string(std::max(0LL, wanted))}))};
   }
   bool feed(std::vector<Reply>& replies) override {
     auto& reply = replies.at(0);
@@ -365,9 +365,8 @@ Ties parse_ties(std::string_view name) {
   if (name == "first") return Ties::First;
   if (name == "competition") return Ties::Competition;
   if (name == "dense") return Ties::Dense;
-  throw InvalidArgument(
-      "ties must be 'lexicographic', 'first', 'competition' or 'dense', not '" +
-      std::string(name) + "'");
+  throw InvalidArgument("ties must be 'lexicographic', 'first', 'competition' or 'dense', not '" +
+                        std::string(name) + "'");
 }
 
 WriteMode parse_write_mode(std::string_view name) {
@@ -420,7 +419,8 @@ void Board::Identity::accept(const Reply& reply) {
     return recorded.substr(at, recorded.find(' ', at) - at);
   };
   throw InvalidArgument("leaderboard '" + key + "' has order='" + field("order") + "', ties='" +
-                        field("ties") + "' (recorded in Redis); this client opened it with order='" +
+                        field("ties") +
+                        "' (recorded in Redis); this client opened it with order='" +
                         name_of(order) + "', ties='" + name_of(ties) + "'");
 }
 
@@ -465,7 +465,7 @@ std::unique_ptr<Operation> Board::write(WriteMode mode, std::string user_id, dou
                                         Metadata metadata, bool submit) const {
   require_user_id(user_id);
   const bool increment = mode == WriteMode::Incr;
-  require_finite(number, increment ? "amount" : "score");
+  require_finite(number, increment && !submit ? "amount" : "score");
 
   // "<mode>", or "<mode> <order> <ties> <reply>" (see write.lua).
   std::string spec = name_of(mode);
@@ -501,8 +501,8 @@ std::unique_ptr<Operation> Board::write(WriteMode mode, std::string user_id, dou
     };
     return std::make_unique<SingleCall>("submit", std::move(command), std::move(parse), id_);
   }
-  auto parse = [user_id = std::move(user_id), sent = std::move(metadata)](Reply& reply) mutable
-      -> Result {
+  auto parse = [user_id = std::move(user_id),
+                sent = std::move(metadata)](Reply& reply) mutable -> Result {
     parse_array(reply, 2);
     auto& parts = reply.elements;
     WriteResult result;
@@ -539,15 +539,14 @@ std::unique_ptr<Operation> Board::submit(std::string user_id, double score, Meta
 
 std::unique_ptr<Operation> Board::set_max_entries(long long max_entries) const {
   max_entries = require_at_least_one(max_entries, "max_entries");
-  return std::make_unique<Trim>(id_, script_keys({}), metadata_prefix(), max_entries,
-                                std::nullopt);
+  return std::make_unique<Trim>(id_, script_keys({}), metadata_prefix(), max_entries, std::nullopt);
 }
 
 std::unique_ptr<Operation> Board::get_top(long long count) const {
   count = require_at_least_one(count, "count");
-  Command command = script_call(
-      scripts::window, script_keys({}),
-      id_->with_options({metadata_prefix(), "top", "0", std::to_string(count)}));
+  Command command =
+      script_call(scripts::window, script_keys({}),
+                  id_->with_options({metadata_prefix(), "top", "0", std::to_string(count)}));
   return std::make_unique<SingleCall>(
       "get_top", std::move(command),
       [](Reply& reply) -> Result {
@@ -561,10 +560,9 @@ std::unique_ptr<Operation> Board::get_top(long long count) const {
 std::unique_ptr<Operation> Board::get_around_rank(long long rank, long long count) const {
   rank = require_at_least_one(rank, "rank");
   count = require_at_least_one(count, "count");
-  Command command = script_call(
-      scripts::window, script_keys({}),
-      id_->with_options(
-          {metadata_prefix(), "around", std::to_string(rank), std::to_string(count)}));
+  Command command = script_call(scripts::window, script_keys({}),
+                                id_->with_options({metadata_prefix(), "around",
+                                                   std::to_string(rank), std::to_string(count)}));
   return std::make_unique<SingleCall>(
       "get_around_rank", std::move(command),
       [](Reply& reply) -> Result {

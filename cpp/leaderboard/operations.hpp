@@ -44,9 +44,9 @@ struct WriteResult {
 // is empty, the hash having gone with it), what it replaced, and who the write trimmed.
 struct SubmitResult {
   Entry entry;
-  std::optional<double> previous_score;     // none if the user was new
-  std::optional<long long> previous_rank;   // 1-based, under the board's tie rule
-  bool changed = false;                     // the stored score changed
+  std::optional<double> previous_score;    // none if the user was new
+  std::optional<long long> previous_rank;  // 1-based, under the board's tie rule
+  bool changed = false;                    // the stored score changed
   std::vector<std::string> trimmed_user_ids;
 };
 
@@ -65,10 +65,9 @@ struct BatchEntry {
 
 struct None {};
 
-using Result =
-    std::variant<None, bool, long long, std::optional<long long>, Metadata, std::optional<Entry>,
-                 std::vector<Entry>, WriteResult, std::vector<std::string>, TrimSummary,
-                 SubmitResult>;
+using Result = std::variant<None, bool, long long, std::optional<long long>, Metadata,
+                            std::optional<Entry>, std::vector<Entry>, WriteResult,
+                            std::vector<std::string>, TrimSummary, SubmitResult>;
 
 // A board's ranking rules (see README, "Ranking rules"). Order: which scores are better. Ties:
 // how equal scores rank: Redis's member order (lexicographic), the earlier achiever first

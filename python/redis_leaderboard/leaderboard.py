@@ -340,7 +340,11 @@ class RedisLeaderboard(BoardBase):
                 progress(written)
 
         try:
-            self.redis.run_pipelined(operations, on_chunk, CHUNKS_IN_FLIGHT)
+            if self.order == "desc" and self.ties == "lexicographic":
+                self.redis.run_pipelined(operations, on_chunk, CHUNKS_IN_FLIGHT)
+            else:  # script chunks (bulk.lua): one at a time, each may need its NOSCRIPT retry
+                for operation in operations:
+                    on_chunk(self._run(operation))
         except Exception as error:
             if operations.started:
                 try:
