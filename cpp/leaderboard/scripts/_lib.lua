@@ -82,33 +82,39 @@ end
 -- suffix after "<board>:" that is not "user:...", so none is a metadata hash.
 local KEY_WIDTH = 16  -- digits of an achievement key
 
+-- Helpers only boards with options use are defined on demand (define_option_helpers, called by
+-- board_spec), so a default board's scripts do not create their closures on every call.
+local check_option_keys, count_better, achievement_key, ranked_member, window_ranks, call_sliced
+local forget, store_score
+local define_option_helpers
+
 -- The board, its options `order` and `ties` (nil: the default), its option keys from KEYS[k]
 -- on. b.ranked is the set whose order is the board's positions: the achievement set for
 -- 'first', else the board itself.
 local function board_spec(board, k, order, ties)
-  local b = {board = board, order = order or 'desc', ties = ties or 'lexicographic',
-    options = KEYS[k]}
-  b.desc = b.order == 'desc'
-  b.default = b.desc and b.ties == 'lexicographic'
-  b.ranked = board
-  if b.ties == 'first' then
-    b.first, b.first_keys = KEYS[k + 1], KEYS[k + 2]
-    b.ranked = b.first
-  elseif b.ties == 'dense' then
-    b.dense = KEYS[k + 1]
+  if not order then  -- the default board: one table constructor, sized once
+    return {board = board, order = 'desc', ties = 'lexicographic', options = KEYS[k],
+      desc = true, default = true, ranked = board, shared = false, position_command = 'ZREVRANK'}
   end
-  b.shared = b.ties == 'competition' or b.ties == 'dense'  -- equal scores share a rank
-  b.position_command = b.desc and 'ZREVRANK' or 'ZRANK'
+  local desc, first, dense = order == 'desc', ties == 'first', ties == 'dense'
+  local b = {board = board, order = order, ties = ties, options = KEYS[k], desc = desc,
+    default = desc and ties == 'lexicographic', ranked = first and KEYS[k + 1] or board,
+    first = first and KEYS[k + 1] or nil, first_keys = first and KEYS[k + 2] or nil,
+    dense = dense and KEYS[k + 1] or nil, shared = dense or ties == 'competition',
+    position_command = desc and 'ZREVRANK' or 'ZRANK'}
+  if not b.default then define_option_helpers() end
   return b
 end
 
--- The board's recorded options against the caller's, before anything is written. Returns
+-- The board's recorded options against the caller's, before anything is written (the caller
+-- may say it already checked its permission to run HGETALL: the options hash is a declared
+-- key, so Redis checked the key before the script ran). Returns
 -- nil, whether a write must record the caller's options (a new board with non-default ones),
 -- and the last achievement number; or the reply the script must return: an error reply, or the
 -- status 'OPTIONS order=<o> ties=<t>' naming the board's options (the client raises
 -- ValueError). A board without a record has the default options.
-local function check_options(b)
-  local err = check_acl('HGETALL', b.options)
+local function check_options(b, hgetall_checked)
+  local err = not hgetall_checked and check_acl('HGETALL', b.options)
   if err then return err end
   local recorded = redis.pcall('HGETALL', b.options)
   if recorded.err then return recorded end
@@ -130,28 +136,6 @@ local function check_options(b)
   return redis.status_reply('OPTIONS order=' .. order .. ' ties=' .. tostring(ties))
 end
 
--- nil, or the first error of the checks on an option board's own keys before a write: their
--- types, and the caller's permissions for the commands a write may run on them.
-local function check_option_keys(b)
-  if b.default then return nil end
-  local err = check_type(b.options, 'hash') or check_acl('HSET', b.options, 'order', b.order)
-    or check_acl('ZCOUNT', b.board, '0', '0') or check_acl('ZREM', b.board, 'x')
-    or check_acl(b.position_command, b.board, 'x')
-  if err then return err end
-  if b.first then
-    return check_type(b.first, 'zset') or check_type(b.first_keys, 'hash')
-      or check_acl('ZADD', b.first, '0', 'x') or check_acl('ZREM', b.first, 'x')
-      or check_acl('ZRANGE', b.first, '0', '0') or check_acl('ZREMRANGEBYRANK', b.first, '0', '0')
-      or check_acl(b.position_command, b.first, 'x') or check_acl('HGET', b.first_keys, 'x')
-      or check_acl('HSET', b.first_keys, 'x', 'x') or check_acl('HDEL', b.first_keys, 'x')
-  end
-  if b.dense then
-    return check_type(b.dense, 'zset') or check_acl('ZADD', b.dense, '0', 'x')
-      or check_acl('ZREM', b.dense, 'x') or check_acl('ZCOUNT', b.dense, '0', '0')
-  end
-  return nil
-end
-
 -- A score's text: exact (round-trips), and one text for 0 and -0 (the distinct scores of
 -- 'dense' are members, and -0 == 0).
 local function score_text(x)
@@ -165,52 +149,13 @@ local function better(b, x, y)
   return x < y
 end
 
--- How many members of `set` have a score strictly better than x: O(log N).
-local function count_better(b, set, x)
-  if b.desc then return redis.call('ZCOUNT', set, '(' .. score_text(x), '+inf') end
-  return redis.call('ZCOUNT', set, '-inf', '(' .. score_text(x))
-end
-
--- The achievement key of achievement number `seq`: fixed width, so within equal scores the
--- members of the achievement set order by it; reversed for 'desc', whose reads go in reverse
--- member order, so the earlier achiever always comes first.
-local function achievement_key(b, seq)
-  if b.desc then seq = 9007199254740991 - seq end
-  return string.format('%016.0f', seq)
-end
-
--- The user's member in the ranked set (nil if it is not on the board).
-local function ranked_member(b, user_id)
-  if not b.first then return user_id end
-  local key = redis.call('HGET', b.first_keys, user_id)
-  return key and key .. user_id
-end
-
 -- The zero-based rank of a user on the board with score `score` (a number), under the board's
 -- tie rule: its position (lexicographic, first), the entries strictly better (competition), the
 -- distinct scores strictly better (dense). Every rule is one O(log N) command.
 local function rank_of(b, user_id, score)
   if b.ties == 'competition' then return count_better(b, b.board, score) end
   if b.ties == 'dense' then return count_better(b, b.dense, score) end
-  return redis.call(b.position_command, b.ranked, ranked_member(b, user_id))
-end
-
--- The zero-based ranks of a window of the ranked set (ZRANGE ... WITHSCORES, best first) that
--- starts at position `start`, for the rules where equal scores share a rank: one count for the
--- first entry, then each entry's rank follows from its predecessor's.
-local function window_ranks(b, ranged, start)
-  local ranks, previous, rank = {}, nil, 0
-  for i = 1, #ranged, 2 do
-    local score = tonumber(ranged[i + 1])
-    if previous == nil then
-      rank = rank_of(b, nil, score)
-    elseif score ~= previous then
-      if b.ties == 'competition' then rank = start + (i - 1) / 2 else rank = rank + 1 end
-    end
-    ranks[#ranks + 1] = rank
-    previous = score
-  end
-  return ranks
+  return redis.call(b.position_command, b.ranked, b.first and ranked_member(b, user_id) or user_id)
 end
 
 -- Positions start..stop of the ranked set, best first, WITHSCORES.
@@ -250,31 +195,6 @@ local function worse(b, score_a, member_a, score_b, member_b)
   return #member_a < #member_b
 end
 
--- Calls `command` on `key` with `args`, in slices (unpack() is limited by Lua's C stack).
-local function call_sliced(command, key, args)
-  for i = 1, #args, 1000 do
-    redis.call(command, key, unpack(args, i, math.min(i + 999, #args)))
-  end
-end
-
--- After users left the ranked set: their other traces (the board itself and the achievement
--- index for 'first'; for 'dense', each of their scores no one else holds any more).
-local function forget(b, user_ids, scores)
-  if b.first then
-    call_sliced('ZREM', b.board, user_ids)
-    call_sliced('HDEL', b.first_keys, user_ids)
-  elseif b.dense then
-    local last
-    for _, text in ipairs(scores) do
-      local score = tonumber(text)
-      if score ~= last and redis.call('ZCOUNT', b.board, text, text) == 0 then
-        redis.call('ZREM', b.dense, score_text(score))
-      end
-      last = score
-    end
-  end
-end
-
 -- The checks before removing `user_ids`, the worst entries of the board, and their metadata.
 local function check_remove_worst(b, prefix, user_ids)
   if #user_ids == 0 then return nil end
@@ -291,29 +211,116 @@ local function remove_worst(b, prefix, user_ids, scores)
   else
     redis.call('ZREMRANGEBYRANK', b.ranked, -n, -1)
   end
-  forget(b, user_ids, scores)
+  if not b.default then forget(b, user_ids, scores) end
   unlink_metadata(prefix, user_ids)
 end
 
--- An option board's write of a user's new score (`command` 'ZADD' or 'ZINCRBY' with `number`;
--- `score` the resulting number, `old` the previous one or nil), with its traces in the option
--- keys; `seq` is the next achievement number ('first'). Returns the stored score's text.
-local function store_score(b, user_id, command, number, score, old, seq)
-  local stored = redis.call(command, b.board, number, user_id)
-  if command == 'ZADD' then stored = number end
-  if b.first then
+define_option_helpers = function()
+  -- nil, or the first error of the checks on an option board's own keys before a write: their
+  -- types, and the caller's permissions for the commands a write may run on them.
+  function check_option_keys(b)
+    local err = check_type(b.options, 'hash') or check_acl('HSET', b.options, 'order', b.order)
+      or check_acl('ZCOUNT', b.board, '0', '0') or check_acl('ZREM', b.board, 'x')
+      or check_acl(b.position_command, b.board, 'x')
+    if err then return err end
+    if b.first then
+      return check_type(b.first, 'zset') or check_type(b.first_keys, 'hash')
+        or check_acl('ZADD', b.first, '0', 'x') or check_acl('ZREM', b.first, 'x')
+        or check_acl('ZRANGE', b.first, '0', '0') or check_acl('ZREMRANGEBYRANK', b.first, '0', '0')
+        or check_acl(b.position_command, b.first, 'x') or check_acl('HGET', b.first_keys, 'x')
+        or check_acl('HSET', b.first_keys, 'x', 'x') or check_acl('HDEL', b.first_keys, 'x')
+    end
+    if b.dense then
+      return check_type(b.dense, 'zset') or check_acl('ZADD', b.dense, '0', 'x')
+        or check_acl('ZREM', b.dense, 'x') or check_acl('ZCOUNT', b.dense, '0', '0')
+    end
+    return nil
+  end
+
+  -- How many members of `set` have a score strictly better than x: O(log N).
+  function count_better(b, set, x)
+    if b.desc then return redis.call('ZCOUNT', set, '(' .. score_text(x), '+inf') end
+    return redis.call('ZCOUNT', set, '-inf', '(' .. score_text(x))
+  end
+
+  -- The achievement key of achievement number `seq`: fixed width, so within equal scores the
+  -- members of the achievement set order by it; reversed for 'desc', whose reads go in reverse
+  -- member order, so the earlier achiever always comes first.
+  function achievement_key(b, seq)
+    if b.desc then seq = 9007199254740991 - seq end
+    return string.format('%016.0f', seq)
+  end
+
+  -- The user's member in the ranked set (nil if it is not on the board).
+  function ranked_member(b, user_id)
+    if not b.first then return user_id end
     local key = redis.call('HGET', b.first_keys, user_id)
-    if key then redis.call('ZREM', b.first, key .. user_id) end
-    key = achievement_key(b, seq)
-    redis.call('ZADD', b.first, stored, key .. user_id)
-    redis.call('HSET', b.first_keys, user_id, key)
-    redis.call('HSET', b.options, 'seq', seq)
-  elseif b.dense then
-    local text = score_text(score)
-    redis.call('ZADD', b.dense, text, text)
-    if old and redis.call('ZCOUNT', b.board, score_text(old), score_text(old)) == 0 then
-      redis.call('ZREM', b.dense, score_text(old))
+    return key and key .. user_id
+  end
+
+  -- The zero-based ranks of a window of the ranked set (ZRANGE ... WITHSCORES, best first) that
+  -- starts at position `start`, for the rules where equal scores share a rank: one count for the
+  -- first entry, then each entry's rank follows from its predecessor's.
+  function window_ranks(b, ranged, start)
+    local ranks, previous, rank = {}, nil, 0
+    for i = 1, #ranged, 2 do
+      local score = tonumber(ranged[i + 1])
+      if previous == nil then
+        rank = rank_of(b, nil, score)
+      elseif score ~= previous then
+        if b.ties == 'competition' then rank = start + (i - 1) / 2 else rank = rank + 1 end
+      end
+      ranks[#ranks + 1] = rank
+      previous = score
+    end
+    return ranks
+  end
+
+  -- Calls `command` on `key` with `args`, in slices (unpack() is limited by Lua's C stack).
+  function call_sliced(command, key, args)
+    for i = 1, #args, 1000 do
+      redis.call(command, key, unpack(args, i, math.min(i + 999, #args)))
     end
   end
-  return stored
+
+  -- After users left the ranked set: their other traces (the board itself and the achievement
+  -- index for 'first'; for 'dense', each of their scores no one else holds any more).
+  function forget(b, user_ids, scores)
+    if b.first then
+      call_sliced('ZREM', b.board, user_ids)
+      call_sliced('HDEL', b.first_keys, user_ids)
+    elseif b.dense then
+      local last
+      for _, text in ipairs(scores) do
+        local score = tonumber(text)
+        if score ~= last and redis.call('ZCOUNT', b.board, text, text) == 0 then
+          redis.call('ZREM', b.dense, score_text(score))
+        end
+        last = score
+      end
+    end
+  end
+
+  -- An option board's write of a user's new score (`command` 'ZADD' or 'ZINCRBY' with `number`;
+  -- `score` the resulting number, `old` the previous one or nil), with its traces in the option
+  -- keys; `seq` is the next achievement number ('first'). Returns the stored score's text.
+  function store_score(b, user_id, command, number, score, old, seq)
+    local stored = redis.call(command, b.board, number, user_id)
+    if command == 'ZADD' then stored = number end
+    if b.first then
+      local key = redis.call('HGET', b.first_keys, user_id)
+      if key then redis.call('ZREM', b.first, key .. user_id) end
+      key = achievement_key(b, seq)
+      redis.call('ZADD', b.first, stored, key .. user_id)
+      redis.call('HSET', b.first_keys, user_id, key)
+      redis.call('HSET', b.options, 'seq', seq)
+    elseif b.dense then
+      local text = score_text(score)
+      redis.call('ZADD', b.dense, text, text)
+      if old and redis.call('ZCOUNT', b.board, score_text(old), score_text(old)) == 0 then
+        redis.call('ZREM', b.dense, score_text(old))
+      end
+    end
+    return stored
+  end
 end

@@ -9,7 +9,7 @@ local board = KEYS[1]
 local b = board_spec(board, 2, ARGV[1], ARGV[2])
 local first_user_key = b.first and 5 or (b.dense and 4 or 3)
 local err = check_acl('ZSCORE', board, 'x') or check_acl('ZADD', board, '0', 'x')
-  or check_type(board, 'zset') or check_option_keys(b)
+  or check_type(board, 'zset') or (not b.default and check_option_keys(b))
 if err then return err end
 local entries, i, k = {}, 3, first_user_key
 while i <= #ARGV do

@@ -7,7 +7,7 @@
 local board, prefix = KEYS[1], ARGV[1]
 local b = board_spec(board, 2, ARGV[3], ARGV[4])
 local err = check_acl('ZCARD', board) or check_acl('ZRANGE', b.ranked, '0', '0')
-  or check_type(board, 'zset') or check_option_keys(b)
+  or check_type(board, 'zset') or (not b.default and check_option_keys(b))
   or (not b.default and check_acl('UNLINK', b.options))
 if err then return err end
 err = check_options(b)

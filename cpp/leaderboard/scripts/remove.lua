@@ -3,13 +3,13 @@
 -- the board, as the guide's delete_user). Only deletes, so it runs when the server is out of
 -- memory (allow-oom) and frees it.
 -- KEYS: board, the user's metadata hash, then the option keys (see board_spec in _lib.lua).
--- ARGV: user_id, then on a board with
--- options: order, ties.
+-- ARGV: user_id, then on a board with options: order, ties.
 -- Returns 1 if the user was on the board, else 0.
 local board, user_key, user_id = KEYS[1], KEYS[2], ARGV[1]
 local b = board_spec(board, 3, ARGV[2], ARGV[3])
 local err = check_acl('ZREM', board, user_id) or check_acl('UNLINK', user_key)
-  or check_type(board, 'zset') or check_type(user_key, 'hash') or check_option_keys(b)
+  or check_type(board, 'zset') or check_type(user_key, 'hash')
+  or (not b.default and check_option_keys(b))
   or (not b.default and check_acl('ZSCORE', board, user_id))
 if err then return err end
 err = check_options(b)

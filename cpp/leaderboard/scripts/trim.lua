@@ -3,14 +3,13 @@
 -- `limit` entries per call so a large trim never blocks the server for long. Only deletes, so
 -- it runs when the server is out of memory (allow-oom).
 -- KEYS: board, then the option keys (see board_spec in _lib.lua). ARGV: metadata prefix,
--- max_entries, limit, how many trimmed ids to return, then on a board with
--- options: order, ties.
+-- max_entries, limit, how many trimmed ids to return, then on a board with options: order, ties.
 -- Returns {entries still over the limit, entries trimmed, the first trimmed ids (worst first)}.
 local board, prefix = KEYS[1], ARGV[1]
 local max_entries = tonumber(ARGV[2])
 local b = board_spec(board, 2, ARGV[5], ARGV[6])
 local err = check_acl('ZCARD', board) or check_acl('ZRANGE', b.ranked, '0', '0')
-  or check_type(board, 'zset') or check_option_keys(b)
+  or check_type(board, 'zset') or (not b.default and check_option_keys(b))
 if err then return err end
 err = check_options(b)
 if err then return err end

@@ -2,10 +2,11 @@
 -- get_top / get_around_rank / a page of list_all: a rank window with each entry's metadata.
 -- A read (no-writes): it runs when the server is out of memory and on read-only replicas.
 -- KEYS: board, then the option keys (see board_spec in _lib.lua). ARGV: metadata prefix,
--- 'top' | 'range' | 'around', start (0-based) or rank, count, then on a board with options: order, ties. 'around' centres the
--- window on the 1-based position and clamps it to the board, as the guide. Returns {start, board
--- size (-1 for 'top', which needs none), {user_id, score, {field, value, ...}, ...}}, and for
--- ties where equal scores share a rank (competition, dense) the entries' zero-based ranks.
+-- 'top' | 'range' | 'around', start (0-based) or rank, count, then on a board with options:
+-- order, ties. 'around' centres the window on the 1-based position and clamps it to the board,
+-- as the guide. Returns {start, board size (-1 for 'top', which needs none), {user_id, score,
+-- {field, value, ...}, ...}}, and for ties where equal scores share a rank (competition, dense)
+-- the entries' zero-based ranks.
 local board, mode = KEYS[1], ARGV[2]
 local b = board_spec(board, 2, ARGV[5], ARGV[6])
 local count = tonumber(ARGV[4])

@@ -10,8 +10,11 @@
 -- {trimmed_ids, score, rank or nil, {field, value, ...}, previous score or nil, previous rank or
 -- nil, 1 if the stored score changed else 0}.
 local board, user_key = KEYS[1], KEYS[2]
-local spec = {}
-for word in string.gmatch(ARGV[1], '%S+') do spec[#spec + 1] = word end
+local spec = {ARGV[1]}  -- the guide's methods on a default board: the mode alone
+if string.find(ARGV[1], ' ', 1, true) then
+  spec = {}
+  for word in string.gmatch(ARGV[1], '%S+') do spec[#spec + 1] = word end
+end
 local mode, number, user_id = spec[1], ARGV[2], ARGV[3]
 local max_entries = tonumber(ARGV[4])
 local prefix = string.sub(user_key, 1, #user_key - #user_id)  -- "<board>:user:"
@@ -26,10 +29,10 @@ local err = check_acl(mode == 'incr' and 'ZINCRBY' or 'ZADD', board, number, use
   or check_acl('ZSCORE', board, user_id) or check_acl('ZCARD', board)
   or check_acl('ZRANGE', b.ranked, '0', '0') or check_acl(b.position_command, board, user_id)
   or check_acl('HGETALL', user_key) or check_type(board, 'zset') or check_type(user_key, 'hash')
-  or check_option_keys(b)
+  or (not b.default and check_option_keys(b))
 if err then return err end
 local record, seq
-err, record, seq = check_options(b)
+err, record, seq = check_options(b, true)
 if err then return err end
 
 local old_text = redis.call('ZSCORE', board, user_id)
