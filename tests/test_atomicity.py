@@ -424,10 +424,11 @@ def test_a_denied_command_changes_nothing(
 @pytest.mark.parametrize("kind", KINDS)
 def test_a_denied_key_changes_nothing(acl: tuple, kind: str) -> None:
     # Every key of the board but a's metadata hash, which is read-only: a write that would trim
-    # a raises before writing.
+    # a raises before writing. (Every script declares the options hash f"{key}:options", read
+    # to refuse a board recorded with other options, though a default board never creates it.)
     server, admin, key = acl
     fill(admin, key)
-    rule = [*minimal_rule(f"~{key}"), f"~{key}:user:[bcd]", f"%R~{key}:user:a"]
+    rule = [*minimal_rule(f"~{key}"), f"~{key}:options", f"~{key}:user:[bcd]", f"%R~{key}:user:a"]
     user = make_user(admin, f"keys-{kind}", rule)
     for method, args, denied in [
         ("upsert_user", ("c", 30, {"name": "C"}), "'UNLINK' command or to access its key"),

@@ -197,11 +197,13 @@ def test_get_top_request_is_one_evalsha_on_the_board_key() -> None:
     args = parse_request(op.request())
     assert args[0] == b"EVALSHA"
     assert is_sha(args[1])
-    assert args[2:4] == [b"1", b"lb"]  # one key: the board
-    assert b"3" in args[4:]
+    # Two keys: the board, and its options hash (read to refuse a board recorded with other
+    # options; a default board never creates it).
+    assert args[2:5] == [b"2", b"lb", b"lb:options"]
+    assert b"3" in args[5:]
     # The same script for every board and count; only arguments differ.
     other = parse_request(Board("{other}", 100).get_top(7).request())
-    assert other[:4] == [b"EVALSHA", args[1], b"1", b"{other}"]
+    assert other[:5] == [b"EVALSHA", args[1], b"2", b"{other}", b"{other}:options"]
 
 
 def test_user_requests_name_the_metadata_hash_as_a_key() -> None:
@@ -213,8 +215,13 @@ def test_user_requests_name_the_metadata_hash_as_a_key() -> None:
         args = parse_request(op.request())
         assert args[0] == b"EVALSHA", op.name
         assert is_sha(args[1]), op.name
-        # Both keys declared: the board and f"{key}:user:{user_id}".
-        assert args[2:5] == [b"2", b"{lb}:season 1", "{lb}:season 1:user:ü:1".encode()], op.name
+        # Every key declared: the board, f"{key}:user:{user_id}", f"{key}:options".
+        assert args[2:6] == [
+            b"3",
+            b"{lb}:season 1",
+            "{lb}:season 1:user:ü:1".encode(),
+            b"{lb}:season 1:options",
+        ], op.name
 
 
 def test_user_entry_and_delete_are_one_script_call_each() -> None:
@@ -228,9 +235,10 @@ def test_user_entry_and_delete_are_one_script_call_each() -> None:
         assert is_sha(args[1]), op.name
         shas.add(args[1])
         assert args[2:] == [
-            b"2",
+            b"3",
             b"{lb}:season 1",
             "{lb}:season 1:user:ü:1".encode(),
+            b"{lb}:season 1:options",
             "ü:1".encode(),
         ], op.name
     assert len(shas) == 2
@@ -255,18 +263,30 @@ def test_upsert_and_increment_share_the_write_script() -> None:
 
 def test_simple_reads_are_plain_commands() -> None:
     board = Board("lb", 5)
+    # get_rank is ZREVRANK once a script's reply has shown the board has no other options.
+    assert parse_request(board.get_rank("u 1").request())[0] == b"EVALSHA"
+    assert answer(board.get_top(1), window_reply(0, -1, [])) is True
+    assert board.options_checked
     assert board.get_size().request() == _core.encode_command("ZCARD", "lb")
     assert board.get_rank("u 1").request() == _core.encode_command("ZREVRANK", "lb", "u 1")
     assert board.get_user_metadata("u").request() == _core.encode_command("HGETALL", "lb:user:u")
     assert board.get_rank(42).request() == _core.encode_command("ZREVRANK", "lb", "42")
 
 
-def test_set_max_entries_changes_the_board_when_built() -> None:
+def test_set_max_entries_changes_the_board_once_the_trim_has_finished() -> None:
     board = Board("lb", 5)
     op = board.set_max_entries(2)
-    assert board.max_entries == 2
+    assert board.max_entries == 5
     assert parse_request(op.request())[0] == b"EVALSHA"
+    assert answer(op, array(integer(0), integer(0), array())) is True
+    assert board.max_entries == 2
     assert b"2" in parse_request(board.upsert_user("u", 1).request())
+    # A trim that fails keeps the old limit.
+    failed = board.set_max_entries(9)
+    failed.request()
+    with pytest.raises(_core.ResponseError):
+        failed.feed(b"-WRONGTYPE Operation against a key holding the wrong kind of value\r\n")
+    assert board.max_entries == 2
 
 
 def test_scripts_are_called_by_sha_never_sent_whole() -> None:

@@ -88,13 +88,40 @@ PYBIND11_MODULE(_core, m) {
       .def("__repr__",
            [](const PyOperation& self) { return std::string("<Operation ") + self.name + ">"; });
 
-  py::class_<Board>(m, "Board", "A board's key and size limit; builds validated operations.")
-      .def(py::init([](std::string key, py::handle max_entries) {
-             return Board(std::move(key), integer_arg(max_entries, "max_entries"));
+  // A str option (order, ties, mode): TypeError if not a str, ValueError if not a known name.
+  auto option_arg = [](py::handle value, const char* field) {
+    if (!PyUnicode_Check(value.ptr())) {
+      throw py::type_error(std::string(field) + " must be a str, not " +
+                           Py_TYPE(value.ptr())->tp_name);
+    }
+    return value.cast<std::string>();
+  };
+  py::class_<Board>(m, "Board",
+                    "A board's key, size limit and ranking rules; builds validated operations.")
+      .def(py::init([option_arg](std::string key, py::handle max_entries, py::handle order,
+                                 py::handle ties) {
+             return Board(std::move(key), integer_arg(max_entries, "max_entries"),
+                          leaderboard::parse_order(option_arg(order, "order")),
+                          leaderboard::parse_ties(option_arg(ties, "ties")));
            }),
-           "key"_a, "max_entries"_a)
+           "key"_a, "max_entries"_a, py::kw_only(), "order"_a = "desc", "ties"_a = "lexicographic")
       .def_property_readonly("key", &Board::key)
       .def_property_readonly("max_entries", &Board::max_entries)
+      .def_property_readonly("order",
+                             [](const Board& self) { return leaderboard::name_of(self.order()); })
+      .def_property_readonly("ties",
+                             [](const Board& self) { return leaderboard::name_of(self.ties()); })
+      .def_property_readonly("options_checked", &Board::options_checked)
+      .def(
+          "submit",
+          [option_arg](const Board& self, py::handle user_id, py::handle score, py::handle metadata,
+                       py::handle mode) {
+            auto parsed = leaderboard::parse_write_mode(option_arg(mode, "mode"));
+            return wrap(self.submit(user_id_arg(user_id), number_arg(score, "score"),
+                                    metadata_arg(metadata), parsed));
+          },
+          "user_id"_a, "score"_a, "metadata"_a = py::none(), py::kw_only(), "mode"_a = "set")
+      .def("check_options", [](const Board& self) { return wrap(self.check_options()); })
       .def(
           "upsert_user",
           [](const Board& self, py::handle user_id, py::handle score, py::handle metadata) {
@@ -111,7 +138,7 @@ PYBIND11_MODULE(_core, m) {
           "user_id"_a, "amount"_a, "metadata"_a = py::none())
       .def(
           "set_max_entries",
-          [](Board& self, py::handle max_entries) {
+          [](const Board& self, py::handle max_entries) {
             return wrap(self.set_max_entries(integer_arg(max_entries, "max_entries")));
           },
           "max_entries"_a)

@@ -189,6 +189,21 @@ struct ToPython {
     out[names->trimmed_user_ids] = string_list(write.trimmed_user_ids);
     return out;
   }
+  py::object operator()(const leaderboard::SubmitResult& submit) const {
+    const auto& entry = submit.entry;
+    py::dict out;
+    out[names->user_id] = text(entry.user_id);
+    out[names->score] = py::float_(entry.score);
+    out[names->rank] = entry.rank ? py::object(py::int_(*entry.rank)) : py::none();
+    out["previous_score"] =
+        submit.previous_score ? py::object(py::float_(*submit.previous_score)) : py::none();
+    out["previous_rank"] =
+        submit.previous_rank ? py::object(py::int_(*submit.previous_rank)) : py::none();
+    out["changed"] = py::bool_(submit.changed);
+    out[names->metadata] = metadata_dict(entry.metadata);
+    out[names->trimmed_user_ids] = string_list(submit.trimmed_user_ids);
+    return out;
+  }
   py::object operator()(const std::vector<std::string>& ids) const { return string_list(ids); }
   py::object operator()(const leaderboard::TrimSummary& summary) const {
     py::dict out;

@@ -114,18 +114,34 @@ class RoundTripBudget {
   long long done_ = 0, budget_ = 0, first_left_ = 0;
 };
 
-// {user_id, score, {field, value, ...}, ...} as window.lua returns it; ranks from first_rank.
-void append_entries(Reply& flat, long long first_rank, std::vector<Entry>& out) {
+// {user_id, score, {field, value, ...}, ...} as window.lua returns it; ranks from first_rank, or
+// from `ranks` (zero-based, one per entry) when the board's tie rule shares ranks.
+void append_entries(Reply& flat, long long first_rank, std::vector<Entry>& out,
+                    const Reply* ranks = nullptr) {
   if (!flat.is_array() || flat.elements.size() % 3 != 0) unexpected("a rank window");
+  if (ranks && (!ranks->is_array() || ranks->elements.size() != flat.elements.size() / 3)) {
+    unexpected("the ranks of a window");
+  }
   for (std::size_t i = 0; i < flat.elements.size(); i += 3) {
     Entry entry;
-    entry.rank = first_rank + static_cast<long long>(i / 3);
+    entry.rank =
+        ranks ? parse_rank(ranks->elements[i / 3]) + 1 : first_rank + static_cast<long long>(i / 3);
     entry.user_id = take_string(flat.elements[i]);
     entry.score = parse_score(flat.elements[i + 1]);
     entry.metadata = parse_metadata(flat.elements[i + 2]);
     out.push_back(std::move(entry));
   }
 }
+
+// A window.lua reply: {start, size, entries[, ranks]}; the entries, ranked.
+void append_window(Reply& reply, long long first_rank, std::vector<Entry>& out) {
+  parse_array(reply, 3);
+  if (reply.elements.size() > 4) unexpected("a rank window");
+  append_entries(reply.elements[2], first_rank, out,
+                 reply.elements.size() == 4 ? &reply.elements[3] : nullptr);
+}
+
+using Identity = Board::Identity;
 
 Command script_call(const Script& script, std::vector<std::string> keys,
                     std::vector<std::string> args) {
@@ -141,13 +157,16 @@ Command script_call(const Script& script, std::vector<std::string> keys,
 class SingleCall final : public Operation {
  public:
   using Parser = std::function<Result(Reply&)>;
-  SingleCall(const char* name, Command command, Parser parse)
-      : name_(name), command_(std::move(command)), parse_(std::move(parse)) {}
+  // With `id`, the reply is a script's that checked the board's options (Identity::accept).
+  SingleCall(const char* name, Command command, Parser parse,
+             std::shared_ptr<Identity> id = nullptr)
+      : name_(name), command_(std::move(command)), parse_(std::move(parse)), id_(std::move(id)) {}
 
   const char* name() const override { return name_; }
   std::vector<Command> next() override { return {command_}; }
   bool feed(std::vector<Reply>& replies) override {
     if (replies.size() != 1) unexpected(name_);
+    if (id_) id_->accept(replies[0]);
     result_ = parse_(replies[0]);
     return true;
   }
@@ -157,6 +176,7 @@ class SingleCall final : public Operation {
   const char* name_;
   Command command_;
   Parser parse_;
+  std::shared_ptr<Identity> id_;
   Result result_;
 };
 
@@ -164,16 +184,18 @@ class SingleCall final : public Operation {
 // larger than one page is read in several round trips and is not one snapshot.
 class ListAll final : public Operation {
  public:
-  ListAll(std::string key, std::string prefix) : key_(std::move(key)), prefix_(std::move(prefix)) {}
+  ListAll(std::shared_ptr<Identity> id, std::vector<std::string> keys, std::string prefix)
+      : id_(std::move(id)), keys_(std::move(keys)), prefix_(std::move(prefix)) {}
   const char* name() const override { return "list_all"; }
   bool paged() const override { return true; }
   std::vector<Command> next() override {
-    return {script_call(
-        scripts::window, {key_},
-        {prefix_, "range", std::to_string(entries_.size()), std::to_string(Board::kPageSize)})};
+    return {script_call(scripts::window, keys_,
+                        id_->with_options({prefix_, "range", std::to_string(entries_.size()),
+                                           std::to_string(Board::kPageSize)}))};
   }
   bool feed(std::vector<Reply>& replies) override {
     auto& reply = replies.at(0);
+    id_->accept(reply);
     parse_array(reply, 3);
     long long size = parse_count(reply.elements[1]);
     auto& page = reply.elements[2];
@@ -181,7 +203,7 @@ class ListAll final : public Operation {
       unexpected("a page of list_all");  // more than asked for
     }
     std::size_t before = entries_.size();
-    append_entries(page, static_cast<long long>(before) + 1, entries_);
+    append_window(reply, static_cast<long long>(before) + 1, entries_);
     bool short_page = entries_.size() - before < static_cast<std::size_t>(Board::kPageSize);
     const auto read = static_cast<long long>(entries_.size());
     if (short_page || read >= size) return true;
@@ -191,7 +213,9 @@ class ListAll final : public Operation {
   Result take_result() override { return std::move(entries_); }
 
  private:
-  std::string key_, prefix_;
+  std::shared_ptr<Identity> id_;
+  std::vector<std::string> keys_;
+  std::string prefix_;
   std::vector<Entry> entries_;
   RoundTripBudget budget_;
 };
@@ -199,13 +223,16 @@ class ListAll final : public Operation {
 // clear: remove a page of entries and their metadata per round trip until none remain.
 class Clear final : public Operation {
  public:
-  Clear(std::string key, std::string prefix) : key_(std::move(key)), prefix_(std::move(prefix)) {}
+  Clear(std::shared_ptr<Identity> id, std::vector<std::string> keys, std::string prefix)
+      : id_(std::move(id)), keys_(std::move(keys)), prefix_(std::move(prefix)) {}
   const char* name() const override { return "clear"; }
   bool paged() const override { return true; }
   std::vector<Command> next() override {
-    return {script_call(scripts::clear, {key_}, {prefix_, std::to_string(Board::kPageSize)})};
+    return {script_call(scripts::clear, keys_,
+                        id_->with_options({prefix_, std::to_string(Board::kPageSize)}))};
   }
   bool feed(std::vector<Reply>& replies) override {
+    id_->accept(replies.at(0));
     long long left = parse_count(replies.at(0));
     if (left == 0) return true;
     budget_.another(name(), left);
@@ -214,7 +241,9 @@ class Clear final : public Operation {
   Result take_result() override { return None{}; }
 
  private:
-  std::string key_, prefix_;
+  std::shared_ptr<Identity> id_;
+  std::vector<std::string> keys_;
+  std::string prefix_;
   RoundTripBudget budget_;
 };
 
@@ -222,8 +251,11 @@ class Clear final : public Operation {
 // keeping the first `report` trimmed ids.
 class Trim final : public Operation {
  public:
-  Trim(std::string key, std::string prefix, long long max_entries, std::optional<long long> report)
-      : key_(std::move(key)),
+  // set_max_entries (no `report`) makes `max_entries` the board's limit once it has finished.
+  Trim(std::shared_ptr<Identity> id, std::vector<std::string> keys, std::string prefix,
+       long long max_entries, std::optional<long long> report)
+      : id_(std::move(id)),
+        keys_(std::move(keys)),
         prefix_(std::move(prefix)),
         max_entries_(max_entries),
         report_(report) {}
@@ -232,12 +264,14 @@ class Trim final : public Operation {
   std::vector<Command> next() override {
     long long wanted =
         report_ ? *report_ - static_cast<long long>(summary_.user_ids.size()) : Board::kPageSize;
-    return {script_call(scripts::trim, {key_},
-                        {prefix_, std::to_string(max_entries_), std::to_string(Board::kPageSize),
-                         std::to_string(std::max(0LL, wanted))})};
+    return {script_call(
+        scripts::trim, keys_,
+        id_->with_options({prefix_, std::to_string(max_entries_), std::to_string(Board::kPageSize),
+                           std::to_string(std::max(0LL, wanted))}))};
   }
   bool feed(std::vector<Reply>& replies) override {
     auto& reply = replies.at(0);
+    id_->accept(reply);
     parse_array(reply, 3);
     long long left = parse_count(reply.elements[0]);
     long long trimmed = parse_count(reply.elements[1], Board::kPageSize);
@@ -247,7 +281,10 @@ class Trim final : public Operation {
     }
     summary_.trimmed += trimmed;
     for (auto& id : parse_strings(ids)) summary_.user_ids.push_back(std::move(id));
-    if (left == 0) return true;
+    if (left == 0) {
+      if (!report_) id_->max_entries.store(max_entries_, std::memory_order_relaxed);
+      return true;
+    }
     budget_.another(name(), left);
     return false;
   }
@@ -257,7 +294,9 @@ class Trim final : public Operation {
   }
 
  private:
-  std::string key_, prefix_;
+  std::shared_ptr<Identity> id_;
+  std::vector<std::string> keys_;
+  std::string prefix_;
   long long max_entries_;
   std::optional<long long> report_;  // none: every id, as set_max_entries returns them
   TrimSummary summary_;
@@ -318,99 +357,250 @@ std::string format_score(double value) {
   return std::string(buffer, static_cast<std::size_t>(n));
 }
 
-Board::Board(std::string key, long long max_entries) : key_(std::move(key)) {
-  if (key_.empty()) throw InvalidArgument("key must not be empty");
-  max_entries_ = require_at_least_one(max_entries, "max_entries");
+Order parse_order(std::string_view name) {
+  if (name == "desc") return Order::Desc;
+  if (name == "asc") return Order::Asc;
+  throw InvalidArgument("order must be 'desc' or 'asc', not '" + std::string(name) + "'");
 }
 
-std::unique_ptr<Operation> Board::write(const char* mode, std::string user_id, double number,
-                                        Metadata metadata) const {
-  require_user_id(user_id);
-  const bool increment = mode[0] == 'i';
-  require_finite(number, increment ? "amount" : "score");
+Ties parse_ties(std::string_view name) {
+  if (name == "lexicographic") return Ties::Lexicographic;
+  if (name == "first") return Ties::First;
+  if (name == "competition") return Ties::Competition;
+  if (name == "dense") return Ties::Dense;
+  throw InvalidArgument("ties must be 'lexicographic', 'first', 'competition' or 'dense', not '" +
+                        std::string(name) + "'");
+}
 
+WriteMode parse_write_mode(std::string_view name) {
+  if (name == "set") return WriteMode::Set;
+  if (name == "best") return WriteMode::Best;
+  if (name == "incr") return WriteMode::Incr;
+  throw InvalidArgument("mode must be 'set', 'best' or 'incr', not '" + std::string(name) + "'");
+}
+
+const char* name_of(Order order) { return order == Order::Desc ? "desc" : "asc"; }
+
+const char* name_of(Ties ties) {
+  switch (ties) {
+    case Ties::Lexicographic:
+      return "lexicographic";
+    case Ties::First:
+      return "first";
+    case Ties::Competition:
+      return "competition";
+    case Ties::Dense:
+      return "dense";
+  }
+  return "lexicographic";
+}
+
+const char* name_of(WriteMode mode) {
+  switch (mode) {
+    case WriteMode::Set:
+      return "set";
+    case WriteMode::Best:
+      return "best";
+    case WriteMode::Incr:
+      return "incr";
+  }
+  return "set";
+}
+
+void Board::Identity::accept(const Reply& reply) {
+  static constexpr std::string_view kPrefix = "OPTIONS ";
+  if (reply.type != ReplyType::Status || reply.str.compare(0, kPrefix.size(), kPrefix) != 0) {
+    checked.store(true, std::memory_order_relaxed);
+    return;
+  }
+  // "OPTIONS order=<o> ties=<t>"
+  std::string recorded = reply.str.substr(kPrefix.size());
+  auto field = [&](std::string_view name) {
+    auto at = recorded.find(std::string(name) + "=");
+    if (at == std::string::npos) return std::string("?");
+    at += name.size() + 1;
+    return recorded.substr(at, recorded.find(' ', at) - at);
+  };
+  throw InvalidArgument("leaderboard '" + key + "' has order='" + field("order") + "', ties='" +
+                        field("ties") +
+                        "' (recorded in Redis); this client opened it with order='" +
+                        name_of(order) + "', ties='" + name_of(ties) + "'");
+}
+
+std::vector<std::string> Board::Identity::with_options(std::vector<std::string> args) const {
+  if (!is_default()) {
+    args.emplace_back(name_of(order));
+    args.emplace_back(name_of(ties));
+  }
+  return args;
+}
+
+Board::Board(std::string key, long long max_entries, Order order, Ties ties)
+    : id_(std::make_shared<Identity>()) {
+  if (key.empty()) throw InvalidArgument("key must not be empty");
+  id_->max_entries = require_at_least_one(max_entries, "max_entries");
+  id_->key = std::move(key);
+  id_->order = order;
+  id_->ties = ties;
+}
+
+std::vector<std::string> Board::option_keys() const {
+  std::vector<std::string> keys{key() + ":options"};
+  if (ties() == Ties::First) {
+    keys.push_back(key() + ":first");
+    keys.push_back(key() + ":first:keys");
+  } else if (ties() == Ties::Dense) {
+    keys.push_back(key() + ":dense");
+  }
+  return keys;
+}
+
+std::vector<std::string> Board::script_keys(std::vector<std::string> extra) const {
+  std::vector<std::string> keys;
+  keys.reserve(4 + extra.size());
+  keys.push_back(key());
+  for (auto& k : extra) keys.push_back(std::move(k));
+  for (auto& k : option_keys()) keys.push_back(std::move(k));
+  return keys;
+}
+
+std::unique_ptr<Operation> Board::write(WriteMode mode, std::string user_id, double number,
+                                        Metadata metadata, bool submit) const {
+  require_user_id(user_id);
+  const bool increment = mode == WriteMode::Incr;
+  require_finite(number, increment && !submit ? "amount" : "score");
+
+  // "<mode>", or "<mode> <order> <ties> <reply>" (see write.lua).
+  std::string spec = name_of(mode);
+  if (submit || !has_default_options()) {
+    spec = spec + " " + name_of(order()) + " " + name_of(ties()) + (submit ? " submit" : " entry");
+  }
   std::vector<std::string> args;
-  args.reserve(5 + 2 * metadata.size());
-  args.insert(args.end(), {mode, format_score(number), user_id, std::to_string(max_entries_),
-                           metadata_prefix()});
+  args.reserve(4 + 2 * metadata.size());
+  args.insert(args.end(),
+              {std::move(spec), format_score(number), user_id, std::to_string(max_entries())});
   for (auto& [field, value] : metadata) {
     args.push_back(field);
     args.push_back(value);
   }
-  Command command = script_call(scripts::write, {key_, metadata_key(user_id)}, std::move(args));
+  Command command =
+      script_call(scripts::write, script_keys({metadata_key(user_id)}), std::move(args));
 
-  auto parse = [user_id = std::move(user_id), number, increment,
+  if (submit) {
+    auto parse = [user_id = std::move(user_id)](Reply& reply) mutable -> Result {
+      parse_array(reply, 7);
+      auto& parts = reply.elements;
+      if (parts.size() != 7) unexpected("a submit");
+      SubmitResult result;
+      result.trimmed_user_ids = parse_strings(parts[0]);
+      result.entry.user_id = std::move(user_id);
+      result.entry.score = parse_score(parts[1]);
+      if (!parts[2].is_nil()) result.entry.rank = parse_rank(parts[2]) + 1;
+      result.entry.metadata = parse_metadata(parts[3]);
+      if (!parts[4].is_nil()) result.previous_score = parse_score(parts[4]);
+      if (!parts[5].is_nil()) result.previous_rank = parse_rank(parts[5]) + 1;
+      result.changed = parse_count(parts[6], 1) == 1;
+      return result;
+    };
+    return std::make_unique<SingleCall>("submit", std::move(command), std::move(parse), id_);
+  }
+  auto parse = [user_id = std::move(user_id),
                 sent = std::move(metadata)](Reply& reply) mutable -> Result {
     parse_array(reply, 2);
     auto& parts = reply.elements;
     WriteResult result;
     result.trimmed_user_ids = parse_strings(parts[0]);
     result.entry.user_id = std::move(user_id);
+    result.entry.score = parse_score(parts[1]);
     if (parts.size() == 2) {  // the write itself was trimmed away: the guide's fallback shape
-      result.entry.score = increment ? parse_score(parts[1]) : number;
       result.entry.metadata = std::move(sent);
       return result;
     }
     if (parts.size() != 4) unexpected("a write");
-    result.entry.score = parse_score(parts[1]);
     result.entry.rank = parse_rank(parts[2]) + 1;
     result.entry.metadata = parse_metadata(parts[3]);
     return result;
   };
   return std::make_unique<SingleCall>(increment ? "increment_score" : "upsert_user",
-                                      std::move(command), std::move(parse));
+                                      std::move(command), std::move(parse), id_);
 }
 
 std::unique_ptr<Operation> Board::upsert_user(std::string user_id, double score,
                                               Metadata metadata) const {
-  return write("set", std::move(user_id), score, std::move(metadata));
+  return write(WriteMode::Set, std::move(user_id), score, std::move(metadata), false);
 }
 
 std::unique_ptr<Operation> Board::increment_score(std::string user_id, double amount,
                                                   Metadata metadata) const {
-  return write("incr", std::move(user_id), amount, std::move(metadata));
+  return write(WriteMode::Incr, std::move(user_id), amount, std::move(metadata), false);
 }
 
-std::unique_ptr<Operation> Board::set_max_entries(long long max_entries) {
-  max_entries_ = require_at_least_one(max_entries, "max_entries");
-  return std::make_unique<Trim>(key_, metadata_prefix(), max_entries_, std::nullopt);
+std::unique_ptr<Operation> Board::submit(std::string user_id, double score, Metadata metadata,
+                                         WriteMode mode) const {
+  return write(mode, std::move(user_id), score, std::move(metadata), true);
+}
+
+std::unique_ptr<Operation> Board::set_max_entries(long long max_entries) const {
+  max_entries = require_at_least_one(max_entries, "max_entries");
+  return std::make_unique<Trim>(id_, script_keys({}), metadata_prefix(), max_entries, std::nullopt);
 }
 
 std::unique_ptr<Operation> Board::get_top(long long count) const {
   count = require_at_least_one(count, "count");
   Command command =
-      script_call(scripts::window, {key_}, {metadata_prefix(), "top", "0", std::to_string(count)});
-  return std::make_unique<SingleCall>("get_top", std::move(command), [](Reply& reply) -> Result {
-    parse_array(reply, 3);
-    std::vector<Entry> entries;
-    append_entries(reply.elements[2], 1, entries);
-    return entries;
-  });
+      script_call(scripts::window, script_keys({}),
+                  id_->with_options({metadata_prefix(), "top", "0", std::to_string(count)}));
+  return std::make_unique<SingleCall>(
+      "get_top", std::move(command),
+      [](Reply& reply) -> Result {
+        std::vector<Entry> entries;
+        append_window(reply, 1, entries);
+        return entries;
+      },
+      id_);
 }
 
 std::unique_ptr<Operation> Board::get_around_rank(long long rank, long long count) const {
   rank = require_at_least_one(rank, "rank");
   count = require_at_least_one(count, "count");
-  Command command =
-      script_call(scripts::window, {key_},
-                  {metadata_prefix(), "around", std::to_string(rank), std::to_string(count)});
+  Command command = script_call(scripts::window, script_keys({}),
+                                id_->with_options({metadata_prefix(), "around",
+                                                   std::to_string(rank), std::to_string(count)}));
   return std::make_unique<SingleCall>(
-      "get_around_rank", std::move(command), [](Reply& reply) -> Result {
+      "get_around_rank", std::move(command),
+      [](Reply& reply) -> Result {
         parse_array(reply, 3);
         std::vector<Entry> entries;
-        append_entries(reply.elements[2], parse_rank(reply.elements[0]) + 1, entries);
+        append_window(reply, parse_rank(reply.elements[0]) + 1, entries);
         return entries;
-      });
+      },
+      id_);
 }
 
 std::unique_ptr<Operation> Board::get_rank(std::string user_id) const {
   require_user_id(user_id);
-  return std::make_unique<SingleCall>("get_rank",
-                                      Command{nullptr, {"ZREVRANK", key_, std::move(user_id)}},
-                                      [](Reply& reply) -> Result {
-                                        if (reply.is_nil()) return std::optional<long long>();
-                                        return std::optional<long long>(parse_rank(reply) + 1);
-                                      });
+  auto parse = [](Reply& reply) -> Result {
+    if (reply.is_nil()) return std::optional<long long>();
+    return std::optional<long long>(parse_rank(reply) + 1);
+  };
+  if (has_default_options() && options_checked()) {  // the guide's one command
+    return std::make_unique<SingleCall>(
+        "get_rank", Command{nullptr, {"ZREVRANK", key(), std::move(user_id)}}, parse);
+  }
+  Command command =
+      script_call(scripts::rank, script_keys({}), id_->with_options({std::move(user_id)}));
+  return std::make_unique<SingleCall>("get_rank", std::move(command), parse, id_);
+}
+
+std::unique_ptr<Operation> Board::check_options() const {
+  Command command = script_call(scripts::rank, script_keys({}), id_->with_options({""}));
+  return std::make_unique<SingleCall>(
+      "check_options", std::move(command),
+      [](Reply& reply) -> Result {
+        parse_count(reply, 0);
+        return None{};
+      },
+      id_);
 }
 
 std::unique_ptr<Operation> Board::get_user_metadata(std::string user_id) const {
@@ -422,7 +612,8 @@ std::unique_ptr<Operation> Board::get_user_metadata(std::string user_id) const {
 
 std::unique_ptr<Operation> Board::get_user_entry(std::string user_id) const {
   require_user_id(user_id);
-  Command command = script_call(scripts::entry, {key_, metadata_key(user_id)}, {user_id});
+  Command command = script_call(scripts::entry, script_keys({metadata_key(user_id)}),
+                                id_->with_options({user_id}));
   return std::make_unique<SingleCall>(
       "get_user_entry", std::move(command),
       [user_id = std::move(user_id)](Reply& reply) mutable -> Result {
@@ -435,45 +626,74 @@ std::unique_ptr<Operation> Board::get_user_entry(std::string user_id) const {
         entry.user_id = std::move(user_id);
         entry.metadata = parse_metadata(reply.elements[2]);
         return std::optional<Entry>(std::move(entry));
-      });
+      },
+      id_);
 }
 
 std::unique_ptr<Operation> Board::list_all() const {
-  return std::make_unique<ListAll>(key_, metadata_prefix());
+  return std::make_unique<ListAll>(id_, script_keys({}), metadata_prefix());
 }
 
 std::unique_ptr<Operation> Board::get_size() const {
-  return std::make_unique<SingleCall>("get_size", Command{nullptr, {"ZCARD", key_}},
+  return std::make_unique<SingleCall>("get_size", Command{nullptr, {"ZCARD", key()}},
                                       [](Reply& reply) -> Result { return parse_count(reply); });
 }
 
 std::unique_ptr<Operation> Board::delete_user(std::string user_id) const {
   require_user_id(user_id);
   // The metadata goes whether or not the user was on the board, as the guide's delete_user.
-  Command command = script_call(scripts::remove, {key_, metadata_key(user_id)}, {user_id});
+  Command command = script_call(scripts::remove, script_keys({metadata_key(user_id)}),
+                                id_->with_options({user_id}));
   return std::make_unique<SingleCall>(
       "delete_user", std::move(command),
-      [](Reply& reply) -> Result { return parse_count(reply, 1) == 1; });
+      [](Reply& reply) -> Result { return parse_count(reply, 1) == 1; }, id_);
 }
 
 std::unique_ptr<Operation> Board::trim_to_max_entries(long long report) const {
-  return std::make_unique<Trim>(key_, metadata_prefix(), max_entries_, std::max(0LL, report));
+  return std::make_unique<Trim>(id_, script_keys({}), metadata_prefix(), max_entries(),
+                                std::max(0LL, report));
 }
 
 std::unique_ptr<Operation> Board::upsert_chunk(std::vector<BatchEntry> entries,
                                                long long first_index) const {
-  Command zadd{nullptr, {"ZADD", key_}};
-  zadd.argv.reserve(2 + 2 * entries.size());
-  std::vector<Command> commands(1);
   for (std::size_t i = 0; i < entries.size(); ++i) {
-    auto& entry = entries[i];
     try {
-      require_user_id(entry.user_id);
-      require_finite(entry.score, "score");
+      require_user_id(entries[i].user_id);
+      require_finite(entries[i].score, "score");
     } catch (const InvalidArgument& e) {
       throw InvalidArgument("entry " + std::to_string(first_index + static_cast<long long>(i)) +
                             ": " + e.what());
     }
+  }
+  const auto count = static_cast<long long>(entries.size());
+  if (count == 0) return std::make_unique<Batch>(std::vector<Command>{}, 0);
+  if (!has_default_options()) {
+    // Each entry's score goes to the option keys too: one script (bulk.lua), all or nothing.
+    std::vector<std::string> user_keys, args{name_of(order()), name_of(ties())};
+    for (auto& entry : entries) {
+      user_keys.push_back(metadata_key(entry.user_id));
+      args.push_back(std::move(entry.user_id));
+      args.push_back(format_score(entry.score));
+      args.push_back(std::to_string(entry.metadata.size()));
+      for (auto& [field, value] : entry.metadata) {
+        args.push_back(std::move(field));
+        args.push_back(std::move(value));
+      }
+    }
+    std::vector<std::string> keys = script_keys({});
+    for (auto& user_key : user_keys) keys.push_back(std::move(user_key));
+    return std::make_unique<SingleCall>(
+        "upsert_many", script_call(scripts::bulk, std::move(keys), std::move(args)),
+        [count](Reply& reply) -> Result {
+          if (parse_count(reply) != count) unexpected("upsert_many");
+          return count;
+        },
+        id_);
+  }
+  Command zadd{nullptr, {"ZADD", key()}};
+  zadd.argv.reserve(2 + 2 * entries.size());
+  std::vector<Command> commands(1);
+  for (auto& entry : entries) {
     zadd.argv.push_back(format_score(entry.score));
     zadd.argv.push_back(entry.user_id);
     if (entry.metadata.empty()) continue;
@@ -485,14 +705,12 @@ std::unique_ptr<Operation> Board::upsert_chunk(std::vector<BatchEntry> entries,
     }
     commands.push_back(std::move(hset));
   }
-  const auto count = static_cast<long long>(entries.size());
-  if (count == 0) return std::make_unique<Batch>(std::vector<Command>{}, 0);
   commands[0] = std::move(zadd);
   return std::make_unique<Batch>(std::move(commands), count);
 }
 
 std::unique_ptr<Operation> Board::clear() const {
-  return std::make_unique<Clear>(key_, metadata_prefix());
+  return std::make_unique<Clear>(id_, script_keys({}), metadata_prefix());
 }
 
 }  // namespace rlb::leaderboard

@@ -3,9 +3,11 @@
 // transport runs them: send next(), feed() the replies, repeat until feed() returns true.
 #pragma once
 
+#include <atomic>
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <variant>
 #include <vector>
@@ -38,6 +40,16 @@ struct WriteResult {
   std::vector<std::string> trimmed_user_ids;
 };
 
+// What submit returns: the entry now (no rank if the write was trimmed away; then its metadata
+// is empty, the hash having gone with it), what it replaced, and who the write trimmed.
+struct SubmitResult {
+  Entry entry;
+  std::optional<double> previous_score;    // none if the user was new
+  std::optional<long long> previous_rank;  // 1-based, under the board's tie rule
+  bool changed = false;                    // the stored score changed
+  std::vector<std::string> trimmed_user_ids;
+};
+
 // What a bulk trim returns: how many entries went, and the first of them (lowest first).
 struct TrimSummary {
   long long trimmed = 0;
@@ -53,9 +65,25 @@ struct BatchEntry {
 
 struct None {};
 
-using Result =
-    std::variant<None, bool, long long, std::optional<long long>, Metadata, std::optional<Entry>,
-                 std::vector<Entry>, WriteResult, std::vector<std::string>, TrimSummary>;
+using Result = std::variant<None, bool, long long, std::optional<long long>, Metadata,
+                            std::optional<Entry>, std::vector<Entry>, WriteResult,
+                            std::vector<std::string>, TrimSummary, SubmitResult>;
+
+// A board's ranking rules (see README, "Ranking rules"). Order: which scores are better. Ties:
+// how equal scores rank: Redis's member order (lexicographic), the earlier achiever first
+// (first), a shared rank with gaps (competition: 1, 1, 3) or without (dense: 1, 1, 2).
+enum class Order { Desc, Asc };
+enum class Ties { Lexicographic, First, Competition, Dense };
+// How a write combines the score with the stored one: replace it, keep the better, add.
+enum class WriteMode { Set, Best, Incr };
+
+// Parsing (InvalidArgument naming the allowed values) and the names used in Redis and errors.
+Order parse_order(std::string_view name);
+Ties parse_ties(std::string_view name);
+WriteMode parse_write_mode(std::string_view name);
+const char* name_of(Order order);
+const char* name_of(Ties ties);
+const char* name_of(WriteMode mode);
 
 class Operation {
  public:
@@ -79,17 +107,28 @@ class Board {
   // take one round trip; larger ones are paged so the server is never blocked for long.
   static constexpr long long kPageSize = 5000;
 
-  Board(std::string key, long long max_entries);
+  Board(std::string key, long long max_entries, Order order = Order::Desc,
+        Ties ties = Ties::Lexicographic);
 
-  const std::string& key() const { return key_; }
-  long long max_entries() const { return max_entries_; }
+  const std::string& key() const { return id_->key; }
+  long long max_entries() const { return id_->max_entries.load(std::memory_order_relaxed); }
+  Order order() const { return id_->order; }
+  Ties ties() const { return id_->ties; }
+  bool has_default_options() const { return id_->is_default(); }
+  // True once a reply showed that the board's recorded options are this object's: until then a
+  // default board's get_rank is a script that checks them (then ZREVRANK).
+  bool options_checked() const { return id_->checked.load(std::memory_order_relaxed); }
 
   std::unique_ptr<Operation> upsert_user(std::string user_id, double score,
                                          Metadata metadata) const;
   std::unique_ptr<Operation> increment_score(std::string user_id, double amount,
                                              Metadata metadata) const;
-  // Sets max_entries now; the returned operation trims the board to it.
-  std::unique_ptr<Operation> set_max_entries(long long max_entries);
+  // submit(): the full write, with mode Set, Best or Incr; a SubmitResult.
+  std::unique_ptr<Operation> submit(std::string user_id, double score, Metadata metadata,
+                                    WriteMode mode) const;
+  // Trims the board to max_entries; the new limit takes effect on this object once the trim
+  // has finished (if it raises, the object keeps the old limit; pages already trimmed stay so).
+  std::unique_ptr<Operation> set_max_entries(long long max_entries) const;
   std::unique_ptr<Operation> get_top(long long count) const;
   std::unique_ptr<Operation> get_around_rank(long long rank, long long count) const;
   std::unique_ptr<Operation> get_rank(std::string user_id) const;
@@ -101,7 +140,8 @@ class Board {
   std::unique_ptr<Operation> clear() const;
 
   // upsert_many, one chunk: a variadic ZADD and one HSET per entry with metadata in MULTI/EXEC,
-  // in one round trip, not trimmed (trim_to_max_entries follows the last chunk). A chunk the
+  // in one round trip, not trimmed (trim_to_max_entries follows the last chunk). On a board with
+  // options, one script (bulk.lua) instead, all or nothing. A chunk the
   // server refuses out of memory writes nothing; one whose command fails as it runs (WRONGTYPE,
   // NOPERM) keeps its other commands' writes. The result is the number of entries written.
   // Entries are validated here; `first_index` numbers them in errors.
@@ -109,16 +149,41 @@ class Board {
                                           long long first_index) const;
   // Trims to max_entries in pages; the result is a TrimSummary with at most `report` ids.
   std::unique_ptr<Operation> trim_to_max_entries(long long report) const;
+  // Checks the board's recorded options against this object's (ValueError if they differ);
+  // the result is None. upsert_many runs it first on a default board not yet checked.
+  std::unique_ptr<Operation> check_options() const;
 
   std::string metadata_key(const std::string& user_id) const { return metadata_prefix() + user_id; }
-  std::string metadata_prefix() const { return key_ + ":user:"; }
+  std::string metadata_prefix() const { return key() + ":user:"; }
+  // The keys of the board's options: the options hash, then those the tie rule needs. None of
+  // them can be a metadata hash (f"{key}:user:{user_id}").
+  std::vector<std::string> option_keys() const;
+
+  // What the operations share with the board that built them.
+  struct Identity {
+    std::string key;
+    Order order;
+    Ties ties;
+    std::atomic<long long> max_entries;
+    std::atomic<bool> checked{false};
+
+    bool is_default() const { return order == Order::Desc && ties == Ties::Lexicographic; }
+    // A script's last fixed arguments: order and ties, on a board with options only (a default
+    // board's commands stay within the 10 arguments Redis accepts before authentication).
+    std::vector<std::string> with_options(std::vector<std::string> args) const;
+    // Every script reply goes through here first: the status 'OPTIONS order=.. ties=..' (the
+    // board's recorded options differ) raises InvalidArgument naming both; anything else shows
+    // the options agree.
+    void accept(const Reply& reply);
+  };
 
  private:
-  std::unique_ptr<Operation> write(const char* mode, std::string user_id, double number,
-                                   Metadata metadata) const;
+  std::unique_ptr<Operation> write(WriteMode mode, std::string user_id, double number,
+                                   Metadata metadata, bool submit) const;
+  // {key, extra keys..., option keys...}, as every script declares them.
+  std::vector<std::string> script_keys(std::vector<std::string> extra) const;
 
-  std::string key_;
-  long long max_entries_;
+  std::shared_ptr<Identity> id_;
 };
 
 // PING: true when the server answers.

@@ -12,12 +12,14 @@ struct Script {
 };
 
 namespace scripts {
-extern const Script write;   // upsert_user, increment_score
+extern const Script write;   // upsert_user, increment_score, submit
 extern const Script trim;    // set_max_entries, the trim after upsert_many (allow-oom)
 extern const Script window;  // get_top, get_around_rank, list_all (no-writes)
 extern const Script clear;   // clear (allow-oom)
 extern const Script entry;   // get_user_entry (no-writes)
 extern const Script remove;  // delete_user (allow-oom)
+extern const Script rank;    // get_rank on boards with options or not yet checked (no-writes)
+extern const Script bulk;    // upsert_many's chunks on boards with options
 }  // namespace scripts
 
 }  // namespace rlb::leaderboard

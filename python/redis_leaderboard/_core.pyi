@@ -1,7 +1,7 @@
 """The compiled core: RESP codec, leaderboard operations and transports (C++)."""
 
 import asyncio
-from typing import Any, Callable, Iterable, Mapping, Optional
+from typing import Any, Callable, Iterable, Literal, Mapping, Optional
 
 class RedisError(Exception):
     """Base of every error this package raises for Redis (mirrors redis-py)."""
@@ -52,13 +52,40 @@ class Operation:
         """The operation's return value, once feed() returned True."""
 
 class Board:
-    """A board's key and size limit; builds validated operations, does no I/O."""
+    """A board's key, size limit and ranking rules; builds validated operations, does no I/O."""
 
-    def __init__(self, key: str, max_entries: int) -> None: ...
+    def __init__(
+        self,
+        key: str,
+        max_entries: int,
+        *,
+        order: Literal["desc", "asc"] = "desc",
+        ties: Literal["lexicographic", "first", "competition", "dense"] = "lexicographic",
+    ) -> None:
+        """ValueError for an unknown ``order`` or ``ties``, TypeError if not a str."""
     @property
     def key(self) -> str: ...
     @property
     def max_entries(self) -> int: ...
+    @property
+    def order(self) -> Literal["desc", "asc"]: ...
+    @property
+    def ties(self) -> Literal["lexicographic", "first", "competition", "dense"]: ...
+    @property
+    def options_checked(self) -> bool:
+        """True once a reply showed the board's recorded options are this object's."""
+    def submit(
+        self,
+        user_id: str,
+        score: float,
+        metadata: Optional[Mapping[str, Any]] = None,
+        *,
+        mode: Literal["set", "best", "incr"] = "set",
+    ) -> Operation:
+        """The full write; its result is ``{"user_id", "score", "rank", "previous_score",
+        "previous_rank", "changed", "metadata", "trimmed_user_ids"}``."""
+    def check_options(self) -> Operation:
+        """Checks the board's recorded options (ValueError naming both if they differ)."""
     def upsert_user(
         self, user_id: str, score: float, metadata: Optional[Mapping[str, Any]] = None
     ) -> Operation: ...
@@ -66,7 +93,8 @@ class Board:
         self, user_id: str, amount: float, metadata: Optional[Mapping[str, Any]] = None
     ) -> Operation: ...
     def set_max_entries(self, max_entries: int) -> Operation:
-        """Validates, sets :attr:`max_entries`, and returns the trim to run."""
+        """Validates and returns the trim to run; :attr:`max_entries` changes once it has
+        finished."""
     def get_top(self, count: int = 10) -> Operation: ...
     def get_around_rank(self, rank: int, count: int = 5) -> Operation: ...
     def get_rank(self, user_id: str) -> Operation: ...

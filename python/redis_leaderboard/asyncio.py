@@ -22,6 +22,8 @@ from .leaderboard import (
     ChunkOperations,
     Entry,
     ImportSummary,
+    SubmitResult,
+    WriteMode,
     check_bulk_arguments,
     import_summary,
     note_failed_trim,
@@ -198,6 +200,16 @@ class RedisLeaderboard(BoardBase):
     ) -> Entry:
         return await self._run(self._board.increment_score(user_id, amount, metadata))
 
+    async def submit(
+        self,
+        user_id: str,
+        score: float,
+        metadata: Optional[Mapping[str, Any]] = None,
+        *,
+        mode: WriteMode = "set",
+    ) -> SubmitResult:
+        return await self._run(self._board.submit(user_id, score, metadata, mode=mode))
+
     async def set_max_entries(self, max_entries: int) -> list[str]:
         return await self._run(self._board.set_max_entries(max_entries))
 
@@ -237,6 +249,8 @@ class RedisLeaderboard(BoardBase):
     ) -> ImportSummary:
         check_bulk_arguments(chunk_size, progress)
         operations = ChunkOperations(self._board, entries, chunk_size)
+        if not self._board.options_checked:  # a default board's chunks cannot check them
+            await self._run(self._board.check_options())
         written = 0
 
         def on_chunk(count: int) -> None:

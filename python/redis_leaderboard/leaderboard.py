@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import itertools
-from typing import Any, Callable, Iterable, Iterator, Mapping, Optional, Sequence, Union
+from typing import Any, Callable, Iterable, Iterator, Literal, Mapping, Optional, Sequence, Union
 
 from . import _core
 from .client import Client
@@ -13,6 +13,10 @@ Entry = dict[str, Any]
 # (user_id, score) or (user_id, score, metadata)
 BulkEntry = Union[tuple[str, float], tuple[str, float, Mapping[str, Any]], Sequence[Any]]
 ImportSummary = dict[str, Any]
+SubmitResult = dict[str, Any]
+Order = Literal["desc", "asc"]
+Ties = Literal["lexicographic", "first", "competition", "dense"]
+WriteMode = Literal["set", "best", "incr"]
 
 DEFAULT_CHUNK_SIZE = 1000
 # upsert_many: chunks written ahead of the replies (both classes).
@@ -76,7 +80,8 @@ def import_summary(written: int, trim: dict[str, Any]) -> ImportSummary:
 
 class BoardBase:
     """What the sync and asyncio leaderboards share: the constructor, ``key``,
-    ``max_entries``; their methods run the same :class:`_core.Board` operations."""
+    ``max_entries``, ``order``, ``ties``; their methods run the same :class:`_core.Board`
+    operations."""
 
     client_class: Any = Client
     display_name = "RedisLeaderboard"
@@ -88,8 +93,10 @@ class BoardBase:
         max_entries: int = 100,
         *,
         url: Optional[str] = None,
+        order: Order = "desc",
+        ties: Ties = "lexicographic",
     ) -> None:
-        board = _core.Board(key, max_entries)  # validates before connecting
+        board = _core.Board(key, max_entries, order=order, ties=ties)  # validates first
         self.redis = make_client(redis_client, url, self.client_class)
         self._board = board
         self._run = self.redis.run
@@ -104,8 +111,24 @@ class BoardBase:
         """How many entries the board keeps; writes trim the lowest beyond it."""
         return self._board.max_entries
 
+    @property
+    def order(self) -> str:
+        """``"desc"`` (higher scores are better: the guide) or ``"asc"`` (lower are better)."""
+        return self._board.order
+
+    @property
+    def ties(self) -> str:
+        """How equal scores rank: ``"lexicographic"``, ``"first"``, ``"competition"`` or
+        ``"dense"``."""
+        return self._board.ties
+
     def __repr__(self) -> str:
-        return f"{self.display_name}(key={self.key!r}, max_entries={self.max_entries})"
+        options = ""
+        if self.order != "desc":
+            options += f", order={self.order!r}"
+        if self.ties != "lexicographic":
+            options += f", ties={self.ties!r}"
+        return f"{self.display_name}(key={self.key!r}, max_entries={self.max_entries}{options})"
 
 
 class RedisLeaderboard(BoardBase):
@@ -118,6 +141,13 @@ class RedisLeaderboard(BoardBase):
     ``redis_client`` may be a :class:`Client`, a redis-py ``redis.Redis`` (its host, port, db,
     credentials and timeouts are reused) or None: then ``url``, else ``$REDIS_URL``, else
     ``redis://localhost:6379/0``.
+
+    Ranking rules (keyword-only): ``order="desc"`` (higher is better, the guide) or ``"asc"``
+    (lower is better); ``ties`` decides how equal scores rank: ``"lexicographic"`` (Redis's
+    member order, the guide), ``"first"`` (whoever reached the score first), ``"competition"``
+    (shared rank, then a gap: 1, 1, 3) or ``"dense"`` (shared rank, no gap: 1, 1, 2). A board
+    with other options records them in Redis (``f"{key}:options"``), and a client opening it
+    with different ones gets ``ValueError`` naming both.
     """
 
     redis: Client
@@ -139,8 +169,31 @@ class RedisLeaderboard(BoardBase):
         """Add ``amount`` to ``user_id``'s score (ZINCRBY); otherwise as :meth:`upsert_user`."""
         return self._run(self._board.increment_score(user_id, amount, metadata))
 
+    def submit(
+        self,
+        user_id: str,
+        score: float,
+        metadata: Optional[Mapping[str, Any]] = None,
+        *,
+        mode: WriteMode = "set",
+    ) -> SubmitResult:
+        """Write ``user_id``'s score and merge ``metadata``, atomically in one round trip, and
+        report what changed.
+
+        ``mode="set"`` stores ``score``; ``"best"`` stores it only if it is strictly better
+        than the current score in the board's order (a new user is always stored); ``"incr"``
+        adds it. Returns ``{"user_id", "score" (stored now), "rank" (None if not on the board),
+        "previous_score", "previous_rank" (None if new), "changed" (the stored score changed),
+        "metadata" (the whole hash now), "trimmed_user_ids"}``. If the write itself was trimmed
+        away: ``"rank"`` is None, ``"metadata"`` ``{}`` and the user's id is in
+        ``"trimmed_user_ids"``.
+        """
+        return self._run(self._board.submit(user_id, score, metadata, mode=mode))
+
     def set_max_entries(self, max_entries: int) -> list[str]:
-        """Change the board's size limit and trim to it; returns the trimmed ids, lowest first."""
+        """Change the board's size limit and trim to it; returns the trimmed ids, worst first.
+        The new limit applies to this object once the trim has finished (if it raises, the old
+        limit stays)."""
         return self._run(self._board.set_max_entries(max_entries))
 
     def get_top(self, count: int = 10) -> list[Entry]:
@@ -217,6 +270,8 @@ class RedisLeaderboard(BoardBase):
         check_bulk_arguments(chunk_size, progress)
         operations = ChunkOperations(self._board, entries, chunk_size)
         written = 0
+        if not self._board.options_checked:  # a default board's chunks cannot check them
+            self._run(self._board.check_options())
 
         def on_chunk(count: int) -> None:
             nonlocal written
@@ -225,7 +280,11 @@ class RedisLeaderboard(BoardBase):
                 progress(written)
 
         try:
-            self.redis.run_pipelined(operations, on_chunk, CHUNKS_IN_FLIGHT)
+            if self.order == "desc" and self.ties == "lexicographic":
+                self.redis.run_pipelined(operations, on_chunk, CHUNKS_IN_FLIGHT)
+            else:  # script chunks (bulk.lua): one at a time, each may need its NOSCRIPT retry
+                for operation in operations:
+                    on_chunk(self._run(operation))
         except Exception as error:
             if operations.started:
                 try:

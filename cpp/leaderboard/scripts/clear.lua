@@ -1,14 +1,27 @@
 #!lua flags=allow-oom
--- clear, one page: remove up to `page` entries (lowest first) and their metadata. Only deletes,
--- so it runs when the server is out of memory (allow-oom) and frees it.
--- KEYS[1]: board. ARGV: metadata prefix, page. Returns how many entries remain.
+-- clear, one page: remove up to `page` entries (worst first) and their metadata; once the board
+-- is empty, its option keys too. Only deletes, so it runs when the server is out of memory
+-- (allow-oom) and frees it.
+-- KEYS: board, then the option keys (see board_spec in _lib.lua). ARGV: metadata prefix, page,
+-- then on a board with options: order, ties. Returns how many entries remain.
 local board, prefix = KEYS[1], ARGV[1]
-local err = check_acl('ZCARD', board) or check_acl('ZRANGE', board, '0', '0')
-  or check_type(board, 'zset')
+local b = board_spec(board, 2, ARGV[3], ARGV[4])
+local err = check_acl('ZCARD', board) or check_acl('ZRANGE', b.ranked, '0', '0')
+  or check_type(board, 'zset') or (not b.default and check_option_keys(b))
+  or (not b.default and check_acl('UNLINK', b.options))
 if err then return err end
-local user_ids = redis.call('ZRANGE', board, 0, tonumber(ARGV[2]) - 1)
-err = check_remove_lowest(board, prefix, user_ids)
+err = check_options(b)
+if err then return err end
+local user_ids, scores = split_range(b, range_worst(b, tonumber(ARGV[2])))
+err = check_remove_worst(b, prefix, user_ids)
 if err then return err end
 
-remove_lowest(board, prefix, user_ids)
-return redis.call('ZCARD', board)
+remove_worst(b, prefix, user_ids, scores)
+local left = redis.call('ZCARD', board)
+if left == 0 and not b.default then
+  local keys = {b.options}
+  if b.first then keys = {b.options, b.first, b.first_keys} end
+  if b.dense then keys = {b.options, b.dense} end
+  redis.call('UNLINK', unpack(keys))
+end
+return left

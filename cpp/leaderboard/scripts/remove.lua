@@ -2,13 +2,32 @@
 -- delete_user: remove the user from the board and its metadata hash (whether or not it was on
 -- the board, as the guide's delete_user). Only deletes, so it runs when the server is out of
 -- memory (allow-oom) and frees it.
--- KEYS[1]: board, KEYS[2]: the user's metadata hash. ARGV: user_id.
+-- KEYS: board, the user's metadata hash, then the option keys (see board_spec in _lib.lua).
+-- ARGV: user_id, then on a board with options: order, ties.
 -- Returns 1 if the user was on the board, else 0.
-local board, user_key = KEYS[1], KEYS[2]
-local err = check_acl('ZREM', board, ARGV[1]) or check_acl('UNLINK', user_key)
+local board, user_key, user_id = KEYS[1], KEYS[2], ARGV[1]
+local b = board_spec(board, 3, ARGV[2], ARGV[3])
+local err = check_acl('ZREM', board, user_id) or check_acl('UNLINK', user_key)
   or check_type(board, 'zset') or check_type(user_key, 'hash')
+  or (not b.default and check_option_keys(b))
+  or (not b.default and check_acl('ZSCORE', board, user_id))
+if err then return err end
+err = check_options(b)
 if err then return err end
 
-local removed = redis.call('ZREM', board, ARGV[1])
+if b.default then
+  local removed = redis.call('ZREM', board, user_id)
+  redis.call('UNLINK', user_key)
+  return removed
+end
+local score = redis.call('ZSCORE', board, user_id)
+if score then
+  if b.first then
+    redis.call('ZREM', b.first, ranked_member(b, user_id))  -- forget() removes the rest
+  else
+    redis.call('ZREM', board, user_id)
+  end
+  forget(b, {user_id}, {score})
+end
 redis.call('UNLINK', user_key)
-return removed
+return score and 1 or 0

@@ -2,18 +2,24 @@
 -- set_max_entries and the trim after upsert_many: trim the board to max_entries, at most
 -- `limit` entries per call so a large trim never blocks the server for long. Only deletes, so
 -- it runs when the server is out of memory (allow-oom).
--- KEYS[1]: board. ARGV: metadata prefix, max_entries, limit, how many trimmed ids to return.
--- Returns {entries still over the limit, entries trimmed, the first trimmed ids (lowest first)}.
+-- KEYS: board, then the option keys (see board_spec in _lib.lua). ARGV: metadata prefix,
+-- max_entries, limit, how many trimmed ids to return, then on a board with options: order, ties.
+-- Returns {entries still over the limit, entries trimmed, the first trimmed ids (worst first)}.
 local board, prefix = KEYS[1], ARGV[1]
 local max_entries = tonumber(ARGV[2])
-local err = check_acl('ZCARD', board) or check_acl('ZRANGE', board, '0', '0')
-  or check_type(board, 'zset')
+local b = board_spec(board, 2, ARGV[5], ARGV[6])
+local err = check_acl('ZCARD', board) or check_acl('ZRANGE', b.ranked, '0', '0')
+  or check_type(board, 'zset') or (not b.default and check_option_keys(b))
 if err then return err end
-local trimmed = lowest_beyond(board, max_entries, tonumber(ARGV[3]))
-err = check_remove_lowest(board, prefix, trimmed)
+err = check_options(b)
+if err then return err end
+local overflow = math.min(redis.call('ZCARD', board) - max_entries, tonumber(ARGV[3]))
+local trimmed, scores = {}, {}
+if overflow > 0 then trimmed, scores = split_range(b, range_worst(b, overflow)) end
+err = check_remove_worst(b, prefix, trimmed)
 if err then return err end
 
-remove_lowest(board, prefix, trimmed)
+remove_worst(b, prefix, trimmed, scores)
 local remaining = redis.call('ZCARD', board) - max_entries
 if remaining < 0 then remaining = 0 end
 local count, report = #trimmed, tonumber(ARGV[4])

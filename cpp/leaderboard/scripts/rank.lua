@@ -1,0 +1,19 @@
+#!lua flags=no-writes
+-- get_rank, when it cannot be one plain command (ZREVRANK): on boards with options, and on a
+-- default board's first call, which checks that the board has no options recorded. Without a
+-- user id, only that check (upsert_many's first chunk goes as MULTI/EXEC, which cannot check).
+-- KEYS: board, then the option keys (see board_spec in _lib.lua). ARGV: user_id ('' for the
+-- check alone), then on a board with options: order, ties.
+-- Returns the user's zero-based rank under the board's tie rule, or nil if it is not on the
+-- board (0 without a user id).
+local b = board_spec(KEYS[1], 2, ARGV[2], ARGV[3])
+local user_id = ARGV[1]
+local err = check_options(b)
+if err or user_id == '' then return err or 0 end
+err = check_acl('ZSCORE', KEYS[1], user_id) or check_acl(b.position_command, b.ranked, 'x')
+  or (b.shared and check_acl('ZCOUNT', b.dense or KEYS[1], '0', '0'))
+  or (b.first and check_acl('HGET', b.first_keys, user_id))
+if err then return err end
+local score = redis.call('ZSCORE', KEYS[1], user_id)
+if not score then return false end
+return rank_of(b, user_id, tonumber(score))

@@ -1,0 +1,221 @@
+"""The ranking rules of issue 12 in plain Python: what every method of a board with options
+returns, and what the board holds, written from the rules rather than from the scripts.
+
+``order``: "desc" (higher is better) or "asc". ``ties``: "lexicographic" (Redis order among
+equal scores: in desc the greater id first, in asc the smaller), "first" (the earlier achiever
+first; a write that does not change the score keeps its time; leaving the board forgets it),
+"competition" (equal scores share a rank, the next skips: 1, 1, 3) or "dense" (1, 1, 2). Lists,
+windows and trims follow positions (lexicographic, or for "first" the achievement order); only
+"rank" changes under competition and dense. Trims remove the worst positions, worst first.
+
+Scores compare as Redis compares doubles (-0.0 == 0.0), and a write whose score equals the
+stored one changes nothing (Redis keeps the stored double).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterable, Mapping, Optional
+
+Entry = dict[str, Any]
+
+MAX_REPORTED_TRIMMED = 1000
+
+
+class RankingModel:
+    def __init__(
+        self, max_entries: int = 100, order: str = "desc", ties: str = "lexicographic"
+    ) -> None:
+        self.max_entries = max_entries
+        self.order = order
+        self.ties = ties
+        self.scores: dict[str, float] = {}
+        self.achieved: dict[str, int] = {}  # ties="first": when the score was reached
+        self.clock = 0
+        self.metadata: dict[str, dict[str, str]] = {}
+
+    # --- the rules ---
+
+    def better(self, x: float, y: float) -> bool:
+        return x > y if self.order == "desc" else x < y
+
+    def ordered(self) -> list[str]:
+        """Every user id, best first (positions)."""
+        if self.ties == "first":
+            sign = -1.0 if self.order == "desc" else 1.0
+            return sorted(self.scores, key=lambda u: (sign * self.scores[u], self.achieved[u]))
+        redis_order = sorted(self.scores, key=lambda u: (self.scores[u], u.encode()))
+        return redis_order[::-1] if self.order == "desc" else redis_order
+
+    def rank(self, user_id: str) -> Optional[int]:
+        if user_id not in self.scores:
+            return None
+        score = self.scores[user_id]
+        if self.ties == "competition":
+            return 1 + sum(1 for v in self.scores.values() if self.better(v, score))
+        if self.ties == "dense":
+            return 1 + len({v for v in self.scores.values() if self.better(v, score)})
+        return self.ordered().index(user_id) + 1
+
+    def entry(self, user_id: str) -> Entry:
+        return {
+            "rank": self.rank(user_id),
+            "user_id": user_id,
+            "score": self.scores[user_id],
+            "metadata": dict(self.metadata.get(user_id, {})),
+        }
+
+    def _remove(self, user_id: str) -> None:
+        self.scores.pop(user_id, None)
+        self.achieved.pop(user_id, None)
+        self.metadata.pop(user_id, None)
+
+    def _trim(self) -> list[str]:
+        overflow = len(self.scores) - self.max_entries
+        if overflow <= 0:
+            return []
+        worst = self.ordered()[::-1][:overflow]
+        for user_id in worst:
+            self._remove(user_id)
+        return worst
+
+    def _store(self, user_id: str, score: float) -> bool:
+        """Store a score as Redis would: an equal one changes nothing. True if it changed."""
+        old = self.scores.get(user_id)
+        if old is not None and score == old:
+            return False
+        self.scores[user_id] = score
+        self.clock += 1
+        self.achieved[user_id] = self.clock
+        return True
+
+    def _merge(self, user_id: str, metadata: Optional[Mapping[str, Any]]) -> dict[str, str]:
+        sent = {str(k): str(v) for k, v in (metadata or {}).items()}
+        if sent:
+            self.metadata.setdefault(user_id, {}).update(sent)
+        return sent
+
+    # --- the methods ---
+
+    def submit(
+        self,
+        user_id: str,
+        score: float,
+        metadata: Optional[Mapping[str, Any]] = None,
+        *,
+        mode: str = "set",
+    ) -> dict[str, Any]:
+        old = self.scores.get(user_id)
+        previous_rank = self.rank(user_id)
+        if mode == "incr" and old is not None:
+            new = old + score
+        elif mode == "best" and old is not None and not self.better(score, old):
+            new = old
+        else:
+            new = float(score)
+        changed = self._store(user_id, new)
+        self._merge(user_id, metadata)
+        trimmed = self._trim()
+        on_board = user_id in self.scores
+        return {
+            "user_id": user_id,
+            "score": self.scores[user_id] if on_board else new,
+            "rank": self.rank(user_id),
+            "previous_score": old,
+            "previous_rank": previous_rank,
+            "changed": changed,
+            "metadata": dict(self.metadata.get(user_id, {})),
+            "trimmed_user_ids": trimmed,
+        }
+
+    def _guide_write(
+        self, user_id: str, number: float, metadata: Optional[Mapping[str, Any]], mode: str
+    ) -> Entry:
+        result = self.submit(user_id, number, metadata, mode=mode)
+        if result["rank"] is None:  # trimmed away: the guide's fallback shape
+            return {
+                "user_id": user_id,
+                "score": result["score"],
+                "metadata": {str(k): str(v) for k, v in (metadata or {}).items()},
+                "trimmed_user_ids": result["trimmed_user_ids"],
+            }
+        return {**self.entry(user_id), "trimmed_user_ids": result["trimmed_user_ids"]}
+
+    def upsert_user(
+        self, user_id: str, score: float, metadata: Optional[Mapping[str, Any]] = None
+    ) -> Entry:
+        return self._guide_write(user_id, score, metadata, "set")
+
+    def increment_score(
+        self, user_id: str, amount: float, metadata: Optional[Mapping[str, Any]] = None
+    ) -> Entry:
+        return self._guide_write(user_id, amount, metadata, "incr")
+
+    def set_max_entries(self, max_entries: int) -> list[str]:
+        self.max_entries = max_entries
+        return self._trim()
+
+    def get_top(self, count: int = 10) -> list[Entry]:
+        return [self.entry(u) for u in self.ordered()[:count]]
+
+    def get_around_rank(self, rank: int, count: int = 5) -> list[Entry]:
+        users = self.ordered()
+        size = len(users)
+        start = 0 if size <= count else min(max(0, rank - 1 - count // 2), size - count)
+        return [self.entry(u) for u in users[start : start + count]]
+
+    def get_rank(self, user_id: str) -> Optional[int]:
+        return self.rank(user_id)
+
+    def get_user_metadata(self, user_id: str) -> dict[str, str]:
+        return dict(self.metadata.get(user_id, {}))
+
+    def get_user_entry(self, user_id: str) -> Optional[Entry]:
+        return self.entry(user_id) if user_id in self.scores else None
+
+    def list_all(self) -> list[Entry]:
+        return [self.entry(u) for u in self.ordered()]
+
+    def get_size(self) -> int:
+        return len(self.scores)
+
+    def delete_user(self, user_id: str) -> bool:
+        was = user_id in self.scores
+        self._remove(user_id)
+        return was
+
+    def clear(self) -> None:
+        for user_id in list(self.scores):
+            self._remove(user_id)
+
+    def upsert_many(self, entries: Iterable[tuple]) -> dict[str, Any]:
+        written = 0
+        for entry in entries:
+            user_id, score = entry[0], float(entry[1])
+            self._store(user_id, score)
+            self._merge(user_id, entry[2] if len(entry) > 2 else None)
+            written += 1
+        trimmed = self._trim()
+        return {
+            "written": written,
+            "trimmed": len(trimmed),
+            "trimmed_user_ids": trimmed[:MAX_REPORTED_TRIMMED],
+        }
+
+    # --- what the acknowledged writes of a concurrent run leave ---
+
+    @staticmethod
+    def final_score(order: str, writes: Iterable[tuple[str, float]]) -> Optional[float]:
+        """One user's score after ``(mode, number)`` writes ("best" and "incr" commute, so
+        the order they were applied in does not matter), or None if there were none."""
+        score: Optional[float] = None
+        for mode, number in writes:
+            if score is None:
+                score = float(number)
+            elif mode == "incr":
+                score += number
+            elif mode == "best":
+                if (number > score) if order == "desc" else (number < score):
+                    score = float(number)
+            else:
+                raise ValueError("only best and incr commute")
+        return score
