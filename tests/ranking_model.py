@@ -8,17 +8,22 @@ first; a write that does not change the score keeps its time; leaving the board 
 windows and trims follow positions (lexicographic, or for "first" the achievement order); only
 "rank" changes under competition and dense. Trims remove the worst positions, worst first.
 
+The queries of issue 13 (get_around_user ... get_histogram) are written from the issue's
+definitions, on the same positions and ranks, by scanning everything: nothing here is clever.
+
 Scores compare as Redis compares doubles (-0.0 == 0.0), and a write whose score equals the
 stored one changes nothing (Redis keeps the stored double).
 """
 
 from __future__ import annotations
 
-from typing import Any, Iterable, Mapping, Optional
+import math
+from typing import Any, Iterable, Mapping, Optional, Sequence
 
 Entry = dict[str, Any]
 
 MAX_REPORTED_TRIMMED = 1000
+MAX_QUERY_ITEMS = 1000  # ids of get_entries, page_size, bins
 
 
 class RankingModel:
@@ -200,6 +205,104 @@ class RankingModel:
             "trimmed": len(trimmed),
             "trimmed_user_ids": trimmed[:MAX_REPORTED_TRIMMED],
         }
+
+    # --- the queries (issue 13) ---
+
+    def get_around_user(self, user_id: str, count: int = 5) -> list[Entry]:
+        if count < 1:
+            raise ValueError("count must be at least 1")
+        if user_id not in self.scores:
+            return []
+        return self.get_around_rank(self.ordered().index(user_id) + 1, count)
+
+    def get_entries(self, user_ids: Sequence[str]) -> list[Optional[Entry]]:
+        if len(user_ids) > MAX_QUERY_ITEMS:
+            raise ValueError("too many user_ids")
+        return [self.entry(u) if u in self.scores else None for u in user_ids]
+
+    def get_page(self, page: int, page_size: int = 10) -> dict[str, Any]:
+        if page < 1 or not 1 <= page_size <= MAX_QUERY_ITEMS:
+            raise ValueError("page or page_size out of range")
+        users = self.ordered()
+        size = len(users)
+        return {
+            "page": page,
+            "page_size": page_size,
+            "total_pages": math.ceil(size / page_size),
+            "size": size,
+            "entries": [self.entry(u) for u in users[(page - 1) * page_size : page * page_size]],
+        }
+
+    def get_by_score(
+        self, min_score: float, max_score: float, *, offset: int = 0, limit: int = 100
+    ) -> list[Entry]:
+        if math.isnan(min_score) or math.isnan(max_score) or offset < 0 or limit < 1:
+            raise ValueError("bad get_by_score arguments")
+        inside = [u for u in self.ordered() if min_score <= self.scores[u] <= max_score]
+        return [self.entry(u) for u in inside[offset : offset + limit]]
+
+    def count_by_score(self, min_score: float, max_score: float) -> int:
+        if math.isnan(min_score) or math.isnan(max_score):
+            raise ValueError("NaN bound")
+        return sum(1 for v in self.scores.values() if min_score <= v <= max_score)
+
+    def rank_for_score(self, score: float) -> int:
+        if not math.isfinite(score):
+            raise ValueError("score must be a finite number")
+        return 1 + sum(1 for v in self.scores.values() if self.better(v, score))
+
+    def get_percentile(self, user_id: str) -> Optional[float]:
+        if user_id not in self.scores:
+            return None
+        others = len(self.scores) - 1
+        if others == 0:
+            return 100.0
+        mine = self.scores[user_id]
+        worse = sum(1 for v in self.scores.values() if self.better(mine, v))
+        return 100.0 * worse / others
+
+    def score_at_percentile(self, p: float) -> Optional[float]:
+        if not 0 <= p <= 100:  # NaN too
+            raise ValueError("p must be between 0 and 100")
+        if not self.scores:
+            return None
+        worst_first = sorted(self.scores.values(), reverse=self.order == "asc")
+        return worst_first[max(1, math.ceil(p / 100 * len(worst_first))) - 1]
+
+    def get_histogram(
+        self,
+        bins: int = 10,
+        *,
+        min_score: Optional[float] = None,
+        max_score: Optional[float] = None,
+    ) -> list[dict[str, Any]]:
+        if not 1 <= bins <= MAX_QUERY_ITEMS:
+            raise ValueError("bins must be between 1 and 1000")
+        for bound in (min_score, max_score):
+            if bound is not None and not math.isfinite(bound):
+                raise ValueError("bounds must be finite")
+        if min_score is not None and max_score is not None and min_score > max_score:
+            raise ValueError("min_score must not be greater than max_score")
+        if not self.scores:
+            return []
+        # A missing bound is the board's extreme, but never past the given one.
+        low = min(self.scores.values()) if min_score is None else min_score
+        high = max(self.scores.values()) if max_score is None else max_score
+        if min_score is None:
+            low = min(low, high)
+        if max_score is None:
+            high = max(high, low)
+        edges = [min(low + (high - low) * i / bins, high) for i in range(bins)] + [high]
+        out = []
+        for i in range(bins):
+            last = i == bins - 1
+            count = sum(
+                1
+                for v in self.scores.values()
+                if edges[i] <= v and (v <= edges[i + 1] if last else v < edges[i + 1])
+            )
+            out.append({"min": edges[i], "max": edges[i + 1], "count": count})
+        return out
 
     # --- what the acknowledged writes of a concurrent run leave ---
 

@@ -183,6 +183,70 @@ PYBIND11_MODULE(_core, m) {
           "user_id"_a)
       .def("clear", [](const Board& self) { return wrap(self.clear()); })
       .def(
+          "get_around_user",
+          [](const Board& self, py::handle user_id, py::handle count) {
+            return wrap(self.get_around_user(user_id_arg(user_id), integer_arg(count, "count")));
+          },
+          "user_id"_a, "count"_a = 5)
+      .def(
+          "get_entries",
+          [](const Board& self, py::handle user_ids) {
+            return wrap(self.get_entries(user_ids_arg(user_ids, Board::kMaxQueryItems)));
+          },
+          "user_ids"_a)
+      .def(
+          "get_page",
+          [](const Board& self, py::handle page, py::handle page_size) {
+            return wrap(
+                self.get_page(integer_arg(page, "page"), integer_arg(page_size, "page_size")));
+          },
+          "page"_a, "page_size"_a = 10)
+      .def(
+          "get_by_score",
+          [](const Board& self, py::handle min_score, py::handle max_score, py::handle offset,
+             py::handle limit) {
+            return wrap(self.get_by_score(
+                number_arg(min_score, "min_score"), number_arg(max_score, "max_score"),
+                integer_arg(offset, "offset"), integer_arg(limit, "limit")));
+          },
+          "min_score"_a, "max_score"_a, py::kw_only(), "offset"_a = 0, "limit"_a = 100)
+      .def(
+          "count_by_score",
+          [](const Board& self, py::handle min_score, py::handle max_score) {
+            return wrap(self.count_by_score(number_arg(min_score, "min_score"),
+                                            number_arg(max_score, "max_score")));
+          },
+          "min_score"_a, "max_score"_a)
+      .def(
+          "rank_for_score",
+          [](const Board& self, py::handle score) {
+            return wrap(self.rank_for_score(number_arg(score, "score")));
+          },
+          "score"_a)
+      .def(
+          "get_percentile",
+          [](const Board& self, py::handle user_id) {
+            return wrap(self.get_percentile(user_id_arg(user_id)));
+          },
+          "user_id"_a)
+      .def(
+          "score_at_percentile",
+          [](const Board& self, py::handle p) {
+            return wrap(self.score_at_percentile(number_arg(p, "p")));
+          },
+          "p"_a)
+      .def(
+          "get_histogram",
+          [](const Board& self, py::handle bins, py::handle min_score, py::handle max_score) {
+            auto bound = [](py::handle value, const char* field) -> std::optional<double> {
+              if (value.is_none()) return std::nullopt;
+              return number_arg(value, field);
+            };
+            return wrap(self.get_histogram(integer_arg(bins, "bins"), bound(min_score, "min_score"),
+                                           bound(max_score, "max_score")));
+          },
+          "bins"_a = 10, py::kw_only(), "min_score"_a = py::none(), "max_score"_a = py::none())
+      .def(
           "upsert_chunk",
           [](const Board& self, py::handle entries, long long first_index) {
             return wrap(self.upsert_chunk(batch_arg(entries, first_index), first_index));

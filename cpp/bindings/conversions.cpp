@@ -143,6 +143,25 @@ std::vector<leaderboard::BatchEntry> batch_arg(py::handle entries, long long fir
   return out;
 }
 
+std::vector<std::string> user_ids_arg(py::handle value, long long limit) {
+  if (PyUnicode_Check(value.ptr()) || PyBytes_Check(value.ptr()) ||
+      !PyObject_HasAttrString(value.ptr(), "__iter__")) {
+    throw py::type_error("user_ids must be a list of str, not " + type_name(value));
+  }
+  std::vector<std::string> out;
+  for (py::handle item : py::iter(value)) {
+    if (static_cast<long long>(out.size()) >= limit) {
+      throw InvalidArgument("user_ids must hold at most " + std::to_string(limit) + " ids");
+    }
+    try {
+      out.push_back(user_id_arg(item));
+    } catch (const py::type_error& e) {
+      throw py::type_error("user_ids[" + std::to_string(out.size()) + "]: " + e.what());
+    }
+  }
+  return out;
+}
+
 // ---- C++ -> Python ---------------------------------------------------------------------------
 
 py::str text(const std::string& s) { return py::str(s.data(), s.size()); }
@@ -205,6 +224,36 @@ struct ToPython {
     return out;
   }
   py::object operator()(const std::vector<std::string>& ids) const { return string_list(ids); }
+  py::object operator()(const std::vector<std::optional<Entry>>& entries) const {
+    py::list out(entries.size());
+    for (std::size_t i = 0; i < entries.size(); ++i) {
+      out[i] = entries[i] ? py::object(entry_dict(*entries[i])) : py::none();
+    }
+    return out;
+  }
+  py::object operator()(const leaderboard::Page& page) const {
+    py::dict out;
+    out[names->page] = py::int_(page.page);
+    out[names->page_size] = py::int_(page.page_size);
+    out[names->total_pages] = py::int_(page.total_pages);
+    out[names->size] = py::int_(page.size);
+    out[names->entries] = (*this)(page.entries);
+    return out;
+  }
+  py::object operator()(const std::optional<double>& value) const {
+    return value ? py::object(py::float_(*value)) : py::none();
+  }
+  py::object operator()(const std::vector<leaderboard::HistogramBin>& bins) const {
+    py::list out(bins.size());
+    for (std::size_t i = 0; i < bins.size(); ++i) {
+      py::dict bin;
+      bin[names->min] = py::float_(bins[i].min);
+      bin[names->max] = py::float_(bins[i].max);
+      bin[names->count] = py::int_(bins[i].count);
+      out[i] = bin;
+    }
+    return out;
+  }
   py::object operator()(const leaderboard::TrimSummary& summary) const {
     py::dict out;
     out[names->trimmed] = py::int_(summary.trimmed);

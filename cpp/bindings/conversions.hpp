@@ -25,6 +25,8 @@ namespace py = pybind11;
 struct Names {
   py::str rank{"rank"}, user_id{"user_id"}, score{"score"}, metadata{"metadata"},
       trimmed_user_ids{"trimmed_user_ids"}, trimmed{"trimmed"};
+  py::str page{"page"}, page_size{"page_size"}, total_pages{"total_pages"}, size{"size"},
+      entries{"entries"}, min{"min"}, max{"max"}, count{"count"};
   py::str create_future{"create_future"}, done{"done"}, set_result{"set_result"},
       set_exception{"set_exception"};
 };
@@ -42,6 +44,9 @@ double number_arg(py::handle value, const char* field);
 long long integer_arg(py::handle value, const char* field);
 leaderboard::Metadata metadata_arg(py::handle value);
 std::vector<leaderboard::BatchEntry> batch_arg(py::handle entries, long long first_index);
+// A list of user ids (any iterable but a str or bytes); TypeError/ValueError name the item, and
+// more than `limit` raises ValueError before any id is converted past it.
+std::vector<std::string> user_ids_arg(py::handle value, long long limit);
 std::string argument_bytes(py::handle arg);
 connection::ClientOptions client_options(
     const std::string& host, int port, long long db, std::optional<std::string> username,

@@ -713,4 +713,215 @@ std::unique_ptr<Operation> Board::clear() const {
   return std::make_unique<Clear>(id_, script_keys({}), metadata_prefix());
 }
 
+// ---- Queries (issue 13) -----------------------------------------------------------------------
+
+namespace {
+
+long long require_between(long long value, long long low, long long high, const char* field) {
+  if (value < low || value > high) {
+    throw InvalidArgument(std::string(field) + " must be between " + std::to_string(low) + " and " +
+                          std::to_string(high));
+  }
+  return value;
+}
+
+void require_not_nan(double value, const char* field) {
+  if (std::isnan(value)) throw InvalidArgument(std::string(field) + " must be a number, not NaN");
+}
+
+// A window.lua-shaped reply ({start, size, entries[, ranks]}) read into entries.
+Result window_entries(Reply& reply) {
+  parse_array(reply, 3);
+  std::vector<Entry> entries;
+  append_window(reply, parse_rank(reply.elements[0]) + 1, entries);
+  return entries;
+}
+
+}  // namespace
+
+std::unique_ptr<Operation> Board::get_around_user(std::string user_id, long long count) const {
+  require_user_id(user_id);
+  count = require_at_least_one(count, "count");
+  Command command = script_call(
+      scripts::around, script_keys({}),
+      id_->with_options({metadata_prefix(), std::move(user_id), std::to_string(count)}));
+  return std::make_unique<SingleCall>(
+      "get_around_user", std::move(command),
+      [](Reply& reply) -> Result {
+        if (reply.is_nil()) return std::vector<Entry>();
+        return window_entries(reply);
+      },
+      id_);
+}
+
+std::unique_ptr<Operation> Board::get_entries(std::vector<std::string> user_ids) const {
+  if (static_cast<long long>(user_ids.size()) > kMaxQueryItems) {
+    throw InvalidArgument("user_ids must hold at most " + std::to_string(kMaxQueryItems) +
+                          " ids, not " + std::to_string(user_ids.size()));
+  }
+  for (const auto& user_id : user_ids) require_user_id(user_id);
+  std::vector<std::string> args;
+  args.reserve(4 + user_ids.size());
+  args.push_back(metadata_prefix());
+  args.push_back(std::to_string(user_ids.size()));
+  for (const auto& user_id : user_ids) args.push_back(user_id);
+  Command command =
+      script_call(scripts::entries, script_keys({}), id_->with_options(std::move(args)));
+  return std::make_unique<SingleCall>(
+      "get_entries", std::move(command),
+      [user_ids = std::move(user_ids)](Reply& reply) mutable -> Result {
+        if (!reply.is_array() || reply.elements.size() != user_ids.size()) {
+          unexpected("the entries of get_entries");
+        }
+        std::vector<std::optional<Entry>> out;
+        out.reserve(user_ids.size());
+        for (std::size_t i = 0; i < user_ids.size(); ++i) {
+          auto& item = reply.elements[i];
+          if (item.is_nil()) {
+            out.emplace_back();
+            continue;
+          }
+          parse_array(item, 3);
+          if (item.elements.size() != 3) unexpected("an entry");
+          Entry entry;
+          entry.score = parse_score(item.elements[0]);
+          entry.rank = parse_rank(item.elements[1]) + 1;
+          entry.user_id = std::move(user_ids[i]);
+          entry.metadata = parse_metadata(item.elements[2]);
+          out.emplace_back(std::move(entry));
+        }
+        return out;
+      },
+      id_);
+}
+
+std::unique_ptr<Operation> Board::get_page(long long page, long long page_size) const {
+  require_at_least_one(page, "page");
+  page_size = require_between(page_size, 1, kMaxQueryItems, "page_size");
+  // Past any board's end from 2^32 on (the product then fits); `page` is reported as asked.
+  const long long start = std::min((std::min(page, kMaxWindow) - 1) * page_size, kMaxWindow);
+  Command command =
+      script_call(scripts::window, script_keys({}),
+                  id_->with_options({metadata_prefix(), "range", std::to_string(start),
+                                     std::to_string(page_size)}));
+  return std::make_unique<SingleCall>(
+      "get_page", std::move(command),
+      [page, page_size, start](Reply& reply) -> Result {
+        parse_array(reply, 3);
+        Page out;
+        out.page = page;
+        out.page_size = page_size;
+        out.size = parse_count(reply.elements[1]);
+        out.total_pages = (out.size + page_size - 1) / page_size;
+        append_window(reply, start + 1, out.entries);
+        if (static_cast<long long>(out.entries.size()) > page_size) unexpected("a page");
+        return out;
+      },
+      id_);
+}
+
+std::unique_ptr<Operation> Board::get_by_score(double min_score, double max_score, long long offset,
+                                               long long limit) const {
+  require_not_nan(min_score, "min_score");
+  require_not_nan(max_score, "max_score");
+  if (offset < 0) throw InvalidArgument("offset must be at least 0");
+  offset = std::min(offset, kMaxWindow);
+  limit = require_at_least_one(limit, "limit");
+  Command command = script_call(
+      scripts::by_score, script_keys({}),
+      id_->with_options({metadata_prefix(), format_score(min_score), format_score(max_score),
+                         std::to_string(offset), std::to_string(limit)}));
+  return std::make_unique<SingleCall>("get_by_score", std::move(command), window_entries, id_);
+}
+
+std::unique_ptr<Operation> Board::count_by_score(double min_score, double max_score) const {
+  require_not_nan(min_score, "min_score");
+  require_not_nan(max_score, "max_score");
+  // The count does not depend on order or ties: the plain command, on any board.
+  return std::make_unique<SingleCall>(
+      "count_by_score",
+      Command{nullptr, {"ZCOUNT", key(), format_score(min_score), format_score(max_score)}},
+      [](Reply& reply) -> Result { return parse_count(reply); });
+}
+
+std::unique_ptr<Operation> Board::rank_for_score(double score) const {
+  require_finite(score, "score");
+  auto parse = [](Reply& reply) -> Result { return parse_count(reply) + 1; };
+  if (options_checked()) {  // the board's order is known to be this object's: one ZCOUNT
+    const std::string bound = "(" + format_score(score);
+    Command command = order() == Order::Desc ? Command{nullptr, {"ZCOUNT", key(), bound, "+inf"}}
+                                             : Command{nullptr, {"ZCOUNT", key(), "-inf", bound}};
+    return std::make_unique<SingleCall>("rank_for_score", std::move(command), parse);
+  }
+  Command command = script_call(scripts::stats, script_keys({}),
+                                id_->with_options({"rank_for", format_score(score), "", ""}));
+  return std::make_unique<SingleCall>("rank_for_score", std::move(command), parse, id_);
+}
+
+std::unique_ptr<Operation> Board::get_percentile(std::string user_id) const {
+  require_user_id(user_id);
+  Command command = script_call(scripts::stats, script_keys({}),
+                                id_->with_options({"percentile", std::move(user_id), "", ""}));
+  return std::make_unique<SingleCall>(
+      "get_percentile", std::move(command),
+      [](Reply& reply) -> Result {
+        if (reply.is_nil()) return std::optional<double>();
+        parse_array(reply, 2);
+        if (reply.elements.size() != 2) unexpected("a percentile");
+        const long long size = parse_count(reply.elements[1]);
+        const long long worse = parse_count(reply.elements[0], size);
+        if (size < 1 || worse >= size) unexpected("a percentile");
+        if (size == 1) return std::optional<double>(100.0);
+        return std::optional<double>(100.0 * static_cast<double>(worse) /
+                                     static_cast<double>(size - 1));
+      },
+      id_);
+}
+
+std::unique_ptr<Operation> Board::score_at_percentile(double p) const {
+  if (!(p >= 0 && p <= 100)) throw InvalidArgument("p must be between 0 and 100");
+  Command command = script_call(scripts::stats, script_keys({}),
+                                id_->with_options({"at", format_score(p), "", ""}));
+  return std::make_unique<SingleCall>(
+      "score_at_percentile", std::move(command),
+      [](Reply& reply) -> Result {
+        if (reply.is_nil()) return std::optional<double>();
+        return std::optional<double>(parse_score(reply));
+      },
+      id_);
+}
+
+std::unique_ptr<Operation> Board::get_histogram(long long bins, std::optional<double> min_score,
+                                                std::optional<double> max_score) const {
+  bins = require_between(bins, 1, kMaxQueryItems, "bins");
+  if (min_score) require_finite(*min_score, "min_score");
+  if (max_score) require_finite(*max_score, "max_score");
+  if (min_score && max_score && *min_score > *max_score) {
+    throw InvalidArgument("min_score must not be greater than max_score");
+  }
+  Command command =
+      script_call(scripts::stats, script_keys({}),
+                  id_->with_options({"histogram", std::to_string(bins),
+                                     min_score ? format_score(*min_score) : std::string(),
+                                     max_score ? format_score(*max_score) : std::string()}));
+  return std::make_unique<SingleCall>(
+      "get_histogram", std::move(command),
+      [bins](Reply& reply) -> Result {
+        std::vector<HistogramBin> out;
+        if (!reply.is_array()) unexpected("a histogram");
+        if (reply.elements.empty()) return out;  // an empty board
+        if (reply.elements.size() != 2) unexpected("a histogram");
+        const auto& edges = parse_array(reply.elements[0]);
+        const auto& counts = parse_array(reply.elements[1]);
+        const auto n = static_cast<std::size_t>(bins);
+        if (edges.size() != n + 1 || counts.size() != n) unexpected("a histogram");
+        out.reserve(n);
+        for (std::size_t i = 0; i < n; ++i) {
+          out.push_back({parse_score(edges[i]), parse_score(edges[i + 1]), parse_count(counts[i])});
+        }
+        return out;
+      },
+      id_);
+}
+
 }  // namespace rlb::leaderboard

@@ -65,9 +65,27 @@ struct BatchEntry {
 
 struct None {};
 
-using Result = std::variant<None, bool, long long, std::optional<long long>, Metadata,
-                            std::optional<Entry>, std::vector<Entry>, WriteResult,
-                            std::vector<std::string>, TrimSummary, SubmitResult>;
+// The queries (issue 13). get_page: one page of the board and how many there are.
+struct Page {
+  long long page = 1;  // 1-based, as asked
+  long long page_size = 10;
+  long long total_pages = 0;  // ceil(size / page_size); 0 on an empty board
+  long long size = 0;         // the board's size when the page was read
+  std::vector<Entry> entries;
+};
+
+// One bin of get_histogram: scores in [min, max) (the last bin: [min, max]).
+struct HistogramBin {
+  double min = 0;
+  double max = 0;
+  long long count = 0;
+};
+
+using Result =
+    std::variant<None, bool, long long, std::optional<long long>, Metadata, std::optional<Entry>,
+                 std::vector<Entry>, WriteResult, std::vector<std::string>, TrimSummary,
+                 SubmitResult, std::vector<std::optional<Entry>>, Page, std::optional<double>,
+                 std::vector<HistogramBin>>;
 
 // A board's ranking rules (see README, "Ranking rules"). Order: which scores are better. Ties:
 // how equal scores rank: Redis's member order (lexicographic), the earlier achiever first
@@ -138,6 +156,34 @@ class Board {
   std::unique_ptr<Operation> get_size() const;
   std::unique_ptr<Operation> delete_user(std::string user_id) const;
   std::unique_ptr<Operation> clear() const;
+
+  // ---- Queries (issue 13): one round trip each, atomic, ranks under the board's tie rule.
+  // Most queries accept at most this many ids, entries a page or bins.
+  static constexpr long long kMaxQueryItems = 1000;
+  // `count` entries centred on the user's position, clamped as get_around_rank (window);
+  // empty if the user is not on the board (around.lua).
+  std::unique_ptr<Operation> get_around_user(std::string user_id, long long count) const;
+  // One optional entry per id, in the order given (entries.lua); 0 to 1,000 ids.
+  std::unique_ptr<Operation> get_entries(std::vector<std::string> user_ids) const;
+  // The 1-based page of `page_size` entries (window.lua, 'range'), with the page count.
+  std::unique_ptr<Operation> get_page(long long page, long long page_size) const;
+  // Entries with min_score <= score <= max_score, best first, `offset`/`limit` applied after
+  // ordering (by_score.lua); infinite bounds allowed, NaN refused.
+  std::unique_ptr<Operation> get_by_score(double min_score, double max_score, long long offset,
+                                          long long limit) const;
+  // How many entries have min_score <= score <= max_score (ZCOUNT).
+  std::unique_ptr<Operation> count_by_score(double min_score, double max_score) const;
+  // 1 + the entries strictly better than `score` (ZCOUNT once the options are checked, else
+  // stats.lua, which checks them).
+  std::unique_ptr<Operation> rank_for_score(double score) const;
+  // The share of the other entries strictly worse than the user, 0-100; none if absent.
+  std::unique_ptr<Operation> get_percentile(std::string user_id) const;
+  // The nearest-rank score at percentile `p` (0-100), worst to best; none on an empty board.
+  std::unique_ptr<Operation> score_at_percentile(double p) const;
+  // `bins` equal-width bins over [min, max] (the board's extremes where not given), ascending;
+  // one ZCOUNT per bin (stats.lua).
+  std::unique_ptr<Operation> get_histogram(long long bins, std::optional<double> min_score,
+                                           std::optional<double> max_score) const;
 
   // upsert_many, one chunk: a variadic ZADD and one HSET per entry with metadata in MULTI/EXEC,
   // in one round trip, not trimmed (trim_to_max_entries follows the last chunk). On a board with

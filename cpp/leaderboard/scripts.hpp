@@ -20,6 +20,12 @@ extern const Script entry;   // get_user_entry (no-writes)
 extern const Script remove;  // delete_user (allow-oom)
 extern const Script rank;    // get_rank on boards with options or not yet checked (no-writes)
 extern const Script bulk;    // upsert_many's chunks on boards with options
+
+// The queries (no-writes).
+extern const Script around;    // get_around_user
+extern const Script entries;   // get_entries
+extern const Script by_score;  // get_by_score
+extern const Script stats;     // rank_for_score, get_percentile, score_at_percentile, get_histogram
 }  // namespace scripts
 
 }  // namespace rlb::leaderboard

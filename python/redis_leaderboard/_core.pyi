@@ -104,6 +104,32 @@ class Board:
     def get_size(self) -> Operation: ...
     def delete_user(self, user_id: str) -> Operation: ...
     def clear(self) -> Operation: ...
+    def get_around_user(self, user_id: str, count: int = 5) -> Operation:
+        """Result: ``count`` entries centred on the user (``[]`` if absent)."""
+    def get_entries(self, user_ids: Iterable[str]) -> Operation:
+        """Result: one entry or None per id, in order (at most 1,000 ids)."""
+    def get_page(self, page: int, page_size: int = 10) -> Operation:
+        """Result: ``{"page", "page_size", "total_pages", "size", "entries"}``."""
+    def get_by_score(
+        self, min_score: float, max_score: float, *, offset: int = 0, limit: int = 100
+    ) -> Operation:
+        """Result: the entries with ``min_score <= score <= max_score``, best first."""
+    def count_by_score(self, min_score: float, max_score: float) -> Operation:
+        """Result: an int (ZCOUNT)."""
+    def rank_for_score(self, score: float) -> Operation:
+        """Result: 1 + the entries strictly better than ``score``."""
+    def get_percentile(self, user_id: str) -> Operation:
+        """Result: a float 0-100, or None if the user is absent."""
+    def score_at_percentile(self, p: float) -> Operation:
+        """Result: the nearest-rank score, or None on an empty board."""
+    def get_histogram(
+        self,
+        bins: int = 10,
+        *,
+        min_score: Optional[float] = None,
+        max_score: Optional[float] = None,
+    ) -> Operation:
+        """Result: ``[{"min", "max", "count"}, ...]``, ascending scores."""
     def upsert_chunk(self, entries: Iterable[Any], first_index: int = 0) -> Operation:
         """upsert_many's request for one chunk (validated here; errors name ``first_index + i``)."""
     def trim_to_max_entries(self, report: int = 1000) -> Operation:

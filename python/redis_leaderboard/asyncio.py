@@ -21,7 +21,9 @@ from .leaderboard import (
     BulkEntry,
     ChunkOperations,
     Entry,
+    HistogramBin,
     ImportSummary,
+    Page,
     SubmitResult,
     WriteMode,
     check_bulk_arguments,
@@ -239,6 +241,45 @@ class RedisLeaderboard(BoardBase):
 
     async def clear(self) -> None:
         return await self._run(self._board.clear())
+
+    async def get_around_user(self, user_id: str, count: int = 5) -> list[Entry]:
+        return await self._run(self._board.get_around_user(user_id, count))
+
+    async def get_entries(self, user_ids: Iterable[str]) -> list[Optional[Entry]]:
+        return await self._run(self._board.get_entries(user_ids))
+
+    async def get_page(self, page: int, page_size: int = 10) -> Page:
+        return await self._run(self._board.get_page(page, page_size))
+
+    async def get_by_score(
+        self, min_score: float, max_score: float, *, offset: int = 0, limit: int = 100
+    ) -> list[Entry]:
+        return await self._run(
+            self._board.get_by_score(min_score, max_score, offset=offset, limit=limit)
+        )
+
+    async def count_by_score(self, min_score: float, max_score: float) -> int:
+        return await self._run(self._board.count_by_score(min_score, max_score))
+
+    async def rank_for_score(self, score: float) -> int:
+        return await self._run(self._board.rank_for_score(score))
+
+    async def get_percentile(self, user_id: str) -> Optional[float]:
+        return await self._run(self._board.get_percentile(user_id))
+
+    async def score_at_percentile(self, p: float) -> Optional[float]:
+        return await self._run(self._board.score_at_percentile(p))
+
+    async def get_histogram(
+        self,
+        bins: int = 10,
+        *,
+        min_score: Optional[float] = None,
+        max_score: Optional[float] = None,
+    ) -> list[HistogramBin]:
+        return await self._run(
+            self._board.get_histogram(bins, min_score=min_score, max_score=max_score)
+        )
 
     async def upsert_many(
         self,

@@ -14,6 +14,10 @@ Entry = dict[str, Any]
 BulkEntry = Union[tuple[str, float], tuple[str, float, Mapping[str, Any]], Sequence[Any]]
 ImportSummary = dict[str, Any]
 SubmitResult = dict[str, Any]
+# get_page: {"page", "page_size", "total_pages", "size", "entries"}
+Page = dict[str, Any]
+# get_histogram: {"min": float, "max": float, "count": int}
+HistogramBin = dict[str, Any]
 Order = Literal["desc", "asc"]
 Ties = Literal["lexicographic", "first", "competition", "dense"]
 WriteMode = Literal["set", "best", "incr"]
@@ -231,6 +235,70 @@ class RedisLeaderboard(BoardBase):
     def clear(self) -> None:
         """Delete the board and every member's metadata hash (in pages on large boards)."""
         return self._run(self._board.clear())
+
+    # -- queries: one round trip each, atomic; every "rank" follows the board's tie rule ----
+
+    def get_around_user(self, user_id: str, count: int = 5) -> list[Entry]:
+        """``count`` entries centred on ``user_id``'s position, the window clamped to the board
+        as :meth:`get_around_rank`'s (a full window at both ends); ``[]`` if the user is not on
+        the board. O(log N + count)."""
+        return self._run(self._board.get_around_user(user_id, count))
+
+    def get_entries(self, user_ids: Iterable[str]) -> list[Optional[Entry]]:
+        """One item per id, in the order given: its entry, or None if it is not on the board
+        (a friends list). At most 1,000 ids (more raise ``ValueError``). O(k log N)."""
+        return self._run(self._board.get_entries(user_ids))
+
+    def get_page(self, page: int, page_size: int = 10) -> Page:
+        """The 1-based ``page`` of ``page_size`` entries (1 to 1,000), best first:
+        ``{"page", "page_size", "total_pages", "size", "entries"}``, ``total_pages`` being
+        ``ceil(size / page_size)`` (0 on an empty board); a page past the end has no entries.
+        O(log N + page_size)."""
+        return self._run(self._board.get_page(page, page_size))
+
+    def get_by_score(
+        self, min_score: float, max_score: float, *, offset: int = 0, limit: int = 100
+    ) -> list[Entry]:
+        """The entries with ``min_score <= score <= max_score``, best first in the board's
+        order, skipping ``offset`` and returning at most ``limit``. ``float("-inf")`` and
+        ``float("inf")`` are allowed; ``min_score > max_score`` gives ``[]``.
+        O(log N + limit), whatever the offset."""
+        return self._run(self._board.get_by_score(min_score, max_score, offset=offset, limit=limit))
+
+    def count_by_score(self, min_score: float, max_score: float) -> int:
+        """How many entries have ``min_score <= score <= max_score`` (ZCOUNT, O(log N))."""
+        return self._run(self._board.count_by_score(min_score, max_score))
+
+    def rank_for_score(self, score: float) -> int:
+        """The rank an entry with ``score`` would have now: 1 + the entries strictly better
+        (what ``ties="competition"`` reports). One ZCOUNT, O(log N)."""
+        return self._run(self._board.rank_for_score(score))
+
+    def get_percentile(self, user_id: str) -> Optional[float]:
+        """The share of the other entries whose score is strictly worse than ``user_id``'s,
+        0.0 to 100.0 (tied users share it; a board of one gives 100.0); None if absent.
+        O(log N)."""
+        return self._run(self._board.get_percentile(user_id))
+
+    def score_at_percentile(self, p: float) -> Optional[float]:
+        """The nearest-rank score at percentile ``p`` (0 to 100): of the scores sorted worst
+        to best, the one at 1-based position ``max(1, ceil(p / 100 * size))``; None on an
+        empty board. O(log N)."""
+        return self._run(self._board.score_at_percentile(p))
+
+    def get_histogram(
+        self,
+        bins: int = 10,
+        *,
+        min_score: Optional[float] = None,
+        max_score: Optional[float] = None,
+    ) -> list[HistogramBin]:
+        """The score distribution: ``bins`` (1 to 1,000) equal-width bins
+        ``{"min", "max", "count"}`` in ascending score order over ``[min_score, max_score]``
+        (by default the board's lowest and highest score), each ``[min, max)`` but the last,
+        which is closed; ``[]`` on an empty board. One ZCOUNT per bin: O(bins log N), the
+        board is never scanned."""
+        return self._run(self._board.get_histogram(bins, min_score=min_score, max_score=max_score))
 
     def upsert_many(
         self,

@@ -1,0 +1,77 @@
+#!lua flags=no-writes
+-- The board's statistics, each O(log N) (the histogram O(bins log N)), none scanning the board.
+-- A read. KEYS: board, then the option keys (see board_spec in _lib.lua). ARGV: the query and
+-- three arguments ('' where it takes fewer), then on a board with options: order, ties.
+--   'rank_for', score        -> the entries strictly better than score (rank_for_score - 1)
+--   'percentile', user_id    -> nil if absent, else {entries strictly worse, board size}
+--   'at', p                  -> nil on an empty board, else the score at position
+--                               max(1, ceil(p / 100 * size)) from the worst (nearest rank)
+--   'histogram', bins, min, max ('' for the board's lowest / highest score)
+--                            -> {} on an empty board, else {{edge texts, bins + 1}, {counts}}
+local board, query = KEYS[1], ARGV[1]
+local b = board_spec(board, 2, ARGV[5], ARGV[6])
+local err = check_acl('ZCOUNT', board, '0', '0') or check_acl('ZCARD', board)
+  or check_acl('ZSCORE', board, 'x') or check_acl('ZRANGE', board, '0', '0')
+if err then return err end
+err = check_options(b)
+if err then return err end
+
+-- A number's exact text for a score range (Redis parses it back to the same double).
+local function exact(x) return string.format('%.17g', x) end
+
+if query == 'rank_for' then
+  if b.desc then return redis.call('ZCOUNT', board, '(' .. ARGV[2], '+inf') end
+  return redis.call('ZCOUNT', board, '-inf', '(' .. ARGV[2])
+end
+
+if query == 'percentile' then
+  local score = redis.call('ZSCORE', board, ARGV[2])
+  if not score then return false end
+  local worse
+  if b.desc then
+    worse = redis.call('ZCOUNT', board, '-inf', '(' .. score)
+  else
+    worse = redis.call('ZCOUNT', board, '(' .. score, '+inf')
+  end
+  return {worse, redis.call('ZCARD', board)}
+end
+
+local size = redis.call('ZCARD', board)
+
+if query == 'at' then
+  if size == 0 then return false end
+  local k = math.min(size, math.max(1, math.ceil(tonumber(ARGV[2]) / 100 * size)))
+  local ranged
+  if b.desc then  -- worst first: ascending scores
+    ranged = redis.call('ZRANGE', board, k - 1, k - 1, 'WITHSCORES')
+  else
+    ranged = redis.call('ZRANGE', board, k - 1, k - 1, 'REV', 'WITHSCORES')
+  end
+  return ranged[2]
+end
+
+if query == 'histogram' then
+  if size == 0 then return {} end
+  local bins = tonumber(ARGV[2])
+  local low, high = tonumber(ARGV[3]), tonumber(ARGV[4])
+  if not low then
+    low = tonumber(redis.call('ZRANGE', board, 0, 0, 'WITHSCORES')[2])
+    if high and low > high then low = high end
+  end
+  if not high then
+    high = tonumber(redis.call('ZRANGE', board, -1, -1, 'WITHSCORES')[2])
+    if high < low then high = low end
+  end
+  -- Edges min + (max - min) * i / bins, left to right in doubles, the last exactly max (and
+  -- none above it, should rounding ever try).
+  local edges = {}
+  for i = 0, bins - 1 do edges[#edges + 1] = exact(math.min(low + (high - low) * i / bins, high)) end
+  edges[#edges + 1] = exact(high)
+  local counts = {}
+  for i = 1, bins - 1 do
+    counts[i] = redis.call('ZCOUNT', board, edges[i], '(' .. edges[i + 1])
+  end
+  counts[bins] = redis.call('ZCOUNT', board, edges[bins], edges[bins + 1])
+  return {edges, counts}
+end
+return redis.error_reply('ERR unknown query ' .. tostring(query))
