@@ -29,6 +29,9 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "top": (_CLI, "add_top_arguments", "print the top entries"),
     "rank": (_CLI, "add_rank_arguments", "print one user's entry (exit 1 if absent)"),
     "around": (_CLI, "add_around_arguments", "print the entries around a rank"),
+    "around-user": (_CLI, "add_around_user_arguments", "print the entries around a user"),
+    "page": (_CLI, "add_page_arguments", "print one page of the board (page 3 of 12)"),
+    "histogram": (_CLI, "add_histogram_arguments", "print the score distribution as a bar chart"),
     "bench": (
         _CLI,
         "add_bench_arguments",

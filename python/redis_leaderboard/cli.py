@@ -1,4 +1,5 @@
-"""``redis-leaderboard import | top | rank | around | bench``: a board from the command line.
+"""``redis-leaderboard import | top | rank | around | around-user | page | histogram | bench``:
+a board from the command line.
 
 They use the Redis that ``--redis-url``, ``--redis-host``/``--redis-port`` or ``$REDIS_URL``
 name, else localhost:6379, and the board ``--key`` (default ``leaderboard:demo``).
@@ -58,6 +59,7 @@ def _positive(text: str) -> int:
 
 
 def open_board(args: argparse.Namespace, max_entries: int = NO_LIMIT) -> RedisLeaderboard:
+    """The board of ``--key``, with ``--order``/``--ties`` where the command takes them."""
     try:
         target: Optional[RedisTarget] = connect_configured(
             args, client_name="redis-leaderboard-cli"
@@ -68,7 +70,13 @@ def open_board(args: argparse.Namespace, max_entries: int = NO_LIMIT) -> RedisLe
     except StartupError as exc:
         raise CommandError(str(exc)) from None
     assert target is not None
-    return RedisLeaderboard(target.client, key=args.key, max_entries=max_entries)
+    return RedisLeaderboard(
+        target.client,
+        key=args.key,
+        max_entries=max_entries,
+        order=getattr(args, "order", "desc"),
+        ties=getattr(args, "ties", "lexicographic"),
+    )
 
 
 # ---- import ------------------------------------------------------------------------------------
@@ -266,6 +274,67 @@ def run_rank(args: argparse.Namespace) -> int:
     return 0 if entry is not None else 1
 
 
+# ---- around-user / page / histogram ------------------------------------------------------------
+
+
+def run_around_user(args: argparse.Namespace) -> int:
+    entries = open_board(args).get_around_user(args.user_id, args.count)
+    if not entries and not args.json:
+        print(f"{args.user_id} is not on the board")
+    else:
+        print_entries(entries, args.json)
+    return 0 if entries else 1
+
+
+def run_page(args: argparse.Namespace) -> int:
+    page = open_board(args).get_page(args.page, args.page_size)
+    if args.json:
+        print(json.dumps(page, ensure_ascii=False))
+        return 0
+    print(f"page {page['page']:,} of {page['total_pages']:,} ({page['size']:,} entries)")
+    if page["entries"]:
+        print_entries(page["entries"], False)
+    return 0
+
+
+def histogram_lines(bins: list[dict[str, Any]], width: int, bar: str = "\u2588") -> list[str]:
+    """A text bar chart: one line per bin, ``[min, max)`` (the last ``[min, max]``), a bar
+    scaled to the largest count (at least one character for a non-empty bin), the count."""
+    if not bins:
+        return ["(no entries)"]
+    lows = [exact(b["min"]) for b in bins]
+    highs = [exact(b["max"]) for b in bins]
+    low_width, high_width = max(map(len, lows)), max(map(len, highs))
+    largest = max(b["count"] for b in bins)
+    count_width = len(f"{largest:,}")
+    lines = []
+    for i, (b, low, high) in enumerate(zip(bins, lows, highs)):
+        close = "]" if i == len(bins) - 1 else ")"
+        length = math.ceil(b["count"] * width / largest) if largest else 0
+        lines.append(
+            f"[{low:>{low_width}}, {high:>{high_width}}{close}  {b['count']:>{count_width},}  "
+            f"{bar * length}".rstrip()
+        )
+    return lines
+
+
+def run_histogram(args: argparse.Namespace) -> int:
+    bins = open_board(args).get_histogram(
+        args.bins, min_score=args.min_score, max_score=args.max_score
+    )
+    if args.json:
+        print(json.dumps(bins, ensure_ascii=False))
+        return 0
+    encoding = getattr(sys.stdout, "encoding", None) or "ascii"
+    try:
+        "\u2588".encode(encoding)
+        bar = "\u2588"
+    except (UnicodeEncodeError, LookupError):
+        bar = "#"
+    print("\n".join(histogram_lines(bins, args.width, bar)))
+    return 0
+
+
 # ---- bench -------------------------------------------------------------------------------------
 
 
@@ -300,6 +369,9 @@ def _guarded(run: Any) -> Any:
         except RedisError as exc:
             print(f"redis-leaderboard {args.command}: Redis error: {exc}", file=sys.stderr)
             return 1
+        except ValueError as exc:  # an argument the library refuses, other recorded options
+            print(f"redis-leaderboard {args.command}: {exc}", file=sys.stderr)
+            return 2
         except KeyboardInterrupt:
             print(f"redis-leaderboard {args.command}: interrupted", file=sys.stderr)
             return 130
@@ -370,6 +442,65 @@ def add_around_arguments(parser: argparse.ArgumentParser) -> None:
     add_redis_arguments(parser)
     parser.add_argument("--json", action="store_true", help="print JSON")
     parser.set_defaults(run=_guarded(run_around))
+
+
+def _finite(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not math.isfinite(value):
+        raise argparse.ArgumentTypeError("must be a finite number")
+    return value
+
+
+def add_ranking_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--order", choices=["desc", "asc"], default="desc", help="the board's order (default desc)"
+    )
+    parser.add_argument(
+        "--ties",
+        choices=["lexicographic", "first", "competition", "dense"],
+        default="lexicographic",
+        help="the board's tie rule (default lexicographic)",
+    )
+
+
+def add_around_user_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("user_id", metavar="ID")
+    parser.add_argument("--count", type=_positive, default=5, help="default 5")
+    add_redis_arguments(parser)
+    add_ranking_arguments(parser)
+    parser.add_argument("--json", action="store_true", help="print JSON")
+    parser.set_defaults(run=_guarded(run_around_user))
+
+
+def add_page_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("page", metavar="N", type=_positive, help="1-based")
+    parser.add_argument(
+        "--page-size", type=_positive, default=10, help="entries a page, 1 to 1000 (default 10)"
+    )
+    add_redis_arguments(parser)
+    add_ranking_arguments(parser)
+    parser.add_argument("--json", action="store_true", help="print JSON")
+    parser.set_defaults(run=_guarded(run_page))
+
+
+def add_histogram_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--bins", type=_positive, default=10, help="1 to 1000 (default 10)")
+    parser.add_argument(
+        "--min", dest="min_score", type=_finite, help="lowest edge (default: the lowest score)"
+    )
+    parser.add_argument(
+        "--max", dest="max_score", type=_finite, help="highest edge (default: the highest score)"
+    )
+    parser.add_argument(
+        "--width", type=_positive, default=40, help="characters of the longest bar (default 40)"
+    )
+    add_redis_arguments(parser)
+    add_ranking_arguments(parser)
+    parser.add_argument("--json", action="store_true", help="print JSON")
+    parser.set_defaults(run=_guarded(run_histogram))
 
 
 def add_bench_arguments(parser: argparse.ArgumentParser) -> None:
