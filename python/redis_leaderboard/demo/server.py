@@ -19,6 +19,12 @@ POST     /api/reset              the six sample players -> ``message, max_entrie
                                  ``size, trimmed_user_ids`` (also restores the startup limit)
 GET      /api/players/<id>       ours: one player's entry (rank, score, metadata)
 DELETE   /api/players/<id>       ours: remove a player and its metadata
+GET      /api/around-user        ours: ``?user_id=..&count=5``: ``user_id, count, entries``
+                                 (the window around the player; 404 if not on the board)
+GET      /api/page               ours: ``?page=1&page_size=10``: ``page, page_size,
+                                 total_pages, size, entries``
+GET      /api/histogram          ours: ``?bins=10``: ``bins`` (``[{min, max, count}]``,
+                                 ascending scores)
 =======  ======================  ==========================================================
 
 Every error is JSON ``{"error": "..."}`` (plus ``"field"``, the API name of the field at
@@ -56,6 +62,10 @@ DRAIN_LIMIT = 1024 * 1024  # bodies refused for their size are still read up to 
 DEFAULT_TOP = 5
 DEFAULT_RANK = 3
 DEFAULT_AROUND = 5
+#: Our query routes' defaults.
+DEFAULT_AROUND_USER = 5
+DEFAULT_PAGE_SIZE = 10
+DEFAULT_BINS = 10
 #: The guide's metadata for a player written without a name or description.
 NO_DESCRIPTION = "No description provided."
 CREATED_BY_INCREMENT = "Created during score increment."
@@ -155,6 +165,32 @@ class DemoApp:
         if entry is None:
             raise BadRequest(f"no player with id {user_id!r} on the board", HTTPStatus.NOT_FOUND)
         return {"entry": entry}
+
+    def around_user(self, query: dict[str, str]) -> dict[str, Any]:
+        """The window of ``count`` entries around a player (``get_around_user``)."""
+        user_id = check.user_id(query)
+        count = self._optional_integer(query, "count", DEFAULT_AROUND_USER, check.MAX_COUNT)
+        entries = self.board.get_around_user(user_id, count)
+        if not entries:
+            raise BadRequest(f"no player with id {user_id!r} on the board", HTTPStatus.NOT_FOUND)
+        return {"user_id": user_id, "count": count, "entries": entries}
+
+    def page(self, query: dict[str, str]) -> dict[str, Any]:
+        """One page of the board, best first (``get_page``)."""
+        page = self._optional_integer(query, "page", 1, check.MAX_RANK)
+        size = self._optional_integer(query, "page_size", DEFAULT_PAGE_SIZE, check.MAX_COUNT)
+        return self.board.get_page(page, size)
+
+    def histogram(self, query: dict[str, str]) -> dict[str, Any]:
+        """The score distribution in ``bins`` equal-width bins (``get_histogram``)."""
+        bins = self._optional_integer(query, "bins", DEFAULT_BINS, check.MAX_COUNT)
+        return {"bins": self.board.get_histogram(bins)}
+
+    @staticmethod
+    def _optional_integer(query: dict[str, str], name: str, default: int, maximum: int) -> int:
+        if query.get(name, "").strip() == "":
+            return default
+        return check.integer(query, name, maximum=maximum)
 
     # -- writes --------------------------------------------------------------------------
 
@@ -352,6 +388,12 @@ class DemoRequestHandler(BaseHTTPRequestHandler):
             return {"POST": lambda: app.configure(self._body())}
         if path == "/api/reset":
             return {"POST": lambda: app.reset(self._body())}
+        if path == "/api/around-user":
+            return {"GET": lambda: app.around_user(self._query())}
+        if path == "/api/page":
+            return {"GET": lambda: app.page(self._query())}
+        if path == "/api/histogram":
+            return {"GET": lambda: app.histogram(self._query())}
         if path.startswith("/api/players/"):
             user_id = self._path_user_id(path[len("/api/players/") :])
             return {

@@ -33,6 +33,10 @@ LABELS = {
     "name": "Name",
     "description": "Description",
     "max_entries": "Maximum entries",
+    "count": "Count",
+    "page": "Page",
+    "page_size": "Page size",
+    "bins": "Bins",
 }
 
 

@@ -27,6 +27,8 @@
     freshUntil: 0,
     freshTimer: null,
     lookupId: null,
+    page: 1, // the top table's page (its size: the "Show" count)
+    totalPages: 1,
     timer: null,
     inFlight: 0,
     failing: false,
@@ -202,7 +204,7 @@
     return td;
   }
 
-  function renderTable(table, entries, targetRank) {
+  function renderTable(table, entries, targetRank, targetUserId) {
     const tbody = table.tBodies[0];
     const rows = [];
     if (!entries.length) {
@@ -216,7 +218,7 @@
     for (const entry of entries) {
       const tr = el("tr");
       tr.dataset.userId = entry.user_id;
-      if (entry.rank === targetRank) tr.classList.add("is-target");
+      if (entry.rank === targetRank || entry.user_id === targetUserId) tr.classList.add("is-target");
       if (fresh !== null && entry.user_id === fresh) tr.classList.add("is-fresh");
       const rankCell = el("td", "col-rank");
       const badgeClass = entry.rank <= 3 ? "rank rank-" + entry.rank : "rank";
@@ -240,8 +242,112 @@
     if (document.activeElement !== maxInput && !maxInput.dataset.touched) {
       maxInput.value = String(state.max_entries);
     }
-    renderTable($("top-table"), state.top_entries, null);
+    view.totalPages = Math.max(1, Math.ceil(state.size / state.top_count));
+    if (view.page > view.totalPages) view.page = view.totalPages;
+    if (view.page === 1) {
+      renderTable($("top-table"), state.top_entries, null);
+      renderPager();
+    } else {
+      loadTopPage();
+    }
     renderTable($("around-table"), state.around_entries, state.around_rank);
+    loadHistogram();
+  }
+
+  // ---- the top table's pages ----------------------------------------------------------------
+
+  function renderPager() {
+    $("top-page-label").textContent =
+      "page " + numberFormat.format(view.page) + " of " + numberFormat.format(view.totalPages);
+    $("top-prev").disabled = view.page <= 1;
+    $("top-next").disabled = view.page >= view.totalPages;
+  }
+
+  // Page 1 is the guide's top table (from the state); later pages come from /api/page, with
+  // the "Show" count as their size.
+  async function loadTopPage() {
+    const page = view.page;
+    try {
+      const params = new URLSearchParams({ page: String(page), page_size: String(view.query.top) });
+      const data = await api("GET", "/api/page?" + params.toString());
+      if (page !== view.page) return; // another page was asked for meanwhile
+      view.totalPages = Math.max(1, data.total_pages);
+      if (!data.entries.length && page > 1) {
+        view.page = view.totalPages; // the board shrank under us
+        if (view.page !== page) return loadTopPage();
+      }
+      renderTable($("top-table"), data.entries, null);
+      renderPager();
+    } catch (err) {
+      setStatus("top-status", "error", err.message);
+    }
+  }
+
+  function goToPage(page) {
+    view.page = Math.min(Math.max(1, page), view.totalPages);
+    setStatus("top-status", null, "");
+    if (view.page === 1) refresh(true);
+    else loadTopPage();
+  }
+
+  // ---- the histogram (SVG made here, every label as text) -------------------------------------
+
+  const SVG_NS = "http://www.w3.org/2000/svg";
+
+  function svg(tag, attributes, text) {
+    const node = document.createElementNS(SVG_NS, tag);
+    for (const [name, value] of Object.entries(attributes)) node.setAttribute(name, String(value));
+    if (text !== undefined) node.textContent = String(text);
+    return node;
+  }
+
+  async function loadHistogram() {
+    try {
+      const data = await api("GET", "/api/histogram?bins=10");
+      drawHistogram(data.bins);
+    } catch (err) {
+      $("histogram-caption").textContent = sentence(err.message);
+    }
+  }
+
+  function drawHistogram(bins) {
+    const chart = $("histogram");
+    const width = 600, height = 240, left = 8, right = 8, top = 20, bottom = 36;
+    const nodes = [];
+    if (!bins.length) {
+      nodes.push(svg("text", { x: width / 2, y: height / 2, "text-anchor": "middle" }, "No players on the board yet."));
+      chart.replaceChildren(...nodes);
+      $("histogram-caption").textContent = "Players per score range, lowest scores on the left.";
+      return;
+    }
+    const largest = Math.max(1, ...bins.map((b) => b.count));
+    const slot = (width - left - right) / bins.length;
+    const plot = height - top - bottom;
+    bins.forEach((bin, i) => {
+      const barHeight = bin.count ? Math.max(2, (bin.count / largest) * plot) : 0;
+      const x = left + i * slot;
+      const y = top + plot - barHeight;
+      const close = i === bins.length - 1 ? "]" : ")";
+      const range = "[" + formatScore(bin.min) + ", " + formatScore(bin.max) + close;
+      const players = bin.count === 1 ? " player" : " players";
+      const rect = svg("rect", {
+        class: "bar", x: x + 2, y: y, width: Math.max(1, slot - 4), height: barHeight,
+        "data-count": bin.count, "data-min": bin.min, "data-max": bin.max,
+      });
+      rect.append(svg("title", {}, range + ": " + numberFormat.format(bin.count) + players));
+      nodes.push(rect);
+      if (bin.count) {
+        nodes.push(svg("text", { class: "bar-count", x: x + slot / 2, y: y - 4, "text-anchor": "middle" }, numberFormat.format(bin.count)));
+      }
+    });
+    nodes.push(svg("line", { class: "axis", x1: left, x2: width - right, y1: top + plot + 0.5, y2: top + plot + 0.5 }));
+    nodes.push(svg("text", { x: left, y: height - 12, "text-anchor": "start" }, formatScore(bins[0].min)));
+    nodes.push(svg("text", { x: width - right, y: height - 12, "text-anchor": "end" }, formatScore(bins[bins.length - 1].max)));
+    chart.replaceChildren(...nodes);
+    const total = bins.reduce((sum, b) => sum + b.count, 0);
+    $("histogram-caption").textContent =
+      numberFormat.format(total) + (total === 1 ? " player" : " players") + " in " + bins.length +
+      " equal score ranges from " + formatScore(bins[0].min) + " to " + formatScore(bins[bins.length - 1].max) + ".";
   }
 
   function setLive(ok, message) {
@@ -354,12 +460,22 @@
       view.lookupId = userId;
       renderProfile(data.entry);
       if (!quiet) setStatus("lookup-status", null, "");
+      const params = new URLSearchParams({ user_id: userId, count: "5" });
+      const around = await api("GET", "/api/around-user?" + params.toString());
+      if (view.lookupId !== userId) return;
+      renderTable($("lookup-around-table"), around.entries, null, userId);
+      $("lookup-around").hidden = false;
     } catch (err) {
       if (quiet && err.status !== 404) return;
       view.lookupId = null;
-      $("lookup-result").hidden = true;
+      hideLookup();
       setStatus("lookup-status", "error", err.message);
     }
+  }
+
+  function hideLookup() {
+    $("lookup-result").hidden = true;
+    $("lookup-around").hidden = true;
   }
 
   // ---- writes ----------------------------------------------------------------------------
@@ -437,7 +553,7 @@
         try {
           await api("DELETE", "/api/players/" + encodeURIComponent(userId));
           view.lookupId = null;
-          $("lookup-result").hidden = true;
+          hideLookup();
           setStatus("lookup-status", "ok", "Deleted " + userId + " and its metadata.");
           await refresh(true);
         } catch (err) {
@@ -461,12 +577,18 @@
       const result = await api("POST", "/api/reset", {});
       delete $("config-max-entries").dataset.touched;
       view.lookupId = null;
-      $("lookup-result").hidden = true;
+      hideLookup();
       const message = "Board reset: " + result.size + " sample players, at most " + result.max_entries + ".";
       await afterWrite(result.trimmed_user_ids, "reset-status", message, "the reset");
     });
 
-    onSubmit("top-form", "top-status", () => changeQuery(["top"], "top-status"));
+    onSubmit("top-form", "top-status", () => {
+      view.page = 1; // a new page size starts from the top
+      return changeQuery(["top"], "top-status");
+    });
+
+    $("top-prev").addEventListener("click", () => goToPage(view.page - 1));
+    $("top-next").addEventListener("click", () => goToPage(view.page + 1));
 
     onSubmit("around-form", "around-status", () => changeQuery(["rank", "around"], "around-status"));
 
