@@ -249,6 +249,8 @@ class RankingModel:
     def rank_for_score(self, score: float) -> int:
         if not math.isfinite(score):
             raise ValueError("score must be a finite number")
+        if self.ties == "dense":  # the rank the score would be reported with
+            return 1 + len({v for v in self.scores.values() if self.better(v, score)})
         return 1 + sum(1 for v in self.scores.values() if self.better(v, score))
 
     def get_percentile(self, user_id: str) -> Optional[float]:

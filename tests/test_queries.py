@@ -129,10 +129,13 @@ def test_rank_for_score_checks_options_once_then_sends_zcount(
     try:
         r.config_resetstat()
         assert fresh.rank_for_score(2) == 2  # the script checks the recorded options
-        assert fresh.rank_for_score(2.5) == 4  # then the plain ZCOUNT
+        # then the plain ZCOUNT, on the distinct scores: dense reports 1, 2, 2, 3
+        assert fresh.rank_for_score(2.5) == 3
+        assert fresh.rank_for_score(3) == 3
         stats = r.info("commandstats")
         assert stats["cmdstat_evalsha"]["calls"] == 1
-        assert stats["cmdstat_zcount"]["calls"] == 2
+        assert stats["cmdstat_zcount"]["calls"] == 3
+        assert fresh.get_rank("a") == 3  # the rank a score of 3 is reported with
     finally:
         r.close()
 

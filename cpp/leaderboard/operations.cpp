@@ -848,9 +848,11 @@ std::unique_ptr<Operation> Board::rank_for_score(double score) const {
   require_finite(score, "score");
   auto parse = [](Reply& reply) -> Result { return parse_count(reply) + 1; };
   if (options_checked()) {  // the board's order is known to be this object's: one ZCOUNT
+    // Entries strictly better, or on a dense board the distinct scores strictly better.
+    const std::string counted = ties() == Ties::Dense ? key() + ":dense" : key();
     const std::string bound = "(" + format_score(score);
-    Command command = order() == Order::Desc ? Command{nullptr, {"ZCOUNT", key(), bound, "+inf"}}
-                                             : Command{nullptr, {"ZCOUNT", key(), "-inf", bound}};
+    Command command = order() == Order::Desc ? Command{nullptr, {"ZCOUNT", counted, bound, "+inf"}}
+                                             : Command{nullptr, {"ZCOUNT", counted, "-inf", bound}};
     return std::make_unique<SingleCall>("rank_for_score", std::move(command), parse);
   }
   Command command = script_call(scripts::stats, script_keys({}),

@@ -2,7 +2,8 @@
 -- The board's statistics, each O(log N) (the histogram O(bins log N)), none scanning the board.
 -- A read. KEYS: board, then the option keys (see board_spec in _lib.lua). ARGV: the query and
 -- three arguments ('' where it takes fewer), then on a board with options: order, ties.
---   'rank_for', score        -> the entries strictly better than score (rank_for_score - 1)
+--   'rank_for', score        -> rank_for_score - 1: the entries (dense: distinct scores)
+--                               strictly better than score
 --   'percentile', user_id    -> nil if absent, else {entries strictly worse, board size}
 --   'at', p                  -> nil on an empty board, else the score at position
 --                               max(1, ceil(p / 100 * size)) from the worst (nearest rank)
@@ -20,8 +21,11 @@ if err then return err end
 local function exact(x) return string.format('%.17g', x) end
 
 if query == 'rank_for' then
-  if b.desc then return redis.call('ZCOUNT', board, '(' .. ARGV[2], '+inf') end
-  return redis.call('ZCOUNT', board, '-inf', '(' .. ARGV[2])
+  -- The rank the score would be reported with: entries strictly better, or on a dense board
+  -- the distinct scores strictly better.
+  local counted = b.dense or board
+  if b.desc then return redis.call('ZCOUNT', counted, '(' .. ARGV[2], '+inf') end
+  return redis.call('ZCOUNT', counted, '-inf', '(' .. ARGV[2])
 end
 
 if query == 'percentile' then
