@@ -7,8 +7,10 @@ the end. The machine's own Redis (port 6379) is never touched.
 
 from __future__ import annotations
 
+import datetime
 import sys
 import uuid
+from dataclasses import dataclass
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Iterator, Optional
@@ -26,11 +28,18 @@ class RedisServer(_redis_server.RedisServer):
     """The package's private redis-server (free 127.0.0.1 port, a unix socket, temporary
     directory, no persistence), started at once, with a redis-py client for checks."""
 
-    def __init__(self, *, password: Optional[str] = None, extra_args: Sequence[str] = ()) -> None:
+    def __init__(
+        self,
+        *,
+        password: Optional[str] = None,
+        extra_args: Sequence[str] = (),
+        tls: Optional[_redis_server.TlsFiles] = None,
+    ) -> None:
         try:
             super().__init__(
                 password=password,
                 unix_socket=True,
+                tls=tls,
                 extra_args=extra_args,
                 dir_prefix="redis-leaderboard-test-",
             )
@@ -105,3 +114,88 @@ def board(client: object, board_key: str) -> object:
     import redis_leaderboard
 
     return redis_leaderboard.RedisLeaderboard(client, key=board_key, max_entries=100)
+
+
+# --- TLS -----------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Certificates:
+    """PEM files made by ``trustme`` for the session: a CA and, signed by it, server
+    certificates for 127.0.0.1/localhost (good, expired, for another host) and a client
+    certificate (its key also encrypted, with ``client_key_password``); ``other_ca`` signed
+    none of them."""
+
+    dir: Path
+    ca: str
+    other_ca: str
+    server_cert: str
+    server_key: str
+    expired_cert: str
+    expired_key: str
+    wrong_host_cert: str
+    wrong_host_key: str
+    client_cert: str
+    client_key: str
+    client_key_encrypted: str
+    client_key_password: str = "client-key-pass"
+
+    def server_files(self, kind: str = "server", auth_clients: bool = False):  # -> TlsFiles
+        return _redis_server.TlsFiles(
+            cert_file=getattr(self, f"{kind}_cert"),
+            key_file=getattr(self, f"{kind}_key"),
+            ca_file=self.ca,
+            auth_clients=auth_clients,
+        )
+
+
+@pytest.fixture(scope="session")
+def certificates(tmp_path_factory: pytest.TempPathFactory) -> Certificates:
+    trustme = pytest.importorskip("trustme")
+    from cryptography.hazmat.primitives import serialization
+
+    root = tmp_path_factory.mktemp("tls")
+    ca, other_ca = trustme.CA(), trustme.CA()
+    ca.cert_pem.write_to_path(str(root / "ca.pem"))
+    other_ca.cert_pem.write_to_path(str(root / "other-ca.pem"))
+    now = datetime.datetime.now(datetime.timezone.utc)
+    issued = {
+        "server": ca.issue_cert("127.0.0.1", "localhost"),
+        "expired": ca.issue_cert(
+            "127.0.0.1",
+            "localhost",
+            not_before=now - datetime.timedelta(days=30),
+            not_after=now - datetime.timedelta(days=1),
+        ),
+        "wrong_host": ca.issue_cert("redis.example.com"),
+        "client": ca.issue_cert("client@example.com", common_name="leaderboard-client"),
+    }
+    paths: dict[str, str] = {}
+    for name, leaf in issued.items():
+        leaf.cert_chain_pems[0].write_to_path(str(root / f"{name}.crt"))
+        leaf.private_key_pem.write_to_path(str(root / f"{name}.key"))
+        paths[f"{name}_cert"] = str(root / f"{name}.crt")
+        paths[f"{name}_key"] = str(root / f"{name}.key")
+    key = serialization.load_pem_private_key(issued["client"].private_key_pem.bytes(), None)
+    encrypted = key.private_bytes(
+        serialization.Encoding.PEM,
+        serialization.PrivateFormat.PKCS8,
+        serialization.BestAvailableEncryption(Certificates.client_key_password.encode()),
+    )
+    (root / "client-encrypted.key").write_bytes(encrypted)
+    return Certificates(
+        dir=root,
+        ca=str(root / "ca.pem"),
+        other_ca=str(root / "other-ca.pem"),
+        client_key_encrypted=str(root / "client-encrypted.key"),
+        **paths,
+    )
+
+
+@pytest.fixture(scope="session")
+def tls_redis_server(certificates: Certificates) -> Iterator[RedisServer]:
+    """A private redis-server with a TLS port (``tls_port``; its certificate is for
+    127.0.0.1 and localhost, from ``certificates.ca``) besides its plaintext one."""
+    server = RedisServer(tls=certificates.server_files())
+    yield server
+    server.cleanup()
