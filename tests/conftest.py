@@ -10,8 +10,8 @@ from __future__ import annotations
 import datetime
 import sys
 import uuid
-from dataclasses import dataclass
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator, Optional
 
@@ -199,3 +199,98 @@ def tls_redis_server(certificates: Certificates) -> Iterator[RedisServer]:
     server = RedisServer(tls=certificates.server_files())
     yield server
     server.cleanup()
+
+
+# --- Sentinel ------------------------------------------------------------------------------------
+
+SENTINEL_SERVICE = "mymaster"
+DATA_PASSWORD = "data-pass"
+SENTINEL_PASSWORD = "sentinel-pass"
+
+
+class SentinelTopology:
+    """One primary, one replica and three sentinels (quorum 2) on loopback, started by the
+    test suite (``redis-sentinel`` from PATH: ``apt-get install redis-sentinel``). The data
+    nodes require ``DATA_PASSWORD``, the sentinels ``SENTINEL_PASSWORD``; a failover starts
+    ``down_after_ms`` after the primary stops answering."""
+
+    def __init__(self, down_after_ms: int = 1000) -> None:
+        auth = ["--masterauth", DATA_PASSWORD]
+        self.primary = RedisServer(password=DATA_PASSWORD, extra_args=auth)
+        self.replica = RedisServer(
+            password=DATA_PASSWORD,
+            extra_args=[*auth, "--replicaof", self.primary.host, str(self.primary.port)],
+        )
+        self.sentinels: list[_redis_server.RedisSentinel] = []
+        try:
+            for _ in range(3):
+                sentinel = _redis_server.RedisSentinel(
+                    self.primary.port,
+                    service_name=SENTINEL_SERVICE,
+                    down_after_ms=down_after_ms,
+                    failover_timeout_ms=5000,
+                    auth_pass=DATA_PASSWORD,
+                    password=SENTINEL_PASSWORD,
+                    dir_prefix="redis-leaderboard-test-sentinel-",
+                )
+                self.sentinels.append(sentinel)
+                sentinel.start()
+            self.wait_until_ready()
+        except BaseException:
+            self.cleanup()
+            raise
+
+    @property
+    def addresses(self) -> list[tuple[str, int]]:
+        return [(s.host, s.port) for s in self.sentinels]
+
+    def sentinel_py(self, index: int = 0):  # -> redis.Redis
+        import redis
+
+        s = self.sentinels[index]
+        return redis.Redis(host=s.host, port=s.port, password=SENTINEL_PASSWORD,
+                           decode_responses=True, socket_timeout=2)  # fmt: skip
+
+    def primary_port(self) -> int:
+        with self.sentinel_py() as r:
+            return int(
+                r.execute_command("SENTINEL", "GET-MASTER-ADDR-BY-NAME", SENTINEL_SERVICE)[1]
+            )
+
+    def wait_until_ready(self, timeout: float = 20.0) -> None:
+        """Until every sentinel knows the replica and the two other sentinels (hello messages
+        come every 2 s), so that a failover can get its quorum."""
+        import time
+
+        deadline = time.monotonic() + timeout
+        for index in range(len(self.sentinels)):
+            with self.sentinel_py(index) as r:
+                while True:
+                    state = r.execute_command("SENTINEL", "MASTER", SENTINEL_SERVICE)
+                    fields = (
+                        state if isinstance(state, dict) else dict(zip(state[::2], state[1::2]))
+                    )
+                    if int(fields["num-other-sentinels"]) >= 2 and int(fields["num-slaves"]) >= 1:
+                        break
+                    if time.monotonic() > deadline:
+                        pytest.fail(f"the sentinels did not see each other: {fields}")
+                    time.sleep(0.1)
+        with self.replica.redis_py() as r:  # the replica holds the primary's data
+            while r.info("replication").get("master_link_status") != "up":
+                if time.monotonic() > deadline:
+                    pytest.fail("the replica did not sync")
+                time.sleep(0.05)
+
+    def cleanup(self) -> None:
+        for server in [*self.sentinels, self.primary, self.replica]:
+            server.cleanup()
+
+
+@pytest.fixture
+def sentinel_topology() -> Iterator[SentinelTopology]:
+    """A fresh primary, replica and three sentinels for one test (failovers change them)."""
+    if _redis_server.shutil.which("redis-sentinel") is None:
+        pytest.exit("redis-sentinel was not found (apt-get install -y redis-sentinel)", 2)
+    topology = SentinelTopology()
+    yield topology
+    topology.cleanup()

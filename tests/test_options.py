@@ -355,9 +355,7 @@ def test_redis_py_tls_clients_carry_their_settings_over() -> None:
         host="h",
         port=1,
         socket_timeout=made.connection_pool.connection_kwargs.get("socket_timeout"),
-        socket_connect_timeout=made.connection_pool.connection_kwargs.get(
-            "socket_connect_timeout"
-        ),
+        socket_connect_timeout=made.connection_pool.connection_kwargs.get("socket_connect_timeout"),
         ssl=True,
         ssl_ca_certs="/ca.pem",
         ssl_certfile="/c.pem",

@@ -19,10 +19,9 @@ import pytest
 import redis
 
 import redis_leaderboard
+from conftest import Certificates, RedisServer
 from redis_leaderboard import Client, RedisLeaderboard
 from redis_leaderboard import asyncio as rl_asyncio
-
-from conftest import Certificates, RedisServer
 
 
 def tls_client(server: RedisServer, certificates: Certificates, **options: Any) -> Client:
@@ -178,7 +177,9 @@ def raises_quickly(make: Any, message: str) -> None:
     assert time.monotonic() - started < 3
 
 
-def test_an_unknown_ca_is_refused(tls_redis_server: RedisServer, certificates: Certificates) -> None:
+def test_an_unknown_ca_is_refused(
+    tls_redis_server: RedisServer, certificates: Certificates
+) -> None:
     port = tls_redis_server.tls_port
     raises_quickly(
         lambda cls: cls(host="127.0.0.1", port=port, ssl=True, ssl_ca_certs=certificates.other_ca),
@@ -312,9 +313,7 @@ def test_client_certificates(mutual_tls_server: RedisServer, certificates: Certi
 
 @pytest.fixture(scope="module")
 def tls12_server(certificates: Certificates) -> Iterator[RedisServer]:
-    server = RedisServer(
-        tls=certificates.server_files(), extra_args=["--tls-protocols", "TLSv1.2"]
-    )
+    server = RedisServer(tls=certificates.server_files(), extra_args=["--tls-protocols", "TLSv1.2"])
     yield server
     server.cleanup()
 
@@ -326,7 +325,7 @@ def test_min_version_and_ciphers(tls12_server: RedisServer, certificates: Certif
     ) as client:  # fmt: skip
         assert client.ping() is True
     for version in ("TLSv1.3", ssl.TLSVersion.TLSv1_3):
-        with pytest.raises(redis_leaderboard.ConnectionError, match="TLS: .*version"):
+        with pytest.raises(redis_leaderboard.ConnectionError, match=r"TLS: .*version"):
             with tls_client(tls12_server, certificates, ssl_min_version=version) as client:
                 client.ping()
 
