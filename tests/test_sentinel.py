@@ -147,19 +147,23 @@ class Ledger:
         self.lock = threading.Lock()
         self.acked: list[str] = []
         self.failed: list[str] = []  # raised: may or may not have applied
-        self.first_ok_after: Optional[float] = None
+        self.first_ok_after: Optional[float] = None  # the first write acknowledged after ...
+        self.first_error: Optional[float] = None  # ... the first failure after the kill
         self.killed_at: Optional[float] = None
 
     def ok(self, user: str) -> None:
         now = time.monotonic()
         with self.lock:
             self.acked.append(user)
-            if self.killed_at is not None and self.first_ok_after is None and now > self.killed_at:
+            if self.first_error is not None and self.first_ok_after is None:
                 self.first_ok_after = now
 
     def error(self, user: str) -> None:
+        now = time.monotonic()
         with self.lock:
             self.failed.append(user)
+            if self.killed_at is not None and self.first_error is None:
+                self.first_error = now
 
 
 @pytest.mark.slow

@@ -439,7 +439,7 @@ BlockingClient::BlockingClient(ClientOptions options)
   if (options_.sentinel.enabled()) {
     // A new primary: connections to the old one are not reused (those in use finish their
     // call); the next connection asks the sentinels again.
-    watcher_ = std::make_unique<SentinelWatcher>(options_, tls_, [this] { ++epoch_; });
+    watcher_ = std::make_unique<SentinelWatcher>(options_, tls_, resolver_, [this] { ++epoch_; });
   }
 }
 

@@ -57,8 +57,9 @@ MultiplexedClient::MultiplexedClient(ClientOptions options, std::size_t max_in_f
     }
   });
   if (options_.sentinel.enabled()) {
-    watcher_ = std::make_unique<SentinelWatcher>(
-        options_, tls_context_, [this] { asio::post(io_, [this] { on_primary_changed(); }); });
+    watcher_ = std::make_unique<SentinelWatcher>(options_, tls_context_, target_resolver_, [this] {
+      asio::post(io_, [this] { on_primary_changed(); });
+    });
   }
 }
 

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <sstream>
 #include <string_view>
 
 #include "codec/resp.hpp"
@@ -55,6 +56,10 @@ Endpoint Resolver::resolve() {
   std::vector<std::pair<std::string, int>> order;
   {
     std::lock_guard<std::mutex> lock(mutex_);
+    if (announced_.port != 0 &&
+        std::chrono::steady_clock::now() - announced_at_ < kAnnouncementTrust) {
+      return announced_;
+    }
     order = order_;
   }
   const std::string wire =
@@ -104,12 +109,21 @@ Endpoint Resolver::resolve() {
                         "' by any sentinel (" + reasons + ")");
 }
 
+void Resolver::announce(Endpoint primary) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  announced_ = std::move(primary);
+  announced_at_ = std::chrono::steady_clock::now();
+}
+
 // ---- SentinelWatcher -------------------------------------------------------------------------
 
 SentinelWatcher::SentinelWatcher(const ClientOptions& options,
-                                 std::shared_ptr<const TlsContext> tls,
+                                 std::shared_ptr<const TlsContext> tls, Resolver& resolver,
                                  std::function<void()> on_switch)
-    : options_(options), tls_(std::move(tls)), on_switch_(std::move(on_switch)) {
+    : options_(options),
+      tls_(std::move(tls)),
+      resolver_(resolver),
+      on_switch_(std::move(on_switch)) {
   thread_ = std::thread([this] { run(); });
 }
 
@@ -176,6 +190,12 @@ void SentinelWatcher::watch(const std::string& host, int port) {
     // ["message", "+switch-master", "<name> <old ip> <old port> <new ip> <new port>"]
     if (push->is_array() && push->elements.size() == 3 &&
         push->elements[2].str.compare(0, prefix.size(), prefix) == 0) {
+      std::istringstream fields(push->elements[2].str.substr(prefix.size()));
+      std::string old_host, old_port, host;
+      int port = 0;
+      if (fields >> old_host >> old_port >> host >> port && port > 0 && port <= 65535) {
+        resolver_.announce(Endpoint{host, port, {}});
+      }
       on_switch_();
     }
   }

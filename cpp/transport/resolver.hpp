@@ -5,6 +5,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <functional>
 #include <memory>
@@ -49,20 +50,28 @@ class Resolver {
   // GET-MASTER-ADDR-BY-NAME, each within its timeout; none answering raises ConnectionError
   // naming every sentinel's reason. Thread-safe.
   Endpoint resolve();
+  // Sentinel announced `primary` (+switch-master): resolve() gives it, without asking, for
+  // kAnnouncementTrust, since sentinels that did not run the failover learn of it only from
+  // the next hello message (up to 2 s later) and answer the old primary until then.
+  void announce(Endpoint primary);
 
  private:
   const ClientOptions& options_;
   std::shared_ptr<const TlsContext> tls_;
   std::mutex mutex_;
   std::vector<std::pair<std::string, int>> order_;  // guarded by mutex_
+  Endpoint announced_;                              // guarded by mutex_
+  std::chrono::steady_clock::time_point announced_at_{};
 };
+inline constexpr std::chrono::seconds kAnnouncementTrust{10};
 
-// Subscribes to +switch-master on one sentinel (another if it fails) from a thread of its own
-// and calls `on_switch` (from that thread) when the client's service gets a new primary.
+// Subscribes to +switch-master on one sentinel (another if it fails) from a thread of its own;
+// when the client's service gets a new primary, tells `resolver` and calls `on_switch` (from
+// that thread).
 class SentinelWatcher {
  public:
   SentinelWatcher(const ClientOptions& options, std::shared_ptr<const TlsContext> tls,
-                  std::function<void()> on_switch);
+                  Resolver& resolver, std::function<void()> on_switch);
   ~SentinelWatcher();  // stops and joins the thread
   SentinelWatcher(const SentinelWatcher&) = delete;
   SentinelWatcher& operator=(const SentinelWatcher&) = delete;
@@ -74,6 +83,7 @@ class SentinelWatcher {
 
   const ClientOptions& options_;
   std::shared_ptr<const TlsContext> tls_;
+  Resolver& resolver_;
   std::function<void()> on_switch_;
   const ForkGuard fork_guard_;
   std::mutex mutex_;
