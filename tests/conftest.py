@@ -7,9 +7,11 @@ the end. The machine's own Redis (port 6379) is never touched.
 
 from __future__ import annotations
 
+import datetime
 import sys
 import uuid
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator, Optional
 
@@ -26,11 +28,18 @@ class RedisServer(_redis_server.RedisServer):
     """The package's private redis-server (free 127.0.0.1 port, a unix socket, temporary
     directory, no persistence), started at once, with a redis-py client for checks."""
 
-    def __init__(self, *, password: Optional[str] = None, extra_args: Sequence[str] = ()) -> None:
+    def __init__(
+        self,
+        *,
+        password: Optional[str] = None,
+        extra_args: Sequence[str] = (),
+        tls: Optional[_redis_server.TlsFiles] = None,
+    ) -> None:
         try:
             super().__init__(
                 password=password,
                 unix_socket=True,
+                tls=tls,
                 extra_args=extra_args,
                 dir_prefix="redis-leaderboard-test-",
             )
@@ -105,3 +114,183 @@ def board(client: object, board_key: str) -> object:
     import redis_leaderboard
 
     return redis_leaderboard.RedisLeaderboard(client, key=board_key, max_entries=100)
+
+
+# --- TLS -----------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Certificates:
+    """PEM files made by ``trustme`` for the session: a CA and, signed by it, server
+    certificates for 127.0.0.1/localhost (good, expired, for another host) and a client
+    certificate (its key also encrypted, with ``client_key_password``); ``other_ca`` signed
+    none of them."""
+
+    dir: Path
+    ca: str
+    other_ca: str
+    server_cert: str
+    server_key: str
+    expired_cert: str
+    expired_key: str
+    wrong_host_cert: str
+    wrong_host_key: str
+    client_cert: str
+    client_key: str
+    client_key_encrypted: str
+    client_key_password: str = "client-key-pass"
+
+    def server_files(self, kind: str = "server", auth_clients: bool = False):  # -> TlsFiles
+        return _redis_server.TlsFiles(
+            cert_file=getattr(self, f"{kind}_cert"),
+            key_file=getattr(self, f"{kind}_key"),
+            ca_file=self.ca,
+            auth_clients=auth_clients,
+        )
+
+
+@pytest.fixture(scope="session")
+def certificates(tmp_path_factory: pytest.TempPathFactory) -> Certificates:
+    trustme = pytest.importorskip("trustme")
+    from cryptography.hazmat.primitives import serialization
+
+    root = tmp_path_factory.mktemp("tls")
+    ca, other_ca = trustme.CA(), trustme.CA()
+    ca.cert_pem.write_to_path(str(root / "ca.pem"))
+    other_ca.cert_pem.write_to_path(str(root / "other-ca.pem"))
+    now = datetime.datetime.now(datetime.timezone.utc)
+    issued = {
+        "server": ca.issue_cert("127.0.0.1", "localhost"),
+        "expired": ca.issue_cert(
+            "127.0.0.1",
+            "localhost",
+            not_before=now - datetime.timedelta(days=30),
+            not_after=now - datetime.timedelta(days=1),
+        ),
+        "wrong_host": ca.issue_cert("redis.example.com"),
+        "client": ca.issue_cert("client@example.com", common_name="leaderboard-client"),
+    }
+    paths: dict[str, str] = {}
+    for name, leaf in issued.items():
+        leaf.cert_chain_pems[0].write_to_path(str(root / f"{name}.crt"))
+        leaf.private_key_pem.write_to_path(str(root / f"{name}.key"))
+        paths[f"{name}_cert"] = str(root / f"{name}.crt")
+        paths[f"{name}_key"] = str(root / f"{name}.key")
+    key = serialization.load_pem_private_key(issued["client"].private_key_pem.bytes(), None)
+    encrypted = key.private_bytes(
+        serialization.Encoding.PEM,
+        serialization.PrivateFormat.PKCS8,
+        serialization.BestAvailableEncryption(Certificates.client_key_password.encode()),
+    )
+    (root / "client-encrypted.key").write_bytes(encrypted)
+    return Certificates(
+        dir=root,
+        ca=str(root / "ca.pem"),
+        other_ca=str(root / "other-ca.pem"),
+        client_key_encrypted=str(root / "client-encrypted.key"),
+        **paths,
+    )
+
+
+@pytest.fixture(scope="session")
+def tls_redis_server(certificates: Certificates) -> Iterator[RedisServer]:
+    """A private redis-server with a TLS port (``tls_port``; its certificate is for
+    127.0.0.1 and localhost, from ``certificates.ca``) besides its plaintext one."""
+    server = RedisServer(tls=certificates.server_files())
+    yield server
+    server.cleanup()
+
+
+# --- Sentinel ------------------------------------------------------------------------------------
+
+SENTINEL_SERVICE = "mymaster"
+DATA_PASSWORD = "data-pass"
+SENTINEL_PASSWORD = "sentinel-pass"
+
+
+class SentinelTopology:
+    """One primary, one replica and three sentinels (quorum 2) on loopback, started by the
+    test suite (``redis-sentinel`` from PATH: ``apt-get install redis-sentinel``). The data
+    nodes require ``DATA_PASSWORD``, the sentinels ``SENTINEL_PASSWORD``; a failover starts
+    ``down_after_ms`` after the primary stops answering."""
+
+    def __init__(self, down_after_ms: int = 1000) -> None:
+        auth = ["--masterauth", DATA_PASSWORD]
+        self.primary = RedisServer(password=DATA_PASSWORD, extra_args=auth)
+        self.replica = RedisServer(
+            password=DATA_PASSWORD,
+            extra_args=[*auth, "--replicaof", self.primary.host, str(self.primary.port)],
+        )
+        self.sentinels: list[_redis_server.RedisSentinel] = []
+        try:
+            for _ in range(3):
+                sentinel = _redis_server.RedisSentinel(
+                    self.primary.port,
+                    service_name=SENTINEL_SERVICE,
+                    down_after_ms=down_after_ms,
+                    failover_timeout_ms=5000,
+                    auth_pass=DATA_PASSWORD,
+                    password=SENTINEL_PASSWORD,
+                    dir_prefix="redis-leaderboard-test-sentinel-",
+                )
+                self.sentinels.append(sentinel)
+                sentinel.start()
+            self.wait_until_ready()
+        except BaseException:
+            self.cleanup()
+            raise
+
+    @property
+    def addresses(self) -> list[tuple[str, int]]:
+        return [(s.host, s.port) for s in self.sentinels]
+
+    def sentinel_py(self, index: int = 0):  # -> redis.Redis
+        import redis
+
+        s = self.sentinels[index]
+        return redis.Redis(host=s.host, port=s.port, password=SENTINEL_PASSWORD,
+                           decode_responses=True, socket_timeout=2)  # fmt: skip
+
+    def primary_port(self) -> int:
+        with self.sentinel_py() as r:
+            return int(
+                r.execute_command("SENTINEL", "GET-MASTER-ADDR-BY-NAME", SENTINEL_SERVICE)[1]
+            )
+
+    def wait_until_ready(self, timeout: float = 20.0) -> None:
+        """Until every sentinel knows the replica and the two other sentinels (hello messages
+        come every 2 s), so that a failover can get its quorum."""
+        import time
+
+        deadline = time.monotonic() + timeout
+        for index in range(len(self.sentinels)):
+            with self.sentinel_py(index) as r:
+                while True:
+                    state = r.execute_command("SENTINEL", "MASTER", SENTINEL_SERVICE)
+                    fields = (
+                        state if isinstance(state, dict) else dict(zip(state[::2], state[1::2]))
+                    )
+                    if int(fields["num-other-sentinels"]) >= 2 and int(fields["num-slaves"]) >= 1:
+                        break
+                    if time.monotonic() > deadline:
+                        pytest.fail(f"the sentinels did not see each other: {fields}")
+                    time.sleep(0.1)
+        with self.replica.redis_py() as r:  # the replica holds the primary's data
+            while r.info("replication").get("master_link_status") != "up":
+                if time.monotonic() > deadline:
+                    pytest.fail("the replica did not sync")
+                time.sleep(0.05)
+
+    def cleanup(self) -> None:
+        for server in [*self.sentinels, self.primary, self.replica]:
+            server.cleanup()
+
+
+@pytest.fixture
+def sentinel_topology() -> Iterator[SentinelTopology]:
+    """A fresh primary, replica and three sentinels for one test (failovers change them)."""
+    if _redis_server.shutil.which("redis-sentinel") is None:
+        pytest.exit("redis-sentinel was not found (apt-get install -y redis-sentinel)", 2)
+    topology = SentinelTopology()
+    yield topology
+    topology.cleanup()

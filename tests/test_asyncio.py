@@ -502,7 +502,7 @@ async def test_client_basics(redis_server: Any, board_key: str, r: Any) -> None:
             assert await board.get_user_entry("a") == entry(1, "a", 1)
             await board.clear()
     with pytest.raises(ValueError):
-        Client.from_url("rediss://localhost:6379/0")
+        Client.from_url("redis://localhost:6379/0?ssl=maybe")
 
 
 @pytest.mark.asyncio

@@ -328,10 +328,10 @@ def test_conflicting_redis_options_are_refused(
     demo = start(
         processes,
         tmp_path,
-        ["--redis-url", "rediss://127.0.0.1:1/0", "--port", "0"],
+        ["--redis-url", "redis://127.0.0.1:1/0?ssl=maybe", "--port", "0"],
     )
     assert one_error_line(demo).startswith(
-        "redis-leaderboard demo: error: invalid Redis URL rediss://127.0.0.1:1/0: "
+        "redis-leaderboard demo: error: invalid Redis URL redis://127.0.0.1:1/0?ssl=maybe: "
     )
 
 

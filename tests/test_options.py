@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
+import ssl
 from typing import Any
 
 import pytest
@@ -83,6 +84,49 @@ VALID_URLS: list[tuple[str, ClientOptions]] = [
             socket_timeout=1.0,
         ),
     ),
+    # TLS: rediss:// or ?ssl=true, with redis-py's ssl_* query keys.
+    ("rediss://h:6380/1", ClientOptions(host="h", port=6380, db=1, ssl=True)),
+    (
+        "redis://h?ssl=true&ssl_ca_certs=%2Fca.pem&ssl_cert_reqs=optional"
+        "&ssl_check_hostname=false&ssl_min_version=TLSv1.3&ssl_ciphers=HIGH"
+        "&ssl_certfile=%2Fc.pem&ssl_keyfile=%2Fk.pem&ssl_password=pw&ssl_ca_path=%2Fcas",
+        ClientOptions(
+            host="h",
+            ssl=True,
+            ssl_ca_certs="/ca.pem",
+            ssl_ca_path="/cas",
+            ssl_certfile="/c.pem",
+            ssl_keyfile="/k.pem",
+            ssl_password="pw",
+            ssl_cert_reqs="optional",
+            ssl_check_hostname=False,
+            ssl_min_version="TLSv1.3",
+            ssl_ciphers="HIGH",
+        ),
+    ),
+    ("REDISS://h?ssl_cert_reqs=none", ClientOptions(host="h", ssl=True, ssl_cert_reqs="none")),
+    # Sentinel: the sentinels (26379 unless given), the service, the data nodes' db.
+    (
+        "redis+sentinel://u:p@s1,s2:26380,[::1]:5/mymaster/2?sentinel_password=sp",
+        ClientOptions(
+            username="u",
+            password="p",
+            db=2,
+            sentinels=(("s1", 26379), ("s2", 26380), ("::1", 5)),
+            service_name="mymaster",
+            sentinel_password="sp",
+        ),
+    ),
+    (
+        "rediss+sentinel://s1/my%20service?sentinel_ssl=true&ssl_cert_reqs=none",
+        ClientOptions(
+            ssl=True,
+            ssl_cert_reqs="none",
+            sentinels=(("s1", 26379),),
+            service_name="my service",
+            sentinel_ssl=True,
+        ),
+    ),
 ]
 
 
@@ -97,8 +141,13 @@ BAD_URLS: list[tuple[str, str]] = [
     ("localhost:6379", "must start with redis:// or unix://"),
     ("redis:/h", "must start with redis:// or unix://"),
     ("http://localhost:6379", r"not http://"),
-    ("rediss://localhost:6380/0", "TLS is not supported yet"),
-    ("REDISS://h", "TLS is not supported yet"),
+    ("rediss://h?ssl=false", "rediss:// is TLS"),
+    ("unix:///tmp/r.sock?ssl=true", "TLS"),
+    ("redis+sentinel://h:1", "names its service"),
+    ("redis+sentinel://h:1/", "names its service"),
+    ("redis+sentinel://h:1,/mymaster", "empty sentinel address"),
+    ("redis+sentinel://h:0/mymaster", "port must be between 1 and 65535"),
+    ("redis+sentinel://h/mymaster/x", "db"),
     ("unix://", "socket path"),
     ("unix://h/redis.sock", "socket path"),
     ("unix://relative.sock", "socket path"),
@@ -117,9 +166,13 @@ BAD_URLS: list[tuple[str, str]] = [
     ("redis://h/1234567890", "db"),
     ("redis://:%ff@h", "password"),
     ("redis://%ff@h", "username"),
-    # The query: unknown keys, TLS keys, a key twice, malformed values.
-    ("redis://h/0?ssl=true", "'ssl': TLS is not supported yet"),
-    ("redis://h?ssl_cert_reqs=none", "'ssl_cert_reqs': TLS is not supported yet"),
+    # The query: unknown keys, a key twice, malformed values.
+    ("redis://h/0?ssl=maybe", "'ssl': must be true or false"),
+    ("redis://h?ssl_cert_reqs=sometimes", "'ssl_cert_reqs': must be one of"),
+    ("redis://h?ssl_check_hostname=", "'ssl_check_hostname'"),
+    ("redis://h?ssl_min_version=TLSv1.1", "'ssl_min_version'"),
+    ("redis://h?ssl_ca_data=x", "unknown query key 'ssl_ca_data'"),
+    ("redis://h?sentinel_password=x", "unknown query key 'sentinel_password'"),
     ("redis://h?foo=1", "unknown query key 'foo'"),
     ("redis://h?health_check_interval=30", "unknown query key 'health_check_interval'"),
     ("redis://h?max_connections=10", "unknown query key 'max_connections'"),
@@ -281,21 +334,51 @@ def test_redis_py_clients_of_several_shapes(make: Any, expected: ClientOptions) 
     assert client_options_from_redis_py(client) == expected
 
 
-@pytest.mark.parametrize(
-    ("make", "message"),
-    [
-        (lambda: redis.Redis(ssl=True), "TLS"),
-        (lambda: redis.Redis.from_url("rediss://h:6380/0"), "TLS"),
-        (lambda: redis.asyncio.Redis(ssl=True), "TLS"),
-        (lambda: redis.Sentinel([("localhost", 26379)]).master_for("mymaster"), "Sentinel"),
-    ],
-    ids=["ssl", "rediss_url", "asyncio_ssl", "sentinel"],
-)
-def test_redis_py_clients_we_cannot_serve_yet_raise(make: Any, message: str) -> None:
-    with pytest.raises(ValueError, match=message):
-        client_options_from_redis_py(make())
-    with pytest.raises(ValueError, match=message):
-        redis_leaderboard.RedisLeaderboard(make())
+def test_redis_py_tls_clients_carry_their_settings_over() -> None:
+    # redis-py's SSLConnection defaults (required, check_hostname) where a URL gives none.
+    options = client_options_from_redis_py(redis.Redis.from_url("rediss://h:6380/0"))
+    assert options == ClientOptions(host="h", port=6380, ssl=True)
+    made = redis.Redis(
+        host="h",
+        port=1,
+        ssl=True,
+        ssl_ca_certs="/ca.pem",
+        ssl_certfile="/c.pem",
+        ssl_keyfile="/k.pem",
+        ssl_password="pw",
+        ssl_cert_reqs="none",
+        ssl_check_hostname=False,
+        ssl_min_version=ssl.TLSVersion.TLSv1_3,
+        ssl_ciphers="HIGH",
+    )
+    assert client_options_from_redis_py(made) == ClientOptions(
+        host="h",
+        port=1,
+        socket_timeout=made.connection_pool.connection_kwargs.get("socket_timeout"),
+        socket_connect_timeout=made.connection_pool.connection_kwargs.get("socket_connect_timeout"),
+        ssl=True,
+        ssl_ca_certs="/ca.pem",
+        ssl_certfile="/c.pem",
+        ssl_keyfile="/k.pem",
+        ssl_password="pw",
+        ssl_cert_reqs="none",
+        ssl_check_hostname=False,
+        ssl_min_version=int(ssl.TLSVersion.TLSv1_3),
+        ssl_ciphers="HIGH",
+    )
+    assert client_options_from_redis_py(redis.asyncio.Redis(ssl=True)).ssl is True
+
+
+def test_redis_py_sentinel_clients_carry_their_sentinels_over() -> None:
+    sentinel = redis.Sentinel(
+        [("s1", 26379), ("s2", 26380)], sentinel_kwargs={"password": "sp"}, password="dp"
+    )
+    options = client_options_from_redis_py(sentinel.master_for("mymaster", db=2))
+    assert options.sentinels == (("s1", 26379), ("s2", 26380))
+    assert (options.service_name, options.sentinel_password) == ("mymaster", "sp")
+    assert (options.password, options.db) == ("dp", 2)
+    with pytest.raises(ValueError, match="master_for"):
+        client_options_from_redis_py(sentinel.slave_for("mymaster"))
 
 
 @pytest.mark.parametrize("thing", ["redis://localhost:6379", 6379, object()])
@@ -319,7 +402,7 @@ def test_resolve_client_options(monkeypatch: pytest.MonkeyPatch) -> None:
     )
     with pytest.raises(TypeError, match="not both"):
         resolve_client_options(rp, "redis://url")
-    monkeypatch.setenv("REDIS_URL", "redis://env?ssl=true")
+    monkeypatch.setenv("REDIS_URL", "redis://env?ssl=never")
     with pytest.raises(ValueError, match="'ssl'"):
         resolve_client_options(None, None)
 

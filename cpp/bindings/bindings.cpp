@@ -33,6 +33,30 @@ struct CoreHarness {
   rlb::connection::Core core;
 };
 
+// TLS (redis-py's ssl_* names) and Sentinel, the same for both clients' constructors.
+#define RLB_SECURITY_PARAMETERS                                                              \
+  bool ssl, std::optional<std::string> ssl_ca_certs, std::optional<std::string> ssl_ca_path, \
+      std::optional<std::string> ssl_ca_data, std::optional<std::string> ssl_certfile,       \
+      std::optional<std::string> ssl_keyfile, std::optional<std::string> ssl_password,       \
+      py::object ssl_cert_reqs, bool ssl_check_hostname, py::object ssl_min_version,         \
+      std::optional<std::string> ssl_ciphers,                                                \
+      std::optional<std::vector<std::pair<std::string, int>>> sentinels,                     \
+      std::optional<std::string> service_name, std::optional<std::string> sentinel_username, \
+      std::optional<std::string> sentinel_password, bool sentinel_ssl
+#define RLB_SECURITY_OPTIONS                                                                \
+  tls_options(ssl, std::move(ssl_ca_certs), std::move(ssl_ca_path), std::move(ssl_ca_data), \
+              std::move(ssl_certfile), std::move(ssl_keyfile), std::move(ssl_password),     \
+              ssl_cert_reqs, ssl_check_hostname, ssl_min_version, std::move(ssl_ciphers)),  \
+      sentinel_options(std::move(sentinels), std::move(service_name),                       \
+                       std::move(sentinel_username), std::move(sentinel_password), sentinel_ssl)
+#define RLB_SECURITY_ARGUMENTS                                                                  \
+  "ssl"_a = false, "ssl_ca_certs"_a = py::none(), "ssl_ca_path"_a = py::none(),                 \
+  "ssl_ca_data"_a = py::none(), "ssl_certfile"_a = py::none(), "ssl_keyfile"_a = py::none(),    \
+  "ssl_password"_a = py::none(), "ssl_cert_reqs"_a = "required", "ssl_check_hostname"_a = true, \
+  "ssl_min_version"_a = py::none(), "ssl_ciphers"_a = py::none(), "sentinels"_a = py::none(),   \
+  "service_name"_a = py::none(), "sentinel_username"_a = py::none(),                            \
+  "sentinel_password"_a = py::none(), "sentinel_ssl"_a = false
+
 rlb::connection::Clock::time_point at(double seconds) {
   return rlb::connection::Clock::time_point(
       std::chrono::duration_cast<rlb::connection::Clock::duration>(
@@ -267,16 +291,19 @@ PYBIND11_MODULE(_core, m) {
                        std::optional<double> socket_connect_timeout,
                        std::optional<std::string> client_name,
                        std::optional<std::string> unix_socket_path,
-                       std::optional<std::size_t> max_reply_bytes) {
-             return std::make_shared<BlockingClient>(
+                       std::optional<std::size_t> max_reply_bytes, RLB_SECURITY_PARAMETERS) {
+             ClientOptions options =
                  client_options(host, port, db, std::move(username), std::move(password),
                                 socket_timeout, socket_connect_timeout, std::move(client_name),
-                                std::move(unix_socket_path), max_reply_bytes));
+                                std::move(unix_socket_path), max_reply_bytes, RLB_SECURITY_OPTIONS);
+             py::gil_scoped_release release;  // loading CA files, starting Sentinel's watcher
+             return std::make_shared<BlockingClient>(std::move(options));
            }),
            "host"_a = "localhost", "port"_a = 6379, "db"_a = 0, "username"_a = py::none(),
            "password"_a = py::none(), "socket_timeout"_a = py::none(),
            "socket_connect_timeout"_a = py::none(), "client_name"_a = py::none(),
-           "unix_socket_path"_a = py::none(), py::kw_only(), "max_reply_bytes"_a = py::none())
+           "unix_socket_path"_a = py::none(), py::kw_only(), "max_reply_bytes"_a = py::none(),
+           RLB_SECURITY_ARGUMENTS)
       .def("ping",
            [](BlockingClient& self) {
              py::gil_scoped_release release;
@@ -347,18 +374,19 @@ PYBIND11_MODULE(_core, m) {
                        std::optional<double> socket_connect_timeout,
                        std::optional<std::string> client_name,
                        std::optional<std::string> unix_socket_path, std::size_t max_in_flight,
-                       std::size_t max_pending, std::optional<std::size_t> max_reply_bytes) {
+                       std::size_t max_pending, std::optional<std::size_t> max_reply_bytes,
+                       RLB_SECURITY_PARAMETERS) {
              return std::make_unique<AsyncCore>(
                  client_options(host, port, db, std::move(username), std::move(password),
                                 socket_timeout, socket_connect_timeout, std::move(client_name),
-                                std::move(unix_socket_path), max_reply_bytes),
+                                std::move(unix_socket_path), max_reply_bytes, RLB_SECURITY_OPTIONS),
                  max_in_flight, max_pending);
            }),
            "host"_a = "localhost", "port"_a = 6379, "db"_a = 0, "username"_a = py::none(),
            "password"_a = py::none(), "socket_timeout"_a = py::none(),
            "socket_connect_timeout"_a = py::none(), "client_name"_a = py::none(),
            "unix_socket_path"_a = py::none(), "max_in_flight"_a = 1024, "max_pending"_a = 10000,
-           "max_reply_bytes"_a = py::none())
+           "max_reply_bytes"_a = py::none(), py::kw_only(), RLB_SECURITY_ARGUMENTS)
       .def("submit", &AsyncCore::submit, "operation"_a, "loop"_a)
       .def("run_pipelined", &AsyncCore::run_pipelined, "operations"_a, "on_result"_a, "window"_a,
            "loop"_a)

@@ -415,7 +415,8 @@ ClientOptions client_options(
     const std::string& host, int port, long long db, std::optional<std::string> username,
     std::optional<std::string> password, std::optional<double> socket_timeout,
     std::optional<double> socket_connect_timeout, std::optional<std::string> client_name,
-    std::optional<std::string> unix_socket_path, std::optional<std::size_t> max_reply_bytes) {
+    std::optional<std::string> unix_socket_path, std::optional<std::size_t> max_reply_bytes,
+    connection::TlsOptions tls, connection::SentinelOptions sentinel) {
   ClientOptions options;
   options.host = host;
   options.port = port;
@@ -427,8 +428,87 @@ ClientOptions client_options(
   options.client_name = std::move(client_name);
   options.unix_socket_path = unix_socket_path.value_or("");
   if (max_reply_bytes) options.max_reply_bytes = *max_reply_bytes;
+  options.tls = std::move(tls);
+  options.sentinel = std::move(sentinel);
   options.validate();
   return options;
+}
+
+connection::TlsOptions tls_options(
+    bool ssl, std::optional<std::string> ca_certs, std::optional<std::string> ca_path,
+    std::optional<std::string> ca_data, std::optional<std::string> certfile,
+    std::optional<std::string> keyfile, std::optional<std::string> password, py::handle cert_reqs,
+    bool check_hostname, py::handle min_version, std::optional<std::string> ciphers) {
+  using CertReqs = connection::TlsOptions::CertReqs;
+  connection::TlsOptions tls;
+  tls.enabled = ssl;
+  tls.ca_certs = std::move(ca_certs);
+  tls.ca_path = std::move(ca_path);
+  tls.ca_data = std::move(ca_data);
+  tls.certfile = std::move(certfile);
+  tls.keyfile = std::move(keyfile);
+  tls.password = std::move(password);
+  tls.check_hostname = check_hostname;
+  tls.ciphers = std::move(ciphers);
+  // Strings as redis-py's URLs give them, or the ssl module's enums (IntEnums: checked first).
+  if (cert_reqs.is_none()) {
+    tls.cert_reqs = CertReqs::Required;
+  } else if (py::isinstance<py::int_>(cert_reqs) && !py::isinstance<py::bool_>(cert_reqs)) {
+    long value = cert_reqs.cast<long>();  // ssl.CERT_NONE, CERT_OPTIONAL, CERT_REQUIRED
+    if (value < 0 || value > 2) throw py::value_error("ssl_cert_reqs: unknown ssl.VerifyMode");
+    tls.cert_reqs = value == 0   ? CertReqs::None
+                    : value == 1 ? CertReqs::Optional
+                                 : CertReqs::Required;
+  } else if (py::isinstance<py::str>(cert_reqs)) {
+    auto text = cert_reqs.cast<std::string>();
+    if (text == "required") {
+      tls.cert_reqs = CertReqs::Required;
+    } else if (text == "optional") {
+      tls.cert_reqs = CertReqs::Optional;
+    } else if (text == "none") {
+      tls.cert_reqs = CertReqs::None;
+    } else {
+      throw py::value_error("ssl_cert_reqs must be 'required', 'optional' or 'none', not '" + text +
+                            "'");
+    }
+  } else {
+    throw py::type_error("ssl_cert_reqs must be a str or an ssl.VerifyMode");
+  }
+  if (!min_version.is_none()) {
+    if (py::isinstance<py::int_>(min_version) && !py::isinstance<py::bool_>(min_version)) {
+      long value = min_version.cast<long>();  // ssl.TLSVersion: TLSv1_2 = 0x303, TLSv1_3 = 0x304
+      if (value != 0x303 && value != 0x304) {
+        throw py::value_error("ssl_min_version must be TLSv1.2 or TLSv1.3");
+      }
+      tls.min_version = value == 0x303 ? "TLSv1.2" : "TLSv1.3";
+    } else if (py::isinstance<py::str>(min_version)) {
+      auto text = min_version.cast<std::string>();
+      for (auto& c : text) c = c == '_' ? '.' : c;  // "TLSv1_2" as the enum's name
+      tls.min_version = text;
+    } else {
+      throw py::type_error("ssl_min_version must be a str or an ssl.TLSVersion");
+    }
+  }
+  return tls;
+}
+
+connection::SentinelOptions sentinel_options(
+    std::optional<std::vector<std::pair<std::string, int>>> sentinels,
+    std::optional<std::string> service_name, std::optional<std::string> username,
+    std::optional<std::string> password, bool ssl) {
+  connection::SentinelOptions sentinel;
+  if (sentinels) {
+    if (sentinels->empty()) throw py::value_error("sentinels must name at least one sentinel");
+    if (!service_name) throw py::value_error("sentinels need a service_name");
+    sentinel.sentinels = std::move(*sentinels);
+    sentinel.service_name = std::move(*service_name);
+  } else if (service_name) {
+    throw py::value_error("service_name needs sentinels");
+  }
+  sentinel.username = std::move(username);
+  sentinel.password = std::move(password);
+  sentinel.tls = ssl;
+  return sentinel;
 }
 
 py::dict stats_dict(const connection::Stats& s) {

@@ -52,7 +52,19 @@ connection::ClientOptions client_options(
     const std::string& host, int port, long long db, std::optional<std::string> username,
     std::optional<std::string> password, std::optional<double> socket_timeout,
     std::optional<double> socket_connect_timeout, std::optional<std::string> client_name,
-    std::optional<std::string> unix_socket_path, std::optional<std::size_t> max_reply_bytes);
+    std::optional<std::string> unix_socket_path, std::optional<std::size_t> max_reply_bytes,
+    connection::TlsOptions tls = {}, connection::SentinelOptions sentinel = {});
+// redis-py's ssl_* arguments. ssl_cert_reqs: "required", "optional", "none" or an
+// ssl.VerifyMode; ssl_min_version: "TLSv1.2", "TLSv1.3" or an ssl.TLSVersion.
+connection::TlsOptions tls_options(
+    bool ssl, std::optional<std::string> ca_certs, std::optional<std::string> ca_path,
+    std::optional<std::string> ca_data, std::optional<std::string> certfile,
+    std::optional<std::string> keyfile, std::optional<std::string> password, py::handle cert_reqs,
+    bool check_hostname, py::handle min_version, std::optional<std::string> ciphers);
+connection::SentinelOptions sentinel_options(
+    std::optional<std::vector<std::pair<std::string, int>>> sentinels,
+    std::optional<std::string> service_name, std::optional<std::string> username,
+    std::optional<std::string> password, bool ssl);
 
 // ---- C++ -> Python
 py::object to_python(const leaderboard::Result& result);

@@ -91,6 +91,7 @@ void Core::connected(Clock::time_point now) {
   connected_ = true;
   writing_ = false;
   close_ = false;
+  retiring_ = false;
   reader_.reset();
   ready_ = handshake_.expected == 0;
   if (ready_) return;
@@ -113,7 +114,7 @@ void Core::connect_failed(const std::exception_ptr& error) {
 }
 
 std::string Core::take_write() {
-  if (!connected_ || writing_) return {};
+  if (!connected_ || writing_ || retiring_) return {};
   std::string out;
   if (!ready_) {
     // The handshake goes alone: a request must never run before SELECT took effect.
@@ -158,7 +159,7 @@ void Core::received(const char* data, std::size_t size, Clock::time_point now) {
       if (!connected_) return;
     }
     // Every reply asked for is in, and bytes of another are: the server sent them unasked.
-    if (in_flight_.empty() && reader_.has_partial()) {
+    if (in_flight_.empty() && reader_.has_partial() && !accept_pushes_) {
       throw codec::ProtocolError("Protocol error: bytes sent unasked");
     }
   } catch (const RedisError&) {
@@ -171,6 +172,12 @@ void Core::received(const char* data, std::size_t size, Clock::time_point now) {
 }
 
 void Core::on_reply(Reply&& reply, Clock::time_point now) {
+  if (in_flight_.empty() && accept_pushes_) {
+    Completion push{kPushId, {}, {}, nullptr};
+    push.replies.push_back(std::move(reply));
+    completions_.push_back(std::move(push));
+    return;
+  }
   if (in_flight_.empty()) throw codec::ProtocolError("Protocol error: a reply to no request");
   Request& request = in_flight_.front();
   request.replies.push_back(std::move(reply));
@@ -192,6 +199,7 @@ void Core::on_reply(Reply&& reply, Clock::time_point now) {
   }
   --requests_in_flight_;
   finish(std::move(done), now);
+  if (retiring_ && in_flight_.empty() && connected_) retire(now);
 }
 
 void Core::finish(Request&& request, Clock::time_point now) {
@@ -210,6 +218,12 @@ void Core::finish(Request&& request, Clock::time_point now) {
       completions_.push_back({request.id, request.exchange->take_result(), {}, nullptr});
       return;
     }
+  } catch (const ReadOnlyError&) {
+    // A replica answered (after a failover, or a DNS name moved to a new primary): this write
+    // did not run; the next ones go to a new connection, to whatever the address is now.
+    complete(std::move(request), std::current_exception());
+    retiring_ = true;
+    return;
   } catch (...) {  // an error reply, or a reply the operation cannot read: this request only
     return complete(std::move(request), std::current_exception());
   }
@@ -240,6 +254,16 @@ void Core::give_up(const std::exception_ptr& error, bool close, Clock::time_poin
 
 void Core::lost(const std::exception_ptr& error, Clock::time_point now) {
   if (connected_) give_up(error, false, now);
+}
+
+void Core::retire(Clock::time_point now) {
+  if (!connected_) return;
+  retiring_ = true;
+  if (in_flight_.empty()) {
+    give_up(std::make_exception_ptr(ConnectionError("Connection to " + options_.address() +
+                                                    " was closed: the primary changed")),
+            true, now);
+  }
 }
 
 void Core::abort(const std::exception_ptr& error) {

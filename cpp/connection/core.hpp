@@ -72,6 +72,15 @@ class Core {
   void tick(Clock::time_point now);
   // Every request fails with `error` (the client is closing).
   void abort(const std::exception_ptr& error);
+  // This server is no longer the one to use (a READONLY reply: it is a replica now; Sentinel
+  // announced a new primary): nothing more is written on this connection, the requests in
+  // flight get their replies, then the core closes it and the waiting requests go on the next.
+  // Undone by connected().
+  void retire(Clock::time_point now);
+  // A subscriber's connection: replies that answer no request are completions with id
+  // kPushId (their one reply in `replies`) instead of a protocol error.
+  void accept_pushes() { accept_pushes_ = true; }
+  static constexpr std::uint64_t kPushId = 0;
 
   // ---- What the driver does next.
   bool connected() const { return connected_; }
@@ -126,6 +135,8 @@ class Core {
   bool writing_ = false;
   bool ready_ = false;  // the handshake has been answered
   bool close_ = false;
+  bool retiring_ = false;
+  bool accept_pushes_ = false;
   std::optional<Clock::time_point> deadline_hint_;
   std::exception_ptr last_error_;
 };

@@ -5,8 +5,39 @@
 #include <cstddef>
 #include <optional>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace rlb::connection {
+
+// TLS, with redis-py's option names (ssl_*). Off unless `enabled`.
+struct TlsOptions {
+  enum class CertReqs { None, Optional, Required };
+  bool enabled = false;
+  std::optional<std::string> ca_certs;  // a PEM file of trusted CAs; none: the system store
+  std::optional<std::string> ca_path;   // a directory of hashed CA files (c_rehash)
+  std::optional<std::string> ca_data;   // PEM text of trusted CAs
+  std::optional<std::string> certfile;  // the client's certificate chain (PEM)
+  std::optional<std::string> keyfile;   // its private key (PEM); none: in certfile
+  std::optional<std::string> password;  // of an encrypted keyfile
+  CertReqs cert_reqs = CertReqs::Required;
+  bool check_hostname = true;              // the certificate must name the host connected to
+  std::optional<std::string> min_version;  // "TLSv1.2" or "TLSv1.3"; none: OpenSSL's default
+  std::optional<std::string> ciphers;      // an OpenSSL cipher list (TLS 1.2 and below)
+
+  bool verifies() const { return cert_reqs != CertReqs::None; }
+};
+
+// Sentinel: the server to use is the primary that these sentinels name `service_name`.
+struct SentinelOptions {
+  std::vector<std::pair<std::string, int>> sentinels;  // empty: no Sentinel
+  std::string service_name;
+  std::optional<std::string> username;  // of the sentinels (not of the data nodes)
+  std::optional<std::string> password;
+  bool tls = false;  // talk TLS to the sentinels too (with the client's TLS options)
+
+  bool enabled() const { return !sentinels.empty(); }
+};
 
 struct ClientOptions {
   std::string host = "localhost";
@@ -19,10 +50,16 @@ struct ClientOptions {
   std::optional<double> socket_timeout;          // seconds; none waits without limit
   std::optional<double> socket_connect_timeout;  // seconds; none: socket_timeout, else no limit
   std::size_t max_reply_bytes = std::size_t{512} << 20;  // codec::kDefaultMaxReplyBytes
+  TlsOptions tls;
+  SentinelOptions sentinel;  // when enabled, host and port are those it finds
 
-  // "host:port" or the socket path, for messages.
+  // "host:port", the socket path, or "'name' via Sentinel", for messages.
   std::string address() const;
   void validate() const;  // throws InvalidArgument
+  // socket_connect_timeout, else socket_timeout, else none.
+  std::optional<double> connect_timeout() const {
+    return socket_connect_timeout ? socket_connect_timeout : socket_timeout;
+  }
 };
 
 }  // namespace rlb::connection

@@ -25,6 +25,10 @@ using leaderboard::Result;
 
 namespace {
 std::atomic<InterruptCheck> interrupt_check{nullptr};
+
+Clock::duration seconds(double value) {
+  return std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(value));
+}
 }  // namespace
 
 void set_interrupt_check(InterruptCheck check) { interrupt_check.store(check); }
@@ -33,8 +37,15 @@ void set_interrupt_check(InterruptCheck check) { interrupt_check.store(check); }
 // BlockingConnection: a non-blocking Asio socket driven with poll(), so that every wait has a
 // deadline without running an io_context per call; the core decides everything else.
 
-BlockingConnection::BlockingConnection(const ClientOptions& options, Counters& counters)
-    : options_(options), core_(options, SIZE_MAX, counters), socket_(io_) {
+BlockingConnection::BlockingConnection(const ClientOptions& options, Counters& counters,
+                                       Endpoint endpoint, std::shared_ptr<const TlsContext> tls,
+                                       bool subscriber)
+    : options_(options),
+      endpoint_(std::move(endpoint)),
+      tls_context_(std::move(tls)),
+      core_(options, SIZE_MAX, counters),
+      socket_(io_) {
+  if (subscriber) core_.accept_pushes();
   connect();
 }
 
@@ -59,29 +70,37 @@ bool BlockingConnection::wait(short events, const std::optional<Clock::time_poin
       on_interrupt();
       continue;
     }
-    throw ConnectionError(std::string("Error ") + doing + " " + options_.address() + ": " +
+    throw ConnectionError(std::string("Error ") + doing + " " + endpoint_.address() + ": " +
                           std::strerror(errno));
   }
 }
 
 void BlockingConnection::connect() {
-  const auto& timeout =
-      options_.socket_connect_timeout ? options_.socket_connect_timeout : options_.socket_timeout;
+  const auto timeout = options_.connect_timeout();
   std::optional<Clock::time_point> until;
-  if (timeout) {
-    until = Clock::now() +
-            std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(*timeout));
+  if (timeout) until = Clock::now() + seconds(*timeout);
+  broken_ = true;  // until the end
+  open_socket(until);
+  if (tls_context_) {
+    // A TLS handshake with a server that never answers it (a plaintext port waits for a
+    // newline that never comes) must not hang: without a timeout it gets kTlsHandshakeTimeout.
+    if (!until) until = Clock::now() + seconds(connection::kTlsHandshakeTimeout);
+    tls_handshake(until);
   }
+  broken_ = false;
+  core_.connected(Clock::now());
+}
 
+void BlockingConnection::open_socket(const std::optional<Clock::time_point>& until) {
   std::vector<asio::generic::stream_protocol::endpoint> endpoints;
   boost::system::error_code ec;
-  if (!options_.unix_socket_path.empty()) {
-    endpoints.emplace_back(asio::local::stream_protocol::endpoint(options_.unix_socket_path));
+  if (!endpoint_.unix_socket_path.empty()) {
+    endpoints.emplace_back(asio::local::stream_protocol::endpoint(endpoint_.unix_socket_path));
   } else {
     asio::ip::tcp::resolver resolver(io_);
-    auto results = resolver.resolve(options_.host, std::to_string(options_.port), ec);
+    auto results = resolver.resolve(endpoint_.host, std::to_string(endpoint_.port), ec);
     if (ec) {
-      throw ConnectionError("Error connecting to " + options_.address() + ": " + ec.message());
+      throw ConnectionError("Error connecting to " + endpoint_.address() + ": " + ec.message());
     }
     for (const auto& result : results) endpoints.emplace_back(result.endpoint());
   }
@@ -106,8 +125,7 @@ void BlockingConnection::connect() {
     }
     if (ec == asio::error::in_progress || ec == asio::error::would_block) {
       if (!wait(POLLOUT, until, "connecting to")) {  // a refusal shows up as SO_ERROR below
-        broken_ = true;
-        throw TimeoutError("Timeout connecting to " + options_.address());
+        throw TimeoutError("Timeout connecting to " + endpoint_.address());
       }
       int error = 0;
       socklen_t size = sizeof error;
@@ -117,18 +135,54 @@ void BlockingConnection::connect() {
       ec.assign(error, boost::system::system_category());
     }
     if (!ec) {
-      if (options_.unix_socket_path.empty()) {
+      if (endpoint_.unix_socket_path.empty()) {
         socket_.set_option(asio::ip::tcp::no_delay(true), ignored);
         socket_.set_option(asio::socket_base::keep_alive(true), ignored);
       }
-      broken_ = false;
-      core_.connected(Clock::now());
       return;
     }
     last_error = ec.message();
   }
-  broken_ = true;
-  throw ConnectionError("Error connecting to " + options_.address() + ": " + last_error);
+  throw ConnectionError("Error connecting to " + endpoint_.address() + ": " + last_error);
+}
+
+void BlockingConnection::tls_handshake(const std::optional<Clock::time_point>& until) {
+  tls_ =
+      std::make_unique<connection::TlsSession>(tls_context_, endpoint_.host, endpoint_.address());
+  char buffer[16 * 1024];
+  for (;;) {
+    const bool done = tls_->handshake();
+    std::string out = tls_->take_output();
+    std::size_t written = 0;
+    while (written < out.size()) {
+      boost::system::error_code ec;
+      written += socket_.write_some(asio::buffer(out.data() + written, out.size() - written), ec);
+      if (ec == asio::error::would_block || ec == asio::error::try_again) {
+        if (!wait(POLLOUT, until, "connecting to")) {
+          throw TimeoutError("Timeout connecting to " + endpoint_.address() + " (TLS handshake)");
+        }
+      } else if (ec && ec != asio::error::interrupted) {
+        throw ConnectionError("Error connecting to " + endpoint_.address() +
+                              ": TLS handshake: " + ec.message());
+      }
+    }
+    if (done) return;
+    if (!wait(POLLIN, until, "connecting to")) {
+      throw TimeoutError("Timeout connecting to " + endpoint_.address() + " (TLS handshake)");
+    }
+    boost::system::error_code ec;
+    std::size_t n = socket_.read_some(asio::buffer(buffer), ec);
+    if (ec == asio::error::would_block || ec == asio::error::try_again ||
+        ec == asio::error::interrupted) {
+      continue;
+    }
+    if (ec) {
+      throw ConnectionError(
+          "Error connecting to " + endpoint_.address() + ": TLS handshake: " +
+          (ec == asio::error::eof ? "the server closed the connection" : ec.message()));
+    }
+    tls_->feed(buffer, n);
+  }
 }
 
 void BlockingConnection::close_broken(const std::exception_ptr& why) {
@@ -138,52 +192,50 @@ void BlockingConnection::close_broken(const std::exception_ptr& why) {
   core_.abort(why);
 }
 
-void BlockingConnection::write_all(const std::string& bytes) {
+bool BlockingConnection::send(const char* data, std::size_t size) {
   std::size_t written = 0;
   boost::system::error_code ec;
-  while (written < bytes.size()) {
-    written += socket_.write_some(asio::buffer(bytes.data() + written, bytes.size() - written), ec);
+  while (written < size) {
+    written += socket_.write_some(asio::buffer(data + written, size - written), ec);
     if (ec == asio::error::would_block || ec == asio::error::try_again) {
       if (!wait(POLLOUT, core_.next_deadline(), "writing to")) {
         core_.tick(Clock::now());  // the written requests are overdue: the core gives up
-        return;
+        return false;
       }
     } else if (ec == asio::error::interrupted) {
       on_interrupt();
     } else if (ec) {
-      core_.lost(std::make_exception_ptr(ConnectionError("Error writing to " + options_.address() +
+      core_.lost(std::make_exception_ptr(ConnectionError("Error writing to " + endpoint_.address() +
                                                          ": " + ec.message())),
                  Clock::now());
+      return false;
+    }
+  }
+  return true;
+}
+
+void BlockingConnection::write_all(const std::string& bytes) {
+  if (tls_) {
+    try {
+      tls_->write(bytes);
+    } catch (const ConnectionError&) {
+      core_.lost(std::current_exception(), Clock::now());
       return;
     }
+    std::string out = tls_->take_output();
+    if (!send(out.data(), out.size())) return;
+  } else if (!send(bytes.data(), bytes.size())) {
+    return;
   }
   core_.wrote();
   just_wrote_ = true;
 }
 
-void BlockingConnection::pump() {
-  if (core_.take_close() || (!core_.connected() && !broken_)) {
-    // The core gave the connection up (or lost it): this driver does not reconnect within a
-    // call; whatever is unfinished fails with the reason.
-    auto why = core_.last_error();
-    close_broken(why ? why
-                     : std::make_exception_ptr(
-                           ConnectionError("Connection to " + options_.address() + " is closed")));
-    return;
-  }
-  if (broken_) {
-    core_.abort(std::make_exception_ptr(
-        ConnectionError("Connection to " + options_.address() + " is closed")));
-    return;
-  }
-  std::string out = core_.take_write();
-  if (!out.empty()) return write_all(out);
-
-  if (just_wrote_ && !wait(POLLIN, core_.next_deadline(), "reading from")) {
+void BlockingConnection::read_once(bool wait_first) {
+  if (wait_first && !wait(POLLIN, core_.next_deadline(), "reading from")) {
     core_.tick(Clock::now());
     return;
   }
-  just_wrote_ = false;
   char buffer[64 * 1024];
   boost::system::error_code ec;
   std::size_t n = socket_.read_some(asio::buffer(buffer), ec);
@@ -194,11 +246,65 @@ void BlockingConnection::pump() {
   } else if (ec) {
     core_.lost(std::make_exception_ptr(ConnectionError(
                    ec == asio::error::eof
-                       ? "Connection closed by server " + options_.address()
-                       : "Error reading from " + options_.address() + ": " + ec.message())),
+                       ? "Connection closed by server " + endpoint_.address()
+                       : "Error reading from " + endpoint_.address() + ": " + ec.message())),
                Clock::now());
-  } else {
+  } else if (!tls_) {
     core_.received(buffer, n, Clock::now());
+  } else {
+    plain_.clear();
+    bool open = true;
+    try {
+      tls_->feed(buffer, n);
+      open = tls_->read(plain_);
+    } catch (const ConnectionError&) {
+      core_.lost(std::current_exception(), Clock::now());
+      return;
+    }
+    if (!plain_.empty()) core_.received(plain_.data(), plain_.size(), Clock::now());
+    if (!open) {
+      core_.lost(std::make_exception_ptr(
+                     ConnectionError("Connection closed by server " + endpoint_.address())),
+                 Clock::now());
+    } else if (tls_->has_output() && core_.connected()) {  // e.g. a TLS 1.3 key update
+      std::string out = tls_->take_output();
+      send(out.data(), out.size());
+    }
+  }
+}
+
+void BlockingConnection::pump() {
+  if (core_.take_close() || (!core_.connected() && !broken_)) {
+    // The core gave the connection up (or lost it): this driver does not reconnect within a
+    // call; whatever is unfinished fails with the reason.
+    auto why = core_.last_error();
+    close_broken(why ? why
+                     : std::make_exception_ptr(
+                           ConnectionError("Connection to " + endpoint_.address() + " is closed")));
+    return;
+  }
+  if (broken_) {
+    core_.abort(std::make_exception_ptr(
+        ConnectionError("Connection to " + endpoint_.address() + " is closed")));
+    return;
+  }
+  std::string out = core_.take_write();
+  if (!out.empty()) return write_all(out);
+  // A reply is never there right after the write: wait before the first read.
+  read_once(std::exchange(just_wrote_, false));
+}
+
+std::optional<Reply> BlockingConnection::next_push() {
+  for (;;) {
+    for (auto& completion : core_.take_completions()) done_.push_back(std::move(completion));
+    for (auto it = done_.begin(); it != done_.end(); ++it) {
+      if (it->id != connection::Core::kPushId) continue;
+      Reply push = std::move(it->replies.at(0));
+      done_.erase(it);
+      return push;
+    }
+    if (broken_ || !core_.connected() || core_.take_close()) return std::nullopt;
+    read_once(true);
   }
 }
 
@@ -292,7 +398,24 @@ bool BlockingConnection::reusable() {
   if (broken_ || fork_guard_.forked() || core_.outstanding() > 0) return false;
   // Idle, nothing may be readable: readiness means the server closed (EOF) or misbehaved.
   pollfd fd{socket_.native_handle(), POLLIN, 0};
-  return ::poll(&fd, 1, 0) == 0;
+  if (::poll(&fd, 1, 0) == 0) return true;
+  if (!tls_) return false;
+  // With TLS, records that hold no reply may come unasked (TLS 1.3 session tickets): read
+  // them; any plaintext, the end of the session or an error still means not reusable.
+  for (;;) {
+    char buffer[16 * 1024];
+    boost::system::error_code ec;
+    std::size_t n = socket_.read_some(asio::buffer(buffer), ec);
+    if (ec == asio::error::would_block || ec == asio::error::try_again) return true;
+    if (ec) return false;
+    plain_.clear();
+    try {
+      tls_->feed(buffer, n);
+      if (!tls_->read(plain_) || !plain_.empty()) return false;
+    } catch (const ConnectionError&) {
+      return false;
+    }
+  }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -309,21 +432,33 @@ class BlockingClient::Lease {
   std::unique_ptr<BlockingConnection> connection_;
 };
 
-BlockingClient::BlockingClient(ClientOptions options) : options_(std::move(options)) {
-  options_.validate();
+BlockingClient::BlockingClient(ClientOptions options)
+    : options_((options.validate(), std::move(options))),
+      tls_(connection::make_tls_context(options_.tls)),
+      resolver_(options_, tls_) {
+  if (options_.sentinel.enabled()) {
+    // A new primary: connections to the old one are not reused (those in use finish their
+    // call); the next connection asks the sentinels again.
+    watcher_ = std::make_unique<SentinelWatcher>(options_, tls_, resolver_, [this] { ++epoch_; });
+  }
 }
 
+BlockingClient::~BlockingClient() { watcher_.reset(); }
+
 std::unique_ptr<BlockingConnection> BlockingClient::acquire() {
+  const std::uint64_t epoch = epoch_.load();
   {
     std::lock_guard<std::mutex> lock(mutex_);
     while (!idle_.empty()) {
       auto connection = std::move(idle_.back());
       idle_.pop_back();
-      if (connection->reusable()) return connection;
+      if (connection->epoch == epoch && connection->reusable()) return connection;
       ++dropped_;
     }
   }
-  auto connection = std::make_unique<BlockingConnection>(options_, counters_);
+  auto connection =
+      std::make_unique<BlockingConnection>(options_, counters_, resolver_.resolve(), tls_);
+  connection->epoch = epoch;
   std::lock_guard<std::mutex> lock(mutex_);
   counters_.connected(dropped_ > 0);
   if (dropped_ > 0) --dropped_;
@@ -332,7 +467,7 @@ std::unique_ptr<BlockingConnection> BlockingClient::acquire() {
 
 void BlockingClient::release(std::unique_ptr<BlockingConnection> connection) {
   std::lock_guard<std::mutex> lock(mutex_);
-  if (connection->broken()) {
+  if (connection->broken() || connection->epoch != epoch_.load()) {
     ++dropped_;
   } else {
     idle_.push_back(std::move(connection));

@@ -1,8 +1,11 @@
 // The transport of the synchronous API: a small poll() driver of the connection core
-// (connection/core.hpp) on non-blocking Boost.Asio sockets (TCP or Unix), pooled so that many
-// threads can share one client. Every wait has a deadline: the core's.
+// (connection/core.hpp) on non-blocking Boost.Asio sockets (TCP or Unix; TLS through the
+// memory-BIO engine of connection/tls.hpp), pooled so that many threads can share one client.
+// Every wait has a deadline: the core's. Where to connect comes from transport/resolver.hpp (the
+// options' address, or the primary Sentinel names).
 #pragma once
 
+#include <atomic>
 #include <boost/asio/generic/stream_protocol.hpp>
 #include <boost/asio/io_context.hpp>
 #include <cstdint>
@@ -16,8 +19,10 @@
 #include "connection/core.hpp"
 #include "connection/options.hpp"
 #include "connection/stats.hpp"
+#include "connection/tls.hpp"
 #include "leaderboard/operations.hpp"
 #include "transport/fork.hpp"
+#include "transport/resolver.hpp"
 
 namespace rlb::transport {
 
@@ -37,7 +42,10 @@ void set_interrupt_check(InterruptCheck check);
 // pool drops it and opens another.
 class BlockingConnection {
  public:
-  BlockingConnection(const ClientOptions& options, Counters& counters);  // connects
+  // Connects to `endpoint` (with TLS if `tls` is set) and writes the handshake. `subscriber`:
+  // replies to no request are pushes (next_push()), not a protocol error.
+  BlockingConnection(const ClientOptions& options, Counters& counters, Endpoint endpoint,
+                     std::shared_ptr<const TlsContext> tls, bool subscriber = false);
   BlockingConnection(const BlockingConnection&) = delete;
   BlockingConnection& operator=(const BlockingConnection&) = delete;
 
@@ -54,15 +62,30 @@ class BlockingConnection {
                      const std::function<std::unique_ptr<leaderboard::Operation>()>& next,
                      const std::function<void(leaderboard::Result)>& done);
 
+  // A subscriber's next push; none once the server closed the connection (or it was shut
+  // down). Waits without a deadline.
+  std::optional<codec::Reply> next_push();
+  int native_handle() { return socket_.native_handle(); }
+
   bool broken() const { return broken_; }
+  // The client's primary epoch when this connection was opened (Sentinel: a newer one means
+  // the primary changed, and this connection is not reused).
+  std::uint64_t epoch = 0;
   // Before reuse: false if the server closed the socket or sent something unasked, or the
   // process forked since the connection was opened.
   bool reusable();
 
  private:
   void connect();
+  void open_socket(const std::optional<Clock::time_point>& until);
+  void tls_handshake(const std::optional<Clock::time_point>& until);
   // Writes what the core wants written, waits (until the core's deadline) and reads once.
   void pump();
+  // Reads once what the socket has (would_block: nothing) into the core, through TLS if on.
+  void read_once(bool wait_first);
+  // Bytes as they go on the wire (ciphertext with TLS); false if the write timed out or failed
+  // (the core was told).
+  bool send(const char* data, std::size_t size);
   Completion wait_for(std::uint64_t id);
   // Waits until the socket is ready for `events` (POLLIN/POLLOUT); false at the deadline.
   bool wait(short events, const std::optional<Clock::time_point>& until, const char* doing);
@@ -72,10 +95,14 @@ class BlockingConnection {
   void on_interrupt();
 
   const ClientOptions& options_;
+  const Endpoint endpoint_;
+  std::shared_ptr<const TlsContext> tls_context_;
+  std::unique_ptr<connection::TlsSession> tls_;  // none: plaintext
   connection::Core core_;
   boost::asio::io_context io_;
   boost::asio::generic::stream_protocol::socket socket_;
   std::vector<Completion> done_;  // completions not asked for yet (pipelined requests)
+  std::string plain_;             // TLS: what the last read decrypted
   std::uint64_t next_id_ = 1;
   bool broken_ = false;
   bool just_wrote_ = false;  // a reply is never there right after the write: skip a futile read
@@ -85,6 +112,9 @@ class BlockingConnection {
 class BlockingClient {
  public:
   explicit BlockingClient(ClientOptions options);
+  ~BlockingClient();
+  BlockingClient(const BlockingClient&) = delete;
+  BlockingClient& operator=(const BlockingClient&) = delete;
 
   leaderboard::Result run(std::unique_ptr<leaderboard::Operation> operation);
   void run_pipelined(std::size_t window,
@@ -104,6 +134,10 @@ class BlockingClient {
   void release(std::unique_ptr<BlockingConnection> connection);
 
   const ClientOptions options_;
+  const std::shared_ptr<const TlsContext> tls_;
+  Resolver resolver_;
+  std::atomic<std::uint64_t> epoch_{0};       // bumped when Sentinel announces a new primary
+  std::unique_ptr<SentinelWatcher> watcher_;  // Sentinel only
   std::mutex mutex_;
   std::vector<std::unique_ptr<BlockingConnection>> idle_;
   std::uint64_t dropped_ = 0;  // broken connections not yet replaced (guarded by mutex_)

@@ -30,14 +30,15 @@ Clock::duration seconds(double value) {
 }  // namespace
 
 MultiplexedClient::MultiplexedClient(ClientOptions options, std::size_t max_in_flight)
-    : options_(std::move(options)),
+    : options_((options.validate(), std::move(options))),
+      tls_context_(connection::make_tls_context(options_.tls)),
+      target_resolver_(options_, tls_context_),
       work_(asio::make_work_guard(io_)),
       socket_(io_),
       resolver_(io_),
       connect_timer_(io_),
       request_timer_(io_),
       core_(options_, max_in_flight, counters_) {
-  options_.validate();
   event_fd_ = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
   if (event_fd_ < 0) throw RedisError(std::string("eventfd: ") + std::strerror(errno));
   thread_ = std::make_unique<std::thread>([this] {
@@ -55,6 +56,11 @@ MultiplexedClient::MultiplexedClient(ClientOptions options, std::size_t max_in_f
       }
     }
   });
+  if (options_.sentinel.enabled()) {
+    watcher_ = std::make_unique<SentinelWatcher>(options_, tls_context_, target_resolver_, [this] {
+      asio::post(io_, [this] { on_primary_changed(); });
+    });
+  }
 }
 
 std::shared_ptr<MultiplexedClient> MultiplexedClient::create(ClientOptions options,
@@ -112,9 +118,13 @@ Stats MultiplexedClient::stats() const { return counters_.snapshot(); }
 void MultiplexedClient::close() {
   if (fork_guard_.forked()) return;  // the I/O thread does not exist in a forked child
   bool was_closed = closed_.exchange(true);
-  if (!was_closed) asio::post(io_, [this] { shutdown(); });
+  if (!was_closed) {
+    watcher_.reset();  // stops posting
+    asio::post(io_, [this] { shutdown(); });
+  }
   if (thread_ && thread_->joinable() && thread_->get_id() != std::this_thread::get_id()) {
     thread_->join();
+    if (discovery_.joinable()) discovery_.join();  // bounded: each sentinel has a timeout
   }
 }
 
@@ -141,7 +151,20 @@ void MultiplexedClient::drive() {
   if (stopping_) return;
   if (state_ == State::Disconnected && core_.wants_connection()) connect();
   if (state_ == State::Connected && !writing_) {
-    write_buffer_ = core_.take_write();
+    if (!tls_) {
+      write_buffer_ = core_.take_write();
+    } else {
+      write_buffer_.clear();
+      try {
+        std::string plain = core_.take_write();
+        if (!plain.empty()) tls_->write(plain);
+      } catch (const ConnectionError&) {
+        core_.lost(std::current_exception(), Clock::now());
+        close_socket();
+        return drive();
+      }
+      tls_->append_output(write_buffer_);  // requests, and any TLS record of its own
+    }
     if (!write_buffer_.empty()) {
       writing_ = true;
       const auto generation = generation_;
@@ -151,7 +174,7 @@ void MultiplexedClient::drive() {
                           writing_ = false;
                           if (ec) {
                             core_.lost(
-                                error_of<ConnectionError>("Error writing to " + options_.address() +
+                                error_of<ConnectionError>("Error writing to " + target_.address() +
                                                           ": " + ec.message()),
                                 Clock::now());
                             close_socket();
@@ -201,6 +224,8 @@ void MultiplexedClient::close_socket() {
   ++generation_;
   state_ = State::Disconnected;
   writing_ = false;
+  backing_off_ = false;
+  tls_.reset();
   boost::system::error_code ignored;
   socket_.close(ignored);
 }
@@ -211,9 +236,11 @@ void MultiplexedClient::connect() {
   const auto generation = ++generation_;
 
   if (Clock::now() < next_attempt_) {  // back off after a failed attempt
+    backing_off_ = true;
     connect_timer_.expires_at(next_attempt_);
     connect_timer_.async_wait([this, generation](const boost::system::error_code& ec) {
       if (ec || generation != generation_) return;
+      backing_off_ = false;
       state_ = State::Disconnected;
       next_attempt_ = {};
       drive();
@@ -222,35 +249,66 @@ void MultiplexedClient::connect() {
   }
 
   connect_timed_out_ = false;
-  const auto& timeout =
-      options_.socket_connect_timeout ? options_.socket_connect_timeout : options_.socket_timeout;
-  if (timeout) {
-    connect_timer_.expires_after(seconds(*timeout));
-    connect_timer_.async_wait([this, generation](const boost::system::error_code& ec) {
-      if (ec || generation != generation_ || state_ != State::Connecting) return;
-      connect_timed_out_ = true;
-      boost::system::error_code ignored;
-      resolver_.cancel();
-      socket_.close(ignored);
-    });
-  }
+  if (const auto timeout = options_.connect_timeout()) arm_connect_timer(seconds(*timeout));
 
+  if (!options_.sentinel.enabled()) {
+    target_ = Endpoint{options_.host, options_.port, options_.unix_socket_path};
+    return resolve_host();
+  }
+  // Asking the sentinels blocks (each within its timeout): on a helper thread, so that the
+  // I/O thread keeps serving timers and cancellations meanwhile.
+  if (discovery_.joinable()) discovery_.join();  // done: it posted its answer
+  discovery_ = std::thread([this, generation] {
+    std::exception_ptr error;
+    Endpoint found;
+    try {
+      found = target_resolver_.resolve();
+    } catch (...) {
+      error = std::current_exception();
+    }
+    asio::post(io_, [this, generation, found, error] {
+      if (generation != generation_ || stopping_) return;
+      if (connect_timed_out_) {
+        return connect_failed(
+            error_of<TimeoutError>("Timeout connecting to " + options_.address()));
+      }
+      if (error) return connect_failed(error);
+      target_ = found;
+      resolve_host();
+    });
+  });
+}
+
+void MultiplexedClient::arm_connect_timer(Clock::duration timeout) {
+  const auto generation = generation_;
+  connect_timer_.expires_after(timeout);
+  connect_timer_.async_wait([this, generation](const boost::system::error_code& ec) {
+    if (ec || generation != generation_ || state_ != State::Connecting) return;
+    connect_timed_out_ = true;
+    boost::system::error_code ignored;
+    resolver_.cancel();
+    socket_.close(ignored);
+  });
+}
+
+void MultiplexedClient::resolve_host() {
   endpoints_.clear();
   last_connect_error_ = "no address";
-  if (!options_.unix_socket_path.empty()) {
-    endpoints_.emplace_back(asio::local::stream_protocol::endpoint(options_.unix_socket_path));
+  if (!target_.unix_socket_path.empty()) {
+    endpoints_.emplace_back(asio::local::stream_protocol::endpoint(target_.unix_socket_path));
     return try_endpoint(0);
   }
+  const auto generation = generation_;
   resolver_.async_resolve(
-      options_.host, std::to_string(options_.port),
+      target_.host, std::to_string(target_.port),
       [this, generation](const boost::system::error_code& ec,
                          asio::ip::tcp::resolver::results_type results) {
         if (generation != generation_) return;
         if (ec) {
           return connect_failed(
               connect_timed_out_
-                  ? error_of<TimeoutError>("Timeout connecting to " + options_.address())
-                  : error_of<ConnectionError>("Error connecting to " + options_.address() + ": " +
+                  ? error_of<TimeoutError>("Timeout connecting to " + target_.address())
+                  : error_of<ConnectionError>("Error connecting to " + target_.address() + ": " +
                                               ec.message()));
         }
         for (const auto& result : results) endpoints_.emplace_back(result.endpoint());
@@ -260,10 +318,10 @@ void MultiplexedClient::connect() {
 
 void MultiplexedClient::try_endpoint(std::size_t index) {
   if (connect_timed_out_) {
-    return connect_failed(error_of<TimeoutError>("Timeout connecting to " + options_.address()));
+    return connect_failed(error_of<TimeoutError>("Timeout connecting to " + target_.address()));
   }
   if (index >= endpoints_.size()) {
-    return connect_failed(error_of<ConnectionError>("Error connecting to " + options_.address() +
+    return connect_failed(error_of<ConnectionError>("Error connecting to " + target_.address() +
                                                     ": " + last_connect_error_));
   }
   boost::system::error_code ec;
@@ -277,10 +335,82 @@ void MultiplexedClient::try_endpoint(std::size_t index) {
   socket_.async_connect(endpoints_[index],
                         [this, index, generation](const boost::system::error_code& ec) {
                           if (generation != generation_) return;
-                          if (!ec) return on_connected();
+                          if (!ec) return on_socket_connected();
                           last_connect_error_ = ec.message();
                           try_endpoint(index + 1);
                         });
+}
+
+void MultiplexedClient::on_socket_connected() {
+  if (target_.unix_socket_path.empty()) {
+    boost::system::error_code ignored;
+    socket_.set_option(asio::ip::tcp::no_delay(true), ignored);
+    socket_.set_option(asio::socket_base::keep_alive(true), ignored);
+  }
+  if (!tls_context_) return on_connected();
+  try {
+    tls_ = std::make_unique<connection::TlsSession>(tls_context_, target_.host, target_.address());
+  } catch (const RedisError&) {
+    return connect_failed(std::current_exception());
+  }
+  // A server that never answers the handshake (a plaintext port) must not hang the client.
+  if (!options_.connect_timeout()) arm_connect_timer(seconds(connection::kTlsHandshakeTimeout));
+  tls_step();
+}
+
+void MultiplexedClient::tls_step() {
+  bool done = false;
+  try {
+    done = tls_->handshake();
+  } catch (const RedisError&) {
+    return connect_failed(std::current_exception());
+  }
+  const auto generation = generation_;
+  auto failed = [this](const boost::system::error_code& ec) {
+    connect_failed(
+        connect_timed_out_
+            ? error_of<TimeoutError>("Timeout connecting to " + target_.address() +
+                                     " (TLS handshake)")
+            : error_of<ConnectionError>(
+                  "Error connecting to " + target_.address() + ": TLS handshake: " +
+                  (ec == asio::error::eof ? std::string("the server closed the connection")
+                                          : ec.message())));
+  };
+  auto next = [this, generation, done, failed] {
+    if (done) return on_connected();
+    socket_.async_read_some(
+        asio::buffer(read_buffer_),
+        [this, generation, failed](const boost::system::error_code& ec, std::size_t size) {
+          if (generation != generation_) return;
+          if (ec) return failed(ec);
+          tls_->feed(read_buffer_, size);
+          tls_step();
+        });
+  };
+  write_buffer_ = tls_->take_output();
+  if (write_buffer_.empty()) return next();
+  asio::async_write(
+      socket_, asio::buffer(write_buffer_),
+      [this, generation, next, failed](const boost::system::error_code& ec, std::size_t) {
+        if (generation != generation_) return;
+        if (ec) return failed(ec);
+        next();
+      });
+}
+
+void MultiplexedClient::on_primary_changed() {
+  if (stopping_) return;
+  // Sentinel announced a new primary: connect to it at once, without the failed attempts'
+  // backoff; the requests in flight on the old one get their replies (or fail) first.
+  backoff_ = std::chrono::milliseconds(0);
+  next_attempt_ = {};
+  if (state_ == State::Connecting && backing_off_) {
+    close_socket();  // also cancels the backoff's wait (a stale generation)
+    connect_timer_.cancel();
+  } else if (state_ == State::Connected) {
+    core_.retire(Clock::now());
+  }
+  drive();
 }
 
 void MultiplexedClient::connect_failed(const std::exception_ptr& error) {
@@ -300,11 +430,6 @@ void MultiplexedClient::on_connected() {
   backoff_ = std::chrono::milliseconds(0);
   counters_.connected(ever_connected_);
   ever_connected_ = true;
-  if (options_.unix_socket_path.empty()) {
-    boost::system::error_code ignored;
-    socket_.set_option(asio::ip::tcp::no_delay(true), ignored);
-    socket_.set_option(asio::socket_base::keep_alive(true), ignored);
-  }
   core_.connected(Clock::now());
   read();
   drive();
@@ -319,13 +444,27 @@ void MultiplexedClient::read() {
         if (ec) {
           core_.lost(error_of<ConnectionError>(
                          ec == asio::error::eof
-                             ? "Connection closed by server " + options_.address()
-                             : "Error reading from " + options_.address() + ": " + ec.message()),
+                             ? "Connection closed by server " + target_.address()
+                             : "Error reading from " + target_.address() + ": " + ec.message()),
                      Clock::now());
           close_socket();
-        } else {
+        } else if (!tls_) {
           core_.received(read_buffer_, size, Clock::now());
           if (core_.connected()) read();
+        } else {
+          plain_.clear();
+          try {
+            tls_->feed(read_buffer_, size);
+            if (!tls_->read(plain_)) {
+              throw ConnectionError("Connection closed by server " + target_.address());
+            }
+            if (!plain_.empty()) core_.received(plain_.data(), plain_.size(), Clock::now());
+            if (core_.connected()) read();
+          } catch (const ConnectionError&) {
+            if (!plain_.empty()) core_.received(plain_.data(), plain_.size(), Clock::now());
+            core_.lost(std::current_exception(), Clock::now());
+            close_socket();
+          }
         }
         drive();
       });

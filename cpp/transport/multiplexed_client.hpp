@@ -4,7 +4,10 @@
 // automatic pipelining), matches replies, runs every page of an operation and times requests
 // out; this driver connects, writes, reads, arms one timer for the core's next deadline, and
 // hands finished requests to the event loop's thread, which an eventfd wakes once per batch (on
-// the empty to non-empty transition). The I/O thread never touches Python.
+// the empty to non-empty transition). The I/O thread never touches Python. TLS runs through the
+// memory-BIO engine of connection/tls.hpp; with Sentinel, the primary is asked for on a helper
+// thread (as Asio resolves host names) through transport/resolver.hpp, shared with the
+// blocking driver.
 #pragma once
 
 #include <atomic>
@@ -26,8 +29,10 @@
 #include "connection/core.hpp"
 #include "connection/options.hpp"
 #include "connection/stats.hpp"
+#include "connection/tls.hpp"
 #include "leaderboard/operations.hpp"
 #include "transport/fork.hpp"
+#include "transport/resolver.hpp"
 
 namespace rlb::transport {
 
@@ -80,8 +85,13 @@ class MultiplexedClient {
   // After every event: close, publish, connect, write and arm the timer as the core wants.
   void drive();
   void connect();
+  void arm_connect_timer(Clock::duration timeout);
+  void resolve_host();
   void try_endpoint(std::size_t index);
+  void on_socket_connected();
+  void tls_step();
   void on_connected();
+  void on_primary_changed();
   void connect_failed(const std::exception_ptr& error);
   void read();
   void close_socket();
@@ -91,6 +101,8 @@ class MultiplexedClient {
   void shutdown();
 
   const ClientOptions options_;
+  const std::shared_ptr<const connection::TlsContext> tls_context_;
+  Resolver target_resolver_;
   const ForkGuard fork_guard_;
   int event_fd_ = -1;
   connection::Counters counters_;
@@ -109,6 +121,10 @@ class MultiplexedClient {
   // I/O thread only.
   connection::Core core_;
   State state_ = State::Disconnected;
+  Endpoint target_;                              // where this connection goes
+  std::unique_ptr<connection::TlsSession> tls_;  // none: plaintext
+  std::string plain_;                            // TLS: what the last read decrypted
+  bool backing_off_ = false;
   std::string write_buffer_;
   bool writing_ = false;
   bool stopping_ = false;
@@ -126,7 +142,9 @@ class MultiplexedClient {
   std::vector<Completion> completions_;  // guarded by completions_mutex_
 
   std::atomic<bool> closed_{false};
-  std::unique_ptr<std::thread> thread_;  // last: started once everything above exists
+  std::thread discovery_;                     // Sentinel: asks for the primary
+  std::unique_ptr<SentinelWatcher> watcher_;  // Sentinel: +switch-master
+  std::unique_ptr<std::thread> thread_;       // last: started once everything above exists
 };
 
 }  // namespace rlb::transport

@@ -1,7 +1,7 @@
 """The compiled core: RESP codec, leaderboard operations and transports (C++)."""
 
 import asyncio
-from typing import Any, Callable, Iterable, Literal, Mapping, Optional
+from typing import Any, Callable, Iterable, Literal, Mapping, Optional, Sequence, Union
 
 class RedisError(Exception):
     """Base of every error this package raises for Redis (mirrors redis-py)."""
@@ -161,6 +161,23 @@ class AsyncCore:
         max_in_flight: int = 1024,
         max_pending: int = 10000,
         max_reply_bytes: Optional[int] = None,
+        *,
+        ssl: bool = False,
+        ssl_ca_certs: Optional[str] = None,
+        ssl_ca_path: Optional[str] = None,
+        ssl_ca_data: Optional[str] = None,
+        ssl_certfile: Optional[str] = None,
+        ssl_keyfile: Optional[str] = None,
+        ssl_password: Optional[str] = None,
+        ssl_cert_reqs: Union[str, int] = "required",
+        ssl_check_hostname: bool = True,
+        ssl_min_version: Union[str, int, None] = None,
+        ssl_ciphers: Optional[str] = None,
+        sentinels: Optional[Sequence[tuple[str, int]]] = None,
+        service_name: Optional[str] = None,
+        sentinel_username: Optional[str] = None,
+        sentinel_password: Optional[str] = None,
+        sentinel_ssl: bool = False,
     ) -> None: ...
     def submit(self, operation: Operation, loop: asyncio.AbstractEventLoop) -> asyncio.Future[Any]:
         """Run ``operation``; returns an asyncio future created on ``loop``."""
@@ -208,6 +225,22 @@ class Client:
         unix_socket_path: Optional[str] = None,
         *,
         max_reply_bytes: Optional[int] = None,
+        ssl: bool = False,
+        ssl_ca_certs: Optional[str] = None,
+        ssl_ca_path: Optional[str] = None,
+        ssl_ca_data: Optional[str] = None,
+        ssl_certfile: Optional[str] = None,
+        ssl_keyfile: Optional[str] = None,
+        ssl_password: Optional[str] = None,
+        ssl_cert_reqs: Union[str, int] = "required",
+        ssl_check_hostname: bool = True,
+        ssl_min_version: Union[str, int, None] = None,
+        ssl_ciphers: Optional[str] = None,
+        sentinels: Optional[Sequence[tuple[str, int]]] = None,
+        service_name: Optional[str] = None,
+        sentinel_username: Optional[str] = None,
+        sentinel_password: Optional[str] = None,
+        sentinel_ssl: bool = False,
     ) -> None: ...
     def ping(self) -> bool: ...
     def run(self, operation: Operation) -> Any:

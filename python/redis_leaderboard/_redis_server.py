@@ -22,10 +22,18 @@ import sys
 import tempfile
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Optional
 
-__all__ = ["INSTALL_HINT", "RedisServer", "RedisServerError", "free_port"]
+__all__ = [
+    "INSTALL_HINT",
+    "RedisSentinel",
+    "RedisServer",
+    "RedisServerError",
+    "TlsFiles",
+    "free_port",
+]
 
 INSTALL_HINT = (
     "install Redis (Debian/Ubuntu: sudo apt-get install redis-server; Fedora: sudo dnf install "
@@ -66,14 +74,28 @@ def _parent_death_signal() -> Optional[Callable[[], None]]:
     return preexec
 
 
+@dataclass(frozen=True)
+class TlsFiles:
+    """A server's TLS files (PEM): its certificate and key, and the CA that client
+    certificates must come from (``auth_clients``: ``tls-auth-clients yes``)."""
+
+    cert_file: str
+    key_file: str
+    ca_file: str
+    auth_clients: bool = False
+
+
 class RedisServer:
     """A ``redis-server`` child on 127.0.0.1, private to this process.
 
     ``password`` sets ``requirepass``; ``unix_socket`` adds a socket at :attr:`unix_path`;
-    ``extra_args`` go on the command line as they are (``["--maxmemory", "10mb"]``).
+    ``tls`` adds a TLS port, :attr:`tls_port` (the plaintext port stays, for readiness checks
+    and administration); ``extra_args`` go on the command line as they are
+    (``["--maxmemory", "10mb"]``).
     """
 
     host = "127.0.0.1"
+    binary_name = "redis-server"
 
     def __init__(
         self,
@@ -81,15 +103,18 @@ class RedisServer:
         binary: Optional[str] = None,
         password: Optional[str] = None,
         unix_socket: bool = False,
+        tls: Optional[TlsFiles] = None,
         extra_args: Sequence[str] = (),
         dir_prefix: str = "redis-leaderboard-",
     ) -> None:
-        found = binary or shutil.which("redis-server")
+        found = binary or shutil.which(self.binary_name)
         if found is None:
-            raise RedisServerError(f"redis-server was not found on PATH: {INSTALL_HINT}")
+            raise RedisServerError(f"{self.binary_name} was not found on PATH: {INSTALL_HINT}")
         self.binary = found
         self.password = password
         self.unix_socket = unix_socket
+        self.tls = tls
+        self.tls_port = 0
         self.extra_args = list(extra_args)
         self.dir_prefix = dir_prefix
         self.port = 0  # chosen by the first start, kept by restarts
@@ -126,6 +151,8 @@ class RedisServer:
         for _attempt in range(1 if restart else START_ATTEMPTS):
             if not restart:
                 self.port = free_port(self.host)
+                if self.tls is not None:
+                    self.tls_port = free_port(self.host)
             try:
                 self._start_once(timeout)
                 return
@@ -153,6 +180,14 @@ class RedisServer:
             args += ["--unixsocket", self.unix_path, "--unixsocketperm", "700"]
         if self.password:
             args += ["--requirepass", self.password]
+        if self.tls is not None:
+            args += [
+                "--tls-port", str(self.tls_port),
+                "--tls-cert-file", self.tls.cert_file,
+                "--tls-key-file", self.tls.key_file,
+                "--tls-ca-cert-file", self.tls.ca_file,
+                "--tls-auth-clients", "yes" if self.tls.auth_clients else "no",
+            ]  # fmt: skip
         return args + self.extra_args
 
     def _start_once(self, timeout: float) -> None:
@@ -171,13 +206,13 @@ class RedisServer:
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
                 raise RedisServerError(
-                    f"redis-server exited at start (code {self.proc.returncode}): "
+                    f"{self.binary_name} exited at start (code {self.proc.returncode}): "
                     + self._log_tail()
                 )
             if self._answers_ping():
                 return
             time.sleep(0.02)
-        raise RedisServerError(f"redis-server did not answer on port {self.port}")
+        raise RedisServerError(f"{self.binary_name} did not answer on port {self.port}")
 
     def _answers_ping(self) -> bool:
         with contextlib.suppress(OSError):
@@ -248,3 +283,61 @@ class RedisServer:
 
     def __exit__(self, *exc: object) -> None:
         self.cleanup()
+
+
+class RedisSentinel(RedisServer):
+    """A ``redis-sentinel`` child on 127.0.0.1 (Debian: ``apt-get install redis-sentinel``)
+    watching ``service_name`` at ``primary_port``, with a configuration file of its own in its
+    directory (Sentinel rewrites it). ``quorum`` sentinels must agree the primary is down;
+    ``down_after_ms`` and ``failover_timeout_ms`` make a failover quick. ``auth_user`` and
+    ``auth_pass`` are the data nodes' credentials; ``password`` the sentinel's own.
+    """
+
+    binary_name = "redis-sentinel"
+
+    def __init__(
+        self,
+        primary_port: int,
+        *,
+        service_name: str = "mymaster",
+        quorum: int = 2,
+        down_after_ms: int = 1000,
+        failover_timeout_ms: int = 5000,
+        auth_user: Optional[str] = None,
+        auth_pass: Optional[str] = None,
+        password: Optional[str] = None,
+        dir_prefix: str = "redis-leaderboard-sentinel-",
+    ) -> None:
+        super().__init__(password=password, dir_prefix=dir_prefix)
+        self.primary_port = primary_port
+        self.service_name = service_name
+        self.quorum = quorum
+        self.down_after_ms = down_after_ms
+        self.failover_timeout_ms = failover_timeout_ms
+        self.auth_user = auth_user
+        self.auth_pass = auth_pass
+
+    def _command(self) -> list[str]:
+        assert self.dir is not None
+        config = os.path.join(self.dir, "sentinel.conf")
+        if not os.path.exists(config):  # a restart keeps what Sentinel rewrote
+            name = self.service_name
+            lines = [
+                f"port {self.port}",
+                f"bind {self.host}",
+                f"dir {self.dir}",
+                f"logfile {self.log_path}",
+                "daemonize no",
+                f"sentinel monitor {name} {self.host} {self.primary_port} {self.quorum}",
+                f"sentinel down-after-milliseconds {name} {self.down_after_ms}",
+                f"sentinel failover-timeout {name} {self.failover_timeout_ms}",
+                f"sentinel parallel-syncs {name} 1",
+            ]
+            if self.auth_user:
+                lines.append(f"sentinel auth-user {name} {self.auth_user}")
+            if self.auth_pass:
+                lines.append(f"sentinel auth-pass {name} {self.auth_pass}")
+            if self.password:
+                lines.append(f"requirepass {self.password}")
+            Path(config).write_text("\n".join(lines) + "\n")
+        return [self.binary, config]

@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import atexit
 import weakref
-from typing import Any, Callable, Iterable, Mapping, Optional
+from typing import Any, Callable, Iterable, Mapping, Optional, Union
 
 from . import _core
 from .leaderboard import (
@@ -30,7 +30,7 @@ from .leaderboard import (
     import_summary,
     note_failed_trim,
 )
-from .options import url_options
+from .options import sentinel_options, url_options
 
 __all__ = ["Client", "RedisLeaderboard"]
 
@@ -63,6 +63,22 @@ class Client:
         max_in_flight: int = 1024,
         max_pending: int = 10000,
         max_reply_bytes: Optional[int] = None,
+        ssl: bool = False,
+        ssl_ca_certs: Optional[str] = None,
+        ssl_ca_path: Optional[str] = None,
+        ssl_ca_data: Optional[str] = None,
+        ssl_certfile: Optional[str] = None,
+        ssl_keyfile: Optional[str] = None,
+        ssl_password: Optional[str] = None,
+        ssl_cert_reqs: Union[str, int] = "required",
+        ssl_check_hostname: bool = True,
+        ssl_min_version: Union[str, int, None] = None,
+        ssl_ciphers: Optional[str] = None,
+        sentinels: Optional[Iterable[tuple[str, int]]] = None,
+        service_name: Optional[str] = None,
+        sentinel_username: Optional[str] = None,
+        sentinel_password: Optional[str] = None,
+        sentinel_ssl: bool = False,
         _core_client: Optional[_core.AsyncCore] = None,
     ) -> None:
         self._core = _core_client or _core.AsyncCore(
@@ -78,33 +94,55 @@ class Client:
             max_in_flight=max_in_flight,
             max_pending=max_pending,
             max_reply_bytes=max_reply_bytes,
+            ssl=ssl,
+            ssl_ca_certs=ssl_ca_certs,
+            ssl_ca_path=ssl_ca_path,
+            ssl_ca_data=ssl_ca_data,
+            ssl_certfile=ssl_certfile,
+            ssl_keyfile=ssl_keyfile,
+            ssl_password=ssl_password,
+            ssl_cert_reqs=ssl_cert_reqs,
+            ssl_check_hostname=ssl_check_hostname,
+            ssl_min_version=ssl_min_version,
+            ssl_ciphers=ssl_ciphers,
+            sentinels=None if sentinels is None else [(h, p) for h, p in sentinels],
+            service_name=service_name,
+            sentinel_username=sentinel_username,
+            sentinel_password=sentinel_password,
+            sentinel_ssl=sentinel_ssl,
         )
         self._loop: Optional[asyncio.AbstractEventLoop] = None
         _open_clients.add(self)
 
     @classmethod
-    def from_url(
+    def from_url(cls, url: str, **overrides: Any) -> Client:
+        """As :meth:`redis_leaderboard.Client.from_url` (``max_in_flight`` and
+        ``max_pending`` too)."""
+        return cls(**url_options(url, **overrides))
+
+    @classmethod
+    def from_sentinel(
         cls,
-        url: str,
+        sentinels: Iterable[tuple[str, int]],
+        service_name: str = "mymaster",
         *,
-        socket_timeout: Optional[float] = None,
-        socket_connect_timeout: Optional[float] = None,
-        client_name: Optional[str] = None,
-        max_in_flight: int = 1024,
-        max_pending: int = 10000,
-        max_reply_bytes: Optional[int] = None,
+        sentinel_username: Optional[str] = None,
+        sentinel_password: Optional[str] = None,
+        sentinel_ssl: bool = False,
+        **client_options: Any,
     ) -> Client:
-        """As :meth:`redis_leaderboard.Client.from_url`."""
+        """As :meth:`redis_leaderboard.Client.from_sentinel`. After a failover the client
+        reconnects at once on Sentinel's ``+switch-master``; requests in flight on the old
+        primary get their replies or fail, those not yet sent go to the new one."""
         return cls(
-            **url_options(
-                url,
-                socket_timeout=socket_timeout,
-                socket_connect_timeout=socket_connect_timeout,
-                client_name=client_name,
-                max_reply_bytes=max_reply_bytes,
-            ),
-            max_in_flight=max_in_flight,
-            max_pending=max_pending,
+            **sentinel_options(
+                sentinels,
+                service_name,
+                sentinel_username,
+                sentinel_password,
+                sentinel_ssl,
+                client_options,
+            )
         )
 
     def run(self, operation: _core.Operation) -> asyncio.Future[Any]:

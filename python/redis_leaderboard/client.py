@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Optional, TypeVar
+from typing import Any, Iterable, Optional, TypeVar
 
 from . import _core
-from .options import url_options
+from .options import sentinel_options, url_options
 
 __all__ = ["Client"]
 
@@ -16,25 +16,44 @@ class Client(_core.Client):
     __doc__ = _core.Client.__doc__
 
     @classmethod
-    def from_url(
+    def from_url(cls: type[_Self], url: str, **overrides: Any) -> _Self:
+        """A client for ``redis://[[user]:password@]host[:port][/db][?key=value...]``,
+        ``rediss://...`` (TLS), ``unix://[[user]:password@]/path[?db=N...]`` or
+        ``redis+sentinel://[[user]:password@]host[:port][,host[:port]...]/service_name[/db]``
+        (see :func:`redis_leaderboard.options.parse_url`); keyword arguments (any of the
+        constructor's) that are not None win over the URL's."""
+        return cls(**url_options(url, **overrides))
+
+    @classmethod
+    def from_sentinel(
         cls: type[_Self],
-        url: str,
+        sentinels: Iterable[tuple[str, int]],
+        service_name: str = "mymaster",
         *,
-        socket_timeout: Optional[float] = None,
-        socket_connect_timeout: Optional[float] = None,
-        client_name: Optional[str] = None,
-        max_reply_bytes: Optional[int] = None,
+        sentinel_username: Optional[str] = None,
+        sentinel_password: Optional[str] = None,
+        sentinel_ssl: bool = False,
+        **client_options: Any,
     ) -> _Self:
-        """A client for ``redis://[[user]:password@]host[:port][/db][?key=value...]`` or
-        ``unix://[[user]:password@]/path[?db=N...]`` (see
-        :func:`redis_leaderboard.options.parse_url`); the keyword arguments given win over the
-        URL's. ``rediss://`` raises ``ValueError`` (TLS is not supported yet)."""
+        """A client of the primary that ``sentinels`` name ``service_name``.
+
+        The sentinels are asked (in turn, each within the client's timeouts, else 2 s) before
+        every new connection, so a reconnection after a failover finds the new primary; the
+        client also listens for Sentinel's ``+switch-master``, and a ``READONLY`` reply (the
+        server became a replica) closes the connection so the next call asks again. A call
+        whose reply was lost raises ``ConnectionError`` and is never retried; calls not yet
+        sent go to the new primary. ``sentinel_username``/``sentinel_password`` are the
+        sentinels' credentials (``username``/``password`` the data nodes');
+        ``sentinel_ssl=True`` talks TLS to the sentinels with the ``ssl_*`` settings.
+        ``client_options`` are the constructor's (``password``, ``db``, ``ssl``, timeouts...).
+        """
         return cls(
-            **url_options(
-                url,
-                socket_timeout=socket_timeout,
-                socket_connect_timeout=socket_connect_timeout,
-                client_name=client_name,
-                max_reply_bytes=max_reply_bytes,
+            **sentinel_options(
+                sentinels,
+                service_name,
+                sentinel_username,
+                sentinel_password,
+                sentinel_ssl,
+                client_options,
             )
         )

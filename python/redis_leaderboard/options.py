@@ -13,14 +13,15 @@ from __future__ import annotations
 import dataclasses
 import os
 import re
-from typing import Any, Callable, Mapping, Optional, TypeVar
+from typing import Any, Callable, Mapping, Optional, TypeVar, Union
 from urllib.parse import unquote
 
 from . import _core
 
 __all__ = [
+    "DEFAULT_SENTINEL_PORT",
     "DEFAULT_URL",
-    "TLS_QUERY_KEYS",
+    "SENTINEL_QUERY_ARGUMENT_PARSERS",
     "URL_QUERY_ARGUMENT_PARSERS",
     "AsyncClientOptions",
     "ClientOptions",
@@ -28,11 +29,14 @@ __all__ = [
     "make_client",
     "parse_url",
     "resolve_client_options",
+    "sentinel_options",
     "url_options",
 ]
 
 #: What a leaderboard connects to when given no client, no ``url`` and no ``$REDIS_URL``.
 DEFAULT_URL = "redis://localhost:6379/0"
+#: A sentinel's port when a ``redis+sentinel://`` URL gives none.
+DEFAULT_SENTINEL_PORT = 26379
 
 
 @dataclasses.dataclass(frozen=True)
@@ -53,6 +57,36 @@ class ClientOptions:
     unix_socket_path: Optional[str] = None
     #: The memory one reply may take; None: 512 MiB.
     max_reply_bytes: Optional[int] = None
+    # TLS, as redis-py: ``ssl=True`` (``rediss://``) and the ``ssl_*`` settings.
+    ssl: bool = False
+    #: A PEM file of the CAs to trust; none of the three: the system's trust store.
+    ssl_ca_certs: Optional[str] = None
+    #: A directory of CA files (``c_rehash``/``openssl rehash``).
+    ssl_ca_path: Optional[str] = None
+    #: PEM text of the CAs to trust.
+    ssl_ca_data: Optional[str] = None
+    #: The client's certificate (chain), PEM, for servers with ``tls-auth-clients yes``.
+    ssl_certfile: Optional[str] = None
+    #: Its private key (PEM); None: in ``ssl_certfile``.
+    ssl_keyfile: Optional[str] = None
+    #: The password of an encrypted ``ssl_keyfile``.
+    ssl_password: Optional[str] = None
+    #: ``"required"`` (default), ``"optional"`` (the same for a client, as Python's ssl) or
+    #: ``"none"`` (no verification: encrypted, not authenticated), or an ``ssl.VerifyMode``.
+    ssl_cert_reqs: Union[str, int] = "required"
+    #: The certificate must name the host connected to (ignored with ``ssl_cert_reqs="none"``).
+    ssl_check_hostname: bool = True
+    #: ``"TLSv1.2"`` or ``"TLSv1.3"`` (or an ``ssl.TLSVersion``); None: OpenSSL's default.
+    ssl_min_version: Union[str, int, None] = None
+    #: An OpenSSL cipher list (TLS 1.2).
+    ssl_ciphers: Optional[str] = None
+    # Sentinel (see Client.from_sentinel): host and port are those of the primary it names.
+    sentinels: Optional[tuple[tuple[str, int], ...]] = None
+    service_name: Optional[str] = None
+    sentinel_username: Optional[str] = None
+    sentinel_password: Optional[str] = None
+    #: Talk TLS to the sentinels too, with the ``ssl_*`` settings.
+    sentinel_ssl: bool = False
 
     def kwargs(self) -> dict[str, Any]:
         """The options as the clients' keyword arguments."""
@@ -94,6 +128,27 @@ def _text(value: str) -> str:
     return value
 
 
+_TRUE = frozenset({"1", "true", "yes", "on"})
+_FALSE = frozenset({"0", "false", "no", "off"})
+
+
+def _boolean(value: str) -> bool:
+    if value.lower() in _TRUE:
+        return True
+    if value.lower() in _FALSE:
+        return False
+    raise ValueError(f"must be true or false, not {value!r}")
+
+
+def _choice(*choices: str) -> Callable[[str], str]:
+    def parse(value: str) -> str:
+        if value not in choices:
+            raise ValueError(f"must be one of {', '.join(choices)}, not {value!r}")
+        return value
+
+    return parse
+
+
 #: The query keys a URL may carry, each with the parser of its (percent-decoded) value; as
 #: redis-py's ``redis.asyncio.connection.URL_QUERY_ARGUMENT_PARSERS``, but any other key is an
 #: error rather than passed on.
@@ -104,23 +159,24 @@ URL_QUERY_ARGUMENT_PARSERS: Mapping[str, Callable[[str], Any]] = {
     "client_name": _text,
     "socket_timeout": _seconds,
     "socket_connect_timeout": _seconds,
+    "ssl": _boolean,
+    "ssl_ca_certs": _text,
+    "ssl_ca_path": _text,
+    "ssl_certfile": _text,
+    "ssl_keyfile": _text,
+    "ssl_password": _text,
+    "ssl_cert_reqs": _choice("required", "optional", "none"),
+    "ssl_check_hostname": _boolean,
+    "ssl_min_version": _choice("TLSv1.2", "TLSv1.3", "TLSv1_2", "TLSv1_3"),
+    "ssl_ciphers": _text,
 }
-#: redis-py's TLS keys: refused by name (TLS is not supported yet), never ignored.
-TLS_QUERY_KEYS = frozenset(
-    {
-        "ssl",
-        "ssl_keyfile",
-        "ssl_certfile",
-        "ssl_cert_reqs",
-        "ssl_ca_certs",
-        "ssl_ca_path",
-        "ssl_ca_data",
-        "ssl_check_hostname",
-        "ssl_password",
-        "ssl_min_version",
-        "ssl_ciphers",
-    }
-)
+#: The query keys a ``redis+sentinel://`` URL may carry besides those.
+SENTINEL_QUERY_ARGUMENT_PARSERS: Mapping[str, Callable[[str], Any]] = {
+    "sentinel_username": _text,
+    "sentinel_password": _text,
+    "sentinel_ssl": _boolean,
+}
+_SCHEMES = "redis:// or unix:// (or rediss://, redis+sentinel://, rediss+sentinel://)"
 
 
 def _decode(text: str, what: str) -> str:
@@ -160,30 +216,47 @@ def _host_and_port(hostport: str) -> dict[str, Any]:
     return options
 
 
+def _sentinel_hosts(hosts: str) -> tuple[tuple[str, int], ...]:
+    """``host[:port],host[:port],...`` (``[v6]:port`` too); the port defaults to 26379."""
+    sentinels = []
+    for hostport in hosts.split(","):
+        if not hostport:
+            raise ValueError("Redis URL: an empty sentinel address (host[:port],host[:port])")
+        parsed = _host_and_port(hostport)
+        sentinels.append((parsed["host"], parsed.get("port", DEFAULT_SENTINEL_PORT)))
+    return tuple(sentinels)
+
+
 def parse_url(url: str) -> ClientOptions:
     """The options a Redis URL gives.
 
     ``redis://[[username]:password@]host[:port][/db][?key=value&...]`` (``[::1]`` for an IPv6
-    host) or ``unix://[[username]:password@]/path/to/socket[?db=N&...]``. The query keys are
-    those of :data:`URL_QUERY_ARGUMENT_PARSERS` (``?db=`` wins over the path's db,
-    ``?password=`` over the one before ``@``). User, password, host, socket path and query
-    values are percent-decoded; the last ``@`` ends the credentials, so a password may hold
-    ``/``, ``:`` or ``@`` unencoded. ``rediss://``, TLS keys, unknown keys, a key given twice
-    and malformed values raise ``ValueError`` naming what is wrong.
+    host), ``rediss://...`` (the same over TLS: ``ssl=True``),
+    ``unix://[[username]:password@]/path/to/socket[?db=N&...]``, or
+    ``redis+sentinel://[[username]:password@]host[:port][,host[:port]...]/service_name[/db]``
+    (``rediss+sentinel://``: TLS to the data nodes): the sentinels (port 26379 unless given)
+    name the primary of ``service_name``; the credentials are the data nodes',
+    ``?sentinel_username=&sentinel_password=`` the sentinels'. The query keys are those of
+    :data:`URL_QUERY_ARGUMENT_PARSERS` (``?db=`` wins over the path's db, ``?password=`` over
+    the one before ``@``), and :data:`SENTINEL_QUERY_ARGUMENT_PARSERS` for Sentinel URLs. User,
+    password, host, socket path and query values are percent-decoded; the last ``@`` ends the
+    credentials, so a password may hold ``/``, ``:`` or ``@`` unencoded. Unknown keys, a key
+    given twice and malformed values raise ``ValueError`` naming what is wrong.
     """
     if not isinstance(url, str):
         raise TypeError(f"url must be a str, not {type(url).__name__}")
     scheme, separator, rest = url.partition("://")
     scheme = scheme.lower()
     if not separator:
-        raise ValueError("Redis URL must start with redis:// or unix://")
-    if scheme == "rediss":
-        raise ValueError("TLS is not supported yet (rediss://)")
-    if scheme not in ("redis", "unix"):
-        raise ValueError(f"Redis URL must start with redis:// or unix://, not {scheme}://")
+        raise ValueError(f"Redis URL must start with {_SCHEMES}")
+    if scheme not in ("redis", "rediss", "unix", "redis+sentinel", "rediss+sentinel"):
+        raise ValueError(f"Redis URL must start with {_SCHEMES}, not {scheme}://")
+    sentinel = scheme.endswith("+sentinel")
     rest, _, query = rest.partition("?")
 
     options: dict[str, Any] = {}
+    if scheme.startswith("rediss"):
+        options["ssl"] = True
     userinfo, at, rest = rest.rpartition("@")
     if at:
         user, colon, password = userinfo.partition(":")
@@ -197,14 +270,27 @@ def parse_url(url: str) -> ClientOptions:
             raise ValueError("Redis URL: unix:// needs an absolute socket path (unix:///path)")
         options["unix_socket_path"] = _decode(rest, "socket path")
     else:
-        hostport, _, db = rest.partition("/")
-        options.update(_host_and_port(hostport))
-        if db:
+        hostport, _, path = rest.partition("/")
+        if sentinel:
+            options["sentinels"] = _sentinel_hosts(hostport)
+            service, _, path = path.partition("/")
+            if not service:
+                raise ValueError(
+                    "Redis URL: a Sentinel URL names its service: "
+                    "redis+sentinel://host:port[,host:port]/service_name[/db]"
+                )
+            options["service_name"] = _decode(service, "service name")
+        else:
+            options.update(_host_and_port(hostport))
+        if path:
             try:
-                options["db"] = _whole_number(db)
+                options["db"] = _whole_number(path)
             except ValueError as exc:
                 raise ValueError(f"Redis URL: invalid db in the path: {exc}") from None
 
+    parsers = dict(URL_QUERY_ARGUMENT_PARSERS)
+    if sentinel:
+        parsers.update(SENTINEL_QUERY_ARGUMENT_PARSERS)
     seen: set[str] = set()
     for pair in query.split("&") if query else ():
         if not pair:
@@ -214,22 +300,30 @@ def parse_url(url: str) -> ClientOptions:
         if key in seen:
             raise ValueError(f"Redis URL: query key {key!r} is given twice")
         seen.add(key)
-        if key in TLS_QUERY_KEYS:
-            raise ValueError(f"Redis URL: query key {key!r}: TLS is not supported yet")
-        parser = URL_QUERY_ARGUMENT_PARSERS.get(key)
+        parser = parsers.get(key)
         if parser is None:
-            known = ", ".join(sorted(URL_QUERY_ARGUMENT_PARSERS))
+            known = ", ".join(sorted(parsers))
             raise ValueError(f"Redis URL: unknown query key {key!r} (known: {known})")
         value = _decode(raw_value, f"value of query key {key!r}")
         try:
             options[key] = parser(value)
         except ValueError as exc:
             raise ValueError(f"Redis URL: query key {key!r}: {exc}") from None
+    if options.get("ssl") is False and scheme.startswith("rediss"):
+        raise ValueError("Redis URL: rediss:// is TLS: ?ssl=false contradicts it")
+    if "unix_socket_path" in options and options.get("ssl"):
+        raise ValueError("Redis URL: TLS (ssl) is for TCP, not unix:// sockets")
     return ClientOptions(**options)
+
+
+_FIELDS = frozenset(field.name for field in dataclasses.fields(AsyncClientOptions))
 
 
 def url_options(url: str, **overrides: Any) -> dict[str, Any]:
     """``parse_url(url)`` as keyword arguments, with each of ``overrides`` that is not None."""
+    unknown = sorted(set(overrides) - _FIELDS)
+    if unknown:
+        raise TypeError(f"unexpected keyword argument {unknown[0]!r}")
     options = parse_url(url).kwargs()
     options.update((name, value) for name, value in overrides.items() if value is not None)
     return options
@@ -238,12 +332,39 @@ def url_options(url: str, **overrides: Any) -> dict[str, Any]:
 # --- redis-py clients ----------------------------------------------------------------------------
 
 
+#: redis-py's TLS settings that carry over, with redis-py's ``SSLConnection`` defaults.
+_REDIS_PY_TLS_DEFAULTS: Mapping[str, Any] = {
+    "ssl_ca_certs": None,
+    "ssl_ca_path": None,
+    "ssl_ca_data": None,
+    "ssl_certfile": None,
+    "ssl_keyfile": None,
+    "ssl_password": None,
+    "ssl_cert_reqs": "required",
+    "ssl_check_hostname": True,
+    "ssl_min_version": None,
+    "ssl_ciphers": None,
+}
+
+
+def _redis_py_tls(kwargs: Mapping[str, Any]) -> dict[str, Any]:
+    options = {name: kwargs.get(name, default) for name, default in _REDIS_PY_TLS_DEFAULTS.items()}
+    if options["ssl_cert_reqs"] is None:  # redis-py reads None as "none"
+        options["ssl_cert_reqs"] = "none"
+    for name in ("ssl_min_version", "ssl_cert_reqs"):
+        value = options[name]
+        if hasattr(value, "value") and not isinstance(value, (str, int)):
+            options[name] = value.value
+    return options
+
+
 def client_options_from_redis_py(redis_client: Any) -> ClientOptions:
     """The connection options of a redis-py ``Redis`` (or ``redis.asyncio.Redis``) client.
 
-    redis-py is not a dependency: the client is read duck-typed through its connection pool.
-    TLS and Sentinel clients raise ``ValueError`` (not supported yet), anything else without a
-    connection pool ``TypeError``.
+    redis-py is not a dependency: the client is read duck-typed through its connection pool:
+    host, port or unix socket, db, credentials, timeouts, client name, the ``ssl_*`` settings of
+    a TLS client, and the sentinels and service name of a ``Sentinel.master_for`` client.
+    Anything else without a connection pool raises ``TypeError``.
     """
     try:
         pool = redis_client.connection_pool
@@ -254,16 +375,6 @@ def client_options_from_redis_py(redis_client: Any) -> ClientOptions:
             f"not {type(redis_client).__name__}"
         ) from None
     connection_class = getattr(getattr(pool, "connection_class", None), "__name__", "")
-    if (
-        kwargs.get("ssl")
-        or "ssl_keyfile" in kwargs
-        or "ssl_cert_reqs" in kwargs
-        or "SSL" in connection_class
-    ):
-        raise ValueError("TLS (rediss://) is not supported yet by redis_leaderboard")
-    if "Sentinel" in connection_class or "Sentinel" in type(pool).__name__:
-        # Its pool asks the sentinels for the master; its kwargs name no server.
-        raise ValueError("Sentinel is not supported yet by redis_leaderboard")
     options: dict[str, Any] = {
         "db": int(kwargs.get("db") or 0),
         "username": kwargs.get("username"),
@@ -272,6 +383,28 @@ def client_options_from_redis_py(redis_client: Any) -> ClientOptions:
         "socket_connect_timeout": kwargs.get("socket_connect_timeout"),
         "client_name": kwargs.get("client_name"),
     }
+    if kwargs.get("ssl") or "SSL" in connection_class:
+        options["ssl"] = True
+        options.update(_redis_py_tls(kwargs))
+    if "Sentinel" in type(pool).__name__ or "Sentinel" in connection_class:
+        # A Sentinel.master_for client: its pool asks the sentinels for the primary.
+        manager = getattr(pool, "sentinel_manager", None)
+        service_name = getattr(pool, "service_name", None)
+        if manager is None or not service_name or not getattr(pool, "is_master", True):
+            raise ValueError(
+                "redis_leaderboard reads a redis-py Sentinel client made by master_for(); "
+                "replicas (slave_for) cannot take writes"
+            )
+        sentinels = []
+        sentinel_kwargs: dict[str, Any] = {}
+        for sentinel in manager.sentinels:
+            sentinel_kwargs = dict(sentinel.connection_pool.connection_kwargs)
+            sentinels.append((sentinel_kwargs["host"], int(sentinel_kwargs["port"])))
+        options["sentinels"] = tuple(sentinels)
+        options["service_name"] = service_name
+        options["sentinel_username"] = sentinel_kwargs.get("username")
+        options["sentinel_password"] = sentinel_kwargs.get("password")
+        return ClientOptions(**options)
     if kwargs.get("path"):
         options["unix_socket_path"] = kwargs["path"]
     else:
@@ -281,6 +414,32 @@ def client_options_from_redis_py(redis_client: Any) -> ClientOptions:
 
 
 # --- what a leaderboard connects to --------------------------------------------------------------
+
+
+def sentinel_options(
+    sentinels: Any,
+    service_name: str,
+    sentinel_username: Optional[str],
+    sentinel_password: Optional[str],
+    sentinel_ssl: bool,
+    client_options: Mapping[str, Any],
+) -> dict[str, Any]:
+    """The keyword arguments of a client made by ``from_sentinel``."""
+    for name in ("host", "port", "unix_socket_path", "sentinels", "service_name"):
+        if name in client_options:
+            raise TypeError(f"from_sentinel: {name!r} is given by the sentinels")
+    pairs = []
+    for sentinel in sentinels:
+        host, port = sentinel
+        pairs.append((str(host), int(port)))
+    return {
+        **client_options,
+        "sentinels": tuple(pairs),
+        "service_name": service_name,
+        "sentinel_username": sentinel_username,
+        "sentinel_password": sentinel_password,
+        "sentinel_ssl": sentinel_ssl,
+    }
 
 
 def resolve_client_options(redis_client: Any, url: Optional[str]) -> ClientOptions:

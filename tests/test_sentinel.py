@@ -1,0 +1,273 @@
+"""Sentinel: a self-hosted team with a primary, replicas and Sentinel gets failover.
+
+One primary, one replica and three sentinels run on loopback (tests/conftest.py). The client
+asks the sentinels for the primary, reconnects to the new one after a failover (on connection
+loss, on ``READONLY``, on ``+switch-master``) and never re-sends a write whose reply was lost.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+from typing import Any, Optional
+
+import pytest
+
+import redis_leaderboard
+from conftest import (
+    DATA_PASSWORD,
+    SENTINEL_PASSWORD,
+    SENTINEL_SERVICE,
+    RedisServer,
+    SentinelTopology,
+)
+from redis_leaderboard import Client, RedisLeaderboard
+from redis_leaderboard import asyncio as rl_asyncio
+
+
+@pytest.fixture(scope="module")
+def topology() -> Iterator[SentinelTopology]:
+    """One topology for the tests that do not fail it over."""
+    shared = SentinelTopology()
+    yield shared
+    shared.cleanup()
+
+
+def sentinel_url(topology: SentinelTopology, **query: str) -> str:
+    hosts = ",".join(f"{host}:{port}" for host, port in topology.addresses)
+    params = "&".join(
+        f"{k}={v}" for k, v in {"sentinel_password": SENTINEL_PASSWORD, **query}.items()
+    )
+    return f"redis+sentinel://:{DATA_PASSWORD}@{hosts}/{SENTINEL_SERVICE}/0?{params}"
+
+
+def test_from_sentinel_and_the_url_find_the_primary(topology: SentinelTopology) -> None:
+    key = f"sentinel:{uuid.uuid4().hex[:8]}"
+    # A dead sentinel first: the next one answers.
+    dead = ("127.0.0.1", redis_leaderboard._redis_server.free_port())
+    with Client.from_sentinel(
+        [dead, *topology.addresses],
+        SENTINEL_SERVICE,
+        sentinel_password=SENTINEL_PASSWORD,
+        password=DATA_PASSWORD,
+        socket_timeout=2,
+    ) as client:
+        assert RedisLeaderboard(client, key=key).upsert_user("ada", 5)["rank"] == 1
+        assert repr(client).startswith("Client('mymaster' via Sentinel")
+    with topology.primary.redis_py() as r:
+        assert r.zscore(key, "ada") == 5.0
+    with Client.from_url(sentinel_url(topology)) as client:
+        assert RedisLeaderboard(client, key=key).get_rank("ada") == 1
+
+    async def main() -> None:
+        async with rl_asyncio.Client.from_url(sentinel_url(topology)) as aclient:
+            assert await rl_asyncio.RedisLeaderboard(aclient, key=key).get_size() == 1
+
+    asyncio.run(main())
+
+
+def test_no_sentinel_knowing_the_service_is_a_connection_error(
+    topology: SentinelTopology,
+) -> None:
+    with Client.from_sentinel(
+        topology.addresses, "no-such-service", sentinel_password=SENTINEL_PASSWORD
+    ) as client:
+        with pytest.raises(redis_leaderboard.ConnectionError, match="no primary named"):
+            client.ping()
+    with Client.from_sentinel(topology.addresses, SENTINEL_SERVICE) as client:  # no password
+        with pytest.raises(redis_leaderboard.ConnectionError, match="NOAUTH"):
+            client.ping()
+
+
+def test_an_acl_user_through_sentinel(topology: SentinelTopology) -> None:
+    # The README's minimal rule, on both data nodes (ACLs are not replicated).
+    from test_atomicity import minimal_rule
+
+    for server in (topology.primary, topology.replica):
+        with server.redis_py() as admin:
+            admin.execute_command("ACL", "SETUSER", "board-app", "reset", *minimal_rule("~lb:*"))
+    password = minimal_rule()[1][1:]
+    with Client.from_sentinel(
+        topology.addresses,
+        sentinel_password=SENTINEL_PASSWORD,
+        username="board-app",
+        password=password,
+    ) as client:
+        board = RedisLeaderboard(client, key="lb:sentinel-acl")
+        assert board.upsert_user("ada", 1)["rank"] == 1
+        with pytest.raises(redis_leaderboard.NoPermissionError):
+            RedisLeaderboard(client, key="other:board").upsert_user("ada", 1)
+
+
+def test_readonly_closes_the_connection_and_the_next_call_reconnects(
+    fresh_redis_server: RedisServer, redis_server: RedisServer
+) -> None:
+    # A DNS name or a Sentinel answer that moved: the server became a replica. The write that
+    # got READONLY did not run and raises; the next call opens a new connection.
+    server = fresh_redis_server
+    key = f"ro:{uuid.uuid4().hex[:8]}"
+    with Client(host=server.host, port=server.port) as client:
+        board = RedisLeaderboard(client, key=key)
+        board.upsert_user("ada", 1)
+        with server.redis_py() as admin:
+            admin.execute_command("REPLICAOF", redis_server.host, str(redis_server.port))
+            with pytest.raises(redis_leaderboard.ReadOnlyError):
+                board.upsert_user("bob", 2)
+            admin.execute_command("REPLICAOF", "NO", "ONE")
+        before = client.stats()["connections"]
+        board.upsert_user("cy", 3)
+        assert client.stats()["connections"] == before + 1
+
+    async def main() -> None:
+        async with rl_asyncio.Client(host=server.host, port=server.port) as aclient:
+            aboard = rl_asyncio.RedisLeaderboard(aclient, key=key)
+            await aboard.upsert_user("dee", 4)
+            with server.redis_py() as admin:
+                admin.execute_command("REPLICAOF", redis_server.host, str(redis_server.port))
+                with pytest.raises(redis_leaderboard.ReadOnlyError):
+                    await aboard.upsert_user("eve", 5)
+                admin.execute_command("REPLICAOF", "NO", "ONE")
+            await aboard.upsert_user("fay", 6)
+            assert aclient.stats()["connections"] == 2
+
+    asyncio.run(main())
+
+
+# --- failover under load -------------------------------------------------------------------------
+
+
+class Ledger:
+    """Every write of the load: a unique user incremented by 1, so that the new primary's
+    score says whether the write applied (1), not (absent) or twice (2: never allowed)."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.acked: list[str] = []
+        self.failed: list[str] = []  # raised: may or may not have applied
+        self.first_ok_after: Optional[float] = None  # the first write acknowledged after ...
+        self.first_error: Optional[float] = None  # ... the first failure after the kill
+        self.killed_at: Optional[float] = None
+
+    def ok(self, user: str) -> None:
+        now = time.monotonic()
+        with self.lock:
+            self.acked.append(user)
+            if self.first_error is not None and self.first_ok_after is None:
+                self.first_ok_after = now
+
+    def error(self, user: str) -> None:
+        now = time.monotonic()
+        with self.lock:
+            self.failed.append(user)
+            if self.killed_at is not None and self.first_error is None:
+                self.first_error = now
+
+
+@pytest.mark.slow
+def test_failover_under_load_loses_no_acknowledged_write_twice(
+    sentinel_topology: SentinelTopology,
+) -> None:
+    topology = sentinel_topology
+    key = "lb:failover"
+    ledger = Ledger()
+    stop = threading.Event()
+    options: dict[str, Any] = {
+        "sentinel_password": SENTINEL_PASSWORD,
+        "password": DATA_PASSWORD,
+        "socket_timeout": 1,
+    }
+    client = Client.from_sentinel(topology.addresses, SENTINEL_SERVICE, **options)
+    board = RedisLeaderboard(client, key=key, max_entries=1_000_000)
+
+    def thread_load(n: int) -> None:
+        seq = 0
+        while not stop.is_set():
+            user = f"t{n}-{seq}"
+            seq += 1
+            try:
+                if seq % 2:
+                    board.increment_score(user, 1)
+                else:
+                    board.submit(user, 1, mode="incr")
+                ledger.ok(user)
+            except redis_leaderboard.RedisError:
+                ledger.error(user)
+                time.sleep(0.01)
+
+    async def task_load(aboard: rl_asyncio.RedisLeaderboard, n: int) -> None:
+        seq = 0
+        while not stop.is_set():
+            user = f"a{n}-{seq}"
+            seq += 1
+            try:
+                await aboard.increment_score(user, 1)
+                ledger.ok(user)
+            except redis_leaderboard.RedisError:
+                ledger.error(user)
+                await asyncio.sleep(0.01)
+
+    async def async_load() -> None:
+        async with rl_asyncio.Client.from_sentinel(
+            topology.addresses, SENTINEL_SERVICE, **options
+        ) as aclient:
+            aboard = rl_asyncio.RedisLeaderboard(aclient, key=key, max_entries=1_000_000)
+            await asyncio.gather(*(task_load(aboard, n) for n in range(500)))
+
+    switched: dict[str, float] = {}
+
+    def watch_switch() -> None:
+        with topology.sentinel_py(1) as r:
+            pubsub = r.pubsub()
+            pubsub.subscribe("+switch-master")
+            while not stop.is_set():
+                message = pubsub.get_message(timeout=0.1)
+                if message and message["type"] == "message":
+                    switched["at"] = time.monotonic()
+            pubsub.close()
+
+    workers = [threading.Thread(target=thread_load, args=(n,)) for n in range(8)]
+    workers.append(threading.Thread(target=lambda: asyncio.run(async_load())))
+    workers.append(threading.Thread(target=watch_switch))
+    old_port = topology.primary.port
+    for worker in workers:
+        worker.start()
+    try:
+        time.sleep(1.0)
+        assert len(ledger.acked) > 100
+        ledger.killed_at = time.monotonic()
+        topology.primary.kill()  # SIGKILL
+        deadline = time.monotonic() + 30
+        while ("at" not in switched or ledger.first_ok_after is None) and (
+            time.monotonic() < deadline
+        ):
+            time.sleep(0.05)
+        time.sleep(0.5)
+    finally:
+        stop.set()
+        for worker in workers:
+            worker.join(timeout=30)
+        client.close()
+    assert "at" in switched, "Sentinel did not fail over"
+    assert topology.primary_port() == topology.replica.port != old_port
+    assert ledger.first_ok_after is not None
+    failover = switched["at"] - ledger.killed_at
+    writing_again = ledger.first_ok_after - ledger.killed_at
+    # Writing again within the failover time plus one second.
+    assert writing_again <= failover + 1.0, (writing_again, failover)
+
+    with topology.replica.redis_py() as r:  # the new primary
+        scores = dict(r.zrange(key, 0, -1, withscores=True))
+    assert all(score == 1.0 for score in scores.values()), "a write applied twice"
+    lost = [user for user in ledger.acked if user not in scores]
+    applied_unacked = [user for user in ledger.failed if user in scores]
+    print(
+        f"\nfailover: +switch-master {failover:.2f} s after SIGKILL, writing again after "
+        f"{writing_again:.2f} s; {len(ledger.acked)} acknowledged writes, {len(lost)} lost to "
+        f"asynchronous replication; {len(ledger.failed)} raised, {len(applied_unacked)} of "
+        "them applied; none applied twice"
+    )
+    # Lost acknowledged writes can only be those just before the kill.
+    assert len(lost) < len(ledger.acked) / 2
