@@ -10,6 +10,52 @@
 -- {trimmed_ids, score, rank or nil, {field, value, ...}, previous score or nil, previous rank or
 -- nil, 1 if the stored score changed else 0}.
 local board, user_key = KEYS[1], KEYS[2]
+if not string.find(ARGV[1], ' ', 1, true) and no_options_recorded(KEYS[3]) then
+  -- The guide's board, and the guide's methods: mode 'set' or 'incr' alone.
+  local mode, number, user_id = ARGV[1], ARGV[2], ARGV[3]
+  local prefix = string.sub(user_key, 1, #user_key - #user_id)  -- "<board>:user:"
+  local err = check_acl(mode == 'incr' and 'ZINCRBY' or 'ZADD', board, number, user_id)
+    or (#ARGV >= 5 and check_acl('HSET', user_key, ARGV[5], ARGV[6] or ''))
+    or check_acl('ZSCORE', board, user_id) or check_acl('ZCARD', board)
+    or check_acl('ZRANGE', board, '0', '0') or check_acl('ZREVRANK', board, user_id)
+    or check_acl('HGETALL', user_key)
+  if err then return err end
+  local size
+  size, err = call_board(board, 'ZCARD')  -- and the board's type
+  if err then return err end
+  err = check_type(user_key, 'hash')
+  if err then return err end
+  local old = redis.call('ZSCORE', board, user_id)
+  local score = tonumber(number)
+  if mode == 'incr' and old then score = tonumber(old) + score end
+  if score ~= score then return redis.error_reply('ERR resulting score is not a number (NaN)') end
+  local overflow = size + (old and 0 or 1) - tonumber(ARGV[4])
+  local trimmed, trimmed_away = {}, false
+  if overflow > 0 then
+    local _
+    trimmed, _, trimmed_away =
+      trimmed_by_write(board_spec(board, 3), user_id, score, user_id, user_id, overflow)
+    err = check_remove_lowest(board, prefix, trimmed)
+    if err then return err end
+  end
+
+  -- The write: nothing below fails but on a server fault.
+  if mode == 'incr' then
+    score = redis.call('ZINCRBY', board, number, user_id)
+  else
+    redis.call('ZADD', board, number, user_id)
+    score = number
+  end
+  for i = 5, #ARGV, 1000 do
+    redis.call('HSET', user_key, unpack(ARGV, i, math.min(i + 999, #ARGV)))
+  end
+  remove_lowest(board, prefix, trimmed)
+  -- The score just written is the stored one, unless the trim took the user (trimmed_by_write
+  -- said which users the trim removes; their metadata went by that list).
+  if trimmed_away then return {trimmed, score} end
+  return {trimmed, score, redis.call('ZREVRANK', board, user_id), redis.call('HGETALL', user_key)}
+end
+-- @options: submit(), boards with options (and a default board's options key that is not absent)
 local spec = {ARGV[1]}  -- the guide's methods on a default board: the mode alone
 if string.find(ARGV[1], ' ', 1, true) then
   spec = {}
@@ -48,9 +94,7 @@ local changed = not old or score ~= old
 local previous_rank = false
 if submit and old then previous_rank = rank_of(b, user_id, old) end
 
--- Who the trim after the write removes: the worst `overflow` entries of the ranked set with the
--- user at its new place, i.e. the worst of the others merged with the user, ordered as Redis
--- orders a sorted set (score, then member bytes; for 'first' the member starts with the
+-- Who the trim after the write removes (for 'first' the user's member starts with its
 -- achievement key, and a changed score is the latest achievement).
 local member, old_member = user_id, user_id
 if b.first then
@@ -60,26 +104,7 @@ end
 local overflow = redis.call('ZCARD', board) + (old and 0 or 1) - max_entries
 local trimmed, trimmed_scores = {}, {}
 if overflow > 0 then
-  local worst = range_worst(b, overflow + 1)
-  local placed = false
-  local function add(id, text)
-    trimmed[#trimmed + 1] = id
-    trimmed_scores[#trimmed_scores + 1] = text
-  end
-  for i = 1, #worst, 2 do
-    if #trimmed == overflow then break end
-    local other = worst[i]
-    if other ~= old_member then
-      local other_score = tonumber(worst[i + 1])
-      if not placed and worse(b, score, member, other_score, other) then
-        add(user_id, score_text(score))
-        placed = true
-        if #trimmed == overflow then break end
-      end
-      add(b.first and string.sub(other, KEY_WIDTH + 1) or other, worst[i + 1])
-    end
-  end
-  if #trimmed < overflow and not placed then add(user_id, score_text(score)) end
+  trimmed, trimmed_scores = trimmed_by_write(b, user_id, score, member, old_member, overflow)
   err = check_remove_worst(b, prefix, trimmed)
   if err then return err end
 end
