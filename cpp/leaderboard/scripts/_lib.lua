@@ -258,32 +258,6 @@ local function worse(b, score_a, member_a, score_b, member_b)
   return #member_a < #member_b
 end
 
--- Who the trim after a write removes, worst first, and their scores: the worst `overflow` entries
--- of the ranked set with the user at its new place (`score`; `member`, its member once written;
--- `old_member`, its member now or nil), i.e. the worst of the others merged with the user, ordered
--- as Redis orders a sorted set (score, then member bytes). The third value says whether the user
--- is one of them (the write itself is trimmed away).
-local function trimmed_by_write(b, user_id, score, member, old_member, overflow)
-  local trimmed, scores, placed = {}, {}, false
-  local worst = range_worst(b, overflow + 1)
-  for i = 1, #worst, 2 do
-    if #trimmed == overflow then break end
-    local other = worst[i]
-    if other ~= old_member then
-      if not placed and worse(b, score, member, tonumber(worst[i + 1]), other) then
-        trimmed[#trimmed + 1], scores[#scores + 1], placed = user_id, score_text(score), true
-        if #trimmed == overflow then break end
-      end
-      trimmed[#trimmed + 1] = b.first and string.sub(other, KEY_WIDTH + 1) or other
-      scores[#scores + 1] = worst[i + 1]
-    end
-  end
-  if #trimmed < overflow and not placed then
-    trimmed[#trimmed + 1], scores[#scores + 1], placed = user_id, score_text(score), true
-  end
-  return trimmed, scores, placed
-end
-
 -- nil, or the first error of the checks on an option board's own keys before a write: their
 -- types, and the caller's permissions for the commands a write may run on them.
 local function check_option_keys(b)

@@ -32,9 +32,35 @@ if not string.find(ARGV[1], ' ', 1, true) and no_options_recorded(KEYS[3]) then
   local overflow = size + (old and 0 or 1) - tonumber(ARGV[4])
   local trimmed, trimmed_away = {}, false
   if overflow > 0 then
-    local _
-    trimmed, _, trimmed_away =
-      trimmed_by_write(board_spec(board, 3), user_id, score, user_id, user_id, overflow)
+    -- Who the trim after the write removes: the lowest `overflow` entries of the board with the
+    -- user at its new score, i.e. the lowest of the others merged with the user, ordered as
+    -- Redis orders a sorted set (score, then member bytes).
+    local function before(score_a, member_a, score_b, member_b)
+      if score_a ~= score_b then return score_a < score_b end
+      local n = math.min(#member_a, #member_b)
+      for i = 1, n do
+        local a, b = string.byte(member_a, i), string.byte(member_b, i)
+        if a ~= b then return a < b end
+      end
+      return #member_a < #member_b
+    end
+    local lowest = redis.call('ZRANGE', board, 0, overflow, 'WITHSCORES')
+    for i = 1, #lowest, 2 do
+      if #trimmed == overflow then break end
+      local member = lowest[i]
+      if member ~= user_id then
+        if not trimmed_away and before(score, user_id, tonumber(lowest[i + 1]), member) then
+          trimmed[#trimmed + 1] = user_id
+          trimmed_away = true
+          if #trimmed == overflow then break end
+        end
+        trimmed[#trimmed + 1] = member
+      end
+    end
+    if #trimmed < overflow and not trimmed_away then
+      trimmed[#trimmed + 1] = user_id
+      trimmed_away = true
+    end
     err = check_remove_lowest(board, prefix, trimmed)
     if err then return err end
   end
@@ -50,8 +76,8 @@ if not string.find(ARGV[1], ' ', 1, true) and no_options_recorded(KEYS[3]) then
     redis.call('HSET', user_key, unpack(ARGV, i, math.min(i + 999, #ARGV)))
   end
   remove_lowest(board, prefix, trimmed)
-  -- The score just written is the stored one, unless the trim took the user (trimmed_by_write
-  -- said which users the trim removes; their metadata went by that list).
+  -- The score just written is the stored one, unless the trim took the user (the merge above
+  -- said whom the trim removes; their metadata went by that list).
   if trimmed_away then return {trimmed, score} end
   return {trimmed, score, redis.call('ZREVRANK', board, user_id), redis.call('HGETALL', user_key)}
 end
@@ -94,7 +120,9 @@ local changed = not old or score ~= old
 local previous_rank = false
 if submit and old then previous_rank = rank_of(b, user_id, old) end
 
--- Who the trim after the write removes (for 'first' the user's member starts with its
+-- Who the trim after the write removes: the worst `overflow` entries of the ranked set with the
+-- user at its new place, i.e. the worst of the others merged with the user, ordered as Redis
+-- orders a sorted set (score, then member bytes; for 'first' the member starts with the
 -- achievement key, and a changed score is the latest achievement).
 local member, old_member = user_id, user_id
 if b.first then
@@ -104,7 +132,26 @@ end
 local overflow = redis.call('ZCARD', board) + (old and 0 or 1) - max_entries
 local trimmed, trimmed_scores = {}, {}
 if overflow > 0 then
-  trimmed, trimmed_scores = trimmed_by_write(b, user_id, score, member, old_member, overflow)
+  local worst = range_worst(b, overflow + 1)
+  local placed = false
+  local function add(id, text)
+    trimmed[#trimmed + 1] = id
+    trimmed_scores[#trimmed_scores + 1] = text
+  end
+  for i = 1, #worst, 2 do
+    if #trimmed == overflow then break end
+    local other = worst[i]
+    if other ~= old_member then
+      local other_score = tonumber(worst[i + 1])
+      if not placed and worse(b, score, member, other_score, other) then
+        add(user_id, score_text(score))
+        placed = true
+        if #trimmed == overflow then break end
+      end
+      add(b.first and string.sub(other, KEY_WIDTH + 1) or other, worst[i + 1])
+    end
+  end
+  if #trimmed < overflow and not placed then add(user_id, score_text(score)) end
   err = check_remove_worst(b, prefix, trimmed)
   if err then return err end
 end
