@@ -7,8 +7,11 @@ fields, ``max_entries`` equal to the size: writes go to existing users and trim 
 times each method call by call for ``--seconds`` and prints p50 (µs), calls/s and the server's
 time per call (``CONFIG RESETSTAT`` before, ``INFO commandstats`` after: the µs of its
 EVALSHA/EVAL/ZREVRANK commands over their count; ``delete_user`` puts the user back untimed, with
-ZADD and HSET). Variants run alternately, round after round; the report gives the median over
-rounds of each figure and of the per-round ratios (server: differences).
+ZADD and HSET), and CPU time per call, which a busy machine does not inflate the way it does
+wall-clock times: the calling thread's (``time.thread_time``) and, on Linux, the redis-server main
+thread's (``/proc/<pid>/task/<pid>/schedstat``, its own I/O included). Variants run alternately,
+round after round; the report gives the median over rounds of each figure and of the per-round
+ratios (server and CPU times: differences).
 
     python benchmarks/bench_options.py [--rounds 5] [--seconds 0.3] [--board-size 1000]
         [--base-pythonpath DIR [--default-only]]  # the default board: another build vs this
@@ -48,6 +51,15 @@ OPTIONS = [
     ("desc", "dense"),
     ("asc", "dense"),
 ]
+
+
+def server_cpu_ns(pid: int) -> int:
+    """The redis-server main thread's CPU time so far (Linux), else 0."""
+    try:
+        with open(f"/proc/{pid}/task/{pid}/schedstat") as f:
+            return int(f.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 0
 
 
 def worker(args: argparse.Namespace) -> None:
@@ -109,6 +121,7 @@ def worker(args: argparse.Namespace) -> None:
         clock = time.perf_counter_ns
         plain.config_resetstat()
         busy = 0  # time spent in untimed()
+        cpu, server_cpu = time.thread_time_ns(), server_cpu_ns(args.server_pid)
         start = clock()
         deadline = start + int(args.seconds * 1e9)
         now = start
@@ -119,6 +132,8 @@ def worker(args: argparse.Namespace) -> None:
             untimed()
             now = clock()
             busy += now - done
+        cpu = time.thread_time_ns() - cpu
+        server_cpu = server_cpu_ns(args.server_pid) - server_cpu
         stats = plain.info("commandstats")
         server = [stats.get(f"cmdstat_{name}", {}) for name in SERVER_COMMANDS]
         server_calls = sum(s.get("calls", 0) for s in server)
@@ -126,6 +141,8 @@ def worker(args: argparse.Namespace) -> None:
             "p50_us": statistics.median(samples) / 1000,
             "calls_per_s": len(samples) / ((now - start - busy) / 1e9),
             "server_us": sum(s.get("usec", 0) for s in server) / max(1, server_calls),
+            "client_cpu_us": cpu / len(samples) / 1000,  # untimed() included (delete_user)
+            "server_cpu_us": server_cpu / len(samples) / 1000,
         }
     board.clear()
     client.close()
@@ -144,7 +161,7 @@ def run_worker(
     command = [
         sys.executable, __file__, "--worker", "--port", str(port), "--order", order,
         "--ties", ties, "--methods", ",".join(methods), "--seconds", str(a.seconds),
-        "--board-size", str(a.board_size),
+        "--board-size", str(a.board_size), "--server-pid", str(a.server_pid),
     ]  # fmt: skip
     output = subprocess.run(command, env=env, check=True, capture_output=True, text=True).stdout
     return json.loads(output.strip().splitlines()[-1])
@@ -163,19 +180,16 @@ def median_table(
             ref_rate = [
                 r[reference][method]["calls_per_s"] for r in rounds if method in r[reference]
             ]
-            server = [r[variant][method]["server_us"] for r in rounds]
-            ref_server = [
-                r[reference][method]["server_us"] for r in rounds if method in r[reference]
-            ]
-            row = {
-                "p50_us": statistics.median(p50),
-                "calls_per_s": statistics.median(rate),
-                "server_us": statistics.median(server),
-            }
+            row = {"p50_us": statistics.median(p50), "calls_per_s": statistics.median(rate)}
             if ref_p50:
                 row["p50_ratio"] = statistics.median(a / b for a, b in zip(p50, ref_p50))
                 row["rate_ratio"] = statistics.median(a / b for a, b in zip(rate, ref_rate))
-                row["server_diff"] = statistics.median(a - b for a, b in zip(server, ref_server))
+            for name in ("server_us", "client_cpu_us", "server_cpu_us"):
+                values = [r[variant][method][name] for r in rounds]
+                refs = [r[reference][method][name] for r in rounds if method in r[reference]]
+                row[name] = statistics.median(values)
+                if refs:
+                    row[name + "_diff"] = statistics.median(a - b for a, b in zip(values, refs))
             table[(variant, method)] = row
     return table
 
@@ -194,6 +208,7 @@ def main(argv: Optional[list[str]] = None) -> int:
     parser.add_argument("--order", default="desc", help=argparse.SUPPRESS)
     parser.add_argument("--ties", default="lexicographic", help=argparse.SUPPRESS)
     parser.add_argument("--methods", default="", help=argparse.SUPPRESS)
+    parser.add_argument("--server-pid", type=int, default=0, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.worker:
         worker(args)
@@ -203,6 +218,7 @@ def main(argv: Optional[list[str]] = None) -> int:
 
     server = RedisServer(dir_prefix="redis-leaderboard-bench-")
     server.start()
+    args.server_pid = server.pid or 0
     try:
         port = server.port
         print(f"redis-server on port {port}; {args.rounds} rounds of {args.seconds} s per method")
@@ -220,20 +236,23 @@ def main(argv: Optional[list[str]] = None) -> int:
                 rounds.append(result)
             table = median_table(rounds, variants, "base")
             print("\nDefault board, this build vs the base build (medians; ratio = this / base;")
-            print("server: µs per call in Redis, difference = this - base)")
             print(
-                "| method | base p50 µs | this p50 µs | p50 ratio | base calls/s | this calls/s"
-                " | calls/s ratio | base server µs | this server µs | server difference |"
+                "server: µs per call in Redis (commandstats); CPU: µs per call; diff = this - base)"
+            )
+            print(
+                "| method | base p50 µs | this p50 µs | p50 ratio | calls/s ratio"
+                " | base server µs | this server µs | server diff"
+                " | client CPU diff | server CPU diff |"
             )
             print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
             for method in DEFAULT_METHODS:
                 base, this = table[("base", method)], table[("this", method)]
                 print(
                     f"| {method} | {base['p50_us']:.1f} | {this['p50_us']:.1f} | "
-                    f"{this['p50_ratio']:.3f}x | {base['calls_per_s']:,.0f} | "
-                    f"{this['calls_per_s']:,.0f} | {this['rate_ratio']:.3f}x | "
+                    f"{this['p50_ratio']:.3f}x | {this['rate_ratio']:.3f}x | "
                     f"{base['server_us']:.2f} | {this['server_us']:.2f} | "
-                    f"{this['server_diff']:+.2f} |"
+                    f"{this['server_us_diff']:+.2f} | {this['client_cpu_us_diff']:+.2f} | "
+                    f"{this['server_cpu_us_diff']:+.2f} |"
                 )
         if args.default_only:
             return 0
@@ -258,7 +277,7 @@ def main(argv: Optional[list[str]] = None) -> int:
                 print(
                     f"| {name} | {method} | {row['p50_us']:.1f} | {row['p50_ratio']:.2f}x | "
                     f"{row['calls_per_s']:,.0f} | {row['rate_ratio']:.2f}x | "
-                    f"{row['server_us']:.2f} | {row['server_diff']:+.2f} |"
+                    f"{row['server_us']:.2f} | {row['server_us_diff']:+.2f} |"
                 )
     finally:
         server.cleanup()
