@@ -273,6 +273,55 @@ def test_simple_reads_are_plain_commands() -> None:
     assert board.get_rank(42).request() == _core.encode_command("ZREVRANK", "lb", "42")
 
 
+def test_a_checked_default_board_reads_without_its_options_key_and_writes_with_it() -> None:
+    # A default board's scripts read its options hash (to refuse a board recorded with other
+    # options) until a reply has shown there is none; then reads leave the key out and skip the
+    # check. Writes declare it on every call: a board another client has since created with
+    # options is refused, never written the guide's way.
+    board = Board("lb", 5)
+    options = b"lb:options"
+
+    def keys(op: Any) -> list[bytes]:
+        args = parse_request(op.request())
+        assert args[0] == b"EVALSHA", op.name
+        return args[3 : 3 + int(args[2])]
+
+    def reads() -> list[Any]:
+        return [
+            board.get_top(3),
+            board.get_around_rank(2, 3),
+            board.list_all(),
+            board.get_user_entry("u"),
+        ]
+
+    def writes() -> list[Any]:
+        return [
+            board.upsert_user("u", 1),
+            board.increment_score("u", 1),
+            board.submit("u", 1, mode="best"),
+            board.delete_user("u"),
+            board.set_max_entries(3),
+            board.clear(),
+        ]
+
+    for op in [*reads(), *writes(), board.get_rank("u")]:
+        assert keys(op)[-1] == options, op.name
+    assert answer(board.get_top(1), window_reply(0, -1, [])) is True
+    assert board.options_checked
+    for op in reads():
+        assert options not in keys(op), op.name
+    for op in writes():
+        assert keys(op)[-1] == options, op.name
+    # upsert_many's check, run when a default board is not checked yet, always checks.
+    assert keys(board.check_options()) == [b"lb", options]
+    # A board with options declares its option keys on every call.
+    dense = Board("lb", 5, ties="dense")
+    assert answer(dense.get_top(1), window_reply(0, -1, [])) is True
+    assert dense.options_checked
+    for op in [dense.get_top(3), dense.get_user_entry("u"), dense.get_rank("u")]:
+        assert keys(op)[-2:] == [options, b"lb:dense"], op.name
+
+
 def test_set_max_entries_changes_the_board_once_the_trim_has_finished() -> None:
     board = Board("lb", 5)
     op = board.set_max_entries(2)

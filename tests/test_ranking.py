@@ -249,6 +249,33 @@ def test_a_client_with_other_options_gets_value_error_on_its_first_call(
     assert {name: r.dump(name) for name in r.scan_iter(match=f"{board_key}*")} == before
 
 
+@pytest.mark.parametrize(
+    "method",
+    ["upsert_user", "increment_score", "submit", "delete_user", "set_max_entries", "clear"],
+)
+def test_a_checked_default_board_still_checks_every_write(
+    client: Any, r: Any, board_key: str, method: str
+) -> None:
+    # A default board's reads stop checking the recorded options once a reply has shown there
+    # are none, its writes never do: a board cleared and created again by a client with other
+    # options is refused, not written the guide's way.
+    board = open_board(client, board_key)
+    board.upsert_user("a", 1)
+    assert board.get_top() and board.get_rank("a") == 1
+    board.clear()
+    other = open_board(client, board_key, ties="first")
+    other.upsert_user("a", 1, {"m": "1"})
+    other.upsert_user("b", 2)
+    before = {name: r.dump(name) for name in r.scan_iter(match=f"{board_key}*")}
+    args: dict[str, tuple] = {
+        "upsert_user": ("c", 3), "increment_score": ("a", 1), "submit": ("a", 5),
+        "delete_user": ("a",), "set_max_entries": (1,), "clear": (),
+    }  # fmt: skip
+    with pytest.raises(ValueError, match="has order='desc', ties='first'"):
+        getattr(board, method)(*args[method])
+    assert {name: r.dump(name) for name in r.scan_iter(match=f"{board_key}*")} == before
+
+
 def test_a_board_written_by_the_guides_code_is_a_default_board(
     client: Any, r: Any, board_key: str
 ) -> None:

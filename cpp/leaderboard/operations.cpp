@@ -455,12 +455,16 @@ std::vector<std::string> Board::option_keys() const {
   return keys;
 }
 
-std::vector<std::string> Board::script_keys(std::vector<std::string> extra) const {
+std::vector<std::string> Board::script_keys(std::vector<std::string> extra, Check check) const {
   std::vector<std::string> keys;
   keys.reserve(4 + extra.size());
   keys.push_back(key());
   for (auto& k : extra) keys.push_back(std::move(k));
-  for (auto& k : option_keys()) keys.push_back(std::move(k));
+  if (!has_default_options()) {
+    for (auto& k : option_keys()) keys.push_back(std::move(k));
+  } else if (check == Check::EveryCall || !options_checked()) {
+    keys.push_back(key() + ":options");
+  }
   return keys;
 }
 
@@ -483,8 +487,8 @@ std::unique_ptr<Operation> Board::write(WriteMode mode, std::string user_id, dou
     args.push_back(field);
     args.push_back(value);
   }
-  Command command =
-      script_call(scripts::write, script_keys({metadata_key(user_id)}), std::move(args));
+  Command command = script_call(
+      scripts::write, script_keys({metadata_key(user_id)}, Check::EveryCall), std::move(args));
 
   if (submit) {
     auto parse = [user_id = std::move(user_id)](Reply& reply) mutable -> Result {
@@ -542,13 +546,14 @@ std::unique_ptr<Operation> Board::submit(std::string user_id, double score, Meta
 
 std::unique_ptr<Operation> Board::set_max_entries(long long max_entries) const {
   max_entries = require_at_least_one(max_entries, "max_entries");
-  return std::make_unique<Trim>(id_, script_keys({}), metadata_prefix(), max_entries, std::nullopt);
+  return std::make_unique<Trim>(id_, script_keys({}, Check::EveryCall), metadata_prefix(),
+                                max_entries, std::nullopt);
 }
 
 std::unique_ptr<Operation> Board::get_top(long long count) const {
   count = require_at_least_one(count, "count");
   Command command =
-      script_call(scripts::window, script_keys({}),
+      script_call(scripts::window, script_keys({}, Check::UntilConfirmed),
                   id_->with_options({metadata_prefix(), "top", "0", std::to_string(count)}));
   return std::make_unique<SingleCall>(
       "get_top", std::move(command),
@@ -563,7 +568,7 @@ std::unique_ptr<Operation> Board::get_top(long long count) const {
 std::unique_ptr<Operation> Board::get_around_rank(long long rank, long long count) const {
   rank = require_at_least_one(rank, "rank");
   count = require_at_least_one(count, "count");
-  Command command = script_call(scripts::window, script_keys({}),
+  Command command = script_call(scripts::window, script_keys({}, Check::UntilConfirmed),
                                 id_->with_options({metadata_prefix(), "around",
                                                    std::to_string(rank), std::to_string(count)}));
   return std::make_unique<SingleCall>(
@@ -587,13 +592,14 @@ std::unique_ptr<Operation> Board::get_rank(std::string user_id) const {
     return std::make_unique<SingleCall>(
         "get_rank", Command{nullptr, {"ZREVRANK", key(), std::move(user_id)}}, parse);
   }
-  Command command =
-      script_call(scripts::rank, script_keys({}), id_->with_options({std::move(user_id)}));
+  Command command = script_call(scripts::rank, script_keys({}, Check::UntilConfirmed),
+                                id_->with_options({std::move(user_id)}));
   return std::make_unique<SingleCall>("get_rank", std::move(command), parse, id_);
 }
 
 std::unique_ptr<Operation> Board::check_options() const {
-  Command command = script_call(scripts::rank, script_keys({}), id_->with_options({""}));
+  Command command =
+      script_call(scripts::rank, script_keys({}, Check::EveryCall), id_->with_options({""}));
   return std::make_unique<SingleCall>(
       "check_options", std::move(command),
       [](Reply& reply) -> Result {
@@ -612,8 +618,9 @@ std::unique_ptr<Operation> Board::get_user_metadata(std::string user_id) const {
 
 std::unique_ptr<Operation> Board::get_user_entry(std::string user_id) const {
   require_user_id(user_id);
-  Command command = script_call(scripts::entry, script_keys({metadata_key(user_id)}),
-                                id_->with_options({user_id}));
+  Command command =
+      script_call(scripts::entry, script_keys({metadata_key(user_id)}, Check::UntilConfirmed),
+                  id_->with_options({user_id}));
   return std::make_unique<SingleCall>(
       "get_user_entry", std::move(command),
       [user_id = std::move(user_id)](Reply& reply) mutable -> Result {
@@ -631,7 +638,7 @@ std::unique_ptr<Operation> Board::get_user_entry(std::string user_id) const {
 }
 
 std::unique_ptr<Operation> Board::list_all() const {
-  return std::make_unique<ListAll>(id_, script_keys({}), metadata_prefix());
+  return std::make_unique<ListAll>(id_, script_keys({}, Check::UntilConfirmed), metadata_prefix());
 }
 
 std::unique_ptr<Operation> Board::get_size() const {
@@ -642,16 +649,17 @@ std::unique_ptr<Operation> Board::get_size() const {
 std::unique_ptr<Operation> Board::delete_user(std::string user_id) const {
   require_user_id(user_id);
   // The metadata goes whether or not the user was on the board, as the guide's delete_user.
-  Command command = script_call(scripts::remove, script_keys({metadata_key(user_id)}),
-                                id_->with_options({user_id}));
+  Command command =
+      script_call(scripts::remove, script_keys({metadata_key(user_id)}, Check::EveryCall),
+                  id_->with_options({user_id}));
   return std::make_unique<SingleCall>(
       "delete_user", std::move(command),
       [](Reply& reply) -> Result { return parse_count(reply, 1) == 1; }, id_);
 }
 
 std::unique_ptr<Operation> Board::trim_to_max_entries(long long report) const {
-  return std::make_unique<Trim>(id_, script_keys({}), metadata_prefix(), max_entries(),
-                                std::max(0LL, report));
+  return std::make_unique<Trim>(id_, script_keys({}, Check::EveryCall), metadata_prefix(),
+                                max_entries(), std::max(0LL, report));
 }
 
 std::unique_ptr<Operation> Board::upsert_chunk(std::vector<BatchEntry> entries,
@@ -680,7 +688,7 @@ std::unique_ptr<Operation> Board::upsert_chunk(std::vector<BatchEntry> entries,
         args.push_back(std::move(value));
       }
     }
-    std::vector<std::string> keys = script_keys({});
+    std::vector<std::string> keys = script_keys({}, Check::EveryCall);
     for (auto& user_key : user_keys) keys.push_back(std::move(user_key));
     return std::make_unique<SingleCall>(
         "upsert_many", script_call(scripts::bulk, std::move(keys), std::move(args)),
@@ -710,7 +718,7 @@ std::unique_ptr<Operation> Board::upsert_chunk(std::vector<BatchEntry> entries,
 }
 
 std::unique_ptr<Operation> Board::clear() const {
-  return std::make_unique<Clear>(id_, script_keys({}), metadata_prefix());
+  return std::make_unique<Clear>(id_, script_keys({}, Check::EveryCall), metadata_prefix());
 }
 
 // ---- Queries (issue 13) -----------------------------------------------------------------------

@@ -134,7 +134,8 @@ class Board {
   Ties ties() const { return id_->ties; }
   bool has_default_options() const { return id_->is_default(); }
   // True once a reply showed that the board's recorded options are this object's: until then a
-  // default board's get_rank is a script that checks them (then ZREVRANK).
+  // default board's get_rank is a script that checks them (then ZREVRANK), and its other reads
+  // declare its options hash, which their scripts check (then they skip the check).
   bool options_checked() const { return id_->checked.load(std::memory_order_relaxed); }
 
   std::unique_ptr<Operation> upsert_user(std::string user_id, double score,
@@ -226,8 +227,13 @@ class Board {
  private:
   std::unique_ptr<Operation> write(WriteMode mode, std::string user_id, double number,
                                    Metadata metadata, bool submit) const;
-  // {key, extra keys..., option keys...}, as every script declares them.
-  std::vector<std::string> script_keys(std::vector<std::string> extra) const;
+  // When a script checks a default board's recorded options: on every call (writes: a board
+  // another client has since created with options is refused, never changed), or until a reply
+  // has shown the board records none (reads, and get_rank, upsert_many's check).
+  enum class Check { EveryCall, UntilConfirmed };
+  // {key, extra keys..., option keys...}, as every script declares them. A default board's
+  // options hash is left out once it need not be checked: its scripts then skip the check.
+  std::vector<std::string> script_keys(std::vector<std::string> extra, Check check) const;
 
   std::shared_ptr<Identity> id_;
 };

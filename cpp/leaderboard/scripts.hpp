@@ -7,7 +7,8 @@ namespace rlb::leaderboard {
 
 struct Script {
   std::string_view name;
-  std::string_view body;  // its #!lua line (flags, Redis 7.0+), _lib.lua, then the script
+  std::string_view body;  // its #!lua line (flags, Redis 7.0+), the _lib.lua helpers it uses, then
+                          // the script (see CMakeLists.txt)
   std::string_view sha1;  // hex, as EVALSHA wants it
 };
 

@@ -1,4 +1,8 @@
--- Helpers shared by every script (placed after each script's #!lua line at build time).
+-- Helpers shared by the scripts. At build time each script gets the helpers it uses (and those
+-- they use), after its #!lua line (see CMakeLists.txt): this file holds only `local function`
+-- blocks, ending at a line "end", and `local NAME = <value>` lines, each with the comment lines
+-- right above it, and a helper uses only helpers above it. Redis runs a script's whole chunk on
+-- every call, building every helper it carries, so a helper costs only the scripts that use it.
 -- Metadata hashes live at prefix .. user_id, prefix being "<board>:user:".
 --
 -- A write that raises must change nothing, and Redis keeps the writes a script made before an
@@ -8,10 +12,13 @@
 -- are checked before they run even in reads: a command an ACL denies inside a script fails
 -- with "ERR The user executing the script can't run this command", and NOPERM is the clearer.
 
+-- redis.acl_check_cmd, looked up once per call of a script (it exists from Redis 7.0; before, a
+-- denied command fails where it runs).
+local acl_check_cmd = redis.acl_check_cmd
+
 -- nil, or a NOPERM error reply if the caller may not run the command (ACL commands and keys).
--- redis.acl_check_cmd exists from Redis 7.0; before, a denied command fails where it runs.
 local function check_acl(...)
-  if not redis.acl_check_cmd or redis.acl_check_cmd(...) then return nil end
+  if not acl_check_cmd or acl_check_cmd(...) then return nil end
   local argv = {...}
   return redis.error_reply("NOPERM this user has no permissions to run the '" .. argv[1]
     .. "' command or to access its key '" .. tostring(argv[2]) .. "'; nothing was changed")
@@ -26,6 +33,16 @@ local function check_type(key, wanted)
   if found == 'none' or found == wanted then return nil end
   return redis.error_reply('WRONGTYPE Operation against a key holding the wrong kind of value: '
     .. key .. ' is a ' .. found .. ', not a ' .. wanted .. '; nothing was changed')
+end
+
+-- redis.pcall(command, board, ...) on a board the script has not type-checked: its reply, or
+-- nil and the error reply to return, check_type's (WRONGTYPE naming what the key is) if the
+-- board is not a sorted set. So a command the script runs anyway checks the board's type, and
+-- TYPE runs only when it failed; a failed command changed nothing.
+local function call_board(board, command, ...)
+  local reply = redis.pcall(command, board, ...)
+  if type(reply) == 'table' and reply.err then return nil, check_type(board, 'zset') or reply end
+  return reply
 end
 
 -- nil, or the first error of check_type(prefix .. id, 'hash') and of the caller's permission to
@@ -53,12 +70,44 @@ local function unlink_metadata(prefix, user_ids)
   if #keys > 0 then redis.call('UNLINK', unpack(keys)) end
 end
 
+-- The checks before removing `user_ids`, the lowest entries of the sorted set `set`, and their
+-- metadata.
+local function check_remove_lowest(set, prefix, user_ids)
+  if #user_ids == 0 then return nil end
+  return check_acl('ZREMRANGEBYRANK', set, '0', tostring(#user_ids - 1))
+    or check_metadata(prefix, user_ids)
+end
+
+-- Removes `user_ids`, the lowest entries of a default board, and their metadata: the guide's trim.
+local function remove_lowest(board, prefix, user_ids)
+  if #user_ids == 0 then return end
+  redis.call('ZREMRANGEBYRANK', board, 0, #user_ids - 1)
+  unlink_metadata(prefix, user_ids)
+end
+
+-- The first `n` elements of `list` (the list itself if it has no more).
+local function first_of(list, n)
+  if #list <= n then return list end
+  local first = {}
+  for i = 1, n do first[i] = list[i] end
+  return first
+end
+
+-- Whether a default board may take a script's guide path (the guide's commands only): the client
+-- sends no options key once a reply has shown it the board records no options (`options` nil),
+-- or the board's options hash does not exist. Anything else (options recorded, a key of another
+-- type, a denied HGETALL) is for check_options, on the path of boards with options.
+local function no_options_recorded(options)
+  return not options or next(redis.pcall('HGETALL', options)) == nil
+end
+
 -- {user_id, score, {field, value, ...}, ...} from a ZRANGE ... WITHSCORES reply of the board's
--- ranked set (see board_spec), or an error reply (NOPERM) as its second value.
+-- ranked set (see board_spec; b nil: the guide's board), or an error reply (NOPERM) as its
+-- second value.
 local function hydrate(b, prefix, ranged)
-  local out = {}
+  local out, first = {}, b and b.first
   for i = 1, #ranged, 2 do
-    local user_id = b.first and string.sub(ranged[i], 17) or ranged[i]
+    local user_id = first and string.sub(ranged[i], 17) or ranged[i]
     local key = prefix .. user_id
     local err = check_acl('HGETALL', key)
     if err then return nil, err end
@@ -72,21 +121,16 @@ end
 -- ---- Board options: order and ties ----------------------------------------------------------
 -- A script gets the caller's options in ARGV (order: 'desc' | 'asc'; ties: 'lexicographic' |
 -- 'first' | 'competition' | 'dense'; absent on a default board, whose commands stay within the
--- 10 arguments Redis accepts before authentication) and the board's own keys in KEYS: the options hash
--- "<board>:options" (order, ties, and 'seq', the last achievement number of ties='first'),
+-- 10 arguments Redis accepts before authentication) and the board's own keys in KEYS: the
+-- options hash "<board>:options" (order, ties, and 'seq', the last achievement number of ties='first'),
 -- then for ties='first' the achievement set "<board>:first" (the true scores; each member is the
 -- user's 16-digit achievement key then its id) and its index "<board>:first:keys" (user_id ->
 -- achievement key), for ties='dense' the set of distinct scores "<board>:dense" (member and
--- score: the score). A default board (desc, lexicographic) has none of them but reads the
--- options hash, to refuse a board recorded with other options. Every option key ends in a
+-- score: the score). A default board (desc, lexicographic) has none of them: its scripts take
+-- their guide path, which reads the options hash (no_options_recorded) to refuse a board
+-- recorded with other options, and then only the guide's commands. Every option key ends in a
 -- suffix after "<board>:" that is not "user:...", so none is a metadata hash.
 local KEY_WIDTH = 16  -- digits of an achievement key
-
--- Helpers only boards with options use are defined on demand (define_option_helpers, called by
--- board_spec), so a default board's scripts do not create their closures on every call.
-local check_option_keys, count_better, achievement_key, ranked_member, window_ranks, call_sliced
-local forget, store_score
-local define_option_helpers
 
 -- The board, its options `order` and `ties` (nil: the default), its option keys from KEYS[k]
 -- on. b.ranked is the set whose order is the board's positions: the achievement set for
@@ -97,13 +141,11 @@ local function board_spec(board, k, order, ties)
       desc = true, default = true, ranked = board, shared = false, position_command = 'ZREVRANK'}
   end
   local desc, first, dense = order == 'desc', ties == 'first', ties == 'dense'
-  local b = {board = board, order = order, ties = ties, options = KEYS[k], desc = desc,
+  return {board = board, order = order, ties = ties, options = KEYS[k], desc = desc,
     default = desc and ties == 'lexicographic', ranked = first and KEYS[k + 1] or board,
     first = first and KEYS[k + 1] or nil, first_keys = first and KEYS[k + 2] or nil,
     dense = dense and KEYS[k + 1] or nil, shared = dense or ties == 'competition',
     position_command = desc and 'ZREVRANK' or 'ZRANK'}
-  if not b.default then define_option_helpers() end
-  return b
 end
 
 -- The board's recorded options against the caller's, before anything is written (the caller
@@ -147,6 +189,27 @@ end
 local function better(b, x, y)
   if b.desc then return x > y end
   return x < y
+end
+
+-- How many members of `set` have a score strictly better than x: O(log N).
+local function count_better(b, set, x)
+  if b.desc then return redis.call('ZCOUNT', set, '(' .. score_text(x), '+inf') end
+  return redis.call('ZCOUNT', set, '-inf', '(' .. score_text(x))
+end
+
+-- The achievement key of achievement number `seq`: fixed width, so within equal scores the
+-- members of the achievement set order by it; reversed for 'desc', whose reads go in reverse
+-- member order, so the earlier achiever always comes first.
+local function achievement_key(b, seq)
+  if b.desc then seq = 9007199254740991 - seq end
+  return string.format('%016.0f', seq)
+end
+
+-- The user's member in the ranked set (nil if it is not on the board).
+local function ranked_member(b, user_id)
+  if not b.first then return user_id end
+  local key = redis.call('HGET', b.first_keys, user_id)
+  return key and key .. user_id
 end
 
 -- The zero-based rank of a user on the board with score `score` (a number), under the board's
@@ -195,11 +258,96 @@ local function worse(b, score_a, member_a, score_b, member_b)
   return #member_a < #member_b
 end
 
+-- nil, or the first error of the checks on an option board's own keys before a write: their
+-- types, and the caller's permissions for the commands a write may run on them.
+local function check_option_keys(b)
+  local err = check_type(b.options, 'hash') or check_acl('HSET', b.options, 'order', b.order)
+    or check_acl('ZCOUNT', b.board, '0', '0') or check_acl('ZREM', b.board, 'x')
+    or check_acl(b.position_command, b.board, 'x')
+  if err then return err end
+  if b.first then
+    return check_type(b.first, 'zset') or check_type(b.first_keys, 'hash')
+      or check_acl('ZADD', b.first, '0', 'x') or check_acl('ZREM', b.first, 'x')
+      or check_acl('ZRANGE', b.first, '0', '0') or check_acl('ZREMRANGEBYRANK', b.first, '0', '0')
+      or check_acl(b.position_command, b.first, 'x') or check_acl('HGET', b.first_keys, 'x')
+      or check_acl('HSET', b.first_keys, 'x', 'x') or check_acl('HDEL', b.first_keys, 'x')
+  end
+  if b.dense then
+    return check_type(b.dense, 'zset') or check_acl('ZADD', b.dense, '0', 'x')
+      or check_acl('ZREM', b.dense, 'x') or check_acl('ZCOUNT', b.dense, '0', '0')
+  end
+  return nil
+end
+
+-- The zero-based ranks of a window of the ranked set (ZRANGE ... WITHSCORES, best first) that
+-- starts at position `start`, for the rules where equal scores share a rank: one count for the
+-- first entry, then each entry's rank follows from its predecessor's.
+local function window_ranks(b, ranged, start)
+  local ranks, previous, rank = {}, nil, 0
+  for i = 1, #ranged, 2 do
+    local score = tonumber(ranged[i + 1])
+    if previous == nil then
+      rank = rank_of(b, nil, score)
+    elseif score ~= previous then
+      if b.ties == 'competition' then rank = start + (i - 1) / 2 else rank = rank + 1 end
+    end
+    ranks[#ranks + 1] = rank
+    previous = score
+  end
+  return ranks
+end
+
+-- Calls `command` on `key` with `args`, in slices (unpack() is limited by Lua's C stack).
+local function call_sliced(command, key, args)
+  for i = 1, #args, 1000 do
+    redis.call(command, key, unpack(args, i, math.min(i + 999, #args)))
+  end
+end
+
+-- After users left the ranked set: their other traces (the board itself and the achievement
+-- index for 'first'; for 'dense', each of their scores no one else holds any more).
+local function forget(b, user_ids, scores)
+  if b.first then
+    call_sliced('ZREM', b.board, user_ids)
+    call_sliced('HDEL', b.first_keys, user_ids)
+  elseif b.dense then
+    local last
+    for _, text in ipairs(scores) do
+      local score = tonumber(text)
+      if score ~= last and redis.call('ZCOUNT', b.board, text, text) == 0 then
+        redis.call('ZREM', b.dense, score_text(score))
+      end
+      last = score
+    end
+  end
+end
+
+-- An option board's write of a user's new score (`command` 'ZADD' or 'ZINCRBY' with `number`;
+-- `score` the resulting number, `old` the previous one or nil), with its traces in the option
+-- keys; `seq` is the next achievement number ('first'). Returns the stored score's text.
+local function store_score(b, user_id, command, number, score, old, seq)
+  local stored = redis.call(command, b.board, number, user_id)
+  if command == 'ZADD' then stored = number end
+  if b.first then
+    local key = redis.call('HGET', b.first_keys, user_id)
+    if key then redis.call('ZREM', b.first, key .. user_id) end
+    key = achievement_key(b, seq)
+    redis.call('ZADD', b.first, stored, key .. user_id)
+    redis.call('HSET', b.first_keys, user_id, key)
+    redis.call('HSET', b.options, 'seq', seq)
+  elseif b.dense then
+    local text = score_text(score)
+    redis.call('ZADD', b.dense, text, text)
+    if old and redis.call('ZCOUNT', b.board, score_text(old), score_text(old)) == 0 then
+      redis.call('ZREM', b.dense, score_text(old))
+    end
+  end
+  return stored
+end
+
 -- The checks before removing `user_ids`, the worst entries of the board, and their metadata.
 local function check_remove_worst(b, prefix, user_ids)
-  if #user_ids == 0 then return nil end
-  return check_acl('ZREMRANGEBYRANK', b.ranked, '0', tostring(#user_ids - 1))
-    or check_metadata(prefix, user_ids)
+  return check_remove_lowest(b.ranked, prefix, user_ids)
 end
 
 -- Removes `user_ids` (with their `scores`), the worst entries of the board, and their metadata.
@@ -213,114 +361,4 @@ local function remove_worst(b, prefix, user_ids, scores)
   end
   if not b.default then forget(b, user_ids, scores) end
   unlink_metadata(prefix, user_ids)
-end
-
-define_option_helpers = function()
-  -- nil, or the first error of the checks on an option board's own keys before a write: their
-  -- types, and the caller's permissions for the commands a write may run on them.
-  function check_option_keys(b)
-    local err = check_type(b.options, 'hash') or check_acl('HSET', b.options, 'order', b.order)
-      or check_acl('ZCOUNT', b.board, '0', '0') or check_acl('ZREM', b.board, 'x')
-      or check_acl(b.position_command, b.board, 'x')
-    if err then return err end
-    if b.first then
-      return check_type(b.first, 'zset') or check_type(b.first_keys, 'hash')
-        or check_acl('ZADD', b.first, '0', 'x') or check_acl('ZREM', b.first, 'x')
-        or check_acl('ZRANGE', b.first, '0', '0') or check_acl('ZREMRANGEBYRANK', b.first, '0', '0')
-        or check_acl(b.position_command, b.first, 'x') or check_acl('HGET', b.first_keys, 'x')
-        or check_acl('HSET', b.first_keys, 'x', 'x') or check_acl('HDEL', b.first_keys, 'x')
-    end
-    if b.dense then
-      return check_type(b.dense, 'zset') or check_acl('ZADD', b.dense, '0', 'x')
-        or check_acl('ZREM', b.dense, 'x') or check_acl('ZCOUNT', b.dense, '0', '0')
-    end
-    return nil
-  end
-
-  -- How many members of `set` have a score strictly better than x: O(log N).
-  function count_better(b, set, x)
-    if b.desc then return redis.call('ZCOUNT', set, '(' .. score_text(x), '+inf') end
-    return redis.call('ZCOUNT', set, '-inf', '(' .. score_text(x))
-  end
-
-  -- The achievement key of achievement number `seq`: fixed width, so within equal scores the
-  -- members of the achievement set order by it; reversed for 'desc', whose reads go in reverse
-  -- member order, so the earlier achiever always comes first.
-  function achievement_key(b, seq)
-    if b.desc then seq = 9007199254740991 - seq end
-    return string.format('%016.0f', seq)
-  end
-
-  -- The user's member in the ranked set (nil if it is not on the board).
-  function ranked_member(b, user_id)
-    if not b.first then return user_id end
-    local key = redis.call('HGET', b.first_keys, user_id)
-    return key and key .. user_id
-  end
-
-  -- The zero-based ranks of a window of the ranked set (ZRANGE ... WITHSCORES, best first) that
-  -- starts at position `start`, for the rules where equal scores share a rank: one count for the
-  -- first entry, then each entry's rank follows from its predecessor's.
-  function window_ranks(b, ranged, start)
-    local ranks, previous, rank = {}, nil, 0
-    for i = 1, #ranged, 2 do
-      local score = tonumber(ranged[i + 1])
-      if previous == nil then
-        rank = rank_of(b, nil, score)
-      elseif score ~= previous then
-        if b.ties == 'competition' then rank = start + (i - 1) / 2 else rank = rank + 1 end
-      end
-      ranks[#ranks + 1] = rank
-      previous = score
-    end
-    return ranks
-  end
-
-  -- Calls `command` on `key` with `args`, in slices (unpack() is limited by Lua's C stack).
-  function call_sliced(command, key, args)
-    for i = 1, #args, 1000 do
-      redis.call(command, key, unpack(args, i, math.min(i + 999, #args)))
-    end
-  end
-
-  -- After users left the ranked set: their other traces (the board itself and the achievement
-  -- index for 'first'; for 'dense', each of their scores no one else holds any more).
-  function forget(b, user_ids, scores)
-    if b.first then
-      call_sliced('ZREM', b.board, user_ids)
-      call_sliced('HDEL', b.first_keys, user_ids)
-    elseif b.dense then
-      local last
-      for _, text in ipairs(scores) do
-        local score = tonumber(text)
-        if score ~= last and redis.call('ZCOUNT', b.board, text, text) == 0 then
-          redis.call('ZREM', b.dense, score_text(score))
-        end
-        last = score
-      end
-    end
-  end
-
-  -- An option board's write of a user's new score (`command` 'ZADD' or 'ZINCRBY' with `number`;
-  -- `score` the resulting number, `old` the previous one or nil), with its traces in the option
-  -- keys; `seq` is the next achievement number ('first'). Returns the stored score's text.
-  function store_score(b, user_id, command, number, score, old, seq)
-    local stored = redis.call(command, b.board, number, user_id)
-    if command == 'ZADD' then stored = number end
-    if b.first then
-      local key = redis.call('HGET', b.first_keys, user_id)
-      if key then redis.call('ZREM', b.first, key .. user_id) end
-      key = achievement_key(b, seq)
-      redis.call('ZADD', b.first, stored, key .. user_id)
-      redis.call('HSET', b.first_keys, user_id, key)
-      redis.call('HSET', b.options, 'seq', seq)
-    elseif b.dense then
-      local text = score_text(score)
-      redis.call('ZADD', b.dense, text, text)
-      if old and redis.call('ZCOUNT', b.board, score_text(old), score_text(old)) == 0 then
-        redis.call('ZREM', b.dense, score_text(old))
-      end
-    end
-    return stored
-  end
 end

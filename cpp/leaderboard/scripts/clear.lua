@@ -5,6 +5,18 @@
 -- KEYS: board, then the option keys (see board_spec in _lib.lua). ARGV: metadata prefix, page,
 -- then on a board with options: order, ties. Returns how many entries remain.
 local board, prefix = KEYS[1], ARGV[1]
+if not ARGV[3] and no_options_recorded(KEYS[2]) then  -- the guide's board
+  local err = check_acl('ZCARD', board) or check_acl('ZRANGE', board, '0', '0')
+  if err then return err end
+  local user_ids
+  user_ids, err = call_board(board, 'ZRANGE', 0, tonumber(ARGV[2]) - 1)  -- and the board's type
+  if err then return err end
+  err = check_remove_lowest(board, prefix, user_ids)
+  if err then return err end
+  remove_lowest(board, prefix, user_ids)
+  return redis.call('ZCARD', board)
+end
+-- @options: boards with options (and a default board's options key that is not absent)
 local b = board_spec(board, 2, ARGV[3], ARGV[4])
 local err = check_acl('ZCARD', board) or check_acl('ZRANGE', b.ranked, '0', '0')
   or check_type(board, 'zset') or (not b.default and check_option_keys(b))

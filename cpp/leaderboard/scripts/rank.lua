@@ -6,6 +6,13 @@
 -- check alone), then on a board with options: order, ties.
 -- Returns the user's zero-based rank under the board's tie rule, or nil if it is not on the
 -- board (0 without a user id).
+if not ARGV[2] and no_options_recorded(KEYS[2]) then  -- the guide's board
+  if ARGV[1] == '' then return 0 end
+  local err = check_acl('ZREVRANK', KEYS[1], ARGV[1])
+  if err then return err end
+  return redis.call('ZREVRANK', KEYS[1], ARGV[1])
+end
+-- @options: boards with options (and a default board's options key that is not absent)
 local b = board_spec(KEYS[1], 2, ARGV[2], ARGV[3])
 local user_id = ARGV[1]
 local err = check_options(b)

@@ -6,20 +6,27 @@
 -- ARGV: user_id, then on a board with options: order, ties.
 -- Returns 1 if the user was on the board, else 0.
 local board, user_key, user_id = KEYS[1], KEYS[2], ARGV[1]
+if not ARGV[2] and no_options_recorded(KEYS[3]) then  -- the guide's board
+  local err = check_acl('ZREM', board, user_id) or check_acl('UNLINK', user_key)
+    or check_type(user_key, 'hash')
+  if err then return err end
+  -- ZREM checks the board's type: on a key of another type it fails, having changed nothing.
+  local removed
+  removed, err = call_board(board, 'ZREM', user_id)
+  if err then return err end
+  redis.call('UNLINK', user_key)
+  return removed
+end
+-- @options: boards with options (and a default board's options key that is not absent)
 local b = board_spec(board, 3, ARGV[2], ARGV[3])
 local err = check_acl('ZREM', board, user_id) or check_acl('UNLINK', user_key)
   or check_type(board, 'zset') or check_type(user_key, 'hash')
   or (not b.default and check_option_keys(b))
-  or (not b.default and check_acl('ZSCORE', board, user_id))
+  or check_acl('ZSCORE', board, user_id)
 if err then return err end
 err = check_options(b)
 if err then return err end
 
-if b.default then
-  local removed = redis.call('ZREM', board, user_id)
-  redis.call('UNLINK', user_key)
-  return removed
-end
 local score = redis.call('ZSCORE', board, user_id)
 if score then
   if b.first then

@@ -7,6 +7,23 @@
 -- Returns {entries still over the limit, entries trimmed, the first trimmed ids (worst first)}.
 local board, prefix = KEYS[1], ARGV[1]
 local max_entries = tonumber(ARGV[2])
+if not ARGV[5] and no_options_recorded(KEYS[2]) then  -- the guide's board
+  local err = check_acl('ZCARD', board) or check_acl('ZRANGE', board, '0', '0')
+  if err then return err end
+  local size
+  size, err = call_board(board, 'ZCARD')  -- and the board's type
+  if err then return err end
+  local over = size - max_entries
+  local trimmed = {}
+  if over > 0 then
+    trimmed = redis.call('ZRANGE', board, 0, math.min(over, tonumber(ARGV[3])) - 1)
+  end
+  err = check_remove_lowest(board, prefix, trimmed)
+  if err then return err end
+  remove_lowest(board, prefix, trimmed)
+  return {math.max(0, over - #trimmed), #trimmed, first_of(trimmed, tonumber(ARGV[4]))}
+end
+-- @options: boards with options (and a default board's options key that is not absent)
 local b = board_spec(board, 2, ARGV[5], ARGV[6])
 local err = check_acl('ZCARD', board) or check_acl('ZRANGE', b.ranked, '0', '0')
   or check_type(board, 'zset') or (not b.default and check_option_keys(b))
@@ -20,12 +37,5 @@ err = check_remove_worst(b, prefix, trimmed)
 if err then return err end
 
 remove_worst(b, prefix, trimmed, scores)
-local remaining = redis.call('ZCARD', board) - max_entries
-if remaining < 0 then remaining = 0 end
-local count, report = #trimmed, tonumber(ARGV[4])
-if count > report then
-  local first = {}
-  for i = 1, report do first[i] = trimmed[i] end
-  trimmed = first
-end
-return {remaining, count, trimmed}
+local remaining = math.max(0, redis.call('ZCARD', board) - max_entries)
+return {remaining, #trimmed, first_of(trimmed, tonumber(ARGV[4]))}

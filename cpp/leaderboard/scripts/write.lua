@@ -10,6 +10,78 @@
 -- {trimmed_ids, score, rank or nil, {field, value, ...}, previous score or nil, previous rank or
 -- nil, 1 if the stored score changed else 0}.
 local board, user_key = KEYS[1], KEYS[2]
+if not string.find(ARGV[1], ' ', 1, true) and no_options_recorded(KEYS[3]) then
+  -- The guide's board, and the guide's methods: mode 'set' or 'incr' alone.
+  local mode, number, user_id = ARGV[1], ARGV[2], ARGV[3]
+  local prefix = string.sub(user_key, 1, #user_key - #user_id)  -- "<board>:user:"
+  local err = check_acl(mode == 'incr' and 'ZINCRBY' or 'ZADD', board, number, user_id)
+    or (#ARGV >= 5 and check_acl('HSET', user_key, ARGV[5], ARGV[6] or ''))
+    or check_acl('ZSCORE', board, user_id) or check_acl('ZCARD', board)
+    or check_acl('ZRANGE', board, '0', '0') or check_acl('ZREVRANK', board, user_id)
+    or check_acl('HGETALL', user_key)
+  if err then return err end
+  local size
+  size, err = call_board(board, 'ZCARD')  -- and the board's type
+  if err then return err end
+  err = check_type(user_key, 'hash')
+  if err then return err end
+  local old = redis.call('ZSCORE', board, user_id)
+  local score = tonumber(number)
+  if mode == 'incr' and old then score = tonumber(old) + score end
+  if score ~= score then return redis.error_reply('ERR resulting score is not a number (NaN)') end
+  local overflow = size + (old and 0 or 1) - tonumber(ARGV[4])
+  local trimmed, trimmed_away = {}, false
+  if overflow > 0 then
+    -- Who the trim after the write removes: the lowest `overflow` entries of the board with the
+    -- user at its new score, i.e. the lowest of the others merged with the user, ordered as
+    -- Redis orders a sorted set (score, then member bytes).
+    local function before(score_a, member_a, score_b, member_b)
+      if score_a ~= score_b then return score_a < score_b end
+      local n = math.min(#member_a, #member_b)
+      for i = 1, n do
+        local a, b = string.byte(member_a, i), string.byte(member_b, i)
+        if a ~= b then return a < b end
+      end
+      return #member_a < #member_b
+    end
+    local lowest = redis.call('ZRANGE', board, 0, overflow, 'WITHSCORES')
+    for i = 1, #lowest, 2 do
+      if #trimmed == overflow then break end
+      local member = lowest[i]
+      if member ~= user_id then
+        if not trimmed_away and before(score, user_id, tonumber(lowest[i + 1]), member) then
+          trimmed[#trimmed + 1] = user_id
+          trimmed_away = true
+          if #trimmed == overflow then break end
+        end
+        trimmed[#trimmed + 1] = member
+      end
+    end
+    if #trimmed < overflow and not trimmed_away then
+      trimmed[#trimmed + 1] = user_id
+      trimmed_away = true
+    end
+    err = check_remove_lowest(board, prefix, trimmed)
+    if err then return err end
+  end
+
+  -- The write: nothing below fails but on a server fault.
+  if mode == 'incr' then
+    score = redis.call('ZINCRBY', board, number, user_id)
+  else
+    redis.call('ZADD', board, number, user_id)
+    score = number
+  end
+  for i = 5, #ARGV, 1000 do
+    redis.call('HSET', user_key, unpack(ARGV, i, math.min(i + 999, #ARGV)))
+  end
+  remove_lowest(board, prefix, trimmed)
+  -- The score just written is the stored one, unless the trim took the user (the merge above
+  -- said whom the trim removes; their metadata went by that list).
+  if trimmed_away then return {trimmed, score} end
+  return {trimmed, score, redis.call('ZREVRANK', board, user_id), redis.call('HGETALL', user_key)}
+end
+-- @options: submit(), boards with options (and a default board's options key that is not absent)
 local spec = {ARGV[1]}  -- the guide's methods on a default board: the mode alone
 if string.find(ARGV[1], ' ', 1, true) then
   spec = {}
