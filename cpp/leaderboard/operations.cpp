@@ -751,7 +751,7 @@ std::unique_ptr<Operation> Board::get_around_user(std::string user_id, long long
   require_user_id(user_id);
   count = require_at_least_one(count, "count");
   Command command = script_call(
-      scripts::around, script_keys({}),
+      scripts::around, script_keys({}, Check::EveryCall),
       id_->with_options({metadata_prefix(), std::move(user_id), std::to_string(count)}));
   return std::make_unique<SingleCall>(
       "get_around_user", std::move(command),
@@ -773,8 +773,8 @@ std::unique_ptr<Operation> Board::get_entries(std::vector<std::string> user_ids)
   args.push_back(metadata_prefix());
   args.push_back(std::to_string(user_ids.size()));
   for (const auto& user_id : user_ids) args.push_back(user_id);
-  Command command =
-      script_call(scripts::entries, script_keys({}), id_->with_options(std::move(args)));
+  Command command = script_call(scripts::entries, script_keys({}, Check::EveryCall),
+                                id_->with_options(std::move(args)));
   return std::make_unique<SingleCall>(
       "get_entries", std::move(command),
       [user_ids = std::move(user_ids)](Reply& reply) mutable -> Result {
@@ -809,7 +809,7 @@ std::unique_ptr<Operation> Board::get_page(long long page, long long page_size) 
   // Past any board's end from 2^32 on (the product then fits); `page` is reported as asked.
   const long long start = std::min((std::min(page, kMaxWindow) - 1) * page_size, kMaxWindow);
   Command command =
-      script_call(scripts::window, script_keys({}),
+      script_call(scripts::window, script_keys({}, Check::UntilConfirmed),
                   id_->with_options({metadata_prefix(), "range", std::to_string(start),
                                      std::to_string(page_size)}));
   return std::make_unique<SingleCall>(
@@ -836,7 +836,7 @@ std::unique_ptr<Operation> Board::get_by_score(double min_score, double max_scor
   offset = std::min(offset, kMaxWindow);
   limit = require_at_least_one(limit, "limit");
   Command command = script_call(
-      scripts::by_score, script_keys({}),
+      scripts::by_score, script_keys({}, Check::EveryCall),
       id_->with_options({metadata_prefix(), format_score(min_score), format_score(max_score),
                          std::to_string(offset), std::to_string(limit)}));
   return std::make_unique<SingleCall>("get_by_score", std::move(command), window_entries, id_);
@@ -863,14 +863,14 @@ std::unique_ptr<Operation> Board::rank_for_score(double score) const {
                                              : Command{nullptr, {"ZCOUNT", counted, "-inf", bound}};
     return std::make_unique<SingleCall>("rank_for_score", std::move(command), parse);
   }
-  Command command = script_call(scripts::stats, script_keys({}),
+  Command command = script_call(scripts::stats, script_keys({}, Check::EveryCall),
                                 id_->with_options({"rank_for", format_score(score), "", ""}));
   return std::make_unique<SingleCall>("rank_for_score", std::move(command), parse, id_);
 }
 
 std::unique_ptr<Operation> Board::get_percentile(std::string user_id) const {
   require_user_id(user_id);
-  Command command = script_call(scripts::stats, script_keys({}),
+  Command command = script_call(scripts::stats, script_keys({}, Check::EveryCall),
                                 id_->with_options({"percentile", std::move(user_id), "", ""}));
   return std::make_unique<SingleCall>(
       "get_percentile", std::move(command),
@@ -890,7 +890,7 @@ std::unique_ptr<Operation> Board::get_percentile(std::string user_id) const {
 
 std::unique_ptr<Operation> Board::score_at_percentile(double p) const {
   if (!(p >= 0 && p <= 100)) throw InvalidArgument("p must be between 0 and 100");
-  Command command = script_call(scripts::stats, script_keys({}),
+  Command command = script_call(scripts::stats, script_keys({}, Check::EveryCall),
                                 id_->with_options({"at", format_score(p), "", ""}));
   return std::make_unique<SingleCall>(
       "score_at_percentile", std::move(command),
@@ -910,7 +910,7 @@ std::unique_ptr<Operation> Board::get_histogram(long long bins, std::optional<do
     throw InvalidArgument("min_score must not be greater than max_score");
   }
   Command command =
-      script_call(scripts::stats, script_keys({}),
+      script_call(scripts::stats, script_keys({}, Check::EveryCall),
                   id_->with_options({"histogram", std::to_string(bins),
                                      min_score ? format_score(*min_score) : std::string(),
                                      max_score ? format_score(*max_score) : std::string()}));
