@@ -30,6 +30,9 @@ constexpr Prefix kServerErrors[] = {
     {"LOADING ", raise<BusyLoadingError>},
     {"EXECABORT ", raise<ExecAbortError>},
     {"ERR max number of clients reached", raise<ConnectionError>},
+    // Before AUTH, Redis refuses commands of more than 10 arguments this way (then closes):
+    // what the caller is missing is a password, as NOAUTH would say for a shorter command.
+    {"ERR Protocol error: unauthenticated", raise<AuthenticationError>},
 };
 
 }  // namespace

@@ -420,6 +420,7 @@ ERROR_REPLIES = [
     (b"-NOAUTH Authentication required.\r\n", "AuthenticationError"),
     (b"-WRONGTYPE Operation against a key holding the wrong kind of value\r\n", "ResponseError"),
     (b"-ERR max number of clients reached\r\n", "ConnectionError"),
+    (b"-ERR Protocol error: unauthenticated multibulk length\r\n", "AuthenticationError"),
 ]
 
 
@@ -453,3 +454,18 @@ def test_exception_tree_mirrors_redis_py() -> None:
         assert getattr(_core, name).__module__ == "redis_leaderboard._core"
     assert issubclass(rl.ResponseError, rl.RedisError)
     assert issubclass(rl.TimeoutError, rl.RedisError)
+
+
+def test_a_long_command_without_a_password_is_an_authentication_error(
+    password_redis_server: Any,
+) -> None:
+    # Redis refuses more than 10 arguments before AUTH with a protocol error, not NOAUTH: a
+    # board with options sends that many, and the caller must still learn it lacks a password.
+    client = redis_leaderboard.Client(
+        host=password_redis_server.host, port=password_redis_server.port, socket_timeout=2
+    )
+    board = redis_leaderboard.RedisLeaderboard(client, key="lb:auth", ties="dense")
+    with pytest.raises(redis_leaderboard.AuthenticationError):
+        board.upsert_user("a", 1, {"f1": "1", "f2": "2", "f3": "3", "f4": "4"})
+    with pytest.raises(redis_leaderboard.AuthenticationError):
+        board.get_size()
