@@ -7,6 +7,7 @@ the end. The machine's own Redis (port 6379) is never touched.
 
 from __future__ import annotations
 
+import contextlib
 import datetime
 import sys
 import uuid
@@ -84,18 +85,33 @@ def password_redis_server() -> Iterator[RedisServer]:
     server.cleanup()
 
 
-@pytest.fixture
-def board_key(redis_server: RedisServer) -> Iterator[str]:
-    """A board key unique to the test; the board and its metadata hashes are removed after."""
-    key = f"test:{uuid.uuid4().hex[:12]}"
+@pytest.fixture(scope="module")
+def acl_server() -> Iterator[RedisServer]:
+    """A private server for ACL users (created with ACL SETUSER by each test), per module."""
+    server = RedisServer()
+    yield server
+    server.cleanup()
+
+
+@contextlib.contextmanager
+def unique_key(server: RedisServer, prefix: str = "test") -> Iterator[str]:
+    """A board key unique to the test; the board and every key under it are removed after."""
+    key = f"{prefix}:{uuid.uuid4().hex[:12]}"
     yield key
-    r = redis_server.redis_py()
+    r = server.redis_py()
     try:
         names = list(r.scan_iter(match=f"{key}*", count=1000))
         if names:
             r.delete(*names)
     finally:
         r.close()
+
+
+@pytest.fixture
+def board_key(redis_server: RedisServer) -> Iterator[str]:
+    """A board key unique to the test; the board and its metadata hashes are removed after."""
+    with unique_key(redis_server) as key:
+        yield key
 
 
 @pytest.fixture

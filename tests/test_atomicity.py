@@ -276,14 +276,6 @@ def minimal_rule(keys: str = "~lb:*") -> list[str]:
     return ["on", f">{PASSWORD}", "resetkeys", keys, "-@all"] + [f"+{c}" for c in MINIMAL_COMMANDS]
 
 
-@pytest.fixture(scope="module")
-def acl_server() -> Iterator[RedisServer]:
-    """A private server for ACL users (created with ACL SETUSER by each test)."""
-    server = RedisServer()
-    yield server
-    server.cleanup()
-
-
 @pytest.fixture
 def acl(acl_server: RedisServer) -> Iterator[tuple[RedisServer, Any, str]]:
     """(server, admin redis-py client, a fresh board key under "lb:")."""

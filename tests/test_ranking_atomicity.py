@@ -104,13 +104,6 @@ def test_a_default_board_with_its_options_key_of_another_type_changes_nothing(
 # --- ACL ---
 
 
-@pytest.fixture(scope="module")
-def acl_server() -> Iterator[RedisServer]:
-    server = RedisServer()
-    yield server
-    server.cleanup()
-
-
 @pytest.fixture
 def acl(acl_server: RedisServer) -> Iterator[tuple[RedisServer, Any, str]]:
     admin = acl_server.redis_py()

@@ -11,7 +11,6 @@ from __future__ import annotations
 import asyncio
 import ssl
 import time
-import uuid
 from collections.abc import Iterator
 from typing import Any
 
@@ -19,7 +18,7 @@ import pytest
 import redis
 
 import redis_leaderboard
-from conftest import Certificates, RedisServer
+from conftest import Certificates, RedisServer, unique_key
 from redis_leaderboard import Client, RedisLeaderboard
 from redis_leaderboard import asyncio as rl_asyncio
 
@@ -32,15 +31,8 @@ def tls_client(server: RedisServer, certificates: Certificates, **options: Any) 
 
 @pytest.fixture
 def key(tls_redis_server: RedisServer) -> Iterator[str]:
-    name = f"tls:{uuid.uuid4().hex[:12]}"
-    yield name
-    r = tls_redis_server.redis_py()
-    try:
-        names = list(r.scan_iter(match=f"{name}*", count=1000))
-        if names:
-            r.delete(*names)
-    finally:
-        r.close()
+    with unique_key(tls_redis_server, "tls") as name:
+        yield name
 
 
 def every_method(board: RedisLeaderboard) -> list[Any]:

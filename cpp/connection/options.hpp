@@ -8,6 +8,8 @@
 #include <utility>
 #include <vector>
 
+#include "codec/resp.hpp"
+
 namespace rlb::connection {
 
 // TLS, with redis-py's option names (ssl_*). Off unless `enabled`.
@@ -49,7 +51,7 @@ struct ClientOptions {
   std::optional<std::string> client_name;
   std::optional<double> socket_timeout;          // seconds; none waits without limit
   std::optional<double> socket_connect_timeout;  // seconds; none: socket_timeout, else no limit
-  std::size_t max_reply_bytes = std::size_t{512} << 20;  // codec::kDefaultMaxReplyBytes
+  std::size_t max_reply_bytes = codec::kDefaultMaxReplyBytes;
   TlsOptions tls;
   SentinelOptions sentinel;  // when enabled, host and port are those it finds
 
