@@ -362,3 +362,127 @@ local function remove_worst(b, prefix, user_ids, scores)
   if not b.default then forget(b, user_ids, scores) end
   unlink_metadata(prefix, user_ids)
 end
+
+-- ---- One board's write (write.lua's options path; a group write runs several) ---------------
+-- A write is planned, then applied: plan_write runs every check that can fail (the caller's
+-- permissions for every command the write runs, the key types, the board's recorded options)
+-- and works out the write (the new score, who the trim removes); apply_write then only writes,
+-- so a script writing several boards plans them all before applying any: all or nothing.
+-- `w`: board, user_key (its metadata hash), k (KEYS index of its option keys, see board_spec),
+-- mode ('set' | 'best' | 'incr'), order and ties (nil: the default board), submit (the reply
+-- shape: submit()'s, else the entry's), number (ARGV text), user_id, max_entries (a number),
+-- fields and first_field (the metadata: fields[first_field], fields[first_field + 1], ... as
+-- field, value pairs). Returns the plan, or nil and the reply to return (an error reply, or
+-- check_options' OPTIONS status).
+local function plan_write(w)
+  local board, user_key, user_id, number = w.board, w.user_key, w.user_id, w.number
+  local b = board_spec(board, w.k, w.order, w.ties)
+  local fields, first_field = w.fields, w.first_field
+  local err = check_acl(w.mode == 'incr' and 'ZINCRBY' or 'ZADD', board, number, user_id)
+    or (#fields >= first_field
+      and check_acl('HSET', user_key, fields[first_field], fields[first_field + 1] or ''))
+    or check_acl('ZSCORE', board, user_id) or check_acl('ZCARD', board)
+    or check_acl('ZRANGE', b.ranked, '0', '0') or check_acl(b.position_command, board, user_id)
+    or check_acl('HGETALL', user_key) or check_type(board, 'zset')
+    or check_type(user_key, 'hash') or (not b.default and check_option_keys(b))
+  if err then return nil, err end
+  local record, seq
+  err, record, seq = check_options(b, true)
+  if err then return nil, err end
+
+  local old_text = redis.call('ZSCORE', board, user_id)
+  local old = old_text and tonumber(old_text)
+  local score = tonumber(number)
+  if w.mode == 'incr' and old then
+    score = old + score
+  elseif w.mode == 'best' and old and not better(b, score, old) then
+    score = old
+  end
+  if score ~= score then
+    return nil, redis.error_reply('ERR resulting score is not a number (NaN)')
+  end
+  local changed = not old or score ~= old
+  local previous_rank = false
+  if w.submit and old then previous_rank = rank_of(b, user_id, old) end
+
+  -- Who the trim after the write removes: the worst `overflow` entries of the ranked set with
+  -- the user at its new place, i.e. the worst of the others merged with the user, ordered as
+  -- Redis orders a sorted set (score, then member bytes; for 'first' the member starts with the
+  -- achievement key, and a changed score is the latest achievement).
+  local member, old_member = user_id, user_id
+  if b.first then
+    old_member = old and ranked_member(b, user_id)
+    member = changed and (achievement_key(b, seq + 1) .. user_id) or old_member
+  end
+  local overflow = redis.call('ZCARD', board) + (old and 0 or 1) - w.max_entries
+  local trimmed, trimmed_scores = {}, {}
+  if overflow > 0 then
+    local worst = range_worst(b, overflow + 1)
+    local placed = false
+    for i = 1, #worst, 2 do
+      if #trimmed == overflow then break end
+      local other = worst[i]
+      if other ~= old_member then
+        if not placed and worse(b, score, member, tonumber(worst[i + 1]), other) then
+          trimmed[#trimmed + 1] = user_id
+          trimmed_scores[#trimmed_scores + 1] = score_text(score)
+          placed = true
+          if #trimmed == overflow then break end
+        end
+        trimmed[#trimmed + 1] = b.first and string.sub(other, KEY_WIDTH + 1) or other
+        trimmed_scores[#trimmed_scores + 1] = worst[i + 1]
+      end
+    end
+    if #trimmed < overflow and not placed then
+      trimmed[#trimmed + 1] = user_id
+      trimmed_scores[#trimmed_scores + 1] = score_text(score)
+    end
+    err = check_remove_worst(b, string.sub(user_key, 1, #user_key - #user_id), trimmed)
+    if err then return nil, err end
+  end
+  return {w = w, b = b, record = record, seq = seq, old_text = old_text, old = old,
+    score = score, changed = changed, previous_rank = previous_rank, trimmed = trimmed,
+    trimmed_scores = trimmed_scores}
+end
+
+-- Applies a plan of plan_write: nothing here fails but on a server fault. Returns the reply:
+-- the entry's {trimmed_ids, score[, rank, {field, value, ...}]} (no rank if the write was
+-- trimmed away), or submit()'s {trimmed_ids, score, rank or false, metadata, previous score or
+-- false, previous rank or false, 1 if the stored score changed else 0}.
+local function apply_write(p)
+  local w, b = p.w, p.b
+  local board, user_key, user_id, number = w.board, w.user_key, w.user_id, w.number
+  if p.record then redis.call('HSET', b.options, 'order', b.order, 'ties', b.ties) end
+  local produced = p.old_text
+  if b.default then
+    if w.mode == 'incr' then
+      produced = redis.call('ZINCRBY', board, number, user_id)
+    elseif w.mode == 'set' or p.changed then
+      redis.call('ZADD', board, number, user_id)
+      produced = number
+    end
+  elseif p.changed then
+    produced = store_score(b, user_id, w.mode == 'incr' and 'ZINCRBY' or 'ZADD', number, p.score,
+      p.old, p.seq + 1)
+  end
+  local fields = w.fields
+  for i = w.first_field, #fields, 1000 do
+    redis.call('HSET', user_key, unpack(fields, i, math.min(i + 999, #fields)))
+  end
+  remove_worst(b, string.sub(user_key, 1, #user_key - #user_id), p.trimmed, p.trimmed_scores)
+
+  local stored = redis.call('ZSCORE', board, user_id)
+  if not w.submit then
+    if not stored then return {p.trimmed, produced} end
+    return {p.trimmed, stored, rank_of(b, user_id, tonumber(stored)),
+      redis.call('HGETALL', user_key)}
+  end
+  local rank, metadata = false, {}
+  if stored then
+    produced = stored
+    rank = rank_of(b, user_id, tonumber(stored))
+    metadata = redis.call('HGETALL', user_key)
+  end
+  return {p.trimmed, produced, rank, metadata, p.old_text or false, p.previous_rank,
+    p.changed and 1 or 0}
+end
