@@ -1,5 +1,6 @@
 #include "errors.hpp"
 
+#include <cstdlib>
 #include <string_view>
 
 namespace rlb {
@@ -38,6 +39,11 @@ constexpr Prefix kServerErrors[] = {
 }  // namespace
 
 void raise_server_error(const std::string& message) {
+  // "RATELIMITED retry_after=<seconds> ..." (issue 17, _lib.lua's plan_guards)
+  static constexpr std::string_view kRateLimited = "RATELIMITED retry_after=";
+  if (starts_with(message, kRateLimited)) {
+    throw RateLimited(message, std::strtod(message.c_str() + kRateLimited.size(), nullptr));
+  }
   for (const auto& entry : kServerErrors) {
     if (starts_with(message, entry.prefix)) entry.raise(message);
   }

@@ -8,8 +8,11 @@
 // (take_completions) and "call tick() by then" (next_deadline). A driver owns the socket and
 // runs this core: transport/blocking_client.cpp with poll(), transport/multiplexed_client.cpp
 // with Asio. Any protocol error, overdue reply or unasked byte closes the connection: written
-// requests then fail with ConnectionError/TimeoutError and are never re-sent; requests not yet
-// written wait for the next connection, until their own deadline.
+// requests then fail with ConnectionError/TimeoutError and are never re-sent, but for those whose
+// operation says it cannot apply twice (Operation::resend_limit(): writes carrying submission
+// ids, issue 17), which go first on the next connection, at most that many times, with a new
+// deadline, then fail with ConnectionError; requests not yet written wait for the next
+// connection, until their own deadline.
 #pragma once
 
 #include <chrono>
@@ -109,9 +112,12 @@ class Core {
     std::optional<Clock::time_point> deadline;
     bool handshake = false;
     bool cancelled = false;
+    int resends_left = 0;    // issue 17: the exchange's resend_limit(), counted down
+    double server_wait = 0;  // the exchange's server_wait(), added to its deadlines
   };
 
-  std::optional<Clock::time_point> deadline_from(Clock::time_point started) const;
+  std::optional<Clock::time_point> deadline_from(Clock::time_point started,
+                                                 double server_wait = 0) const;
   void enqueue(Request request);
   void on_reply(Reply&& reply, Clock::time_point now);
   void finish(Request&& request, Clock::time_point now);

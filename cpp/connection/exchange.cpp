@@ -73,6 +73,14 @@ void Exchange::next_step() {
   }
 }
 
+void Exchange::rewind() {
+  wire_.clear();
+  for (const auto& command : commands_) encode(command, false, wire_);
+  expected_ = commands_.size();
+  replies_.clear();
+  resent_.clear();
+}
+
 void Exchange::on_replies(std::vector<Reply>&& replies) {
   if (replies.size() != expected_) throw ConnectionError("reply count mismatch");
   const bool retry = !resent_.empty();

@@ -50,6 +50,12 @@ class Exchange {
 
   // Takes the replies to wire(). Throws for an error reply; the operation is then abandoned.
   void on_replies(std::vector<Reply>&& replies);
+  // Issue 17: how many times the current step may be sent again after its reply was lost (the
+  // operation's resend_limit()), and the seconds the server may hold its reply on purpose.
+  int resend_limit() const { return operation_->resend_limit(); }
+  double server_wait() const { return operation_->server_wait(); }
+  // Encodes the current step again, whole (for a new connection), forgetting partial replies.
+  void rewind();
   leaderboard::Result take_result() { return operation_->take_result(); }
 
  private:

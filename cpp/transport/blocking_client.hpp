@@ -44,8 +44,10 @@ class BlockingConnection {
  public:
   // Connects to `endpoint` (with TLS if `tls` is set) and writes the handshake. `subscriber`:
   // replies to no request are pushes (next_push()), not a protocol error.
+  // `resolver` (optional, outliving the connection): where a reconnection within a call goes.
   BlockingConnection(const ClientOptions& options, Counters& counters, Endpoint endpoint,
-                     std::shared_ptr<const TlsContext> tls, bool subscriber = false);
+                     std::shared_ptr<const TlsContext> tls, bool subscriber = false,
+                     Resolver* resolver = nullptr);
   BlockingConnection(const BlockingConnection&) = delete;
   BlockingConnection& operator=(const BlockingConnection&) = delete;
 
@@ -77,6 +79,9 @@ class BlockingConnection {
 
  private:
   void connect();
+  // Issue 17: the core gave the connection up with requests to re-send (their reply was lost
+  // and they cannot apply twice): a new socket for them, within the call.
+  void reconnect();
   void open_socket(const std::optional<Clock::time_point>& until);
   void tls_handshake(const std::optional<Clock::time_point>& until);
   // Writes what the core wants written, waits (until the core's deadline) and reads once.
@@ -95,7 +100,8 @@ class BlockingConnection {
   void on_interrupt();
 
   const ClientOptions& options_;
-  const Endpoint endpoint_;
+  Endpoint endpoint_;
+  Resolver* resolver_ = nullptr;
   std::shared_ptr<const TlsContext> tls_context_;
   std::unique_ptr<connection::TlsSession> tls_;  // none: plaintext
   connection::Core core_;

@@ -36,6 +36,12 @@ class OutOfMemoryError(ResponseError):
 class ExecAbortError(ResponseError):
     """EXECABORT: a transaction was discarded."""
 
+class RateLimited(ResponseError):
+    """RATELIMITED: the board's rate_limit refused the write, which changed nothing;
+    retry_after is the seconds until the user's window has room."""
+
+    retry_after: float
+
 class Operation:
     """One leaderboard operation: the requests it sends and how it reads their replies.
 
@@ -61,8 +67,13 @@ class Board:
         *,
         order: Literal["desc", "asc"] = "desc",
         ties: Literal["lexicographic", "first", "competition", "dense"] = "lexicographic",
+        submission_ttl: float = 86400,
+        rate_limit: Optional[tuple[int, float]] = None,
+        events: bool = False,
+        events_maxlen: int = 10000,
     ) -> None:
-        """ValueError for an unknown ``order`` or ``ties``, TypeError if not a str."""
+        """ValueError for an unknown ``order`` or ``ties``, TypeError if not a str; the guards
+        (issue 17) checked too."""
     @property
     def key(self) -> str: ...
     @property
@@ -74,6 +85,18 @@ class Board:
     @property
     def options_checked(self) -> bool:
         """True once a reply showed the board's recorded options are this object's."""
+    @property
+    def submission_ttl(self) -> float: ...
+    @property
+    def rate_limit(self) -> Optional[tuple[int, float]]: ...
+    @property
+    def events(self) -> bool: ...
+    @property
+    def events_maxlen(self) -> int: ...
+    def read_events(
+        self, last_id: str = "$", count: int = 100, block: Optional[float] = None
+    ) -> Operation:
+        """XREAD of ``f"{key}:events"``: ``{"last_id", "events": [...]}``."""
     def submit(
         self,
         user_id: str,
@@ -81,9 +104,12 @@ class Board:
         metadata: Optional[Mapping[str, Any]] = None,
         *,
         mode: Literal["set", "best", "incr"] = "set",
+        submission_id: Optional[str] = None,
+        retries: int = 2,
     ) -> Operation:
         """The full write; its result is ``{"user_id", "score", "rank", "previous_score",
-        "previous_rank", "changed", "metadata", "trimmed_user_ids"}``."""
+        "previous_rank", "changed", "metadata", "trimmed_user_ids"}`` (and ``"duplicate"``
+        with a ``submission_id``)."""
     def check_options(self) -> Operation:
         """Checks the board's recorded options (ValueError naming both if they differ)."""
     def upsert_user(
@@ -130,7 +156,9 @@ class Board:
         max_score: Optional[float] = None,
     ) -> Operation:
         """Result: ``[{"min", "max", "count"}, ...]``, ascending scores."""
-    def upsert_chunk(self, entries: Iterable[Any], first_index: int = 0) -> Operation:
+    def upsert_chunk(
+        self, entries: Iterable[Any], first_index: int = 0, retries: int = 2
+    ) -> Operation:
         """upsert_many's request for one chunk (validated here; errors name ``first_index + i``)."""
     def trim_to_max_entries(self, report: int = 1000) -> Operation:
         """Trim to :attr:`max_entries` in pages; the result lists at most ``report`` ids."""
@@ -200,6 +228,8 @@ class AsyncCore:
     def closed(self) -> bool: ...
     def stats(self) -> dict[str, int]: ...
     def address(self) -> str: ...
+    def dedicated(self) -> AsyncCore:
+        """A new core with this one's options (its own connection and I/O thread)."""
 
 class Client:
     """A blocking, pipelined Redis client (Boost.Asio sockets, hiredis codec).
@@ -258,6 +288,8 @@ class Client:
         """Send one command; bulk strings come back as ``bytes``."""
     def stats(self) -> dict[str, int]:
         """``round_trips``, ``commands``, ``reconnects``, ``connections`` so far."""
+    def dedicated(self) -> Client:
+        """A new client with this one's options (TLS, ACL, Sentinel)."""
     def close(self) -> None: ...
     def __enter__(self) -> Client: ...
     def __exit__(self, *exc: object) -> None: ...

@@ -10,23 +10,26 @@ from __future__ import annotations
 import asyncio
 import atexit
 import weakref
-from typing import Any, Callable, Iterable, Mapping, Optional, Union
+from typing import Any, AsyncIterator, Callable, Iterable, Mapping, Optional, Union
 
 from . import _core
 from .leaderboard import (
     CHUNKS_IN_FLIGHT,
     DEFAULT_CHUNK_SIZE,
+    EVENTS_BATCH,
     MAX_REPORTED_TRIMMED,
     BoardBase,
     BulkEntry,
     ChunkOperations,
     Entry,
+    Event,
     HistogramBin,
     ImportSummary,
     Page,
     SubmitResult,
     WriteMode,
     check_bulk_arguments,
+    events_slices,
     import_summary,
     note_failed_trim,
 )
@@ -177,6 +180,11 @@ class Client:
         self._loop = loop
         loop.add_reader(self._core.fileno(), self._core.drain)
 
+    def dedicated(self) -> Client:
+        """A new client with this one's options (its own connection and I/O thread), for
+        calls that hold a connection, as reading events does (issue 17)."""
+        return Client(_core_client=self._core.dedicated())
+
     async def ping(self) -> bool:
         """PING the server."""
         return await self.run(_core.ping())
@@ -247,8 +255,37 @@ class RedisLeaderboard(BoardBase):
         metadata: Optional[Mapping[str, Any]] = None,
         *,
         mode: WriteMode = "set",
+        submission_id: Optional[str] = None,
+        retries: int = 2,
     ) -> SubmitResult:
-        return await self._run(self._board.submit(user_id, score, metadata, mode=mode))
+        return await self._run(
+            self._board.submit(
+                user_id, score, metadata, mode=mode, submission_id=submission_id, retries=retries
+            )
+        )
+
+    async def events(
+        self,
+        last_id: str = "$",
+        *,
+        block: Optional[float] = None,
+        count: int = EVENTS_BATCH,
+    ) -> AsyncIterator[Event]:
+        """As :meth:`redis_leaderboard.RedisLeaderboard.events`: ``async for event in
+        board.events(...)``, on a connection (and I/O thread) of its own."""
+        slices = events_slices(block)
+        self._board.read_events(last_id, count)  # validates before connecting
+        reader = self.redis.dedicated()
+        try:
+            for wait in slices:
+                batch = await reader.run(self._board.read_events(last_id, count, wait))
+                last_id = batch["last_id"]
+                if batch["events"]:
+                    slices = events_slices(block)
+                for event in batch["events"]:
+                    yield event
+        finally:
+            reader.close()
 
     async def set_max_entries(self, max_entries: int) -> list[str]:
         return await self._run(self._board.set_max_entries(max_entries))
@@ -325,10 +362,12 @@ class RedisLeaderboard(BoardBase):
         *,
         chunk_size: int = DEFAULT_CHUNK_SIZE,
         progress: Optional[Callable[[int], None]] = None,
+        retries: int = 2,
     ) -> ImportSummary:
         check_bulk_arguments(chunk_size, progress)
-        operations = ChunkOperations(self._board, entries, chunk_size)
-        if not self._board.options_checked:  # a default board's chunks cannot check them
+        operations = ChunkOperations(self._board, entries, chunk_size, retries)
+        guarded = self._board.events or self._board.rate_limit is not None
+        if not self._board.options_checked and not guarded:  # MULTI/EXEC chunks cannot check
             await self._run(self._board.check_options())
         written = 0
 
@@ -350,7 +389,7 @@ class RedisLeaderboard(BoardBase):
                     note_failed_trim(error, trim_error)
             raise
         trim = await self._run(self._board.trim_to_max_entries(MAX_REPORTED_TRIMMED))
-        return import_summary(written, trim)
+        return import_summary(written, trim, operations.submitted - written)
 
 
 def _copy_docs() -> None:

@@ -3,7 +3,17 @@
 from __future__ import annotations
 
 import itertools
-from typing import Any, Callable, Iterable, Iterator, Literal, Mapping, Optional, Sequence, Union
+from typing import (
+    Any,
+    Callable,
+    Iterable,
+    Iterator,
+    Literal,
+    Mapping,
+    Optional,
+    Sequence,
+    Union,
+)
 
 from . import _core
 from .client import Client
@@ -14,6 +24,9 @@ Entry = dict[str, Any]
 BulkEntry = Union[tuple[str, float], tuple[str, float, Mapping[str, Any]], Sequence[Any]]
 ImportSummary = dict[str, Any]
 SubmitResult = dict[str, Any]
+# A change event (issue 17): {"id", "user_id", "score", "rank", "previous_score",
+# "previous_rank", "trimmed_user_ids", "overtaken"}
+Event = dict[str, Any]
 # get_page: {"page", "page_size", "total_pages", "size", "entries"}
 Page = dict[str, Any]
 # get_histogram: {"min": float, "max": float, "count": int}
@@ -27,6 +40,11 @@ DEFAULT_CHUNK_SIZE = 1000
 CHUNKS_IN_FLIGHT = 4
 # upsert_many reports at most this many trimmed ids (the lowest); "trimmed" counts them all.
 MAX_REPORTED_TRIMMED = 1000
+# Issue 17: events() waits in XREAD BLOCK slices of at most this many seconds, so a server
+# that stops answering is noticed within a slice plus socket_timeout, never a hang.
+EVENTS_BLOCK_SLICE = 2.0
+# What events() asks for per round trip.
+EVENTS_BATCH = 100
 
 
 def check_bulk_arguments(chunk_size: int, progress: Optional[Callable[[int], None]]) -> None:
@@ -52,10 +70,13 @@ class ChunkOperations:
     asked for; a bad entry's error names its position in ``entries``. ``started`` tells whether
     any was handed out (and so may have been written)."""
 
-    def __init__(self, board: _core.Board, entries: Iterable[BulkEntry], chunk_size: int) -> None:
+    def __init__(
+        self, board: _core.Board, entries: Iterable[BulkEntry], chunk_size: int, retries: int = 2
+    ) -> None:
         self._board = board
         self._chunks = chunked(entries, chunk_size)
         self._submitted = 0
+        self._retries = retries
         self.started = False
 
     def __iter__(self) -> Iterator[_core.Operation]:
@@ -63,10 +84,15 @@ class ChunkOperations:
 
     def __next__(self) -> _core.Operation:
         chunk = next(self._chunks)
-        operation = self._board.upsert_chunk(chunk, self._submitted)
+        operation = self._board.upsert_chunk(chunk, self._submitted, self._retries)
         self._submitted += len(chunk)
         self.started = True
         return operation
+
+    @property
+    def submitted(self) -> int:
+        """How many entries the chunks handed out hold."""
+        return self._submitted
 
 
 def note_failed_trim(error: BaseException, trim_error: BaseException) -> None:
@@ -78,8 +104,34 @@ def note_failed_trim(error: BaseException, trim_error: BaseException) -> None:
         )
 
 
-def import_summary(written: int, trim: dict[str, Any]) -> ImportSummary:
-    return {"written": written, **trim}
+def import_summary(written: int, trim: dict[str, Any], skipped: int = 0) -> ImportSummary:
+    summary = {"written": written, **trim}
+    if skipped:
+        summary["duplicates"] = skipped  # issue 17: entries whose submission id was applied
+    return summary
+
+
+def events_slices(block: Optional[float]) -> Iterator[Optional[float]]:
+    """The XREAD BLOCK of each round trip of ``events(block=...)``: slices of at most
+    EVENTS_BLOCK_SLICE seconds; ``block=None`` waits for ever (slice after slice), a number
+    gives up once that long has passed without an event (0: no wait)."""
+    import time
+
+    if block is not None and (isinstance(block, bool) or not isinstance(block, (int, float))):
+        raise TypeError(f"block must be None or a number of seconds, not {type(block).__name__}")
+    if block is not None and not 0 <= block <= 1e6:
+        raise ValueError("block must be None or a number of seconds from 0 to 1e6")
+    if block is None:
+        while True:
+            yield EVENTS_BLOCK_SLICE
+    until = time.monotonic() + block
+    first = True
+    while True:
+        left = until - time.monotonic()
+        if left <= 0 and not first:
+            return
+        first = False
+        yield max(0.0, min(left, EVENTS_BLOCK_SLICE)) or None
 
 
 class BoardBase:
@@ -99,8 +151,21 @@ class BoardBase:
         url: Optional[str] = None,
         order: Order = "desc",
         ties: Ties = "lexicographic",
+        submission_ttl: float = 86400,
+        rate_limit: Optional[tuple[int, float]] = None,
+        events: bool = False,
+        events_maxlen: int = 10000,
     ) -> None:
-        board = _core.Board(key, max_entries, order=order, ties=ties)  # validates first
+        board = _core.Board(  # validates first
+            key,
+            max_entries,
+            order=order,
+            ties=ties,
+            submission_ttl=submission_ttl,
+            rate_limit=rate_limit,
+            events=events,
+            events_maxlen=events_maxlen,
+        )
         self.redis = make_client(redis_client, url, self.client_class)
         self._board = board
         self._run = self.redis.run
@@ -126,12 +191,32 @@ class BoardBase:
         ``"dense"``."""
         return self._board.ties
 
+    @property
+    def submission_ttl(self) -> float:
+        """Seconds the result of a write with a ``submission_id`` is kept (issue 17)."""
+        return self._board.submission_ttl
+
+    @property
+    def rate_limit(self) -> Optional[tuple[int, float]]:
+        """``(max_writes, per_seconds)`` per user, or None."""
+        return self._board.rate_limit
+
+    @property
+    def events_enabled(self) -> bool:
+        """Whether writes append change events to ``f"{key}:events"`` (``events=True``);
+        :meth:`events` reads them."""
+        return self._board.events
+
     def __repr__(self) -> str:
         options = ""
         if self.order != "desc":
             options += f", order={self.order!r}"
         if self.ties != "lexicographic":
             options += f", ties={self.ties!r}"
+        if self._board.rate_limit is not None:
+            options += f", rate_limit={self._board.rate_limit!r}"
+        if self._board.events:
+            options += ", events=True"
         return f"{self.display_name}(key={self.key!r}, max_entries={self.max_entries}{options})"
 
 
@@ -152,6 +237,15 @@ class RedisLeaderboard(BoardBase):
     (shared rank, then a gap: 1, 1, 3) or ``"dense"`` (shared rank, no gap: 1, 1, 2). A board
     with other options records them in Redis (``f"{key}:options"``), and a client opening it
     with different ones gets ``ValueError`` naming both.
+
+    Guards (keyword-only, issue 17): ``submission_ttl`` (seconds, default 24 h) keeps the
+    result of a write made with a ``submission_id``; ``rate_limit=(max_writes, per_seconds)``
+    refuses a user's writes beyond that many in any sliding window of that length
+    (:class:`RateLimited`); ``events=True`` appends a change event to the stream
+    ``f"{key}:events"`` (capped at about ``events_maxlen``) on every write that changes the
+    board, read with :meth:`events`. ``rate_limit`` and ``events`` are recorded in
+    ``f"{key}:options"`` by the first write carrying them; a client writing with others gets
+    ``ValueError``.
     """
 
     redis: Client
@@ -180,9 +274,20 @@ class RedisLeaderboard(BoardBase):
         metadata: Optional[Mapping[str, Any]] = None,
         *,
         mode: WriteMode = "set",
+        submission_id: Optional[str] = None,
+        retries: int = 2,
     ) -> SubmitResult:
         """Write ``user_id``'s score and merge ``metadata``, atomically in one round trip, and
         report what changed.
+
+        With ``submission_id`` (issue 17) the write applies once: its result is stored under
+        the board for ``submission_ttl`` seconds, and a repeat within that time writes nothing
+        and returns the stored result with ``"duplicate": True`` (``False`` the first time).
+        Such a write whose reply was lost (the connection dropped) is sent again on a new
+        connection, at most ``retries`` times, then raises ``ConnectionError``; a resend
+        whose first attempt had applied returns ``"duplicate": True``. Without an id, a write
+        is never resent. On a board with ``rate_limit``, a write beyond the limit raises
+        :class:`RateLimited` (``retry_after`` seconds) and changes nothing.
 
         ``mode="set"`` stores ``score``; ``"best"`` stores it only if it is strictly better
         than the current score in the board's order (a new user is always stored); ``"incr"``
@@ -192,7 +297,43 @@ class RedisLeaderboard(BoardBase):
         away: ``"rank"`` is None, ``"metadata"`` ``{}`` and the user's id is in
         ``"trimmed_user_ids"``.
         """
-        return self._run(self._board.submit(user_id, score, metadata, mode=mode))
+        return self._run(
+            self._board.submit(
+                user_id, score, metadata, mode=mode, submission_id=submission_id, retries=retries
+            )
+        )
+
+    def events(
+        self,
+        last_id: str = "$",
+        *,
+        block: Optional[float] = None,
+        count: int = EVENTS_BATCH,
+    ) -> Iterator[Event]:
+        """The board's change events after ``last_id`` (``"$"``: from now on; ``"0"``: every
+        event the stream still holds), oldest first, as they come: ``{"id", "user_id", "score",
+        "rank", "previous_score", "previous_rank", "trimmed_user_ids", "overtaken"}`` (ranks
+        1-based; ``"rank"`` None if the write was trimmed away; ``"overtaken"``: up to 10 ids
+        the write passed, nearest first). Pass the last ``"id"`` seen to resume after a
+        disconnect without missing any (while the stream still holds it: it keeps about
+        ``events_maxlen``). ``block=None`` waits for ever; a number of seconds ends the
+        iteration once that long passes without an event (``0``: what is there now).
+
+        Reading holds a connection (XREAD BLOCK), so it runs on a connection of its own with
+        the client's options, closed when the iterator is."""
+        slices = events_slices(block)
+        operation = self._board.read_events(last_id, count)  # validates before connecting
+        del operation
+        reader = self.redis.dedicated()
+        try:
+            for wait in slices:
+                batch = reader.run(self._board.read_events(last_id, count, wait))
+                last_id = batch["last_id"]
+                if batch["events"]:
+                    slices = events_slices(block)  # an event came: the wait starts again
+                yield from batch["events"]
+        finally:
+            reader.close()
 
     def set_max_entries(self, max_entries: int) -> list[str]:
         """Change the board's size limit and trim to it; returns the trimmed ids, worst first.
@@ -306,6 +447,7 @@ class RedisLeaderboard(BoardBase):
         *,
         chunk_size: int = DEFAULT_CHUNK_SIZE,
         progress: Optional[Callable[[int], None]] = None,
+        retries: int = 2,
     ) -> ImportSummary:
         """Bulk-load ``(user_id, score)`` or ``(user_id, score, metadata)`` entries.
 
@@ -334,11 +476,19 @@ class RedisLeaderboard(BoardBase):
 
         Returns ``{"written": n, "trimmed": count, "trimmed_user_ids": [...]}``, listing at
         most the 1,000 lowest trimmed ids.
+
+        Issue 17: an entry may be ``(user_id, score, metadata_or_None, submission_id)``; an
+        entry whose id was applied before (by upsert_many, within ``submission_ttl``) is
+        skipped, and the summary then has ``"duplicates": n``. A chunk whose entries all carry
+        ids is resent after a lost reply, at most ``retries`` times. Entries with ids, and
+        boards with ``events``/``rate_limit``, go as scripts (bulk.lua); events are appended
+        per changed entry; rate limits do not apply to a bulk load.
         """
         check_bulk_arguments(chunk_size, progress)
-        operations = ChunkOperations(self._board, entries, chunk_size)
+        operations = ChunkOperations(self._board, entries, chunk_size, retries)
         written = 0
-        if not self._board.options_checked:  # a default board's chunks cannot check them
+        guarded = self._board.events or self._board.rate_limit is not None
+        if not self._board.options_checked and not guarded:  # MULTI/EXEC chunks cannot check
             self._run(self._board.check_options())
 
         def on_chunk(count: int) -> None:
@@ -348,7 +498,7 @@ class RedisLeaderboard(BoardBase):
                 progress(written)
 
         try:
-            if self.order == "desc" and self.ties == "lexicographic":
+            if self.order == "desc" and self.ties == "lexicographic" and not guarded:
                 self.redis.run_pipelined(operations, on_chunk, CHUNKS_IN_FLIGHT)
             else:  # script chunks (bulk.lua): one at a time, each may need its NOSCRIPT retry
                 for operation in operations:
@@ -361,4 +511,4 @@ class RedisLeaderboard(BoardBase):
                     note_failed_trim(error, trim_error)
             raise
         trim = self._run(self._board.trim_to_max_entries(MAX_REPORTED_TRIMMED))
-        return import_summary(written, trim)
+        return import_summary(written, trim, operations.submitted - written)

@@ -2,13 +2,16 @@
 -- upsert_user / increment_score / submit: write the score, merge the metadata, trim the board and
 -- read the entry back, atomically. No flags: Redis 7 refuses it up front when out of memory.
 -- KEYS: board, the user's metadata hash, then the option keys (see board_spec in _lib.lua).
--- ARGV: "<mode> [<order> <ties> <reply>]" (mode: 'set' | 'best' | 'incr'; reply: 'entry' |
--- 'submit'; the guide's methods on a default board send the mode alone), score or amount,
+-- ARGV: "<mode> [<order> <ties> <reply> [<guard>...]]" (mode: 'set' | 'best' | 'incr'; reply:
+-- 'entry' | 'submit'; guards: see guard_fields in _lib.lua, their keys the last KEYS; the
+-- guide's methods on a default board send the mode alone), score or amount,
 -- user_id, max_entries, field, value, ...
 -- Ranks in replies are zero-based. Returns, for 'entry': {trimmed_ids, score} if the user was
 -- trimmed away, else {trimmed_ids, score, rank, {field, value, ...}}; for 'submit':
 -- {trimmed_ids, score, rank or nil, {field, value, ...}, previous score or nil, previous rank or
--- nil, 1 if the stored score changed else 0}.
+-- nil, 1 if the stored score changed else 0[, with a submission id: 1 if it is the stored
+-- reply of an earlier write with that id (nothing was written), else 0]}; RATELIMITED
+-- retry_after=<s> ... when a rate limit refuses the write.
 local board, user_key = KEYS[1], KEYS[2]
 if not string.find(ARGV[1], ' ', 1, true) and no_options_recorded(KEYS[3]) then
   -- The guide's board, and the guide's methods: mode 'set' or 'incr' alone.
@@ -87,8 +90,10 @@ if string.find(ARGV[1], ' ', 1, true) then
   spec = {}
   for word in string.gmatch(ARGV[1], '%S+') do spec[#spec + 1] = word end
 end
-local plan, reply = plan_write({board = board, user_key = user_key, k = 3, mode = spec[1],
+local w = {board = board, user_key = user_key, k = 3, mode = spec[1],
   order = spec[2], ties = spec[3], submit = spec[4] == 'submit', number = ARGV[2],
-  user_id = ARGV[3], max_entries = tonumber(ARGV[4]), fields = ARGV, first_field = 5})
+  user_id = ARGV[3], max_entries = tonumber(ARGV[4]), fields = ARGV, first_field = 5}
+guard_fields(w, spec, 5)  -- guards (issue 17): the spec's words after the 4th, the last KEYS
+local plan, reply = plan_write(w)
 if not plan then return reply end
 return apply_write(plan)
