@@ -280,8 +280,8 @@ class RedisLeaderboard(BoardBase):
             for wait in slices:
                 batch = await reader.run(self._board.read_events(last_id, count, wait))
                 last_id = batch["last_id"]
-                if batch["events"]:
-                    slices = events_slices(block)
+                if batch["events"]:  # an event came: the wait starts again
+                    slices.send(True)
                 for event in batch["events"]:
                     yield event
         finally:

@@ -6,6 +6,7 @@ import itertools
 from typing import (
     Any,
     Callable,
+    Generator,
     Iterable,
     Iterator,
     Literal,
@@ -111,27 +112,32 @@ def import_summary(written: int, trim: dict[str, Any], skipped: int = 0) -> Impo
     return summary
 
 
-def events_slices(block: Optional[float]) -> Iterator[Optional[float]]:
+def events_slices(block: Optional[float]) -> Generator[Optional[float], Optional[bool], None]:
     """The XREAD BLOCK of each round trip of ``events(block=...)``: slices of at most
     EVENTS_BLOCK_SLICE seconds; ``block=None`` waits for ever (slice after slice), a number
-    gives up once that long has passed without an event (0: no wait)."""
+    gives up once that long has passed without an event (0: no wait). ``send(True)`` (an
+    event came) starts the wait again; it yields None (the value of that send) first."""
     import time
 
     if block is not None and (isinstance(block, bool) or not isinstance(block, (int, float))):
         raise TypeError(f"block must be None or a number of seconds, not {type(block).__name__}")
     if block is not None and not 0 <= block <= 1e6:
         raise ValueError("block must be None or a number of seconds from 0 to 1e6")
-    if block is None:
-        while True:
-            yield EVENTS_BLOCK_SLICE
-    until = time.monotonic() + block
+    until = None if block is None else time.monotonic() + block
     first = True
     while True:
-        left = until - time.monotonic()
-        if left <= 0 and not first:
-            return
+        if until is None:
+            wait: Optional[float] = EVENTS_BLOCK_SLICE
+        else:
+            left = until - time.monotonic()
+            if left <= 0 and not first:
+                return
+            wait = max(0.0, min(left, EVENTS_BLOCK_SLICE)) or None
         first = False
-        yield max(0.0, min(left, EVENTS_BLOCK_SLICE)) or None
+        if (yield wait) and block is not None:  # an event came: wait afresh
+            until = time.monotonic() + block
+            first = True
+            yield None
 
 
 class BoardBase:
@@ -329,8 +335,8 @@ class RedisLeaderboard(BoardBase):
             for wait in slices:
                 batch = reader.run(self._board.read_events(last_id, count, wait))
                 last_id = batch["last_id"]
-                if batch["events"]:
-                    slices = events_slices(block)  # an event came: the wait starts again
+                if batch["events"]:  # an event came: the wait starts again
+                    slices.send(True)  # an event came: the wait starts again
                 yield from batch["events"]
         finally:
             reader.close()
