@@ -16,6 +16,7 @@ from typing import Any, Iterator
 
 import pytest
 
+from conftest import RedisServer, unique_key
 from redis_leaderboard import (
     AsyncRedisLeaderboard,
     Client,
@@ -25,8 +26,6 @@ from redis_leaderboard import (
     ResponseError,
 )
 from redis_leaderboard.asyncio import Client as AsyncClient
-
-from conftest import RedisServer, unique_key
 
 
 @pytest.fixture
@@ -221,7 +220,7 @@ def test_upsert_many_skips_entries_whose_id_was_applied(client: Client, key: str
     entries = [(f"u{i}", i, None, f"import-1:{i}") for i in range(10)]
     assert board.upsert_many(entries)["written"] == 10
     board.upsert_user("u3", 100)
-    again = board.upsert_many(entries + [("u10", 10, {"a": "b"}, "import-1:10"), ("u11", 11)])
+    again = board.upsert_many([*entries, ("u10", 10, {"a": "b"}, "import-1:10"), ("u11", 11)])
     assert again["written"] == 2 and again["duplicates"] == 10
     assert board.get_user_entry("u3")["score"] == 100.0  # type: ignore[index]
     # The same id twice in one chunk applies once.

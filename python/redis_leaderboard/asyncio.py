@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import atexit
 import weakref
-from typing import Any, AsyncIterator, Callable, Iterable, Mapping, Optional, Union
+from typing import Any, Callable, Iterable, Mapping, Optional, Union
 
 from . import _core
 from .leaderboard import (
@@ -225,6 +225,65 @@ def _close_open_clients() -> None:
             pass  # best effort at exit
 
 
+class AsyncEventStream:
+    """A board's change events (:meth:`RedisLeaderboard.events`): ``async for``, or
+    ``await read()``."""
+
+    def __init__(
+        self, leaderboard: RedisLeaderboard, last_id: str, block: Optional[float], count: int
+    ) -> None:
+        self._slices = events_slices(block)
+        leaderboard._board.read_events(last_id, count)  # validates, sends nothing
+        self._leaderboard = leaderboard
+        self._count = count
+        self._buffer: list[Event] = []
+        self._reader: Optional[Client] = None
+        self.last_id = last_id
+
+    async def read(self, block: Optional[float] = None) -> list[Event]:
+        """As :meth:`redis_leaderboard.leaderboard.EventStream.read`."""
+        if self._reader is None:
+            self._reader = self._leaderboard.redis.dedicated()
+        operation = self._leaderboard._board.read_events(self.last_id, self._count, block)
+        batch = await self._reader.run(operation)
+        self.last_id = batch["last_id"]
+        events: list[Event] = batch["events"]
+        return events
+
+    def __aiter__(self) -> AsyncEventStream:
+        return self
+
+    async def __anext__(self) -> Event:
+        try:
+            while not self._buffer:
+                try:
+                    wait = next(self._slices)
+                except StopIteration:
+                    raise StopAsyncIteration from None
+                self._buffer = await self.read(wait)
+                if self._buffer:
+                    self._slices.send(True)
+        except BaseException:
+            if not self._buffer:
+                self.close()  # the end, an error or cancellation: the connection goes
+            raise
+        return self._buffer.pop(0)
+
+    def close(self) -> None:
+        if self._reader is not None:
+            self._reader.close()
+            self._reader = None
+
+    async def aclose(self) -> None:
+        self.close()
+
+    async def __aenter__(self) -> AsyncEventStream:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        self.close()
+
+
 class RedisLeaderboard(BoardBase):
     """The asyncio twin of :class:`redis_leaderboard.RedisLeaderboard`: same constructor,
     methods, results and errors, each method a coroutine.
@@ -264,28 +323,17 @@ class RedisLeaderboard(BoardBase):
             )
         )
 
-    async def events(
+    def events(
         self,
         last_id: str = "$",
         *,
         block: Optional[float] = None,
         count: int = EVENTS_BATCH,
-    ) -> AsyncIterator[Event]:
+    ) -> AsyncEventStream:
         """As :meth:`redis_leaderboard.RedisLeaderboard.events`: ``async for event in
-        board.events(...)``, on a connection (and I/O thread) of its own."""
-        slices = events_slices(block)
-        self._board.read_events(last_id, count)  # validates before connecting
-        reader = self.redis.dedicated()
-        try:
-            for wait in slices:
-                batch = await reader.run(self._board.read_events(last_id, count, wait))
-                last_id = batch["last_id"]
-                if batch["events"]:  # an event came: the wait starts again
-                    slices.send(True)
-                for event in batch["events"]:
-                    yield event
-        finally:
-            reader.close()
+        board.events(...)``, or ``await stream.read(block)``, on a connection (and I/O
+        thread) of its own; ``await stream.aclose()`` (or ``async with``) closes it."""
+        return AsyncEventStream(self, last_id, block, count)
 
     async def set_max_entries(self, max_entries: int) -> list[str]:
         return await self._run(self._board.set_max_entries(max_entries))

@@ -226,6 +226,61 @@ class BoardBase:
         return f"{self.display_name}(key={self.key!r}, max_entries={self.max_entries}{options})"
 
 
+class EventStream:
+    """A board's change events (:meth:`RedisLeaderboard.events`): iterate, or ``read()``."""
+
+    def __init__(
+        self, leaderboard: RedisLeaderboard, last_id: str, block: Optional[float], count: int
+    ) -> None:
+        self._slices = events_slices(block)  # validates block
+        leaderboard._board.read_events(last_id, count)  # validates the rest, sends nothing
+        self._leaderboard = leaderboard
+        self._count = count
+        self._buffer: list[Event] = []
+        self._reader: Optional[_core.Client] = None
+        self.last_id = last_id
+
+    def read(self, block: Optional[float] = None) -> list[Event]:
+        """One round trip: the events after ``last_id`` (at most ``count``), waiting up to
+        ``block`` seconds for one (None: no wait); ``[]`` if none came."""
+        if self._reader is None:
+            self._reader = self._leaderboard.redis.dedicated()
+        operation = self._leaderboard._board.read_events(self.last_id, self._count, block)
+        batch = self._reader.run(operation)
+        self.last_id = batch["last_id"]
+        events: list[Event] = batch["events"]
+        return events
+
+    def __iter__(self) -> EventStream:
+        return self
+
+    def __next__(self) -> Event:
+        while not self._buffer:
+            try:
+                wait = next(self._slices)
+            except StopIteration:
+                self.close()
+                raise
+            self._buffer = self.read(wait)
+            if self._buffer:
+                self._slices.send(True)  # an event came: the wait starts again
+        return self._buffer.pop(0)
+
+    def close(self) -> None:
+        if self._reader is not None:
+            self._reader.close()
+            self._reader = None
+
+    def __enter__(self) -> EventStream:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __del__(self) -> None:
+        self.close()
+
+
 class RedisLeaderboard(BoardBase):
     """A leaderboard in a Redis sorted set, with per-user metadata hashes.
 
@@ -315,7 +370,7 @@ class RedisLeaderboard(BoardBase):
         *,
         block: Optional[float] = None,
         count: int = EVENTS_BATCH,
-    ) -> Iterator[Event]:
+    ) -> EventStream:
         """The board's change events after ``last_id`` (``"$"``: from now on; ``"0"``: every
         event the stream still holds), oldest first, as they come: ``{"id", "user_id", "score",
         "rank", "previous_score", "previous_rank", "trimmed_user_ids", "overtaken"}`` (ranks
@@ -326,20 +381,10 @@ class RedisLeaderboard(BoardBase):
         iteration once that long passes without an event (``0``: what is there now).
 
         Reading holds a connection (XREAD BLOCK), so it runs on a connection of its own with
-        the client's options, closed when the iterator is."""
-        slices = events_slices(block)
-        operation = self._board.read_events(last_id, count)  # validates before connecting
-        del operation
-        reader = self.redis.dedicated()
-        try:
-            for wait in slices:
-                batch = reader.run(self._board.read_events(last_id, count, wait))
-                last_id = batch["last_id"]
-                if batch["events"]:  # an event came: the wait starts again
-                    slices.send(True)  # an event came: the wait starts again
-                yield from batch["events"]
-        finally:
-            reader.close()
+        the client's options, opened on the first read and closed with the stream
+        (``close()``, ``with``, or the end of the iteration). ``read(block)`` is one round
+        trip (a list, maybe empty); ``last_id`` is where the next read resumes."""
+        return EventStream(self, last_id, block, count)
 
     def set_max_entries(self, max_entries: int) -> list[str]:
         """Change the board's size limit and trim to it; returns the trimmed ids, worst first.
