@@ -21,6 +21,7 @@ from ._core import (
 )
 from .asyncio import RedisLeaderboard as AsyncRedisLeaderboard
 from .client import Client
+from .cluster import ClusterClient
 from .leaderboard import RedisLeaderboard
 
 if TYPE_CHECKING:
@@ -43,6 +44,7 @@ __all__ = [
     "AuthenticationError",
     "BusyLoadingError",
     "Client",
+    "ClusterClient",
     "ConnectionError",
     "ExecAbortError",
     "NoPermissionError",

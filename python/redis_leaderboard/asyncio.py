@@ -30,9 +30,10 @@ from .leaderboard import (
     import_summary,
     note_failed_trim,
 )
+from .cluster import AsyncClusterClient as ClusterClient
 from .options import sentinel_options, url_options
 
-__all__ = ["Client", "RedisLeaderboard"]
+__all__ = ["Client", "ClusterClient", "RedisLeaderboard"]
 
 _open_clients: weakref.WeakSet[Client] = weakref.WeakSet()
 
@@ -227,6 +228,7 @@ class RedisLeaderboard(BoardBase):
     """
 
     client_class = Client
+    cluster_client_class = ClusterClient
     display_name = "redis_leaderboard.asyncio.RedisLeaderboard"
     redis: Client
 
