@@ -23,6 +23,7 @@ from .asyncio import RedisLeaderboard as AsyncRedisLeaderboard
 from .client import Client
 from .cluster import ClusterClient
 from .leaderboard import RedisLeaderboard
+from .sharded import ShardedLeaderboard
 
 if TYPE_CHECKING:
     __version__: str
@@ -54,6 +55,7 @@ __all__ = [
     "RedisError",
     "RedisLeaderboard",
     "ResponseError",
+    "ShardedLeaderboard",
     "TimeoutError",
     "__version__",
 ]

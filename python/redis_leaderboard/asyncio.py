@@ -32,8 +32,9 @@ from .leaderboard import (
 )
 from .cluster import AsyncClusterClient as ClusterClient
 from .options import sentinel_options, url_options
+from .sharded import AsyncShardedLeaderboard as ShardedLeaderboard
 
-__all__ = ["Client", "ClusterClient", "RedisLeaderboard"]
+__all__ = ["Client", "ClusterClient", "RedisLeaderboard", "ShardedLeaderboard"]
 
 _open_clients: weakref.WeakSet[Client] = weakref.WeakSet()
 
