@@ -19,8 +19,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 from redis_leaderboard import ClusterClient, RedisLeaderboard, _core
 from redis_leaderboard import asyncio as rl_asyncio
 from redis_leaderboard._redis_server import RedisCluster, RedisClusterNode
@@ -153,9 +151,7 @@ def replica_of(cluster: RedisCluster, primary: RedisClusterNode) -> RedisCluster
     raise AssertionError(f"no replica of {primary.port}")
 
 
-def test_failover_under_load(
-    redis_cluster: RedisCluster, cluster_key: str, tmp_path: Path
-) -> None:
+def test_failover_under_load(redis_cluster: RedisCluster, cluster_key: str, tmp_path: Path) -> None:
     slot = _core.key_slot(cluster_key)
     primary = redis_cluster.owner(slot)
     replica = replica_of(redis_cluster, primary)

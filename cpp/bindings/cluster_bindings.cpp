@@ -39,41 +39,42 @@ ClusterOptions cluster_options(std::vector<std::pair<std::string, int>> startup_
   ClusterOptions options;
   const auto first = startup_nodes.empty() ? std::pair<std::string, int>{"localhost", 6379}
                                            : startup_nodes.front();
-  options.node = client_options(first.first, first.second, 0, std::move(username),
-                                std::move(password), socket_timeout, socket_connect_timeout,
-                                std::move(client_name), std::nullopt, max_reply_bytes, std::move(tls));
+  options.node =
+      client_options(first.first, first.second, 0, std::move(username), std::move(password),
+                     socket_timeout, socket_connect_timeout, std::move(client_name), std::nullopt,
+                     max_reply_bytes, std::move(tls));
   options.startup_nodes = std::move(startup_nodes);
   options.read_from_replicas = read_from_replicas;
   options.validate();
   return options;
 }
 
-#define RLB_CLUSTER_PARAMETERS                                                                   \
-  std::vector<std::pair<std::string, int>> startup_nodes, std::optional<std::string> username,   \
-      std::optional<std::string> password, std::optional<double> socket_timeout,                 \
-      std::optional<double> socket_connect_timeout, std::optional<std::string> client_name,      \
-      bool read_from_replicas, std::optional<std::size_t> max_reply_bytes, bool ssl,             \
-      std::optional<std::string> ssl_ca_certs, std::optional<std::string> ssl_ca_path,           \
-      std::optional<std::string> ssl_ca_data, std::optional<std::string> ssl_certfile,           \
-      std::optional<std::string> ssl_keyfile, std::optional<std::string> ssl_password,           \
-      py::object ssl_cert_reqs, bool ssl_check_hostname, py::object ssl_min_version,             \
+#define RLB_CLUSTER_PARAMETERS                                                                 \
+  std::vector<std::pair<std::string, int>> startup_nodes, std::optional<std::string> username, \
+      std::optional<std::string> password, std::optional<double> socket_timeout,               \
+      std::optional<double> socket_connect_timeout, std::optional<std::string> client_name,    \
+      bool read_from_replicas, std::optional<std::size_t> max_reply_bytes, bool ssl,           \
+      std::optional<std::string> ssl_ca_certs, std::optional<std::string> ssl_ca_path,         \
+      std::optional<std::string> ssl_ca_data, std::optional<std::string> ssl_certfile,         \
+      std::optional<std::string> ssl_keyfile, std::optional<std::string> ssl_password,         \
+      py::object ssl_cert_reqs, bool ssl_check_hostname, py::object ssl_min_version,           \
       std::optional<std::string> ssl_ciphers
-#define RLB_CLUSTER_OPTIONS                                                                      \
-  cluster_options(std::move(startup_nodes), std::move(username), std::move(password),            \
-                  socket_timeout, socket_connect_timeout, std::move(client_name),                \
-                  read_from_replicas, max_reply_bytes,                                           \
-                  tls_options(ssl, std::move(ssl_ca_certs), std::move(ssl_ca_path),              \
-                              std::move(ssl_ca_data), std::move(ssl_certfile),                   \
-                              std::move(ssl_keyfile), std::move(ssl_password), ssl_cert_reqs,    \
-                              ssl_check_hostname, ssl_min_version, std::move(ssl_ciphers)))
-#define RLB_CLUSTER_ARGUMENTS                                                                      \
-  "startup_nodes"_a, py::kw_only(), "username"_a = py::none(), "password"_a = py::none(),          \
-      "socket_timeout"_a = py::none(), "socket_connect_timeout"_a = py::none(),                    \
-      "client_name"_a = py::none(), "read_from_replicas"_a = false,                                \
-      "max_reply_bytes"_a = py::none(), "ssl"_a = false, "ssl_ca_certs"_a = py::none(),            \
-      "ssl_ca_path"_a = py::none(), "ssl_ca_data"_a = py::none(), "ssl_certfile"_a = py::none(),   \
-      "ssl_keyfile"_a = py::none(), "ssl_password"_a = py::none(), "ssl_cert_reqs"_a = "required", \
-      "ssl_check_hostname"_a = true, "ssl_min_version"_a = py::none(), "ssl_ciphers"_a = py::none()
+#define RLB_CLUSTER_OPTIONS                                                                     \
+  cluster_options(                                                                              \
+      std::move(startup_nodes), std::move(username), std::move(password), socket_timeout,       \
+      socket_connect_timeout, std::move(client_name), read_from_replicas, max_reply_bytes,      \
+      tls_options(ssl, std::move(ssl_ca_certs), std::move(ssl_ca_path), std::move(ssl_ca_data), \
+                  std::move(ssl_certfile), std::move(ssl_keyfile), std::move(ssl_password),     \
+                  ssl_cert_reqs, ssl_check_hostname, ssl_min_version, std::move(ssl_ciphers)))
+#define RLB_CLUSTER_ARGUMENTS                                                                     \
+  "startup_nodes"_a, py::kw_only(),                                                               \
+      "username"_a = py::none(), "password"_a = py::none(), "socket_timeout"_a = py::none(),      \
+      "socket_connect_timeout"_a = py::none(), "client_name"_a = py::none(),                      \
+      "read_from_replicas"_a = false, "max_reply_bytes"_a = py::none(), "ssl"_a = false,          \
+      "ssl_ca_certs"_a = py::none(), "ssl_ca_path"_a = py::none(), "ssl_ca_data"_a = py::none(),  \
+      "ssl_certfile"_a = py::none(), "ssl_keyfile"_a = py::none(), "ssl_password"_a = py::none(), \
+      "ssl_cert_reqs"_a = "required", "ssl_check_hostname"_a = true,                              \
+      "ssl_min_version"_a = py::none(), "ssl_ciphers"_a = py::none()
 
 py::list shards_list(ClusterClient& client) {
   std::vector<ClusterClient::ShardView> shards;
@@ -190,9 +191,7 @@ class AsyncClusterCore {
   std::uint64_t calls() const { return calls_; }
 
  private:
-  static bool is_done(const py::object& future) {
-    return future.attr(names->done)().cast<bool>();
-  }
+  static bool is_done(const py::object& future) { return future.attr(names->done)().cast<bool>(); }
   void check_owner() const {
     if (fork_guard_.forked()) {
       throw RedisError(
@@ -353,7 +352,8 @@ void declare_cluster(py::module_& m) {
              self.client().refresh();
            })
       .def("shards", [](AsyncClusterCore& self) { return shards_list(self.client()); })
-      .def("stats", [](AsyncClusterCore& self) { return cluster_stats(self.client(), self.calls()); })
+      .def("stats",
+           [](AsyncClusterCore& self) { return cluster_stats(self.client(), self.calls()); })
       .def("address", [](AsyncClusterCore& self) {
         std::string nodes;
         for (const auto& [host, port] : self.client().options().startup_nodes) {

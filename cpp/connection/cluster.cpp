@@ -46,13 +46,15 @@ bool iequals(std::string_view a, std::string_view b) {
 }
 
 // Commands without keys that the library sends.
-constexpr std::string_view kKeyless[] = {"MULTI", "EXEC", "DISCARD", "PING", "ASKING", "READONLY",
-                                         "CLUSTER", "INFO", "TIME", "SCRIPT", "COMMAND", "ECHO"};
+constexpr std::string_view kKeyless[] = {"MULTI",  "EXEC",     "DISCARD", "PING",
+                                         "ASKING", "READONLY", "CLUSTER", "INFO",
+                                         "TIME",   "SCRIPT",   "COMMAND", "ECHO"};
 // Read commands: a request made only of these (and no-writes scripts) may go to a replica.
 constexpr std::string_view kReads[] = {
-    "ZREVRANK", "ZRANK",  "ZSCORE",  "ZMSCORE", "ZCARD", "ZCOUNT", "ZRANGE", "ZREVRANGE",
-    "ZRANGEBYSCORE", "ZREVRANGEBYSCORE", "HGETALL", "HGET", "HMGET", "EXISTS", "TYPE", "GET",
-    "PING",     "ECHO"};
+    "ZREVRANK", "ZRANK",  "ZSCORE",    "ZMSCORE",       "ZCARD",
+    "ZCOUNT",   "ZRANGE", "ZREVRANGE", "ZRANGEBYSCORE", "ZREVRANGEBYSCORE",
+    "HGETALL",  "HGET",   "HMGET",     "EXISTS",        "TYPE",
+    "GET",      "PING",   "ECHO"};
 
 }  // namespace
 
@@ -264,9 +266,7 @@ bool SlotMap::complete() const {
 // ---- Redirects -------------------------------------------------------------------------------
 
 std::optional<Redirect> parse_redirect(std::string_view error, const std::string& origin) {
-  auto starts = [&](std::string_view prefix) {
-    return error.substr(0, prefix.size()) == prefix;
-  };
+  auto starts = [&](std::string_view prefix) { return error.substr(0, prefix.size()) == prefix; };
   Redirect redirect;
   if (starts("TRYAGAIN") || starts("ERR Script attempted to access a non local key")) {
     redirect.kind = Redirect::Kind::TryAgain;

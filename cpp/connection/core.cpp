@@ -49,8 +49,7 @@ void Core::submit(std::uint64_t id, std::unique_ptr<leaderboard::Operation> oper
   enqueue(std::move(request));
 }
 
-void Core::submit(std::uint64_t id, std::unique_ptr<Exchange> exchange,
-                  Clock::time_point started) {
+void Core::submit(std::uint64_t id, std::unique_ptr<Exchange> exchange, Clock::time_point started) {
   Request request;
   request.id = id;
   request.deadline = deadline_from(started);

@@ -20,8 +20,8 @@
 #include <memory>
 #include <optional>
 #include <string>
-#include <vector>
 #include <utility>
+#include <vector>
 
 #include "codec/resp.hpp"
 #include "connection/exchange.hpp"
@@ -38,7 +38,10 @@ struct Completion {
   Completion() = default;
   Completion(std::uint64_t id_, leaderboard::Result result_, std::vector<Reply> replies_,
              std::exception_ptr error_)
-      : id(id_), result(std::move(result_)), replies(std::move(replies_)), error(std::move(error_)) {}
+      : id(id_),
+        result(std::move(result_)),
+        replies(std::move(replies_)),
+        error(std::move(error_)) {}
 
   std::uint64_t id = 0;
   leaderboard::Result result;

@@ -295,7 +295,7 @@ void BlockingConnection::pump() {
 }
 
 std::uint64_t BlockingConnection::submit(std::unique_ptr<connection::Exchange> exchange,
-                                        Clock::time_point started) {
+                                         Clock::time_point started) {
   const std::uint64_t id = next_id_++;
   core_.submit(id, std::move(exchange), started);
   return id;

@@ -284,10 +284,10 @@ void ClusterClient::run_batch(std::vector<Outgoing> batch,
     job.last_error = std::move(why);
     job.not_before = Clock::now() + seconds(cluster::retry_delay(++job.waits));
     if (job.not_before >= job.deadline) {
-      return fail(job.id, std::make_exception_ptr(TimeoutError(
-                              "Timeout waiting for the cluster to serve slot " +
-                              std::to_string(job.slot.value_or(-1)) + ": " +
-                              message_of(job.last_error))));
+      return fail(job.id,
+                  std::make_exception_ptr(TimeoutError(
+                      "Timeout waiting for the cluster to serve slot " +
+                      std::to_string(job.slot.value_or(-1)) + ": " + message_of(job.last_error))));
     }
     next.push_back(std::move(job));
   };
@@ -512,8 +512,7 @@ void ClusterClient::close() {
 // ---------------------------------------------------------------------------------------------
 // AsyncClusterTransport
 
-AsyncClusterTransport::AsyncClusterTransport(ClusterOptions options)
-    : client_(std::move(options)) {
+AsyncClusterTransport::AsyncClusterTransport(ClusterOptions options) : client_(std::move(options)) {
   event_fd_ = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
   if (event_fd_ < 0) throw RedisError(std::string("eventfd: ") + std::strerror(errno));
   thread_ = std::thread([this] { loop(); });
@@ -592,7 +591,8 @@ void AsyncClusterTransport::loop() {
     } catch (...) {  // a wait that failed (poll): the requests under way fail with it
       auto error = std::current_exception();
       std::vector<Completion> failed;
-      for (auto id : unfinished) failed.emplace_back(id, leaderboard::Result{}, std::vector<Reply>{}, error);
+      for (auto id : unfinished)
+        failed.emplace_back(id, leaderboard::Result{}, std::vector<Reply>{}, error);
       publish(std::move(failed));
     }
   }

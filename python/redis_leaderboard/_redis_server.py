@@ -24,7 +24,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Optional
+from typing import Any, Callable, Optional
 
 __all__ = [
     "INSTALL_HINT",
@@ -358,7 +358,8 @@ class RedisClusterNode(RedisServer):
     def _command(self) -> list[str]:
         if not self.bus_port:
             self.bus_port = free_port(self.host)
-        return super()._command() + [
+        return [
+            *super()._command(),
             "--cluster-enabled", "yes",
             "--cluster-config-file", "nodes.conf",
             "--cluster-node-timeout", str(self.node_timeout_ms),
@@ -397,9 +398,10 @@ class RedisCluster:
             )
             for _ in range(primaries * (1 + replicas))
         ]
-        self.redis_cli = shutil.which("redis-cli")
-        if self.redis_cli is None:
+        redis_cli = shutil.which("redis-cli")
+        if redis_cli is None:
             raise RedisServerError(f"redis-cli was not found on PATH: {INSTALL_HINT}")
+        self.redis_cli: str = redis_cli
 
     @property
     def host(self) -> str:
@@ -433,7 +435,7 @@ class RedisCluster:
             self.cleanup()
             raise
 
-    def node_command(self, node: RedisServer, *args: object) -> object:
+    def node_command(self, node: RedisServer, *args: str | bytes | int | float) -> Any:
         """One command to one node (a plain client; error replies raise)."""
         from . import _core
 
@@ -463,16 +465,17 @@ class RedisCluster:
                 healthy = True
                 for node in running:
                     info = str(self.node_command(node, "CLUSTER", "INFO"))
-                    fields = dict(
-                        line.split(":", 1) for line in info.splitlines() if ":" in line
-                    )
+                    fields = dict(line.split(":", 1) for line in info.splitlines() if ":" in line)
                     replication = str(self.node_command(node, "INFO", "replication"))
                     if (
                         fields.get("cluster_state") != "ok"
                         or fields.get("cluster_slots_ok") != "16384"
                         or int(fields.get("cluster_known_nodes", 0)) < len(running)
                         or int(fields.get("cluster_size", 0)) != self.primaries
-                        or ("role:slave" in replication and "master_link_status:up" not in replication)
+                        or (
+                            "role:slave" in replication
+                            and "master_link_status:up" not in replication
+                        )
                     ):
                         healthy = False
                         last = f"{node.port}: {fields}"
@@ -490,7 +493,7 @@ class RedisCluster:
     def owner(self, slot: int) -> RedisClusterNode:
         """The primary serving ``slot``, as the running nodes say (CLUSTER SLOTS)."""
         node = next(node for node in self.nodes if node.running())
-        for first, last, primary, *_ in self.node_command(node, "CLUSTER", "SLOTS"):  # type: ignore[attr-defined]
+        for first, last, primary, *_ in self.node_command(node, "CLUSTER", "SLOTS"):
             if first <= slot <= last:
                 return self.node_at(int(primary[1]))
         raise KeyError(slot)
@@ -521,9 +524,18 @@ class RedisCluster:
                 break
             auth = ["AUTH", self.password] if self.password else []
             self.node_command(
-                source, "MIGRATE", target.host, target.port, "", 0, 5000, *auth, "KEYS", *keys  # type: ignore[misc]
+                source,
+                "MIGRATE",
+                target.host,
+                target.port,
+                "",
+                0,
+                5000,
+                *auth,
+                "KEYS",
+                *keys,
             )
-            moved += len(keys)  # type: ignore[arg-type]
+            moved += len(keys)
             if pause:
                 time.sleep(pause)
         for node in [target, source, *self.primaries_running()]:

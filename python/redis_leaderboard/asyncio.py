@@ -13,6 +13,7 @@ import weakref
 from typing import Any, Callable, Iterable, Mapping, Optional, Union
 
 from . import _core
+from .cluster import AsyncClusterClient as ClusterClient
 from .leaderboard import (
     CHUNKS_IN_FLIGHT,
     DEFAULT_CHUNK_SIZE,
@@ -30,7 +31,6 @@ from .leaderboard import (
     import_summary,
     note_failed_trim,
 )
-from .cluster import AsyncClusterClient as ClusterClient
 from .options import sentinel_options, url_options
 from .sharded import AsyncShardedLeaderboard as ShardedLeaderboard
 

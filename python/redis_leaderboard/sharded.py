@@ -137,7 +137,9 @@ class ShardedBase:
             return distinct_better + 1
         return position
 
-    def _ranked(self, merged: list[Entry], first_position: int, better: int, distinct: int) -> list[Entry]:
+    def _ranked(
+        self, merged: list[Entry], first_position: int, better: int, distinct: int
+    ) -> list[Entry]:
         """Global ranks for `merged` (consecutive entries from position `first_position`, with
         `better` entries and `distinct` scores strictly better than its first)."""
         out = []
@@ -335,7 +337,9 @@ def _check_count(value: Any, name: str, low: int = 1, high: Optional[int] = None
     if isinstance(value, bool) or not isinstance(value, int):
         raise TypeError(f"{name} must be an int, not {type(value).__name__}")
     if value < low or (high is not None and value > high):
-        raise ValueError(f"{name} must be between {low} and {high}" if high else f"{name} must be at least {low}")
+        raise ValueError(
+            f"{name} must be between {low} and {high}" if high else f"{name} must be at least {low}"
+        )
     return value
 
 
@@ -440,7 +444,9 @@ class ShardedLeaderboard(ShardedBase):
     def get_page(self, page: int, page_size: int = 10) -> Page:
         """The 1-based ``page`` of ``page_size`` (1 to 1,000) entries, as one board's."""
         return self._run(
-            self._plan_page(_check_count(page, "page"), _check_count(page_size, "page_size", 1, 1000))
+            self._plan_page(
+                _check_count(page, "page"), _check_count(page_size, "page_size", 1, 1000)
+            )
         )
 
     def clear(self) -> None:
@@ -523,7 +529,9 @@ class AsyncShardedLeaderboard(ShardedBase):
 
     async def get_page(self, page: int, page_size: int = 10) -> Page:
         return await self._run(
-            self._plan_page(_check_count(page, "page"), _check_count(page_size, "page_size", 1, 1000))
+            self._plan_page(
+                _check_count(page, "page"), _check_count(page_size, "page_size", 1, 1000)
+            )
         )
 
     async def clear(self) -> None:
