@@ -30,6 +30,13 @@ constexpr Prefix kServerErrors[] = {
     {"READONLY ", raise<ReadOnlyError>},
     {"LOADING ", raise<BusyLoadingError>},
     {"EXECABORT ", raise<ExecAbortError>},
+    {"MOVED ", raise<ClusterRedirectError>},
+    {"ASK ", raise<ClusterRedirectError>},
+    {"TRYAGAIN ", raise<ClusterRedirectError>},
+    {"CLUSTERDOWN ", raise<ClusterRedirectError>},
+    // A script touched a key of its slot that is migrating and not on this node: it failed at
+    // that command, before its first write (every script checks what it touches first).
+    {"ERR Script attempted to access a non local key", raise<ClusterRedirectError>},
     {"ERR max number of clients reached", raise<ConnectionError>},
     // Before AUTH, Redis refuses commands of more than 10 arguments this way (then closes):
     // what the caller is missing is a password, as NOAUTH would say for a shorter command.

@@ -64,6 +64,13 @@ struct RateLimited : ResponseError {
   double retry_after;  // seconds until the user's window has room (server time)
 };
 
+// MOVED, ASK, TRYAGAIN, CLUSTERDOWN, or a script stopped at a key of a migrating slot: a cluster
+// node did not run the command (or the script failed before its first write). The cluster client
+// follows these (connection/cluster.hpp); another client raises them.
+struct ClusterRedirectError : ResponseError {
+  using ResponseError::ResponseError;
+};
+
 // Raised by argument checks before anything is sent (ValueError in Python).
 struct InvalidArgument : std::invalid_argument {
   using std::invalid_argument::invalid_argument;

@@ -22,6 +22,10 @@
 namespace py = pybind11;
 using namespace py::literals;
 
+namespace rlb::bindings {
+void declare_cluster(py::module_& m);  // cluster_bindings.cpp
+}
+
 namespace {
 
 // A connection core with the options and counters it refers to.
@@ -551,6 +555,8 @@ PYBIND11_MODULE(_core, m) {
       .def_property_readonly("outstanding",
                              [](const CoreHarness& self) { return self.core.outstanding(); })
       .def("stats", [](const CoreHarness& self) { return stats_dict(self.counters.snapshot()); });
+
+  declare_cluster(m);
 
   m.def(
       "ping", [] { return wrap(leaderboard::ping()); }, "The PING operation.");

@@ -52,6 +52,15 @@ void Core::submit(std::uint64_t id, std::unique_ptr<leaderboard::Operation> oper
   enqueue(std::move(request));
 }
 
+void Core::submit(std::uint64_t id, std::unique_ptr<Exchange> exchange, Clock::time_point started) {
+  Request request;
+  request.id = id;
+  request.deadline = deadline_from(started);
+  request.expected = exchange->expected();
+  request.exchange = std::move(exchange);
+  enqueue(std::move(request));
+}
+
 void Core::submit_raw(std::uint64_t id, std::string wire, std::size_t count,
                       Clock::time_point started) {
   Request request;
@@ -221,6 +230,12 @@ void Core::finish(Request&& request, Clock::time_point now) {
       completions_.push_back({request.id, request.exchange->take_result(), {}, nullptr});
       return;
     }
+  } catch (const ClusterRedirectError&) {
+    // Not run: the cluster client sends it again where the reply says.
+    Completion redirected{request.id, {}, {}, std::current_exception()};
+    redirected.redirected = std::move(request.exchange);
+    completions_.push_back(std::move(redirected));
+    return;
   } catch (const ReadOnlyError&) {
     // A replica answered (after a failover, or a DNS name moved to a new primary): this write
     // did not run; the next ones go to a new connection, to whatever the address is now.

@@ -23,6 +23,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "codec/resp.hpp"
@@ -37,10 +38,21 @@ using Clock = std::chrono::steady_clock;
 
 // A finished request: the operation's result, or the raw replies of a raw request, or an error.
 struct Completion {
+  Completion() = default;
+  Completion(std::uint64_t id_, leaderboard::Result result_, std::vector<Reply> replies_,
+             std::exception_ptr error_)
+      : id(id_),
+        result(std::move(result_)),
+        replies(std::move(replies_)),
+        error(std::move(error_)) {}
+
   std::uint64_t id = 0;
   leaderboard::Result result;
   std::vector<Reply> replies;  // raw requests only
   std::exception_ptr error;    // set: the request failed
+  // A cluster redirect (error is a ClusterRedirectError): the operation, not run, its step
+  // ready to be sent again (Exchange::restart_step) to another node.
+  std::unique_ptr<Exchange> redirected;
 };
 
 class Core {
@@ -52,6 +64,8 @@ class Core {
   // An operation, run to its end (every page, NOSCRIPT fallbacks) before it completes.
   void submit(std::uint64_t id, std::unique_ptr<leaderboard::Operation> operation,
               Clock::time_point started);
+  // An operation already under way (sent elsewhere before a cluster redirect): its current step.
+  void submit(std::uint64_t id, std::unique_ptr<Exchange> exchange, Clock::time_point started);
   // Completes request `id` with `error` at once (it never reached the core's queues).
   void fail(std::uint64_t id, const std::exception_ptr& error) {
     completions_.push_back({id, {}, {}, error});

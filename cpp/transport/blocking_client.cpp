@@ -310,6 +310,21 @@ void BlockingConnection::pump() {
   read_once(std::exchange(just_wrote_, false));
 }
 
+std::uint64_t BlockingConnection::submit(std::unique_ptr<connection::Exchange> exchange,
+                                         Clock::time_point started) {
+  const std::uint64_t id = next_id_++;
+  core_.submit(id, std::move(exchange), started);
+  return id;
+}
+
+void BlockingConnection::flush() {
+  while (!broken_) {
+    std::string out = core_.take_write();
+    if (out.empty()) break;
+    write_all(out);
+  }
+}
+
 std::optional<Reply> BlockingConnection::next_push() {
   for (;;) {
     for (auto& completion : core_.take_completions()) done_.push_back(std::move(completion));
@@ -449,8 +464,11 @@ class BlockingClient::Lease {
 };
 
 BlockingClient::BlockingClient(ClientOptions options)
-    : options_((options.validate(), std::move(options))),
-      tls_(connection::make_tls_context(options_.tls)),
+    : BlockingClient((options.validate(), std::move(options)), nullptr) {}
+
+BlockingClient::BlockingClient(ClientOptions options, std::shared_ptr<const TlsContext> tls)
+    : options_(std::move(options)),
+      tls_(tls ? std::move(tls) : connection::make_tls_context(options_.tls)),
       resolver_(options_, tls_) {
   if (options_.sentinel.enabled()) {
     // A new primary: connections to the old one are not reused (those in use finish their

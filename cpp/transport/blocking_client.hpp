@@ -64,6 +64,13 @@ class BlockingConnection {
                      const std::function<std::unique_ptr<leaderboard::Operation>()>& next,
                      const std::function<void(leaderboard::Result)>& done);
 
+  // For the cluster client: an operation under way (its current step) is queued; flush()
+  // writes everything queued in one write, without waiting for replies; wait() returns a
+  // request's completion (a redirect included).
+  std::uint64_t submit(std::unique_ptr<connection::Exchange> exchange, Clock::time_point started);
+  void flush();
+  Completion wait(std::uint64_t id) { return wait_for(id); }
+
   // A subscriber's next push; none once the server closed the connection (or it was shut
   // down). Waits without a deadline.
   std::optional<codec::Reply> next_push();
@@ -118,6 +125,8 @@ class BlockingConnection {
 class BlockingClient {
  public:
   explicit BlockingClient(ClientOptions options);
+  // With a TLS context shared with other clients (the cluster client's nodes).
+  BlockingClient(ClientOptions options, std::shared_ptr<const TlsContext> tls);
   ~BlockingClient();
   BlockingClient(const BlockingClient&) = delete;
   BlockingClient& operator=(const BlockingClient&) = delete;
@@ -134,10 +143,13 @@ class BlockingClient {
   void close();
   const ClientOptions& options() const { return options_; }
 
- private:
-  class Lease;
+  // A connection of the pool (a new one if none is idle; ConnectionError if it cannot be
+  // opened), for one thread until release() takes it back (a broken one is dropped).
   std::unique_ptr<BlockingConnection> acquire();
   void release(std::unique_ptr<BlockingConnection> connection);
+
+ private:
+  class Lease;
 
   const ClientOptions options_;
   const std::shared_ptr<const TlsContext> tls_;

@@ -22,7 +22,9 @@ from ._core import (
 )
 from .asyncio import RedisLeaderboard as AsyncRedisLeaderboard
 from .client import Client
+from .cluster import ClusterClient
 from .leaderboard import RedisLeaderboard
+from .sharded import ShardedLeaderboard
 
 if TYPE_CHECKING:
     __version__: str
@@ -44,6 +46,7 @@ __all__ = [
     "AuthenticationError",
     "BusyLoadingError",
     "Client",
+    "ClusterClient",
     "ConnectionError",
     "ExecAbortError",
     "NoPermissionError",
@@ -54,6 +57,7 @@ __all__ = [
     "RedisError",
     "RedisLeaderboard",
     "ResponseError",
+    "ShardedLeaderboard",
     "TimeoutError",
     "__version__",
 ]

@@ -333,3 +333,108 @@ class ConnectionCore:
     @property
     def outstanding(self) -> int: ...
     def stats(self) -> dict[str, int]: ...
+
+def key_slot(key: str) -> int:
+    """The Redis Cluster hash slot of ``key`` (CRC16 of its hash tag, else of the key)."""
+
+def has_hash_tag(key: str) -> bool:
+    """True when ``key`` has a non-empty hash tag (the first ``{`` to the next ``}``)."""
+
+class ClusterClient:
+    """A blocking Redis Cluster client, safe to share between threads: one connection pool
+    per node, requests routed by their keys' hash slot; MOVED/ASK followed, TRYAGAIN,
+    CLUSTERDOWN and failovers waited out within ``socket_timeout`` (10 s without one)."""
+
+    def __init__(
+        self,
+        startup_nodes: Sequence[tuple[str, int]],
+        *,
+        username: Optional[str] = None,
+        password: Optional[str] = None,
+        socket_timeout: Optional[float] = None,
+        socket_connect_timeout: Optional[float] = None,
+        client_name: Optional[str] = None,
+        read_from_replicas: bool = False,
+        max_reply_bytes: Optional[int] = None,
+        ssl: bool = False,
+        ssl_ca_certs: Optional[str] = None,
+        ssl_ca_path: Optional[str] = None,
+        ssl_ca_data: Optional[str] = None,
+        ssl_certfile: Optional[str] = None,
+        ssl_keyfile: Optional[str] = None,
+        ssl_password: Optional[str] = None,
+        ssl_cert_reqs: Union[str, int] = "required",
+        ssl_check_hostname: bool = True,
+        ssl_min_version: Union[str, int, None] = None,
+        ssl_ciphers: Optional[str] = None,
+    ) -> None: ...
+    def run(self, operation: Operation) -> Any:
+        """Run a :class:`Board` operation on the node serving its slot; its result."""
+    def run_many(self, operations: Iterable[Operation]) -> list[Any]:
+        """Run operations at once (one pipelined batch per node, every node written before any
+        reply is read); their results in order. The first error is raised once all are done."""
+    def run_pipelined(
+        self,
+        operations: Iterable[Operation],
+        on_result: Callable[[Any], object],
+        window: int = 4,
+    ) -> None: ...
+    def execute_command(self, *args: str | bytes | int | float) -> Any:
+        """One command, routed by its key (a keyless one to any primary)."""
+    def ping(self) -> bool: ...
+    def refresh(self) -> None:
+        """Read the slot map again now."""
+    def shards(self) -> list[dict[str, Any]]:
+        """``[{"primary": (host, port), "replicas": [...], "slots": [(first, last)...]}...]``."""
+    def node_for_key(self, key: str) -> tuple[str, int]:
+        """The primary serving ``key``'s slot now."""
+    def stats(self) -> dict[str, int]:
+        """``round_trips``, ``commands``, ``reconnects``, ``connections``, ``redirects``,
+        ``retries``, ``calls``."""
+    def close(self) -> None: ...
+    def __enter__(self) -> ClusterClient: ...
+    def __exit__(self, *exc: object) -> None: ...
+
+class AsyncClusterCore:
+    """The asyncio cluster client's core; use :class:`redis_leaderboard.asyncio.ClusterClient`."""
+
+    def __init__(
+        self,
+        startup_nodes: Sequence[tuple[str, int]],
+        *,
+        username: Optional[str] = None,
+        password: Optional[str] = None,
+        socket_timeout: Optional[float] = None,
+        socket_connect_timeout: Optional[float] = None,
+        client_name: Optional[str] = None,
+        read_from_replicas: bool = False,
+        max_reply_bytes: Optional[int] = None,
+        ssl: bool = False,
+        ssl_ca_certs: Optional[str] = None,
+        ssl_ca_path: Optional[str] = None,
+        ssl_ca_data: Optional[str] = None,
+        ssl_certfile: Optional[str] = None,
+        ssl_keyfile: Optional[str] = None,
+        ssl_password: Optional[str] = None,
+        ssl_cert_reqs: Union[str, int] = "required",
+        ssl_check_hostname: bool = True,
+        ssl_min_version: Union[str, int, None] = None,
+        ssl_ciphers: Optional[str] = None,
+    ) -> None: ...
+    def submit(
+        self, operation: Operation, loop: asyncio.AbstractEventLoop
+    ) -> asyncio.Future[Any]: ...
+    def submit_many(
+        self, operations: list[Operation], loop: asyncio.AbstractEventLoop
+    ) -> list[asyncio.Future[Any]]: ...
+    def drain(self) -> None: ...
+    def close(self) -> None: ...
+    def fileno(self) -> int: ...
+    @property
+    def pending(self) -> int: ...
+    @property
+    def closed(self) -> bool: ...
+    def refresh(self) -> None: ...
+    def shards(self) -> list[dict[str, Any]]: ...
+    def stats(self) -> dict[str, int]: ...
+    def address(self) -> str: ...

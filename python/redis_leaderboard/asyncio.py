@@ -13,6 +13,7 @@ import weakref
 from typing import Any, Callable, Iterable, Mapping, Optional, Union
 
 from . import _core
+from .cluster import AsyncClusterClient as ClusterClient
 from .leaderboard import (
     CHUNKS_IN_FLIGHT,
     DEFAULT_CHUNK_SIZE,
@@ -34,8 +35,9 @@ from .leaderboard import (
     note_failed_trim,
 )
 from .options import sentinel_options, url_options
+from .sharded import AsyncShardedLeaderboard as ShardedLeaderboard
 
-__all__ = ["Client", "RedisLeaderboard"]
+__all__ = ["Client", "ClusterClient", "RedisLeaderboard", "ShardedLeaderboard"]
 
 _open_clients: weakref.WeakSet[Client] = weakref.WeakSet()
 
@@ -294,6 +296,7 @@ class RedisLeaderboard(BoardBase):
     """
 
     client_class = Client
+    cluster_client_class = ClusterClient
     display_name = "redis_leaderboard.asyncio.RedisLeaderboard"
     redis: Client
 

@@ -48,6 +48,19 @@ EVENTS_BLOCK_SLICE = 2.0
 EVENTS_BATCH = 100
 
 
+def require_hash_tag(key: str) -> None:
+    """``ValueError`` unless ``key`` has a hash tag: on a cluster, every key of a board (the
+    sorted set, ``f"{key}:user:{user_id}"``, ``f"{key}:options"``...) must be in one slot, which
+    only a hash tag guarantees. Keys are never renamed: the caller chooses the name."""
+    if not _core.has_hash_tag(key):
+        raise ValueError(
+            f"a board on Redis Cluster needs a hash tag in its key, so that its sorted set, "
+            f"metadata hashes and option keys are in one slot: use key='{{{key}}}' or "
+            f"key='{{lb}}:{key}' (the part between the first '{{' and the next '}}' is hashed, "
+            f"and must not be empty) instead of {key!r}; keys are never renamed for you"
+        )
+
+
 def check_bulk_arguments(chunk_size: int, progress: Optional[Callable[[int], None]]) -> None:
     """upsert_many's arguments, checked before anything is read or written."""
     if isinstance(chunk_size, bool) or not isinstance(chunk_size, int):
@@ -146,6 +159,8 @@ class BoardBase:
     operations."""
 
     client_class: Any = Client
+    # The cluster client this class runs on (the asyncio class: the asyncio one).
+    cluster_client_class: Any = _core.ClusterClient
     display_name = "RedisLeaderboard"
 
     def __init__(
@@ -172,7 +187,20 @@ class BoardBase:
             events=events,
             events_maxlen=events_maxlen,
         )
-        self.redis = make_client(redis_client, url, self.client_class)
+        if getattr(type(redis_client), "is_cluster", False) or isinstance(
+            redis_client, _core.ClusterClient
+        ):
+            if not isinstance(redis_client, self.cluster_client_class):
+                raise TypeError(
+                    f"{self.display_name} runs on a {self.cluster_client_class.__name__}, "
+                    f"not a {type(redis_client).__name__}"
+                )
+            if url is not None:
+                raise TypeError("pass either redis_client or url, not both")
+            require_hash_tag(key)
+            self.redis = redis_client
+        else:
+            self.redis = make_client(redis_client, url, self.client_class)
         self._board = board
         self._run = self.redis.run
 
