@@ -123,12 +123,16 @@ PYBIND11_MODULE(_core, m) {
   py::class_<Board>(m, "Board",
                     "A board's key, size limit and ranking rules; builds validated operations.")
       .def(py::init([option_arg](std::string key, py::handle max_entries, py::handle order,
-                                 py::handle ties) {
+                                 py::handle ties, py::handle expire_at) {
+             std::optional<long long> deadline;
+             if (!expire_at.is_none()) deadline = integer_arg(expire_at, "expire_at");
              return Board(std::move(key), integer_arg(max_entries, "max_entries"),
                           leaderboard::parse_order(option_arg(order, "order")),
-                          leaderboard::parse_ties(option_arg(ties, "ties")));
+                          leaderboard::parse_ties(option_arg(ties, "ties")), deadline);
            }),
-           "key"_a, "max_entries"_a, py::kw_only(), "order"_a = "desc", "ties"_a = "lexicographic")
+           "key"_a, "max_entries"_a, py::kw_only(), "order"_a = "desc", "ties"_a = "lexicographic",
+           "expire_at"_a = py::none())
+      .def_property_readonly("expire_at", &Board::expire_at)
       .def_property_readonly("key", &Board::key)
       .def_property_readonly("max_entries", &Board::max_entries)
       .def_property_readonly("order",

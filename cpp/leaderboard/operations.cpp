@@ -435,9 +435,12 @@ std::vector<std::string> Board::Identity::with_options(std::vector<std::string> 
   return args;
 }
 
-Board::Board(std::string key, long long max_entries, Order order, Ties ties)
+Board::Board(std::string key, long long max_entries, Order order, Ties ties,
+             std::optional<long long> expire_at)
     : id_(std::make_shared<Identity>()) {
   if (key.empty()) throw InvalidArgument("key must not be empty");
+  if (expire_at && *expire_at < 1) throw InvalidArgument("expire_at must be at least 1 (unix ms)");
+  id_->expire_at = expire_at;
   id_->max_entries = require_at_least_one(max_entries, "max_entries");
   id_->key = std::move(key);
   id_->order = order;
@@ -474,10 +477,11 @@ std::unique_ptr<Operation> Board::write(WriteMode mode, std::string user_id, dou
   const bool increment = mode == WriteMode::Incr;
   require_finite(number, increment && !submit ? "amount" : "score");
 
-  // "<mode>", or "<mode> <order> <ties> <reply>" (see write.lua).
+  // "<mode>", or "<mode> <order> <ties> <reply> [<expire_at>]" (see write.lua).
   std::string spec = name_of(mode);
-  if (submit || !has_default_options()) {
+  if (submit || !has_default_options() || expire_at()) {
     spec = spec + " " + name_of(order()) + " " + name_of(ties()) + (submit ? " submit" : " entry");
+    if (expire_at()) spec += " " + std::to_string(*expire_at());
   }
   std::vector<std::string> args;
   args.reserve(4 + 2 * metadata.size());
@@ -675,9 +679,11 @@ std::unique_ptr<Operation> Board::upsert_chunk(std::vector<BatchEntry> entries,
   }
   const auto count = static_cast<long long>(entries.size());
   if (count == 0) return std::make_unique<Batch>(std::vector<Command>{}, 0);
-  if (!has_default_options()) {
-    // Each entry's score goes to the option keys too: one script (bulk.lua), all or nothing.
+  if (!has_default_options() || expire_at()) {
+    // Each entry's score goes to the option keys too: one script (bulk.lua), all or nothing;
+    // on an expiring board, with the deadline of every key it writes.
     std::vector<std::string> user_keys, args{name_of(order()), name_of(ties())};
+    if (expire_at()) args[0] += " " + std::to_string(*expire_at());
     for (auto& entry : entries) {
       user_keys.push_back(metadata_key(entry.user_id));
       args.push_back(std::move(entry.user_id));

@@ -125,14 +125,17 @@ class Board {
   // take one round trip; larger ones are paged so the server is never blocked for long.
   static constexpr long long kPageSize = 5000;
 
+  // `expire_at` (unix ms): a periodic board's deadline (issue 16): every write PEXPIREATs
+  // every key of the board it touches, metadata hashes included (see expire_board in _lib.lua).
   Board(std::string key, long long max_entries, Order order = Order::Desc,
-        Ties ties = Ties::Lexicographic);
+        Ties ties = Ties::Lexicographic, std::optional<long long> expire_at = std::nullopt);
 
   const std::string& key() const { return id_->key; }
   long long max_entries() const { return id_->max_entries.load(std::memory_order_relaxed); }
   Order order() const { return id_->order; }
   Ties ties() const { return id_->ties; }
   bool has_default_options() const { return id_->is_default(); }
+  std::optional<long long> expire_at() const { return id_->expire_at; }
   // True once a reply showed that the board's recorded options are this object's: until then a
   // default board's get_rank is a script that checks them (then ZREVRANK), and its other reads
   // declare its options hash, which their scripts check (then they skip the check).
@@ -213,6 +216,7 @@ class Board {
     Ties ties;
     std::atomic<long long> max_entries;
     std::atomic<bool> checked{false};
+    std::optional<long long> expire_at;  // unix ms; none: the board never expires
 
     bool is_default() const { return order == Order::Desc && ties == Ties::Lexicographic; }
     // A script's last fixed arguments: order and ties, on a board with options only (a default

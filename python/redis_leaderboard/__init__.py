@@ -22,6 +22,7 @@ from ._core import (
 from .asyncio import RedisLeaderboard as AsyncRedisLeaderboard
 from .client import Client
 from .leaderboard import RedisLeaderboard
+from .seasons import PeriodicLeaderboard
 
 if TYPE_CHECKING:
     __version__: str
@@ -48,6 +49,7 @@ __all__ = [
     "NoPermissionError",
     "NoScriptError",
     "OutOfMemoryError",
+    "PeriodicLeaderboard",
     "ReadOnlyError",
     "RedisError",
     "RedisLeaderboard",

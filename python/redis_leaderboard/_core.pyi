@@ -61,10 +61,14 @@ class Board:
         *,
         order: Literal["desc", "asc"] = "desc",
         ties: Literal["lexicographic", "first", "competition", "dense"] = "lexicographic",
+        expire_at: Optional[int] = None,
     ) -> None:
-        """ValueError for an unknown ``order`` or ``ties``, TypeError if not a str."""
+        """ValueError for an unknown ``order`` or ``ties``, TypeError if not a str.
+        ``expire_at`` (unix ms): every write PEXPIREATs the board's keys at it."""
     @property
     def key(self) -> str: ...
+    @property
+    def expire_at(self) -> Optional[int]: ...
     @property
     def max_entries(self) -> int: ...
     @property

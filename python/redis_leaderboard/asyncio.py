@@ -32,7 +32,7 @@ from .leaderboard import (
 )
 from .options import sentinel_options, url_options
 
-__all__ = ["Client", "RedisLeaderboard"]
+__all__ = ["Client", "PeriodicLeaderboard", "RedisLeaderboard"]
 
 _open_clients: weakref.WeakSet[Client] = weakref.WeakSet()
 
@@ -364,3 +364,8 @@ def _copy_docs() -> None:
 
 
 _copy_docs()
+
+
+# The time-based boards (issue 16), defined beside their sync twins (their module imports this
+# one: it must come last).
+from ._seasons_asyncio import PeriodicLeaderboard  # noqa: E402

@@ -363,6 +363,35 @@ local function remove_worst(b, prefix, user_ids, scores)
   unlink_metadata(prefix, user_ids)
 end
 
+-- ---- Expiry (periodic boards, issue 16) -----------------------------------------------------
+-- A periodic board (one per period: "<key>:<period id>") expires as a whole at its period's
+-- deadline (unix ms, the same for every key of the period): every write PEXPIREATs the sorted
+-- set, the option keys and the metadata hash it wrote, so every user's hash carries the
+-- period's deadline too (the trim UNLINKs the hashes of those it removes).
+
+-- The keys of board `b` that expire with it (absent ones are skipped by PEXPIREAT).
+local function board_keys(b, user_key)
+  local keys = {b.board, user_key}
+  if b.options then keys[#keys + 1] = b.options end
+  if b.first then keys[#keys + 1] = b.first; keys[#keys + 1] = b.first_keys end
+  if b.dense then keys[#keys + 1] = b.dense end
+  return keys
+end
+
+-- nil, or a NOPERM error reply if the caller may not PEXPIREAT the board's keys.
+local function check_board_expiry(b, user_key, expire_at)
+  for _, key in ipairs(board_keys(b, user_key)) do
+    local err = check_acl('PEXPIREAT', key, expire_at)
+    if err then return err end
+  end
+  return nil
+end
+
+-- PEXPIREAT every key of board `b` (and the user's metadata hash) at `expire_at` (unix ms).
+local function expire_board(b, user_key, expire_at)
+  for _, key in ipairs(board_keys(b, user_key)) do redis.call('PEXPIREAT', key, expire_at) end
+end
+
 -- ---- One board's write (write.lua's options path; a group write runs several) ---------------
 -- A write is planned, then applied: plan_write runs every check that can fail (the caller's
 -- permissions for every command the write runs, the key types, the board's recorded options)
@@ -372,8 +401,8 @@ end
 -- mode ('set' | 'best' | 'incr'), order and ties (nil: the default board), submit (the reply
 -- shape: submit()'s, else the entry's), number (ARGV text), user_id, max_entries (a number),
 -- fields and first_field (the metadata: fields[first_field], fields[first_field + 1], ... as
--- field, value pairs). Returns the plan, or nil and the reply to return (an error reply, or
--- check_options' OPTIONS status).
+-- field, value pairs); expire_at (unix ms, or nil: see expire_board). Returns the plan, or nil
+-- and the reply to return (an error reply, or check_options' OPTIONS status).
 local function plan_write(w)
   local board, user_key, user_id, number = w.board, w.user_key, w.user_id, w.number
   local b = board_spec(board, w.k, w.order, w.ties)
@@ -386,6 +415,11 @@ local function plan_write(w)
     or check_acl('HGETALL', user_key) or check_type(board, 'zset')
     or check_type(user_key, 'hash') or (not b.default and check_option_keys(b))
   if err then return nil, err end
+  -- Expiry (periodic boards): the caller may PEXPIREAT every key of the board.
+  if w.expire_at then
+    err = check_board_expiry(b, user_key, w.expire_at)
+    if err then return nil, err end
+  end
   local record, seq
   err, record, seq = check_options(b, true)
   if err then return nil, err end
@@ -470,6 +504,9 @@ local function apply_write(p)
     redis.call('HSET', user_key, unpack(fields, i, math.min(i + 999, #fields)))
   end
   remove_worst(b, string.sub(user_key, 1, #user_key - #user_id), p.trimmed, p.trimmed_scores)
+  -- Expiry (periodic boards): every key of the board the write touched or that exists for it
+  -- gets the period's deadline, the user's metadata hash included.
+  if w.expire_at then expire_board(b, user_key, w.expire_at) end
 
   local stored = redis.call('ZSCORE', board, user_id)
   if not w.submit then

@@ -3,10 +3,13 @@
 -- each entry set as upsert_user sets it (ZADD, the option keys, HSET), not trimmed; all or
 -- nothing. No flags: Redis 7 refuses it up front when out of memory.
 -- KEYS: board, the option keys (see board_spec in _lib.lua), then the entries' metadata hashes.
--- ARGV: order, ties, then per entry: user_id, score, number of metadata fields, field, value, ...
--- Returns the number of entries written.
+-- ARGV: order (or "<order> <expire_at>": a periodic board's deadline in unix ms, see
+-- expire_board), ties, then per entry: user_id, score, number of metadata fields, field, value,
+-- ... Returns the number of entries written.
 local board = KEYS[1]
-local b = board_spec(board, 2, ARGV[1], ARGV[2])
+local order, expire_at = string.match(ARGV[1], '^(%S+) ?(%d*)$')
+if expire_at == '' then expire_at = nil end
+local b = board_spec(board, 2, order, ARGV[2])
 local first_user_key = b.first and 5 or (b.dense and 4 or 3)
 local err = check_acl('ZSCORE', board, 'x') or check_acl('ZADD', board, '0', 'x')
   or check_type(board, 'zset') or (not b.default and check_option_keys(b))
@@ -18,6 +21,7 @@ while i <= #ARGV do
     to = i + 2 + 2 * fields}
   err = check_type(entry.key, 'hash')
     or (fields > 0 and check_acl('HSET', entry.key, ARGV[i + 3], ARGV[i + 4]))
+    or (expire_at and check_board_expiry(b, entry.key, expire_at))
   if err then return err end
   entries[#entries + 1] = entry
   i, k = entry.to + 1, k + 1
@@ -38,5 +42,6 @@ for _, entry in ipairs(entries) do
   for j = entry.from, entry.to, 1000 do
     redis.call('HSET', entry.key, unpack(ARGV, j, math.min(j + 999, entry.to)))
   end
+  if expire_at then expire_board(b, entry.key, expire_at) end
 end
 return #entries

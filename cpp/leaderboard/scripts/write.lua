@@ -2,8 +2,9 @@
 -- upsert_user / increment_score / submit: write the score, merge the metadata, trim the board and
 -- read the entry back, atomically. No flags: Redis 7 refuses it up front when out of memory.
 -- KEYS: board, the user's metadata hash, then the option keys (see board_spec in _lib.lua).
--- ARGV: "<mode> [<order> <ties> <reply>]" (mode: 'set' | 'best' | 'incr'; reply: 'entry' |
--- 'submit'; the guide's methods on a default board send the mode alone), score or amount,
+-- ARGV: "<mode> [<order> <ties> <reply> [<expire_at>]]" (mode: 'set' | 'best' | 'incr'; reply:
+-- 'entry' | 'submit'; expire_at: unix ms, a periodic board's deadline, see expire_board; the
+-- guide's methods on a default board send the mode alone), score or amount,
 -- user_id, max_entries, field, value, ...
 -- Ranks in replies are zero-based. Returns, for 'entry': {trimmed_ids, score} if the user was
 -- trimmed away, else {trimmed_ids, score, rank, {field, value, ...}}; for 'submit':
@@ -89,6 +90,7 @@ if string.find(ARGV[1], ' ', 1, true) then
 end
 local plan, reply = plan_write({board = board, user_key = user_key, k = 3, mode = spec[1],
   order = spec[2], ties = spec[3], submit = spec[4] == 'submit', number = ARGV[2],
-  user_id = ARGV[3], max_entries = tonumber(ARGV[4]), fields = ARGV, first_field = 5})
+  user_id = ARGV[3], max_entries = tonumber(ARGV[4]), fields = ARGV, first_field = 5,
+  expire_at = spec[5]})
 if not plan then return reply end
 return apply_write(plan)

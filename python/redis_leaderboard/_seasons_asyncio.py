@@ -1,0 +1,131 @@
+"""The asyncio twins of :mod:`redis_leaderboard.seasons` (re-exported by
+:mod:`redis_leaderboard.asyncio`): same constructors, results and errors; each method that
+talks to Redis is a coroutine."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, Callable, Iterable, Mapping, Optional
+
+from . import _core
+from .asyncio import Client, RedisLeaderboard
+from .leaderboard import BulkEntry, Entry, ImportSummary, Order, SubmitResult, Ties, WriteMode
+from .seasons import PeriodicBase, PeriodState
+
+__all__ = ["PeriodBoard", "PeriodicLeaderboard"]
+
+
+class PeriodBoard(PeriodState, RedisLeaderboard):
+    """The asyncio twin of :class:`redis_leaderboard.seasons.PeriodBoard`."""
+
+    def __init__(
+        self,
+        redis_client: Any,
+        key: str,
+        max_entries: int,
+        *,
+        order: Order,
+        ties: Ties,
+        periodic: PeriodicBase,
+        start: datetime,
+    ) -> None:
+        super().__init__(redis_client, key, max_entries, order=order, ties=ties)
+        expire_at = self._init_period(periodic, start)
+        self._board = _core.Board(key, max_entries, order=order, ties=ties, expire_at=expire_at)
+
+    async def upsert_user(
+        self, user_id: str, score: float, metadata: Optional[Mapping[str, Any]] = None
+    ) -> Entry:
+        self.check_writable()
+        return await super().upsert_user(user_id, score, metadata)
+
+    async def increment_score(
+        self, user_id: str, amount: float, metadata: Optional[Mapping[str, Any]] = None
+    ) -> Entry:
+        self.check_writable()
+        return await super().increment_score(user_id, amount, metadata)
+
+    async def submit(
+        self,
+        user_id: str,
+        score: float,
+        metadata: Optional[Mapping[str, Any]] = None,
+        *,
+        mode: WriteMode = "set",
+    ) -> SubmitResult:
+        self.check_writable()
+        return await super().submit(user_id, score, metadata, mode=mode)
+
+    async def upsert_many(
+        self,
+        entries: Iterable[BulkEntry],
+        *,
+        chunk_size: int = 1000,
+        progress: Optional[Callable[[int], None]] = None,
+    ) -> ImportSummary:
+        self.check_writable()
+        return await super().upsert_many(entries, chunk_size=chunk_size, progress=progress)
+
+    def __repr__(self) -> str:
+        return f"redis_leaderboard.asyncio.PeriodBoard(key={self.key!r})"
+
+
+class PeriodicLeaderboard(PeriodicBase):
+    """The asyncio twin of :class:`redis_leaderboard.seasons.PeriodicLeaderboard`:
+    :meth:`current`, :meth:`at`, :meth:`previous` return asyncio boards."""
+
+    board_class = PeriodBoard
+    client_class = Client
+
+    def current(self) -> PeriodBoard:
+        return super().current()  # type: ignore[no-any-return]
+
+    def at(self, when: datetime) -> PeriodBoard:
+        return super().at(when)  # type: ignore[no-any-return]
+
+    def previous(self, n: int = 1) -> PeriodBoard:
+        return super().previous(n)  # type: ignore[no-any-return]
+
+    async def upsert_user(
+        self, user_id: str, score: float, metadata: Optional[Mapping[str, Any]] = None
+    ) -> Entry:
+        return await self.current().upsert_user(user_id, score, metadata)
+
+    async def increment_score(
+        self, user_id: str, amount: float, metadata: Optional[Mapping[str, Any]] = None
+    ) -> Entry:
+        return await self.current().increment_score(user_id, amount, metadata)
+
+    async def submit(
+        self,
+        user_id: str,
+        score: float,
+        metadata: Optional[Mapping[str, Any]] = None,
+        *,
+        mode: WriteMode = "set",
+    ) -> SubmitResult:
+        return await self.current().submit(user_id, score, metadata, mode=mode)
+
+    async def get_top(self, count: int = 10) -> list[Entry]:
+        return await self.current().get_top(count)
+
+    async def get_around_rank(self, rank: int, count: int = 5) -> list[Entry]:
+        return await self.current().get_around_rank(rank, count)
+
+    async def get_rank(self, user_id: str) -> Optional[int]:
+        return await self.current().get_rank(user_id)
+
+    async def get_user_metadata(self, user_id: str) -> dict[str, str]:
+        return await self.current().get_user_metadata(user_id)
+
+    async def get_user_entry(self, user_id: str) -> Optional[Entry]:
+        return await self.current().get_user_entry(user_id)
+
+    async def list_all(self) -> list[Entry]:
+        return await self.current().list_all()
+
+    async def get_size(self) -> int:
+        return await self.current().get_size()
+
+    async def delete_user(self, user_id: str) -> bool:
+        return await self.current().delete_user(user_id)
