@@ -351,6 +351,22 @@ std::unique_ptr<Operation> ping() {
                                       });
 }
 
+SubmitResult parse_submit_reply(Reply& reply, std::string user_id) {
+  parse_array(reply, 7);
+  auto& parts = reply.elements;
+  if (parts.size() != 7) unexpected("a submit");
+  SubmitResult result;
+  result.trimmed_user_ids = parse_strings(parts[0]);
+  result.entry.user_id = std::move(user_id);
+  result.entry.score = parse_score(parts[1]);
+  if (!parts[2].is_nil()) result.entry.rank = parse_rank(parts[2]) + 1;
+  result.entry.metadata = parse_metadata(parts[3]);
+  if (!parts[4].is_nil()) result.previous_score = parse_score(parts[4]);
+  if (!parts[5].is_nil()) result.previous_rank = parse_rank(parts[5]) + 1;
+  result.changed = parse_count(parts[6], 1) == 1;
+  return result;
+}
+
 std::string format_score(double value) {
   char buffer[32];
   int n = std::snprintf(buffer, sizeof buffer, "%.17g", value);
@@ -496,19 +512,7 @@ std::unique_ptr<Operation> Board::write(WriteMode mode, std::string user_id, dou
 
   if (submit) {
     auto parse = [user_id = std::move(user_id)](Reply& reply) mutable -> Result {
-      parse_array(reply, 7);
-      auto& parts = reply.elements;
-      if (parts.size() != 7) unexpected("a submit");
-      SubmitResult result;
-      result.trimmed_user_ids = parse_strings(parts[0]);
-      result.entry.user_id = std::move(user_id);
-      result.entry.score = parse_score(parts[1]);
-      if (!parts[2].is_nil()) result.entry.rank = parse_rank(parts[2]) + 1;
-      result.entry.metadata = parse_metadata(parts[3]);
-      if (!parts[4].is_nil()) result.previous_score = parse_score(parts[4]);
-      if (!parts[5].is_nil()) result.previous_rank = parse_rank(parts[5]) + 1;
-      result.changed = parse_count(parts[6], 1) == 1;
-      return result;
+      return parse_submit_reply(reply, std::move(user_id));
     };
     return std::make_unique<SingleCall>("submit", std::move(command), std::move(parse), id_);
   }

@@ -245,6 +245,10 @@ class Board {
 // PING: true when the server answers.
 std::unique_ptr<Operation> ping();
 
+// write.lua's (and group.lua's) submit() reply for `user_id`: {trimmed_ids, score, rank or nil,
+// metadata, previous score or nil, previous rank or nil, changed}.
+SubmitResult parse_submit_reply(Reply& reply, std::string user_id);
+
 // Exact text of a double for Redis (round-trips through strtod).
 std::string format_score(double value);
 

@@ -15,7 +15,7 @@ sent; the server only enforces the keys' deadlines. See README, "Seasons and win
 from __future__ import annotations
 
 from datetime import datetime, timedelta, timezone, tzinfo
-from typing import Any, Callable, Iterable, Literal, Mapping, Optional, Union
+from typing import Any, Callable, Iterable, Literal, Mapping, Optional, Sequence, Union
 from zoneinfo import ZoneInfo
 
 from . import _core
@@ -25,6 +25,7 @@ from .leaderboard import (
     Entry,
     ImportSummary,
     Order,
+    Page,
     RedisLeaderboard,
     SubmitResult,
     Ties,
@@ -32,7 +33,13 @@ from .leaderboard import (
 )
 from .options import make_client
 
-__all__ = ["PeriodBoard", "PeriodicLeaderboard", "Periods"]
+__all__ = [
+    "LeaderboardGroup",
+    "PeriodBoard",
+    "PeriodicLeaderboard",
+    "Periods",
+    "RollingLeaderboard",
+]
 
 PeriodName = Literal["hour", "day", "week", "month"]
 Period = Union[PeriodName, timedelta]
@@ -515,3 +522,308 @@ class PeriodicLeaderboard(PeriodicBase):
 
     def delete_user(self, user_id: str) -> bool:
         return self.current().delete_user(user_id)
+
+    def get_around_user(self, user_id: str, count: int = 5) -> list[Entry]:
+        return self.current().get_around_user(user_id, count)
+
+    def get_page(self, page: int, page_size: int = 10) -> Page:
+        return self.current().get_page(page, page_size)
+
+
+# --- rolling windows ----------------------------------------------------------------------------
+
+
+def _whole_millis(value: timedelta, what: str) -> int:
+    if not isinstance(value, timedelta):
+        raise TypeError(f"{what} must be a timedelta, not {type(value).__name__}")
+    if value <= timedelta(0) or value % timedelta(milliseconds=1):
+        raise ValueError(f"{what} must be a positive whole number of milliseconds")
+    return value // timedelta(milliseconds=1)
+
+
+class RollingState:
+    """What the sync and asyncio rolling windows share: the window, its buckets, the clock."""
+
+    _window: _core.Window
+    clock: Clock
+
+    def _init_window(
+        self,
+        key: str,
+        window: timedelta,
+        bucket: timedelta,
+        aggregate: Aggregate,
+        max_entries: int,
+        order: Order,
+        clock: Optional[Clock],
+    ) -> None:
+        bucket_ms = _whole_millis(bucket, "bucket")
+        window_ms = _whole_millis(window, "window")
+        if window_ms % bucket_ms:
+            raise ValueError("window must be a whole number of buckets")
+        self._window = _core.Window(
+            key, bucket_ms, window_ms, aggregate=aggregate, max_entries=max_entries, order=order
+        )
+        if clock is not None and not callable(clock):
+            raise TypeError("clock must be a callable returning an aware datetime")
+        self.clock = clock or _system_clock
+
+    @property
+    def window(self) -> timedelta:
+        """How far back the board looks."""
+        return timedelta(milliseconds=self._window.window_ms)
+
+    @property
+    def bucket(self) -> timedelta:
+        """The length of a bucket: the window slides by whole buckets."""
+        return timedelta(milliseconds=self._window.bucket_ms)
+
+    @property
+    def aggregate(self) -> str:
+        """How a user's bucket scores combine: ``"sum"``, ``"max"`` or ``"min"``."""
+        return self._window.aggregate
+
+    def now(self) -> datetime:
+        return _aware(self.clock(), "clock()")
+
+    def bucket_at(self, when: Optional[datetime] = None) -> int:
+        """The bucket holding ``when`` (default: now): unix ms // bucket length."""
+        moment = self.now() if when is None else _aware(when, "when")
+        return _millis(moment) // self._window.bucket_ms
+
+    def bucket_start(self, bucket: int) -> datetime:
+        """When bucket ``bucket`` begins (UTC)."""
+        return datetime(1970, 1, 1, tzinfo=UTC) + timedelta(
+            milliseconds=bucket * self._window.bucket_ms
+        )
+
+    def window_start(self) -> datetime:
+        """The start of the oldest bucket in the window now: scores written before it are out."""
+        return self.bucket_start(self.bucket_at() - self._window.buckets + 1)
+
+    def _refreshed(self, read: _core.Operation) -> _core.Operation:
+        return self._window.refreshed(self.bucket_at(), read)
+
+    def _write(self, user_id: str, score: float, metadata: Any, mode: WriteMode) -> Any:
+        operation, results = _core.group_submit(
+            [(self._window, mode, self.bucket_at())], user_id, score, metadata
+        )
+        return operation, results
+
+    @staticmethod
+    def _entry(result: SubmitResult) -> Entry:
+        entry: Entry = {}
+        if result["rank"] is not None:
+            entry["rank"] = result["rank"]
+        entry.update(
+            user_id=result["user_id"],
+            score=result["score"],
+            metadata=result["metadata"],
+            trimmed_user_ids=result["trimmed_user_ids"],
+        )
+        return entry
+
+    def _refuse(self, method: str) -> TypeError:
+        return TypeError(
+            f"{method}() does not apply to a rolling window ({self._window.key!r}): its scores "
+            "land in the bucket of the moment, one write at a time (submit, upsert_user, "
+            "increment_score), and its max_entries is fixed when it is opened"
+        )
+
+
+class RollingLeaderboard(RollingState, RedisLeaderboard):
+    """A board of the last ``window`` (a ``timedelta``), sliding by ``bucket``.
+
+    Writes land in the bucket the clock is in ("<key>:bucket:<i>", i = unix ms // bucket; each
+    expires ``window + bucket`` after it begins). The board of the window (``key`` itself, the
+    guide's layout: metadata at ``f"{key}:user:{user_id}"``, expiring with the user's newest
+    bucket) holds each user's ``aggregate`` (``"sum"``, ``"max"`` or ``"min"``) of the scores in
+    the window's buckets, at most ``max_entries`` of them (the worst beyond it leave the board,
+    not their buckets: they come back if they climb). A score leaves the window exactly when
+    its bucket does.
+
+    Every read of :class:`RedisLeaderboard` (the guide's and the queries) works, in one round
+    trip: it first brings the window's board to the current bucket (rebuilt once per bucket
+    with ZUNIONSTORE; writes keep it up to date in between), so reads are exact, not stale.
+    ``set_max_entries`` and ``upsert_many`` raise ``TypeError``.
+    """
+
+    def __init__(
+        self,
+        redis_client: Any = None,
+        key: str = "leaderboard:demo",
+        window: timedelta = timedelta(days=7),
+        bucket: timedelta = timedelta(hours=1),
+        aggregate: Aggregate = "sum",
+        max_entries: int = 100,
+        *,
+        order: Order = "desc",
+        clock: Optional[Clock] = None,
+        url: Optional[str] = None,
+    ) -> None:
+        super().__init__(redis_client, key, max_entries, url=url, order=order)
+        self._init_window(key, window, bucket, aggregate, max_entries, order, clock)
+        run = self.redis.run
+        self._run = lambda read: run(self._refreshed(read))
+
+    def submit(
+        self,
+        user_id: str,
+        score: float,
+        metadata: Optional[Mapping[str, Any]] = None,
+        *,
+        mode: WriteMode = "set",
+    ) -> SubmitResult:
+        """Write ``score`` to the user's score in the current bucket (``mode`` as
+        :meth:`RedisLeaderboard.submit`, within the bucket) and merge ``metadata``; the result
+        is about the window's board: the user's aggregate, rank, previous ones, and who the
+        write pushed out of its ``max_entries``."""
+        operation, results = self._write(user_id, score, metadata, mode)
+        self.redis.run(operation)
+        result: SubmitResult = results.results()[0]
+        return result
+
+    def upsert_user(
+        self, user_id: str, score: float, metadata: Optional[Mapping[str, Any]] = None
+    ) -> Entry:
+        """Set the user's score in the current bucket; returns the window's entry."""
+        return self._entry(self.submit(user_id, score, metadata, mode="set"))
+
+    def increment_score(
+        self, user_id: str, amount: float, metadata: Optional[Mapping[str, Any]] = None
+    ) -> Entry:
+        """Add ``amount`` to the user's score in the current bucket; returns the window's
+        entry."""
+        return self._entry(self.submit(user_id, amount, metadata, mode="incr"))
+
+    def delete_user(self, user_id: str) -> bool:
+        """Remove the user from the window's board, from every bucket, and its metadata."""
+        return self.redis.run(self._window.delete_user(self.bucket_at(), user_id))  # type: ignore[no-any-return]
+
+    def clear(self) -> None:
+        """Remove every bucket, the window's board and the metadata of everyone in them."""
+        self.redis.run(self._window.clear(self.bucket_at()))
+
+    def set_max_entries(self, max_entries: int) -> list[str]:
+        raise self._refuse("set_max_entries")
+
+    def upsert_many(
+        self,
+        entries: Iterable[BulkEntry],
+        *,
+        chunk_size: int = 1000,
+        progress: Optional[Callable[[int], None]] = None,
+    ) -> ImportSummary:
+        raise self._refuse("upsert_many")
+
+    def __repr__(self) -> str:
+        return (
+            f"RollingLeaderboard(key={self.key!r}, window={self.window!r}, bucket={self.bucket!r},"
+            f" aggregate={self.aggregate!r}, max_entries={self.max_entries})"
+        )
+
+
+# --- one write, many boards ---------------------------------------------------------------------
+
+GroupMode = Union[WriteMode, Mapping[str, WriteMode]]
+
+
+class GroupBase:
+    """What the sync and asyncio groups share: the boards and the request."""
+
+    client_class: Any = Client
+    plain_class: Any = RedisLeaderboard
+    periodic_class: Any = PeriodicLeaderboard
+    period_board_class: Any = PeriodBoard
+    rolling_class: Any = RollingLeaderboard
+
+    def __init__(self, redis_client: Any, boards: Sequence[Any], *, url: Optional[str] = None):
+        boards = list(boards)
+        if not boards:
+            raise ValueError("a group needs at least one board")
+        keys = []
+        for board in boards:
+            if not isinstance(board, (self.plain_class, self.periodic_class, self.rolling_class)):
+                raise TypeError(
+                    f"a group's boards are {self.plain_class.__name__}, PeriodicLeaderboard or "
+                    f"RollingLeaderboard objects of the same API (sync or asyncio), not "
+                    f"{type(board).__name__}"
+                )
+            keys.append(board.key)
+        if len(set(keys)) != len(keys):
+            raise ValueError(f"a board is twice in the group: {keys}")
+        self.boards = boards
+        self.keys = keys
+        self.redis = make_client(redis_client, url, self.client_class)
+
+    def _request(
+        self, user_id: str, score: float, metadata: Any, mode: GroupMode
+    ) -> tuple[_core.Operation, Any, list[Optional[str]]]:
+        modes: Mapping[str, Any]
+        if isinstance(mode, str):
+            modes = dict.fromkeys(self.keys, mode)
+        elif isinstance(mode, Mapping):
+            missing = [k for k in self.keys if k not in mode]
+            extra = [k for k in mode if k not in self.keys]
+            if missing or extra:
+                raise ValueError(
+                    f"mode must name every board of the group: missing {missing}, unknown {extra}"
+                )
+            modes = mode
+        else:
+            raise TypeError(f"mode must be a str or a mapping of keys to str, not {mode!r}")
+        members: list[tuple[Any, Any, int]] = []
+        periods: list[Optional[str]] = []
+        for board in self.boards:
+            board_mode = modes[board.key]
+            if isinstance(board, self.rolling_class):
+                members.append((board._window, board_mode, board.bucket_at()))
+                periods.append(None)
+            elif isinstance(board, self.periodic_class):
+                current = board.current()
+                members.append((current._board, board_mode, 0))
+                periods.append(current.period)
+            else:
+                if isinstance(board, self.period_board_class):
+                    board.check_writable()
+                members.append((board._board, board_mode, 0))
+                periods.append(board.period if isinstance(board, PeriodState) else None)
+        operation, results = _core.group_submit(members, user_id, score, metadata)
+        return operation, results, periods
+
+    def _results(self, results: Any, periods: list[Optional[str]]) -> dict[str, SubmitResult]:
+        out: dict[str, SubmitResult] = {}
+        for key, period, result in zip(self.keys, periods, results.results()):
+            if period is not None:
+                result["period"] = period
+            out[key] = result
+        return out
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.keys!r})"
+
+
+class LeaderboardGroup(GroupBase):
+    """Several boards fed by one write: ``group.submit(user_id, score, metadata, mode=...)``
+    writes to every board in one round trip, atomically (one script: every board's write is
+    checked before any is applied, so a refused one writes nothing anywhere).
+
+    ``boards``: :class:`RedisLeaderboard` (each with its own ``order``, ``ties``,
+    ``max_entries``), :class:`PeriodicLeaderboard` (its current period, by its clock; or a
+    period's board from ``at()``, within its grace) and :class:`RollingLeaderboard` (the bucket
+    of its clock) objects. ``mode``: one for every board, or a mapping of board keys to modes.
+    """
+
+    def submit(
+        self,
+        user_id: str,
+        score: float,
+        metadata: Optional[Mapping[str, Any]] = None,
+        *,
+        mode: GroupMode = "set",
+    ) -> dict[str, SubmitResult]:
+        """Returns ``{board key: submit()'s result}`` (a periodic board's with ``"period"``, a
+        rolling window's about the window's board)."""
+        operation, results, periods = self._request(user_id, score, metadata, mode)
+        self.redis.run(operation)
+        return self._results(results, periods)

@@ -523,3 +523,93 @@ local function apply_write(p)
   return {p.trimmed, produced, rank, metadata, p.old_text or false, p.previous_rank,
     p.changed and 1 or 0}
 end
+
+-- ---- Rolling windows (issue 16) ---------------------------------------------------------------
+-- A rolling board "<key>" keeps each bucket's scores in "<key>:bucket:<i>" (i: unix ms divided by
+-- the bucket's length, rounded down), each expiring when it has left the window for one more
+-- bucket ((i + 1) * bucket + window); the union of the buckets inside the window ending with
+-- bucket c (c - n + 1 .. c, n = window / bucket) is kept at "<key>" itself, the guide's layout,
+-- so every read of a plain board reads it, metadata ("<key>:user:<id>") included. "<key>:window"
+-- names the last bucket the union was built for; a write or a read for a later bucket rebuilds
+-- it (ZUNIONSTORE), and writes keep it up to date in between (refresh_window, plan_window).
+-- "<key>:options" records order=asc. `win`: union, marker, options, prefix ("<key>:bucket:"),
+-- bucket (c, a number), bucket_ms, window_ms, aggregate ('sum' | 'max' | 'min'), desc,
+-- max_entries.
+
+-- The buckets in the window ending with bucket `last`, oldest first: n = window / bucket.
+local function window_buckets(win, last)
+  local keys, n = {}, win.window_ms / win.bucket_ms
+  for i = last - n + 1, last do keys[#keys + 1] = win.prefix .. string.format('%d', i) end
+  return keys
+end
+
+-- When the window ending with bucket `last` ends for good: its newest bucket's deadline.
+local function window_deadline(win, last)
+  return string.format('%d', (last + 1) * win.bucket_ms + win.window_ms)
+end
+
+-- The bucket the union was last built for, or nil (none, or expired).
+local function built_bucket(win)
+  local built = redis.call('GET', win.marker)
+  return built and tonumber(built)
+end
+
+-- nil, or the first error of the checks before refresh_window may rebuild the union for bucket
+-- `last`: the types of the union, marker, options and every bucket of the window, and the
+-- caller's permissions.
+local function check_window(win, last)
+  local err = check_type(win.union, 'zset') or check_type(win.marker, 'string')
+    or check_type(win.options, 'hash') or check_acl('GET', win.marker)
+    or check_acl('SET', win.marker, '0') or check_acl('ZCARD', win.union)
+    or check_acl('ZREMRANGEBYRANK', win.union, '0', '0') or check_acl('PEXPIREAT', win.union, '0')
+    or check_acl('PEXPIREAT', win.options, '0') or check_acl('HSET', win.options, 'order', 'asc')
+  if err then return err end
+  for _, key in ipairs(window_buckets(win, last)) do
+    err = check_type(key, 'zset') or check_acl('ZUNIONSTORE', win.union, '1', key)
+    if err then return err end
+  end
+  return nil
+end
+
+-- Removes the worst entries of the union beyond max_entries (their buckets and metadata stay:
+-- they may climb back); returns their ids.
+local function trim_window(win)
+  local over = redis.call('ZCARD', win.union) - win.max_entries
+  if over <= 0 then return {} end
+  if win.desc then
+    local ids = redis.call('ZRANGE', win.union, 0, over - 1)
+    redis.call('ZREMRANGEBYRANK', win.union, 0, over - 1)
+    return ids
+  end
+  local ids = redis.call('ZRANGE', win.union, -over, -1)
+  redis.call('ZREMRANGEBYRANK', win.union, -over, -1)
+  return ids
+end
+
+-- Rebuilds the union for bucket `last` if it was built for an earlier one (never for an earlier
+-- one: a reader whose clock lags reads the newer window). Returns whether it rebuilt.
+local function refresh_window(win, last)
+  local built = built_bucket(win)
+  if built and built >= last then return false end
+  local keys = window_buckets(win, last)
+  for i = 1, #keys, 1000 do
+    -- ZUNIONSTORE union n key... AGGREGATE a; after the first 1,000 keys, the union is one of
+    -- the sets (unpack() is limited by Lua's C stack).
+    local args = {'ZUNIONSTORE', win.union, 0}
+    if i > 1 then args[#args + 1] = win.union end
+    for j = i, math.min(i + 999, #keys) do args[#args + 1] = keys[j] end
+    args[3] = #args - 3
+    args[#args + 1] = 'AGGREGATE'
+    args[#args + 1] = string.upper(win.aggregate)
+    redis.call(unpack(args))
+  end
+  trim_window(win)
+  local deadline = window_deadline(win, last)
+  redis.call('SET', win.marker, string.format('%d', last), 'PXAT', deadline)
+  redis.call('PEXPIREAT', win.union, deadline)
+  if not win.desc then
+    redis.call('HSET', win.options, 'order', 'asc', 'ties', 'lexicographic')
+    redis.call('PEXPIREAT', win.options, deadline)
+  end
+  return true
+end
