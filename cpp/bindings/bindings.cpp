@@ -64,12 +64,6 @@ rlb::connection::Clock::time_point at(double seconds) {
           std::chrono::duration<double>(seconds)));
 }
 
-// What a group write hands back besides its operation: each board's submit() result, filled in
-// when the operation finishes.
-struct GroupResults {
-  std::shared_ptr<std::vector<rlb::leaderboard::SubmitResult>> results;
-};
-
 // A str option (order, ties, mode, aggregate): TypeError if not a str.
 std::string option_text(py::handle value, const char* field) {
   if (!PyUnicode_Check(value.ptr())) {
@@ -126,15 +120,6 @@ void declare_time(py::module_& m) {
           },
           "bucket"_a);
 
-  py::class_<GroupResults>(m, "GroupResults", "The results of a group write, once it has run.")
-      .def("results", [](const GroupResults& self) {
-        py::list out;
-        for (const auto& result : *self.results) {
-          out.append(to_python(rlb::leaderboard::Result(result)));
-        }
-        return out;
-      });
-
   m.def(
       "group_submit",
       [](py::handle members, py::handle user_id, py::handle score, py::handle metadata) {
@@ -153,10 +138,19 @@ void declare_time(py::module_& m) {
         auto operation = wrap(rlb::leaderboard::group_submit(std::move(list), user_id_arg(user_id),
                                                              number_arg(score, "score"),
                                                              metadata_arg(metadata), results));
-        return py::make_tuple(py::cast(std::move(operation)), GroupResults{std::move(results)});
+        // submit()'s result for each member, once the operation has run.
+        py::cpp_function take([results]() {
+          py::list out;
+          for (const auto& result : *results) {
+            out.append(to_python(rlb::leaderboard::Result(result)));
+          }
+          return out;
+        });
+        return py::make_tuple(py::cast(std::move(operation)), std::move(take));
       },
       "members"_a, "user_id"_a, "score"_a, "metadata"_a = py::none(),
-      "One write to several boards: (operation, results); results.results() once it has run.");
+      "One write to several boards: (operation, results), results() giving each board's submit() "
+      "result once the operation has run.");
 }
 
 }  // namespace

@@ -22,7 +22,7 @@ from ._core import (
 from .asyncio import RedisLeaderboard as AsyncRedisLeaderboard
 from .client import Client
 from .leaderboard import RedisLeaderboard
-from .seasons import PeriodicLeaderboard
+from .seasons import LeaderboardGroup, PeriodicLeaderboard, RollingLeaderboard
 
 if TYPE_CHECKING:
     __version__: str
@@ -46,6 +46,7 @@ __all__ = [
     "Client",
     "ConnectionError",
     "ExecAbortError",
+    "LeaderboardGroup",
     "NoPermissionError",
     "NoScriptError",
     "OutOfMemoryError",
@@ -54,6 +55,7 @@ __all__ = [
     "RedisError",
     "RedisLeaderboard",
     "ResponseError",
+    "RollingLeaderboard",
     "TimeoutError",
     "__version__",
 ]

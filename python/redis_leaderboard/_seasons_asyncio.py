@@ -4,15 +4,32 @@ talks to Redis is a coroutine."""
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any, Callable, Iterable, Mapping, Optional
 
 from . import _core
 from .asyncio import Client, RedisLeaderboard
-from .leaderboard import BulkEntry, Entry, ImportSummary, Order, SubmitResult, Ties, WriteMode
-from .seasons import PeriodicBase, PeriodState
+from .leaderboard import (
+    BulkEntry,
+    Entry,
+    ImportSummary,
+    Order,
+    Page,
+    SubmitResult,
+    Ties,
+    WriteMode,
+)
+from .seasons import (
+    Aggregate,
+    Clock,
+    GroupBase,
+    GroupMode,
+    PeriodicBase,
+    PeriodState,
+    RollingState,
+)
 
-__all__ = ["PeriodBoard", "PeriodicLeaderboard"]
+__all__ = ["LeaderboardGroup", "PeriodBoard", "PeriodicLeaderboard", "RollingLeaderboard"]
 
 
 class PeriodBoard(PeriodState, RedisLeaderboard):
@@ -129,3 +146,99 @@ class PeriodicLeaderboard(PeriodicBase):
 
     async def delete_user(self, user_id: str) -> bool:
         return await self.current().delete_user(user_id)
+
+    async def get_around_user(self, user_id: str, count: int = 5) -> list[Entry]:
+        return await self.current().get_around_user(user_id, count)
+
+    async def get_page(self, page: int, page_size: int = 10) -> Page:
+        return await self.current().get_page(page, page_size)
+
+
+class RollingLeaderboard(RollingState, RedisLeaderboard):
+    """The asyncio twin of :class:`redis_leaderboard.seasons.RollingLeaderboard`."""
+
+    def __init__(
+        self,
+        redis_client: Any = None,
+        key: str = "leaderboard:demo",
+        window: timedelta = timedelta(days=7),
+        bucket: timedelta = timedelta(hours=1),
+        aggregate: Aggregate = "sum",
+        max_entries: int = 100,
+        *,
+        order: Order = "desc",
+        clock: Optional[Clock] = None,
+        url: Optional[str] = None,
+    ) -> None:
+        super().__init__(redis_client, key, max_entries, url=url, order=order)
+        self._init_window(key, window, bucket, aggregate, max_entries, order, clock)
+        run = self.redis.run
+        self._run = lambda read: run(self._refreshed(read))
+
+    async def submit(
+        self,
+        user_id: str,
+        score: float,
+        metadata: Optional[Mapping[str, Any]] = None,
+        *,
+        mode: WriteMode = "set",
+    ) -> SubmitResult:
+        operation, results = self._write(user_id, score, metadata, mode)
+        await self.redis.run(operation)
+        result: SubmitResult = results()[0]
+        return result
+
+    async def upsert_user(
+        self, user_id: str, score: float, metadata: Optional[Mapping[str, Any]] = None
+    ) -> Entry:
+        return self._entry(await self.submit(user_id, score, metadata, mode="set"))
+
+    async def increment_score(
+        self, user_id: str, amount: float, metadata: Optional[Mapping[str, Any]] = None
+    ) -> Entry:
+        return self._entry(await self.submit(user_id, amount, metadata, mode="incr"))
+
+    async def delete_user(self, user_id: str) -> bool:
+        found: bool = await self.redis.run(self._window.delete_user(self.bucket_at(), user_id))
+        return found
+
+    async def clear(self) -> None:
+        await self.redis.run(self._window.clear(self.bucket_at()))
+
+    async def set_max_entries(self, max_entries: int) -> list[str]:
+        raise self._refuse("set_max_entries")
+
+    async def upsert_many(
+        self,
+        entries: Iterable[BulkEntry],
+        *,
+        chunk_size: int = 1000,
+        progress: Optional[Callable[[int], None]] = None,
+    ) -> ImportSummary:
+        raise self._refuse("upsert_many")
+
+    def __repr__(self) -> str:
+        return f"redis_leaderboard.asyncio.RollingLeaderboard(key={self.key!r})"
+
+
+class LeaderboardGroup(GroupBase):
+    """The asyncio twin of :class:`redis_leaderboard.seasons.LeaderboardGroup`: its boards are
+    asyncio ones."""
+
+    client_class = Client
+    plain_class = RedisLeaderboard
+    periodic_class = PeriodicLeaderboard
+    period_board_class = PeriodBoard
+    rolling_class = RollingLeaderboard
+
+    async def submit(
+        self,
+        user_id: str,
+        score: float,
+        metadata: Optional[Mapping[str, Any]] = None,
+        *,
+        mode: GroupMode = "set",
+    ) -> dict[str, SubmitResult]:
+        operation, results, periods = self._request(user_id, score, metadata, mode)
+        await self.redis.run(operation)
+        return self._results(results, periods)

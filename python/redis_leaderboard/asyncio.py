@@ -32,7 +32,13 @@ from .leaderboard import (
 )
 from .options import sentinel_options, url_options
 
-__all__ = ["Client", "PeriodicLeaderboard", "RedisLeaderboard"]
+__all__ = [
+    "Client",
+    "LeaderboardGroup",
+    "PeriodicLeaderboard",
+    "RedisLeaderboard",
+    "RollingLeaderboard",
+]
 
 _open_clients: weakref.WeakSet[Client] = weakref.WeakSet()
 
@@ -368,4 +374,8 @@ _copy_docs()
 
 # The time-based boards (issue 16), defined beside their sync twins (their module imports this
 # one: it must come last).
-from ._seasons_asyncio import PeriodicLeaderboard  # noqa: E402
+from ._seasons_asyncio import (  # noqa: E402
+    LeaderboardGroup,
+    PeriodicLeaderboard,
+    RollingLeaderboard,
+)

@@ -680,7 +680,7 @@ class RollingLeaderboard(RollingState, RedisLeaderboard):
         write pushed out of its ``max_entries``."""
         operation, results = self._write(user_id, score, metadata, mode)
         self.redis.run(operation)
-        result: SubmitResult = results.results()[0]
+        result: SubmitResult = results()[0]
         return result
 
     def upsert_user(
@@ -793,7 +793,7 @@ class GroupBase:
 
     def _results(self, results: Any, periods: list[Optional[str]]) -> dict[str, SubmitResult]:
         out: dict[str, SubmitResult] = {}
-        for key, period, result in zip(self.keys, periods, results.results()):
+        for key, period, result in zip(self.keys, periods, results()):
             if period is not None:
                 result["period"] = period
             out[key] = result

@@ -572,7 +572,7 @@ local function check_window(win, last)
 end
 
 -- Removes the worst entries of the union beyond max_entries (their buckets and metadata stay:
--- they may climb back); returns their ids.
+-- they may climb back); returns their ids, worst first.
 local function trim_window(win)
   local over = redis.call('ZCARD', win.union) - win.max_entries
   if over <= 0 then return {} end
@@ -581,7 +581,7 @@ local function trim_window(win)
     redis.call('ZREMRANGEBYRANK', win.union, 0, over - 1)
     return ids
   end
-  local ids = redis.call('ZRANGE', win.union, -over, -1)
+  local ids = redis.call('ZRANGE', win.union, 0, over - 1, 'REV')
   redis.call('ZREMRANGEBYRANK', win.union, -over, -1)
   return ids
 end
