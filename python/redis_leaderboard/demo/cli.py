@@ -70,6 +70,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "configured and none answers on localhost:6379)",
     )
     board.add_argument(
+        "--tz",
+        default="UTC",
+        help="the time zone of the Today and This week tabs, e.g. Europe/Amsterdam "
+        "(default: %(default)s)",
+    )
+    board.add_argument(
         "--max-entries",
         metavar="N",
         default=100,
@@ -215,7 +221,10 @@ def run(args: argparse.Namespace) -> int:
     try:
         log.info("Redis: %s", target.description)
         board = RedisLeaderboard(target.client, key=args.key, max_entries=args.max_entries)
-        app = DemoApp(board)
+        try:
+            app = DemoApp(board, tz=args.tz)
+        except ValueError as exc:  # an unknown --tz
+            raise DemoError(f"--tz: {exc}") from None
         try:
             if app.seed_if_empty():
                 log.info("Board %r was empty: added the guide's six sample players.", args.key)
