@@ -139,10 +139,12 @@ class DemoApp:
         # The tabs (issue 16): "Today" and "This week" beside the board ("All time"), each a
         # PeriodicLeaderboard under the board's key, all three fed by one group write.
         self.periodic = {
-            name: PeriodicLeaderboard(
-                board.redis, key=f"{board.key}:{name}", period=period, tz=tz, keep=2, clock=clock
-            )
-            for name, period in (("daily", "day"), ("weekly", "week"))
+            "daily": PeriodicLeaderboard(
+                board.redis, key=f"{board.key}:daily", period="day", tz=tz, keep=2, clock=clock
+            ),
+            "weekly": PeriodicLeaderboard(
+                board.redis, key=f"{board.key}:weekly", period="week", tz=tz, keep=2, clock=clock
+            ),
         }
         self.group = LeaderboardGroup(board.redis, [board, *self.periodic.values()])
 
