@@ -214,6 +214,27 @@ def test_a_write_refused_changes_nothing(client: Any, board_key: str, r: Any) ->
     assert {k: r.dump(k) for k in r.keys(f"{board_key}*")} == snapshot
     with pytest.raises(ResponseError, match="WRONGTYPE"):
         recent.get_top()
+
+
+def test_a_write_that_counts_the_buckets_checks_them_first(
+    client: Any, board_key: str, r: Any
+) -> None:
+    """A user outside a full window board: the write counts its other buckets (no rebuild), and a
+    bucket of another type there fails it before anything is written."""
+    clock = FakeClock(T0)
+    recent = RollingLeaderboard(
+        client, key=board_key, window=3 * MINUTE, bucket=MINUTE, max_entries=1, clock=clock
+    )
+    recent.increment_score("ada", 9)
+    clock.advance(MINUTE)
+    recent.increment_score("ada", 1)  # rebuilt for this bucket; the board is full
+    r.delete(f"{board_key}:bucket:{recent.bucket_at() - 1}")
+    r.rpush(f"{board_key}:bucket:{recent.bucket_at() - 1}", "x")
+    snapshot = {k: r.dump(k) for k in r.keys(f"{board_key}*")}
+    with pytest.raises(ResponseError, match="WRONGTYPE"):
+        recent.increment_score("bob", 1, {"name": "Bob"})
+    assert {k: r.dump(k) for k in r.keys(f"{board_key}*")} == snapshot
+    assert recent.increment_score("ada", 1)["score"] == 11.0  # on the board: no count needed
     for method in ("set_max_entries", "upsert_many"):
         with pytest.raises(TypeError, match="rolling window"):
             getattr(recent, method)([] if method == "upsert_many" else 5)

@@ -29,7 +29,43 @@ local function window_rank(win, user)
   return redis.call('ZRANK', win.union, user)
 end
 
--- A window's write, planned: every check, and what refresh_window will do.
+-- x and y combined by the window's aggregate (nil: none).
+local function combine(win, x, y)
+  if x == nil then return y end
+  if y == nil then return x end
+  if win.aggregate == 'sum' then return x + y end
+  if win.aggregate == 'max' then return math.max(x, y) end
+  return math.min(x, y)
+end
+
+-- The user's window score, counted from the buckets of the window ending with bucket `last`.
+local function recount(win, last)
+  local total
+  for _, key in ipairs(window_buckets(win, last)) do
+    local text = redis.call('ZSCORE', key, user_id)
+    if text then total = combine(win, total, tonumber(text)) end
+  end
+  return total
+end
+
+-- Before any write: the user's scores in the window's other buckets combined (nil: none), or
+-- nil and the error reply (a bucket of another type, a denied ZSCORE). ZSCORE checks each
+-- bucket's type as it reads it (TYPE runs only for the message).
+local function count_others(win, last)
+  local total
+  for _, key in ipairs(window_buckets(win, last)) do
+    if key ~= win.bucket_key then
+      local err = check_acl('ZSCORE', key, user_id)
+      if err then return nil, err end
+      local text = redis.pcall('ZSCORE', key, user_id)
+      if type(text) == 'table' and text.err then return nil, check_type(key, 'zset') or text end
+      if text then total = combine(win, total, tonumber(text)) end
+    end
+  end
+  return total
+end
+
+-- A window's write, planned: every check, and the bucket's new score.
 local function plan_window(win)
   local bucket, user_key = win.bucket_key, win.user_key
   local err = check_acl(win.mode == 'incr' and 'ZINCRBY' or 'ZADD', bucket, number, user_id)
@@ -40,11 +76,13 @@ local function plan_window(win)
     or check_acl('PEXPIREAT', user_key, '0')
     or (#ARGV >= first_field and check_acl('HSET', user_key, ARGV[first_field], ARGV[first_field + 1] or ''))
     or check_acl('HGET', win.options, 'order') or check_acl('EXISTS', win.options)
+    or check_acl('GET', win.marker) or check_acl('ZCARD', win.union)
+    or check_acl('ZRANGE', win.union, '0', '0') or check_acl('ZREMRANGEBYRANK', win.union, '0', '0')
+    or check_acl('PEXPIREAT', win.union, '0') or check_acl('TIME')
     or check_type(bucket, 'zset') or check_type(user_key, 'hash')
   if err then return nil, err end
-  -- The union is rebuilt for this bucket, or read and updated: checked either way, with every
-  -- bucket of the window (a rebuild reads them all; so may the recount of plan's user).
-  err = check_window(win, win.bucket)
+  err = check_type(win.union, 'zset') or check_type(win.marker, 'string')
+    or check_type(win.options, 'hash')
   if err then return nil, err end
   if not win.desc then  -- an 'asc' window records it; another order recorded is refused
     local recorded = redis.call('HGET', win.options, 'order')
@@ -66,24 +104,30 @@ local function plan_window(win)
   if score ~= score then
     return nil, redis.error_reply('ERR resulting score is not a number (NaN)')
   end
-  win.old, win.score = old, score
-  return win
-end
-
--- The user's window score, counted from the buckets of the window ending with bucket `last`.
-local function recount(win, last)
-  local total
-  for _, key in ipairs(window_buckets(win, last)) do
-    local text = redis.call('ZSCORE', key, user_id)
-    if text then
-      local x = tonumber(text)
-      if total == nil then total = x
-      elseif win.aggregate == 'sum' then total = total + x
-      elseif win.aggregate == 'max' then total = math.max(total, x)
-      else total = math.min(total, x) end
+  -- Every bucket of the window is checked when the write reads them: when it rebuilds the
+  -- union (the first write or read of a bucket), or counts the user's window score from them
+  -- (apply_window: the union does not hold it, or a max/min went the other way). Else the
+  -- write touches one bucket.
+  local built = built_bucket(win)
+  if not built or built < win.bucket or score == math.huge or score == -math.huge then
+    err = check_window(win, math.max(win.bucket, built or win.bucket))  -- a rebuild reads all
+    if err then return nil, err end
+  else
+    local previous = redis.call('ZSCORE', win.union, user_id)
+    local full = redis.call('ZCARD', win.union) >= win.max_entries
+    if not (previous or (not full and not old))
+      or (old and win.aggregate == 'max' and score < old)
+      or (old and win.aggregate == 'min' and score > old)
+      or (previous and math.abs(tonumber(previous)) == math.huge) then
+      -- The union cannot say the user's window score: the other buckets, counted now.
+      local others
+      others, err = count_others(win, built)
+      if err then return nil, err end
+      win.others = others or false
     end
   end
-  return total
+  win.old, win.score = old, score
+  return win
 end
 
 -- A window's write, applied: the union brought to the write's bucket, the bucket's score, the
@@ -127,10 +171,11 @@ local function apply_window(win)
     total = math.max(p or score, score)
   elseif known and win.aggregate == 'min' and (not old or score <= old) then
     total = math.min(p or score, score)
-  else
+  elseif win.others ~= nil then  -- counted by plan_window, this bucket left out
+    total = combine(win, win.others or nil, score)
+  else  -- after a rebuild (every bucket checked)
     total = recount(win, last)
   end
-  if total ~= total then total = recount(win, last) end  -- inf - inf: counted afresh
   if total ~= total then total = score end  -- inf and -inf in two buckets
   redis.call('ZADD', win.union, score_text(total), user_id)
   redis.call('PEXPIREAT', win.union, window_deadline(win, last))
