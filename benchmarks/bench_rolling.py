@@ -32,7 +32,6 @@ import statistics
 import sys
 import time
 from datetime import datetime, timedelta, timezone
-from pathlib import Path
 from typing import Any, Callable
 
 import redis_leaderboard
@@ -147,15 +146,20 @@ def main(argv: list[str] | None = None) -> int:
         inside = recent.get_top(1)[0]["user_id"]
         outside = "user-099999" if args.users == 100_000 else f"user-{args.users - 1:06d}"
         rows: dict[str, list[tuple[float, float]]] = {}
+        every = f"union of all {size[full.key]:,}"
+        n = args.uncached_calls
         variants: list[tuple[str, Callable[[], Any], Callable[[], Any], int]] = [
             ("get_top(10), cached", lambda: recent.get_top(10), nothing, 100),
-            ("get_top(10), uncached", lambda: recent.get_top(10), forget(recent), args.uncached_calls),
-            (f"get_top(10), cached, union of all {size[full.key]:,}", lambda: full.get_top(10), nothing, 100),
-            (f"get_top(10), uncached, union of all {size[full.key]:,}", lambda: full.get_top(10), forget(full), args.uncached_calls),
+            ("get_top(10), uncached", lambda: recent.get_top(10), forget(recent), n),
+            (f"get_top(10), cached, {every}", lambda: full.get_top(10), nothing, 100),
+            (f"get_top(10), uncached, {every}", lambda: full.get_top(10), forget(full), n),
             (f"get_top(10), plain board of {args.users:,}", lambda: plain.get_top(10), nothing, 100),
-            ("get_around_user(id, 10), cached", lambda: recent.get_around_user(inside, 10), nothing, 100),
-            ("submit(incr), user on the window's board", lambda: recent.submit(inside, 0, mode="incr"), nothing, 100),
-            ("submit(incr), user outside its max_entries", lambda: recent.submit(outside, 0, mode="incr"), nothing, 100),
+            ("get_around_user(id, 10), cached", lambda: recent.get_around_user(inside, 10),
+             nothing, 100),
+            ("submit(incr), user on the window's board",
+             lambda: recent.submit(inside, 0, mode="incr"), nothing, 100),
+            ("submit(incr), user outside its max_entries",
+             lambda: recent.submit(outside, 0, mode="incr"), nothing, 100),
         ]  # fmt: skip
         for _ in range(args.rounds):
             for label, call, before, calls in variants:
