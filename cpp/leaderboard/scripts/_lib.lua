@@ -572,10 +572,15 @@ local function check_window(win, last)
 end
 
 -- Removes the worst entries of the union beyond max_entries (their buckets and metadata stay:
--- they may climb back); returns their ids, worst first.
-local function trim_window(win)
+-- they may climb back); returns their ids, worst first (none if `quiet`: a rebuild's trim).
+local function trim_window(win, quiet)
   local over = redis.call('ZCARD', win.union) - win.max_entries
   if over <= 0 then return {} end
+  if quiet then
+    if win.desc then redis.call('ZREMRANGEBYRANK', win.union, 0, over - 1)
+    else redis.call('ZREMRANGEBYRANK', win.union, -over, -1) end
+    return {}
+  end
   if win.desc then
     local ids = redis.call('ZRANGE', win.union, 0, over - 1)
     redis.call('ZREMRANGEBYRANK', win.union, 0, over - 1)
@@ -603,7 +608,7 @@ local function refresh_window(win, last)
     args[#args + 1] = string.upper(win.aggregate)
     redis.call(unpack(args))
   end
-  trim_window(win)
+  trim_window(win, true)
   local deadline = window_deadline(win, last)
   redis.call('SET', win.marker, string.format('%d', last), 'PXAT', deadline)
   redis.call('PEXPIREAT', win.union, deadline)
