@@ -564,23 +564,23 @@ local function check_window(win, last)
     or check_acl('ZREMRANGEBYRANK', win.union, '0', '0') or check_acl('PEXPIREAT', win.union, '0')
     or check_acl('PEXPIREAT', win.options, '0') or check_acl('HSET', win.options, 'order', 'asc')
   if err then return err end
+  local build = win.marker .. ':build'
+  err = check_type(build, 'zset') or check_acl('ZRANGESTORE', win.union, build, '0', '0')
+    or check_acl('UNLINK', build) or check_acl('RENAME', build, win.union)
+    or check_acl('UNLINK', win.union)
+  if err then return err end
   for _, key in ipairs(window_buckets(win, last)) do
-    err = check_type(key, 'zset') or check_acl('ZUNIONSTORE', win.union, '1', key)
+    err = check_type(key, 'zset') or check_acl('ZUNIONSTORE', build, '1', key)
     if err then return err end
   end
   return nil
 end
 
 -- Removes the worst entries of the union beyond max_entries (their buckets and metadata stay:
--- they may climb back); returns their ids, worst first (none if `quiet`: a rebuild's trim).
-local function trim_window(win, quiet)
+-- they may climb back); returns their ids, worst first.
+local function trim_window(win)
   local over = redis.call('ZCARD', win.union) - win.max_entries
   if over <= 0 then return {} end
-  if quiet then
-    if win.desc then redis.call('ZREMRANGEBYRANK', win.union, 0, over - 1)
-    else redis.call('ZREMRANGEBYRANK', win.union, -over, -1) end
-    return {}
-  end
   if win.desc then
     local ids = redis.call('ZRANGE', win.union, 0, over - 1)
     redis.call('ZREMRANGEBYRANK', win.union, 0, over - 1)
@@ -596,19 +596,34 @@ end
 local function refresh_window(win, last)
   local built = built_bucket(win)
   if built and built >= last then return false end
-  local keys = window_buckets(win, last)
+  -- Built aside in "<key>:window:build", then its best max_entries copied to the union
+  -- (ZRANGESTORE) and the rest freed in the background (UNLINK): removing the worst from the
+  -- union in place would free them on the main thread, one by one.
+  local keys, build = window_buckets(win, last), win.marker .. ':build'
   for i = 1, #keys, 1000 do
-    -- ZUNIONSTORE union n key... AGGREGATE a; after the first 1,000 keys, the union is one of
-    -- the sets (unpack() is limited by Lua's C stack).
-    local args = {'ZUNIONSTORE', win.union, 0}
-    if i > 1 then args[#args + 1] = win.union end
+    -- ZUNIONSTORE build n key... AGGREGATE a; after the first 1,000 keys, build is one of the
+    -- sets (unpack() is limited by Lua's C stack).
+    local args = {'ZUNIONSTORE', build, 0}
+    if i > 1 then args[#args + 1] = build end
     for j = i, math.min(i + 999, #keys) do args[#args + 1] = keys[j] end
     args[3] = #args - 3
     args[#args + 1] = 'AGGREGATE'
     args[#args + 1] = string.upper(win.aggregate)
     redis.call(unpack(args))
   end
-  trim_window(win, true)
+  local size = redis.call('ZCARD', build)
+  if size == 0 then
+    redis.call('UNLINK', win.union)
+  elseif size <= win.max_entries then
+    redis.call('RENAME', build, win.union)
+  else
+    if win.desc then
+      redis.call('ZRANGESTORE', win.union, build, 0, win.max_entries - 1, 'REV')
+    else
+      redis.call('ZRANGESTORE', win.union, build, 0, win.max_entries - 1)
+    end
+    redis.call('UNLINK', build)
+  end
   local deadline = window_deadline(win, last)
   redis.call('SET', win.marker, string.format('%d', last), 'PXAT', deadline)
   redis.call('PEXPIREAT', win.union, deadline)
