@@ -16,6 +16,7 @@
 #include "connection/exchange.hpp"
 #include "connection/options.hpp"
 #include "errors.hpp"
+#include "leaderboard/group.hpp"
 #include "leaderboard/operations.hpp"
 #include "transport/blocking_client.hpp"
 
@@ -65,6 +66,95 @@ rlb::connection::Clock::time_point at(double seconds) {
   return rlb::connection::Clock::time_point(
       std::chrono::duration_cast<rlb::connection::Clock::duration>(
           std::chrono::duration<double>(seconds)));
+}
+
+// A str option (order, ties, mode, aggregate): TypeError if not a str.
+std::string option_text(py::handle value, const char* field) {
+  if (!PyUnicode_Check(value.ptr())) {
+    throw py::type_error(std::string(field) + " must be a str, not " +
+                         Py_TYPE(value.ptr())->tp_name);
+  }
+  return value.cast<std::string>();
+}
+
+// Time (issue 16): rolling windows and group writes (leaderboard/group.hpp).
+void declare_time(py::module_& m) {
+  using namespace rlb::bindings;
+  using rlb::leaderboard::Board;
+  using rlb::leaderboard::Window;
+  py::class_<Window>(m, "Window",
+                     "A rolling window's buckets and union; builds validated operations.")
+      .def(py::init([](std::string key, py::handle bucket_ms, py::handle window_ms,
+                       py::handle aggregate, py::handle max_entries, py::handle order) {
+             return Window(std::move(key), integer_arg(bucket_ms, "bucket_ms"),
+                           integer_arg(window_ms, "window_ms"),
+                           rlb::leaderboard::parse_aggregate(option_text(aggregate, "aggregate")),
+                           integer_arg(max_entries, "max_entries"),
+                           rlb::leaderboard::parse_order(option_text(order, "order")));
+           }),
+           "key"_a, "bucket_ms"_a, "window_ms"_a, py::kw_only(), "aggregate"_a = "sum",
+           "max_entries"_a = 100, "order"_a = "desc")
+      .def_property_readonly("key", &Window::key)
+      .def_property_readonly("bucket_ms", &Window::bucket_ms)
+      .def_property_readonly("window_ms", &Window::window_ms)
+      .def_property_readonly("buckets", &Window::buckets)
+      .def_property_readonly("max_entries", &Window::max_entries)
+      .def_property_readonly(
+          "aggregate",
+          [](const Window& self) { return rlb::leaderboard::name_of(self.aggregate()); })
+      .def_property_readonly(
+          "order", [](const Window& self) { return rlb::leaderboard::name_of(self.order()); })
+      .def("bucket_key", &Window::bucket_key, "bucket"_a)
+      .def(
+          "refreshed",
+          [](const Window& self, py::handle bucket, py::handle read) {
+            return wrap(self.refreshed(integer_arg(bucket, "bucket"), operation_arg(read).take()));
+          },
+          "bucket"_a, "read"_a)
+      .def(
+          "delete_user",
+          [](const Window& self, py::handle bucket, py::handle user_id) {
+            return wrap(self.delete_user(integer_arg(bucket, "bucket"), user_id_arg(user_id)));
+          },
+          "bucket"_a, "user_id"_a)
+      .def(
+          "clear",
+          [](const Window& self, py::handle bucket) {
+            return wrap(self.clear(integer_arg(bucket, "bucket")));
+          },
+          "bucket"_a);
+
+  m.def(
+      "group_submit",
+      [](py::handle members, py::handle user_id, py::handle score, py::handle metadata) {
+        std::vector<rlb::leaderboard::GroupMember> list;
+        for (py::handle item : py::iter(members)) {
+          auto member = item.cast<py::tuple>();
+          if (member.size() != 3) throw py::type_error("a group member is (board, mode, bucket)");
+          auto mode = rlb::leaderboard::parse_write_mode(option_text(member[1], "mode"));
+          if (py::isinstance<Window>(member[0])) {
+            list.push_back({member[0].cast<Window>(), mode, integer_arg(member[2], "bucket")});
+          } else {
+            list.push_back({member[0].cast<Board>(), mode, 0});
+          }
+        }
+        auto results = std::make_shared<std::vector<rlb::leaderboard::SubmitResult>>();
+        auto operation = wrap(rlb::leaderboard::group_submit(std::move(list), user_id_arg(user_id),
+                                                             number_arg(score, "score"),
+                                                             metadata_arg(metadata), results));
+        // submit()'s result for each member, once the operation has run.
+        py::cpp_function take([results]() {
+          py::list out;
+          for (const auto& result : *results) {
+            out.append(to_python(rlb::leaderboard::Result(result)));
+          }
+          return out;
+        });
+        return py::make_tuple(py::cast(std::move(operation)), std::move(take));
+      },
+      "members"_a, "user_id"_a, "score"_a, "metadata"_a = py::none(),
+      "One write to several boards: (operation, results), results() giving each board's submit() "
+      "result once the operation has run.");
 }
 
 }  // namespace
@@ -126,35 +216,39 @@ PYBIND11_MODULE(_core, m) {
   };
   py::class_<Board>(m, "Board",
                     "A board's key, size limit and ranking rules; builds validated operations.")
-      .def(py::init([option_arg](std::string key, py::handle max_entries, py::handle order,
-                                 py::handle ties, py::handle submission_ttl, py::handle rate_limit,
-                                 py::handle events, py::handle events_maxlen) {
-             // Issue 17: the guards.
-             leaderboard::Guards guards;
-             guards.submission_ttl = number_arg(submission_ttl, "submission_ttl");
-             if (!rate_limit.is_none()) {
-               if (!PyTuple_Check(rate_limit.ptr()) || PyTuple_Size(rate_limit.ptr()) != 2) {
-                 throw py::type_error(
-                     "rate_limit must be None or a (max_writes, per_seconds) tuple, not " +
-                     std::string(Py_TYPE(rate_limit.ptr())->tp_name));
-               }
-               auto pair = py::reinterpret_borrow<py::tuple>(rate_limit);
-               guards.rate_max = integer_arg(pair[0], "rate_limit's max_writes");
-               guards.rate_per = number_arg(pair[1], "rate_limit's per_seconds");
-             }
-             if (!PyBool_Check(events.ptr())) {
-               throw py::type_error("events must be a bool, not " +
-                                    std::string(Py_TYPE(events.ptr())->tp_name));
-             }
-             guards.events = events.cast<bool>();
-             guards.events_maxlen = integer_arg(events_maxlen, "events_maxlen");
-             return Board(std::move(key), integer_arg(max_entries, "max_entries"),
-                          leaderboard::parse_order(option_arg(order, "order")),
-                          leaderboard::parse_ties(option_arg(ties, "ties")), guards);
-           }),
-           "key"_a, "max_entries"_a, py::kw_only(), "order"_a = "desc", "ties"_a = "lexicographic",
-           "submission_ttl"_a = 86400, "rate_limit"_a = py::none(), "events"_a = false,
-           "events_maxlen"_a = 10000)
+      .def(
+          py::init([option_arg](std::string key, py::handle max_entries, py::handle order,
+                                py::handle ties, py::handle submission_ttl, py::handle rate_limit,
+                                py::handle events, py::handle events_maxlen, py::handle expire_at) {
+            // Issue 17: the guards.
+            leaderboard::Guards guards;
+            guards.submission_ttl = number_arg(submission_ttl, "submission_ttl");
+            if (!rate_limit.is_none()) {
+              if (!PyTuple_Check(rate_limit.ptr()) || PyTuple_Size(rate_limit.ptr()) != 2) {
+                throw py::type_error(
+                    "rate_limit must be None or a (max_writes, per_seconds) tuple, not " +
+                    std::string(Py_TYPE(rate_limit.ptr())->tp_name));
+              }
+              auto pair = py::reinterpret_borrow<py::tuple>(rate_limit);
+              guards.rate_max = integer_arg(pair[0], "rate_limit's max_writes");
+              guards.rate_per = number_arg(pair[1], "rate_limit's per_seconds");
+            }
+            if (!PyBool_Check(events.ptr())) {
+              throw py::type_error("events must be a bool, not " +
+                                   std::string(Py_TYPE(events.ptr())->tp_name));
+            }
+            guards.events = events.cast<bool>();
+            guards.events_maxlen = integer_arg(events_maxlen, "events_maxlen");
+            std::optional<long long> deadline;  // issue 16: a periodic board's
+            if (!expire_at.is_none()) deadline = integer_arg(expire_at, "expire_at");
+            return Board(std::move(key), integer_arg(max_entries, "max_entries"),
+                         leaderboard::parse_order(option_arg(order, "order")),
+                         leaderboard::parse_ties(option_arg(ties, "ties")), guards, deadline);
+          }),
+          "key"_a, "max_entries"_a, py::kw_only(), "order"_a = "desc", "ties"_a = "lexicographic",
+          "submission_ttl"_a = 86400, "rate_limit"_a = py::none(), "events"_a = false,
+          "events_maxlen"_a = 10000, "expire_at"_a = py::none())
+      .def_property_readonly("expire_at", &Board::expire_at)
       .def_property_readonly("key", &Board::key)
       .def_property_readonly("max_entries", &Board::max_entries)
       .def_property_readonly("order",
@@ -333,6 +427,8 @@ PYBIND11_MODULE(_core, m) {
             return wrap(self.trim_to_max_entries(report));
           },
           "report"_a = 1000);
+
+  declare_time(m);
 
   py::class_<BlockingClient, std::shared_ptr<BlockingClient>>(
       m, "Client", "A blocking, pipelined Redis client, safe to share between threads.")

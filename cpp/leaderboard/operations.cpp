@@ -355,6 +355,23 @@ std::unique_ptr<Operation> ping() {
                                       });
 }
 
+SubmitResult parse_submit_reply(Reply& reply, std::string user_id, bool idempotent) {
+  parse_array(reply, 7);
+  auto& parts = reply.elements;
+  if (parts.size() != (idempotent ? 8u : 7u)) unexpected("a submit");
+  SubmitResult result;
+  result.trimmed_user_ids = parse_strings(parts[0]);
+  result.entry.user_id = std::move(user_id);
+  result.entry.score = parse_score(parts[1]);
+  if (!parts[2].is_nil()) result.entry.rank = parse_rank(parts[2]) + 1;
+  result.entry.metadata = parse_metadata(parts[3]);
+  if (!parts[4].is_nil()) result.previous_score = parse_score(parts[4]);
+  if (!parts[5].is_nil()) result.previous_rank = parse_rank(parts[5]) + 1;
+  result.changed = parse_count(parts[6], 1) == 1;
+  if (idempotent) result.duplicate = parse_count(parts[7], 1) == 1;  // issue 17
+  return result;
+}
+
 std::string format_score(double value) {
   char buffer[32];
   int n = std::snprintf(buffer, sizeof buffer, "%.17g", value);
@@ -465,9 +482,12 @@ std::vector<std::string> Board::Identity::with_options(std::vector<std::string> 
   return args;
 }
 
-Board::Board(std::string key, long long max_entries, Order order, Ties ties, Guards guards)
+Board::Board(std::string key, long long max_entries, Order order, Ties ties, Guards guards,
+             std::optional<long long> expire_at)
     : id_(std::make_shared<Identity>()) {
   if (key.empty()) throw InvalidArgument("key must not be empty");
+  if (expire_at && *expire_at < 1) throw InvalidArgument("expire_at must be at least 1 (unix ms)");
+  id_->expire_at = expire_at;
   id_->max_entries = require_at_least_one(max_entries, "max_entries");
   // Issue 17: the guards' limits, in whole milliseconds on the wire.
   if (!(guards.submission_ttl >= 0.001 && guards.submission_ttl <= 1e10)) {
@@ -654,14 +674,15 @@ std::unique_ptr<Operation> Board::write(WriteMode mode, std::string user_id, dou
   const bool increment = mode == WriteMode::Incr;
   require_finite(number, increment && !submit ? "amount" : "score");
 
-  // "<mode>", or "<mode> <order> <ties> <reply>[ <guard>...]" (see write.lua).
+  // "<mode>", or "<mode> <order> <ties> <reply>[ <guard>...][ expire:<unix ms>]" (see write.lua).
   std::string spec = name_of(mode);
   const bool guarded = submission_id || id_->guards.any();  // issue 17
-  if (submit || !has_default_options() || guarded) {
+  if (submit || !has_default_options() || guarded || expire_at()) {
     spec = spec + " " + name_of(order()) + " " + name_of(ties()) + (submit ? " submit" : " entry");
   }
   std::vector<std::string> keys = script_keys({metadata_key(user_id)}, Check::EveryCall);
-  if (guarded) add_guards(spec, keys, user_id, submission_id);  // issue 17
+  if (guarded) add_guards(spec, keys, user_id, submission_id);         // issue 17
+  if (expire_at()) spec += " expire:" + std::to_string(*expire_at());  // issue 16
   std::vector<std::string> args;
   args.reserve(4 + 2 * metadata.size());
   args.insert(args.end(),
@@ -675,20 +696,7 @@ std::unique_ptr<Operation> Board::write(WriteMode mode, std::string user_id, dou
   if (submit) {
     const bool idempotent = submission_id.has_value();
     auto parse = [user_id = std::move(user_id), idempotent](Reply& reply) mutable -> Result {
-      parse_array(reply, 7);
-      auto& parts = reply.elements;
-      if (parts.size() != (idempotent ? 8 : 7)) unexpected("a submit");
-      SubmitResult result;
-      result.trimmed_user_ids = parse_strings(parts[0]);
-      result.entry.user_id = std::move(user_id);
-      result.entry.score = parse_score(parts[1]);
-      if (!parts[2].is_nil()) result.entry.rank = parse_rank(parts[2]) + 1;
-      result.entry.metadata = parse_metadata(parts[3]);
-      if (!parts[4].is_nil()) result.previous_score = parse_score(parts[4]);
-      if (!parts[5].is_nil()) result.previous_rank = parse_rank(parts[5]) + 1;
-      result.changed = parse_count(parts[6], 1) == 1;
-      if (idempotent) result.duplicate = parse_count(parts[7], 1) == 1;  // issue 17
-      return result;
+      return parse_submit_reply(reply, std::move(user_id), idempotent);
     };
     auto call = std::make_unique<SingleCall>("submit", std::move(command), std::move(parse), id_);
     if (idempotent) call->allow_resends(retries);  // it cannot apply twice (issue 17)
@@ -868,9 +876,10 @@ std::unique_ptr<Operation> Board::upsert_chunk(std::vector<BatchEntry> entries,
   }
   const auto count = static_cast<long long>(entries.size());
   if (count == 0) return std::make_unique<Batch>(std::vector<Command>{}, 0);
-  if (!has_default_options() || id_->guards.any() || any_id) {
+  if (!has_default_options() || id_->guards.any() || any_id || expire_at()) {
     // Each entry's score goes to the option keys too: one script (bulk.lua), all or nothing.
-    // Issue 17: guards and submission ids too ('rate' is only checked against the record).
+    // Issue 17: guards and submission ids too ('rate' is only checked against the record); on
+    // an expiring board (issue 16), with the deadline of every key it writes.
     const Guards& guards = id_->guards;
     std::string words;
     if (any_id) words += " sid:" + milliseconds(guards.submission_ttl);
@@ -878,6 +887,7 @@ std::unique_ptr<Operation> Board::upsert_chunk(std::vector<BatchEntry> entries,
       words += " rate:" + std::to_string(*guards.rate_max) + ":" + milliseconds(guards.rate_per);
     }
     if (guards.events) words += " events:" + std::to_string(guards.events_maxlen);
+    if (expire_at()) words += " expire:" + std::to_string(*expire_at());
     std::vector<std::string> user_keys,
         args{name_of(order()), name_of(ties()), words.empty() ? "" : words.substr(1)};
     for (auto& entry : entries) {

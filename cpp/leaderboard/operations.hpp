@@ -163,14 +163,22 @@ class Board {
   // take one round trip; larger ones are paged so the server is never blocked for long.
   static constexpr long long kPageSize = 5000;
 
+  // `expire_at` (unix ms): a periodic board's deadline (issue 16): every write PEXPIREATs
+  // every key of the board it touches, metadata hashes included (see expire_board in _lib.lua).
   Board(std::string key, long long max_entries, Order order = Order::Desc,
-        Ties ties = Ties::Lexicographic, Guards guards = {});
+        Ties ties = Ties::Lexicographic, Guards guards = {},
+        std::optional<long long> expire_at = std::nullopt);
 
   const std::string& key() const { return id_->key; }
   long long max_entries() const { return id_->max_entries.load(std::memory_order_relaxed); }
   Order order() const { return id_->order; }
   Ties ties() const { return id_->ties; }
   bool has_default_options() const { return id_->is_default(); }
+  std::optional<long long> expire_at() const { return id_->expire_at; }
+  // Issue 17: appends a write's guard words (" sid:.. rate:.. events:..", see guard_fields in
+  // _lib.lua) to `spec` and their keys to `keys` (write.lua, bulk.lua and group.lua use them).
+  void add_guards(std::string& spec, std::vector<std::string>& keys, const std::string& user_id,
+                  const std::optional<std::string>& submission_id) const;
   // True once a reply showed that the board's recorded options are this object's: until then a
   // default board's get_rank is a script that checks them (then ZREVRANK), and its other reads
   // declare its options hash, which their scripts check (then they skip the check).
@@ -258,7 +266,8 @@ class Board {
     Ties ties;
     std::atomic<long long> max_entries;
     std::atomic<bool> checked{false};
-    Guards guards;  // issue 17
+    Guards guards;                       // issue 17
+    std::optional<long long> expire_at;  // unix ms; none: the board never expires
 
     bool is_default() const { return order == Order::Desc && ties == Ties::Lexicographic; }
     // A script's last fixed arguments: order and ties, on a board with options only (a default
@@ -275,9 +284,6 @@ class Board {
                                    Metadata metadata, bool submit,
                                    std::optional<std::string> submission_id = std::nullopt,
                                    int retries = 0) const;
-  // Issue 17: a write's guard words (see guard_fields in _lib.lua) and their keys.
-  void add_guards(std::string& spec, std::vector<std::string>& keys, const std::string& user_id,
-                  const std::optional<std::string>& submission_id) const;
   // When a script checks a default board's recorded options: on every call (writes: a board
   // another client has since created with options is refused, never changed), or until a reply
   // has shown the board records none (reads, and get_rank, upsert_many's check).
@@ -291,6 +297,10 @@ class Board {
 
 // PING: true when the server answers.
 std::unique_ptr<Operation> ping();
+
+// write.lua's (and group.lua's) submit() reply for `user_id`: {trimmed_ids, score, rank or nil,
+// metadata, previous score or nil, previous rank or nil, changed}.
+SubmitResult parse_submit_reply(Reply& reply, std::string user_id, bool idempotent = false);
 
 // Exact text of a double for Redis (round-trips through strtod).
 std::string format_score(double value);

@@ -27,6 +27,11 @@ extern const Script around;    // get_around_user
 extern const Script entries;   // get_entries
 extern const Script by_score;  // get_by_score
 extern const Script stats;     // rank_for_score, get_percentile, score_at_percentile, get_histogram
+
+// Time (issue 16).
+extern const Script group;  // LeaderboardGroup.submit, rolling windows' writes
+extern const Script
+    rolling;  // rolling windows: refresh before reads, delete_user, clear (allow-oom)
 }  // namespace scripts
 
 }  // namespace rlb::leaderboard

@@ -24,6 +24,7 @@ from .asyncio import RedisLeaderboard as AsyncRedisLeaderboard
 from .client import Client
 from .cluster import ClusterClient
 from .leaderboard import RedisLeaderboard
+from .seasons import LeaderboardGroup, PeriodicLeaderboard, RollingLeaderboard
 from .sharded import ShardedLeaderboard
 
 if TYPE_CHECKING:
@@ -49,14 +50,17 @@ __all__ = [
     "ClusterClient",
     "ConnectionError",
     "ExecAbortError",
+    "LeaderboardGroup",
     "NoPermissionError",
     "NoScriptError",
     "OutOfMemoryError",
+    "PeriodicLeaderboard",
     "RateLimited",
     "ReadOnlyError",
     "RedisError",
     "RedisLeaderboard",
     "ResponseError",
+    "RollingLeaderboard",
     "ShardedLeaderboard",
     "TimeoutError",
     "__version__",

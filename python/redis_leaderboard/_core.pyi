@@ -71,11 +71,15 @@ class Board:
         rate_limit: Optional[tuple[int, float]] = None,
         events: bool = False,
         events_maxlen: int = 10000,
+        expire_at: Optional[int] = None,
     ) -> None:
         """ValueError for an unknown ``order`` or ``ties``, TypeError if not a str; the guards
-        (issue 17) checked too."""
+        (issue 17) checked too. ``expire_at`` (unix ms): every write PEXPIREATs the board's keys
+        at it (issue 16)."""
     @property
     def key(self) -> str: ...
+    @property
+    def expire_at(self) -> Optional[int]: ...
     @property
     def max_entries(self) -> int: ...
     @property
@@ -162,6 +166,50 @@ class Board:
         """upsert_many's request for one chunk (validated here; errors name ``first_index + i``)."""
     def trim_to_max_entries(self, report: int = 1000) -> Operation:
         """Trim to :attr:`max_entries` in pages; the result lists at most ``report`` ids."""
+
+class Window:
+    """A rolling window's buckets and union (issue 16); builds validated operations, no I/O."""
+
+    def __init__(
+        self,
+        key: str,
+        bucket_ms: int,
+        window_ms: int,
+        *,
+        aggregate: Literal["sum", "max", "min"] = "sum",
+        max_entries: int = 100,
+        order: Literal["desc", "asc"] = "desc",
+    ) -> None: ...
+    @property
+    def key(self) -> str: ...
+    @property
+    def bucket_ms(self) -> int: ...
+    @property
+    def window_ms(self) -> int: ...
+    @property
+    def buckets(self) -> int: ...
+    @property
+    def max_entries(self) -> int: ...
+    @property
+    def aggregate(self) -> Literal["sum", "max", "min"]: ...
+    @property
+    def order(self) -> Literal["desc", "asc"]: ...
+    def bucket_key(self, bucket: int) -> str: ...
+    def refreshed(self, bucket: int, read: Operation) -> Operation:
+        """``read`` (a :class:`Board` operation on the window's key), led by the refresh of the
+        window's union for ``bucket``, in the same round trip."""
+    def delete_user(self, bucket: int, user_id: str) -> Operation:
+        """Result: True if the user was in the window."""
+    def clear(self, bucket: int) -> Operation: ...
+
+def group_submit(
+    members: Iterable[tuple[Union[Board, Window], str, int]],
+    user_id: str,
+    score: float,
+    metadata: Optional[Mapping[str, Any]] = None,
+) -> tuple[Operation, Callable[[], list[dict[str, Any]]]]:
+    """One write to several boards (``(board or window, mode, bucket)``), atomically; the
+    callable gives submit()'s result for each, in order, once the operation has run."""
 
 def ping() -> Operation:
     """The PING operation (True when the server answers)."""

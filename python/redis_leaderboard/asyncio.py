@@ -37,7 +37,15 @@ from .leaderboard import (
 from .options import sentinel_options, url_options
 from .sharded import AsyncShardedLeaderboard as ShardedLeaderboard
 
-__all__ = ["Client", "ClusterClient", "RedisLeaderboard", "ShardedLeaderboard"]
+__all__ = [
+    "Client",
+    "ClusterClient",
+    "LeaderboardGroup",
+    "PeriodicLeaderboard",
+    "RedisLeaderboard",
+    "RollingLeaderboard",
+    "ShardedLeaderboard",
+]
 
 _open_clients: weakref.WeakSet[Client] = weakref.WeakSet()
 
@@ -454,3 +462,12 @@ def _copy_docs() -> None:
 
 
 _copy_docs()
+
+
+# The time-based boards (issue 16), defined beside their sync twins (their module imports this
+# one: it must come last).
+from ._seasons_asyncio import (  # noqa: E402
+    LeaderboardGroup,
+    PeriodicLeaderboard,
+    RollingLeaderboard,
+)

@@ -2,7 +2,9 @@
 a board from the command line.
 
 They use the Redis that ``--redis-url``, ``--redis-host``/``--redis-port`` or ``$REDIS_URL``
-name, else localhost:6379, and the board ``--key`` (default ``leaderboard:demo``).
+name, else localhost:6379, and the board ``--key`` (default ``leaderboard:demo``); the reads take
+``--period hour|day|week|month`` (with ``--tz`` and ``--ago N``) to read a PeriodicLeaderboard's
+board of the current (or an earlier) period.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import subprocess
 import sys
 import time
 from dataclasses import dataclass
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Iterator, Optional, TextIO, Union
 
@@ -30,6 +33,7 @@ from ._redis_target import (
     connect_configured,
 )
 from .leaderboard import Entry
+from .seasons import Periods
 
 # Without --max-entries, import keeps every entry (a sorted set holds at most 2**32 - 1), and
 # top/rank/around, which only read, never trim.
@@ -72,11 +76,34 @@ def open_board(args: argparse.Namespace, max_entries: int = NO_LIMIT) -> RedisLe
     assert target is not None
     return RedisLeaderboard(
         target.client,
-        key=args.key,
+        key=period_key(args),
         max_entries=max_entries,
         order=getattr(args, "order", "desc"),
         ties=getattr(args, "ties", "lexicographic"),
     )
+
+
+def period_key(args: argparse.Namespace) -> str:
+    """``--key``, or with ``--period`` the key of the period's board (a PeriodicLeaderboard's
+    ``f"{key}:{period_id}"``): the current period in ``--tz``, or ``--ago N`` periods before.
+    Without ``--json`` the board and its next reset are named on stderr."""
+    period = getattr(args, "period", None)
+    if period is None:
+        return str(args.key)
+    try:
+        periods = Periods(period, args.tz)
+    except ValueError as exc:
+        raise CommandError(str(exc), status=2) from None
+    start = periods.start_of(datetime.now(timezone.utc))
+    end = periods.next_start(start)
+    for _ in range(args.ago):
+        end = start
+        start = periods.previous_start(start)
+    key = f"{args.key}:{periods.period_id(start)}"
+    if not getattr(args, "json", False):
+        verb = "resets" if args.ago == 0 else "ended"
+        print(f"{key} ({verb} {end.astimezone(periods.tz).isoformat()})", file=sys.stderr)
+    return key
 
 
 # ---- import ------------------------------------------------------------------------------------
@@ -422,9 +449,36 @@ def add_import_arguments(parser: argparse.ArgumentParser) -> None:
     parser.set_defaults(run=_guarded(run_import))
 
 
+def _not_negative(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError("must not be negative")
+    return value
+
+
+def add_period_arguments(parser: argparse.ArgumentParser) -> None:
+    """--period/--tz/--ago: read a PeriodicLeaderboard's board (issue 16)."""
+    parser.add_argument(
+        "--period",
+        choices=["hour", "day", "week", "month"],
+        help="read the board of the current period of a PeriodicLeaderboard on --key "
+        "(KEY:2026-11-23, KEY:2026-W48, ...)",
+    )
+    parser.add_argument(
+        "--tz", default="UTC", help="the periodic board's time zone, e.g. Europe/Amsterdam (UTC)"
+    )
+    parser.add_argument(
+        "--ago", type=_not_negative, default=0, help="with --period: N periods before the current"
+    )
+
+
 def add_top_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("count", nargs="?", type=_positive, default=10, help="default 10")
     add_redis_arguments(parser)
+    add_period_arguments(parser)
     parser.add_argument("--json", action="store_true", help="print JSON")
     parser.set_defaults(run=_guarded(run_top))
 
@@ -432,6 +486,7 @@ def add_top_arguments(parser: argparse.ArgumentParser) -> None:
 def add_rank_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("user_id", metavar="USER")
     add_redis_arguments(parser)
+    add_period_arguments(parser)
     parser.add_argument("--json", action="store_true", help="print JSON")
     parser.set_defaults(run=_guarded(run_rank))
 
@@ -440,6 +495,7 @@ def add_around_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("rank", metavar="RANK", type=_positive)
     parser.add_argument("--count", type=_positive, default=5, help="default 5")
     add_redis_arguments(parser)
+    add_period_arguments(parser)
     parser.add_argument("--json", action="store_true", help="print JSON")
     parser.set_defaults(run=_guarded(run_around))
 
@@ -470,6 +526,7 @@ def add_around_user_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("user_id", metavar="ID")
     parser.add_argument("--count", type=_positive, default=5, help="default 5")
     add_redis_arguments(parser)
+    add_period_arguments(parser)
     add_ranking_arguments(parser)
     parser.add_argument("--json", action="store_true", help="print JSON")
     parser.set_defaults(run=_guarded(run_around_user))
@@ -481,6 +538,7 @@ def add_page_arguments(parser: argparse.ArgumentParser) -> None:
         "--page-size", type=_positive, default=10, help="entries a page, 1 to 1000 (default 10)"
     )
     add_redis_arguments(parser)
+    add_period_arguments(parser)
     add_ranking_arguments(parser)
     parser.add_argument("--json", action="store_true", help="print JSON")
     parser.set_defaults(run=_guarded(run_page))
@@ -498,6 +556,7 @@ def add_histogram_arguments(parser: argparse.ArgumentParser) -> None:
         "--width", type=_positive, default=40, help="characters of the longest bar (default 40)"
     )
     add_redis_arguments(parser)
+    add_period_arguments(parser)
     add_ranking_arguments(parser)
     parser.add_argument("--json", action="store_true", help="print JSON")
     parser.set_defaults(run=_guarded(run_histogram))

@@ -577,7 +577,8 @@ class RedisLeaderboard(BoardBase):
                 progress(written)
 
         try:
-            if self.order == "desc" and self.ties == "lexicographic" and not guarded:
+            default = self.order == "desc" and self.ties == "lexicographic"
+            if default and not guarded and self._board.expire_at is None:  # MULTI/EXEC chunks
                 self.redis.run_pipelined(operations, on_chunk, CHUNKS_IN_FLIGHT)
             else:  # script chunks (bulk.lua): one at a time, each may need its NOSCRIPT retry
                 for operation in operations:

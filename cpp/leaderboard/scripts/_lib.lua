@@ -377,20 +377,27 @@ end
 -- the recorded ones is refused with check_options' OPTIONS status (ValueError in the client):
 -- a client without them would silently bypass the limit or leave watchers without events.
 
--- Sets w's guard fields from the words spec[from], spec[from + 1], ... (see above).
-local function guard_fields(w, spec, from)
-  local n = #spec - from + 1
-  if n <= 0 then return w end
-  local k = #KEYS - n
+-- Sets w's guard fields from the words spec[from], spec[from + 1], ... (see above), the keys of
+-- those that have one ending at KEYS[last_key]; and w.expire_at from a word 'expire:<unix ms>'
+-- (issue 16: a periodic board's deadline, see expire_board), which has no key.
+local function guard_fields(w, spec, from, last_key)
+  local k = last_key
   for i = from, #spec do
-    k = k + 1
+    if string.sub(spec[i], 1, 7) ~= 'expire:' then k = k - 1 end
+  end
+  for i = from, #spec do
     local name, a, b = string.match(spec[i], '^(%a+):([^:]*):?(.*)$')
-    if name == 'sid' then
-      w.submission_key, w.submission_ttl = KEYS[k], a
-    elseif name == 'rate' then
-      w.rate_key, w.rate_max, w.rate_per = KEYS[k], tonumber(a), tonumber(b)
-    elseif name == 'events' then
-      w.events_key, w.events_maxlen = KEYS[k], a
+    if name == 'expire' then
+      w.expire_at = a
+    else
+      k = k + 1
+      if name == 'sid' then
+        w.submission_key, w.submission_ttl = KEYS[k], a
+      elseif name == 'rate' then
+        w.rate_key, w.rate_max, w.rate_per = KEYS[k], tonumber(a), tonumber(b)
+      elseif name == 'events' then
+        w.events_key, w.events_maxlen = KEYS[k], a
+      end
     end
   end
   return w
@@ -530,12 +537,43 @@ local function apply_guards(p, reply)
   if w.events_key and (p.changed or #p.trimmed > 0) then
     add_event(b, w.events_key, w.events_maxlen, w.user_id, p.score, p.old_text, p.previous_rank,
       p.old_position, p.trimmed)
+    -- A periodic board's events expire with it (issue 16).
+    if w.expire_at then redis.call('PEXPIREAT', w.events_key, w.expire_at) end
   end
   if w.submission_key then
     redis.call('SET', w.submission_key, cmsgpack.pack(reply), 'PX', w.submission_ttl)
     reply[#reply + 1] = 0
   end
   return reply
+end
+
+-- ---- Expiry (periodic boards, issue 16) -----------------------------------------------------
+-- A periodic board (one per period: "<key>:<period id>") expires as a whole at its period's
+-- deadline (unix ms, the same for every key of the period): every write PEXPIREATs the sorted
+-- set, the option keys and the metadata hash it wrote, so every user's hash carries the
+-- period's deadline too (the trim UNLINKs the hashes of those it removes).
+
+-- The keys of board `b` that expire with it (absent ones are skipped by PEXPIREAT).
+local function board_keys(b, user_key)
+  local keys = {b.board, user_key}
+  if b.options then keys[#keys + 1] = b.options end
+  if b.first then keys[#keys + 1] = b.first; keys[#keys + 1] = b.first_keys end
+  if b.dense then keys[#keys + 1] = b.dense end
+  return keys
+end
+
+-- nil, or a NOPERM error reply if the caller may not PEXPIREAT the board's keys.
+local function check_board_expiry(b, user_key, expire_at)
+  for _, key in ipairs(board_keys(b, user_key)) do
+    local err = check_acl('PEXPIREAT', key, expire_at)
+    if err then return err end
+  end
+  return nil
+end
+
+-- PEXPIREAT every key of board `b` (and the user's metadata hash) at `expire_at` (unix ms).
+local function expire_board(b, user_key, expire_at)
+  for _, key in ipairs(board_keys(b, user_key)) do redis.call('PEXPIREAT', key, expire_at) end
 end
 
 -- ---- One board's write (write.lua's options path; a group write runs several) ---------------
@@ -547,8 +585,8 @@ end
 -- mode ('set' | 'best' | 'incr'), order and ties (nil: the default board), submit (the reply
 -- shape: submit()'s, else the entry's), number (ARGV text), user_id, max_entries (a number),
 -- fields and first_field (the metadata: fields[first_field], fields[first_field + 1], ... as
--- field, value pairs). Returns the plan, or nil and the reply to return (an error reply, or
--- check_options' OPTIONS status).
+-- field, value pairs); expire_at (unix ms, or nil: see expire_board). Returns the plan, or nil
+-- and the reply to return (an error reply, or check_options' OPTIONS status).
 local function plan_write(w)
   local board, user_key, user_id, number = w.board, w.user_key, w.user_id, w.number
   local b = board_spec(board, w.k, w.order, w.ties)
@@ -561,6 +599,12 @@ local function plan_write(w)
     or check_acl('HGETALL', user_key) or check_type(board, 'zset')
     or check_type(user_key, 'hash') or (not b.default and check_option_keys(b))
   if err then return nil, err end
+  -- Expiry (periodic boards): the caller may PEXPIREAT every key of the board.
+  if w.expire_at then
+    err = check_board_expiry(b, user_key, w.expire_at)
+      or (w.events_key and check_acl('PEXPIREAT', w.events_key, w.expire_at))
+    if err then return nil, err end
+  end
   local record, seq
   err, record, seq = check_options(b, true)
   if err then return nil, err end
@@ -655,6 +699,9 @@ local function apply_write(p)
     redis.call('HSET', user_key, unpack(fields, i, math.min(i + 999, #fields)))
   end
   remove_worst(b, string.sub(user_key, 1, #user_key - #user_id), p.trimmed, p.trimmed_scores)
+  -- Expiry (periodic boards): every key of the board the write touched or that exists for it
+  -- gets the period's deadline, the user's metadata hash included.
+  if w.expire_at then expire_board(b, user_key, w.expire_at) end
 
   local stored = redis.call('ZSCORE', board, user_id)
   local reply
@@ -677,4 +724,114 @@ local function apply_write(p)
   end
   if p.guards then return apply_guards(p, reply) end  -- guards (issue 17)
   return reply
+end
+
+-- ---- Rolling windows (issue 16) ---------------------------------------------------------------
+-- A rolling board "<key>" keeps each bucket's scores in "<key>:bucket:<i>" (i: unix ms divided by
+-- the bucket's length, rounded down), each expiring when it has left the window for one more
+-- bucket ((i + 1) * bucket + window); the union of the buckets inside the window ending with
+-- bucket c (c - n + 1 .. c, n = window / bucket) is kept at "<key>" itself, the guide's layout,
+-- so every read of a plain board reads it, metadata ("<key>:user:<id>") included. "<key>:window"
+-- names the last bucket the union was built for; a write or a read for a later bucket rebuilds
+-- it (ZUNIONSTORE), and writes keep it up to date in between (refresh_window, plan_window).
+-- "<key>:options" records order=asc. `win`: union, marker, options, prefix ("<key>:bucket:"),
+-- bucket (c, a number), bucket_ms, window_ms, aggregate ('sum' | 'max' | 'min'), desc,
+-- max_entries.
+
+-- The buckets in the window ending with bucket `last`, oldest first: n = window / bucket.
+local function window_buckets(win, last)
+  local keys, n = {}, win.window_ms / win.bucket_ms
+  for i = last - n + 1, last do keys[#keys + 1] = win.prefix .. string.format('%d', i) end
+  return keys
+end
+
+-- When the window ending with bucket `last` ends for good: its newest bucket's deadline.
+local function window_deadline(win, last)
+  return string.format('%d', (last + 1) * win.bucket_ms + win.window_ms)
+end
+
+-- The bucket the union was last built for, or nil (none, or expired).
+local function built_bucket(win)
+  local built = redis.call('GET', win.marker)
+  return built and tonumber(built)
+end
+
+-- nil, or the first error of the checks before refresh_window may rebuild the union for bucket
+-- `last`: the types of the union, marker, options and every bucket of the window, and the
+-- caller's permissions.
+local function check_window(win, last)
+  local err = check_type(win.union, 'zset') or check_type(win.marker, 'string')
+    or check_type(win.options, 'hash') or check_acl('GET', win.marker)
+    or check_acl('SET', win.marker, '0') or check_acl('ZCARD', win.union)
+    or check_acl('ZREMRANGEBYRANK', win.union, '0', '0') or check_acl('PEXPIREAT', win.union, '0')
+    or check_acl('PEXPIREAT', win.options, '0') or check_acl('HSET', win.options, 'order', 'asc')
+  if err then return err end
+  local build = win.marker .. ':build'
+  err = check_type(build, 'zset') or check_acl('ZRANGESTORE', win.union, build, '0', '0')
+    or check_acl('UNLINK', build) or check_acl('RENAME', build, win.union)
+    or check_acl('UNLINK', win.union)
+  if err then return err end
+  for _, key in ipairs(window_buckets(win, last)) do
+    err = check_type(key, 'zset') or check_acl('ZUNIONSTORE', build, '1', key)
+    if err then return err end
+  end
+  return nil
+end
+
+-- Removes the worst entries of the union beyond max_entries (their buckets and metadata stay:
+-- they may climb back); returns their ids, worst first.
+local function trim_window(win)
+  local over = redis.call('ZCARD', win.union) - win.max_entries
+  if over <= 0 then return {} end
+  if win.desc then
+    local ids = redis.call('ZRANGE', win.union, 0, over - 1)
+    redis.call('ZREMRANGEBYRANK', win.union, 0, over - 1)
+    return ids
+  end
+  local ids = redis.call('ZRANGE', win.union, 0, over - 1, 'REV')
+  redis.call('ZREMRANGEBYRANK', win.union, -over, -1)
+  return ids
+end
+
+-- Rebuilds the union for bucket `last` if it was built for an earlier one (never for an earlier
+-- one: a reader whose clock lags reads the newer window). Returns whether it rebuilt.
+local function refresh_window(win, last)
+  local built = built_bucket(win)
+  if built and built >= last then return false end
+  -- Built aside in "<key>:window:build", then its best max_entries copied to the union
+  -- (ZRANGESTORE) and the rest freed in the background (UNLINK): removing the worst from the
+  -- union in place would free them on the main thread, one by one.
+  local keys, build = window_buckets(win, last), win.marker .. ':build'
+  for i = 1, #keys, 1000 do
+    -- ZUNIONSTORE build n key... AGGREGATE a; after the first 1,000 keys, build is one of the
+    -- sets (unpack() is limited by Lua's C stack).
+    local args = {'ZUNIONSTORE', build, 0}
+    if i > 1 then args[#args + 1] = build end
+    for j = i, math.min(i + 999, #keys) do args[#args + 1] = keys[j] end
+    args[3] = #args - 3
+    args[#args + 1] = 'AGGREGATE'
+    args[#args + 1] = string.upper(win.aggregate)
+    redis.call(unpack(args))
+  end
+  local size = redis.call('ZCARD', build)
+  if size == 0 then
+    redis.call('UNLINK', win.union)
+  elseif size <= win.max_entries then
+    redis.call('RENAME', build, win.union)
+  else
+    if win.desc then
+      redis.call('ZRANGESTORE', win.union, build, 0, win.max_entries - 1, 'REV')
+    else
+      redis.call('ZRANGESTORE', win.union, build, 0, win.max_entries - 1)
+    end
+    redis.call('UNLINK', build)
+  end
+  local deadline = window_deadline(win, last)
+  redis.call('SET', win.marker, string.format('%d', last), 'PXAT', deadline)
+  redis.call('PEXPIREAT', win.union, deadline)
+  if not win.desc then
+    redis.call('HSET', win.options, 'order', 'asc', 'ties', 'lexicographic')
+    redis.call('PEXPIREAT', win.options, deadline)
+  end
+  return true
 end

@@ -7,7 +7,8 @@
 -- stream if the guards have 'events'.
 -- ARGV: order, ties, guards (words, see guard_fields in _lib.lua: 'sid:<ttl ms>' (entries may
 -- carry ids), 'rate:<max>:<per ms>' (checked against the record only: a bulk load is not
--- rate limited), 'events:<maxlen>'; '' for none), then per entry: user_id, score, with 'sid'
+-- rate limited), 'events:<maxlen>', 'expire:<unix ms>' (a periodic board's deadline, see
+-- expire_board); '' for none), then per entry: user_id, score, with 'sid'
 -- 1 or 0 (it carries an id), number of metadata fields, field, value, ...
 -- An entry whose id was applied before (or earlier in the chunk) is skipped. Returns the
 -- number of entries written.
@@ -18,7 +19,7 @@ local err = check_acl('ZSCORE', board, 'x') or check_acl('ZADD', board, '0', 'x'
   or check_type(board, 'zset') or (not b.default and check_option_keys(b))
 if err then return err end
 -- Guards (issue 17)
-local w, ids = {user_id = ''}, false
+local w, ids, expire_at = {user_id = ''}, false, nil
 for word in string.gmatch(ARGV[3], '%S+') do
   local name, a, c = string.match(word, '^(%a+):([^:]*):?(.*)$')
   if name == 'sid' then
@@ -27,6 +28,8 @@ for word in string.gmatch(ARGV[3], '%S+') do
     w.rate_key, w.rate_max, w.rate_per = true, tonumber(a), tonumber(c)
   elseif name == 'events' then
     w.events_key, w.events_maxlen = KEYS[#KEYS], a
+  elseif name == 'expire' then  -- issue 16
+    expire_at = a
   end
 end
 local entries, i, k, seen = {}, 4, first_user_key, {}
@@ -38,6 +41,7 @@ while i <= #ARGV do
     to = at + 2 * fields}
   err = check_type(entry.key, 'hash')
     or (fields > 0 and check_acl('HSET', entry.key, ARGV[at + 1], ARGV[at + 2]))
+    or (expire_at and check_board_expiry(b, entry.key, expire_at))
   if err then return err end
   k = k + 1
   if has_id then
@@ -92,5 +96,6 @@ for _, entry in ipairs(entries) do
     end
     if entry.sid then redis.call('SET', entry.sid, 'upsert_many', 'PX', w.submission_ttl) end
   end
+  if expire_at then expire_board(b, entry.key, expire_at) end
 end
 return written

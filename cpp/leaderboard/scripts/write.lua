@@ -2,8 +2,9 @@
 -- upsert_user / increment_score / submit: write the score, merge the metadata, trim the board and
 -- read the entry back, atomically. No flags: Redis 7 refuses it up front when out of memory.
 -- KEYS: board, the user's metadata hash, then the option keys (see board_spec in _lib.lua).
--- ARGV: "<mode> [<order> <ties> <reply> [<guard>...]]" (mode: 'set' | 'best' | 'incr'; reply:
--- 'entry' | 'submit'; guards: see guard_fields in _lib.lua, their keys the last KEYS; the
+-- ARGV: "<mode> [<order> <ties> <reply> [<guard>...] [expire:<unix ms>]]" (mode: 'set' | 'best'
+-- | 'incr'; reply: 'entry' | 'submit'; guards: see guard_fields in _lib.lua, their keys the last
+-- KEYS; expire: a periodic board's deadline, see expire_board; the
 -- guide's methods on a default board send the mode alone), score or amount,
 -- user_id, max_entries, field, value, ...
 -- Ranks in replies are zero-based. Returns, for 'entry': {trimmed_ids, score} if the user was
@@ -93,7 +94,7 @@ end
 local w = {board = board, user_key = user_key, k = 3, mode = spec[1],
   order = spec[2], ties = spec[3], submit = spec[4] == 'submit', number = ARGV[2],
   user_id = ARGV[3], max_entries = tonumber(ARGV[4]), fields = ARGV, first_field = 5}
-guard_fields(w, spec, 5)  -- guards (issue 17): the spec's words after the 4th, the last KEYS
+guard_fields(w, spec, 5, #KEYS)  -- guards (issue 17) and expiry (issue 16): words after the 4th
 local plan, reply = plan_write(w)
 if not plan then return reply end
 return apply_write(plan)

@@ -78,6 +78,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "pass it too)",
     )
     board.add_argument(
+        "--tz",
+        default="UTC",
+        help="the time zone of the Today and This week tabs, e.g. Europe/Amsterdam "
+        "(default: %(default)s)",
+    )
+    board.add_argument(
         "--max-entries",
         metavar="N",
         default=100,
@@ -225,7 +231,10 @@ def run(args: argparse.Namespace) -> int:
         board = RedisLeaderboard(
             target.client, key=args.key, max_entries=args.max_entries, events=args.events
         )
-        app = DemoApp(board)
+        try:
+            app = DemoApp(board, tz=args.tz)
+        except ValueError as exc:  # an unknown --tz
+            raise DemoError(f"--tz: {exc}") from None
         try:
             if app.seed_if_empty():
                 log.info("Board %r was empty: added the guide's six sample players.", args.key)

@@ -29,6 +29,10 @@ GET      /api/events             ours (issue 17): Server-Sent Events from the bo
                                  change stream (``events=True``; else 404 and the page
                                  polls): ``id`` the stream id (``Last-Event-ID`` resumes),
                                  ``data`` a feed item (see ``DemoApp.feed_item``)
+GET      /api/periods            ours: ``?top=5``: ``top, tabs``: "Today", "This week" (the
+                                 current periods of two PeriodicLeaderboards) and "All time"
+                                 (the board), each ``name, label, key, period, next_reset,
+                                 seconds_to_reset, size, entries``
 =======  ======================  ==========================================================
 
 Every error is JSON ``{"error": "..."}`` (plus ``"field"``, the API name of the field at
@@ -53,6 +57,7 @@ from urllib.parse import parse_qsl, unquote, urlsplit
 from .. import ConnectionError as RedisConnectionError
 from .. import RedisError, RedisLeaderboard
 from .. import TimeoutError as RedisTimeoutError
+from ..seasons import Clock, LeaderboardGroup, PeriodicLeaderboard
 from . import validation as check
 from .validation import BadRequest
 
@@ -124,10 +129,28 @@ class DemoApp:
     """What the routes do, independent of HTTP. Each answer has the guide's demo server's
     fields, with ours beside them."""
 
-    def __init__(self, board: RedisLeaderboard, *, initial_max_entries: Optional[int] = None):
+    def __init__(
+        self,
+        board: RedisLeaderboard,
+        *,
+        initial_max_entries: Optional[int] = None,
+        tz: str = "UTC",
+        clock: Optional[Clock] = None,
+    ):
         self.board = board
         self.initial_max_entries = initial_max_entries or board.max_entries
         self._config_lock = threading.Lock()
+        # The tabs (issue 16): "Today" and "This week" beside the board ("All time"), each a
+        # PeriodicLeaderboard under the board's key, all three fed by one group write.
+        self.periodic = {
+            "daily": PeriodicLeaderboard(
+                board.redis, key=f"{board.key}:daily", period="day", tz=tz, keep=2, clock=clock
+            ),
+            "weekly": PeriodicLeaderboard(
+                board.redis, key=f"{board.key}:weekly", period="week", tz=tz, keep=2, clock=clock
+            ),
+        }
+        self.group = LeaderboardGroup(board.redis, [board, *self.periodic.values()])
 
     # -- live events (issue 17) ------------------------------------------------------------
 
@@ -218,6 +241,40 @@ class DemoApp:
         bins = self._optional_integer(query, "bins", DEFAULT_BINS, check.MAX_COUNT)
         return {"bins": self.board.get_histogram(bins)}
 
+    def periods(self, query: dict[str, str]) -> dict[str, Any]:
+        """The tabs: today's and this week's boards (with their next reset) and all time's."""
+        top = self._optional_integer(query, "top", DEFAULT_TOP, check.MAX_COUNT)
+        tabs: list[dict[str, Any]] = []
+        for name, label in (("daily", "Today"), ("weekly", "This week")):
+            periodic = self.periodic[name]
+            current = periodic.current()
+            reset = periodic.next_reset()
+            tabs.append(
+                {
+                    "name": name,
+                    "label": label,
+                    "key": current.key,
+                    "period": current.period,
+                    "next_reset": reset.isoformat(),
+                    "seconds_to_reset": max(0.0, (reset - periodic.now()).total_seconds()),
+                    "size": current.get_size(),
+                    "entries": current.get_top(top),
+                }
+            )
+        tabs.append(
+            {
+                "name": "all",
+                "label": "All time",
+                "key": self.board.key,
+                "period": None,
+                "next_reset": None,
+                "seconds_to_reset": None,
+                "size": self.board.get_size(),
+                "entries": self.board.get_top(top),
+            }
+        )
+        return dict(json_safe({"top": top, "tabs": tabs}))
+
     @staticmethod
     def _optional_integer(query: dict[str, str], name: str, default: int, maximum: int) -> int:
         if query.get(name, "").strip() == "":
@@ -231,6 +288,21 @@ class DemoApp:
         ``trimmed_user_ids``; without ``rank`` when the write itself was trimmed away)."""
         return {"message": message, "entry": entry, "max_entries": self.board.max_entries}
 
+    def _write_all(
+        self, user_id: str, number: float, metadata: Optional[dict[str, str]], mode: str
+    ) -> dict[str, Any]:
+        """One group write to the board and the tabs' periods; the board's entry, in the
+        guide's shape (without ``rank``, and with the metadata sent, if it was trimmed away)."""
+        result = self.group.submit(user_id, number, metadata, mode=mode)[self.board.key]  # type: ignore[arg-type]
+        entry: dict[str, Any] = {}
+        if result["rank"] is not None:
+            entry["rank"] = result["rank"]
+        entry["user_id"] = user_id
+        entry["score"] = result["score"]
+        entry["metadata"] = result["metadata"] if result["rank"] is not None else metadata or {}
+        entry["trimmed_user_ids"] = result["trimmed_user_ids"]
+        return entry
+
     def upsert(self, fields: dict[str, Any]) -> dict[str, Any]:
         """Set a score and the whole profile: a blank name becomes the user id, a blank
         description the guide's "No description provided."."""
@@ -238,7 +310,7 @@ class DemoApp:
         score = check.number(fields, "score")
         name, description = check.name_and_description(fields)
         metadata = {"name": name or user_id, "description": description or NO_DESCRIPTION}
-        return self._written("Player saved.", self.board.upsert_user(user_id, score, metadata))
+        return self._written("Player saved.", self._write_all(user_id, score, metadata, "set"))
 
     def increment(self, fields: dict[str, Any]) -> dict[str, Any]:
         """Add to a score. A player with metadata keeps it, but for the fields given; one
@@ -257,7 +329,7 @@ class DemoApp:
                 "name": name or user_id,
                 "description": description or CREATED_BY_INCREMENT,
             }
-        entry = self.board.increment_score(user_id, amount, metadata or None)
+        entry = self._write_all(user_id, amount, metadata or None, "incr")
         return self._written("Score updated.", entry)
 
     def configure(self, fields: dict[str, Any]) -> dict[str, Any]:
@@ -281,6 +353,8 @@ class DemoApp:
         also the startup size limit, so that a reset always gives the same board."""
         with self._config_lock:
             self.board.clear()
+            for periodic in self.periodic.values():
+                periodic.current().clear()
             self.board.set_max_entries(self.initial_max_entries)
             trimmed = self.seed()
         return {
@@ -294,8 +368,8 @@ class DemoApp:
         """Write the six sample players; returns the ids trimmed on the way."""
         trimmed: list[str] = []
         for user_id, name, score, description in SAMPLE_PLAYERS:
-            result = self.board.upsert_user(
-                user_id, score, {"name": name, "description": description}
+            result = self._write_all(
+                user_id, score, {"name": name, "description": description}, "set"
             )
             trimmed.extend(result.get("trimmed_user_ids", []))
         return trimmed
@@ -431,6 +505,8 @@ class DemoRequestHandler(BaseHTTPRequestHandler):
             return {"GET": lambda: app.page(self._query())}
         if path == "/api/events":
             return {"GET": self._events}
+        if path == "/api/periods":
+            return {"GET": lambda: app.periods(self._query())}
         if path == "/api/histogram":
             return {"GET": lambda: app.histogram(self._query())}
         if path.startswith("/api/players/"):
@@ -701,6 +777,10 @@ def make_server(  # board=RedisLeaderboard(..., events=True): the page goes live
     port: int = 0,
     *,
     initial_max_entries: Optional[int] = None,
+    tz: str = "UTC",
+    clock: Optional[Clock] = None,
 ) -> DemoServer:
-    """A bound (not yet serving) demo server; port 0 picks a free port."""
-    return DemoServer((host, port), DemoApp(board, initial_max_entries=initial_max_entries))
+    """A bound (not yet serving) demo server; port 0 picks a free port. ``tz`` and ``clock``:
+    the Today and This week tabs'."""
+    app = DemoApp(board, initial_max_entries=initial_max_entries, tz=tz, clock=clock)
+    return DemoServer((host, port), app)

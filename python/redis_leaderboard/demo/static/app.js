@@ -7,6 +7,7 @@
 
 (function () {
   const POLL_MS = 2000;
+  const SEASONS_MS = 30000; // live: how often the seasons card refreshes without a change
   const POLL_FAILING_MS = 4000;
   const FRESH_MS = 4000;
   const FEED_ITEMS = 8;
@@ -30,6 +31,9 @@
     lookupId: null,
     page: 1, // the top table's page (its size: the "Show" count)
     live: false, // the event stream is open (issue 17): no polling
+    tab: "daily", // the seasons card's tab: daily, weekly or all
+    seasons: null, // the last /api/periods answer
+    seasonsAt: 0,
     totalPages: 1,
     timer: null,
     inFlight: 0,
@@ -254,6 +258,49 @@
     }
     renderTable($("around-table"), state.around_entries, state.around_rank);
     loadHistogram();
+    loadSeasons();
+  }
+
+  // ---- seasons: Today / This week / All time (one group write feeds them) ------------------
+
+  async function loadSeasons() {
+    try {
+      const params = new URLSearchParams({ top: String(view.query.top) });
+      view.seasons = await api("GET", "/api/periods?" + params.toString());
+      view.seasonsAt = Date.now();
+      renderSeason();
+    } catch (err) {
+      $("season-reset").textContent = sentence(err.message);
+    }
+  }
+
+  function untilText(seconds) {
+    const s = Math.max(0, Math.round(seconds));
+    const d = Math.floor(s / 86400), h = Math.floor((s % 86400) / 3600), m = Math.floor((s % 3600) / 60);
+    if (d) return d + " d " + h + " h";
+    if (h) return h + " h " + m + " min";
+    if (m) return m + " min " + (s % 60) + " s";
+    return (s % 60) + " s";
+  }
+
+  function renderSeason() {
+    if (!view.seasons) return;
+    const tab = view.seasons.tabs.find((t) => t.name === view.tab) || view.seasons.tabs[0];
+    for (const button of document.querySelectorAll("#seasons-card .tab")) {
+      const selected = button.dataset.tab === tab.name;
+      button.setAttribute("aria-selected", selected ? "true" : "false");
+      if (selected) $("season-panel").setAttribute("aria-labelledby", button.id);
+    }
+    if (tab.seconds_to_reset === null) {
+      $("season-reset").textContent = "All time: never resets (" + tab.key + ").";
+    } else {
+      const left = tab.seconds_to_reset - (Date.now() - view.seasonsAt) / 1000;
+      $("season-reset").textContent =
+        tab.label + " (" + tab.period + ") resets in " + untilText(left) + ", at " +
+        new Date(tab.next_reset).toLocaleString() + ".";
+    }
+    $("season-reset").dataset.key = tab.key;
+    renderTable($("season-table"), tab.entries, null);
   }
 
   // ---- the top table's pages ----------------------------------------------------------------
@@ -375,7 +422,13 @@
 
   function schedule() {
     clearTimeout(view.timer);
-    if (document.hidden || view.live) return; // live: the event stream says when to refresh
+    if (document.hidden) return;
+    if (view.live) {
+      // Live: the event stream says when the board changed; the seasons' countdown and a
+      // period that ended without a write still move on.
+      view.timer = setTimeout(() => loadSeasons().finally(schedule), SEASONS_MS);
+      return;
+    }
     view.timer = setTimeout(() => refresh(false), view.failing ? POLL_FAILING_MS : POLL_MS);
   }
 
@@ -390,6 +443,8 @@
       if (force || state.version !== view.version) {
         render(state);
         if (view.lookupId !== null && !force) lookup(view.lookupId, true);
+      } else {
+        loadSeasons(); // a period may have ended; the countdown moves on
       }
     } catch (err) {
       if (ticket !== view.inFlight) return;
@@ -589,6 +644,12 @@
       return changeQuery(["top"], "top-status");
     });
 
+    for (const button of document.querySelectorAll("#seasons-card .tab")) {
+      button.addEventListener("click", () => {
+        view.tab = button.dataset.tab;
+        renderSeason();
+      });
+    }
     $("top-prev").addEventListener("click", () => goToPage(view.page - 1));
     $("top-next").addEventListener("click", () => goToPage(view.page + 1));
 

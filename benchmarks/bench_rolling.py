@@ -1,0 +1,188 @@
+"""The cost of a rolling window's read (issue 16) at 100,000 users: cached vs uncached.
+
+Starts its own redis-server. A ``RollingLeaderboard`` of 7 days by 1-hour buckets (168 buckets)
+is filled directly (pipelined ZADDs into the bucket keys, and each user's metadata hash): every
+user scored in ``--per-user`` random buckets of the window. The clock is injected (a fixed
+instant), so nothing expires while it runs.
+
+Measured, interleaved round by round (medians over ``--rounds`` of each round's p50, µs):
+
+* ``cached``: ``get_top(10)`` when the window's union is current (the refresh is a GET of its
+  marker, then the read): every read but the first of each bucket.
+* ``uncached``: the same read after the marker was deleted (outside the timing), so the read
+  rebuilds the union from the 168 buckets (ZUNIONSTORE, then the trim to max_entries): what every
+  read would cost without the cache, and what the first read of each bucket costs.
+* ``plain board``: ``get_top(10)`` on a plain board of 100,000 users, for reference.
+* writes: a ``submit(mode="incr")`` into the window by a user on its board (the union updated
+  in place) and by a user outside the union's max_entries (its window score counted from the 168
+  buckets).
+
+Server CPU per call (the redis-server main thread's, from /proc/<pid>/task/<pid>/schedstat) is
+given beside the wall-clock p50: it is what a busy machine inflates least.
+
+    python benchmarks/bench_rolling.py [--users 100000] [--per-user 5] [--rounds 5]
+        [--seconds 0.5] [--uncached-calls 15] [--max-entries 100]
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import statistics
+import sys
+import time
+from datetime import datetime, timedelta, timezone
+from typing import Any, Callable
+
+import redis_leaderboard
+from redis_leaderboard import RollingLeaderboard, _redis_server
+
+NOW = datetime(2031, 1, 1, 12, 30, tzinfo=timezone.utc)  # keys expire by the server's clock
+META = {"name": "Player", "description": "Solves production incidents before breakfast."}
+
+
+def server_cpu_ns(pid: int) -> int:
+    """CPU time of redis-server's main thread so far (ns)."""
+    with open(f"/proc/{pid}/task/{pid}/schedstat") as f:
+        return int(f.read().split()[0])
+
+
+def sample(
+    call: Callable[[], Any], pid: int, calls: int, seconds: float, before: Callable[[], Any]
+):
+    """(wall p50 µs, server CPU µs per call): at least `calls` calls and `seconds` seconds."""
+    wall: list[int] = []
+    cpu: list[int] = []
+    deadline = time.perf_counter() + seconds
+    while len(wall) < calls or time.perf_counter() < deadline:
+        before()
+        c0 = server_cpu_ns(pid)
+        t0 = time.perf_counter_ns()
+        call()
+        t1 = time.perf_counter_ns()
+        cpu.append(server_cpu_ns(pid) - c0)
+        wall.append(t1 - t0)
+    return statistics.median(wall) / 1000, statistics.median(cpu) / 1000
+
+
+def fill(server: Any, recent: RollingLeaderboard, plain_key: str, users: int, per_user: int) -> int:
+    import redis
+
+    r = redis.Redis(host=server.host, port=server.port)
+    rng = random.Random(16)
+    last = recent.bucket_at()
+    buckets = recent._window.buckets
+    deadline = int((recent.bucket_start(last + 1) + recent.window).timestamp() * 1000)
+    entries = 0
+    pipe = r.pipeline(transaction=False)
+    for i in range(users):
+        user = f"user-{i:06d}"
+        for b in rng.sample(range(last - buckets + 1, last + 1), per_user):
+            pipe.zadd(recent._window.bucket_key(b), {user: rng.randrange(1, 1000)})
+            entries += 1
+        pipe.hset(f"{recent.key}:user:{user}", mapping=META)
+        pipe.pexpireat(f"{recent.key}:user:{user}", deadline)
+        pipe.zadd(plain_key, {user: rng.randrange(1, 100_000)})
+        pipe.hset(f"{plain_key}:user:{user}", mapping=META)
+        if i % 2000 == 1999:
+            pipe.execute()
+    for b in range(last - buckets + 1, last + 1):
+        pipe.pexpireat(recent._window.bucket_key(b), deadline)
+    pipe.execute()
+    r.close()
+    return entries
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--users", type=int, default=100_000)
+    parser.add_argument("--per-user", type=int, default=5)
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--seconds", type=float, default=0.5)
+    parser.add_argument("--uncached-calls", type=int, default=15)
+    parser.add_argument("--max-entries", type=int, default=100)
+    args = parser.parse_args(argv)
+
+    server = _redis_server.RedisServer(dir_prefix="bench-rolling-")
+    server.start()
+    try:
+        pid = server.pid
+        assert pid is not None
+        client = redis_leaderboard.Client(host=server.host, port=server.port)
+        recent = RollingLeaderboard(
+            client, key="bench:7d", window=timedelta(days=7), bucket=timedelta(hours=1),
+            max_entries=args.max_entries, clock=lambda: NOW,
+        )  # fmt: skip
+        full = RollingLeaderboard(
+            client, key="bench:7d-full", window=timedelta(days=7), bucket=timedelta(hours=1),
+            max_entries=args.users, clock=lambda: NOW,
+        )  # fmt: skip
+        plain = redis_leaderboard.RedisLeaderboard(client, key="bench:plain", max_entries=10**9)
+        t0 = time.perf_counter()
+        entries = fill(server, recent, plain.key, args.users, args.per_user)
+        # The same buckets for the untrimmed window (max_entries = every user).
+        import redis
+
+        r = redis.Redis(host=server.host, port=server.port)
+        for b in range(recent.bucket_at() - 167, recent.bucket_at() + 1):
+            if r.exists(recent._window.bucket_key(b)):
+                r.copy(recent._window.bucket_key(b), full._window.bucket_key(b))
+        print(
+            f"filled {args.users:,} users, {entries:,} bucket entries in 168 buckets "
+            f"({time.perf_counter() - t0:.1f} s)",
+            file=sys.stderr,
+        )
+        for board in (recent, full):
+            board.get_top(10)  # builds the union, loads the scripts
+        plain.get_top(10)
+        size = {b.key: b.get_size() for b in (recent, full)}
+
+        def nothing() -> None:
+            pass
+
+        def forget(board: RollingLeaderboard) -> Callable[[], Any]:
+            return lambda: r.delete(f"{board.key}:window")
+
+        inside = recent.get_top(1)[0]["user_id"]
+        outside = "user-099999" if args.users == 100_000 else f"user-{args.users - 1:06d}"
+        rows: dict[str, list[tuple[float, float]]] = {}
+        every = f"union of all {size[full.key]:,}"
+        n = args.uncached_calls
+        variants: list[tuple[str, Callable[[], Any], Callable[[], Any], int]] = [
+            ("get_top(10), cached", lambda: recent.get_top(10), nothing, 100),
+            ("get_top(10), uncached", lambda: recent.get_top(10), forget(recent), n),
+            (f"get_top(10), cached, {every}", lambda: full.get_top(10), nothing, 100),
+            (f"get_top(10), uncached, {every}", lambda: full.get_top(10), forget(full), n),
+            (f"get_top(10), plain board of {args.users:,}", lambda: plain.get_top(10),
+             nothing, 100),
+            ("get_around_user(id, 10), cached", lambda: recent.get_around_user(inside, 10),
+             nothing, 100),
+            ("submit(incr), user on the window's board",
+             lambda: recent.submit(inside, 0, mode="incr"), nothing, 100),
+            ("submit(incr), user outside its max_entries",
+             lambda: recent.submit(outside, 0, mode="incr"), nothing, 100),
+        ]  # fmt: skip
+        for _ in range(args.rounds):
+            for label, call, before, calls in variants:
+                seconds = args.seconds if calls >= 100 else 0
+                rows.setdefault(label, []).append(sample(call, pid, calls, seconds, before))
+        print(
+            f"\nRolling window, 7 days by 1-hour buckets, {args.users:,} users "
+            f"({entries:,} bucket entries), max_entries={args.max_entries}; medians of "
+            f"{args.rounds} rounds\n"
+        )
+        print("| call | p50 µs | server CPU µs |")
+        print("|---|---:|---:|")
+        for label, samples in rows.items():
+            wall = statistics.median(s[0] for s in samples)
+            cpu = statistics.median(s[1] for s in samples)
+            print(f"| {label} | {wall:,.0f} | {cpu:,.0f} |")
+        r.close()
+        client.close()
+    finally:
+        server.cleanup()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,297 @@
+#include "leaderboard/group.hpp"
+
+#include <cmath>
+#include <functional>
+#include <utility>
+
+#include "errors.hpp"
+
+namespace rlb::leaderboard {
+namespace {
+
+using codec::ReplyType;
+
+[[noreturn]] void unexpected(const char* what) {
+  throw RedisError(std::string("unexpected reply from Redis for ") + what);
+}
+
+Command script_command(const Script& script, std::vector<std::string> keys,
+                       std::vector<std::string> args) {
+  Command command{&script, {}};
+  command.argv.reserve(1 + keys.size() + args.size());
+  command.argv.push_back(std::to_string(keys.size()));
+  for (auto& key : keys) command.argv.push_back(std::move(key));
+  for (auto& arg : args) command.argv.push_back(std::move(arg));
+  return command;
+}
+
+long long integer_reply(const Reply& reply, const char* what) {
+  if (reply.type != ReplyType::Integer) unexpected(what);
+  return reply.integer;
+}
+
+// One script call, one reply, one result.
+class OneCall final : public Operation {
+ public:
+  using Parser = std::function<Result(Reply&)>;
+  OneCall(const char* name, Command command, Parser parse)
+      : name_(name), command_(std::move(command)), parse_(std::move(parse)) {}
+  const char* name() const override { return name_; }
+  std::vector<Command> next() override { return {command_}; }
+  bool feed(std::vector<Reply>& replies) override {
+    if (replies.size() != 1) unexpected(name_);
+    result_ = parse_(replies[0]);
+    return true;
+  }
+  Result take_result() override { return std::move(result_); }
+
+ private:
+  const char* name_;
+  Command command_;
+  Parser parse_;
+  Result result_;
+};
+
+// A read of the union, its first round trip led by the refresh (one round trip in all).
+class Refreshed final : public Operation {
+ public:
+  Refreshed(Command refresh, std::unique_ptr<Operation> read)
+      : refresh_(std::move(refresh)), read_(std::move(read)) {}
+  const char* name() const override { return read_->name(); }
+  bool paged() const override { return read_->paged(); }
+  std::vector<Command> next() override {
+    std::vector<Command> commands = read_->next();
+    if (!refreshed_) commands.insert(commands.begin(), refresh_);
+    return commands;
+  }
+  bool feed(std::vector<Reply>& replies) override {
+    if (!refreshed_) {
+      if (replies.empty()) unexpected("a window's refresh");
+      long long rebuilt = integer_reply(replies.front(), "a window's refresh");
+      if (rebuilt != 0 && rebuilt != 1) unexpected("a window's refresh");
+      replies.erase(replies.begin());
+      refreshed_ = true;
+    }
+    return read_->feed(replies);
+  }
+  Result take_result() override { return read_->take_result(); }
+
+ private:
+  Command refresh_;
+  std::unique_ptr<Operation> read_;
+  bool refreshed_ = false;
+};
+
+// The group write: its reply is one submit() reply per member.
+class GroupSubmit final : public Operation {
+ public:
+  GroupSubmit(Command command, std::vector<std::string> names, std::vector<std::string> options,
+              std::string user_id, std::shared_ptr<std::vector<SubmitResult>> results)
+      : command_(std::move(command)),
+        names_(std::move(names)),
+        options_(std::move(options)),
+        user_id_(std::move(user_id)),
+        results_(std::move(results)) {}
+  const char* name() const override { return "group_submit"; }
+  std::vector<Command> next() override { return {command_}; }
+  bool feed(std::vector<Reply>& replies) override {
+    if (replies.size() != 1) unexpected(name());
+    auto& reply = replies[0];
+    if (reply.type == ReplyType::Status) refuse_options(reply.str);
+    if (!reply.is_array() || reply.elements.size() != names_.size()) unexpected(name());
+    std::vector<SubmitResult> out;
+    out.reserve(names_.size());
+    for (auto& element : reply.elements) out.push_back(parse_submit_reply(element, user_id_));
+    if (results_) *results_ = std::move(out);
+    return true;
+  }
+  Result take_result() override { return static_cast<long long>(names_.size()); }
+
+ private:
+  // "OPTIONS member=<m> order=<o> ties=<t>": member m (1-based) records other options.
+  [[noreturn]] void refuse_options(const std::string& status) const {
+    auto field = [&](const std::string& name) {
+      auto at = status.find(" " + name + "=");
+      if (at == std::string::npos) return std::string("?");
+      at += name.size() + 2;
+      return status.substr(at, status.find(' ', at) - at);
+    };
+    if (status.compare(0, 8, "OPTIONS ") != 0) unexpected("a group write");
+    std::size_t member = 0;
+    try {
+      member = static_cast<std::size_t>(std::stoul(field("member")));
+    } catch (const std::exception&) {
+      unexpected("a group write");
+    }
+    if (member < 1 || member > names_.size()) unexpected("a group write");
+    std::string recorded = "order='" + field("order") + "', ties='" + field("ties") + "'";
+    if (status.find(" rate_limit=") != std::string::npos) {  // issue 17's recorded guards
+      recorded += ", rate_limit=" + field("rate_limit") + ", events=" + field("events");
+    }
+    throw InvalidArgument("leaderboard '" + names_[member - 1] + "' has " + recorded +
+                          " (recorded in Redis); this group writes it with " +
+                          options_[member - 1] + "; nothing was written");
+  }
+
+  Command command_;
+  std::vector<std::string> names_, options_;
+  std::string user_id_;
+  std::shared_ptr<std::vector<SubmitResult>> results_;
+};
+
+}  // namespace
+
+Aggregate parse_aggregate(std::string_view name) {
+  if (name == "sum") return Aggregate::Sum;
+  if (name == "max") return Aggregate::Max;
+  if (name == "min") return Aggregate::Min;
+  throw InvalidArgument("aggregate must be 'sum', 'max' or 'min', not '" + std::string(name) + "'");
+}
+
+const char* name_of(Aggregate aggregate) {
+  switch (aggregate) {
+    case Aggregate::Sum:
+      return "sum";
+    case Aggregate::Max:
+      return "max";
+    case Aggregate::Min:
+      return "min";
+  }
+  return "sum";
+}
+
+Window::Window(std::string key, long long bucket_ms, long long window_ms, Aggregate aggregate,
+               long long max_entries, Order order)
+    : key_(std::move(key)),
+      bucket_ms_(bucket_ms),
+      window_ms_(window_ms),
+      aggregate_(aggregate),
+      max_entries_(max_entries),
+      order_(order) {
+  if (key_.empty()) throw InvalidArgument("key must not be empty");
+  if (bucket_ms < 1) throw InvalidArgument("bucket must be at least 1 ms");
+  if (window_ms < bucket_ms || window_ms % bucket_ms != 0) {
+    throw InvalidArgument("window must be a whole number of buckets (at least one)");
+  }
+  if (window_ms / bucket_ms > kMaxBuckets) {
+    throw InvalidArgument("window must hold at most " + std::to_string(kMaxBuckets) +
+                          " buckets, not " + std::to_string(window_ms / bucket_ms));
+  }
+  // Deadlines ((bucket + 1) * bucket_ms + window_ms) stay exact in Lua's doubles.
+  if (window_ms > (1LL << 50)) throw InvalidArgument("window is too long");
+  if (max_entries < 1) throw InvalidArgument("max_entries must be at least 1");
+}
+
+std::string Window::bucket_key(long long bucket) const {
+  return key_ + ":bucket:" + std::to_string(bucket);
+}
+
+std::vector<std::string> Window::keys() const {
+  return {key_, key_ + ":window", key_ + ":options"};
+}
+
+std::vector<std::string> Window::args(const char* command, long long bucket) const {
+  if (bucket < 0 || bucket > (1LL << 52) / bucket_ms_) {
+    throw InvalidArgument("bucket " + std::to_string(bucket) + " is out of range");
+  }
+  return {command,
+          std::to_string(bucket),
+          std::to_string(bucket_ms_),
+          std::to_string(window_ms_),
+          name_of(order_),
+          name_of(aggregate_),
+          std::to_string(max_entries_)};
+}
+
+std::unique_ptr<Operation> Window::refreshed(long long bucket,
+                                             std::unique_ptr<Operation> read) const {
+  if (!read) throw InvalidArgument("no read to refresh the window for");
+  return std::make_unique<Refreshed>(
+      script_command(scripts::rolling, keys(), args("refresh", bucket)), std::move(read));
+}
+
+std::unique_ptr<Operation> Window::delete_user(long long bucket, std::string user_id) const {
+  if (user_id.empty()) throw InvalidArgument("user_id must not be empty");
+  auto arguments = args("delete", bucket);
+  arguments.push_back(std::move(user_id));
+  return std::make_unique<OneCall>("delete_user",
+                                   script_command(scripts::rolling, keys(), std::move(arguments)),
+                                   [](Reply& reply) -> Result {
+                                     long long found = integer_reply(reply, "delete_user");
+                                     if (found != 0 && found != 1) unexpected("delete_user");
+                                     return found == 1;
+                                   });
+}
+
+std::unique_ptr<Operation> Window::clear(long long bucket) const {
+  return std::make_unique<OneCall>("clear",
+                                   script_command(scripts::rolling, keys(), args("clear", bucket)),
+                                   [](Reply& reply) -> Result {
+                                     if (integer_reply(reply, "clear") < 0) unexpected("clear");
+                                     return None{};
+                                   });
+}
+
+std::unique_ptr<Operation> group_submit(std::vector<GroupMember> members, std::string user_id,
+                                        double score, Metadata metadata,
+                                        std::shared_ptr<std::vector<SubmitResult>> results) {
+  if (user_id.empty()) throw InvalidArgument("user_id must not be empty");
+  if (!std::isfinite(score)) throw InvalidArgument("score must be a finite number");
+  if (members.empty()) throw InvalidArgument("a group needs at least one board");
+  if (members.size() > kMaxGroupMembers) {
+    throw InvalidArgument("a group holds at most " + std::to_string(kMaxGroupMembers) +
+                          " boards, not " + std::to_string(members.size()));
+  }
+  std::vector<std::string> keys, args{user_id, format_score(score), std::to_string(members.size())};
+  std::vector<std::string> names, options;
+  for (auto& member : members) {
+    const char* mode = name_of(member.mode);
+    if (auto* board = std::get_if<Board>(&member.target)) {
+      std::vector<std::string> option_keys = board->option_keys();
+      for (const auto& name : names) {
+        if (name == board->key()) throw InvalidArgument("board '" + name + "' is twice in a group");
+      }
+      names.push_back(board->key());
+      options.push_back(std::string("order='") + name_of(board->order()) + "', ties='" +
+                        name_of(board->ties()) + "'");
+      std::vector<std::string> board_keys{board->key(), board->metadata_key(user_id)};
+      for (auto& key : option_keys) board_keys.push_back(std::move(key));
+      std::string guards;  // the board's rate limit and events (issue 17), keys last
+      board->add_guards(guards, board_keys, user_id, std::nullopt);
+      auto expire_at = board->expire_at();
+      args.insert(args.end(), {"board", mode, name_of(board->order()), name_of(board->ties()),
+                               std::to_string(board->max_entries()),
+                               expire_at ? std::to_string(*expire_at) : std::string(),
+                               std::to_string(board_keys.size()), "",
+                               guards.empty() ? guards : guards.substr(1)});
+      for (auto& key : board_keys) keys.push_back(std::move(key));
+    } else {
+      const auto& window = std::get<Window>(member.target);
+      for (const auto& name : names) {
+        if (name == window.key()) {
+          throw InvalidArgument("board '" + name + "' is twice in a group");
+        }
+      }
+      auto window_args = window.args("write", member.bucket);  // validates the bucket
+      names.push_back(window.key());
+      options.push_back(std::string("order='") + name_of(window.order()) +
+                        "', ties='lexicographic'");
+      keys.push_back(window.bucket_key(member.bucket));
+      keys.push_back(window.key() + ":user:" + user_id);
+      for (auto& key : window.keys()) keys.push_back(std::move(key));
+      args.insert(args.end(),
+                  {"window", mode, name_of(window.order()), name_of(window.aggregate()),
+                   std::to_string(window.max_entries()), window_args[1],
+                   std::to_string(window.bucket_ms()), std::to_string(window.window_ms()), ""});
+    }
+  }
+  for (auto& [field, value] : metadata) {
+    args.push_back(std::move(field));
+    args.push_back(std::move(value));
+  }
+  return std::make_unique<GroupSubmit>(
+      script_command(scripts::group, std::move(keys), std::move(args)), std::move(names),
+      std::move(options), std::move(user_id), std::move(results));
+}
+
+}  // namespace rlb::leaderboard

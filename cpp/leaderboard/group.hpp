@@ -1,0 +1,84 @@
+// Time (issue 16), without I/O: rolling windows and group writes. A periodic board is a plain
+// Board with a deadline (Board's expire_at); the periods themselves are computed in Python
+// (zoneinfo), which hands these the bucket or the board of the moment.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+#include "leaderboard/operations.hpp"
+
+namespace rlb::leaderboard {
+
+// How a rolling window combines a user's bucket scores.
+enum class Aggregate { Sum, Max, Min };
+Aggregate parse_aggregate(std::string_view name);
+const char* name_of(Aggregate aggregate);
+
+// A rolling window (see refresh_window in scripts/_lib.lua): the scores of bucket i (unix ms /
+// bucket_ms, rounded down) in "<key>:bucket:<i>", the union of the window's buckets at "<key>"
+// (the guide's layout: any Board on `key` reads it, metadata included), "<key>:window" naming
+// the bucket it was built for. Buckets are passed in by the caller, whose clock decides them.
+class Window {
+ public:
+  // At most this many buckets in a window.
+  static constexpr long long kMaxBuckets = 100000;
+
+  Window(std::string key, long long bucket_ms, long long window_ms, Aggregate aggregate,
+         long long max_entries, Order order);
+
+  const std::string& key() const { return key_; }
+  long long bucket_ms() const { return bucket_ms_; }
+  long long window_ms() const { return window_ms_; }
+  long long buckets() const { return window_ms_ / bucket_ms_; }
+  Aggregate aggregate() const { return aggregate_; }
+  long long max_entries() const { return max_entries_; }
+  Order order() const { return order_; }
+  std::string bucket_key(long long bucket) const;
+
+  // `read` (an operation of a Board on key()), preceded in its first round trip by the refresh
+  // of the union for `bucket` (rolling.lua 'refresh': a rebuild once per bucket, else a GET).
+  std::unique_ptr<Operation> refreshed(long long bucket, std::unique_ptr<Operation> read) const;
+  // Removes the user from the union, from every bucket that may still exist, and its metadata;
+  // true if it was in any of them.
+  std::unique_ptr<Operation> delete_user(long long bucket, std::string user_id) const;
+  // Removes every key of the window and the metadata of everyone in it.
+  std::unique_ptr<Operation> clear(long long bucket) const;
+
+  // rolling.lua's KEYS and its ARGV after the command.
+  std::vector<std::string> keys() const;
+  std::vector<std::string> args(const char* command, long long bucket) const;
+
+ private:
+  std::string key_;
+  long long bucket_ms_, window_ms_;
+  Aggregate aggregate_;
+  long long max_entries_;
+  Order order_;
+};
+
+// One board of a group write: a board (a periodic board's current one carries its deadline)
+// or a window with the bucket the write lands in; and how the score combines with the stored
+// one there.
+struct GroupMember {
+  std::variant<Board, Window> target;
+  WriteMode mode = WriteMode::Set;
+  long long bucket = 0;  // windows only
+};
+
+// At most this many boards in one group write.
+constexpr std::size_t kMaxGroupMembers = 64;
+
+// One score and metadata written to every member atomically, in one round trip (group.lua):
+// every write planned before any is applied, so a refused one writes nothing anywhere. Its
+// result is the number of members; `results` receives submit()'s result for each, in order (a
+// window's about its union). A member whose recorded options differ raises InvalidArgument
+// naming it.
+std::unique_ptr<Operation> group_submit(std::vector<GroupMember> members, std::string user_id,
+                                        double score, Metadata metadata,
+                                        std::shared_ptr<std::vector<SubmitResult>> results);
+
+}  // namespace rlb::leaderboard

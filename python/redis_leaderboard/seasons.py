@@ -1,0 +1,863 @@
+"""Time (issue 16): periodic boards with archives, rolling windows, and one write for many boards.
+
+* :class:`PeriodicLeaderboard`: one plain board (the guide's layout) per period, at
+  ``f"{key}:{period_id}"``; a period's keys (its sorted set, option keys and every metadata
+  hash) expire together once ``keep`` newer periods have begun.
+* :class:`RollingLeaderboard`: scores land in per-bucket sorted sets; reads see the union of
+  the buckets inside the window, kept at ``key`` (metadata at ``f"{key}:user:{user_id}"``).
+* :class:`LeaderboardGroup`: one atomic write (one script, one round trip) to several boards.
+
+The clock rule: the period (or bucket) a write lands in is decided by the *client's* clock
+(``clock``, injectable), because its id is part of the key name, chosen before the command is
+sent; the server only enforces the keys' deadlines. See README, "Seasons and windows".
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta, timezone, tzinfo
+from typing import Any, Callable, Iterable, Literal, Mapping, Optional, Sequence, Union
+from zoneinfo import ZoneInfo
+
+from . import _core
+from .client import Client
+from .leaderboard import (
+    BulkEntry,
+    Entry,
+    ImportSummary,
+    Order,
+    Page,
+    RedisLeaderboard,
+    SubmitResult,
+    Ties,
+    WriteMode,
+)
+from .options import make_client
+
+__all__ = [
+    "LeaderboardGroup",
+    "PeriodBoard",
+    "PeriodicLeaderboard",
+    "Periods",
+    "RollingLeaderboard",
+]
+
+PeriodName = Literal["hour", "day", "week", "month"]
+Period = Union[PeriodName, timedelta]
+Clock = Callable[[], datetime]
+Aggregate = Literal["sum", "max", "min"]
+UTC = timezone.utc
+_EPSILON = timedelta(microseconds=1)
+# The offsets of every time zone are whole multiples of 15 minutes: the step with which an hour
+# board's next boundary is looked for.
+_QUARTER = timedelta(minutes=15)
+
+
+def _system_clock() -> datetime:
+    return datetime.now(UTC)
+
+
+def _aware(value: datetime, what: str) -> datetime:
+    if not isinstance(value, datetime):
+        raise TypeError(f"{what} must be a datetime, not {type(value).__name__}")
+    if value.tzinfo is None or value.utcoffset() is None:
+        raise ValueError(f"{what} must be an aware datetime (with a tzinfo), not naive {value}")
+    return value.astimezone(UTC)
+
+
+def _zone(tz: Union[str, tzinfo]) -> tzinfo:
+    if isinstance(tz, tzinfo):
+        return tz
+    if not isinstance(tz, str):
+        raise TypeError(f"tz must be a time zone name or a tzinfo, not {type(tz).__name__}")
+    try:
+        return ZoneInfo(tz)
+    except (ValueError, OSError) as exc:  # ZoneInfoNotFoundError is a KeyError... and OSError
+        raise ValueError(f"unknown time zone {tz!r}") from exc
+    except KeyError as exc:
+        raise ValueError(f"unknown time zone {tz!r} (install tzdata?)") from exc
+
+
+def _millis(moment: datetime) -> int:
+    """Unix milliseconds of an aware datetime (exact: no float rounding)."""
+    delta = moment - datetime(1970, 1, 1, tzinfo=UTC)
+    return (delta.days * 86_400 + delta.seconds) * 1000 + delta.microseconds // 1000
+
+
+class Periods:
+    """The periods of a board: ``"hour"``, ``"day"``, ``"week"`` (ISO week, Monday 00:00
+    local), ``"month"`` in the time zone ``tz``, or a fixed ``timedelta`` counted from
+    ``anchor``. Every instant lies in exactly one period; ``start_of`` and ``next_start`` give
+    its bounds (aware datetimes in UTC), ``period_id`` its stable name.
+
+    Calendar periods begin when the local clock shows their first instant (midnight, or HH:00
+    for hours), the first time it does (a repeated midnight belongs to the day it begins); a
+    local time skipped by a daylight-saving gap begins its period at the gap's end. Days are
+    23, 24 or 25 hours long around the transitions. Hour ids carry their UTC offset
+    (``2026-10-25T02+0200`` then ``2026-10-25T02+0100``): the hour repeated when clocks go back
+    is two periods.
+    """
+
+    def __init__(
+        self, period: Period, tz: Union[str, tzinfo] = "UTC", anchor: Optional[datetime] = None
+    ) -> None:
+        self.tz = _zone(tz)
+        self.anchor: Optional[datetime] = None
+        if isinstance(period, timedelta):
+            if period <= timedelta(0):
+                raise ValueError("a timedelta period must be positive")
+            if period % timedelta(milliseconds=1):
+                raise ValueError("a timedelta period must be a whole number of milliseconds")
+            if anchor is None:
+                raise ValueError("a timedelta period needs an anchor (an aware datetime)")
+            self.anchor = _aware(anchor, "anchor")
+        elif period not in ("hour", "day", "week", "month"):
+            raise ValueError(
+                f"period must be 'hour', 'day', 'week', 'month' or a timedelta, not {period!r}"
+            )
+        elif anchor is not None:
+            raise ValueError("anchor is only for a timedelta period")
+        self.period = period
+
+    # -- local wall time <-> instants ---------------------------------------------------
+
+    def _instant(self, wall: datetime, fold: int = 0) -> datetime:
+        return wall.replace(tzinfo=self.tz, fold=fold).astimezone(UTC)
+
+    def _shows(self, moment: datetime, wall: datetime) -> bool:
+        return moment.astimezone(self.tz).replace(tzinfo=None) == wall
+
+    def _label(self, local: datetime) -> datetime:
+        """The naive local wall time at which the period holding ``local`` begins."""
+        if self.period == "hour":
+            return local.replace(minute=0, second=0, microsecond=0, tzinfo=None)
+        day = datetime.combine(local.date(), datetime.min.time())
+        if self.period == "week":
+            return day - timedelta(days=local.weekday())
+        if self.period == "month":
+            return day.replace(day=1)
+        return day
+
+    def _calendar_start(self, wall: datetime) -> datetime:
+        # The first instant showing `wall` (fold 0); in a gap, the gap's end (zoneinfo maps a
+        # skipped time with fold=0 through the offset before the transition).
+        start = self._instant(wall, 0)
+        if self._shows(start, wall):
+            return start
+        return self._gap_end(wall)  # skipped by a daylight-saving gap
+
+    def _gap_end(self, wall: datetime) -> datetime:
+        # The first instant whose wall time is at or after `wall`, a time a gap skips: the
+        # transition (at a whole second), found from the instant fold=1 maps it to (before
+        # the gap, through the offset after it) by quarter hours, then by halving.
+        low = self._instant(wall, 1)
+        high = low
+        while high.astimezone(self.tz).replace(tzinfo=None) < wall:
+            low, high = high, high + _QUARTER
+        while high - low > timedelta(seconds=1):
+            middle = low + (high - low) // 2
+            if middle.astimezone(self.tz).replace(tzinfo=None) < wall:
+                low = middle
+            else:
+                high = middle
+        return high.replace(microsecond=0)
+
+    def start_of(self, moment: datetime) -> datetime:
+        """The start of the period holding the aware datetime ``moment`` (UTC)."""
+        moment = _aware(moment, "moment")
+        if isinstance(self.period, timedelta):
+            assert self.anchor is not None
+            return self.anchor + ((moment - self.anchor) // self.period) * self.period
+        local = moment.astimezone(self.tz)
+        wall = self._label(local)
+        if self.period != "hour":
+            return self._calendar_start(wall)
+        # An hour: the latest instant <= moment showing HH:00 (two when clocks go back).
+        shown = [
+            instant
+            for instant in (self._instant(wall, 0), self._instant(wall, 1))
+            if instant <= moment and self._shows(instant, wall)
+        ]
+        if shown:
+            return max(shown)
+        return self._gap_end(wall)
+
+    def next_start(self, start: datetime) -> datetime:
+        """The start of the period after the one starting at ``start``."""
+        start = _aware(start, "start")
+        if isinstance(self.period, timedelta):
+            return start + self.period
+        if self.period == "hour":
+            probe = start
+            while True:
+                probe += _QUARTER
+                following = self.start_of(probe)
+                if following > start:
+                    return following
+        wall = self._label(start.astimezone(self.tz))
+        if self.period == "day":
+            wall += timedelta(days=1)
+        elif self.period == "week":
+            wall += timedelta(days=7)
+        else:
+            wall = (wall.replace(day=28) + timedelta(days=4)).replace(day=1)
+        return self._calendar_start(wall)
+
+    def previous_start(self, start: datetime) -> datetime:
+        """The start of the period before the one starting at ``start``."""
+        return self.start_of(_aware(start, "start") - _EPSILON)
+
+    def period_id(self, start: datetime) -> str:
+        """The period's name in keys: ``2026-11-23T14+0100`` (hour), ``2026-11-23`` (day),
+        ``2026-W48`` (ISO week), ``2026-11`` (month), ``2026-11-23T143000+0100`` (the local
+        start of a timedelta period)."""
+        local = _aware(start, "start").astimezone(self.tz)
+        if self.period == "hour":
+            return local.strftime("%Y-%m-%dT%H%z")
+        if self.period == "day":
+            return local.strftime("%Y-%m-%d")
+        if self.period == "week":
+            year, week, _ = local.isocalendar()
+            return f"{year}-W{week:02d}"
+        if self.period == "month":
+            return local.strftime("%Y-%m")
+        return local.strftime("%Y-%m-%dT%H%M%S%z")
+
+
+def _check_keep(keep: int) -> int:
+    if isinstance(keep, bool) or not isinstance(keep, int):
+        raise TypeError(f"keep must be an int, not {type(keep).__name__}")
+    if keep < 1:
+        raise ValueError("keep must be at least 1 (the current period)")
+    return keep
+
+
+def _check_grace(grace: timedelta) -> timedelta:
+    if not isinstance(grace, timedelta):
+        raise TypeError(f"grace must be a timedelta, not {type(grace).__name__}")
+    if grace < timedelta(0):
+        raise ValueError("grace must not be negative")
+    return grace
+
+
+class PeriodicBase:
+    """What the sync and asyncio periodic boards share: the periods, the clock, the boards."""
+
+    board_class: Any = None  # PeriodBoard, or the asyncio twin
+    client_class: Any = Client
+
+    def __init__(
+        self,
+        redis_client: Any = None,
+        key: str = "leaderboard:demo",
+        period: Period = "day",
+        *,
+        tz: Union[str, tzinfo] = "UTC",
+        keep: int = 2,
+        max_entries: int = 100,
+        order: Order = "desc",
+        ties: Ties = "lexicographic",
+        grace: timedelta = timedelta(0),
+        anchor: Optional[datetime] = None,
+        clock: Optional[Clock] = None,
+        url: Optional[str] = None,
+        submission_ttl: float = 86400,
+        rate_limit: Optional[tuple[int, float]] = None,
+        events: bool = False,
+        events_maxlen: int = 10000,
+    ) -> None:
+        if not isinstance(key, str) or not key:
+            raise ValueError("key must be a non-empty str")
+        # Every period's board has the guards (issue 17): idempotency, rate limit, events.
+        self.guards: dict[str, Any] = {
+            "submission_ttl": submission_ttl,
+            "rate_limit": rate_limit,
+            "events": events,
+            "events_maxlen": events_maxlen,
+        }
+        _core.Board(key, max_entries, order=order, ties=ties, **self.guards)  # validates them
+        self.periods_of = Periods(period, tz, anchor)
+        self.keep = _check_keep(keep)
+        self.grace = _check_grace(grace)
+        if clock is not None and not callable(clock):
+            raise TypeError("clock must be a callable returning an aware datetime")
+        self.clock: Clock = clock or _system_clock
+        self.redis = make_client(redis_client, url, self.client_class)
+        self.key = key
+        self.max_entries = max_entries
+        self.order: Order = order
+        self.ties: Ties = ties
+        self._boards: dict[datetime, Any] = {}
+
+    @property
+    def period(self) -> Period:
+        return self.periods_of.period
+
+    @property
+    def tz(self) -> tzinfo:
+        return self.periods_of.tz
+
+    def now(self) -> datetime:
+        """The clock's time (an aware datetime, UTC)."""
+        return _aware(self.clock(), "clock()")
+
+    def expire_at(self, start: datetime) -> datetime:
+        """When the period starting at ``start`` expires: once ``keep`` newer periods... the
+        start of the ``keep``-th period after it, and never before its end plus ``grace``."""
+        end = self.periods_of.next_start(start)
+        deadline = end
+        for _ in range(self.keep - 1):
+            deadline = self.periods_of.next_start(deadline)
+        return max(deadline, end + self.grace)
+
+    def _board_at(self, start: datetime) -> Any:
+        board = self._boards.get(start)
+        if board is None:
+            if len(self._boards) > 2 * self.keep + 8:
+                self._boards.clear()
+            board = self.board_class(
+                self.redis,
+                key=f"{self.key}:{self.periods_of.period_id(start)}",
+                max_entries=self.max_entries,
+                order=self.order,
+                ties=self.ties,
+                guards=self.guards,
+                periodic=self,
+                start=start,
+            )
+            self._boards[start] = board
+        return board
+
+    def current(self) -> Any:
+        """The board of the period the clock is in now."""
+        return self._board_at(self.periods_of.start_of(self.now()))
+
+    def at(self, when: datetime) -> Any:
+        """The board of the period holding the aware datetime ``when`` (any period: reading an
+        expired one finds it empty; writing checks ``grace``)."""
+        return self._board_at(self.periods_of.start_of(when))
+
+    def previous(self, n: int = 1) -> Any:
+        """The board of the ``n``-th period before the current one."""
+        if isinstance(n, bool) or not isinstance(n, int):
+            raise TypeError(f"n must be an int, not {type(n).__name__}")
+        if n < 0:
+            raise ValueError("n must not be negative")
+        start = self.periods_of.start_of(self.now())
+        for _ in range(n):
+            start = self.periods_of.previous_start(start)
+        return self._board_at(start)
+
+    def periods(self) -> list[str]:
+        """The ids of the kept periods, newest (the current one) first."""
+        start = self.periods_of.start_of(self.now())
+        ids = [self.periods_of.period_id(start)]
+        for _ in range(self.keep - 1):
+            start = self.periods_of.previous_start(start)
+            ids.append(self.periods_of.period_id(start))
+        return ids
+
+    def next_reset(self) -> datetime:
+        """When the current period ends (the next one begins): an aware datetime in ``tz``."""
+        start = self.periods_of.start_of(self.now())
+        return self.periods_of.next_start(start).astimezone(self.tz)
+
+    def period_id(self, when: Optional[datetime] = None) -> str:
+        """The id of the period holding ``when`` (default: now)."""
+        moment = self.now() if when is None else when
+        return self.periods_of.period_id(self.periods_of.start_of(moment))
+
+    def __repr__(self) -> str:
+        return (
+            f"{type(self).__name__}(key={self.key!r}, period={self.period!r}, tz={str(self.tz)!r},"
+            f" keep={self.keep}, max_entries={self.max_entries})"
+        )
+
+
+class PeriodState:
+    """What a period's board knows of its period: id, bounds, deadline and the write check."""
+
+    def _init_period(self, periodic: PeriodicBase, start: datetime) -> int:
+        self.periodic = periodic
+        self.start = start
+        self.end = periodic.periods_of.next_start(start)
+        self.period = periodic.periods_of.period_id(start)
+        self.expires = periodic.expire_at(start)
+        return _millis(self.expires)
+
+    def check_writable(self) -> None:
+        """ValueError (before anything is sent) if the clock says this period no longer (or not
+        yet) takes writes: it ended more than ``grace`` ago, or it has not begun."""
+        now = self.periodic.now()
+        if now < self.start:
+            raise ValueError(
+                f"period {self.period} of {self.periodic.key!r} begins at "
+                f"{self.start.astimezone(self.periodic.tz).isoformat()}; the clock says "
+                f"{now.astimezone(self.periodic.tz).isoformat()}"
+            )
+        if now >= self.end + self.periodic.grace:
+            raise ValueError(
+                f"period {self.period} of {self.periodic.key!r} ended at "
+                f"{self.end.astimezone(self.periodic.tz).isoformat()} and takes no writes after "
+                f"{(self.end + self.periodic.grace).astimezone(self.periodic.tz).isoformat()} "
+                f"(grace {self.periodic.grace}); the clock says "
+                f"{now.astimezone(self.periodic.tz).isoformat()}"
+            )
+
+
+class PeriodBoard(PeriodState, RedisLeaderboard):
+    """One period of a :class:`PeriodicLeaderboard`: a plain :class:`RedisLeaderboard` at
+    ``f"{key}:{period}"`` whose writes set every key's deadline (``expires``) and are refused
+    (``ValueError``) once the period ended more than ``grace`` ago."""
+
+    def __init__(
+        self,
+        redis_client: Any,
+        key: str,
+        max_entries: int,
+        *,
+        order: Order,
+        ties: Ties,
+        guards: Mapping[str, Any],
+        periodic: PeriodicBase,
+        start: datetime,
+    ) -> None:
+        super().__init__(redis_client, key, max_entries, order=order, ties=ties, **guards)
+        expire_at = self._init_period(periodic, start)
+        self._board = _core.Board(
+            key, max_entries, order=order, ties=ties, expire_at=expire_at, **guards
+        )
+
+    def upsert_user(
+        self, user_id: str, score: float, metadata: Optional[Mapping[str, Any]] = None
+    ) -> Entry:
+        self.check_writable()
+        return super().upsert_user(user_id, score, metadata)
+
+    def increment_score(
+        self, user_id: str, amount: float, metadata: Optional[Mapping[str, Any]] = None
+    ) -> Entry:
+        self.check_writable()
+        return super().increment_score(user_id, amount, metadata)
+
+    def submit(
+        self,
+        user_id: str,
+        score: float,
+        metadata: Optional[Mapping[str, Any]] = None,
+        *,
+        mode: WriteMode = "set",
+        submission_id: Optional[str] = None,
+        retries: int = 2,
+    ) -> SubmitResult:
+        self.check_writable()
+        return super().submit(
+            user_id, score, metadata, mode=mode, submission_id=submission_id, retries=retries
+        )
+
+    def upsert_many(
+        self,
+        entries: Iterable[BulkEntry],
+        *,
+        chunk_size: int = 1000,
+        progress: Optional[Callable[[int], None]] = None,
+        retries: int = 2,
+    ) -> ImportSummary:
+        self.check_writable()
+        return super().upsert_many(
+            entries, chunk_size=chunk_size, progress=progress, retries=retries
+        )
+
+    def __repr__(self) -> str:
+        return f"PeriodBoard(key={self.key!r}, expires={self.expires.isoformat()})"
+
+
+class PeriodicLeaderboard(PeriodicBase):
+    """A board per period (hour, day, ISO week, month, or a timedelta from ``anchor``) in the
+    time zone ``tz``, each the guide's layout at ``f"{key}:{period_id}"``
+    (``lb:weekly:2026-W48``, ``lb:daily:2026-11-23``).
+
+    Writes and the guide's reads go to the current period (:meth:`current`); :meth:`at`,
+    :meth:`previous` and :meth:`periods` reach older ones. The newest ``keep`` periods (the
+    current one included) are kept; an older one expires by itself: every write sets the
+    deadline of every key it writes (sorted set, option keys, the user's metadata hash), so all
+    keys of a period expire together, when the ``keep``-th period after it begins (and never
+    before its end plus ``grace``).
+
+    ``clock`` (a callable returning an aware datetime; default the system clock) decides which
+    period a write lands in: inject it for tests or to replay events with their own
+    timestamps. ``grace``: a write whose clock time is within ``grace`` after a boundary may
+    still go to the period that just ended, explicitly (``board.at(stamp).submit(...)``); a
+    write to a period that ended longer ago raises ``ValueError`` before anything is sent.
+    """
+
+    board_class = PeriodBoard
+
+    def current(self) -> PeriodBoard:
+        return super().current()  # type: ignore[no-any-return]
+
+    def at(self, when: datetime) -> PeriodBoard:
+        return super().at(when)  # type: ignore[no-any-return]
+
+    def previous(self, n: int = 1) -> PeriodBoard:
+        return super().previous(n)  # type: ignore[no-any-return]
+
+    def upsert_user(
+        self, user_id: str, score: float, metadata: Optional[Mapping[str, Any]] = None
+    ) -> Entry:
+        return self.current().upsert_user(user_id, score, metadata)
+
+    def increment_score(
+        self, user_id: str, amount: float, metadata: Optional[Mapping[str, Any]] = None
+    ) -> Entry:
+        return self.current().increment_score(user_id, amount, metadata)
+
+    def submit(
+        self,
+        user_id: str,
+        score: float,
+        metadata: Optional[Mapping[str, Any]] = None,
+        *,
+        mode: WriteMode = "set",
+        submission_id: Optional[str] = None,
+        retries: int = 2,
+    ) -> SubmitResult:
+        return self.current().submit(
+            user_id, score, metadata, mode=mode, submission_id=submission_id, retries=retries
+        )
+
+    def get_top(self, count: int = 10) -> list[Entry]:
+        return self.current().get_top(count)
+
+    def get_around_rank(self, rank: int, count: int = 5) -> list[Entry]:
+        return self.current().get_around_rank(rank, count)
+
+    def get_rank(self, user_id: str) -> Optional[int]:
+        return self.current().get_rank(user_id)
+
+    def get_user_metadata(self, user_id: str) -> dict[str, str]:
+        return self.current().get_user_metadata(user_id)
+
+    def get_user_entry(self, user_id: str) -> Optional[Entry]:
+        return self.current().get_user_entry(user_id)
+
+    def list_all(self) -> list[Entry]:
+        return self.current().list_all()
+
+    def get_size(self) -> int:
+        return self.current().get_size()
+
+    def delete_user(self, user_id: str) -> bool:
+        return self.current().delete_user(user_id)
+
+    def get_around_user(self, user_id: str, count: int = 5) -> list[Entry]:
+        return self.current().get_around_user(user_id, count)
+
+    def get_page(self, page: int, page_size: int = 10) -> Page:
+        return self.current().get_page(page, page_size)
+
+
+# --- rolling windows ----------------------------------------------------------------------------
+
+
+def _whole_millis(value: timedelta, what: str) -> int:
+    if not isinstance(value, timedelta):
+        raise TypeError(f"{what} must be a timedelta, not {type(value).__name__}")
+    if value <= timedelta(0) or value % timedelta(milliseconds=1):
+        raise ValueError(f"{what} must be a positive whole number of milliseconds")
+    return value // timedelta(milliseconds=1)
+
+
+class RollingState:
+    """What the sync and asyncio rolling windows share: the window, its buckets, the clock."""
+
+    _window: _core.Window
+    clock: Clock
+
+    def _init_window(
+        self,
+        key: str,
+        window: timedelta,
+        bucket: timedelta,
+        aggregate: Aggregate,
+        max_entries: int,
+        order: Order,
+        clock: Optional[Clock],
+    ) -> None:
+        bucket_ms = _whole_millis(bucket, "bucket")
+        window_ms = _whole_millis(window, "window")
+        if window_ms % bucket_ms:
+            raise ValueError("window must be a whole number of buckets")
+        self._window = _core.Window(
+            key, bucket_ms, window_ms, aggregate=aggregate, max_entries=max_entries, order=order
+        )
+        if clock is not None and not callable(clock):
+            raise TypeError("clock must be a callable returning an aware datetime")
+        self.clock = clock or _system_clock
+
+    @property
+    def window(self) -> timedelta:
+        """How far back the board looks."""
+        return timedelta(milliseconds=self._window.window_ms)
+
+    @property
+    def bucket(self) -> timedelta:
+        """The length of a bucket: the window slides by whole buckets."""
+        return timedelta(milliseconds=self._window.bucket_ms)
+
+    @property
+    def aggregate(self) -> str:
+        """How a user's bucket scores combine: ``"sum"``, ``"max"`` or ``"min"``."""
+        return self._window.aggregate
+
+    def now(self) -> datetime:
+        return _aware(self.clock(), "clock()")
+
+    def bucket_at(self, when: Optional[datetime] = None) -> int:
+        """The bucket holding ``when`` (default: now): unix ms // bucket length."""
+        moment = self.now() if when is None else _aware(when, "when")
+        return _millis(moment) // self._window.bucket_ms
+
+    def bucket_start(self, bucket: int) -> datetime:
+        """When bucket ``bucket`` begins (UTC)."""
+        return datetime(1970, 1, 1, tzinfo=UTC) + timedelta(
+            milliseconds=bucket * self._window.bucket_ms
+        )
+
+    def window_start(self) -> datetime:
+        """The start of the oldest bucket in the window now: scores written before it are out."""
+        return self.bucket_start(self.bucket_at() - self._window.buckets + 1)
+
+    def _refreshed(self, read: _core.Operation) -> _core.Operation:
+        return self._window.refreshed(self.bucket_at(), read)
+
+    def _write(self, user_id: str, score: float, metadata: Any, mode: WriteMode) -> Any:
+        operation, results = _core.group_submit(
+            [(self._window, mode, self.bucket_at())], user_id, score, metadata
+        )
+        return operation, results
+
+    @staticmethod
+    def _entry(result: SubmitResult) -> Entry:
+        entry: Entry = {}
+        if result["rank"] is not None:
+            entry["rank"] = result["rank"]
+        entry.update(
+            user_id=result["user_id"],
+            score=result["score"],
+            metadata=result["metadata"],
+            trimmed_user_ids=result["trimmed_user_ids"],
+        )
+        return entry
+
+    def _refuse(self, method: str) -> TypeError:
+        return TypeError(
+            f"{method}() does not apply to a rolling window ({self._window.key!r}): its scores "
+            "land in the bucket of the moment, one write at a time (submit, upsert_user, "
+            "increment_score), and its max_entries is fixed when it is opened"
+        )
+
+
+class RollingLeaderboard(RollingState, RedisLeaderboard):
+    """A board of the last ``window`` (a ``timedelta``), sliding by ``bucket``.
+
+    Writes land in the bucket the clock is in ("<key>:bucket:<i>", i = unix ms // bucket; each
+    expires ``window + bucket`` after it begins). The board of the window (``key`` itself, the
+    guide's layout: metadata at ``f"{key}:user:{user_id}"``, expiring with the user's newest
+    bucket) holds each user's ``aggregate`` (``"sum"``, ``"max"`` or ``"min"``) of the scores in
+    the window's buckets, at most ``max_entries`` of them (the worst beyond it leave the board,
+    not their buckets: they come back if they climb). A score leaves the window exactly when
+    its bucket does.
+
+    Every read of :class:`RedisLeaderboard` (the guide's and the queries) works, in one round
+    trip: it first brings the window's board to the current bucket (rebuilt once per bucket
+    with ZUNIONSTORE; writes keep it up to date in between), so reads are exact, not stale.
+    ``set_max_entries`` and ``upsert_many`` raise ``TypeError``.
+    """
+
+    def __init__(
+        self,
+        redis_client: Any = None,
+        key: str = "leaderboard:demo",
+        window: timedelta = timedelta(days=7),
+        bucket: timedelta = timedelta(hours=1),
+        aggregate: Aggregate = "sum",
+        max_entries: int = 100,
+        *,
+        order: Order = "desc",
+        clock: Optional[Clock] = None,
+        url: Optional[str] = None,
+    ) -> None:
+        super().__init__(redis_client, key, max_entries, url=url, order=order)
+        self._init_window(key, window, bucket, aggregate, max_entries, order, clock)
+        run = self.redis.run
+        self._run = lambda read: run(self._refreshed(read))
+
+    def submit(
+        self,
+        user_id: str,
+        score: float,
+        metadata: Optional[Mapping[str, Any]] = None,
+        *,
+        mode: WriteMode = "set",
+        submission_id: Optional[str] = None,
+        retries: int = 2,
+    ) -> SubmitResult:
+        """Write ``score`` to the user's score in the current bucket (``mode`` as
+        :meth:`RedisLeaderboard.submit`, within the bucket) and merge ``metadata``; the result
+        is about the window's board: the user's aggregate, rank, previous ones, and who the
+        write pushed out of its ``max_entries``."""
+        if submission_id is not None:
+            raise ValueError(
+                "submission ids are not supported on a rolling window: submit to a plain or "
+                "periodic board, or a LeaderboardGroup of them, without one"
+            )
+        operation, results = self._write(user_id, score, metadata, mode)
+        self.redis.run(operation)
+        result: SubmitResult = results()[0]
+        return result
+
+    def upsert_user(
+        self, user_id: str, score: float, metadata: Optional[Mapping[str, Any]] = None
+    ) -> Entry:
+        """Set the user's score in the current bucket; returns the window's entry."""
+        return self._entry(self.submit(user_id, score, metadata, mode="set"))
+
+    def increment_score(
+        self, user_id: str, amount: float, metadata: Optional[Mapping[str, Any]] = None
+    ) -> Entry:
+        """Add ``amount`` to the user's score in the current bucket; returns the window's
+        entry."""
+        return self._entry(self.submit(user_id, amount, metadata, mode="incr"))
+
+    def delete_user(self, user_id: str) -> bool:
+        """Remove the user from the window's board, from every bucket, and its metadata."""
+        return self.redis.run(self._window.delete_user(self.bucket_at(), user_id))  # type: ignore[no-any-return]
+
+    def clear(self) -> None:
+        """Remove every bucket, the window's board and the metadata of everyone in them."""
+        self.redis.run(self._window.clear(self.bucket_at()))
+
+    def set_max_entries(self, max_entries: int) -> list[str]:
+        raise self._refuse("set_max_entries")
+
+    def upsert_many(
+        self,
+        entries: Iterable[BulkEntry],
+        *,
+        chunk_size: int = 1000,
+        progress: Optional[Callable[[int], None]] = None,
+        retries: int = 2,
+    ) -> ImportSummary:
+        raise self._refuse("upsert_many")
+
+    def __repr__(self) -> str:
+        return (
+            f"RollingLeaderboard(key={self.key!r}, window={self.window!r}, bucket={self.bucket!r},"
+            f" aggregate={self.aggregate!r}, max_entries={self.max_entries})"
+        )
+
+
+# --- one write, many boards ---------------------------------------------------------------------
+
+GroupMode = Union[WriteMode, Mapping[str, WriteMode]]
+
+
+class GroupBase:
+    """What the sync and asyncio groups share: the boards and the request."""
+
+    client_class: Any = Client
+    plain_class: Any = RedisLeaderboard
+    periodic_class: Any = PeriodicLeaderboard
+    period_board_class: Any = PeriodBoard
+    rolling_class: Any = RollingLeaderboard
+
+    def __init__(self, redis_client: Any, boards: Sequence[Any], *, url: Optional[str] = None):
+        boards = list(boards)
+        if not boards:
+            raise ValueError("a group needs at least one board")
+        keys = []
+        for board in boards:
+            if not isinstance(board, (self.plain_class, self.periodic_class, self.rolling_class)):
+                raise TypeError(
+                    f"a group's boards are {self.plain_class.__name__}, PeriodicLeaderboard or "
+                    f"RollingLeaderboard objects of the same API (sync or asyncio), not "
+                    f"{type(board).__name__}"
+                )
+            keys.append(board.key)
+        if len(set(keys)) != len(keys):
+            raise ValueError(f"a board is twice in the group: {keys}")
+        self.boards = boards
+        self.keys = keys
+        self.redis = make_client(redis_client, url, self.client_class)
+
+    def _request(
+        self, user_id: str, score: float, metadata: Any, mode: GroupMode
+    ) -> tuple[_core.Operation, Any, list[Optional[str]]]:
+        modes: Mapping[str, Any]
+        if isinstance(mode, str):
+            modes = dict.fromkeys(self.keys, mode)
+        elif isinstance(mode, Mapping):
+            missing = [k for k in self.keys if k not in mode]
+            extra = [k for k in mode if k not in self.keys]
+            if missing or extra:
+                raise ValueError(
+                    f"mode must name every board of the group: missing {missing}, unknown {extra}"
+                )
+            modes = mode
+        else:
+            raise TypeError(f"mode must be a str or a mapping of keys to str, not {mode!r}")
+        members: list[tuple[Any, Any, int]] = []
+        periods: list[Optional[str]] = []
+        for board in self.boards:
+            board_mode = modes[board.key]
+            if isinstance(board, self.rolling_class):
+                members.append((board._window, board_mode, board.bucket_at()))
+                periods.append(None)
+            elif isinstance(board, self.periodic_class):
+                current = board.current()
+                members.append((current._board, board_mode, 0))
+                periods.append(current.period)
+            else:
+                if isinstance(board, self.period_board_class):
+                    board.check_writable()
+                members.append((board._board, board_mode, 0))
+                periods.append(board.period if isinstance(board, PeriodState) else None)
+        operation, results = _core.group_submit(members, user_id, score, metadata)
+        return operation, results, periods
+
+    def _results(self, results: Any, periods: list[Optional[str]]) -> dict[str, SubmitResult]:
+        out: dict[str, SubmitResult] = {}
+        for key, period, result in zip(self.keys, periods, results()):
+            if period is not None:
+                result["period"] = period
+            out[key] = result
+        return out
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.keys!r})"
+
+
+class LeaderboardGroup(GroupBase):
+    """Several boards fed by one write: ``group.submit(user_id, score, metadata, mode=...)``
+    writes to every board in one round trip, atomically (one script: every board's write is
+    checked before any is applied, so a refused one writes nothing anywhere).
+
+    ``boards``: :class:`RedisLeaderboard` (each with its own ``order``, ``ties``,
+    ``max_entries``), :class:`PeriodicLeaderboard` (its current period, by its clock; or a
+    period's board from ``at()``, within its grace) and :class:`RollingLeaderboard` (the bucket
+    of its clock) objects. ``mode``: one for every board, or a mapping of board keys to modes.
+    """
+
+    def submit(
+        self,
+        user_id: str,
+        score: float,
+        metadata: Optional[Mapping[str, Any]] = None,
+        *,
+        mode: GroupMode = "set",
+    ) -> dict[str, SubmitResult]:
+        """Returns ``{board key: submit()'s result}`` (a periodic board's with ``"period"``, a
+        rolling window's about the window's board)."""
+        operation, results, periods = self._request(user_id, score, metadata, mode)
+        self.redis.run(operation)
+        return self._results(results, periods)
