@@ -390,9 +390,8 @@ PYBIND11_MODULE(_core, m) {
       .def("submit", &AsyncCore::submit, "operation"_a, "loop"_a)
       .def("run_pipelined", &AsyncCore::run_pipelined, "operations"_a, "on_result"_a, "window"_a,
            "loop"_a)
-      .def("drain", &AsyncCore::drain)
+      .def("bind", &AsyncCore::bind, "loop"_a)
       .def("close", &AsyncCore::close)
-      .def("fileno", &AsyncCore::fileno)
       .def_property_readonly("pending", &AsyncCore::pending)
       .def_property_readonly("closed", &AsyncCore::closed)
       .def("stats",

@@ -190,10 +190,9 @@ class AsyncCore:
     ) -> Any:
         """Run one-round-trip operations in order, ``window`` in flight; ``on_result`` gets each
         result in order; the returned future gets None, or the first error."""
-    def drain(self) -> None:
-        """Settle every finished request (the event loop calls it when fileno() is readable)."""
+    def bind(self, loop: asyncio.AbstractEventLoop) -> None:
+        """Run on ``loop`` from now on: it watches the connection's socket."""
     def close(self) -> None: ...
-    def fileno(self) -> int: ...
     @property
     def pending(self) -> int: ...
     @property

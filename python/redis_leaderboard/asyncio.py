@@ -2,7 +2,8 @@
 
 Same constructor, methods, results and errors; each method is a coroutine. Many coroutines share
 one connection: requests made while a write is in flight go out together in the next write
-(automatic pipelining), served by one C++ I/O thread that never takes the GIL.
+(automatic pipelining). The event loop drives the connection itself: it watches the socket,
+and C++ code reads, writes, encodes and decodes on the loop's thread, with no thread hand-off.
 """
 
 from __future__ import annotations
@@ -38,7 +39,8 @@ _open_clients: weakref.WeakSet[Client] = weakref.WeakSet()
 
 
 class Client:
-    """A multiplexed asyncio Redis client: one socket, one I/O thread, any number of tasks.
+    """A multiplexed asyncio Redis client: one socket driven by the event loop, any number of
+    tasks.
 
     Options as :class:`redis_leaderboard.Client`. ``max_in_flight`` caps the requests written
     and unanswered at once; ``max_pending`` caps those handed to the transport, beyond which
@@ -174,8 +176,8 @@ class Client:
                 "this redis_leaderboard.asyncio.Client is bound to the event loop it was first "
                 "used on; create one client per event loop"
             )
+        self._core.bind(loop)
         self._loop = loop
-        loop.add_reader(self._core.fileno(), self._core.drain)
 
     async def ping(self) -> bool:
         """PING the server."""
@@ -187,14 +189,10 @@ class Client:
         return self._core.stats()
 
     async def aclose(self) -> None:
-        """Stop the I/O thread; unfinished calls fail with ``ConnectionError``."""
+        """Close the connection; unfinished calls fail with ``ConnectionError``."""
         self.close()
 
     def close(self) -> None:
-        if self._core.closed:
-            return
-        if self._loop is not None and not self._loop.is_closed():
-            self._loop.remove_reader(self._core.fileno())
         self._core.close()
 
     async def __aenter__(self) -> Client:
@@ -209,7 +207,8 @@ class Client:
 
 @atexit.register
 def _close_open_clients() -> None:
-    # A client left open must not keep its I/O thread alive past the interpreter.
+    # A client left open must not keep a helper thread (host lookup, Sentinel) alive past the
+    # interpreter.
     for client in list(_open_clients):
         try:
             client._core.close()
