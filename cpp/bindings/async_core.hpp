@@ -73,11 +73,16 @@ class AsyncCore {
   AsyncCore(const AsyncCore&) = delete;
   AsyncCore& operator=(const AsyncCore&) = delete;
 
-  // The event loop to run on (the first, or a new one once the previous one is closed).
+  // The event loop to run on: the first one, or a new one once the previous one is closed.
   void bind(py::handle loop) {
     check_owner();
     if (client_->closed()) throw ConnectionError("the client is closed");
-    if (loop_ && !loop_.is(loop) && !loop_closed()) unwatch();
+    if (loop_ && !loop_.is(loop) && !loop_closed()) {
+      PyErr_SetString(PyExc_RuntimeError,
+                      "this redis_leaderboard.asyncio.Client is bound to the event loop it was "
+                      "first used on; create one client per event loop");
+      throw py::error_already_set();
+    }
     reset_watch();
     loop_ = py::reinterpret_borrow<py::object>(loop);
     call_soon_ = loop_.attr("call_soon");
@@ -98,6 +103,15 @@ class AsyncCore {
     notify_watched_ = true;
     if (client_->has_completions() || !pending_.empty()) schedule_flush();
     sync_watch();
+  }
+
+  // Runs `operation` on the running event loop; the returned future gets its result.
+  py::object run(py::object operation) {
+    static PyObject* get_running_loop =
+        py::object(py::module_::import("asyncio").attr("get_running_loop")).release().ptr();
+    PyObject* loop = PyObject_CallNoArgs(get_running_loop);
+    if (!loop) throw py::error_already_set();
+    return submit(std::move(operation), py::reinterpret_steal<py::object>(loop));
   }
 
   // Runs `operation` (a Python Operation); the returned future gets its result.
@@ -147,8 +161,9 @@ class AsyncCore {
   // Fails every unsettled call with ConnectionError and closes the connection.
   void close() {
     if (forked()) return;
-    client_->close();  // completes every request it holds
     unwatch();
+    client_->close();  // completes every request it holds
+    client_->close_retired();
     settle();
     auto error = std::make_exception_ptr(ConnectionError("the client is closed"));
     while (!pending_.empty()) settle_error(pending_.begin(), error);

@@ -96,7 +96,7 @@ std::shared_ptr<LoopClient> LoopClient::create(ClientOptions options, std::size_
 LoopClient::~LoopClient() {
   close();
   close_retired();
-  ::close(notify_fd_);
+  if (notify_fd_ >= 0) ::close(notify_fd_);
 }
 
 // ---- Requests --------------------------------------------------------------------------------
@@ -491,6 +491,8 @@ void LoopClient::close() {
   close_socket();
   core_.abort(error_of<ConnectionError>("the client is closed"));
   if (discovery_.joinable()) discovery_.join();  // bounded: each sentinel has a timeout
+  ::close(notify_fd_);                           // no thread writes to it any more
+  notify_fd_ = -1;
 }
 
 }  // namespace rlb::transport

@@ -87,7 +87,8 @@ class LoopClient {
   bool has_completions() const { return core_.has_completions(); }
   std::vector<Completion> take_completions() { return core_.take_completions(); }
   Stats stats() const { return counters_.snapshot(); }
-  // Fails every pending request with ConnectionError and closes the socket. Idempotent.
+  // Fails every pending request with ConnectionError, closes the socket (once the loop stopped
+  // watching it: close_retired()) and notify_fd(). Idempotent.
   void close();
   bool closed() const { return closed_; }
   const ClientOptions& options() const { return options_; }

@@ -179,6 +179,8 @@ class AsyncCore:
         sentinel_password: Optional[str] = None,
         sentinel_ssl: bool = False,
     ) -> None: ...
+    def run(self, operation: Operation) -> asyncio.Future[Any]:
+        """Run ``operation`` on the running event loop; returns its future."""
     def submit(self, operation: Operation, loop: asyncio.AbstractEventLoop) -> asyncio.Future[Any]:
         """Run ``operation``; returns an asyncio future created on ``loop``."""
     def run_pipelined(
