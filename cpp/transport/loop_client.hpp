@@ -10,8 +10,9 @@
 // What blocks never runs here: a host name is resolved (and, with Sentinel, the primary asked
 // for, through transport/resolver.hpp) on a helper thread, which wakes the loop through
 // notify_fd(); Sentinel's +switch-master arrives the same way. TLS runs through the memory-BIO
-// engine of connection/tls.hpp. Reconnection, backoff and timeouts are the Asio driver's
-// (transport/multiplexed_client.hpp), whose behaviour this one keeps.
+// engine of connection/tls.hpp. A dropped connection is reopened when requests wait (after a
+// failed attempt, with a backoff from 50 ms doubling to 2 s); the connect timeout covers the
+// lookup, the connection and the TLS handshake.
 #pragma once
 
 #include <sys/socket.h>

@@ -224,8 +224,9 @@ class RedisLeaderboard(BoardBase):
         ties: Ties = "lexicographic",
     ) -> None:
         super().__init__(redis_client, key, max_entries, url=url, order=order, ties=ties)
-        # Each call goes straight to the C++ core (Client.run is the same, one frame longer).
-        self._run = self.redis._core.run
+        if isinstance(self.redis, Client):
+            # Each call goes straight to the C++ core (Client.run is the same, a frame longer).
+            self._run = self.redis._core.run
 
     async def upsert_user(
         self, user_id: str, score: float, metadata: Optional[Mapping[str, Any]] = None
