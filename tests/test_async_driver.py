@@ -167,3 +167,36 @@ async def test_a_server_that_never_accepts_times_out_on_connect() -> None:
         finally:
             for s in fillers:
                 s.close()
+
+
+@pytest.mark.asyncio
+async def test_a_lookup_slower_than_the_connect_timeout_never_blocks_the_loop() -> None:
+    # A "sentinel" that accepts and never answers: asking it blocks a helper thread for the
+    # read timeout (2 s), longer than the connect timeout (0.3 s). Each call fails on time, and
+    # a new attempt never waits on the loop for the stale lookup to end.
+    with socket.socket() as silent:
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(16)
+        port = silent.getsockname()[1]
+        async with Client.from_sentinel(
+            [("127.0.0.1", port)], "mymaster", socket_connect_timeout=0.3, socket_timeout=2
+        ) as c:
+            for _ in range(3):
+                start = time.monotonic()
+                ticks = 0
+
+                async def ticker() -> None:
+                    nonlocal ticks
+                    while True:
+                        await asyncio.sleep(0.01)
+                        ticks += 1
+
+                beat = asyncio.ensure_future(ticker())
+                with pytest.raises(RedisTimeoutError, match="Timeout connecting to"):
+                    await asyncio.wait_for(c.ping(), 5)
+                elapsed = time.monotonic() - start
+                beat.cancel()
+                assert elapsed < 1.0, elapsed
+                assert ticks >= elapsed / 0.01 / 3  # the loop kept turning meanwhile
+                await asyncio.sleep(0.06)  # past the backoff
+            assert c._core.pending == 0

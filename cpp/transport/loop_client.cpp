@@ -360,26 +360,37 @@ void LoopClient::start_connect() {
   // A host name (getaddrinfo blocks) or Sentinel (asking blocks, each sentinel within its
   // timeout): on a helper thread, which wakes the loop through notify_fd_.
   state_ = State::Resolving;
-  if (discovery_.joinable()) discovery_.join();  // done: it handed its answer over
-  discovery_ = std::thread([this, generation = generation_] {
-    Found found;
-    found.generation = generation;
-    try {
-      found.target = target_resolver_.resolve();
-      std::string error = addresses_of(found.target, 0, found.addresses, found.lengths);
-      if (!error.empty()) {
-        throw ConnectionError("Error connecting to " + found.target.address() + ": " + error);
-      }
-    } catch (...) {
-      found.error = std::current_exception();
-    }
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      found_ = std::move(found);
-    }
-    std::uint64_t one = 1;
-    [[maybe_unused]] auto n = ::write(notify_fd_, &one, sizeof one);
-  });
+  helpers_.erase(std::remove_if(helpers_.begin(), helpers_.end(),
+                                [](Helper& helper) {
+                                  if (!helper.done->load()) return false;
+                                  helper.thread.join();  // finished: returns at once
+                                  return true;
+                                }),
+                 helpers_.end());
+  auto done = std::make_shared<std::atomic<bool>>(false);
+  helpers_.push_back(
+      {std::thread([this, done, generation = generation_] {
+         Found found;
+         found.generation = generation;
+         try {
+           found.target = target_resolver_.resolve();
+           std::string error = addresses_of(found.target, 0, found.addresses, found.lengths);
+           if (!error.empty()) {
+             throw ConnectionError("Error connecting to " + found.target.address() + ": " + error);
+           }
+         } catch (...) {
+           found.error = std::current_exception();
+         }
+         {
+           std::lock_guard<std::mutex> lock(mutex_);
+           // A lookup outlived by a newer one never hides the newer one's answer.
+           if (!found_ || found_->generation < found.generation) found_ = std::move(found);
+         }
+         std::uint64_t one = 1;
+         [[maybe_unused]] auto n = ::write(notify_fd_, &one, sizeof one);
+         done->store(true);
+       }),
+       done});
 }
 
 void LoopClient::try_endpoint(std::size_t index) {
@@ -490,8 +501,10 @@ void LoopClient::close() {
   watcher_.reset();  // stops and joins its thread
   close_socket();
   core_.abort(error_of<ConnectionError>("the client is closed"));
-  if (discovery_.joinable()) discovery_.join();  // bounded: each sentinel has a timeout
-  ::close(notify_fd_);                           // no thread writes to it any more
+  // Bounded: each sentinel has a timeout (a host name's lookup, the resolver's).
+  for (auto& helper : helpers_) helper.thread.join();
+  helpers_.clear();
+  ::close(notify_fd_);  // no thread writes to it any more
   notify_fd_ = -1;
 }
 

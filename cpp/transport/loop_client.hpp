@@ -154,7 +154,13 @@ class LoopClient {
   };
   std::optional<Found> found_;
   bool primary_changed_ = false;
-  std::thread discovery_;
+  // Lookups under way or done: one outlives its connection attempt if that timed out, and is
+  // joined once done (never waited for on the loop's thread, but by close()).
+  struct Helper {
+    std::thread thread;
+    std::shared_ptr<std::atomic<bool>> done;
+  };
+  std::vector<Helper> helpers_;
   std::unique_ptr<SentinelWatcher> watcher_;
 
   char read_buffer_[64 * 1024];
