@@ -1,5 +1,6 @@
 #include "errors.hpp"
 
+#include <cstdlib>
 #include <string_view>
 
 namespace rlb {
@@ -29,6 +30,13 @@ constexpr Prefix kServerErrors[] = {
     {"READONLY ", raise<ReadOnlyError>},
     {"LOADING ", raise<BusyLoadingError>},
     {"EXECABORT ", raise<ExecAbortError>},
+    {"MOVED ", raise<ClusterRedirectError>},
+    {"ASK ", raise<ClusterRedirectError>},
+    {"TRYAGAIN ", raise<ClusterRedirectError>},
+    {"CLUSTERDOWN ", raise<ClusterRedirectError>},
+    // A script touched a key of its slot that is migrating and not on this node: it failed at
+    // that command, before its first write (every script checks what it touches first).
+    {"ERR Script attempted to access a non local key", raise<ClusterRedirectError>},
     {"ERR max number of clients reached", raise<ConnectionError>},
     // Before AUTH, Redis refuses commands of more than 10 arguments this way (then closes):
     // what the caller is missing is a password, as NOAUTH would say for a shorter command.
@@ -38,6 +46,11 @@ constexpr Prefix kServerErrors[] = {
 }  // namespace
 
 void raise_server_error(const std::string& message) {
+  // "RATELIMITED retry_after=<seconds> ..." (issue 17, _lib.lua's plan_guards)
+  static constexpr std::string_view kRateLimited = "RATELIMITED retry_after=";
+  if (starts_with(message, kRateLimited)) {
+    throw RateLimited(message, std::strtod(message.c_str() + kRateLimited.size(), nullptr));
+  }
   for (const auto& entry : kServerErrors) {
     if (starts_with(message, entry.prefix)) entry.raise(message);
   }

@@ -55,6 +55,22 @@ struct ExecAbortError : ResponseError {  // EXECABORT
   using ResponseError::ResponseError;
 };
 
+// RATELIMITED (issue 17): a board's rate_limit refused the write, which changed nothing. A
+// ResponseError (the server refused the command; the connection is in step), not a
+// ConnectionError: code that retries connection errors must not hammer a limit.
+struct RateLimited : ResponseError {
+  RateLimited(const std::string& message, double retry_after_seconds)
+      : ResponseError(message), retry_after(retry_after_seconds) {}
+  double retry_after;  // seconds until the user's window has room (server time)
+};
+
+// MOVED, ASK, TRYAGAIN, CLUSTERDOWN, or a script stopped at a key of a migrating slot: a cluster
+// node did not run the command (or the script failed before its first write). The cluster client
+// follows these (connection/cluster.hpp); another client raises them.
+struct ClusterRedirectError : ResponseError {
+  using ResponseError::ResponseError;
+};
+
 // Raised by argument checks before anything is sent (ValueError in Python).
 struct InvalidArgument : std::invalid_argument {
   using std::invalid_argument::invalid_argument;

@@ -310,3 +310,26 @@ def sentinel_topology() -> Iterator[SentinelTopology]:
     topology = SentinelTopology()
     yield topology
     topology.cleanup()
+
+
+@pytest.fixture(scope="session")
+def redis_cluster() -> Iterator[_redis_server.RedisCluster]:
+    """A Redis Cluster of 3 primaries and 3 replicas on loopback, for the whole session
+    (``cluster-node-timeout`` 1000 ms, so a failover takes about 2 s). Tests that kill a node
+    restart it and wait until the cluster is healthy again before they end."""
+    try:
+        cluster = _redis_server.RedisCluster(
+            3, 1, node_timeout_ms=1000, dir_prefix="redis-leaderboard-test-cluster-"
+        )
+    except _redis_server.RedisServerError as exc:
+        pytest.exit(f"{exc} (apt-get install -y redis-server redis-tools)", returncode=2)
+    cluster.start()
+    yield cluster
+    cluster.cleanup()
+
+
+@pytest.fixture
+def cluster_key() -> str:
+    """A hash-tagged board key unique to the test (the cluster's boards are left in place:
+    each test uses its own slot-tagged keys)."""
+    return f"{{t{uuid.uuid4().hex[:12]}}}:board"

@@ -137,7 +137,7 @@ def test_an_error_mid_import_leaves_the_connection_in_step(
     [
         (("u1700", math.nan), ValueError, "entry 1700: score must be a finite number"),
         (("", 1.0), ValueError, "entry 1700: user_id must not be empty"),
-        (("u1700",), TypeError, "entry 1700: must have 2 or 3 items"),
+        (("u1700",), TypeError, "entry 1700: must have 2 to 4 items"),
         ("u1700", TypeError, "entry 1700: must be a (user_id, score) or"),
         (("u1700", 1.0, ["x"]), TypeError, "entry 1700: "),
     ],

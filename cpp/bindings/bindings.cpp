@@ -22,6 +22,10 @@
 namespace py = pybind11;
 using namespace py::literals;
 
+namespace rlb::bindings {
+void declare_cluster(py::module_& m);  // cluster_bindings.cpp
+}
+
 namespace {
 
 // A connection core with the options and counters it refers to.
@@ -123,12 +127,34 @@ PYBIND11_MODULE(_core, m) {
   py::class_<Board>(m, "Board",
                     "A board's key, size limit and ranking rules; builds validated operations.")
       .def(py::init([option_arg](std::string key, py::handle max_entries, py::handle order,
-                                 py::handle ties) {
+                                 py::handle ties, py::handle submission_ttl, py::handle rate_limit,
+                                 py::handle events, py::handle events_maxlen) {
+             // Issue 17: the guards.
+             leaderboard::Guards guards;
+             guards.submission_ttl = number_arg(submission_ttl, "submission_ttl");
+             if (!rate_limit.is_none()) {
+               if (!PyTuple_Check(rate_limit.ptr()) || PyTuple_Size(rate_limit.ptr()) != 2) {
+                 throw py::type_error(
+                     "rate_limit must be None or a (max_writes, per_seconds) tuple, not " +
+                     std::string(Py_TYPE(rate_limit.ptr())->tp_name));
+               }
+               auto pair = py::reinterpret_borrow<py::tuple>(rate_limit);
+               guards.rate_max = integer_arg(pair[0], "rate_limit's max_writes");
+               guards.rate_per = number_arg(pair[1], "rate_limit's per_seconds");
+             }
+             if (!PyBool_Check(events.ptr())) {
+               throw py::type_error("events must be a bool, not " +
+                                    std::string(Py_TYPE(events.ptr())->tp_name));
+             }
+             guards.events = events.cast<bool>();
+             guards.events_maxlen = integer_arg(events_maxlen, "events_maxlen");
              return Board(std::move(key), integer_arg(max_entries, "max_entries"),
                           leaderboard::parse_order(option_arg(order, "order")),
-                          leaderboard::parse_ties(option_arg(ties, "ties")));
+                          leaderboard::parse_ties(option_arg(ties, "ties")), guards);
            }),
-           "key"_a, "max_entries"_a, py::kw_only(), "order"_a = "desc", "ties"_a = "lexicographic")
+           "key"_a, "max_entries"_a, py::kw_only(), "order"_a = "desc", "ties"_a = "lexicographic",
+           "submission_ttl"_a = 86400, "rate_limit"_a = py::none(), "events"_a = false,
+           "events_maxlen"_a = 10000)
       .def_property_readonly("key", &Board::key)
       .def_property_readonly("max_entries", &Board::max_entries)
       .def_property_readonly("order",
@@ -136,15 +162,39 @@ PYBIND11_MODULE(_core, m) {
       .def_property_readonly("ties",
                              [](const Board& self) { return leaderboard::name_of(self.ties()); })
       .def_property_readonly("options_checked", &Board::options_checked)
+      // Issue 17: the guards.
+      .def_property_readonly("submission_ttl",
+                             [](const Board& self) { return self.guards().submission_ttl; })
+      .def_property_readonly("rate_limit",
+                             [](const Board& self) -> py::object {
+                               const auto& guards = self.guards();
+                               if (!guards.rate_max) return py::none();
+                               return py::make_tuple(*guards.rate_max, guards.rate_per);
+                             })
+      .def_property_readonly("events", [](const Board& self) { return self.guards().events; })
+      .def_property_readonly("events_maxlen",
+                             [](const Board& self) { return self.guards().events_maxlen; })
+      .def(
+          "read_events",
+          [](const Board& self, std::string last_id, py::handle count, py::handle block) {
+            std::optional<double> seconds;
+            if (!block.is_none()) seconds = number_arg(block, "block");
+            return wrap(self.read_events(std::move(last_id), integer_arg(count, "count"), seconds));
+          },
+          "last_id"_a = "$", "count"_a = 100, "block"_a = py::none())
       .def(
           "submit",
           [option_arg](const Board& self, py::handle user_id, py::handle score, py::handle metadata,
-                       py::handle mode) {
+                       py::handle mode, py::handle submission_id, py::handle retries) {
             auto parsed = leaderboard::parse_write_mode(option_arg(mode, "mode"));
+            std::optional<std::string> id;
+            if (!submission_id.is_none()) id = option_arg(submission_id, "submission_id");
             return wrap(self.submit(user_id_arg(user_id), number_arg(score, "score"),
-                                    metadata_arg(metadata), parsed));
+                                    metadata_arg(metadata), parsed, std::move(id),
+                                    static_cast<int>(integer_arg(retries, "retries"))));
           },
-          "user_id"_a, "score"_a, "metadata"_a = py::none(), py::kw_only(), "mode"_a = "set")
+          "user_id"_a, "score"_a, "metadata"_a = py::none(), py::kw_only(), "mode"_a = "set",
+          "submission_id"_a = py::none(), "retries"_a = 2)
       .def("check_options", [](const Board& self) { return wrap(self.check_options()); })
       .def(
           "upsert_user",
@@ -272,10 +322,11 @@ PYBIND11_MODULE(_core, m) {
           "bins"_a = 10, py::kw_only(), "min_score"_a = py::none(), "max_score"_a = py::none())
       .def(
           "upsert_chunk",
-          [](const Board& self, py::handle entries, long long first_index) {
-            return wrap(self.upsert_chunk(batch_arg(entries, first_index), first_index));
+          [](const Board& self, py::handle entries, long long first_index, py::handle retries) {
+            return wrap(self.upsert_chunk(batch_arg(entries, first_index), first_index,
+                                          static_cast<int>(integer_arg(retries, "retries"))));
           },
-          "entries"_a, "first_index"_a = 0)
+          "entries"_a, "first_index"_a = 0, "retries"_a = 2)
       .def(
           "trim_to_max_entries",
           [](const Board& self, long long report) {
@@ -358,6 +409,14 @@ PYBIND11_MODULE(_core, m) {
              return reply_to_python(reply, false);
            })
       .def("stats", [](const BlockingClient& self) { return stats_dict(self.stats()); })
+      .def(
+          "dedicated",
+          [](const BlockingClient& self) {
+            py::gil_scoped_release release;
+            return std::make_shared<BlockingClient>(self.options());
+          },
+          "A new client with this one's options (TLS, ACL, Sentinel): for calls that hold a "
+          "connection, as reading events does (issue 17).")
       .def("close", &BlockingClient::close, py::call_guard<py::gil_scoped_release>())
       .def("__enter__", [](py::object self) { return self; })
       .def("__exit__", [](BlockingClient& self, py::args) { self.close(); })
@@ -401,7 +460,12 @@ PYBIND11_MODULE(_core, m) {
              out["calls"] = self.calls();
              return out;
            })
-      .def("address", [](const AsyncCore& self) { return self.options().address(); });
+      .def("address", [](const AsyncCore& self) { return self.options().address(); })
+      .def(
+          "dedicated",
+          [](const AsyncCore& self) { return std::make_unique<AsyncCore>(self.options(), 16, 16); },
+          "A new core with this one's options (its own connection and I/O thread): for calls "
+          "that hold a connection, as reading events does (issue 17).");
 
   // The connection core without I/O, for tests: events, bytes and time in; bytes to write,
   // closes and completions out. Times are seconds on an arbitrary clock.
@@ -491,6 +555,8 @@ PYBIND11_MODULE(_core, m) {
       .def_property_readonly("outstanding",
                              [](const CoreHarness& self) { return self.core.outstanding(); })
       .def("stats", [](const CoreHarness& self) { return stats_dict(self.counters.snapshot()); });
+
+  declare_cluster(m);
 
   m.def(
       "ping", [] { return wrap(leaderboard::ping()); }, "The PING operation.");

@@ -127,12 +127,20 @@ std::vector<leaderboard::BatchEntry> batch_arg(py::handle entries, long long fir
       }
       py::sequence fields = py::reinterpret_borrow<py::sequence>(item);
       const auto size = fields.size();
-      if (size != 2 && size != 3) {
-        throw py::type_error("must have 2 or 3 items (user_id, score[, metadata]), not " +
-                             std::to_string(size));
+      if (size < 2 || size > 4) {
+        throw py::type_error(
+            "must have 2 to 4 items (user_id, score[, metadata[, submission_id]]), not " +
+            std::to_string(size));
       }
       out.push_back({user_id_arg(fields[0]), number_arg(fields[1], "score"),
-                     size == 3 ? metadata_arg(fields[2]) : Metadata{}});
+                     size >= 3 ? metadata_arg(fields[2]) : Metadata{}, std::nullopt});
+      // Issue 17: an entry's submission id (None: none).
+      if (size == 4 && !fields[3].is_none()) {
+        if (!PyUnicode_Check(fields[3].ptr())) {
+          throw py::type_error("submission_id must be a str or None, not " + type_name(fields[3]));
+        }
+        out.back().submission_id = fields[3].cast<std::string>();
+      }
     } catch (const py::type_error& e) {
       throw py::type_error("entry " + std::to_string(index) + ": " + e.what());
     } catch (const InvalidArgument& e) {
@@ -221,6 +229,30 @@ struct ToPython {
     out["changed"] = py::bool_(submit.changed);
     out[names->metadata] = metadata_dict(entry.metadata);
     out[names->trimmed_user_ids] = string_list(submit.trimmed_user_ids);
+    if (submit.duplicate) out["duplicate"] = py::bool_(*submit.duplicate);  // issue 17
+    return out;
+  }
+  // Issue 17: change events.
+  py::object operator()(const leaderboard::EventBatch& batch) const {
+    py::list events(batch.events.size());
+    for (std::size_t i = 0; i < batch.events.size(); ++i) {
+      const auto& event = batch.events[i];
+      py::dict item;
+      item["id"] = text(event.id);
+      item[names->user_id] = text(event.user_id);
+      item[names->score] = py::float_(event.score);
+      item[names->rank] = event.rank ? py::object(py::int_(*event.rank)) : py::none();
+      item["previous_score"] =
+          event.previous_score ? py::object(py::float_(*event.previous_score)) : py::none();
+      item["previous_rank"] =
+          event.previous_rank ? py::object(py::int_(*event.previous_rank)) : py::none();
+      item[names->trimmed_user_ids] = string_list(event.trimmed_user_ids);
+      item["overtaken"] = string_list(event.overtaken);
+      events[i] = std::move(item);
+    }
+    py::dict out;
+    out["last_id"] = text(batch.last_id);
+    out["events"] = std::move(events);
     return out;
   }
   py::object operator()(const std::vector<std::string>& ids) const { return string_list(ids); }
@@ -279,8 +311,13 @@ struct PythonError {
   int parent;  // index into kPythonErrors, or -1: Exception
   const char* doc;
 };
-constexpr int kRedisError = 10, kConnectionError = 7, kResponseError = 9;
+constexpr int kRedisError = 11, kConnectionError = 8, kResponseError = 10;
 constexpr PythonError kPythonErrors[] = {
+    // Issue 17: a ResponseError (the server refused the write; the connection is fine), not a
+    // ConnectionError, so code retrying connection errors does not hammer the limit.
+    {"RateLimited", is_a<RateLimited>, kResponseError,
+     "RATELIMITED: the board's rate_limit refused the write, which changed nothing; "
+     "retry_after is the seconds until the user's window has room."},
     {"AuthenticationError", is_a<AuthenticationError>, kConnectionError,
      "The server refused the username or password."},
     {"BusyLoadingError", is_a<BusyLoadingError>, kConnectionError,
@@ -324,6 +361,10 @@ py::object exception_object(const std::exception_ptr& error) {
     return make_python_error(PyExc_ValueError, e.what());
   } catch (const std::bad_alloc&) {
     return py::reinterpret_borrow<py::object>(PyExc_MemoryError)();
+  } catch (const RateLimited& e) {  // issue 17: with its retry_after
+    py::object value = make_python_error(python_errors[0], e.what());
+    value.attr("retry_after") = py::float_(e.retry_after);
+    return value;
   } catch (const std::exception& e) {
     for (std::size_t i = 0; i < kErrorCount; ++i) {
       if (kPythonErrors[i].matches(e)) return make_python_error(python_errors[i], e.what());

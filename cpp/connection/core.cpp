@@ -14,10 +14,11 @@ Core::Core(const ClientOptions& options, std::size_t max_in_flight, Counters& co
       handshake_(handshake_for(options)),
       reader_(options.max_reply_bytes) {}
 
-std::optional<Clock::time_point> Core::deadline_from(Clock::time_point started) const {
+std::optional<Clock::time_point> Core::deadline_from(Clock::time_point started,
+                                                     double server_wait) const {
   if (!options_.socket_timeout) return std::nullopt;
   return started + std::chrono::duration_cast<Clock::duration>(
-                       std::chrono::duration<double>(*options_.socket_timeout));
+                       std::chrono::duration<double>(*options_.socket_timeout + server_wait));
 }
 
 void Core::note_deadline(const std::optional<Clock::time_point>& deadline) {
@@ -35,7 +36,6 @@ void Core::submit(std::uint64_t id, std::unique_ptr<leaderboard::Operation> oper
                   Clock::time_point started) {
   Request request;
   request.id = id;
-  request.deadline = deadline_from(started);
   try {
     request.exchange = std::make_unique<Exchange>(std::move(operation));
     if (request.exchange->finished()) {  // nothing to send (an empty chunk)
@@ -45,7 +45,19 @@ void Core::submit(std::uint64_t id, std::unique_ptr<leaderboard::Operation> oper
   } catch (...) {
     return complete(std::move(request), std::current_exception());
   }
+  request.resends_left = request.exchange->resend_limit();  // issue 17
+  request.server_wait = request.exchange->server_wait();
+  request.deadline = deadline_from(started, request.server_wait);
   request.expected = request.exchange->expected();
+  enqueue(std::move(request));
+}
+
+void Core::submit(std::uint64_t id, std::unique_ptr<Exchange> exchange, Clock::time_point started) {
+  Request request;
+  request.id = id;
+  request.deadline = deadline_from(started);
+  request.expected = exchange->expected();
+  request.exchange = std::move(exchange);
   enqueue(std::move(request));
 }
 
@@ -218,6 +230,12 @@ void Core::finish(Request&& request, Clock::time_point now) {
       completions_.push_back({request.id, request.exchange->take_result(), {}, nullptr});
       return;
     }
+  } catch (const ClusterRedirectError&) {
+    // Not run: the cluster client sends it again where the reply says.
+    Completion redirected{request.id, {}, {}, std::current_exception()};
+    redirected.redirected = std::move(request.exchange);
+    completions_.push_back(std::move(redirected));
+    return;
   } catch (const ReadOnlyError&) {
     // A replica answered (after a failover, or a DNS name moved to a new primary): this write
     // did not run; the next ones go to a new connection, to whatever the address is now.
@@ -230,7 +248,8 @@ void Core::finish(Request&& request, Clock::time_point now) {
   // The operation's next page, or its scripts re-sent with their body: written like a new
   // request, with a socket_timeout of its own.
   request.expected = request.exchange->expected();
-  request.deadline = deadline_from(now);
+  request.server_wait = request.exchange->server_wait();
+  request.deadline = deadline_from(now, request.server_wait);
   enqueue(std::move(request));
 }
 
@@ -241,14 +260,44 @@ void Core::give_up(const std::exception_ptr& error, bool close, Clock::time_poin
   close_ = close_ || close;
   last_error_ = error;
   reader_.reset();
-  // Written requests may have run: they fail, never re-sent. Waiting ones go on a new
-  // connection, unless their time is up.
+  // Written requests may have run: they fail, never re-sent, but for those that cannot apply
+  // twice (issue 17), which go first on the next connection, in order, with a new deadline.
+  // Waiting ones go on a new connection, unless their time is up.
+  std::deque<Request> resend;
   for (auto& request : in_flight_) {
-    if (!request.handshake) complete(std::move(request), error);
+    if (request.handshake) continue;
+    if (!request.exchange || request.cancelled || request.exchange->resend_limit() == 0) {
+      complete(std::move(request), error);
+    } else if (request.resends_left == 0) {
+      std::string why = "unknown error";
+      try {
+        std::rethrow_exception(error);
+      } catch (const std::exception& e) {
+        why = e.what();
+      } catch (...) {
+      }
+      complete(std::move(request),
+               std::make_exception_ptr(ConnectionError(
+                   std::string(request.exchange->name()) + ": no reply after " +
+                   std::to_string(request.exchange->resend_limit() + 1) +
+                   " attempts (its submission id kept it from applying more than once): " + why)));
+    } else {
+      --request.resends_left;
+      request.exchange->rewind();
+      request.replies.clear();
+      request.expected = request.exchange->expected();
+      request.deadline = deadline_from(now, request.server_wait);
+      note_deadline(request.deadline);
+      resend.push_back(std::move(request));
+    }
   }
   in_flight_.clear();
-  requests_in_flight_ = 0;
   if (!waiting_.empty() && waiting_.front().handshake) waiting_.pop_front();
+  while (!resend.empty()) {
+    waiting_.push_front(std::move(resend.back()));
+    resend.pop_back();
+  }
+  requests_in_flight_ = 0;
   expire_waiting(now);
 }
 

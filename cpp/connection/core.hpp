@@ -8,8 +8,11 @@
 // (take_completions) and "call tick() by then" (next_deadline). A driver owns the socket and
 // runs this core: transport/blocking_client.cpp with poll(), transport/multiplexed_client.cpp
 // with Asio. Any protocol error, overdue reply or unasked byte closes the connection: written
-// requests then fail with ConnectionError/TimeoutError and are never re-sent; requests not yet
-// written wait for the next connection, until their own deadline.
+// requests then fail with ConnectionError/TimeoutError and are never re-sent, but for those whose
+// operation says it cannot apply twice (Operation::resend_limit(): writes carrying submission
+// ids, issue 17), which go first on the next connection, at most that many times, with a new
+// deadline, then fail with ConnectionError; requests not yet written wait for the next
+// connection, until their own deadline.
 #pragma once
 
 #include <chrono>
@@ -20,6 +23,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "codec/resp.hpp"
@@ -34,10 +38,21 @@ using Clock = std::chrono::steady_clock;
 
 // A finished request: the operation's result, or the raw replies of a raw request, or an error.
 struct Completion {
+  Completion() = default;
+  Completion(std::uint64_t id_, leaderboard::Result result_, std::vector<Reply> replies_,
+             std::exception_ptr error_)
+      : id(id_),
+        result(std::move(result_)),
+        replies(std::move(replies_)),
+        error(std::move(error_)) {}
+
   std::uint64_t id = 0;
   leaderboard::Result result;
   std::vector<Reply> replies;  // raw requests only
   std::exception_ptr error;    // set: the request failed
+  // A cluster redirect (error is a ClusterRedirectError): the operation, not run, its step
+  // ready to be sent again (Exchange::restart_step) to another node.
+  std::unique_ptr<Exchange> redirected;
 };
 
 class Core {
@@ -49,6 +64,8 @@ class Core {
   // An operation, run to its end (every page, NOSCRIPT fallbacks) before it completes.
   void submit(std::uint64_t id, std::unique_ptr<leaderboard::Operation> operation,
               Clock::time_point started);
+  // An operation already under way (sent elsewhere before a cluster redirect): its current step.
+  void submit(std::uint64_t id, std::unique_ptr<Exchange> exchange, Clock::time_point started);
   // Completes request `id` with `error` at once (it never reached the core's queues).
   void fail(std::uint64_t id, const std::exception_ptr& error) {
     completions_.push_back({id, {}, {}, error});
@@ -109,9 +126,12 @@ class Core {
     std::optional<Clock::time_point> deadline;
     bool handshake = false;
     bool cancelled = false;
+    int resends_left = 0;    // issue 17: the exchange's resend_limit(), counted down
+    double server_wait = 0;  // the exchange's server_wait(), added to its deadlines
   };
 
-  std::optional<Clock::time_point> deadline_from(Clock::time_point started) const;
+  std::optional<Clock::time_point> deadline_from(Clock::time_point started,
+                                                 double server_wait = 0) const;
   void enqueue(Request request);
   void on_reply(Reply&& reply, Clock::time_point now);
   void finish(Request&& request, Clock::time_point now);

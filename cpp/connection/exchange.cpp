@@ -22,6 +22,15 @@ bool is_noscript(const Reply& reply) {
   return reply.is_error() && reply.str.compare(0, 8, "NOSCRIPT") == 0;
 }
 
+bool is_cluster_redirect(const Reply& reply) {
+  if (!reply.is_error()) return false;
+  for (std::string_view prefix : {"MOVED ", "ASK ", "TRYAGAIN ", "CLUSTERDOWN ",
+                                  "ERR Script attempted to access a non local key"}) {
+    if (reply.str.compare(0, prefix.size(), prefix) == 0) return true;
+  }
+  return false;
+}
+
 void raise_error_reply(const Reply& reply) { raise_server_error(reply.str); }
 
 Handshake handshake_for(const ClientOptions& options) {
@@ -41,6 +50,7 @@ Handshake handshake_for(const ClientOptions& options) {
   const std::string db = std::to_string(options.db);
   if (options.db != 0) add({"SELECT", db});
   if (options.client_name) add({"CLIENT", "SETNAME", *options.client_name});
+  if (options.readonly) add({"READONLY"});
   return handshake;
 }
 
@@ -73,8 +83,20 @@ void Exchange::next_step() {
   }
 }
 
+void Exchange::rewind() {
+  wire_.clear();
+  for (const auto& command : commands_) encode(command, false, wire_);
+  expected_ = commands_.size();
+  replies_.clear();
+  resent_.clear();
+}
+
 void Exchange::on_replies(std::vector<Reply>&& replies) {
   if (replies.size() != expected_) throw ConnectionError("reply count mismatch");
+  if (asking_) {  // ASKING's +OK; an error there shows in the command's own reply
+    replies.erase(replies.begin());
+    asking_ = false;
+  }
   const bool retry = !resent_.empty();
   if (!retry) {
     replies_ = std::move(replies);
@@ -101,7 +123,7 @@ void Exchange::on_replies(std::vector<Reply>&& replies) {
 
   for (const auto& reply : replies_) {
     if (reply.is_error()) {
-      finished_ = true;
+      finished_ = !is_cluster_redirect(reply);  // a redirected step may be sent again
       raise_error_reply(reply);
     }
   }
@@ -112,6 +134,15 @@ void Exchange::on_replies(std::vector<Reply>&& replies) {
   } else {
     next_step();
   }
+}
+
+void Exchange::restart_step(bool asking) {
+  wire_.clear();
+  resent_.clear();
+  asking_ = asking;
+  if (asking) codec::encode_command(std::vector<std::string_view>{"ASKING"}, wire_);
+  for (const auto& command : commands_) encode(command, asking, wire_);
+  expected_ = commands_.size() + (asking ? 1 : 0);
 }
 
 }  // namespace rlb::connection

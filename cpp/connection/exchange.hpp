@@ -22,11 +22,17 @@ void encode(const Command& command, bool with_body, std::string& out);
 // The server does not have the script cached (after a restart or SCRIPT FLUSH); it did not run.
 bool is_noscript(const Reply& reply);
 
+// MOVED, ASK, TRYAGAIN or CLUSTERDOWN, or a script that touched a key its node no longer holds
+// (a slot migration under way; scripts check what they touch before their first write): a
+// cluster node did not run the command, which may be sent again where the reply says.
+bool is_cluster_redirect(const Reply& reply);
+
 // Throws the exception for an error reply (errors.hpp's table: AuthenticationError for
 // NOAUTH/WRONGPASS, BusyLoadingError for LOADING, ..., else ResponseError).
 [[noreturn]] void raise_error_reply(const Reply& reply);
 
-// AUTH, SELECT and CLIENT SETNAME for a new connection, pipelined in one round trip.
+// AUTH, SELECT, CLIENT SETNAME and READONLY (a cluster replica for reads) for a new connection,
+// pipelined in one round trip.
 struct Handshake {
   std::string wire;  // empty when the defaults need nothing
   std::size_t expected = 0;
@@ -47,9 +53,22 @@ class Exchange {
   std::size_t expected() const { return expected_; }
   bool finished() const { return finished_; }
   const char* name() const { return operation_->name(); }
+  // The current step's commands (the cluster client routes by their keys).
+  const std::vector<Command>& commands() const { return commands_; }
 
-  // Takes the replies to wire(). Throws for an error reply; the operation is then abandoned.
+  // Takes the replies to wire(). Throws for an error reply; the operation is then abandoned,
+  // unless the reply was a cluster redirect (ClusterRedirectError): then restart_step() makes
+  // the step ready to be sent again, to another node.
   void on_replies(std::vector<Reply>&& replies);
+  // Issue 17: how many times the current step may be sent again after its reply was lost (the
+  // operation's resend_limit()), and the seconds the server may hold its reply on purpose.
+  int resend_limit() const { return operation_->resend_limit(); }
+  double server_wait() const { return operation_->server_wait(); }
+  // Encodes the current step again, whole (for a new connection), forgetting partial replies.
+  void rewind();
+  // The current step's commands, to be sent again (after a cluster redirect); `asking`: after an
+  // ASK, preceded by ASKING, scripts by their body (the node asked may not have them cached).
+  void restart_step(bool asking);
   leaderboard::Result take_result() { return operation_->take_result(); }
 
  private:
@@ -62,6 +81,7 @@ class Exchange {
   std::string wire_;
   std::size_t expected_ = 0;
   bool finished_ = false;
+  bool asking_ = false;  // the first reply answers ASKING
 };
 
 }  // namespace rlb::connection

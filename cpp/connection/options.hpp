@@ -54,6 +54,7 @@ struct ClientOptions {
   std::size_t max_reply_bytes = codec::kDefaultMaxReplyBytes;
   TlsOptions tls;
   SentinelOptions sentinel;  // when enabled, host and port are those it finds
+  bool readonly = false;     // READONLY in the handshake: a cluster replica serving reads
 
   // "host:port", the socket path, or "'name' via Sentinel", for messages.
   std::string address() const;

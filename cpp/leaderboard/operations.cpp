@@ -171,6 +171,9 @@ class SingleCall final : public Operation {
     return true;
   }
   Result take_result() override { return std::move(result_); }
+  // Issue 17: a write carrying submission ids may be re-sent after a lost reply.
+  int resend_limit() const override { return resends_; }
+  void allow_resends(int resends) { resends_ = resends; }
 
  private:
   const char* name_;
@@ -178,6 +181,7 @@ class SingleCall final : public Operation {
   Parser parse_;
   std::shared_ptr<Identity> id_;
   Result result_;
+  int resends_ = 0;
 };
 
 // list_all: pages of the rank window from the top until the board is exhausted. A board
@@ -407,6 +411,22 @@ const char* name_of(WriteMode mode) {
   return "set";
 }
 
+// ---- Guards (issue 17) ------------------------------------------------------------------------
+
+namespace {
+std::string milliseconds(double seconds) { return std::to_string(std::llround(seconds * 1000)); }
+
+// The rate_limit as recorded in the options hash: "<max>/<per ms>".
+std::string rate_text(const Guards& guards) {
+  if (!guards.rate_max) return "-";
+  return std::to_string(*guards.rate_max) + "/" + milliseconds(guards.rate_per);
+}
+
+void require_submission_id(const std::optional<std::string>& id) {
+  if (id && id->empty()) throw InvalidArgument("submission_id must not be empty");
+}
+}  // namespace
+
 void Board::Identity::accept(const Reply& reply) {
   static constexpr std::string_view kPrefix = "OPTIONS ";
   if (reply.type != ReplyType::Status || reply.str.compare(0, kPrefix.size(), kPrefix) != 0) {
@@ -421,10 +441,20 @@ void Board::Identity::accept(const Reply& reply) {
     at += name.size() + 1;
     return recorded.substr(at, recorded.find(' ', at) - at);
   };
-  throw InvalidArgument("leaderboard '" + key + "' has order='" + field("order") + "', ties='" +
-                        field("ties") +
-                        "' (recorded in Redis); this client opened it with order='" +
-                        name_of(order) + "', ties='" + name_of(ties) + "'");
+  // Issue 17: the guards recorded with them ('-': none; rate_limit "<max>/<per ms>").
+  auto rate = [](const std::string& text) -> std::string {
+    auto slash = text.find('/');
+    if (text == "-" || text == "?" || slash == std::string::npos) return "None";
+    return "(" + text.substr(0, slash) + ", " +
+           format_score(std::strtod(text.c_str() + slash + 1, nullptr) / 1000) + ")";
+  };
+  auto events = [](const std::string& text) { return text == "1" ? "True" : "False"; };
+  throw InvalidArgument(
+      "leaderboard '" + key + "' has order='" + field("order") + "', ties='" + field("ties") +
+      "', rate_limit=" + rate(field("rate_limit")) + ", events=" + events(field("events")) +
+      " (recorded in Redis); this client opened it with order='" + name_of(order) + "', ties='" +
+      name_of(ties) + "', rate_limit=" + rate(rate_text(guards)) +
+      ", events=" + events(guards.events ? "1" : "-"));
 }
 
 std::vector<std::string> Board::Identity::with_options(std::vector<std::string> args) const {
@@ -435,13 +465,159 @@ std::vector<std::string> Board::Identity::with_options(std::vector<std::string> 
   return args;
 }
 
-Board::Board(std::string key, long long max_entries, Order order, Ties ties)
+Board::Board(std::string key, long long max_entries, Order order, Ties ties, Guards guards)
     : id_(std::make_shared<Identity>()) {
   if (key.empty()) throw InvalidArgument("key must not be empty");
   id_->max_entries = require_at_least_one(max_entries, "max_entries");
+  // Issue 17: the guards' limits, in whole milliseconds on the wire.
+  if (!(guards.submission_ttl >= 0.001 && guards.submission_ttl <= 1e10)) {
+    throw InvalidArgument("submission_ttl must be a number of seconds from 0.001 to 1e10");
+  }
+  if (guards.rate_max) {
+    if (*guards.rate_max < 1) throw InvalidArgument("rate_limit's max_writes must be at least 1");
+    if (!(guards.rate_per >= 0.001 && guards.rate_per <= 1e10)) {
+      throw InvalidArgument("rate_limit's per_seconds must be a number from 0.001 to 1e10");
+    }
+  }
+  if (guards.events_maxlen < 1) throw InvalidArgument("events_maxlen must be at least 1");
   id_->key = std::move(key);
   id_->order = order;
   id_->ties = ties;
+  id_->guards = guards;
+}
+
+// ---- Guards (issue 17) ------------------------------------------------------------------------
+
+void Board::add_guards(std::string& spec, std::vector<std::string>& keys,
+                       const std::string& user_id,
+                       const std::optional<std::string>& submission_id) const {
+  const Guards& guards = id_->guards;
+  if (submission_id) {
+    spec += " sid:" + milliseconds(guards.submission_ttl);
+    keys.push_back(key() + ":submission:" + *submission_id);
+  }
+  if (guards.rate_max) {
+    spec += " rate:" + std::to_string(*guards.rate_max) + ":" + milliseconds(guards.rate_per);
+    keys.push_back(key() + ":rate:" + user_id);
+  }
+  if (guards.events) {
+    spec += " events:" + std::to_string(guards.events_maxlen);
+    keys.push_back(key() + ":events");
+  }
+}
+
+namespace {
+
+std::optional<double> optional_score(const Reply& reply) {
+  if (reply.type == ReplyType::String && reply.str.empty()) return std::nullopt;
+  return parse_score(reply);
+}
+
+std::optional<long long> optional_rank(const Reply& reply) {
+  if (reply.type != ReplyType::String) unexpected("a rank");
+  if (reply.str.empty()) return std::nullopt;
+  char* end = nullptr;
+  long long value = std::strtoll(reply.str.c_str(), &end, 10);
+  if (*end != '\0' || value < 1 || value > kMaxWindow) unexpected("a rank");
+  return value;
+}
+
+// One stream entry ({id, {field, value, ...}}) as an Event.
+Event parse_event(Reply& entry) {
+  parse_array(entry, 2);
+  Event event;
+  event.id = take_string(entry.elements[0]);
+  auto& fields = entry.elements[1];
+  if (!fields.is_array() || fields.elements.size() % 2 != 0) unexpected("an event");
+  for (std::size_t i = 0; i < fields.elements.size(); i += 2) {
+    const std::string& name = fields.elements[i].str;
+    Reply& value = fields.elements[i + 1];
+    if (name == "user_id") {
+      event.user_id = take_string(value);
+    } else if (name == "score") {
+      event.score = parse_score(value);
+    } else if (name == "rank") {
+      event.rank = optional_rank(value);
+    } else if (name == "previous_score") {
+      event.previous_score = optional_score(value);
+    } else if (name == "previous_rank") {
+      event.previous_rank = optional_rank(value);
+    } else if (name == "trimmed") {
+      event.trimmed_user_ids.push_back(take_string(value));
+    } else if (name == "overtaken") {
+      event.overtaken.push_back(take_string(value));
+    }  // other fields: from a newer writer, ignored
+  }
+  return event;
+}
+
+// read_events: XREVRANGE for the stream's last id first when asked for '$' (so that the next
+// read resumes after it, missing nothing), then XREAD [BLOCK].
+class ReadEvents final : public Operation {
+ public:
+  ReadEvents(std::string stream, std::string last_id, long long count, std::optional<double> block)
+      : stream_(std::move(stream)), count_(count), block_(block) {
+    batch_.last_id = std::move(last_id);
+  }
+  const char* name() const override { return "events"; }
+  double server_wait() const override { return block_ && batch_.last_id != "$" ? *block_ : 0; }
+  std::vector<Command> next() override {
+    if (batch_.last_id == "$")
+      return {Command{nullptr, {"XREVRANGE", stream_, "+", "-", "COUNT", "1"}}};
+    Command xread{nullptr, {"XREAD", "COUNT", std::to_string(count_)}};
+    if (block_) {
+      xread.argv.push_back("BLOCK");
+      xread.argv.push_back(std::to_string(std::max(1LL, std::llround(*block_ * 1000))));
+    }
+    xread.argv.push_back("STREAMS");
+    xread.argv.push_back(stream_);
+    xread.argv.push_back(batch_.last_id);
+    return {std::move(xread)};
+  }
+  bool feed(std::vector<Reply>& replies) override {
+    if (replies.size() != 1) unexpected(name());
+    Reply& reply = replies[0];
+    if (batch_.last_id == "$") {  // XREVRANGE: the last entry, or none (an empty stream)
+      if (!reply.is_array() || reply.elements.size() > 1) unexpected("XREVRANGE");
+      batch_.last_id = "0-0";
+      if (!reply.elements.empty()) {
+        parse_array(reply.elements[0], 2);
+        batch_.last_id = take_string(reply.elements[0].elements[0]);
+      }
+      return false;
+    }
+    if (reply.is_nil()) return true;  // BLOCK ran out
+    // {{stream, {{id, fields}, ...}}}
+    parse_array(reply, 1);
+    auto& stream = reply.elements[0];
+    parse_array(stream, 2);
+    auto& entries = stream.elements[1];
+    if (!entries.is_array()) unexpected("XREAD");
+    for (auto& entry : entries.elements) batch_.events.push_back(parse_event(entry));
+    if (!batch_.events.empty()) batch_.last_id = batch_.events.back().id;
+    return true;
+  }
+  Result take_result() override { return std::move(batch_); }
+
+ private:
+  std::string stream_;
+  long long count_;
+  std::optional<double> block_;
+  EventBatch batch_;
+};
+
+}  // namespace
+
+std::unique_ptr<Operation> Board::read_events(std::string last_id, long long count,
+                                              std::optional<double> block) const {
+  if (last_id.empty()) throw InvalidArgument("last_id must not be empty");
+  if (count < 1 || count > kMaxQueryItems) {
+    throw InvalidArgument("count must be between 1 and " + std::to_string(kMaxQueryItems));
+  }
+  if (block && !(*block >= 0 && *block <= 1e6)) {
+    throw InvalidArgument("block must be None or a number of seconds from 0 to 1e6");
+  }
+  return std::make_unique<ReadEvents>(key() + ":events", std::move(last_id), count, block);
 }
 
 std::vector<std::string> Board::option_keys() const {
@@ -469,16 +645,23 @@ std::vector<std::string> Board::script_keys(std::vector<std::string> extra, Chec
 }
 
 std::unique_ptr<Operation> Board::write(WriteMode mode, std::string user_id, double number,
-                                        Metadata metadata, bool submit) const {
+                                        Metadata metadata, bool submit,
+                                        std::optional<std::string> submission_id,
+                                        int retries) const {
   require_user_id(user_id);
+  require_submission_id(submission_id);
+  if (retries < 0) throw InvalidArgument("retries must be at least 0");
   const bool increment = mode == WriteMode::Incr;
   require_finite(number, increment && !submit ? "amount" : "score");
 
-  // "<mode>", or "<mode> <order> <ties> <reply>" (see write.lua).
+  // "<mode>", or "<mode> <order> <ties> <reply>[ <guard>...]" (see write.lua).
   std::string spec = name_of(mode);
-  if (submit || !has_default_options()) {
+  const bool guarded = submission_id || id_->guards.any();  // issue 17
+  if (submit || !has_default_options() || guarded) {
     spec = spec + " " + name_of(order()) + " " + name_of(ties()) + (submit ? " submit" : " entry");
   }
+  std::vector<std::string> keys = script_keys({metadata_key(user_id)}, Check::EveryCall);
+  if (guarded) add_guards(spec, keys, user_id, submission_id);  // issue 17
   std::vector<std::string> args;
   args.reserve(4 + 2 * metadata.size());
   args.insert(args.end(),
@@ -487,14 +670,14 @@ std::unique_ptr<Operation> Board::write(WriteMode mode, std::string user_id, dou
     args.push_back(field);
     args.push_back(value);
   }
-  Command command = script_call(
-      scripts::write, script_keys({metadata_key(user_id)}, Check::EveryCall), std::move(args));
+  Command command = script_call(scripts::write, std::move(keys), std::move(args));
 
   if (submit) {
-    auto parse = [user_id = std::move(user_id)](Reply& reply) mutable -> Result {
+    const bool idempotent = submission_id.has_value();
+    auto parse = [user_id = std::move(user_id), idempotent](Reply& reply) mutable -> Result {
       parse_array(reply, 7);
       auto& parts = reply.elements;
-      if (parts.size() != 7) unexpected("a submit");
+      if (parts.size() != (idempotent ? 8 : 7)) unexpected("a submit");
       SubmitResult result;
       result.trimmed_user_ids = parse_strings(parts[0]);
       result.entry.user_id = std::move(user_id);
@@ -504,9 +687,12 @@ std::unique_ptr<Operation> Board::write(WriteMode mode, std::string user_id, dou
       if (!parts[4].is_nil()) result.previous_score = parse_score(parts[4]);
       if (!parts[5].is_nil()) result.previous_rank = parse_rank(parts[5]) + 1;
       result.changed = parse_count(parts[6], 1) == 1;
+      if (idempotent) result.duplicate = parse_count(parts[7], 1) == 1;  // issue 17
       return result;
     };
-    return std::make_unique<SingleCall>("submit", std::move(command), std::move(parse), id_);
+    auto call = std::make_unique<SingleCall>("submit", std::move(command), std::move(parse), id_);
+    if (idempotent) call->allow_resends(retries);  // it cannot apply twice (issue 17)
+    return call;
   }
   auto parse = [user_id = std::move(user_id),
                 sent = std::move(metadata)](Reply& reply) mutable -> Result {
@@ -540,8 +726,10 @@ std::unique_ptr<Operation> Board::increment_score(std::string user_id, double am
 }
 
 std::unique_ptr<Operation> Board::submit(std::string user_id, double score, Metadata metadata,
-                                         WriteMode mode) const {
-  return write(mode, std::move(user_id), score, std::move(metadata), true);
+                                         WriteMode mode, std::optional<std::string> submission_id,
+                                         int retries) const {
+  return write(mode, std::move(user_id), score, std::move(metadata), true, std::move(submission_id),
+               retries);
 }
 
 std::unique_ptr<Operation> Board::set_max_entries(long long max_entries) const {
@@ -663,11 +851,16 @@ std::unique_ptr<Operation> Board::trim_to_max_entries(long long report) const {
 }
 
 std::unique_ptr<Operation> Board::upsert_chunk(std::vector<BatchEntry> entries,
-                                               long long first_index) const {
+                                               long long first_index, int retries) const {
+  if (retries < 0) throw InvalidArgument("retries must be at least 0");
+  bool any_id = false, all_ids = true;  // issue 17
   for (std::size_t i = 0; i < entries.size(); ++i) {
     try {
       require_user_id(entries[i].user_id);
       require_finite(entries[i].score, "score");
+      require_submission_id(entries[i].submission_id);
+      any_id = any_id || entries[i].submission_id.has_value();
+      all_ids = all_ids && entries[i].submission_id.has_value();
     } catch (const InvalidArgument& e) {
       throw InvalidArgument("entry " + std::to_string(first_index + static_cast<long long>(i)) +
                             ": " + e.what());
@@ -675,13 +868,24 @@ std::unique_ptr<Operation> Board::upsert_chunk(std::vector<BatchEntry> entries,
   }
   const auto count = static_cast<long long>(entries.size());
   if (count == 0) return std::make_unique<Batch>(std::vector<Command>{}, 0);
-  if (!has_default_options()) {
+  if (!has_default_options() || id_->guards.any() || any_id) {
     // Each entry's score goes to the option keys too: one script (bulk.lua), all or nothing.
-    std::vector<std::string> user_keys, args{name_of(order()), name_of(ties())};
+    // Issue 17: guards and submission ids too ('rate' is only checked against the record).
+    const Guards& guards = id_->guards;
+    std::string words;
+    if (any_id) words += " sid:" + milliseconds(guards.submission_ttl);
+    if (guards.rate_max) {
+      words += " rate:" + std::to_string(*guards.rate_max) + ":" + milliseconds(guards.rate_per);
+    }
+    if (guards.events) words += " events:" + std::to_string(guards.events_maxlen);
+    std::vector<std::string> user_keys,
+        args{name_of(order()), name_of(ties()), words.empty() ? "" : words.substr(1)};
     for (auto& entry : entries) {
       user_keys.push_back(metadata_key(entry.user_id));
+      if (entry.submission_id) user_keys.push_back(key() + ":submission:" + *entry.submission_id);
       args.push_back(std::move(entry.user_id));
       args.push_back(format_score(entry.score));
+      if (any_id) args.push_back(entry.submission_id ? "1" : "0");
       args.push_back(std::to_string(entry.metadata.size()));
       for (auto& [field, value] : entry.metadata) {
         args.push_back(std::move(field));
@@ -690,13 +894,16 @@ std::unique_ptr<Operation> Board::upsert_chunk(std::vector<BatchEntry> entries,
     }
     std::vector<std::string> keys = script_keys({}, Check::EveryCall);
     for (auto& user_key : user_keys) keys.push_back(std::move(user_key));
-    return std::make_unique<SingleCall>(
+    if (guards.events) keys.push_back(key() + ":events");
+    auto call = std::make_unique<SingleCall>(
         "upsert_many", script_call(scripts::bulk, std::move(keys), std::move(args)),
         [count](Reply& reply) -> Result {
-          if (parse_count(reply) != count) unexpected("upsert_many");
-          return count;
+          // Entries whose submission id was applied before are skipped (issue 17).
+          return parse_count(reply, count);
         },
         id_);
+    if (all_ids) call->allow_resends(retries);  // every entry carries an id: it cannot apply twice
+    return call;
   }
   Command zadd{nullptr, {"ZADD", key()}};
   zadd.argv.reserve(2 + 2 * entries.size());

@@ -48,6 +48,9 @@ struct SubmitResult {
   std::optional<long long> previous_rank;  // 1-based, under the board's tie rule
   bool changed = false;                    // the stored score changed
   std::vector<std::string> trimmed_user_ids;
+  // With a submission id (issue 17): true if this is the stored result of an earlier write with
+  // that id (nothing was written now); none without an id.
+  std::optional<bool> duplicate;
 };
 
 // What a bulk trim returns: how many entries went, and the first of them (lowest first).
@@ -61,6 +64,25 @@ struct BatchEntry {
   std::string user_id;
   double score = 0;
   Metadata metadata;
+  std::optional<std::string> submission_id;  // issue 17: skipped if applied before
+};
+
+// ---- Guards (issue 17): change events read from the board's stream f"{key}:events".
+struct Event {
+  std::string id;  // the stream entry's id: resume after it
+  std::string user_id;
+  double score = 0;
+  std::optional<long long> rank;  // 1-based; none if the write was trimmed away
+  std::optional<double> previous_score;
+  std::optional<long long> previous_rank;
+  std::vector<std::string> trimmed_user_ids;
+  std::vector<std::string> overtaken;  // at most 10, nearest first
+};
+// What read_events returns: the events after `last_id`, and the id to read after next (the
+// last event's, or the stream's last id when asked for '$' and nothing came).
+struct EventBatch {
+  std::string last_id;
+  std::vector<Event> events;
 };
 
 struct None {};
@@ -85,7 +107,7 @@ using Result =
     std::variant<None, bool, long long, std::optional<long long>, Metadata, std::optional<Entry>,
                  std::vector<Entry>, WriteResult, std::vector<std::string>, TrimSummary,
                  SubmitResult, std::vector<std::optional<Entry>>, Page, std::optional<double>,
-                 std::vector<HistogramBin>>;
+                 std::vector<HistogramBin>, EventBatch>;
 
 // A board's ranking rules (see README, "Ranking rules"). Order: which scores are better. Ties:
 // how equal scores rank: Redis's member order (lexicographic), the earlier achiever first
@@ -115,6 +137,22 @@ class Operation {
   virtual bool feed(std::vector<Reply>& replies) = 0;
   // The result, once feed() has returned true.
   virtual Result take_result() = 0;
+  // How many times the connection core may send the current step again on a new connection
+  // when the connection dropped with it in flight (its reply lost): 0 for every write that
+  // might apply twice; a write carrying submission ids cannot (issue 17).
+  virtual int resend_limit() const { return 0; }
+  // Seconds the server may hold the reply on purpose (XREAD BLOCK): added to socket_timeout.
+  virtual double server_wait() const { return 0; }
+};
+
+// The guards of a board (issue 17): the options of writes that are not ranking rules.
+struct Guards {
+  double submission_ttl = 86400;      // seconds an idempotent write's result is kept
+  std::optional<long long> rate_max;  // rate_limit=(max, per): writes per user...
+  double rate_per = 0;                // ...per this many seconds (sliding window)
+  bool events = false;                // append change events to f"{key}:events"
+  long long events_maxlen = 10000;    // the stream is capped at about this many (MAXLEN ~)
+  bool any() const { return rate_max.has_value() || events; }
 };
 
 // A board's identity and limit. Methods validate their arguments (throwing InvalidArgument
@@ -126,7 +164,7 @@ class Board {
   static constexpr long long kPageSize = 5000;
 
   Board(std::string key, long long max_entries, Order order = Order::Desc,
-        Ties ties = Ties::Lexicographic);
+        Ties ties = Ties::Lexicographic, Guards guards = {});
 
   const std::string& key() const { return id_->key; }
   long long max_entries() const { return id_->max_entries.load(std::memory_order_relaxed); }
@@ -144,7 +182,14 @@ class Board {
                                              Metadata metadata) const;
   // submit(): the full write, with mode Set, Best or Incr; a SubmitResult.
   std::unique_ptr<Operation> submit(std::string user_id, double score, Metadata metadata,
-                                    WriteMode mode) const;
+                                    WriteMode mode,
+                                    std::optional<std::string> submission_id = std::nullopt,
+                                    int retries = 2) const;
+  const Guards& guards() const { return id_->guards; }
+  // The events after `last_id` ('$': those to come), at most `count`, waiting up to `block`
+  // seconds for one (none: no wait) on the stream f"{key}:events" (XREAD).
+  std::unique_ptr<Operation> read_events(std::string last_id, long long count,
+                                         std::optional<double> block) const;
   // Trims the board to max_entries; the new limit takes effect on this object once the trim
   // has finished (if it raises, the object keeps the old limit; pages already trimmed stay so).
   std::unique_ptr<Operation> set_max_entries(long long max_entries) const;
@@ -192,8 +237,8 @@ class Board {
   // server refuses out of memory writes nothing; one whose command fails as it runs (WRONGTYPE,
   // NOPERM) keeps its other commands' writes. The result is the number of entries written.
   // Entries are validated here; `first_index` numbers them in errors.
-  std::unique_ptr<Operation> upsert_chunk(std::vector<BatchEntry> entries,
-                                          long long first_index) const;
+  std::unique_ptr<Operation> upsert_chunk(std::vector<BatchEntry> entries, long long first_index,
+                                          int retries = 2) const;
   // Trims to max_entries in pages; the result is a TrimSummary with at most `report` ids.
   std::unique_ptr<Operation> trim_to_max_entries(long long report) const;
   // Checks the board's recorded options against this object's (ValueError if they differ);
@@ -213,6 +258,7 @@ class Board {
     Ties ties;
     std::atomic<long long> max_entries;
     std::atomic<bool> checked{false};
+    Guards guards;  // issue 17
 
     bool is_default() const { return order == Order::Desc && ties == Ties::Lexicographic; }
     // A script's last fixed arguments: order and ties, on a board with options only (a default
@@ -226,7 +272,12 @@ class Board {
 
  private:
   std::unique_ptr<Operation> write(WriteMode mode, std::string user_id, double number,
-                                   Metadata metadata, bool submit) const;
+                                   Metadata metadata, bool submit,
+                                   std::optional<std::string> submission_id = std::nullopt,
+                                   int retries = 0) const;
+  // Issue 17: a write's guard words (see guard_fields in _lib.lua) and their keys.
+  void add_guards(std::string& spec, std::vector<std::string>& keys, const std::string& user_id,
+                  const std::optional<std::string>& submission_id) const;
   // When a script checks a default board's recorded options: on every call (writes: a board
   // another client has since created with options is refused, never changed), or until a reply
   // has shown the board records none (reads, and get_rank, upsert_many's check).

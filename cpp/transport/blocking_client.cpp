@@ -39,9 +39,10 @@ void set_interrupt_check(InterruptCheck check) { interrupt_check.store(check); }
 
 BlockingConnection::BlockingConnection(const ClientOptions& options, Counters& counters,
                                        Endpoint endpoint, std::shared_ptr<const TlsContext> tls,
-                                       bool subscriber)
+                                       bool subscriber, Resolver* resolver)
     : options_(options),
       endpoint_(std::move(endpoint)),
+      resolver_(resolver),
       tls_context_(std::move(tls)),
       core_(options, SIZE_MAX, counters),
       socket_(io_) {
@@ -273,8 +274,23 @@ void BlockingConnection::read_once(bool wait_first) {
   }
 }
 
+void BlockingConnection::reconnect() {
+  boost::system::error_code ignored;
+  socket_.close(ignored);
+  tls_.reset();
+  just_wrote_ = false;
+  try {
+    if (resolver_) endpoint_ = resolver_->resolve();  // Sentinel: the primary now
+    connect();
+  } catch (const RedisError&) {
+    core_.connect_failed(std::current_exception());  // the requests fail with the reason
+    close_broken(std::current_exception());
+  }
+}
+
 void BlockingConnection::pump() {
   if (core_.take_close() || (!core_.connected() && !broken_)) {
+    if (core_.wants_connection()) return reconnect();  // re-sends wait (issue 17)
     // The core gave the connection up (or lost it): this driver does not reconnect within a
     // call; whatever is unfinished fails with the reason.
     auto why = core_.last_error();
@@ -292,6 +308,21 @@ void BlockingConnection::pump() {
   if (!out.empty()) return write_all(out);
   // A reply is never there right after the write: wait before the first read.
   read_once(std::exchange(just_wrote_, false));
+}
+
+std::uint64_t BlockingConnection::submit(std::unique_ptr<connection::Exchange> exchange,
+                                         Clock::time_point started) {
+  const std::uint64_t id = next_id_++;
+  core_.submit(id, std::move(exchange), started);
+  return id;
+}
+
+void BlockingConnection::flush() {
+  while (!broken_) {
+    std::string out = core_.take_write();
+    if (out.empty()) break;
+    write_all(out);
+  }
 }
 
 std::optional<Reply> BlockingConnection::next_push() {
@@ -433,8 +464,11 @@ class BlockingClient::Lease {
 };
 
 BlockingClient::BlockingClient(ClientOptions options)
-    : options_((options.validate(), std::move(options))),
-      tls_(connection::make_tls_context(options_.tls)),
+    : BlockingClient((options.validate(), std::move(options)), nullptr) {}
+
+BlockingClient::BlockingClient(ClientOptions options, std::shared_ptr<const TlsContext> tls)
+    : options_(std::move(options)),
+      tls_(tls ? std::move(tls) : connection::make_tls_context(options_.tls)),
       resolver_(options_, tls_) {
   if (options_.sentinel.enabled()) {
     // A new primary: connections to the old one are not reused (those in use finish their
@@ -456,8 +490,8 @@ std::unique_ptr<BlockingConnection> BlockingClient::acquire() {
       ++dropped_;
     }
   }
-  auto connection =
-      std::make_unique<BlockingConnection>(options_, counters_, resolver_.resolve(), tls_);
+  auto connection = std::make_unique<BlockingConnection>(options_, counters_, resolver_.resolve(),
+                                                         tls_, false, &resolver_);
   connection->epoch = epoch;
   std::lock_guard<std::mutex> lock(mutex_);
   counters_.connected(dropped_ > 0);

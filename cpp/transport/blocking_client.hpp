@@ -44,8 +44,10 @@ class BlockingConnection {
  public:
   // Connects to `endpoint` (with TLS if `tls` is set) and writes the handshake. `subscriber`:
   // replies to no request are pushes (next_push()), not a protocol error.
+  // `resolver` (optional, outliving the connection): where a reconnection within a call goes.
   BlockingConnection(const ClientOptions& options, Counters& counters, Endpoint endpoint,
-                     std::shared_ptr<const TlsContext> tls, bool subscriber = false);
+                     std::shared_ptr<const TlsContext> tls, bool subscriber = false,
+                     Resolver* resolver = nullptr);
   BlockingConnection(const BlockingConnection&) = delete;
   BlockingConnection& operator=(const BlockingConnection&) = delete;
 
@@ -62,6 +64,13 @@ class BlockingConnection {
                      const std::function<std::unique_ptr<leaderboard::Operation>()>& next,
                      const std::function<void(leaderboard::Result)>& done);
 
+  // For the cluster client: an operation under way (its current step) is queued; flush()
+  // writes everything queued in one write, without waiting for replies; wait() returns a
+  // request's completion (a redirect included).
+  std::uint64_t submit(std::unique_ptr<connection::Exchange> exchange, Clock::time_point started);
+  void flush();
+  Completion wait(std::uint64_t id) { return wait_for(id); }
+
   // A subscriber's next push; none once the server closed the connection (or it was shut
   // down). Waits without a deadline.
   std::optional<codec::Reply> next_push();
@@ -77,6 +86,9 @@ class BlockingConnection {
 
  private:
   void connect();
+  // Issue 17: the core gave the connection up with requests to re-send (their reply was lost
+  // and they cannot apply twice): a new socket for them, within the call.
+  void reconnect();
   void open_socket(const std::optional<Clock::time_point>& until);
   void tls_handshake(const std::optional<Clock::time_point>& until);
   // Writes what the core wants written, waits (until the core's deadline) and reads once.
@@ -95,7 +107,8 @@ class BlockingConnection {
   void on_interrupt();
 
   const ClientOptions& options_;
-  const Endpoint endpoint_;
+  Endpoint endpoint_;
+  Resolver* resolver_ = nullptr;
   std::shared_ptr<const TlsContext> tls_context_;
   std::unique_ptr<connection::TlsSession> tls_;  // none: plaintext
   connection::Core core_;
@@ -112,6 +125,8 @@ class BlockingConnection {
 class BlockingClient {
  public:
   explicit BlockingClient(ClientOptions options);
+  // With a TLS context shared with other clients (the cluster client's nodes).
+  BlockingClient(ClientOptions options, std::shared_ptr<const TlsContext> tls);
   ~BlockingClient();
   BlockingClient(const BlockingClient&) = delete;
   BlockingClient& operator=(const BlockingClient&) = delete;
@@ -128,10 +143,13 @@ class BlockingClient {
   void close();
   const ClientOptions& options() const { return options_; }
 
- private:
-  class Lease;
+  // A connection of the pool (a new one if none is idle; ConnectionError if it cannot be
+  // opened), for one thread until release() takes it back (a broken one is dropped).
   std::unique_ptr<BlockingConnection> acquire();
   void release(std::unique_ptr<BlockingConnection> connection);
+
+ private:
+  class Lease;
 
   const ClientOptions options_;
   const std::shared_ptr<const TlsContext> tls_;

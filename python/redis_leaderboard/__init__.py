@@ -14,6 +14,7 @@ from ._core import (
     NoPermissionError,
     NoScriptError,
     OutOfMemoryError,
+    RateLimited,
     ReadOnlyError,
     RedisError,
     ResponseError,
@@ -21,7 +22,9 @@ from ._core import (
 )
 from .asyncio import RedisLeaderboard as AsyncRedisLeaderboard
 from .client import Client
+from .cluster import ClusterClient
 from .leaderboard import RedisLeaderboard
+from .sharded import ShardedLeaderboard
 
 if TYPE_CHECKING:
     __version__: str
@@ -43,15 +46,18 @@ __all__ = [
     "AuthenticationError",
     "BusyLoadingError",
     "Client",
+    "ClusterClient",
     "ConnectionError",
     "ExecAbortError",
     "NoPermissionError",
     "NoScriptError",
     "OutOfMemoryError",
+    "RateLimited",
     "ReadOnlyError",
     "RedisError",
     "RedisLeaderboard",
     "ResponseError",
+    "ShardedLeaderboard",
     "TimeoutError",
     "__version__",
 ]

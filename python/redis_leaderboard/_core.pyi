@@ -36,6 +36,12 @@ class OutOfMemoryError(ResponseError):
 class ExecAbortError(ResponseError):
     """EXECABORT: a transaction was discarded."""
 
+class RateLimited(ResponseError):
+    """RATELIMITED: the board's rate_limit refused the write, which changed nothing;
+    retry_after is the seconds until the user's window has room."""
+
+    retry_after: float
+
 class Operation:
     """One leaderboard operation: the requests it sends and how it reads their replies.
 
@@ -61,8 +67,13 @@ class Board:
         *,
         order: Literal["desc", "asc"] = "desc",
         ties: Literal["lexicographic", "first", "competition", "dense"] = "lexicographic",
+        submission_ttl: float = 86400,
+        rate_limit: Optional[tuple[int, float]] = None,
+        events: bool = False,
+        events_maxlen: int = 10000,
     ) -> None:
-        """ValueError for an unknown ``order`` or ``ties``, TypeError if not a str."""
+        """ValueError for an unknown ``order`` or ``ties``, TypeError if not a str; the guards
+        (issue 17) checked too."""
     @property
     def key(self) -> str: ...
     @property
@@ -74,6 +85,18 @@ class Board:
     @property
     def options_checked(self) -> bool:
         """True once a reply showed the board's recorded options are this object's."""
+    @property
+    def submission_ttl(self) -> float: ...
+    @property
+    def rate_limit(self) -> Optional[tuple[int, float]]: ...
+    @property
+    def events(self) -> bool: ...
+    @property
+    def events_maxlen(self) -> int: ...
+    def read_events(
+        self, last_id: str = "$", count: int = 100, block: Optional[float] = None
+    ) -> Operation:
+        """XREAD of ``f"{key}:events"``: ``{"last_id", "events": [...]}``."""
     def submit(
         self,
         user_id: str,
@@ -81,9 +104,12 @@ class Board:
         metadata: Optional[Mapping[str, Any]] = None,
         *,
         mode: Literal["set", "best", "incr"] = "set",
+        submission_id: Optional[str] = None,
+        retries: int = 2,
     ) -> Operation:
         """The full write; its result is ``{"user_id", "score", "rank", "previous_score",
-        "previous_rank", "changed", "metadata", "trimmed_user_ids"}``."""
+        "previous_rank", "changed", "metadata", "trimmed_user_ids"}`` (and ``"duplicate"``
+        with a ``submission_id``)."""
     def check_options(self) -> Operation:
         """Checks the board's recorded options (ValueError naming both if they differ)."""
     def upsert_user(
@@ -130,7 +156,9 @@ class Board:
         max_score: Optional[float] = None,
     ) -> Operation:
         """Result: ``[{"min", "max", "count"}, ...]``, ascending scores."""
-    def upsert_chunk(self, entries: Iterable[Any], first_index: int = 0) -> Operation:
+    def upsert_chunk(
+        self, entries: Iterable[Any], first_index: int = 0, retries: int = 2
+    ) -> Operation:
         """upsert_many's request for one chunk (validated here; errors name ``first_index + i``)."""
     def trim_to_max_entries(self, report: int = 1000) -> Operation:
         """Trim to :attr:`max_entries` in pages; the result lists at most ``report`` ids."""
@@ -201,6 +229,8 @@ class AsyncCore:
     def closed(self) -> bool: ...
     def stats(self) -> dict[str, int]: ...
     def address(self) -> str: ...
+    def dedicated(self) -> AsyncCore:
+        """A new core with this one's options (its own connection and I/O thread)."""
 
 class Client:
     """A blocking, pipelined Redis client (Boost.Asio sockets, hiredis codec).
@@ -259,6 +289,8 @@ class Client:
         """Send one command; bulk strings come back as ``bytes``."""
     def stats(self) -> dict[str, int]:
         """``round_trips``, ``commands``, ``reconnects``, ``connections`` so far."""
+    def dedicated(self) -> Client:
+        """A new client with this one's options (TLS, ACL, Sentinel)."""
     def close(self) -> None: ...
     def __enter__(self) -> Client: ...
     def __exit__(self, *exc: object) -> None: ...
@@ -302,3 +334,108 @@ class ConnectionCore:
     @property
     def outstanding(self) -> int: ...
     def stats(self) -> dict[str, int]: ...
+
+def key_slot(key: str) -> int:
+    """The Redis Cluster hash slot of ``key`` (CRC16 of its hash tag, else of the key)."""
+
+def has_hash_tag(key: str) -> bool:
+    """True when ``key`` has a non-empty hash tag (the first ``{`` to the next ``}``)."""
+
+class ClusterClient:
+    """A blocking Redis Cluster client, safe to share between threads: one connection pool
+    per node, requests routed by their keys' hash slot; MOVED/ASK followed, TRYAGAIN,
+    CLUSTERDOWN and failovers waited out within ``socket_timeout`` (10 s without one)."""
+
+    def __init__(
+        self,
+        startup_nodes: Sequence[tuple[str, int]],
+        *,
+        username: Optional[str] = None,
+        password: Optional[str] = None,
+        socket_timeout: Optional[float] = None,
+        socket_connect_timeout: Optional[float] = None,
+        client_name: Optional[str] = None,
+        read_from_replicas: bool = False,
+        max_reply_bytes: Optional[int] = None,
+        ssl: bool = False,
+        ssl_ca_certs: Optional[str] = None,
+        ssl_ca_path: Optional[str] = None,
+        ssl_ca_data: Optional[str] = None,
+        ssl_certfile: Optional[str] = None,
+        ssl_keyfile: Optional[str] = None,
+        ssl_password: Optional[str] = None,
+        ssl_cert_reqs: Union[str, int] = "required",
+        ssl_check_hostname: bool = True,
+        ssl_min_version: Union[str, int, None] = None,
+        ssl_ciphers: Optional[str] = None,
+    ) -> None: ...
+    def run(self, operation: Operation) -> Any:
+        """Run a :class:`Board` operation on the node serving its slot; its result."""
+    def run_many(self, operations: Iterable[Operation]) -> list[Any]:
+        """Run operations at once (one pipelined batch per node, every node written before any
+        reply is read); their results in order. The first error is raised once all are done."""
+    def run_pipelined(
+        self,
+        operations: Iterable[Operation],
+        on_result: Callable[[Any], object],
+        window: int = 4,
+    ) -> None: ...
+    def execute_command(self, *args: str | bytes | int | float) -> Any:
+        """One command, routed by its key (a keyless one to any primary)."""
+    def ping(self) -> bool: ...
+    def refresh(self) -> None:
+        """Read the slot map again now."""
+    def shards(self) -> list[dict[str, Any]]:
+        """``[{"primary": (host, port), "replicas": [...], "slots": [(first, last)...]}...]``."""
+    def node_for_key(self, key: str) -> tuple[str, int]:
+        """The primary serving ``key``'s slot now."""
+    def stats(self) -> dict[str, int]:
+        """``round_trips``, ``commands``, ``reconnects``, ``connections``, ``redirects``,
+        ``retries``, ``calls``."""
+    def close(self) -> None: ...
+    def __enter__(self) -> ClusterClient: ...
+    def __exit__(self, *exc: object) -> None: ...
+
+class AsyncClusterCore:
+    """The asyncio cluster client's core; use :class:`redis_leaderboard.asyncio.ClusterClient`."""
+
+    def __init__(
+        self,
+        startup_nodes: Sequence[tuple[str, int]],
+        *,
+        username: Optional[str] = None,
+        password: Optional[str] = None,
+        socket_timeout: Optional[float] = None,
+        socket_connect_timeout: Optional[float] = None,
+        client_name: Optional[str] = None,
+        read_from_replicas: bool = False,
+        max_reply_bytes: Optional[int] = None,
+        ssl: bool = False,
+        ssl_ca_certs: Optional[str] = None,
+        ssl_ca_path: Optional[str] = None,
+        ssl_ca_data: Optional[str] = None,
+        ssl_certfile: Optional[str] = None,
+        ssl_keyfile: Optional[str] = None,
+        ssl_password: Optional[str] = None,
+        ssl_cert_reqs: Union[str, int] = "required",
+        ssl_check_hostname: bool = True,
+        ssl_min_version: Union[str, int, None] = None,
+        ssl_ciphers: Optional[str] = None,
+    ) -> None: ...
+    def submit(
+        self, operation: Operation, loop: asyncio.AbstractEventLoop
+    ) -> asyncio.Future[Any]: ...
+    def submit_many(
+        self, operations: list[Operation], loop: asyncio.AbstractEventLoop
+    ) -> list[asyncio.Future[Any]]: ...
+    def drain(self) -> None: ...
+    def close(self) -> None: ...
+    def fileno(self) -> int: ...
+    @property
+    def pending(self) -> int: ...
+    @property
+    def closed(self) -> bool: ...
+    def refresh(self) -> None: ...
+    def shards(self) -> list[dict[str, Any]]: ...
+    def stats(self) -> dict[str, int]: ...
+    def address(self) -> str: ...

@@ -24,10 +24,12 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Optional
+from typing import Any, Callable, Optional
 
 __all__ = [
     "INSTALL_HINT",
+    "RedisCluster",
+    "RedisClusterNode",
     "RedisSentinel",
     "RedisServer",
     "RedisServerError",
@@ -341,3 +343,212 @@ class RedisSentinel(RedisServer):
                 lines.append(f"requirepass {self.password}")
             Path(config).write_text("\n".join(lines) + "\n")
         return [self.binary, config]
+
+
+class RedisClusterNode(RedisServer):
+    """A ``redis-server`` with ``--cluster-enabled yes``: its cluster bus on a free port of its
+    own (:attr:`bus_port`, kept by restarts) and its ``nodes.conf`` in its directory, so a
+    restarted node rejoins its cluster."""
+
+    def __init__(self, *, node_timeout_ms: int = 1000, **kwargs: object) -> None:
+        super().__init__(**kwargs)  # type: ignore[arg-type]
+        self.node_timeout_ms = node_timeout_ms
+        self.bus_port = 0
+
+    def _command(self) -> list[str]:
+        if not self.bus_port:
+            self.bus_port = free_port(self.host)
+        return [
+            *super()._command(),
+            "--cluster-enabled", "yes",
+            "--cluster-config-file", "nodes.conf",
+            "--cluster-node-timeout", str(self.node_timeout_ms),
+            "--cluster-port", str(self.bus_port),
+            # A replica whose primary died takes over however long it was cut off.
+            "--cluster-replica-validity-factor", "0",
+            "--cluster-allow-replica-migration", "no",
+        ]  # fmt: skip
+
+
+class RedisCluster:
+    """A Redis Cluster on loopback: ``primaries`` primaries with ``replicas`` replicas each
+    (``redis-cli --cluster create``), every node a :class:`RedisClusterNode` in its own
+    temporary directory. ``node_timeout_ms`` is ``cluster-node-timeout``: a primary that stops
+    answering is failed over after about that long (plus the election)."""
+
+    def __init__(
+        self,
+        primaries: int = 3,
+        replicas: int = 1,
+        *,
+        node_timeout_ms: int = 1000,
+        password: Optional[str] = None,
+        extra_args: Sequence[str] = (),
+        dir_prefix: str = "redis-leaderboard-cluster-",
+    ) -> None:
+        self.primaries = primaries
+        self.replicas = replicas
+        self.password = password
+        self.nodes = [
+            RedisClusterNode(
+                node_timeout_ms=node_timeout_ms,
+                password=password,
+                extra_args=[*(["--masterauth", password] if password else []), *extra_args],
+                dir_prefix=dir_prefix,
+            )
+            for _ in range(primaries * (1 + replicas))
+        ]
+        redis_cli = shutil.which("redis-cli")
+        if redis_cli is None:
+            raise RedisServerError(f"redis-cli was not found on PATH: {INSTALL_HINT}")
+        self.redis_cli: str = redis_cli
+
+    @property
+    def host(self) -> str:
+        return RedisServer.host
+
+    @property
+    def startup_nodes(self) -> list[tuple[str, int]]:
+        return [(node.host, node.port) for node in self.nodes if node.running()]
+
+    @property
+    def url(self) -> str:
+        auth = f":{self.password}@" if self.password else ""
+        node = self.nodes[0]
+        return f"redis://{auth}{node.host}:{node.port}?cluster=true"
+
+    def start(self, timeout: float = 30.0) -> None:
+        """Start every node, create the cluster and wait until every node serves it."""
+        try:
+            for node in self.nodes:
+                node.start()
+            args = [self.redis_cli, "--cluster", "create"]
+            args += [f"{node.host}:{node.port}" for node in self.nodes]
+            args += ["--cluster-replicas", str(self.replicas), "--cluster-yes"]
+            if self.password:
+                args += ["-a", self.password, "--no-auth-warning"]
+            done = subprocess.run(args, capture_output=True, text=True, timeout=timeout)
+            if done.returncode != 0:
+                raise RedisServerError(f"redis-cli --cluster create failed: {done.stdout[-500:]}")
+            self.wait_until_healthy(timeout)
+        except BaseException:
+            self.cleanup()
+            raise
+
+    def node_command(self, node: RedisServer, *args: str | bytes | int | float) -> Any:
+        """One command to one node (a plain client; error replies raise)."""
+        from . import _core
+
+        with _core.Client(node.host, node.port, password=self.password, socket_timeout=5) as c:
+            reply = c.execute_command(*args)
+        return reply.decode() if isinstance(reply, bytes) else reply
+
+    def node_at(self, port: int) -> RedisClusterNode:
+        for node in self.nodes:
+            if node.port == port:
+                return node
+        raise KeyError(port)
+
+    def role(self, node: RedisServer) -> str:
+        """``"master"`` or ``"slave"`` (INFO replication)."""
+        info = str(self.node_command(node, "INFO", "replication"))
+        return "master" if "role:master" in info else "slave"
+
+    def wait_until_healthy(self, timeout: float = 30.0) -> None:
+        """Until every running node says ``cluster_state:ok``, knows every running node, sees
+        ``primaries`` primaries serving all 16384 slots and (for replicas) an up link."""
+        deadline = time.monotonic() + timeout
+        last = ""
+        running = [node for node in self.nodes if node.running()]
+        while time.monotonic() < deadline:
+            try:
+                healthy = True
+                for node in running:
+                    info = str(self.node_command(node, "CLUSTER", "INFO"))
+                    fields = dict(line.split(":", 1) for line in info.splitlines() if ":" in line)
+                    replication = str(self.node_command(node, "INFO", "replication"))
+                    if (
+                        fields.get("cluster_state") != "ok"
+                        or fields.get("cluster_slots_ok") != "16384"
+                        or int(fields.get("cluster_known_nodes", 0)) < len(running)
+                        or int(fields.get("cluster_size", 0)) != self.primaries
+                        or (
+                            "role:slave" in replication
+                            and "master_link_status:up" not in replication
+                        )
+                    ):
+                        healthy = False
+                        last = f"{node.port}: {fields}"
+                        break
+                if healthy:
+                    return
+            except Exception as exc:  # a node still starting
+                last = str(exc)
+            time.sleep(0.05)
+        raise RedisServerError(f"the cluster did not become healthy: {last}")
+
+    def primaries_running(self) -> list[RedisClusterNode]:
+        return [node for node in self.nodes if node.running() and self.role(node) == "master"]
+
+    def owner(self, slot: int) -> RedisClusterNode:
+        """The primary serving ``slot``, as the running nodes say (CLUSTER SLOTS)."""
+        node = next(node for node in self.nodes if node.running())
+        for first, last, primary, *_ in self.node_command(node, "CLUSTER", "SLOTS"):
+            if first <= slot <= last:
+                return self.node_at(int(primary[1]))
+        raise KeyError(slot)
+
+    def migrate_slot(
+        self,
+        slot: int,
+        target: RedisClusterNode,
+        *,
+        keys_per_migrate: int = 10,
+        pause: float = 0.0,
+    ) -> int:
+        """Move ``slot`` to ``target`` as ``redis-cli --cluster reshard`` does: IMPORTING on the
+        target, MIGRATING on the source, the keys by ``MIGRATE ... KEYS`` (``keys_per_migrate``
+        at a time, sleeping ``pause`` between), then ``SETSLOT NODE`` on both and on every other
+        primary. Returns how many keys moved."""
+        source = self.owner(slot)
+        if source is target:
+            return 0
+        source_id = self.node_command(source, "CLUSTER", "MYID")
+        target_id = self.node_command(target, "CLUSTER", "MYID")
+        self.node_command(target, "CLUSTER", "SETSLOT", slot, "IMPORTING", source_id)
+        self.node_command(source, "CLUSTER", "SETSLOT", slot, "MIGRATING", target_id)
+        moved = 0
+        while True:
+            keys = self.node_command(source, "CLUSTER", "GETKEYSINSLOT", slot, keys_per_migrate)
+            if not keys:
+                break
+            auth = ["AUTH", self.password] if self.password else []
+            self.node_command(
+                source,
+                "MIGRATE",
+                target.host,
+                target.port,
+                "",
+                0,
+                5000,
+                *auth,
+                "KEYS",
+                *keys,
+            )
+            moved += len(keys)
+            if pause:
+                time.sleep(pause)
+        for node in [target, source, *self.primaries_running()]:
+            self.node_command(node, "CLUSTER", "SETSLOT", slot, "NODE", target_id)
+        return moved
+
+    def cleanup(self) -> None:
+        for node in self.nodes:
+            node.cleanup()
+
+    def __enter__(self) -> RedisCluster:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.cleanup()

@@ -14,28 +14,31 @@ import weakref
 from typing import Any, Callable, Iterable, Mapping, Optional, Union
 
 from . import _core
+from .cluster import AsyncClusterClient as ClusterClient
 from .leaderboard import (
     CHUNKS_IN_FLIGHT,
     DEFAULT_CHUNK_SIZE,
+    EVENTS_BATCH,
     MAX_REPORTED_TRIMMED,
     BoardBase,
     BulkEntry,
     ChunkOperations,
     Entry,
+    Event,
     HistogramBin,
     ImportSummary,
-    Order,
     Page,
     SubmitResult,
-    Ties,
     WriteMode,
     check_bulk_arguments,
+    events_slices,
     import_summary,
     note_failed_trim,
 )
 from .options import sentinel_options, url_options
+from .sharded import AsyncShardedLeaderboard as ShardedLeaderboard
 
-__all__ = ["Client", "RedisLeaderboard"]
+__all__ = ["Client", "ClusterClient", "RedisLeaderboard", "ShardedLeaderboard"]
 
 _open_clients: weakref.WeakSet[Client] = weakref.WeakSet()
 
@@ -148,9 +151,11 @@ class Client:
             )
         )
 
-    def run(self, operation: _core.Operation) -> asyncio.Future[Any]:
-        """Submit a :class:`redis_leaderboard._core.Board` operation; await the result."""
-        return self._core.run(operation)
+    @property
+    def run(self) -> Callable[[_core.Operation], asyncio.Future[Any]]:
+        """``run(operation)``: submit a :class:`redis_leaderboard._core.Board` operation; await
+        the result. The C++ core's own method: a call costs no Python frame of ours."""
+        return self._core.run
 
     def run_pipelined(
         self,
@@ -162,6 +167,11 @@ class Client:
         client's ``run_pipelined``; ``on_result`` gets each result in order. The future fails
         with the first error once the operations in flight are done."""
         return self._core.run_pipelined(operations, on_result, window, asyncio.get_running_loop())
+
+    def dedicated(self) -> Client:
+        """A new client with this one's options (its own connection), for
+        calls that hold a connection, as reading events does (issue 17)."""
+        return Client(_core_client=self._core.dedicated())
 
     async def ping(self) -> bool:
         """PING the server."""
@@ -200,6 +210,65 @@ def _close_open_clients() -> None:
             pass  # best effort at exit
 
 
+class AsyncEventStream:
+    """A board's change events (:meth:`RedisLeaderboard.events`): ``async for``, or
+    ``await read()``."""
+
+    def __init__(
+        self, leaderboard: RedisLeaderboard, last_id: str, block: Optional[float], count: int
+    ) -> None:
+        self._slices = events_slices(block)
+        leaderboard._board.read_events(last_id, count)  # validates, sends nothing
+        self._leaderboard = leaderboard
+        self._count = count
+        self._buffer: list[Event] = []
+        self._reader: Optional[Client] = None
+        self.last_id = last_id
+
+    async def read(self, block: Optional[float] = None) -> list[Event]:
+        """As :meth:`redis_leaderboard.leaderboard.EventStream.read`."""
+        if self._reader is None:
+            self._reader = self._leaderboard.redis.dedicated()
+        operation = self._leaderboard._board.read_events(self.last_id, self._count, block)
+        batch = await self._reader.run(operation)
+        self.last_id = batch["last_id"]
+        events: list[Event] = batch["events"]
+        return events
+
+    def __aiter__(self) -> AsyncEventStream:
+        return self
+
+    async def __anext__(self) -> Event:
+        try:
+            while not self._buffer:
+                try:
+                    wait = next(self._slices)
+                except StopIteration:
+                    raise StopAsyncIteration from None
+                self._buffer = await self.read(wait)
+                if self._buffer:
+                    self._slices.send(True)
+        except BaseException:
+            if not self._buffer:
+                self.close()  # the end, an error or cancellation: the connection goes
+            raise
+        return self._buffer.pop(0)
+
+    def close(self) -> None:
+        if self._reader is not None:
+            self._reader.close()
+            self._reader = None
+
+    async def aclose(self) -> None:
+        self.close()
+
+    async def __aenter__(self) -> AsyncEventStream:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        self.close()
+
+
 class RedisLeaderboard(BoardBase):
     """The asyncio twin of :class:`redis_leaderboard.RedisLeaderboard`: same constructor,
     methods, results and errors, each method a coroutine.
@@ -210,23 +279,9 @@ class RedisLeaderboard(BoardBase):
     """
 
     client_class = Client
+    cluster_client_class = ClusterClient
     display_name = "redis_leaderboard.asyncio.RedisLeaderboard"
     redis: Client
-
-    def __init__(
-        self,
-        redis_client: Any = None,
-        key: str = "leaderboard:demo",
-        max_entries: int = 100,
-        *,
-        url: Optional[str] = None,
-        order: Order = "desc",
-        ties: Ties = "lexicographic",
-    ) -> None:
-        super().__init__(redis_client, key, max_entries, url=url, order=order, ties=ties)
-        if isinstance(self.redis, Client):
-            # Each call goes straight to the C++ core (Client.run is the same, a frame longer).
-            self._run = self.redis._core.run
 
     async def upsert_user(
         self, user_id: str, score: float, metadata: Optional[Mapping[str, Any]] = None
@@ -245,8 +300,26 @@ class RedisLeaderboard(BoardBase):
         metadata: Optional[Mapping[str, Any]] = None,
         *,
         mode: WriteMode = "set",
+        submission_id: Optional[str] = None,
+        retries: int = 2,
     ) -> SubmitResult:
-        return await self._run(self._board.submit(user_id, score, metadata, mode=mode))
+        return await self._run(
+            self._board.submit(
+                user_id, score, metadata, mode=mode, submission_id=submission_id, retries=retries
+            )
+        )
+
+    def events(
+        self,
+        last_id: str = "$",
+        *,
+        block: Optional[float] = None,
+        count: int = EVENTS_BATCH,
+    ) -> AsyncEventStream:
+        """As :meth:`redis_leaderboard.RedisLeaderboard.events`: ``async for event in
+        board.events(...)``, or ``await stream.read(block)``, on a connection (and I/O
+        thread) of its own; ``await stream.aclose()`` (or ``async with``) closes it."""
+        return AsyncEventStream(self, last_id, block, count)
 
     async def set_max_entries(self, max_entries: int) -> list[str]:
         return await self._run(self._board.set_max_entries(max_entries))
@@ -323,10 +396,12 @@ class RedisLeaderboard(BoardBase):
         *,
         chunk_size: int = DEFAULT_CHUNK_SIZE,
         progress: Optional[Callable[[int], None]] = None,
+        retries: int = 2,
     ) -> ImportSummary:
         check_bulk_arguments(chunk_size, progress)
-        operations = ChunkOperations(self._board, entries, chunk_size)
-        if not self._board.options_checked:  # a default board's chunks cannot check them
+        operations = ChunkOperations(self._board, entries, chunk_size, retries)
+        guarded = self._board.events or self._board.rate_limit is not None
+        if not self._board.options_checked and not guarded:  # MULTI/EXEC chunks cannot check
             await self._run(self._board.check_options())
         written = 0
 
@@ -348,7 +423,7 @@ class RedisLeaderboard(BoardBase):
                     note_failed_trim(error, trim_error)
             raise
         trim = await self._run(self._board.trim_to_max_entries(MAX_REPORTED_TRIMMED))
-        return import_summary(written, trim)
+        return import_summary(written, trim, operations.submitted - written)
 
 
 def _copy_docs() -> None:

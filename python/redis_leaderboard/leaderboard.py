@@ -3,7 +3,18 @@
 from __future__ import annotations
 
 import itertools
-from typing import Any, Callable, Iterable, Iterator, Literal, Mapping, Optional, Sequence, Union
+from typing import (
+    Any,
+    Callable,
+    Generator,
+    Iterable,
+    Iterator,
+    Literal,
+    Mapping,
+    Optional,
+    Sequence,
+    Union,
+)
 
 from . import _core
 from .client import Client
@@ -14,6 +25,9 @@ Entry = dict[str, Any]
 BulkEntry = Union[tuple[str, float], tuple[str, float, Mapping[str, Any]], Sequence[Any]]
 ImportSummary = dict[str, Any]
 SubmitResult = dict[str, Any]
+# A change event (issue 17): {"id", "user_id", "score", "rank", "previous_score",
+# "previous_rank", "trimmed_user_ids", "overtaken"}
+Event = dict[str, Any]
 # get_page: {"page", "page_size", "total_pages", "size", "entries"}
 Page = dict[str, Any]
 # get_histogram: {"min": float, "max": float, "count": int}
@@ -27,6 +41,24 @@ DEFAULT_CHUNK_SIZE = 1000
 CHUNKS_IN_FLIGHT = 4
 # upsert_many reports at most this many trimmed ids (the lowest); "trimmed" counts them all.
 MAX_REPORTED_TRIMMED = 1000
+# Issue 17: events() waits in XREAD BLOCK slices of at most this many seconds, so a server
+# that stops answering is noticed within a slice plus socket_timeout, never a hang.
+EVENTS_BLOCK_SLICE = 2.0
+# What events() asks for per round trip.
+EVENTS_BATCH = 100
+
+
+def require_hash_tag(key: str) -> None:
+    """``ValueError`` unless ``key`` has a hash tag: on a cluster, every key of a board (the
+    sorted set, ``f"{key}:user:{user_id}"``, ``f"{key}:options"``...) must be in one slot, which
+    only a hash tag guarantees. Keys are never renamed: the caller chooses the name."""
+    if not _core.has_hash_tag(key):
+        raise ValueError(
+            f"a board on Redis Cluster needs a hash tag in its key, so that its sorted set, "
+            f"metadata hashes and option keys are in one slot: use key='{{{key}}}' or "
+            f"key='{{lb}}:{key}' (the part between the first '{{' and the next '}}' is hashed, "
+            f"and must not be empty) instead of {key!r}; keys are never renamed for you"
+        )
 
 
 def check_bulk_arguments(chunk_size: int, progress: Optional[Callable[[int], None]]) -> None:
@@ -52,10 +84,13 @@ class ChunkOperations:
     asked for; a bad entry's error names its position in ``entries``. ``started`` tells whether
     any was handed out (and so may have been written)."""
 
-    def __init__(self, board: _core.Board, entries: Iterable[BulkEntry], chunk_size: int) -> None:
+    def __init__(
+        self, board: _core.Board, entries: Iterable[BulkEntry], chunk_size: int, retries: int = 2
+    ) -> None:
         self._board = board
         self._chunks = chunked(entries, chunk_size)
         self._submitted = 0
+        self._retries = retries
         self.started = False
 
     def __iter__(self) -> Iterator[_core.Operation]:
@@ -63,10 +98,15 @@ class ChunkOperations:
 
     def __next__(self) -> _core.Operation:
         chunk = next(self._chunks)
-        operation = self._board.upsert_chunk(chunk, self._submitted)
+        operation = self._board.upsert_chunk(chunk, self._submitted, self._retries)
         self._submitted += len(chunk)
         self.started = True
         return operation
+
+    @property
+    def submitted(self) -> int:
+        """How many entries the chunks handed out hold."""
+        return self._submitted
 
 
 def note_failed_trim(error: BaseException, trim_error: BaseException) -> None:
@@ -78,8 +118,39 @@ def note_failed_trim(error: BaseException, trim_error: BaseException) -> None:
         )
 
 
-def import_summary(written: int, trim: dict[str, Any]) -> ImportSummary:
-    return {"written": written, **trim}
+def import_summary(written: int, trim: dict[str, Any], skipped: int = 0) -> ImportSummary:
+    summary = {"written": written, **trim}
+    if skipped:
+        summary["duplicates"] = skipped  # issue 17: entries whose submission id was applied
+    return summary
+
+
+def events_slices(block: Optional[float]) -> Generator[Optional[float], Optional[bool], None]:
+    """The XREAD BLOCK of each round trip of ``events(block=...)``: slices of at most
+    EVENTS_BLOCK_SLICE seconds; ``block=None`` waits for ever (slice after slice), a number
+    gives up once that long has passed without an event (0: no wait). ``send(True)`` (an
+    event came) starts the wait again; it yields None (the value of that send) first."""
+    import time
+
+    if block is not None and (isinstance(block, bool) or not isinstance(block, (int, float))):
+        raise TypeError(f"block must be None or a number of seconds, not {type(block).__name__}")
+    if block is not None and not 0 <= block <= 1e6:
+        raise ValueError("block must be None or a number of seconds from 0 to 1e6")
+    until = None if block is None else time.monotonic() + block
+    first = True
+    while True:
+        if until is None:
+            wait: Optional[float] = EVENTS_BLOCK_SLICE
+        else:
+            left = until - time.monotonic()
+            if left <= 0 and not first:
+                return
+            wait = max(0.0, min(left, EVENTS_BLOCK_SLICE)) or None
+        first = False
+        if (yield wait) and block is not None:  # an event came: wait afresh
+            until = time.monotonic() + block
+            first = True
+            yield None
 
 
 class BoardBase:
@@ -88,6 +159,8 @@ class BoardBase:
     operations."""
 
     client_class: Any = Client
+    # The cluster client this class runs on (the asyncio class: the asyncio one).
+    cluster_client_class: Any = _core.ClusterClient
     display_name = "RedisLeaderboard"
 
     def __init__(
@@ -99,9 +172,35 @@ class BoardBase:
         url: Optional[str] = None,
         order: Order = "desc",
         ties: Ties = "lexicographic",
+        submission_ttl: float = 86400,
+        rate_limit: Optional[tuple[int, float]] = None,
+        events: bool = False,
+        events_maxlen: int = 10000,
     ) -> None:
-        board = _core.Board(key, max_entries, order=order, ties=ties)  # validates first
-        self.redis = make_client(redis_client, url, self.client_class)
+        board = _core.Board(  # validates first
+            key,
+            max_entries,
+            order=order,
+            ties=ties,
+            submission_ttl=submission_ttl,
+            rate_limit=rate_limit,
+            events=events,
+            events_maxlen=events_maxlen,
+        )
+        if getattr(type(redis_client), "is_cluster", False) or isinstance(
+            redis_client, _core.ClusterClient
+        ):
+            if not isinstance(redis_client, self.cluster_client_class):
+                raise TypeError(
+                    f"{self.display_name} runs on a {self.cluster_client_class.__name__}, "
+                    f"not a {type(redis_client).__name__}"
+                )
+            if url is not None:
+                raise TypeError("pass either redis_client or url, not both")
+            require_hash_tag(key)
+            self.redis = redis_client
+        else:
+            self.redis = make_client(redis_client, url, self.client_class)
         self._board = board
         self._run = self.redis.run
 
@@ -126,13 +225,88 @@ class BoardBase:
         ``"dense"``."""
         return self._board.ties
 
+    @property
+    def submission_ttl(self) -> float:
+        """Seconds the result of a write with a ``submission_id`` is kept (issue 17)."""
+        return self._board.submission_ttl
+
+    @property
+    def rate_limit(self) -> Optional[tuple[int, float]]:
+        """``(max_writes, per_seconds)`` per user, or None."""
+        return self._board.rate_limit
+
+    @property
+    def events_enabled(self) -> bool:
+        """Whether writes append change events to ``f"{key}:events"`` (``events=True``);
+        :meth:`events` reads them."""
+        return self._board.events
+
     def __repr__(self) -> str:
         options = ""
         if self.order != "desc":
             options += f", order={self.order!r}"
         if self.ties != "lexicographic":
             options += f", ties={self.ties!r}"
+        if self._board.rate_limit is not None:
+            options += f", rate_limit={self._board.rate_limit!r}"
+        if self._board.events:
+            options += ", events=True"
         return f"{self.display_name}(key={self.key!r}, max_entries={self.max_entries}{options})"
+
+
+class EventStream:
+    """A board's change events (:meth:`RedisLeaderboard.events`): iterate, or ``read()``."""
+
+    def __init__(
+        self, leaderboard: RedisLeaderboard, last_id: str, block: Optional[float], count: int
+    ) -> None:
+        self._slices = events_slices(block)  # validates block
+        leaderboard._board.read_events(last_id, count)  # validates the rest, sends nothing
+        self._leaderboard = leaderboard
+        self._count = count
+        self._buffer: list[Event] = []
+        self._reader: Optional[_core.Client] = None
+        self.last_id = last_id
+
+    def read(self, block: Optional[float] = None) -> list[Event]:
+        """One round trip: the events after ``last_id`` (at most ``count``), waiting up to
+        ``block`` seconds for one (None: no wait); ``[]`` if none came."""
+        if self._reader is None:
+            self._reader = self._leaderboard.redis.dedicated()
+        operation = self._leaderboard._board.read_events(self.last_id, self._count, block)
+        batch = self._reader.run(operation)
+        self.last_id = batch["last_id"]
+        events: list[Event] = batch["events"]
+        return events
+
+    def __iter__(self) -> EventStream:
+        return self
+
+    def __next__(self) -> Event:
+        while not self._buffer:
+            try:
+                wait = next(self._slices)
+            except StopIteration:
+                self.close()
+                raise
+            self._buffer = self.read(wait)
+            if self._buffer:
+                self._slices.send(True)  # an event came: the wait starts again
+        return self._buffer.pop(0)
+
+    def close(self) -> None:
+        if self._reader is not None:
+            self._reader.close()
+            self._reader = None
+
+    def __enter__(self) -> EventStream:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __del__(self) -> None:
+        self.close()
 
 
 class RedisLeaderboard(BoardBase):
@@ -152,6 +326,15 @@ class RedisLeaderboard(BoardBase):
     (shared rank, then a gap: 1, 1, 3) or ``"dense"`` (shared rank, no gap: 1, 1, 2). A board
     with other options records them in Redis (``f"{key}:options"``), and a client opening it
     with different ones gets ``ValueError`` naming both.
+
+    Guards (keyword-only, issue 17): ``submission_ttl`` (seconds, default 24 h) keeps the
+    result of a write made with a ``submission_id``; ``rate_limit=(max_writes, per_seconds)``
+    refuses a user's writes beyond that many in any sliding window of that length
+    (:class:`RateLimited`); ``events=True`` appends a change event to the stream
+    ``f"{key}:events"`` (capped at about ``events_maxlen``) on every write that changes the
+    board, read with :meth:`events`. ``rate_limit`` and ``events`` are recorded in
+    ``f"{key}:options"`` by the first write carrying them; a client writing with others gets
+    ``ValueError``.
     """
 
     redis: Client
@@ -180,9 +363,20 @@ class RedisLeaderboard(BoardBase):
         metadata: Optional[Mapping[str, Any]] = None,
         *,
         mode: WriteMode = "set",
+        submission_id: Optional[str] = None,
+        retries: int = 2,
     ) -> SubmitResult:
         """Write ``user_id``'s score and merge ``metadata``, atomically in one round trip, and
         report what changed.
+
+        With ``submission_id`` (issue 17) the write applies once: its result is stored under
+        the board for ``submission_ttl`` seconds, and a repeat within that time writes nothing
+        and returns the stored result with ``"duplicate": True`` (``False`` the first time).
+        Such a write whose reply was lost (the connection dropped) is sent again on a new
+        connection, at most ``retries`` times, then raises ``ConnectionError``; a resend
+        whose first attempt had applied returns ``"duplicate": True``. Without an id, a write
+        is never resent. On a board with ``rate_limit``, a write beyond the limit raises
+        :class:`RateLimited` (``retry_after`` seconds) and changes nothing.
 
         ``mode="set"`` stores ``score``; ``"best"`` stores it only if it is strictly better
         than the current score in the board's order (a new user is always stored); ``"incr"``
@@ -192,7 +386,33 @@ class RedisLeaderboard(BoardBase):
         away: ``"rank"`` is None, ``"metadata"`` ``{}`` and the user's id is in
         ``"trimmed_user_ids"``.
         """
-        return self._run(self._board.submit(user_id, score, metadata, mode=mode))
+        return self._run(
+            self._board.submit(
+                user_id, score, metadata, mode=mode, submission_id=submission_id, retries=retries
+            )
+        )
+
+    def events(
+        self,
+        last_id: str = "$",
+        *,
+        block: Optional[float] = None,
+        count: int = EVENTS_BATCH,
+    ) -> EventStream:
+        """The board's change events after ``last_id`` (``"$"``: from now on; ``"0"``: every
+        event the stream still holds), oldest first, as they come: ``{"id", "user_id", "score",
+        "rank", "previous_score", "previous_rank", "trimmed_user_ids", "overtaken"}`` (ranks
+        1-based; ``"rank"`` None if the write was trimmed away; ``"overtaken"``: up to 10 ids
+        the write passed, nearest first). Pass the last ``"id"`` seen to resume after a
+        disconnect without missing any (while the stream still holds it: it keeps about
+        ``events_maxlen``). ``block=None`` waits for ever; a number of seconds ends the
+        iteration once that long passes without an event (``0``: what is there now).
+
+        Reading holds a connection (XREAD BLOCK), so it runs on a connection of its own with
+        the client's options, opened on the first read and closed with the stream
+        (``close()``, ``with``, or the end of the iteration). ``read(block)`` is one round
+        trip (a list, maybe empty); ``last_id`` is where the next read resumes."""
+        return EventStream(self, last_id, block, count)
 
     def set_max_entries(self, max_entries: int) -> list[str]:
         """Change the board's size limit and trim to it; returns the trimmed ids, worst first.
@@ -306,6 +526,7 @@ class RedisLeaderboard(BoardBase):
         *,
         chunk_size: int = DEFAULT_CHUNK_SIZE,
         progress: Optional[Callable[[int], None]] = None,
+        retries: int = 2,
     ) -> ImportSummary:
         """Bulk-load ``(user_id, score)`` or ``(user_id, score, metadata)`` entries.
 
@@ -334,11 +555,19 @@ class RedisLeaderboard(BoardBase):
 
         Returns ``{"written": n, "trimmed": count, "trimmed_user_ids": [...]}``, listing at
         most the 1,000 lowest trimmed ids.
+
+        Issue 17: an entry may be ``(user_id, score, metadata_or_None, submission_id)``; an
+        entry whose id was applied before (by upsert_many, within ``submission_ttl``) is
+        skipped, and the summary then has ``"duplicates": n``. A chunk whose entries all carry
+        ids is resent after a lost reply, at most ``retries`` times. Entries with ids, and
+        boards with ``events``/``rate_limit``, go as scripts (bulk.lua); events are appended
+        per changed entry; rate limits do not apply to a bulk load.
         """
         check_bulk_arguments(chunk_size, progress)
-        operations = ChunkOperations(self._board, entries, chunk_size)
+        operations = ChunkOperations(self._board, entries, chunk_size, retries)
         written = 0
-        if not self._board.options_checked:  # a default board's chunks cannot check them
+        guarded = self._board.events or self._board.rate_limit is not None
+        if not self._board.options_checked and not guarded:  # MULTI/EXEC chunks cannot check
             self._run(self._board.check_options())
 
         def on_chunk(count: int) -> None:
@@ -348,7 +577,7 @@ class RedisLeaderboard(BoardBase):
                 progress(written)
 
         try:
-            if self.order == "desc" and self.ties == "lexicographic":
+            if self.order == "desc" and self.ties == "lexicographic" and not guarded:
                 self.redis.run_pipelined(operations, on_chunk, CHUNKS_IN_FLIGHT)
             else:  # script chunks (bulk.lua): one at a time, each may need its NOSCRIPT retry
                 for operation in operations:
@@ -361,4 +590,4 @@ class RedisLeaderboard(BoardBase):
                     note_failed_trim(error, trim_error)
             raise
         trim = self._run(self._board.trim_to_max_entries(MAX_REPORTED_TRIMMED))
-        return import_summary(written, trim)
+        return import_summary(written, trim, operations.submitted - written)

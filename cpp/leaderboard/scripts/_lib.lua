@@ -165,7 +165,9 @@ local function check_options(b, hgetall_checked)
     local field = recorded[i]
     if field == 'order' then order = recorded[i + 1]
     elseif field == 'ties' then ties = recorded[i + 1]
-    elseif field == 'seq' then seq = tonumber(recorded[i + 1]) end
+    elseif field == 'seq' then seq = tonumber(recorded[i + 1])
+    elseif field == 'rate_limit' then b.recorded_rate = recorded[i + 1]  -- issue 17's guards
+    elseif field == 'events' then b.recorded_events = recorded[i + 1] end
   end
   if not order then
     if b.default then return nil, false, 0 end
@@ -361,4 +363,318 @@ local function remove_worst(b, prefix, user_ids, scores)
   end
   if not b.default then forget(b, user_ids, scores) end
   unlink_metadata(prefix, user_ids)
+end
+
+-- ---- Guards (issue 17): idempotency keys, rate limits, change events ---------------------------
+-- A write may carry guards, each a field of `w` (plan_write) set by guard_fields from words of
+-- the caller's spec: 'sid:<ttl ms>' (w.submission_key: the stored result of an idempotent
+-- write, "<board>:submission:<id>"), 'rate:<max>:<per ms>' (w.rate_key: the user's sliding
+-- window, "<board>:rate:<user_id>", a sorted set of write times in microseconds of the server's
+-- TIME), 'events:<maxlen>' (w.events_key: the stream "<board>:events"). The guards' keys are the
+-- script's last KEYS, in the order of the words. A write without guards runs none of this.
+-- rate_limit and events are recorded in the options hash (fields 'rate_limit' "<max>/<per ms>"
+-- and 'events' '1') the first time a write carries them, and a write whose guards differ from
+-- the recorded ones is refused with check_options' OPTIONS status (ValueError in the client):
+-- a client without them would silently bypass the limit or leave watchers without events.
+
+-- Sets w's guard fields from the words spec[from], spec[from + 1], ... (see above).
+local function guard_fields(w, spec, from)
+  local n = #spec - from + 1
+  if n <= 0 then return w end
+  local k = #KEYS - n
+  for i = from, #spec do
+    k = k + 1
+    local name, a, b = string.match(spec[i], '^(%a+):([^:]*):?(.*)$')
+    if name == 'sid' then
+      w.submission_key, w.submission_ttl = KEYS[k], a
+    elseif name == 'rate' then
+      w.rate_key, w.rate_max, w.rate_per = KEYS[k], tonumber(a), tonumber(b)
+    elseif name == 'events' then
+      w.events_key, w.events_maxlen = KEYS[k], a
+    end
+  end
+  return w
+end
+
+-- The 'OPTIONS ...' status naming the board's recorded options (the client raises ValueError).
+local function options_status(order, ties, rate, events)
+  return redis.status_reply('OPTIONS order=' .. order .. ' ties=' .. ties .. ' rate_limit='
+    .. (rate or '-') .. ' events=' .. (events or '-'))
+end
+
+-- The recorded rate_limit and events (b.recorded_rate, b.recorded_events: check_options read
+-- them) against the write's (w.rate_max/rate_per, w.events_key): nil and the fields to record
+-- (a table, or nil), or the reply to return.
+local function check_guards(b, w)
+  local rate = w.rate_key and (string.format('%d', w.rate_max) .. '/'
+    .. string.format('%d', w.rate_per)) or nil
+  local events = w.events_key and '1' or nil
+  local old_rate, old_events = b.recorded_rate, b.recorded_events
+  if (old_rate and old_rate ~= rate) or (old_events and old_events ~= events) then
+    return options_status(b.order, b.ties, old_rate, old_events)
+  end
+  local record = {}
+  if rate and not old_rate then record[#record + 1] = 'rate_limit'; record[#record + 1] = rate end
+  if events and not old_events then record[#record + 1] = 'events'; record[#record + 1] = events end
+  if #record == 0 then return nil, nil end
+  return nil, record
+end
+
+-- The checks of a write's guards, before anything is written: nil and what apply_guards needs,
+-- or nil and the reply to return: an error reply, OPTIONS, the stored result of an earlier
+-- write with the same submission id (its last element 1: a duplicate), or RATELIMITED.
+local function plan_guards(b, w)
+  local g = {}
+  local err = (w.rate_key or w.events_key) and check_acl('HSET', b.options, 'x', 'x')
+  if err then return nil, err end
+  err, g.record = check_guards(b, w)
+  if err then return nil, err end
+  if w.submission_key then
+    err = check_acl('GET', w.submission_key)
+      or check_acl('SET', w.submission_key, 'x', 'PX', w.submission_ttl)
+      or check_type(w.submission_key, 'string')
+    if err then return nil, err end
+    local stored = redis.call('GET', w.submission_key)
+    if stored == 'upsert_many' then
+      return nil, redis.error_reply('ERR submission id ' .. w.submission_key
+        .. ' was applied by upsert_many, which stores no result; nothing was changed')
+    elseif stored then
+      local reply = cmsgpack.unpack(stored)
+      reply[#reply + 1] = 1
+      return nil, reply
+    end
+  end
+  if w.rate_key then
+    local key = w.rate_key
+    err = check_acl('ZCOUNT', key, '0', '0') or check_acl('ZADD', key, '0', 'x')
+      or check_acl('ZREMRANGEBYSCORE', key, '0', '0') or check_acl('PEXPIRE', key, '1')
+      or check_acl('ZSCORE', key, 'x') or check_acl('ZRANGE', key, '0', '0')
+      or check_type(key, 'zset')
+    if err then return nil, err end
+    local time = redis.call('TIME')
+    local now = tonumber(time[1]) * 1000000 + tonumber(time[2])
+    local since = now - w.rate_per * 1000
+    local count = redis.call('ZCOUNT', key, '(' .. string.format('%.0f', since), '+inf')
+    if count >= w.rate_max then
+      -- The write that frees a place: the (count - max + 1)-th oldest in the window.
+      local oldest = redis.call('ZRANGE', key, '(' .. string.format('%.0f', since), '+inf',
+        'BYSCORE', 'LIMIT', count - w.rate_max, 1, 'WITHSCORES')
+      local retry_after = (tonumber(oldest[2]) + w.rate_per * 1000 - now) / 1000000
+      return nil, redis.error_reply(string.format(
+        'RATELIMITED retry_after=%.6f user %s may write %d times per %g s; nothing was changed',
+        math.max(retry_after, 0.000001), w.user_id, w.rate_max, w.rate_per / 1000))
+    end
+    g.now, g.since = now, since
+  end
+  if w.events_key then
+    err = check_acl('XADD', w.events_key, 'MAXLEN', '~', '1', '*', 'x', 'x')
+      or check_type(w.events_key, 'stream')
+    if err then return nil, err end
+  end
+  return g
+end
+
+-- The user's 0-based place in the ranked set before a write (its size if absent): where the
+-- write's overtakes are counted from.
+local function position_before(b, user_id, old)
+  if old then return redis.call(b.position_command, b.ranked, ranked_member(b, user_id)) end
+  return redis.call('ZCARD', b.ranked)
+end
+
+-- Appends a change event to the stream `key` (capped at about `maxlen`): the user, its score
+-- and 1-based rank now (rank '' if the write was trimmed away), before ('' if new), who the
+-- write trimmed (at most 1,000 listed) and whom it overtook: the entries that ranked ahead of the
+-- user before the write and behind it now (at most 10, nearest first; on boards whose equal
+-- scores share a rank, only those now strictly worse). Lists are repeated fields.
+local function add_event(b, key, maxlen, user_id, score, old_text, previous_rank, old_position,
+                         trimmed)
+  local stored = redis.call('ZSCORE', b.board, user_id)
+  local fields = {'user_id', user_id, 'score', stored or score_text(score), 'rank', '',
+    'previous_score', old_text or '', 'previous_rank',
+    previous_rank and tostring(previous_rank + 1) or ''}
+  if stored then
+    local value = tonumber(stored)
+    fields[6] = tostring(rank_of(b, user_id, value) + 1)
+    local position = redis.call(b.position_command, b.ranked, ranked_member(b, user_id))
+    if position < old_position then
+      local passed = range_best(b, position + 1, math.min(old_position, position + 10))
+      for i = 1, #passed, 2 do
+        if not b.shared or better(b, value, tonumber(passed[i + 1])) then
+          fields[#fields + 1] = 'overtaken'
+          fields[#fields + 1] = b.first and string.sub(passed[i], KEY_WIDTH + 1) or passed[i]
+        end
+      end
+    end
+  end
+  for i = 1, math.min(#trimmed, 1000) do
+    fields[#fields + 1] = 'trimmed'
+    fields[#fields + 1] = trimmed[i]
+  end
+  redis.call('XADD', key, 'MAXLEN', '~', maxlen, '*', unpack(fields))
+end
+
+-- After a write's own writes: records the guard options, counts the write in the user's rate
+-- window (trimmed to the window, expiring when the user goes idle), appends the change event
+-- (p.changed, or someone trimmed) and stores the reply under the submission id (then marks
+-- it: its last element 0, not a duplicate). `p` is plan_write's plan.
+local function apply_guards(p, reply)
+  local w, b, g = p.w, p.b, p.guards
+  if g.record then redis.call('HSET', b.options, unpack(g.record)) end
+  if w.rate_key then
+    local key, member = w.rate_key, string.format('%.0f', g.now)
+    redis.call('ZREMRANGEBYSCORE', key, '-inf', string.format('%.0f', g.since))
+    while redis.call('ZSCORE', key, member) do member = member .. '+' end
+    redis.call('ZADD', key, string.format('%.0f', g.now), member)
+    redis.call('PEXPIRE', key, w.rate_per)
+  end
+  if w.events_key and (p.changed or #p.trimmed > 0) then
+    add_event(b, w.events_key, w.events_maxlen, w.user_id, p.score, p.old_text, p.previous_rank,
+      p.old_position, p.trimmed)
+  end
+  if w.submission_key then
+    redis.call('SET', w.submission_key, cmsgpack.pack(reply), 'PX', w.submission_ttl)
+    reply[#reply + 1] = 0
+  end
+  return reply
+end
+
+-- ---- One board's write (write.lua's options path; a group write runs several) ---------------
+-- A write is planned, then applied: plan_write runs every check that can fail (the caller's
+-- permissions for every command the write runs, the key types, the board's recorded options)
+-- and works out the write (the new score, who the trim removes); apply_write then only writes,
+-- so a script writing several boards plans them all before applying any: all or nothing.
+-- `w`: board, user_key (its metadata hash), k (KEYS index of its option keys, see board_spec),
+-- mode ('set' | 'best' | 'incr'), order and ties (nil: the default board), submit (the reply
+-- shape: submit()'s, else the entry's), number (ARGV text), user_id, max_entries (a number),
+-- fields and first_field (the metadata: fields[first_field], fields[first_field + 1], ... as
+-- field, value pairs). Returns the plan, or nil and the reply to return (an error reply, or
+-- check_options' OPTIONS status).
+local function plan_write(w)
+  local board, user_key, user_id, number = w.board, w.user_key, w.user_id, w.number
+  local b = board_spec(board, w.k, w.order, w.ties)
+  local fields, first_field = w.fields, w.first_field
+  local err = check_acl(w.mode == 'incr' and 'ZINCRBY' or 'ZADD', board, number, user_id)
+    or (#fields >= first_field
+      and check_acl('HSET', user_key, fields[first_field], fields[first_field + 1] or ''))
+    or check_acl('ZSCORE', board, user_id) or check_acl('ZCARD', board)
+    or check_acl('ZRANGE', b.ranked, '0', '0') or check_acl(b.position_command, board, user_id)
+    or check_acl('HGETALL', user_key) or check_type(board, 'zset')
+    or check_type(user_key, 'hash') or (not b.default and check_option_keys(b))
+  if err then return nil, err end
+  local record, seq
+  err, record, seq = check_options(b, true)
+  if err then return nil, err end
+  -- Guards (issue 17): idempotency, rate limit, events; checked here, applied by apply_guards
+  -- (a write without them on a board that records some is refused).
+  local guards
+  if w.submission_key or w.rate_key or w.events_key then
+    guards, err = plan_guards(b, w)
+    if not guards then return nil, err end
+  elseif b.recorded_rate or b.recorded_events then
+    return nil, check_guards(b, w)
+  end
+
+  local old_text = redis.call('ZSCORE', board, user_id)
+  local old = old_text and tonumber(old_text)
+  local score = tonumber(number)
+  if w.mode == 'incr' and old then
+    score = old + score
+  elseif w.mode == 'best' and old and not better(b, score, old) then
+    score = old
+  end
+  if score ~= score then
+    return nil, redis.error_reply('ERR resulting score is not a number (NaN)')
+  end
+  local changed = not old or score ~= old
+  local previous_rank = false
+  if (w.submit or w.events_key) and old then previous_rank = rank_of(b, user_id, old) end
+  local old_position = w.events_key and position_before(b, user_id, old)  -- guards (issue 17)
+
+  -- Who the trim after the write removes: the worst `overflow` entries of the ranked set with
+  -- the user at its new place, i.e. the worst of the others merged with the user, ordered as
+  -- Redis orders a sorted set (score, then member bytes; for 'first' the member starts with the
+  -- achievement key, and a changed score is the latest achievement).
+  local member, old_member = user_id, user_id
+  if b.first then
+    old_member = old and ranked_member(b, user_id)
+    member = changed and (achievement_key(b, seq + 1) .. user_id) or old_member
+  end
+  local overflow = redis.call('ZCARD', board) + (old and 0 or 1) - w.max_entries
+  local trimmed, trimmed_scores = {}, {}
+  if overflow > 0 then
+    local worst = range_worst(b, overflow + 1)
+    local placed = false
+    for i = 1, #worst, 2 do
+      if #trimmed == overflow then break end
+      local other = worst[i]
+      if other ~= old_member then
+        if not placed and worse(b, score, member, tonumber(worst[i + 1]), other) then
+          trimmed[#trimmed + 1] = user_id
+          trimmed_scores[#trimmed_scores + 1] = score_text(score)
+          placed = true
+          if #trimmed == overflow then break end
+        end
+        trimmed[#trimmed + 1] = b.first and string.sub(other, KEY_WIDTH + 1) or other
+        trimmed_scores[#trimmed_scores + 1] = worst[i + 1]
+      end
+    end
+    if #trimmed < overflow and not placed then
+      trimmed[#trimmed + 1] = user_id
+      trimmed_scores[#trimmed_scores + 1] = score_text(score)
+    end
+    err = check_remove_worst(b, string.sub(user_key, 1, #user_key - #user_id), trimmed)
+    if err then return nil, err end
+  end
+  return {w = w, b = b, record = record, seq = seq, old_text = old_text, old = old,
+    score = score, changed = changed, previous_rank = previous_rank, trimmed = trimmed,
+    trimmed_scores = trimmed_scores, guards = guards, old_position = old_position}
+end
+
+-- Applies a plan of plan_write: nothing here fails but on a server fault. Returns the reply:
+-- the entry's {trimmed_ids, score[, rank, {field, value, ...}]} (no rank if the write was
+-- trimmed away), or submit()'s {trimmed_ids, score, rank or false, metadata, previous score or
+-- false, previous rank or false, 1 if the stored score changed else 0}.
+local function apply_write(p)
+  local w, b = p.w, p.b
+  local board, user_key, user_id, number = w.board, w.user_key, w.user_id, w.number
+  if p.record then redis.call('HSET', b.options, 'order', b.order, 'ties', b.ties) end
+  local produced = p.old_text
+  if b.default then
+    if w.mode == 'incr' then
+      produced = redis.call('ZINCRBY', board, number, user_id)
+    elseif w.mode == 'set' or p.changed then
+      redis.call('ZADD', board, number, user_id)
+      produced = number
+    end
+  elseif p.changed then
+    produced = store_score(b, user_id, w.mode == 'incr' and 'ZINCRBY' or 'ZADD', number, p.score,
+      p.old, p.seq + 1)
+  end
+  local fields = w.fields
+  for i = w.first_field, #fields, 1000 do
+    redis.call('HSET', user_key, unpack(fields, i, math.min(i + 999, #fields)))
+  end
+  remove_worst(b, string.sub(user_key, 1, #user_key - #user_id), p.trimmed, p.trimmed_scores)
+
+  local stored = redis.call('ZSCORE', board, user_id)
+  local reply
+  if not w.submit then
+    if not stored then
+      reply = {p.trimmed, produced}
+    else
+      reply = {p.trimmed, stored, rank_of(b, user_id, tonumber(stored)),
+        redis.call('HGETALL', user_key)}
+    end
+  else
+    local rank, metadata = false, {}
+    if stored then
+      produced = stored
+      rank = rank_of(b, user_id, tonumber(stored))
+      metadata = redis.call('HGETALL', user_key)
+    end
+    reply = {p.trimmed, produced, rank, metadata, p.old_text or false, p.previous_rank,
+      p.changed and 1 or 0}
+  end
+  if p.guards then return apply_guards(p, reply) end  -- guards (issue 17)
+  return reply
 end

@@ -1,42 +1,96 @@
 #!lua
--- upsert_many, one chunk, on a board with options (a default board's chunks are MULTI/EXEC):
--- each entry set as upsert_user sets it (ZADD, the option keys, HSET), not trimmed; all or
--- nothing. No flags: Redis 7 refuses it up front when out of memory.
--- KEYS: board, the option keys (see board_spec in _lib.lua), then the entries' metadata hashes.
--- ARGV: order, ties, then per entry: user_id, score, number of metadata fields, field, value, ...
--- Returns the number of entries written.
+-- upsert_many, one chunk, on a board with options or guards (a default board's chunks are
+-- MULTI/EXEC): each entry set as upsert_user sets it (ZADD, the option keys, HSET), not
+-- trimmed; all or nothing. No flags: Redis 7 refuses it up front when out of memory.
+-- KEYS: board, the option keys (see board_spec in _lib.lua), then per entry its metadata hash
+-- and, if it carries a submission id, its key "<board>:submission:<id>"; then the events
+-- stream if the guards have 'events'.
+-- ARGV: order, ties, guards (words, see guard_fields in _lib.lua: 'sid:<ttl ms>' (entries may
+-- carry ids), 'rate:<max>:<per ms>' (checked against the record only: a bulk load is not
+-- rate limited), 'events:<maxlen>'; '' for none), then per entry: user_id, score, with 'sid'
+-- 1 or 0 (it carries an id), number of metadata fields, field, value, ...
+-- An entry whose id was applied before (or earlier in the chunk) is skipped. Returns the
+-- number of entries written.
 local board = KEYS[1]
 local b = board_spec(board, 2, ARGV[1], ARGV[2])
 local first_user_key = b.first and 5 or (b.dense and 4 or 3)
 local err = check_acl('ZSCORE', board, 'x') or check_acl('ZADD', board, '0', 'x')
   or check_type(board, 'zset') or (not b.default and check_option_keys(b))
 if err then return err end
-local entries, i, k = {}, 3, first_user_key
+-- Guards (issue 17)
+local w, ids = {user_id = ''}, false
+for word in string.gmatch(ARGV[3], '%S+') do
+  local name, a, c = string.match(word, '^(%a+):([^:]*):?(.*)$')
+  if name == 'sid' then
+    ids, w.submission_ttl = true, a
+  elseif name == 'rate' then
+    w.rate_key, w.rate_max, w.rate_per = true, tonumber(a), tonumber(c)
+  elseif name == 'events' then
+    w.events_key, w.events_maxlen = KEYS[#KEYS], a
+  end
+end
+local entries, i, k, seen = {}, 4, first_user_key, {}
 while i <= #ARGV do
-  local fields = tonumber(ARGV[i + 2])
-  local entry = {user_id = ARGV[i], number = ARGV[i + 1], key = KEYS[k], from = i + 3,
-    to = i + 2 + 2 * fields}
+  local has_id = ids and ARGV[i + 2] == '1'
+  local at = ids and i + 3 or i + 2
+  local fields = tonumber(ARGV[at])
+  local entry = {user_id = ARGV[i], number = ARGV[i + 1], key = KEYS[k], from = at + 1,
+    to = at + 2 * fields}
   err = check_type(entry.key, 'hash')
-    or (fields > 0 and check_acl('HSET', entry.key, ARGV[i + 3], ARGV[i + 4]))
+    or (fields > 0 and check_acl('HSET', entry.key, ARGV[at + 1], ARGV[at + 2]))
   if err then return err end
+  k = k + 1
+  if has_id then
+    entry.sid = KEYS[k]
+    k = k + 1
+    err = check_acl('GET', entry.sid) or check_acl('SET', entry.sid, 'x', 'PX', w.submission_ttl)
+      or check_type(entry.sid, 'string')
+    if err then return err end
+    entry.skip = seen[entry.sid] or redis.call('EXISTS', entry.sid) == 1
+    seen[entry.sid] = true
+  end
   entries[#entries + 1] = entry
-  i, k = entry.to + 1, k + 1
+  i = entry.to + 1
 end
 local record, seq
 err, record, seq = check_options(b)
 if err then return err end
+local guard_record
+err, guard_record = check_guards(b, w)
+if err then return err end
+if w.events_key then
+  err = check_acl('XADD', w.events_key, 'MAXLEN', '~', '1', '*', 'x', 'x')
+    or check_type(w.events_key, 'stream') or check_acl(b.position_command, b.ranked, 'x')
+    or check_acl('ZRANGE', b.ranked, '0', '0') or check_acl('ZCARD', b.ranked)
+  if err then return err end
+end
 
 if record then redis.call('HSET', b.options, 'order', b.order, 'ties', b.ties) end
+if guard_record then redis.call('HSET', b.options, unpack(guard_record)) end
+local written = 0
 for _, entry in ipairs(entries) do
-  local old = redis.call('ZSCORE', board, entry.user_id)
-  old = old and tonumber(old)
-  local score = tonumber(entry.number)
-  if not old or score ~= old then
-    seq = seq + 1
-    store_score(b, entry.user_id, 'ZADD', entry.number, score, old, seq)
-  end
-  for j = entry.from, entry.to, 1000 do
-    redis.call('HSET', entry.key, unpack(ARGV, j, math.min(j + 999, entry.to)))
+  if not entry.skip then
+    written = written + 1
+    local old_text = redis.call('ZSCORE', board, entry.user_id)
+    local old = old_text and tonumber(old_text)
+    local score = tonumber(entry.number)
+    local previous_rank, old_position = false, 0
+    if w.events_key then
+      previous_rank = old and rank_of(b, entry.user_id, old)
+      old_position = position_before(b, entry.user_id, old)
+    end
+    if not old or score ~= old then
+      seq = seq + 1
+      store_score(b, entry.user_id, 'ZADD', entry.number, score, old, seq)
+      if w.events_key then
+        add_event(b, w.events_key, w.events_maxlen, entry.user_id, score, old_text,
+          previous_rank, old_position, {})
+      end
+    end
+    for j = entry.from, entry.to, 1000 do
+      redis.call('HSET', entry.key, unpack(ARGV, j, math.min(j + 999, entry.to)))
+    end
+    if entry.sid then redis.call('SET', entry.sid, 'upsert_many', 'PX', w.submission_ttl) end
   end
 end
-return #entries
+return written

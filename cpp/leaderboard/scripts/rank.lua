@@ -16,6 +16,9 @@ end
 local b = board_spec(KEYS[1], 2, ARGV[2], ARGV[3])
 local user_id = ARGV[1]
 local err = check_options(b)
+-- The check alone (upsert_many's MULTI/EXEC chunks carry no guards): a board recording guards
+-- (issue 17) refuses it.
+if not err and user_id == '' then err = check_guards(b, {}) end
 if err or user_id == '' then return err or 0 end
 err = check_acl('ZSCORE', KEYS[1], user_id) or check_acl(b.position_command, b.ranked, 'x')
   or (b.shared and check_acl('ZCOUNT', b.dense or KEYS[1], '0', '0'))

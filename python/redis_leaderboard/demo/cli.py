@@ -70,6 +70,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "configured and none answers on localhost:6379)",
     )
     board.add_argument(
+        "--no-events",
+        dest="events",
+        action="store_false",
+        help="do not record change events: the page polls every 2 s instead of receiving "
+        "Server-Sent Events (events=True is recorded with the board; clients writing it must "
+        "pass it too)",
+    )
+    board.add_argument(
         "--max-entries",
         metavar="N",
         default=100,
@@ -214,7 +222,9 @@ def run(args: argparse.Namespace) -> int:
         return 1
     try:
         log.info("Redis: %s", target.description)
-        board = RedisLeaderboard(target.client, key=args.key, max_entries=args.max_entries)
+        board = RedisLeaderboard(
+            target.client, key=args.key, max_entries=args.max_entries, events=args.events
+        )
         app = DemoApp(board)
         try:
             if app.seed_if_empty():

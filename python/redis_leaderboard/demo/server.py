@@ -25,6 +25,10 @@ GET      /api/page               ours: ``?page=1&page_size=10``: ``page, page_si
                                  total_pages, size, entries``
 GET      /api/histogram          ours: ``?bins=10``: ``bins`` (``[{min, max, count}]``,
                                  ascending scores)
+GET      /api/events             ours (issue 17): Server-Sent Events from the board's
+                                 change stream (``events=True``; else 404 and the page
+                                 polls): ``id`` the stream id (``Last-Event-ID`` resumes),
+                                 ``data`` a feed item (see ``DemoApp.feed_item``)
 =======  ======================  ==========================================================
 
 Every error is JSON ``{"error": "..."}`` (plus ``"field"``, the API name of the field at
@@ -124,6 +128,34 @@ class DemoApp:
         self.board = board
         self.initial_max_entries = initial_max_entries or board.max_entries
         self._config_lock = threading.Lock()
+
+    # -- live events (issue 17) ------------------------------------------------------------
+
+    def feed_item(self, event: dict[str, Any]) -> dict[str, Any]:
+        """A change event for the page: the event, the players' names (their metadata's
+        ``name``, else the id) and a sentence, plain text, that the page shows as text."""
+        ids = [event["user_id"], *event["overtaken"]]
+        names = {user_id: user_id for user_id in ids}
+        for entry in self.board.get_entries(ids):
+            if entry is not None:
+                names[entry["user_id"]] = entry["metadata"].get("name") or entry["user_id"]
+        name, rank, previous = names[event["user_id"]], event["rank"], event["previous_rank"]
+        if rank is None:
+            text = f"{name} scored {event['score']:g}, not enough to stay on the board"
+        elif event["overtaken"]:
+            text = f"{name} overtook {names[event['overtaken'][0]]} for rank {rank}"
+            if len(event["overtaken"]) > 1:
+                text += f" (and {len(event['overtaken']) - 1} more)"
+        elif previous is None:
+            text = f"{name} joined at rank {rank}"
+        else:
+            text = f"{name} now has {event['score']:g} (rank {rank})"
+        return {
+            **event,
+            "name": name,
+            "overtaken_names": [names[u] for u in event["overtaken"]],
+            "text": text,
+        }
 
     # -- reads ---------------------------------------------------------------------------
 
@@ -287,7 +319,12 @@ class DemoServer(ThreadingHTTPServer):
             self.address_family = socket.AF_INET6
         self.app = app
         self.static = _load_static()
+        self.stopping = threading.Event()  # ends the event streams (issue 17)
         super().__init__(address, DemoRequestHandler)
+
+    def shutdown(self) -> None:
+        self.stopping.set()
+        super().shutdown()
 
     @property
     def url(self) -> str:
@@ -392,6 +429,8 @@ class DemoRequestHandler(BaseHTTPRequestHandler):
             return {"GET": lambda: app.around_user(self._query())}
         if path == "/api/page":
             return {"GET": lambda: app.page(self._query())}
+        if path == "/api/events":
+            return {"GET": self._events}
         if path == "/api/histogram":
             return {"GET": lambda: app.histogram(self._query())}
         if path.startswith("/api/players/"):
@@ -465,6 +504,40 @@ class DemoRequestHandler(BaseHTTPRequestHandler):
                     self._discard_body()  # e.g. a GET that came with a body
                 except OSError:
                     self.close_connection = True
+
+    def _events(self) -> None:
+        """Server-Sent Events fed from the board's change stream, each change a feed item;
+        a comment every second keeps the connection alive (and notices a page gone)."""
+        app = self.server.app
+        if not app.board.events_enabled:
+            raise BadRequest(
+                "live events are off for this board (the page polls instead)", HTTPStatus.NOT_FOUND
+            )
+        last_id = self.headers.get("Last-Event-ID") or "$"
+        if last_id != "$" and not all(part.isdigit() for part in last_id.split("-", 1)):
+            raise BadRequest("Last-Event-ID must be a stream id such as 1712345678901-0")
+        self.close_connection = True  # the response ends when the connection does
+        self.send_response(HTTPStatus.OK)
+        self.send_header("Content-Type", "text/event-stream; charset=utf-8")
+        self.send_header("Cache-Control", "no-store")
+        self.send_header("X-Content-Type-Options", "nosniff")
+        self.end_headers()
+        self.wfile.write(b"retry: 1000\n\n")
+        self.wfile.flush()
+        with app.board.events(last_id) as stream:
+            while not self.server.stopping.is_set():
+                try:
+                    events = stream.read(1.0)
+                    chunks = [
+                        f"id: {event['id']}\ndata: {json.dumps(app.feed_item(event))}\n\n"
+                        for event in events
+                    ]
+                except RedisError as exc:  # the page reconnects (Last-Event-ID) after retry
+                    log.warning("event stream: %s", exc)
+                    self.wfile.write(f"event: failed\ndata: {json.dumps(str(exc))}\n\n".encode())
+                    return
+                self.wfile.write(("".join(chunks) or ": alive\n\n").encode())
+                self.wfile.flush()
 
     def _static(self, path: str) -> None:
         body, content_type, etag = self.server.static[path]
@@ -622,7 +695,7 @@ class DemoRequestHandler(BaseHTTPRequestHandler):
         return data
 
 
-def make_server(
+def make_server(  # board=RedisLeaderboard(..., events=True): the page goes live (issue 17)
     board: RedisLeaderboard,
     host: str = "127.0.0.1",
     port: int = 0,

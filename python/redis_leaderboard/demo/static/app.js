@@ -9,6 +9,7 @@
   const POLL_MS = 2000;
   const POLL_FAILING_MS = 4000;
   const FRESH_MS = 4000;
+  const FEED_ITEMS = 8;
 
   const $ = (id) => document.getElementById(id);
   const numberFormat = new Intl.NumberFormat("en-US", { maximumFractionDigits: 6 });
@@ -28,6 +29,7 @@
     freshTimer: null,
     lookupId: null,
     page: 1, // the top table's page (its size: the "Show" count)
+    live: false, // the event stream is open (issue 17): no polling
     totalPages: 1,
     timer: null,
     inFlight: 0,
@@ -373,7 +375,7 @@
 
   function schedule() {
     clearTimeout(view.timer);
-    if (document.hidden) return;
+    if (document.hidden || view.live) return; // live: the event stream says when to refresh
     view.timer = setTimeout(() => refresh(false), view.failing ? POLL_FAILING_MS : POLL_MS);
   }
 
@@ -598,6 +600,48 @@
     });
 
     refresh(true);
+    listen();
+  }
+
+  // ---- live events (issue 17) ---------------------------------------------------------------
+  // Server-Sent Events from the board's change stream: each change refreshes the view at once
+  // and adds a line to the feed (as text). Without them (404: the board has no events, or an
+  // old browser) the page keeps polling every 2 s; while the stream reconnects, it polls too.
+
+  function addFeedItem(item) {
+    const list = $("feed-list");
+    const li = document.createElement("li");
+    li.textContent = item.text; // names are data: never markup
+    list.insertBefore(li, list.firstChild);
+    while (list.children.length > FEED_ITEMS) list.removeChild(list.lastChild);
+    $("feed-card").hidden = false;
+  }
+
+  function listen() {
+    if (typeof EventSource !== "function") return;
+    const source = new EventSource("/api/events");
+    source.onopen = () => {
+      view.live = true;
+      document.body.dataset.updates = "events";
+      clearTimeout(view.timer);
+      refresh(false); // what changed while the stream was down
+    };
+    source.onmessage = (message) => {
+      let item = null;
+      try {
+        item = JSON.parse(message.data);
+      } catch (err) {
+        return;
+      }
+      addFeedItem(item);
+      refresh(false);
+    };
+    source.onerror = () => {
+      view.live = false; // poll meanwhile; EventSource reconnects unless it was refused
+      document.body.dataset.updates = "polling";
+      if (source.readyState === EventSource.CLOSED) source.close();
+      schedule();
+    };
   }
 
   if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", setup);

@@ -1,0 +1,174 @@
+"""What each guard of issue 17 costs on ``submit()``: p50 and calls/s vs plain ``submit``.
+
+Starts its own redis-server. Variants, each on its own board of ``--board-size`` users (two
+metadata fields; ``max_entries`` equal to the size, so writes trim nobody):
+
+- ``plain``: ``submit(user, score)`` on a default board (the options path of write.lua);
+- ``submission_id``: the same with a new id per call (GET, then SET PX of the packed result);
+- ``rate_limit``: a board with ``rate_limit=(10**9, 60)`` (TIME, ZCOUNT, ZREMRANGEBYSCORE,
+  ZADD, PEXPIRE; never refused);
+- ``events``: a board with ``events=True`` (a rank, a ZRANGE of the passed and XADD MAXLEN ~);
+- ``all``: the three together.
+
+Sync: one thread, call after call, p50 (µs) and calls/s; asyncio: ``--tasks`` concurrent tasks
+on one client, calls/s. Variants alternate, round after round; the report gives the median over
+rounds of each figure and of each variant's ratio to ``plain`` in the same round.
+
+    python benchmarks/bench_guards.py [--rounds 5] [--seconds 0.5] [--board-size 1000]
+        [--tasks 200]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import itertools
+import random
+import statistics
+import time
+from typing import Any, Callable, Optional
+
+META = {"name": "Player", "description": "Solves production incidents before breakfast."}
+VARIANTS: dict[str, dict[str, Any]] = {
+    "plain": {},
+    "submission_id": {},
+    "rate_limit": {"rate_limit": (10**9, 60)},
+    "events": {"events": True},
+    "all": {"rate_limit": (10**9, 60), "events": True},
+}
+ids = itertools.count()
+
+
+def with_id(variant: str) -> bool:
+    return variant in ("submission_id", "all")
+
+
+def fill(board: Any, size: int) -> None:
+    board.upsert_many((f"u{i}", float(i), META) for i in range(size))
+
+
+def sync_round(board: Any, variant: str, size: int, seconds: float) -> tuple[float, float]:
+    rng = random.Random(1)
+    use_id = with_id(variant)
+    times = []
+    until = time.perf_counter() + seconds
+    while time.perf_counter() < until:
+        user = f"u{rng.randrange(size)}"
+        score = rng.random() * size
+        started = time.perf_counter()
+        if use_id:
+            board.submit(user, score, submission_id=f"s{next(ids)}")
+        else:
+            board.submit(user, score)
+        times.append(time.perf_counter() - started)
+    return statistics.median(times) * 1e6, len(times) / sum(times)
+
+
+async def async_round(board: Any, variant: str, size: int, seconds: float, tasks: int) -> float:
+    use_id = with_id(variant)
+    calls = 0
+    until = time.perf_counter() + seconds
+
+    async def task(seed: int) -> None:
+        nonlocal calls
+        rng = random.Random(seed)
+        while time.perf_counter() < until:
+            user = f"u{rng.randrange(size)}"
+            if use_id:
+                await board.submit(user, rng.random() * size, submission_id=f"a{next(ids)}")
+            else:
+                await board.submit(user, rng.random() * size)
+            calls += 1
+
+    started = time.perf_counter()
+    await asyncio.gather(*(task(i) for i in range(tasks)))
+    return calls / (time.perf_counter() - started)
+
+
+def table(
+    title: str, rows: dict[str, list[float]], ratios: dict[str, list[float]], fmt: Callable
+) -> str:
+    lines = [f"| {title} | median | vs plain |", "|---|---:|---:|"]
+    for variant, values in rows.items():
+        ratio = statistics.median(ratios[variant])
+        lines.append(f"| {variant} | {fmt(statistics.median(values))} | {ratio:.2f}x |")
+    return "\n".join(lines)
+
+
+def main(argv: Optional[list[str]] = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--seconds", type=float, default=0.5)
+    parser.add_argument("--board-size", type=int, default=1000)
+    parser.add_argument("--tasks", type=int, default=200)
+    args = parser.parse_args(argv)
+
+    import redis_leaderboard
+    from redis_leaderboard import asyncio as rl_asyncio
+    from redis_leaderboard._redis_server import RedisServer
+
+    server = RedisServer(dir_prefix="redis-leaderboard-bench-")
+    server.start()
+    try:
+        client = redis_leaderboard.Client(port=server.port)
+        size = args.board_size
+        boards = {}
+        for variant, options in VARIANTS.items():
+            board = redis_leaderboard.RedisLeaderboard(
+                client, f"bench:{variant}", size, **options, events_maxlen=10000
+            )
+            fill(board, size)
+            boards[variant] = board
+
+        p50: dict[str, list[float]] = {v: [] for v in VARIANTS}
+        sync_rate: dict[str, list[float]] = {v: [] for v in VARIANTS}
+        async_rate: dict[str, list[float]] = {v: [] for v in VARIANTS}
+
+        async def async_rounds() -> None:
+            aclient = rl_asyncio.Client(port=server.port)
+            aboards = {
+                v: rl_asyncio.RedisLeaderboard(aclient, f"bench:{v}", size, **o)
+                for v, o in VARIANTS.items()
+            }
+            for _ in range(args.rounds):
+                for variant in VARIANTS:
+                    rate = await async_round(
+                        aboards[variant], variant, size, args.seconds, args.tasks
+                    )
+                    async_rate[variant].append(rate)
+            await aclient.aclose()
+
+        for _ in range(args.rounds):
+            for variant in VARIANTS:
+                median_us, rate = sync_round(boards[variant], variant, size, args.seconds)
+                p50[variant].append(median_us)
+                sync_rate[variant].append(rate)
+        asyncio.run(async_rounds())
+
+        def ratios(values: dict[str, list[float]]) -> dict[str, list[float]]:
+            return {v: [a / b for a, b in zip(values[v], values["plain"])] for v in values}
+
+        print(
+            f"submit() with each guard of issue 17: board of {size} users, "
+            f"{args.rounds} rounds of {args.seconds} s per variant, alternating\n"
+        )
+        print(table("sync p50 (µs)", p50, ratios(p50), lambda x: f"{x:.1f}"))
+        print()
+        print(table("sync calls/s", sync_rate, ratios(sync_rate), lambda x: f"{x:,.0f}"))
+        print()
+        print(
+            table(
+                f"asyncio calls/s ({args.tasks} tasks)",
+                async_rate,
+                ratios(async_rate),
+                lambda x: f"{x:,.0f}",
+            )
+        )
+        client.close()
+    finally:
+        server.cleanup()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

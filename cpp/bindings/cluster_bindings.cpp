@@ -1,0 +1,366 @@
+// The cluster clients' bindings (types only): ClusterClient (sync), AsyncClusterCore (the asyncio
+// cluster client's futures) and the hash-slot helpers. The GIL is released for all I/O.
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "bindings/conversions.hpp"
+#include "connection/cluster.hpp"
+#include "errors.hpp"
+#include "transport/cluster_client.hpp"
+#include "transport/fork.hpp"
+
+namespace py = pybind11;
+using namespace py::literals;
+
+namespace rlb::bindings {
+namespace {
+
+using transport::AsyncClusterTransport;
+using transport::ClusterClient;
+using transport::ClusterOptions;
+
+ClusterOptions cluster_options(std::vector<std::pair<std::string, int>> startup_nodes,
+                               std::optional<std::string> username,
+                               std::optional<std::string> password,
+                               std::optional<double> socket_timeout,
+                               std::optional<double> socket_connect_timeout,
+                               std::optional<std::string> client_name, bool read_from_replicas,
+                               std::optional<std::size_t> max_reply_bytes,
+                               connection::TlsOptions tls) {
+  ClusterOptions options;
+  const auto first = startup_nodes.empty() ? std::pair<std::string, int>{"localhost", 6379}
+                                           : startup_nodes.front();
+  options.node =
+      client_options(first.first, first.second, 0, std::move(username), std::move(password),
+                     socket_timeout, socket_connect_timeout, std::move(client_name), std::nullopt,
+                     max_reply_bytes, std::move(tls));
+  options.startup_nodes = std::move(startup_nodes);
+  options.read_from_replicas = read_from_replicas;
+  options.validate();
+  return options;
+}
+
+#define RLB_CLUSTER_PARAMETERS                                                                 \
+  std::vector<std::pair<std::string, int>> startup_nodes, std::optional<std::string> username, \
+      std::optional<std::string> password, std::optional<double> socket_timeout,               \
+      std::optional<double> socket_connect_timeout, std::optional<std::string> client_name,    \
+      bool read_from_replicas, std::optional<std::size_t> max_reply_bytes, bool ssl,           \
+      std::optional<std::string> ssl_ca_certs, std::optional<std::string> ssl_ca_path,         \
+      std::optional<std::string> ssl_ca_data, std::optional<std::string> ssl_certfile,         \
+      std::optional<std::string> ssl_keyfile, std::optional<std::string> ssl_password,         \
+      py::object ssl_cert_reqs, bool ssl_check_hostname, py::object ssl_min_version,           \
+      std::optional<std::string> ssl_ciphers
+#define RLB_CLUSTER_OPTIONS                                                                     \
+  cluster_options(                                                                              \
+      std::move(startup_nodes), std::move(username), std::move(password), socket_timeout,       \
+      socket_connect_timeout, std::move(client_name), read_from_replicas, max_reply_bytes,      \
+      tls_options(ssl, std::move(ssl_ca_certs), std::move(ssl_ca_path), std::move(ssl_ca_data), \
+                  std::move(ssl_certfile), std::move(ssl_keyfile), std::move(ssl_password),     \
+                  ssl_cert_reqs, ssl_check_hostname, ssl_min_version, std::move(ssl_ciphers)))
+#define RLB_CLUSTER_ARGUMENTS                                                                     \
+  "startup_nodes"_a, py::kw_only(),                                                               \
+      "username"_a = py::none(), "password"_a = py::none(), "socket_timeout"_a = py::none(),      \
+      "socket_connect_timeout"_a = py::none(), "client_name"_a = py::none(),                      \
+      "read_from_replicas"_a = false, "max_reply_bytes"_a = py::none(), "ssl"_a = false,          \
+      "ssl_ca_certs"_a = py::none(), "ssl_ca_path"_a = py::none(), "ssl_ca_data"_a = py::none(),  \
+      "ssl_certfile"_a = py::none(), "ssl_keyfile"_a = py::none(), "ssl_password"_a = py::none(), \
+      "ssl_cert_reqs"_a = "required", "ssl_check_hostname"_a = true,                              \
+      "ssl_min_version"_a = py::none(), "ssl_ciphers"_a = py::none()
+
+py::list shards_list(ClusterClient& client) {
+  std::vector<ClusterClient::ShardView> shards;
+  {
+    py::gil_scoped_release release;
+    shards = client.shards();
+  }
+  py::list out;
+  auto node = [](const connection::cluster::NodeAddress& address) {
+    return py::make_tuple(address.host, address.port);
+  };
+  for (const auto& shard : shards) {
+    py::list replicas, ranges;
+    for (const auto& replica : shard.replicas) replicas.append(node(replica));
+    for (const auto& [first, last] : shard.ranges) ranges.append(py::make_tuple(first, last));
+    py::dict item;
+    item["primary"] = node(shard.primary);
+    item["replicas"] = replicas;
+    item["slots"] = ranges;
+    out.append(item);
+  }
+  return out;
+}
+
+py::dict cluster_stats(const ClusterClient& client, std::uint64_t calls) {
+  py::dict out = stats_dict(client.stats());
+  out["redirects"] = client.redirects();
+  out["retries"] = client.retries();
+  out["calls"] = calls;
+  return out;
+}
+
+// Futures for operations run on an AsyncClusterTransport (event loop thread, GIL held).
+class AsyncClusterCore {
+ public:
+  explicit AsyncClusterCore(ClusterOptions options)
+      : transport_(std::make_unique<AsyncClusterTransport>(std::move(options))) {}
+  ~AsyncClusterCore() {
+    if (fork_guard_.forked()) {
+      (void)transport_.release();  // its thread does not exist in the child
+      return;
+    }
+    py::gil_scoped_release release;
+    transport_.reset();
+  }
+
+  // One future per operation; the operations go to the I/O thread together.
+  py::list submit_many(const py::list& operations, py::handle loop) {
+    check_owner();
+    if (transport_->closed()) throw ConnectionError("the client is closed");
+    std::vector<transport::ClusterClient::Outgoing> batch;
+    py::list futures;
+    const auto now = transport::Clock::now();
+    for (py::handle item : operations) {
+      auto taken = operation_arg(item).take();
+      py::object future = loop.attr(names->create_future)();
+      const std::uint64_t id = next_id_++;
+      pending_.emplace(id, future);
+      batch.push_back({id, std::move(taken), now});
+      futures.append(future);
+      ++calls_;
+    }
+    transport_->submit(std::move(batch));
+    return futures;
+  }
+
+  py::object submit(py::object operation, py::handle loop) {
+    py::list one;
+    one.append(operation);
+    return submit_many(one, loop)[0];
+  }
+
+  void drain() {
+    if (fork_guard_.forked()) return;
+    for (auto& completion : transport_->take_completions()) {
+      auto it = pending_.find(completion.id);
+      if (it == pending_.end()) continue;
+      py::object future = std::move(it->second);
+      pending_.erase(it);
+      if (is_done(future)) continue;  // cancelled: the result is dropped
+      try {
+        if (completion.error) {
+          future.attr(names->set_exception)(exception_object(completion.error));
+        } else {
+          future.attr(names->set_result)(to_python(completion.result));
+        }
+      } catch (py::error_already_set& e) {
+        if (!is_done(future)) future.attr(names->set_exception)(e.value());
+      }
+    }
+  }
+
+  void close() {
+    if (fork_guard_.forked()) return;
+    {
+      py::gil_scoped_release release;
+      transport_->close();
+    }
+    drain();
+    auto error = exception_object(std::make_exception_ptr(ConnectionError("the client is closed")));
+    for (auto& [id, future] : pending_) {
+      if (!is_done(future)) future.attr(names->set_exception)(error);
+    }
+    pending_.clear();
+  }
+
+  int fileno() const {
+    check_owner();
+    return transport_->notify_fd();
+  }
+  bool closed() const { return transport_->closed(); }
+  std::size_t pending() const { return pending_.size(); }
+  ClusterClient& client() { return transport_->client(); }
+  std::uint64_t calls() const { return calls_; }
+
+ private:
+  static bool is_done(const py::object& future) { return future.attr(names->done)().cast<bool>(); }
+  void check_owner() const {
+    if (fork_guard_.forked()) {
+      throw RedisError(
+          "this asyncio client was created before fork(); create a new client in the child");
+    }
+  }
+
+  const transport::ForkGuard fork_guard_;
+  std::unique_ptr<AsyncClusterTransport> transport_;
+  std::unordered_map<std::uint64_t, py::object> pending_;
+  std::uint64_t next_id_ = 1;
+  std::uint64_t calls_ = 0;
+};
+
+}  // namespace
+
+void declare_cluster(py::module_& m) {
+  namespace cluster = connection::cluster;
+  m.def(
+      "key_slot", [](const std::string& key) { return cluster::key_slot(key); }, "key"_a,
+      "The Redis Cluster hash slot of `key` (CRC16 of its hash tag, else of the key, mod 16384).");
+  m.def(
+      "has_hash_tag", [](const std::string& key) { return cluster::has_hash_tag(key); }, "key"_a,
+      "True when `key` has a hash tag (a non-empty {...}, the first '{' to the next '}'): every "
+      "key starting with it is in its slot.");
+
+  py::class_<ClusterClient, std::shared_ptr<ClusterClient>>(
+      m, "ClusterClient",
+      "A blocking Redis Cluster client, safe to share between threads: one connection pool per "
+      "node, requests routed by their keys' hash slot.")
+      .def(py::init([](RLB_CLUSTER_PARAMETERS) {
+             ClusterOptions options = RLB_CLUSTER_OPTIONS;
+             py::gil_scoped_release release;  // loading CA files
+             return std::make_shared<ClusterClient>(std::move(options));
+           }),
+           RLB_CLUSTER_ARGUMENTS)
+      .def(
+          "run",
+          [](ClusterClient& self, PyOperation& operation) {
+            auto taken = operation.take();
+            leaderboard::Result result;
+            {
+              py::gil_scoped_release release;
+              result = self.run(std::move(taken));
+            }
+            return to_python(result);
+          },
+          "operation"_a)
+      .def(
+          "run_many",
+          [](ClusterClient& self, py::iterable operations) {
+            std::vector<ClusterClient::Outgoing> batch;
+            const auto now = transport::Clock::now();
+            for (py::handle item : operations) {
+              batch.push_back({batch.size(), operation_arg(item).take(), now});
+            }
+            std::vector<connection::Completion> done;
+            {
+              py::gil_scoped_release release;
+              done = self.run_batch(std::move(batch));
+            }
+            py::list out;
+            for (auto& completion : done) {
+              if (completion.error) std::rethrow_exception(completion.error);
+              out.append(to_python(completion.result));
+            }
+            return out;
+          },
+          "operations"_a,
+          "Run operations at once (one pipelined batch per node, every node written before any "
+          "reply is read); their results in order. The first error is raised once all are done.")
+      .def(
+          "run_pipelined",
+          [](ClusterClient& self, py::iterable operations, py::function on_result,
+             std::size_t window) {
+            py::iterator it = py::iter(operations);
+            auto next = [&]() -> std::unique_ptr<leaderboard::Operation> {
+              py::gil_scoped_acquire gil;
+              auto item = py::reinterpret_steal<py::object>(PyIter_Next(it.ptr()));
+              if (!item) {
+                if (PyErr_Occurred()) throw py::error_already_set();
+                return nullptr;
+              }
+              return operation_arg(item).take();
+            };
+            auto done = [&](leaderboard::Result result) {
+              py::gil_scoped_acquire gil;
+              on_result(to_python(result));
+            };
+            py::gil_scoped_release release;
+            self.run_pipelined(window, next, done);
+          },
+          "operations"_a, "on_result"_a, "window"_a = 4)
+      .def("execute_command",
+           [](ClusterClient& self, py::args args) {
+             if (args.empty()) throw py::type_error("execute_command needs a command name");
+             std::vector<std::string> argv;
+             for (py::handle arg : args) argv.push_back(argument_bytes(arg));
+             codec::Reply reply;
+             {
+               py::gil_scoped_release release;
+               reply = self.execute(std::move(argv));
+             }
+             return reply_to_python(reply, false);
+           })
+      .def("ping",
+           [](ClusterClient& self) {
+             py::gil_scoped_release release;
+             return std::get<bool>(self.run(leaderboard::ping()));
+           })
+      .def("refresh", &ClusterClient::refresh, py::call_guard<py::gil_scoped_release>(),
+           "Read the slot map again now.")
+      .def("shards", &shards_list,
+           "The slot map: [{'primary': (host, port), 'replicas': [...], 'slots': [(first, "
+           "last), ...]}, ...].")
+      .def(
+          "node_for_key",
+          [](ClusterClient& self, const std::string& key) {
+            connection::cluster::NodeAddress node;
+            {
+              py::gil_scoped_release release;
+              node = self.primary_for(cluster::key_slot(key));
+            }
+            return py::make_tuple(node.host, node.port);
+          },
+          "key"_a, "The (host, port) of the primary serving `key`'s slot now.")
+      .def("stats", [](const ClusterClient& self) { return cluster_stats(self, 0); })
+      .def("close", &ClusterClient::close, py::call_guard<py::gil_scoped_release>())
+      .def("__enter__", [](py::object self) { return self; })
+      .def("__exit__", [](ClusterClient& self, py::args) { self.close(); })
+      .def("__repr__", [](const ClusterClient& self) {
+        std::string nodes;
+        for (const auto& [host, port] : self.options().startup_nodes) {
+          nodes += (nodes.empty() ? "" : ", ") + host + ":" + std::to_string(port);
+        }
+        return "ClusterClient(" + nodes + ")";
+      });
+
+  py::class_<AsyncClusterCore>(
+      m, "AsyncClusterCore",
+      "The asyncio cluster client's core; use redis_leaderboard.asyncio.ClusterClient.")
+      .def(py::init([](RLB_CLUSTER_PARAMETERS) {
+             ClusterOptions options = RLB_CLUSTER_OPTIONS;
+             py::gil_scoped_release release;
+             return std::make_unique<AsyncClusterCore>(std::move(options));
+           }),
+           RLB_CLUSTER_ARGUMENTS)
+      .def("submit", &AsyncClusterCore::submit, "operation"_a, "loop"_a)
+      .def("submit_many", &AsyncClusterCore::submit_many, "operations"_a, "loop"_a)
+      .def("drain", &AsyncClusterCore::drain)
+      .def("close", &AsyncClusterCore::close)
+      .def("fileno", &AsyncClusterCore::fileno)
+      .def_property_readonly("pending", &AsyncClusterCore::pending)
+      .def_property_readonly("closed", &AsyncClusterCore::closed)
+      .def("refresh",
+           [](AsyncClusterCore& self) {
+             py::gil_scoped_release release;
+             self.client().refresh();
+           })
+      .def("shards", [](AsyncClusterCore& self) { return shards_list(self.client()); })
+      .def("stats",
+           [](AsyncClusterCore& self) { return cluster_stats(self.client(), self.calls()); })
+      .def("address", [](AsyncClusterCore& self) {
+        std::string nodes;
+        for (const auto& [host, port] : self.client().options().startup_nodes) {
+          nodes += (nodes.empty() ? "" : ", ") + host + ":" + std::to_string(port);
+        }
+        return nodes;
+      });
+}
+
+}  // namespace rlb::bindings

@@ -1,0 +1,286 @@
+"""Redis Cluster clients: :class:`ClusterClient` (blocking) and :class:`AsyncClusterClient`
+(asyncio, exported as ``redis_leaderboard.asyncio.ClusterClient``).
+
+Both route each request by its keys' hash slot (CRC16 of the key's hash tag), learn the slot map
+with ``CLUSTER SHARDS`` (``CLUSTER SLOTS`` on Redis 6.2), follow ``MOVED`` (updating the map) and
+``ASK`` (``ASKING``), wait out ``TRYAGAIN``/``CLUSTERDOWN`` and a failover within the request's
+timeout, and never send again a request whose reply was lost.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import atexit
+import weakref
+from typing import Any, Callable, Iterable, Optional, Sequence, TypeVar, Union
+
+from . import _core
+from .leaderboard import require_hash_tag
+from .options import _boolean, _host_and_port, parse_url
+
+__all__ = ["AsyncClusterClient", "ClusterClient", "cluster_url_options", "require_hash_tag"]
+
+_Self = TypeVar("_Self", bound="ClusterClient")
+
+# Keyword arguments of the cluster clients a URL may give.
+_URL_OPTIONS = (
+    "username",
+    "password",
+    "socket_timeout",
+    "socket_connect_timeout",
+    "client_name",
+    "ssl",
+    "ssl_ca_certs",
+    "ssl_ca_path",
+    "ssl_certfile",
+    "ssl_keyfile",
+    "ssl_password",
+    "ssl_cert_reqs",
+    "ssl_check_hostname",
+    "ssl_min_version",
+    "ssl_ciphers",
+)
+
+
+def cluster_url_options(url: str, **overrides: Any) -> dict[str, Any]:
+    """The cluster client's keyword arguments for
+    ``redis://[[user]:password@]host:port[,host:port...]?cluster=true[&read_from_replicas=true]``
+    (``rediss://`` for TLS), with each of ``overrides`` that is not None. Every host named is a
+    startup node; the other query keys are those of :func:`redis_leaderboard.options.parse_url`
+    (``db`` must be 0: a cluster has no other)."""
+    if not isinstance(url, str):
+        raise TypeError(f"url must be a str, not {type(url).__name__}")
+    scheme, separator, rest = url.partition("://")
+    if scheme.lower() not in ("redis", "rediss") or not separator:
+        raise ValueError("a cluster URL starts with redis:// or rediss://")
+    rest, _, query = rest.partition("?")
+    kept: list[str] = []
+    cluster: Optional[bool] = None
+    read_from_replicas: Optional[bool] = None
+    for pair in query.split("&") if query else ():
+        key, _, value = pair.partition("=")
+        if key == "cluster":
+            cluster = _boolean(value)
+        elif key == "read_from_replicas":
+            read_from_replicas = _boolean(value)
+        elif pair:
+            kept.append(pair)
+    if cluster is False:
+        raise ValueError("Redis URL: ?cluster=false is not a cluster; use Client.from_url")
+    userinfo, at, hostpart = rest.rpartition("@")
+    hosts, slash, path = hostpart.partition("/")
+    names = [name for name in hosts.split(",")]
+    if not names or not all(names):
+        raise ValueError("Redis URL: a cluster URL names host:port[,host:port...]")
+    single = f"{scheme}://{userinfo}{at}{names[0]}{slash}{path}"
+    if kept:
+        single += "?" + "&".join(kept)
+    options = parse_url(single).kwargs()
+    if options.get("db", 0) != 0:
+        raise ValueError("Redis URL: Redis Cluster has database 0 only")
+    out: dict[str, Any] = {
+        name: options[name] for name in _URL_OPTIONS if options.get(name) is not None
+    }
+    startup: list[tuple[str, int]] = []
+    for name in names:
+        parsed = _host_and_port(name)
+        startup.append((parsed["host"], parsed.get("port", 6379)))
+    out["startup_nodes"] = startup
+    if read_from_replicas is not None:
+        out["read_from_replicas"] = read_from_replicas
+    out.update((name, value) for name, value in overrides.items() if value is not None)
+    return out
+
+
+class ClusterClient(_core.ClusterClient):
+    """A blocking Redis Cluster client, safe to share between threads.
+
+    ``ClusterClient(startup_nodes=[(host, port), ...], **options)``: any node of the cluster
+    will do (the others are learnt from it). ``options``: ``username``, ``password``,
+    ``socket_timeout``, ``socket_connect_timeout``, ``client_name``, ``max_reply_bytes``, the
+    ``ssl_*`` arguments of :class:`redis_leaderboard.Client` (the same for every node), and
+    ``read_from_replicas=True`` to send the requests that only read to a replica of their
+    shard (``READONLY``; a replica may lag its primary by a few milliseconds).
+
+    One connection pool per node; every request goes to the node serving its keys' slot. A
+    request waits for its slot's owner (``TRYAGAIN`` during a migration, ``CLUSTERDOWN``, a
+    failover under way, a node it cannot connect to) at most ``socket_timeout`` seconds from
+    the call (10 s without one), then raises ``TimeoutError``. A request whose connection
+    dropped after it was sent raises ``ConnectionError`` and is never sent again (it may have
+    been applied).
+    """
+
+    is_cluster = True
+
+    @classmethod
+    def from_url(cls: type[_Self], url: str, **overrides: Any) -> _Self:
+        """A client for ``redis://[[user]:password@]host:port[,host:port...]?cluster=true``
+        (``rediss://`` for TLS; ``&read_from_replicas=true``); keyword arguments that are not
+        None win over the URL's."""
+        return cls(**cluster_url_options(url, **overrides))
+
+
+_open_clients: weakref.WeakSet[AsyncClusterClient] = weakref.WeakSet()
+
+
+class AsyncClusterClient:
+    """The asyncio Redis Cluster client: the options and behaviour of :class:`ClusterClient`,
+    each call a future. One C++ I/O thread routes the requests: those made while a batch is
+    under way go together in the next (one pipelined write per node, all nodes at once). A
+    client is bound to the event loop it is first used on."""
+
+    is_cluster = True
+
+    def __init__(
+        self,
+        startup_nodes: Sequence[tuple[str, int]],
+        *,
+        username: Optional[str] = None,
+        password: Optional[str] = None,
+        socket_timeout: Optional[float] = None,
+        socket_connect_timeout: Optional[float] = None,
+        client_name: Optional[str] = None,
+        read_from_replicas: bool = False,
+        max_reply_bytes: Optional[int] = None,
+        ssl: bool = False,
+        ssl_ca_certs: Optional[str] = None,
+        ssl_ca_path: Optional[str] = None,
+        ssl_ca_data: Optional[str] = None,
+        ssl_certfile: Optional[str] = None,
+        ssl_keyfile: Optional[str] = None,
+        ssl_password: Optional[str] = None,
+        ssl_cert_reqs: Union[str, int] = "required",
+        ssl_check_hostname: bool = True,
+        ssl_min_version: Union[str, int, None] = None,
+        ssl_ciphers: Optional[str] = None,
+    ) -> None:
+        self._core = _core.AsyncClusterCore(
+            [(host, port) for host, port in startup_nodes],
+            username=username,
+            password=password,
+            socket_timeout=socket_timeout,
+            socket_connect_timeout=socket_connect_timeout,
+            client_name=client_name,
+            read_from_replicas=read_from_replicas,
+            max_reply_bytes=max_reply_bytes,
+            ssl=ssl,
+            ssl_ca_certs=ssl_ca_certs,
+            ssl_ca_path=ssl_ca_path,
+            ssl_ca_data=ssl_ca_data,
+            ssl_certfile=ssl_certfile,
+            ssl_keyfile=ssl_keyfile,
+            ssl_password=ssl_password,
+            ssl_cert_reqs=ssl_cert_reqs,
+            ssl_check_hostname=ssl_check_hostname,
+            ssl_min_version=ssl_min_version,
+            ssl_ciphers=ssl_ciphers,
+        )
+        self._loop: Optional[asyncio.AbstractEventLoop] = None
+        _open_clients.add(self)
+
+    @classmethod
+    def from_url(cls, url: str, **overrides: Any) -> AsyncClusterClient:
+        """As :meth:`ClusterClient.from_url`."""
+        return cls(**cluster_url_options(url, **overrides))
+
+    def _bound_loop(self) -> asyncio.AbstractEventLoop:
+        loop = asyncio.get_running_loop()
+        if loop is self._loop:
+            return loop
+        if self._core.closed:
+            raise _core.ConnectionError("the client is closed")
+        if self._loop is not None and not self._loop.is_closed():
+            raise RuntimeError(
+                "this redis_leaderboard.asyncio.ClusterClient is bound to the event loop it was "
+                "first used on; create one client per event loop"
+            )
+        self._loop = loop
+        loop.add_reader(self._core.fileno(), self._core.drain)
+        return loop
+
+    def run(self, operation: _core.Operation) -> asyncio.Future[Any]:
+        """Submit a :class:`redis_leaderboard._core.Board` operation; await the result."""
+        return self._core.submit(operation, self._bound_loop())
+
+    def run_many(self, operations: Iterable[_core.Operation]) -> list[asyncio.Future[Any]]:
+        """Submit operations together (one batch: one pipelined write per node, every node at
+        once); one future each."""
+        return self._core.submit_many(list(operations), self._bound_loop())
+
+    def run_pipelined(
+        self,
+        operations: Iterable[_core.Operation],
+        on_result: Callable[[Any], object],
+        window: int = 4,
+    ) -> asyncio.Future[None]:
+        """As :meth:`redis_leaderboard.asyncio.Client.run_pipelined`: ``window`` operations
+        at a time, ``on_result`` getting each result in order; the first error is raised once
+        the operations in flight are done."""
+
+        async def pipeline() -> None:
+            iterator = iter(operations)
+            while True:
+                taken: list[_core.Operation] = []
+                error: Optional[BaseException] = None
+                try:
+                    while len(taken) < window:
+                        taken.append(next(iterator))
+                except StopIteration:
+                    pass
+                except Exception as exc:
+                    error = exc
+                if taken:
+                    for result in await asyncio.gather(*self.run_many(taken)):
+                        on_result(result)
+                if error is not None:
+                    raise error
+                if len(taken) < window:
+                    return
+
+        return asyncio.ensure_future(pipeline())
+
+    async def ping(self) -> bool:
+        """PING a node."""
+        result: bool = await self.run(_core.ping())
+        return result
+
+    def shards(self) -> list[dict[str, Any]]:
+        """The slot map, as :meth:`ClusterClient.shards` (blocking if it was not read yet)."""
+        return self._core.shards()
+
+    def refresh(self) -> None:
+        """Read the slot map again now (blocking)."""
+        self._core.refresh()
+
+    def stats(self) -> dict[str, int]:
+        """As the sync client's, with ``calls``, ``redirects`` and ``retries``."""
+        return self._core.stats()
+
+    async def aclose(self) -> None:
+        """Stop the I/O thread; unfinished calls fail with ``ConnectionError``."""
+        self.close()
+
+    def close(self) -> None:
+        if self._core.closed:
+            return
+        if self._loop is not None and not self._loop.is_closed():
+            self._loop.remove_reader(self._core.fileno())
+        self._core.close()
+
+    async def __aenter__(self) -> AsyncClusterClient:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    def __repr__(self) -> str:
+        return f"redis_leaderboard.asyncio.ClusterClient({self._core.address()})"
+
+
+@atexit.register
+def _close_open_clients() -> None:
+    for client in list(_open_clients):
+        try:
+            client._core.close()
+        except Exception:
+            pass  # best effort at exit

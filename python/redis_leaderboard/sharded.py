@@ -1,0 +1,548 @@
+"""Sharded boards: one leaderboard spread over ``shards`` boards (``{key:0}``, ``{key:1}``, ...),
+each in its own cluster slot, so a board can outgrow one node.
+
+Each user lives in one shard, chosen by ``zlib.crc32(user_id) % shards`` (stable across
+processes, machines and versions; changing ``shards`` moves users, so a board keeps its count).
+Writes go to the user's shard in one round trip and are atomic there. Reads that need every
+shard send one request per shard in one batch (one pipelined write per node, every node at
+once), then merge. The costs, per method, are in the README ("Sharded boards") and the
+docstrings. ``ties="first"`` is refused: each shard numbers achievements on its own, so their
+order across shards is unknown.
+
+Every algorithm below is a generator that yields the operations of one round trip and receives
+their results: the sync and the asyncio classes only run them (``_run_sync``, ``_run_async``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import struct
+import zlib
+from typing import Any, Generator, Mapping, Optional
+
+from . import _core
+from .leaderboard import Entry, Order, Page, SubmitResult, Ties, WriteMode
+
+__all__ = ["AsyncShardedLeaderboard", "ShardedLeaderboard", "shard_of"]
+
+# A window ending within this many entries from the top is read by merging every shard's top;
+# deeper, the window's first score is found by bisection over scores (about 64 round trips).
+SHALLOW = 1000
+# Entries per request when paging through a shard (dense ranks below the top).
+PAGE = 1000
+MAX_SHARDS = 1024
+
+Plan = Generator[list[_core.Operation], list[Any], Any]
+
+
+def shard_of(user_id: str, shards: int) -> int:
+    """The shard of ``user_id``: ``crc32(user_id as UTF-8) % shards``."""
+    return zlib.crc32(user_id.encode("utf-8", "surrogatepass")) % shards
+
+
+def _ordered(score: float) -> int:
+    """An integer in the order of the doubles (finite and infinite)."""
+    (bits,) = struct.unpack("<q", struct.pack("<d", score))
+    return bits if bits >= 0 else -(bits & 0x7FFFFFFFFFFFFFFF)
+
+
+def _unordered(key: int) -> float:
+    bits = key if key >= 0 else (-key) | -0x8000000000000000
+    (score,) = struct.unpack("<d", struct.pack("<q", bits))
+    return float(score)
+
+
+class ShardedBase:
+    """The shard boards, the routing and the read algorithms (no I/O)."""
+
+    display_name = "ShardedLeaderboard"
+
+    def __init__(
+        self,
+        redis_client: Any,
+        key: str = "leaderboard",
+        shards: int = 16,
+        max_entries: int = 1_000_000_000,
+        *,
+        order: Order = "desc",
+        ties: Ties = "lexicographic",
+    ) -> None:
+        if not isinstance(key, str):
+            raise TypeError(f"key must be a str, not {type(key).__name__}")
+        if not key or "{" in key or "}" in key:
+            raise ValueError(
+                "a sharded board's key must be non-empty and hold no '{' or '}': its shards are "
+                f"named '{{key:0}}', '{{key:1}}', ... (got {key!r})"
+            )
+        if isinstance(shards, bool) or not isinstance(shards, int):
+            raise TypeError(f"shards must be an int, not {type(shards).__name__}")
+        if not 1 <= shards <= MAX_SHARDS:
+            raise ValueError(f"shards must be between 1 and {MAX_SHARDS}")
+        if ties == "first":
+            raise ValueError(
+                "a sharded board cannot rank ties by 'first': each shard numbers achievements on "
+                "its own; use 'lexicographic', 'competition' or 'dense'"
+            )
+        self._boards = [
+            _core.Board(f"{{{key}:{i}}}", max_entries, order=order, ties=ties)
+            for i in range(shards)
+        ]
+        if not hasattr(redis_client, "run_many"):
+            raise TypeError(
+                f"{self.display_name} runs on a cluster client (ClusterClient), "
+                f"not a {type(redis_client).__name__}"
+            )
+        self.redis = redis_client
+        self.key = key
+        self.shards = shards
+        self.order = self._boards[0].order
+        self.ties = self._boards[0].ties
+        self.max_entries = max_entries
+
+    def __repr__(self) -> str:
+        return (
+            f"{self.display_name}(key={self.key!r}, shards={self.shards}, "
+            f"order={self.order!r}, ties={self.ties!r})"
+        )
+
+    def shard_key(self, user_id: str) -> str:
+        """The key of ``user_id``'s shard board."""
+        return self._board_of(user_id).key
+
+    def _board_of(self, user_id: str) -> _core.Board:
+        if not isinstance(user_id, str):
+            raise TypeError(f"user_id must be a str, not {type(user_id).__name__}")
+        return self._boards[shard_of(user_id, self.shards)]
+
+    # ---- ordering ----------------------------------------------------------------------------
+
+    def _sort(self, entries: list[Entry]) -> list[Entry]:
+        """Best first, ties in Redis's member order (bytes; reversed for desc), as one board."""
+        return sorted(
+            entries,
+            key=lambda e: (e["score"], e["user_id"].encode("utf-8", "surrogatepass")),
+            reverse=self.order == "desc",
+        )
+
+    def _strictly_better_bound(self, score: float) -> tuple[float, float]:
+        if self.order == "desc":
+            return math.nextafter(score, math.inf), math.inf
+        return -math.inf, math.nextafter(score, -math.inf)
+
+    def _rank(self, better: int, distinct_better: int, position: int) -> int:
+        if self.ties == "competition":
+            return better + 1
+        if self.ties == "dense":
+            return distinct_better + 1
+        return position
+
+    def _ranked(
+        self, merged: list[Entry], first_position: int, better: int, distinct: int
+    ) -> list[Entry]:
+        """Global ranks for `merged` (consecutive entries from position `first_position`, with
+        `better` entries and `distinct` scores strictly better than its first)."""
+        out = []
+        previous: Optional[float] = None
+        run_start = 0
+        distinct_here = 0
+        for i, entry in enumerate(merged):
+            if previous is None or entry["score"] != previous:
+                if previous is not None:
+                    distinct_here += 1
+                run_start = i
+                previous = entry["score"]
+            rank = self._rank(better + run_start, distinct + distinct_here, first_position + i)
+            out.append({**entry, "rank": rank})
+        return out
+
+    # ---- plans -------------------------------------------------------------------------------
+
+    def _plan_write(self, method: str, user_id: str, *args: Any, **kwargs: Any) -> Plan:
+        index = shard_of(user_id, self.shards) if isinstance(user_id, str) else 0
+        board = self._board_of(user_id)
+        (result,) = yield [getattr(board, method)(user_id, *args, **kwargs)]
+        out = dict(result)
+        out["shard"] = index
+        out["shard_rank"] = out.pop("rank")
+        if "previous_rank" in out:
+            out["previous_shard_rank"] = out.pop("previous_rank")
+        return out
+
+    def _plan_size(self) -> Plan:
+        sizes = yield [board.get_size() for board in self._boards]
+        return sum(sizes)
+
+    def _plan_top(self, count: int) -> Plan:
+        tops = yield [board.get_top(count) for board in self._boards]
+        merged = self._sort([e for top in tops for e in top])[: max(count, 0)]
+        return self._ranked(merged, 1, 0, 0)
+
+    def _plan_distinct_better(self, score: float) -> Plan:
+        """How many distinct scores are strictly better than `score`, over every shard: every
+        such entry is read, PAGE per shard per round trip (O(entries better))."""
+        low, high = self._strictly_better_bound(score)
+        seen: set[float] = set()
+        offsets = [0] * self.shards
+        active = list(range(self.shards))
+        while active:
+            pages = yield [
+                self._boards[i].get_by_score(low, high, offset=offsets[i], limit=PAGE)
+                for i in active
+            ]
+            still = []
+            for i, page in zip(active, pages):
+                seen.update(e["score"] for e in page)
+                offsets[i] += len(page)
+                if len(page) == PAGE:
+                    still.append(i)
+            active = still
+        return len(seen)
+
+    def _plan_position(self, user_id: str) -> Plan:
+        """(entry, position, better, ties): the user's shard entry, its 1-based position in
+        Redis's order over every shard, the entries strictly better and those tied (itself
+        included); None if absent."""
+        own = shard_of(user_id, self.shards)
+        (entry,) = yield [self._boards[own].get_user_entry(user_id)]
+        if entry is None:
+            return None
+        score = entry["score"]
+        low, high = self._strictly_better_bound(score)
+        replies = yield [
+            op
+            for board in self._boards
+            for op in (board.count_by_score(low, high), board.count_by_score(score, score))
+        ]
+        better = sum(replies[0::2])
+        tied = list(replies[1::2])
+        if sum(tied) == 1:
+            return entry, better + 1, better, 1
+        # Ties: count those before the user in member order (their entries are read).
+        name = user_id.encode("utf-8", "surrogatepass")
+        tied_shards = [i for i in range(self.shards) if tied[i]]
+        lists = yield [
+            self._boards[i].get_by_score(score, score, limit=tied[i]) for i in tied_shards
+        ]
+        before = 0
+        for entries in lists:
+            for e in entries:
+                other = e["user_id"].encode("utf-8", "surrogatepass")
+                if (other > name) if self.order == "desc" else (other < name):
+                    before += 1
+        return entry, better + before + 1, better, sum(tied)
+
+    def _plan_rank(self, user_id: str) -> Plan:
+        found = yield from self._plan_position(user_id)
+        if found is None:
+            return None
+        entry, position, better, _ = found
+        distinct = 0
+        if self.ties == "dense":
+            distinct = yield from self._plan_distinct_better(entry["score"])
+        return self._rank(better, distinct, position)
+
+    def _plan_entry(self, user_id: str) -> Plan:
+        found = yield from self._plan_position(user_id)
+        if found is None:
+            return None
+        entry, position, better, _ = found
+        distinct = 0
+        if self.ties == "dense":
+            distinct = yield from self._plan_distinct_better(entry["score"])
+        return {**entry, "rank": self._rank(better, distinct, position)}
+
+    def _plan_window(self, start: int, count: int) -> Plan:
+        """The entries at 0-based positions [start, start + count), ranked."""
+        end = start + count
+        if count <= 0:
+            return []
+        if end <= SHALLOW:
+            tops = yield [board.get_top(end) for board in self._boards]
+            merged = self._sort([e for top in tops for e in top])
+            return self._ranked(merged, 1, 0, 0)[start:end]
+        # The score at position `start`: bisection on the doubles, all shards per step.
+        target = start + 1
+        desc = self.order == "desc"
+        low, high = _ordered(-math.inf), _ordered(math.inf)
+        # desc: the highest x with #(score >= x) >= target; asc: the lowest with #(<= x).
+        good, bad = (low, high) if desc else (high, low)
+        while abs(bad - good) > 1:
+            mid = (good + bad) // 2
+            x = _unordered(mid)
+            counts = yield [
+                board.count_by_score(x, math.inf) if desc else board.count_by_score(-math.inf, x)
+                for board in self._boards
+            ]
+            if sum(counts) >= target:
+                good = mid
+            else:
+                bad = mid
+        pivot = _unordered(good)
+        low_b, high_b = self._strictly_better_bound(pivot)
+        better_counts = yield [board.count_by_score(low_b, high_b) for board in self._boards]
+        better = sum(better_counts)
+        if better >= end:
+            return []  # fewer entries than `start` (the board changed meanwhile)
+        lists = yield [
+            board.get_by_score(-math.inf, pivot, limit=end - better)
+            if desc
+            else board.get_by_score(pivot, math.inf, limit=end - better)
+            for board in self._boards
+        ]
+        merged = self._sort([e for entries in lists for e in entries])
+        distinct = 0
+        if self.ties == "dense":
+            distinct = yield from self._plan_distinct_better(pivot)
+        ranked = self._ranked(merged, better + 1, better, distinct)
+        return ranked[start - better : end - better]
+
+    def _plan_around_rank(self, rank: int, count: int) -> Plan:
+        size = yield from self._plan_size()
+        start = self._centred(rank, count, size)
+        return (yield from self._plan_window(start, min(count, size)))
+
+    @staticmethod
+    def _centred(position: int, count: int, size: int) -> int:
+        # window.lua's clamp: a full window at both ends.
+        if size <= count:
+            return 0
+        return min(max(0, position - 1 - count // 2), size - count)
+
+    def _plan_around_user(self, user_id: str, count: int) -> Plan:
+        found = yield from self._plan_position(user_id)
+        if found is None:
+            return []
+        size = yield from self._plan_size()
+        start = self._centred(found[1], count, size)
+        return (yield from self._plan_window(start, min(count, size)))
+
+    def _plan_page(self, page: int, page_size: int) -> Plan:
+        size = yield from self._plan_size()
+        entries = yield from self._plan_window((page - 1) * page_size, page_size)
+        return {
+            "page": page,
+            "page_size": page_size,
+            "total_pages": -(-size // page_size),
+            "size": size,
+            "entries": entries,
+        }
+
+    def _plan_each(self, method: str) -> Plan:
+        yield [getattr(board, method)() for board in self._boards]
+        return None
+
+
+def _check_count(value: Any, name: str, low: int = 1, high: Optional[int] = None) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"{name} must be an int, not {type(value).__name__}")
+    if value < low or (high is not None and value > high):
+        raise ValueError(
+            f"{name} must be between {low} and {high}" if high else f"{name} must be at least {low}"
+        )
+    return value
+
+
+class ShardedLeaderboard(ShardedBase):
+    """A leaderboard spread over ``shards`` shard boards ``{key:0}`` ... on a
+    :class:`redis_leaderboard.ClusterClient`, for boards bigger than one node.
+
+    ``max_entries`` is per shard (a shard trims its own lowest). Round trips and server work
+    per call (``S`` shards, ``k`` entries asked, ``N`` entries on a shard):
+
+    - ``upsert_user``/``increment_score``/``submit``/``delete_user``/``get_user_metadata``: 1,
+      on the user's shard (atomic there). Writes return the shard's result with
+      ``"shard"`` and ``"shard_rank"`` instead of ``"rank"`` (a global rank needs every
+      shard: :meth:`get_rank`).
+    - ``get_size``: 1 (S ZCARDs). ``get_top(k)``: 1 (S x top k, merged): O(S k log N).
+    - ``get_rank``/``get_user_entry``: 2 (the user's entry, then one ZCOUNT pair per shard);
+      ``lexicographic`` with tied scores: 3 (the tied entries are read); ``dense``: plus the
+      distinct better scores, every better entry read (O(rank)).
+    - ``get_around_rank``/``get_around_user``/``get_page``: a window ending within the top
+      1,000: 2-3 (every shard's top, merged); deeper: about 64 round trips of S ZCOUNTs
+      (bisection on the score) and one read of at most ``count`` entries per shard; ``dense``
+      deep windows also read every better entry.
+    """
+
+    def _run(self, plan: Plan) -> Any:
+        try:
+            operations = next(plan)
+            while True:
+                operations = plan.send(self.redis.run_many(operations))
+        except StopIteration as done:
+            return done.value
+
+    def upsert_user(
+        self, user_id: str, score: float, metadata: Optional[Mapping[str, Any]] = None
+    ) -> Entry:
+        """As :meth:`RedisLeaderboard.upsert_user`, on the user's shard (one round trip)."""
+        return self._run(self._plan_write("upsert_user", user_id, score, metadata))
+
+    def increment_score(
+        self, user_id: str, amount: float, metadata: Optional[Mapping[str, Any]] = None
+    ) -> Entry:
+        """As :meth:`RedisLeaderboard.increment_score`, on the user's shard."""
+        return self._run(self._plan_write("increment_score", user_id, amount, metadata))
+
+    def submit(
+        self,
+        user_id: str,
+        score: float,
+        metadata: Optional[Mapping[str, Any]] = None,
+        *,
+        mode: WriteMode = "set",
+    ) -> SubmitResult:
+        """As :meth:`RedisLeaderboard.submit`, on the user's shard."""
+        return self._run(self._plan_write("submit", user_id, score, metadata, mode=mode))
+
+    def delete_user(self, user_id: str) -> bool:
+        """Remove ``user_id`` from its shard; True if it was there."""
+        result: bool = self._run(self._plan_single(user_id, "delete_user"))
+        return result
+
+    def get_user_metadata(self, user_id: str) -> dict[str, str]:
+        """The user's metadata hash (its shard's)."""
+        result: dict[str, str] = self._run(self._plan_single(user_id, "get_user_metadata"))
+        return result
+
+    def _plan_single(self, user_id: str, method: str) -> Plan:
+        (result,) = yield [getattr(self._board_of(user_id), method)(user_id)]
+        return result
+
+    def get_size(self) -> int:
+        """Entries over every shard (one round trip)."""
+        result: int = self._run(self._plan_size())
+        return result
+
+    def get_top(self, count: int = 10) -> list[Entry]:
+        """The ``count`` best entries over every shard, ranked (one round trip)."""
+        return self._run(self._plan_top(_check_count(count, "count")))
+
+    def get_rank(self, user_id: str) -> Optional[int]:
+        """The user's rank over every shard under the board's tie rule; None if absent."""
+        self._board_of(user_id)
+        result: Optional[int] = self._run(self._plan_rank(user_id))
+        return result
+
+    def get_user_entry(self, user_id: str) -> Optional[Entry]:
+        """The user's entry with its rank over every shard; None if absent."""
+        self._board_of(user_id)
+        result: Optional[Entry] = self._run(self._plan_entry(user_id))
+        return result
+
+    def get_around_rank(self, rank: int, count: int = 5) -> list[Entry]:
+        """``count`` entries centred on ``rank``, clamped to the board as one board's."""
+        return self._run(
+            self._plan_around_rank(_check_count(rank, "rank"), _check_count(count, "count"))
+        )
+
+    def get_around_user(self, user_id: str, count: int = 5) -> list[Entry]:
+        """``count`` entries centred on the user's position; ``[]`` if absent."""
+        self._board_of(user_id)
+        return self._run(self._plan_around_user(user_id, _check_count(count, "count")))
+
+    def get_page(self, page: int, page_size: int = 10) -> Page:
+        """The 1-based ``page`` of ``page_size`` (1 to 1,000) entries, as one board's."""
+        return self._run(
+            self._plan_page(
+                _check_count(page, "page"), _check_count(page_size, "page_size", 1, 1000)
+            )
+        )
+
+    def clear(self) -> None:
+        """Clear every shard (each shard's clear; not one atomic step)."""
+        self._run(self._plan_each("clear"))
+
+
+class AsyncShardedLeaderboard(ShardedBase):
+    """The asyncio twin of :class:`ShardedLeaderboard` on a
+    :class:`redis_leaderboard.asyncio.ClusterClient`: same methods, each a coroutine."""
+
+    display_name = "redis_leaderboard.asyncio.ShardedLeaderboard"
+
+    async def _run(self, plan: Plan) -> Any:
+        try:
+            operations = next(plan)
+            while True:
+                results = await asyncio.gather(*self.redis.run_many(operations))
+                operations = plan.send(list(results))
+        except StopIteration as done:
+            return done.value
+
+    async def upsert_user(
+        self, user_id: str, score: float, metadata: Optional[Mapping[str, Any]] = None
+    ) -> Entry:
+        return await self._run(self._plan_write("upsert_user", user_id, score, metadata))
+
+    async def increment_score(
+        self, user_id: str, amount: float, metadata: Optional[Mapping[str, Any]] = None
+    ) -> Entry:
+        return await self._run(self._plan_write("increment_score", user_id, amount, metadata))
+
+    async def submit(
+        self,
+        user_id: str,
+        score: float,
+        metadata: Optional[Mapping[str, Any]] = None,
+        *,
+        mode: WriteMode = "set",
+    ) -> SubmitResult:
+        return await self._run(self._plan_write("submit", user_id, score, metadata, mode=mode))
+
+    async def delete_user(self, user_id: str) -> bool:
+        result: bool = await self._run(self._plan_single(user_id, "delete_user"))
+        return result
+
+    async def get_user_metadata(self, user_id: str) -> dict[str, str]:
+        result: dict[str, str] = await self._run(self._plan_single(user_id, "get_user_metadata"))
+        return result
+
+    def _plan_single(self, user_id: str, method: str) -> Plan:
+        (result,) = yield [getattr(self._board_of(user_id), method)(user_id)]
+        return result
+
+    async def get_size(self) -> int:
+        result: int = await self._run(self._plan_size())
+        return result
+
+    async def get_top(self, count: int = 10) -> list[Entry]:
+        return await self._run(self._plan_top(_check_count(count, "count")))
+
+    async def get_rank(self, user_id: str) -> Optional[int]:
+        self._board_of(user_id)
+        result: Optional[int] = await self._run(self._plan_rank(user_id))
+        return result
+
+    async def get_user_entry(self, user_id: str) -> Optional[Entry]:
+        self._board_of(user_id)
+        result: Optional[Entry] = await self._run(self._plan_entry(user_id))
+        return result
+
+    async def get_around_rank(self, rank: int, count: int = 5) -> list[Entry]:
+        return await self._run(
+            self._plan_around_rank(_check_count(rank, "rank"), _check_count(count, "count"))
+        )
+
+    async def get_around_user(self, user_id: str, count: int = 5) -> list[Entry]:
+        self._board_of(user_id)
+        return await self._run(self._plan_around_user(user_id, _check_count(count, "count")))
+
+    async def get_page(self, page: int, page_size: int = 10) -> Page:
+        return await self._run(
+            self._plan_page(
+                _check_count(page, "page"), _check_count(page_size, "page_size", 1, 1000)
+            )
+        )
+
+    async def clear(self) -> None:
+        await self._run(self._plan_each("clear"))
+
+
+def _copy_docs() -> None:
+    for name, method in vars(AsyncShardedLeaderboard).items():
+        sync = getattr(ShardedLeaderboard, name, None)
+        if callable(method) and sync is not None and method.__doc__ is None:
+            method.__doc__ = sync.__doc__
+
+
+_copy_docs()

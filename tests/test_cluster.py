@@ -1,0 +1,445 @@
+"""Redis Cluster: slots, URLs, routing, redirects, replicas and every method of a board on a
+real local cluster (3 primaries, 3 replicas), checked against the same calls on a single node.
+
+The fault tests (failover, resharding under load) are in test_cluster_faults.py; sharded boards
+in test_cluster_sharded.py.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import threading
+import time
+import uuid
+from typing import Any
+
+import pytest
+
+import redis_leaderboard
+from redis_leaderboard import ClusterClient, RedisLeaderboard, _core
+from redis_leaderboard import asyncio as rl_asyncio
+from redis_leaderboard._redis_server import RedisCluster
+from redis_leaderboard.cluster import cluster_url_options
+
+
+@pytest.fixture
+def cluster_client(redis_cluster: RedisCluster):  # -> ClusterClient
+    client = ClusterClient(redis_cluster.startup_nodes, socket_timeout=5)
+    yield client
+    client.close()
+
+
+# ---- Slots and hash tags ---------------------------------------------------------------------
+
+
+def test_key_slot_matches_the_server(redis_cluster: RedisCluster) -> None:
+    rng = random.Random(18)
+    alphabet = "ab{}:x\u00e9"
+    keys = ["", "foo", "{user1000}.following", "{}x", "{}{a}", "a{b}c{d}", "{", "}{a}", "x{"]
+    keys += ["".join(rng.choice(alphabet) for _ in range(rng.randint(1, 8))) for _ in range(300)]
+    node = redis_cluster.nodes[0]
+    for key in keys:
+        assert _core.key_slot(key) == redis_cluster.node_command(node, "CLUSTER", "KEYSLOT", key)
+
+
+@pytest.mark.parametrize(
+    ("key", "tagged"),
+    [("{lb}:weekly", True), ("weekly:{lb}", True), ("lb", False), ("{}lb", False),
+     ("{}{lb}", False), ("{lb", False), ("l}b{", False), ("{{}}", True)],
+)  # fmt: skip
+def test_has_hash_tag(key: str, tagged: bool) -> None:
+    assert _core.has_hash_tag(key) is tagged
+    if tagged:  # every key a board builds from it is in its slot
+        for suffix in (":user:alice", ":user:{x}", ":options", ":first:keys"):
+            assert _core.key_slot(key + suffix) == _core.key_slot(key)
+
+
+# ---- URLs and options ------------------------------------------------------------------------
+
+
+def test_cluster_url_options() -> None:
+    options = cluster_url_options(
+        "rediss://u:p%40ss@h1:7000,h2,[::1]:7002?cluster=true&read_from_replicas=yes"
+        "&socket_timeout=2.5"
+    )
+    assert {k: v for k, v in options.items() if not k.startswith("ssl_")} == {
+        "username": "u",
+        "password": "p@ss",
+        "socket_timeout": 2.5,
+        "ssl": True,
+        "startup_nodes": [("h1", 7000), ("h2", 6379), ("::1", 7002)],
+        "read_from_replicas": True,
+    }
+    assert cluster_url_options("redis://h:1?cluster=true", password="x")["password"] == "x"
+    for bad in (
+        "redis://h:1?cluster=false",
+        "redis://h:1/3?cluster=true",
+        "unix:///tmp/s?cluster=true",
+        "redis://h:1?cluster=true&nope=1",
+        "redis://,h:1?cluster=true",
+    ):
+        with pytest.raises(ValueError):
+            cluster_url_options(bad)
+
+
+def test_from_url_and_ping(redis_cluster: RedisCluster) -> None:
+    with ClusterClient.from_url(redis_cluster.url) as client:
+        assert client.ping() is True
+        shards = client.shards()
+        assert len(shards) == 3
+        slots = sorted(r for shard in shards for r in shard["slots"])
+        assert slots[0][0] == 0 and slots[-1][1] == 16383
+        assert sum(last - first + 1 for first, last in slots) == 16384
+
+
+def test_bad_options_raise_before_connecting() -> None:
+    with pytest.raises(ValueError, match="startup_nodes"):
+        ClusterClient([])
+    with pytest.raises(ValueError, match="port"):
+        ClusterClient([("localhost", 0)])
+    with pytest.raises(ValueError, match="timeouts"):
+        ClusterClient([("localhost", 1)], socket_timeout=-1)
+
+
+def test_unreachable_cluster_raises_connection_error() -> None:
+    from redis_leaderboard._redis_server import free_port
+
+    client = ClusterClient([("127.0.0.1", free_port())], socket_timeout=0.5)
+    started = time.monotonic()
+    with pytest.raises(redis_leaderboard.TimeoutError, match=r"Connection refused|connecting"):
+        client.ping()
+    assert time.monotonic() - started < 2
+
+
+# ---- Boards: the hash tag rule ---------------------------------------------------------------
+
+
+def test_board_key_without_hash_tag_is_refused(
+    cluster_client: ClusterClient, redis_cluster: RedisCluster
+) -> None:
+    for key in ("weekly", "{}weekly", "lb{weekly"):
+        with pytest.raises(ValueError, match=r"hash tag.*key='\{") as info:
+            RedisLeaderboard(cluster_client, key=key)
+        assert repr(key) in str(info.value)
+        with pytest.raises(ValueError, match="hash tag"):
+            rl_asyncio.RedisLeaderboard(
+                rl_asyncio.ClusterClient(redis_cluster.startup_nodes), key=key
+            )
+    for node in redis_cluster.nodes:  # nothing was written anywhere
+        assert redis_cluster.node_command(node, "KEYS", "*weekly*") == []
+
+
+def test_board_refuses_the_other_kind_of_cluster_client(
+    cluster_client: ClusterClient, redis_cluster: RedisCluster
+) -> None:
+    with pytest.raises(TypeError, match="ClusterClient"):
+        rl_asyncio.RedisLeaderboard(cluster_client, key="{lb}")
+    with pytest.raises(TypeError):
+        RedisLeaderboard(rl_asyncio.ClusterClient(redis_cluster.startup_nodes), key="{lb}")
+    with pytest.raises(TypeError, match="either"):
+        RedisLeaderboard(cluster_client, key="{lb}", url="redis://localhost")
+
+
+# ---- Every method, against the same calls on a single node -----------------------------------
+
+# (name, arguments) of a seeded sequence covering every method of the guide, submit and the
+# queries; both boards get the same calls, and every result must be the same.
+Call = tuple[str, tuple[Any, ...], dict[str, Any]]
+
+
+def random_calls(seed: int, count: int = 160) -> list[Call]:
+    rng = random.Random(seed)
+    users = [f"user{i}" for i in range(14)] + ["{odd}", "ü"]
+    calls: list[Call] = []
+    for _ in range(count):
+        user = rng.choice(users)
+        kind = rng.randrange(20)
+        meta = {"level": rng.randint(1, 9)} if rng.random() < 0.5 else None
+        if kind < 4:
+            calls.append(("upsert_user", (user, rng.randint(-5, 30), meta), {}))
+        elif kind < 6:
+            calls.append(("increment_score", (user, rng.choice([1, 2.5, -3])), {}))
+        elif kind < 8:
+            mode = rng.choice(["set", "best", "incr"])
+            calls.append(("submit", (user, rng.randint(0, 30), meta), {"mode": mode}))
+        elif kind == 8:
+            calls.append(("get_top", (rng.randint(1, 12),), {}))
+        elif kind == 9:
+            calls.append(("get_around_rank", (rng.randint(1, 12), rng.randint(1, 6)), {}))
+        elif kind == 10:
+            calls.append(("get_rank", (user,), {}))
+        elif kind == 11:
+            calls.append(("get_user_metadata", (user,), {}))
+        elif kind == 12:
+            calls.append(("get_user_entry", (user,), {}))
+        elif kind == 13:
+            calls.append(("list_all", (), {}))
+        elif kind == 14:
+            calls.append(("get_size", (), {}))
+        elif kind == 15:
+            calls.append(("delete_user", (user,), {}))
+        elif kind == 16:
+            calls.append(("get_around_user", (user, rng.randint(1, 6)), {}))
+        elif kind == 17:
+            calls.append(("get_page", (rng.randint(1, 4), rng.randint(1, 5)), {}))
+        elif kind == 18:
+            calls.append(("set_max_entries", (rng.randint(6, 14),), {}))
+        else:
+            calls.append(("get_entries", (rng.sample(users, 4),), {}))
+    calls.append(("upsert_many", ([(u, i) for i, u in enumerate(users)],), {}))
+    calls += [
+        ("list_all", (), {}),
+        ("rank_for_score", (7,), {}),
+        ("get_percentile", ("user1",), {}),
+    ]
+    calls += [("get_histogram", (3,), {}), ("count_by_score", (0, 10), {}), ("clear", (), {})]
+    calls.append(("get_size", (), {}))
+    return calls
+
+
+def outcome(board: Any, name: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    try:
+        return ("ok", getattr(board, name)(*args, **kwargs))
+    except Exception as exc:  # the same error on both
+        return ("error", type(exc).__name__)
+
+
+@pytest.mark.parametrize(
+    "options", [{}, {"ties": "competition"}, {"order": "asc", "ties": "dense"}, {"ties": "first"}]
+)
+def test_every_method_matches_a_single_node(
+    cluster_client: ClusterClient,
+    client: redis_leaderboard.Client,
+    board_key: str,
+    cluster_key: str,
+    options: dict[str, Any],
+) -> None:
+    single = RedisLeaderboard(client, key=board_key, max_entries=12, **options)
+    on_cluster = RedisLeaderboard(cluster_client, key=cluster_key, max_entries=12, **options)
+    for name, args, kwargs in random_calls(len(options) * 7 + 1):
+        expected = outcome(single, name, args, kwargs)
+        got = outcome(on_cluster, name, args, kwargs)
+        assert got == expected, (name, args, kwargs)
+
+
+@pytest.mark.parametrize("options", [{}, {"ties": "competition"}])
+def test_every_method_matches_a_single_node_asyncio(
+    redis_cluster: RedisCluster,
+    client: redis_leaderboard.Client,
+    board_key: str,
+    cluster_key: str,
+    options: dict[str, Any],
+) -> None:
+    single = RedisLeaderboard(client, key=board_key, max_entries=12, **options)
+    calls = random_calls(100 + len(options))
+
+    async def main() -> list[Any]:
+        async with rl_asyncio.ClusterClient(redis_cluster.startup_nodes, socket_timeout=5) as c:
+            board = rl_asyncio.RedisLeaderboard(c, key=cluster_key, max_entries=12, **options)
+            results = []
+            for name, args, kwargs in calls:
+                try:
+                    results.append(("ok", await getattr(board, name)(*args, **kwargs)))
+                except Exception as exc:
+                    results.append(("error", type(exc).__name__))
+            return results
+
+    got = asyncio.run(main())
+    for (name, args, kwargs), result in zip(calls, got):
+        assert result == outcome(single, name, args, kwargs), name
+
+
+def test_asyncio_many_tasks_on_many_slots(redis_cluster: RedisCluster) -> None:
+    keys = [f"{{many{uuid.uuid4().hex[:8]}-{i}}}" for i in range(12)]
+
+    async def main() -> None:
+        async with rl_asyncio.ClusterClient(redis_cluster.startup_nodes, socket_timeout=5) as c:
+            boards = [rl_asyncio.RedisLeaderboard(c, key=k, max_entries=1000) for k in keys]
+            await asyncio.gather(
+                *(b.increment_score(f"u{i % 7}", 1) for b in boards for i in range(70))
+            )
+            sizes = await asyncio.gather(*(b.get_size() for b in boards))
+            assert sizes == [7] * len(keys)
+            tops = await asyncio.gather(*(b.get_top(1) for b in boards))
+            assert all(top[0]["score"] == 10 for top in tops)
+            stats = c.stats()
+            assert stats["calls"] == len(keys) * 72
+            # Requests made together share round trips: far fewer writes than calls.
+            assert stats["round_trips"] < stats["calls"]
+
+    asyncio.run(main())
+    owners = {_core.key_slot(k) for k in keys}
+    assert len(owners) == len(keys)
+
+
+def test_execute_command_is_routed_by_key(
+    cluster_client: ClusterClient, redis_cluster: RedisCluster
+) -> None:
+    for i in range(20):
+        assert cluster_client.execute_command("SET", f"plain{i}", str(i)) == "OK"
+    for i in range(20):
+        node = redis_cluster.owner(_core.key_slot(f"plain{i}"))
+        assert redis_cluster.node_command(node, "GET", f"plain{i}") == str(i)
+        assert cluster_client.execute_command("GET", f"plain{i}") == str(i).encode()
+
+
+# ---- Redirects -------------------------------------------------------------------------------
+
+
+def other_primary(cluster: RedisCluster, slot: int):  # -> RedisClusterNode
+    owner = cluster.owner(slot)
+    return next(node for node in cluster.primaries_running() if node is not owner)
+
+
+def test_moved_is_followed_and_the_map_updated(
+    cluster_client: ClusterClient, redis_cluster: RedisCluster, cluster_key: str
+) -> None:
+    board = RedisLeaderboard(cluster_client, key=cluster_key, max_entries=100)
+    for i in range(30):
+        board.upsert_user(f"u{i}", i, {"i": i})
+    slot = _core.key_slot(cluster_key)
+    before = cluster_client.node_for_key(cluster_key)
+    target = other_primary(redis_cluster, slot)
+    assert redis_cluster.migrate_slot(slot, target) == 31  # the board and 30 hashes
+    redirects = cluster_client.stats()["redirects"]
+    # The client's map still names the old owner: MOVED, followed.
+    assert board.get_user_entry("u29") == {
+        "rank": 1, "user_id": "u29", "score": 29.0, "metadata": {"i": "29"}
+    }  # fmt: skip
+    assert cluster_client.stats()["redirects"] == redirects + 1
+    assert cluster_client.node_for_key(cluster_key) == (target.host, target.port) != before
+    assert board.increment_score("u0", 5)["score"] == 5  # no redirect now
+    assert cluster_client.stats()["redirects"] == redirects + 1
+
+
+def test_ask_and_tryagain_during_a_migration(
+    cluster_client: ClusterClient, redis_cluster: RedisCluster, cluster_key: str
+) -> None:
+    board = RedisLeaderboard(cluster_client, key=cluster_key, max_entries=100)
+    for i in range(20):
+        board.upsert_user(f"u{i}", i, {"i": i})
+    slot = _core.key_slot(cluster_key)
+    source = redis_cluster.owner(slot)
+    target = other_primary(redis_cluster, slot)
+    source_id = redis_cluster.node_command(source, "CLUSTER", "MYID")
+    target_id = redis_cluster.node_command(target, "CLUSTER", "MYID")
+    redis_cluster.node_command(target, "CLUSTER", "SETSLOT", slot, "IMPORTING", source_id)
+    redis_cluster.node_command(source, "CLUSTER", "SETSLOT", slot, "MIGRATING", target_id)
+    # Half the metadata hashes have moved: a read touching them is retried; one that does not
+    # runs on the source; a write for a new user (its hash on neither) gets ASK, then TRYAGAIN
+    # from the target, until the migration ends.
+    keys = redis_cluster.node_command(source, "CLUSTER", "GETKEYSINSLOT", slot, 100)
+    half = [k for k in keys if b":user:u1" in k]
+    redis_cluster.node_command(
+        source, "MIGRATE", target.host, target.port, "", 0, 5000, "KEYS", *half
+    )
+
+    def finish() -> None:
+        time.sleep(0.4)
+        rest = redis_cluster.node_command(source, "CLUSTER", "GETKEYSINSLOT", slot, 100)
+        redis_cluster.node_command(
+            source, "MIGRATE", target.host, target.port, "", 0, 5000, "KEYS", *rest
+        )
+        for node in redis_cluster.primaries_running():
+            redis_cluster.node_command(node, "CLUSTER", "SETSLOT", slot, "NODE", target_id)
+
+    finisher = threading.Thread(target=finish)
+    finisher.start()
+    try:
+        started = time.monotonic()
+        assert board.get_rank("u5") == 15  # ZREVRANK on the source: no redirect
+        top = board.get_top(20)  # retried until every hash is on one node
+        assert [e["user_id"] for e in top] == [f"u{i}" for i in range(19, -1, -1)]
+        assert all(e["metadata"] == {"i": e["user_id"][1:]} for e in top)
+        written = board.upsert_user("newcomer", 100, {"new": 1})
+        assert written["rank"] == 1
+        assert time.monotonic() - started >= 0.3  # it waited for the migration
+    finally:
+        finisher.join()
+    assert cluster_client.stats()["retries"] > 0
+    assert board.get_size() == 21
+    assert redis_cluster.node_command(target, "ZCARD", cluster_key) == 21
+
+
+def test_a_request_waits_no_longer_than_socket_timeout(
+    redis_cluster: RedisCluster, cluster_key: str
+) -> None:
+    slot = _core.key_slot(cluster_key)
+    source = redis_cluster.owner(slot)
+    target = other_primary(redis_cluster, slot)
+    with ClusterClient(redis_cluster.startup_nodes, socket_timeout=0.5) as client:
+        board = RedisLeaderboard(client, key=cluster_key)
+        board.upsert_user("a", 1)
+        source_id = redis_cluster.node_command(source, "CLUSTER", "MYID")
+        target_id = redis_cluster.node_command(target, "CLUSTER", "MYID")
+        redis_cluster.node_command(target, "CLUSTER", "SETSLOT", slot, "IMPORTING", source_id)
+        redis_cluster.node_command(source, "CLUSTER", "SETSLOT", slot, "MIGRATING", target_id)
+        try:
+            started = time.monotonic()
+            with pytest.raises(redis_leaderboard.TimeoutError, match="TRYAGAIN"):
+                board.upsert_user("b", 2)  # its hash is on neither node: TRYAGAIN until the end
+            assert 0.3 < time.monotonic() - started <= 0.6  # the last pause would end past it
+        finally:
+            for node in (source, target):
+                redis_cluster.node_command(node, "CLUSTER", "SETSLOT", slot, "STABLE")
+        assert board.get_top(5) == [{"rank": 1, "user_id": "a", "score": 1.0, "metadata": {}}]
+
+
+# ---- Replicas and ACL ------------------------------------------------------------------------
+
+
+def command_calls(cluster: RedisCluster, node: Any, command: str) -> int:
+    stats = str(cluster.node_command(node, "INFO", "commandstats"))
+    for line in stats.splitlines():
+        if line.startswith(f"cmdstat_{command}:"):
+            return int(line.split("calls=")[1].split(",")[0])
+    return 0
+
+
+def test_read_from_replicas(redis_cluster: RedisCluster, cluster_key: str) -> None:
+    slot = _core.key_slot(cluster_key)
+    primary = redis_cluster.owner(slot)
+    wanted = f"master_port:{primary.port}"
+    replicas = [
+        n for n in redis_cluster.nodes
+        if n.running() and n is not primary
+        and wanted in str(redis_cluster.node_command(n, "INFO", "replication"))
+    ]  # fmt: skip
+    assert len(replicas) == 1
+    replica = replicas[0]
+    with ClusterClient(redis_cluster.startup_nodes, read_from_replicas=True, socket_timeout=5) as c:
+        board = RedisLeaderboard(c, key=cluster_key)
+        board.upsert_user("a", 3, {"x": 1})
+        deadline = time.monotonic() + 5
+        while board.get_size() != 1:  # read on the replica: until it has the write
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
+        reads_before = command_calls(redis_cluster, replica, "zcard")
+        evalsha_before = command_calls(redis_cluster, primary, "evalsha")
+        for _ in range(5):
+            assert board.get_size() == 1  # ZCARD: a read
+            assert board.get_top(1)[0]["metadata"] == {"x": "1"}  # a no-writes script
+        assert command_calls(redis_cluster, replica, "zcard") == reads_before + 5
+        assert command_calls(redis_cluster, primary, "evalsha") == evalsha_before
+        board.increment_score("a", 1)  # a write: the primary
+        assert command_calls(redis_cluster, primary, "evalsha") == evalsha_before + 1
+
+
+def test_acl_user_on_every_node(redis_cluster: RedisCluster, cluster_key: str) -> None:
+    user, password = f"lb{uuid.uuid4().hex[:6]}", "pw-" + uuid.uuid4().hex
+    rule = ["on", f">{password}", "~*", "&*", "+@all"]
+    for node in redis_cluster.nodes:
+        if node.running():
+            redis_cluster.node_command(node, "ACL", "SETUSER", user, *rule)
+    try:
+        with ClusterClient(redis_cluster.startup_nodes, username=user, password=password) as c:
+            board = RedisLeaderboard(c, key=cluster_key)
+            assert board.upsert_user("a", 1)["rank"] == 1
+        with ClusterClient(redis_cluster.startup_nodes, username=user, password="wrong") as c:
+            with pytest.raises(redis_leaderboard.AuthenticationError):
+                c.ping()
+    finally:
+        for node in redis_cluster.nodes:
+            if node.running():
+                redis_cluster.node_command(node, "ACL", "DELUSER", user)

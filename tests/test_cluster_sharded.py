@@ -1,0 +1,157 @@
+"""Sharded boards: a ShardedLeaderboard checked against one plain board fed the same seeded
+writes (same top-k, same ranks, same entries, windows and pages, deep ones by bisection too),
+for each tie rule and order, at 1, 3 and 16 shards; sync and asyncio."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import uuid
+from typing import Any
+
+import pytest
+
+from redis_leaderboard import ClusterClient, RedisLeaderboard, ShardedLeaderboard, sharded
+from redis_leaderboard import asyncio as rl_asyncio
+from redis_leaderboard._redis_server import RedisCluster
+
+
+@pytest.fixture
+def cluster_client(redis_cluster: RedisCluster):  # -> ClusterClient
+    client = ClusterClient(redis_cluster.startup_nodes, socket_timeout=5)
+    yield client
+    client.close()
+
+
+def writes(seed: int, count: int) -> list[tuple[str, tuple[Any, ...], dict[str, Any]]]:
+    rng = random.Random(seed)
+    users = [f"p{i}" for i in range(60)] + ["zé", "{x}", "a"]
+    out: list[tuple[str, tuple[Any, ...], dict[str, Any]]] = []
+    for _ in range(count):
+        user = rng.choice(users)
+        kind = rng.random()
+        score = rng.randint(0, 12)  # few distinct scores: many ties
+        meta = {"m": rng.randint(0, 3)} if rng.random() < 0.3 else None
+        if kind < 0.45:
+            out.append(("upsert_user", (user, score, meta), {}))
+        elif kind < 0.7:
+            out.append(("increment_score", (user, rng.choice([1, 2, -1])), {}))
+        elif kind < 0.93:
+            out.append(("submit", (user, score), {"mode": rng.choice(["set", "best", "incr"])}))
+        else:
+            out.append(("delete_user", (user,), {}))
+    return out
+
+
+def same_write(a: Any, b: Any) -> None:
+    if isinstance(a, bool):
+        assert a == b
+        return
+    assert a["score"] == b["score"] and a["metadata"] == b["metadata"]
+    assert a["user_id"] == b["user_id"]
+
+
+def compare(plain: RedisLeaderboard, board: ShardedLeaderboard, rng: random.Random) -> None:
+    size = plain.get_size()
+    assert board.get_size() == size
+    for k in (1, 5, size + 3):
+        assert board.get_top(k) == plain.get_top(k)
+    users = [e["user_id"] for e in plain.list_all()] + ["absent"]
+    for user in users:
+        assert board.get_rank(user) == plain.get_rank(user), user
+        assert board.get_user_entry(user) == plain.get_user_entry(user), user
+    for user in rng.sample(users, 6):
+        count = rng.randint(1, 9)
+        assert board.get_around_user(user, count) == plain.get_around_user(user, count), user
+    for _ in range(4):
+        rank, count = rng.randint(1, size + 2), rng.randint(1, 9)
+        assert board.get_around_rank(rank, count) == plain.get_around_rank(rank, count)
+        page, page_size = rng.randint(1, 6), rng.randint(1, 12)
+        assert board.get_page(page, page_size) == plain.get_page(page, page_size)
+
+
+@pytest.mark.parametrize(
+    ("shards", "options"),
+    [(1, {}), (3, {}), (16, {}), (3, {"ties": "competition"}), (16, {"ties": "competition"}),
+     (3, {"ties": "dense"}), (16, {"order": "asc"}), (3, {"order": "asc", "ties": "competition"})],
+)  # fmt: skip
+def test_sharded_matches_one_board(
+    cluster_client: ClusterClient,
+    shards: int,
+    options: dict[str, Any],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    tag = uuid.uuid4().hex[:10]
+    plain = RedisLeaderboard(cluster_client, key=f"{{plain{tag}}}", max_entries=10_000, **options)
+    board = ShardedLeaderboard(cluster_client, key=f"sh{tag}", shards=shards, **options)
+    rng = random.Random(shards * 100 + len(options))
+    for step, (name, args, kwargs) in enumerate(writes(rng.randint(0, 10**6), 160)):
+        same_write(getattr(board, name)(*args, **kwargs), getattr(plain, name)(*args, **kwargs))
+        if step % 80 == 79:
+            compare(plain, board, rng)
+    # Deep windows: the bisection on scores, whatever the window's depth.
+    monkeypatch.setattr(sharded, "SHALLOW", 3)
+    compare(plain, board, rng)
+    board.clear()
+    assert board.get_size() == 0
+
+
+def test_sharded_board_asyncio(redis_cluster: RedisCluster, cluster_client: ClusterClient) -> None:
+    tag = uuid.uuid4().hex[:10]
+    plain = RedisLeaderboard(cluster_client, key=f"{{plain{tag}}}", max_entries=10_000)
+    calls = writes(7, 200)
+
+    async def main() -> list[Any]:
+        async with rl_asyncio.ClusterClient(redis_cluster.startup_nodes, socket_timeout=5) as c:
+            board = rl_asyncio.ShardedLeaderboard(c, key=f"sh{tag}", shards=5)
+            for name, args, kwargs in calls:
+                await getattr(board, name)(*args, **kwargs)
+            users = [f"p{i}" for i in range(60)]
+            return [
+                await board.get_size(),
+                await board.get_top(10),
+                [await board.get_rank(u) for u in users],
+                await board.get_user_entry("p3"),
+                await board.get_around_user("p3", 5),
+                await board.get_page(2, 7),
+                await board.get_around_rank(9, 4),
+            ]
+
+    got = asyncio.run(main())
+    for name, args, kwargs in calls:
+        getattr(plain, name)(*args, **kwargs)
+    users = [f"p{i}" for i in range(60)]
+    assert got == [
+        plain.get_size(),
+        plain.get_top(10),
+        [plain.get_rank(u) for u in users],
+        plain.get_user_entry("p3"),
+        plain.get_around_user("p3", 5),
+        plain.get_page(2, 7),
+        plain.get_around_rank(9, 4),
+    ]
+
+
+def test_sharded_board_arguments(cluster_client: ClusterClient) -> None:
+    with pytest.raises(ValueError, match="first"):
+        ShardedLeaderboard(cluster_client, key="lb", ties="first")
+    for key in ("{lb}", "", "a}"):
+        with pytest.raises(ValueError, match="key"):
+            ShardedLeaderboard(cluster_client, key=key)
+    with pytest.raises(ValueError, match="shards"):
+        ShardedLeaderboard(cluster_client, key="lb", shards=0)
+    with pytest.raises(TypeError, match="shards"):
+        ShardedLeaderboard(cluster_client, key="lb", shards=2.0)  # type: ignore[arg-type]
+    board = ShardedLeaderboard(cluster_client, key=f"args{uuid.uuid4().hex[:6]}", shards=4)
+    with pytest.raises(TypeError, match="user_id"):
+        board.upsert_user(5, 1)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="count"):
+        board.get_top(0)
+    with pytest.raises(ValueError, match="page_size"):
+        board.get_page(1, 1001)
+    assert board.get_size() == 0  # nothing was written
+    # Users are spread by crc32: stable, and each write touches one shard only.
+    assert sharded.shard_of("alice", 16) == sharded.shard_of("alice", 16) == 663665735 % 16
+    result = board.upsert_user("alice", 5)
+    assert result["shard"] == sharded.shard_of("alice", 4) and result["shard_rank"] == 1
+    assert board.shard_key("alice") == f"{{{board.key}:{result['shard']}}}"
