@@ -1,4 +1,6 @@
-// The asyncio client's core: Python futures for operations run on a MultiplexedClient.
+// The asyncio client's core: Python futures for operations run on a LoopClient, and the few
+// calls that let the event loop drive it: watch the sockets it names, arm its one timer, flush
+// once per turn.
 #pragma once
 
 #include <pybind11/pybind11.h>
@@ -8,50 +10,122 @@
 #include <cstdint>
 #include <deque>
 #include <memory>
+#include <optional>
 #include <unordered_map>
 
 #include "bindings/conversions.hpp"
 #include "errors.hpp"
 #include "transport/fork.hpp"
-#include "transport/multiplexed_client.hpp"
+#include "transport/loop_client.hpp"
 
 namespace rlb::bindings {
 
-inline bool is_done(const py::object& future) { return future.attr(names->done)().cast<bool>(); }
+// obj.name() and obj.name(arg) without a bound method or an argument tuple.
+inline py::object call_method(py::handle self, py::handle name) {
+  PyObject* out = PyObject_CallMethodNoArgs(self.ptr(), name.ptr());
+  if (!out) throw py::error_already_set();
+  return py::reinterpret_steal<py::object>(out);
+}
+inline py::object call_method(py::handle self, py::handle name, py::handle arg) {
+  PyObject* out = PyObject_CallMethodOneArg(self.ptr(), name.ptr(), arg.ptr());
+  if (!out) throw py::error_already_set();
+  return py::reinterpret_steal<py::object>(out);
+}
+inline bool is_done(py::handle future) { return call_method(future, names->done).ptr() == Py_True; }
 
-// Futures for operations run on a MultiplexedClient. Everything here runs on the event loop's
-// thread with the GIL held; the I/O thread only sees operations and ids, and runs every page of
-// an operation itself, so a future is settled once, from its operation's final result.
+// Futures for operations run on a LoopClient. Everything here runs on the event loop's thread
+// with the GIL held, and so does the transport: the loop calls in when the socket is readable
+// or writable, when the timer fires and at the end of a turn in which calls were made. The
+// transport runs every page of an operation itself, so a future is settled once, from its
+// operation's final result.
 class AsyncCore {
  public:
   AsyncCore(connection::ClientOptions options, std::size_t max_in_flight, std::size_t max_pending)
-      : client_(transport::MultiplexedClient::create(std::move(options), max_in_flight)),
+      : client_(transport::LoopClient::create(std::move(options), max_in_flight)),
         max_pending_(max_pending == 0 ? 1 : max_pending),
-        outbox_(std::make_shared<Outbox>(Outbox{client_, {}})),
-        flush_(py::cpp_function([outbox = std::weak_ptr<Outbox>(outbox_)] {
-          if (auto alive = outbox.lock()) alive->flush();
-        })),
-        paged_(std::make_shared<PagedCalls>(PagedCalls{client_, {}})),
-        on_paged_done_(
-            py::cpp_function([paged = std::weak_ptr<PagedCalls>(paged_)](py::handle future) {
-              if (auto alive = paged.lock()) alive->done(future);
-            })) {}
+        self_(std::make_shared<AsyncCore*>(this)) {
+    // The loop holds these callbacks; they hold no reference to this object.
+    std::weak_ptr<AsyncCore*> self = self_;
+    auto hook = [self](void (AsyncCore::*method)()) {
+      return py::cpp_function([self, method] {
+        if (auto alive = self.lock(); alive && *alive) ((*alive)->*method)();
+      });
+    };
+    on_flush_ = hook(&AsyncCore::on_flush);
+    on_readable_ = hook(&AsyncCore::on_readable);
+    on_writable_ = hook(&AsyncCore::on_writable);
+    on_notify_ = hook(&AsyncCore::on_notify);
+    on_timer_ = hook(&AsyncCore::on_timer);
+    on_paged_done_ = py::cpp_function([self](py::handle future) {
+      if (auto alive = self.lock(); alive && *alive) (*alive)->paged_done(future);
+    });
+  }
+  ~AsyncCore() {
+    *self_ = nullptr;
+    if (forked()) return;
+    try {
+      unwatch();  // the loop must not watch a closed socket
+    } catch (py::error_already_set& e) {
+      e.discard_as_unraisable(__func__);
+    } catch (...) {
+    }
+  }
+  AsyncCore(const AsyncCore&) = delete;
+  AsyncCore& operator=(const AsyncCore&) = delete;
+
+  // The event loop to run on: the first one, or a new one once the previous one is closed.
+  void bind(py::handle loop) {
+    check_owner();
+    if (client_->closed()) throw ConnectionError("the client is closed");
+    if (loop_ && !loop_.is(loop) && !loop_closed()) {
+      PyErr_SetString(PyExc_RuntimeError,
+                      "this redis_leaderboard.asyncio.Client is bound to the event loop it was "
+                      "first used on; create one client per event loop");
+      throw py::error_already_set();
+    }
+    reset_watch();
+    loop_ = py::reinterpret_borrow<py::object>(loop);
+    call_soon_ = loop_.attr("call_soon");
+    call_later_ = loop_.attr("call_later");
+    add_reader_ = loop_.attr("add_reader");
+    remove_reader_ = loop_.attr("remove_reader");
+    add_writer_ = loop_.attr("add_writer");
+    remove_writer_ = loop_.attr("remove_writer");
+    // asyncio's own loops make a plain asyncio.Future: made here without the Python frame of
+    // loop.create_future(). Other loops (uvloop, ...) make their own.
+    auto asyncio = py::module_::import("asyncio");
+    auto base = asyncio.attr("BaseEventLoop").attr("create_future");
+    auto own = py::type::handle_of(loop).attr("create_future");
+    future_type_ = own.is(base) ? py::object(asyncio.attr("Future")) : py::object();
+    create_future_ = loop_.attr(names->create_future);
+    future_kwargs_ = py::dict(py::arg("loop") = loop_);
+    add_reader_(client_->notify_fd(), on_notify_);
+    notify_watched_ = true;
+    if (client_->has_completions() || !pending_.empty()) schedule_flush();
+    sync_watch();
+  }
+
+  // Runs `operation` on the running event loop; the returned future gets its result.
+  py::object run(py::object operation) {
+    static PyObject* get_running_loop =
+        py::object(py::module_::import("asyncio").attr("get_running_loop")).release().ptr();
+    PyObject* loop = PyObject_CallNoArgs(get_running_loop);
+    if (!loop) throw py::error_already_set();
+    return submit(std::move(operation), py::reinterpret_steal<py::object>(loop));
+  }
 
   // Runs `operation` (a Python Operation); the returned future gets its result.
   py::object submit(py::object operation, py::handle loop) {
     check_owner();
     if (client_->closed()) throw ConnectionError("the client is closed");
-    if (!loop.is(loop_)) {
-      loop_ = py::reinterpret_borrow<py::object>(loop);
-      call_soon_ = loop_.attr("call_soon");
-    }
+    if (!loop.is(loop_)) bind(loop);
     auto taken = operation_arg(operation).take();
-    py::object future = loop.attr(names->create_future)();
+    py::object future = new_future();
     const std::uint64_t id = next_id_++;
     if (taken->paged()) {
-      // Pages run on the I/O thread: a cancelled call must stop them there.
-      paged_->ids.emplace(future.ptr(), id);
-      future.attr("add_done_callback")(on_paged_done_);
+      // Pages run in the transport: a cancelled call must stop them there.
+      paged_ids_.emplace(future.ptr(), id);
+      call_method(future, async_names().add_done_callback, on_paged_done_);
     }
     const auto now = transport::Clock::now();
     pending_.emplace(id, Pending{future, nullptr});
@@ -74,49 +148,207 @@ class AsyncCore {
                            py::handle loop) {
     check_owner();
     if (client_->closed()) throw ConnectionError("the client is closed");
-    if (!loop.is(loop_)) {
-      loop_ = py::reinterpret_borrow<py::object>(loop);
-      call_soon_ = loop_.attr("call_soon");
-    }
+    if (!loop.is(loop_)) bind(loop);
     auto stream = std::make_shared<Stream>();
     stream->iterator = py::iter(operations);
     stream->on_result = std::move(on_result);
     stream->window = std::max<std::size_t>(window, 1);
-    stream->future = loop.attr(names->create_future)();
+    stream->future = new_future();
     refill(stream);
     return stream->future;
   }
 
-  // Called by the event loop when notify_fd() is readable: settles every finished request.
-  void drain() {
-    // A forked child shares the parent's eventfd: reading it would swallow the parent's wake-ups.
+  // Fails every unsettled call with ConnectionError and closes the connection.
+  void close() {
     if (forked()) return;
-    for (auto& completion : client_->take_completions()) {
-      --in_transport_;
-      auto it = pending_.find(completion.id);
-      if (it == pending_.end()) continue;
-      if (it->second.stream) {
-        auto stream = std::move(it->second.stream);
-        pending_.erase(it);
-        on_stream_result(stream, completion);
-        continue;
-      }
-      py::object future = std::move(it->second.future);
-      pending_.erase(it);
-      if (is_done(future)) continue;  // cancelled: the result is dropped
-      // Whatever fails here (a reply that is not UTF-8) fails this future only: the loop's
-      // reader callback must settle every other one.
-      try {
-        if (completion.error) {
-          future.attr(names->set_exception)(exception_object(completion.error));
-        } else {
-          future.attr(names->set_result)(to_python(completion.result));
+    unwatch();
+    client_->close();  // completes every request it holds
+    client_->close_retired();
+    settle();
+    auto error = std::make_exception_ptr(ConnectionError("the client is closed"));
+    while (!pending_.empty()) settle_error(pending_.begin(), error);
+    deferred_.clear();
+  }
+
+  std::size_t pending() const { return pending_.size(); }
+  bool closed() const { return client_->closed(); }
+  connection::Stats stats() const { return client_->stats(); }
+  std::uint64_t calls() const { return calls_; }
+  const connection::ClientOptions& options() const { return client_->options(); }
+
+ private:
+  struct AsyncNames {
+    py::str add_done_callback{"add_done_callback"}, cancelled{"cancelled"}, cancel{"cancel"},
+        is_closed{"is_closed"};
+  };
+  static const AsyncNames& async_names() {
+    static const AsyncNames* made = new AsyncNames();  // never freed: outlives every client
+    return *made;
+  }
+
+  // One upsert_many: its iterator of operations and the ids in flight, oldest first.
+  struct Stream {
+    py::object iterator, on_result, future;
+    std::size_t window = 1;
+    std::deque<std::uint64_t> in_flight;
+    bool exhausted = false;
+    py::object error;  // the first failure, raised once the ones in flight are done
+  };
+  struct Pending {
+    py::object future;               // a call's future, or
+    std::shared_ptr<Stream> stream;  // the upsert_many this request belongs to
+  };
+  using Iterator = std::unordered_map<std::uint64_t, Pending>::iterator;
+  struct Deferred {
+    std::uint64_t id;
+    std::unique_ptr<leaderboard::Operation> operation;
+    transport::Clock::time_point started;  // when the call was made
+  };
+
+  py::object new_future() {
+    if (future_type_) {
+      PyObject* out = PyObject_Call(future_type_.ptr(), empty_args().ptr(), future_kwargs_.ptr());
+      if (!out) throw py::error_already_set();
+      return py::reinterpret_steal<py::object>(out);
+    }
+    return create_future_();
+  }
+  static const py::tuple& empty_args() {
+    static const py::tuple* made = new py::tuple();
+    return *made;
+  }
+
+  void send(std::uint64_t id, std::unique_ptr<leaderboard::Operation> operation,
+            transport::Clock::time_point started) {
+    // Written at once if the connection was idle; else at the end of this turn of the loop,
+    // with every other call made in it.
+    const bool written = client_->submit(id, std::move(operation), started);
+    ++in_transport_;
+    if (!written || client_->has_completions()) {
+      schedule_flush();
+    } else {
+      sync_watch();
+    }
+  }
+
+  void schedule_flush() {
+    if (flush_scheduled_ || !loop_) return;
+    flush_scheduled_ = true;
+    call_soon_(on_flush_);
+  }
+
+  // ---- What the loop calls
+  void on_flush() {
+    flush_scheduled_ = false;
+    if (forked()) return;
+    client_->flush();
+    after();
+  }
+  void on_readable() {
+    if (forked()) return;
+    client_->on_readable();
+    after();
+  }
+  void on_writable() {
+    if (forked()) return;
+    client_->on_writable();
+    after();
+  }
+  void on_notify() {
+    if (forked()) return;
+    client_->on_notify();
+    after();
+  }
+  void on_timer() {
+    timer_ = py::object();
+    timer_at_.reset();
+    if (forked()) return;
+    client_->on_timer();
+    after();
+  }
+  void after() {
+    settle();
+    sync_watch();
+  }
+
+  // The loop watches what the transport wants watched, and no closed socket.
+  void sync_watch() {
+    if (!loop_ || client_->closed()) return;
+    const int readable = client_->readable_fd();
+    if (readable != reader_fd_) {
+      if (reader_fd_ >= 0) remove_reader_(reader_fd_);
+      reader_fd_ = -1;
+      if (readable >= 0) add_reader_(readable, on_readable_);
+      reader_fd_ = readable;
+    }
+    const int writable = client_->writable_fd();
+    if (writable != writer_fd_) {
+      if (writer_fd_ >= 0) remove_writer_(writer_fd_);
+      writer_fd_ = -1;
+      if (writable >= 0) add_writer_(writable, on_writable_);
+      writer_fd_ = writable;
+    }
+    client_->close_retired();  // none of them is watched now
+    const auto wakeup = client_->wakeup_at();
+    if (wakeup && (!timer_at_ || *wakeup < *timer_at_)) {
+      if (timer_) call_method(timer_, async_names().cancel);
+      const std::chrono::duration<double> delay = *wakeup - transport::Clock::now();
+      timer_ = call_later_(std::max(0.0, delay.count()), on_timer_);
+      timer_at_ = wakeup;
+    }
+  }
+
+  bool loop_closed() const { return call_method(loop_, async_names().is_closed).ptr() == Py_True; }
+
+  // Stops watching (if the loop is still open) and closes what the transport gave up.
+  void unwatch() {
+    if (loop_ && !loop_closed()) {
+      if (reader_fd_ >= 0) remove_reader_(reader_fd_);
+      if (writer_fd_ >= 0) remove_writer_(writer_fd_);
+      if (notify_watched_) remove_reader_(client_->notify_fd());
+      if (timer_) call_method(timer_, async_names().cancel);
+    }
+    reset_watch();
+    client_->close_retired();
+  }
+  void reset_watch() {
+    reader_fd_ = writer_fd_ = -1;
+    notify_watched_ = false;
+    timer_ = py::object();
+    timer_at_.reset();
+    flush_scheduled_ = false;
+  }
+
+  // Settles every finished request, then lets deferred calls in.
+  void settle() {
+    if (client_->has_completions()) {
+      for (auto& completion : client_->take_completions()) {
+        --in_transport_;
+        auto it = pending_.find(completion.id);
+        if (it == pending_.end()) continue;
+        if (it->second.stream) {
+          auto stream = std::move(it->second.stream);
+          pending_.erase(it);
+          on_stream_result(stream, completion);
+          continue;
         }
-      } catch (py::error_already_set& e) {
-        if (!is_done(future)) future.attr(names->set_exception)(e.value());
+        py::object future = std::move(it->second.future);
+        pending_.erase(it);
+        if (is_done(future)) continue;  // cancelled: the result is dropped
+        // Whatever fails here (a reply that is not UTF-8) fails this future only: every other
+        // one must be settled.
+        try {
+          if (completion.error) {
+            call_method(future, names->set_exception, exception_object(completion.error));
+          } else {
+            call_method(future, names->set_result, to_python(completion.result));
+          }
+        } catch (py::error_already_set& e) {
+          if (!is_done(future)) call_method(future, names->set_exception, e.value());
+        }
       }
     }
-    while (!deferred_.empty() && in_transport_ < max_pending_) {
+    while (!deferred_.empty() && in_transport_ < max_pending_ && !client_->closed()) {
       Deferred deferred = std::move(deferred_.front());
       deferred_.pop_front();
       auto it = pending_.find(deferred.id);
@@ -137,89 +369,18 @@ class AsyncCore {
     }
   }
 
-  // Stops the I/O thread; every unsettled future gets ConnectionError.
-  void close() {
-    if (forked()) return;
-    outbox_->items.clear();  // never sent: their futures fail below
-    {
-      py::gil_scoped_release release;
-      client_->close();
+  // A paged call (list_all, clear, set_max_entries) is done; if it was cancelled, its next
+  // pages are not sent.
+  void paged_done(py::handle future) {
+    auto it = paged_ids_.find(future.ptr());
+    if (it == paged_ids_.end()) return;
+    const std::uint64_t id = it->second;
+    paged_ids_.erase(it);
+    if (forked() || client_->closed()) return;
+    if (call_method(future, async_names().cancelled).ptr() == Py_True) {
+      client_->cancel(id);
+      after();
     }
-    drain();
-    auto error = std::make_exception_ptr(ConnectionError("the client is closed"));
-    while (!pending_.empty()) settle_error(pending_.begin(), error);
-    deferred_.clear();
-  }
-
-  int fileno() const {
-    check_owner();  // before the event loop watches the (shared) eventfd in a forked child
-    return client_->notify_fd();
-  }
-  std::size_t pending() const { return pending_.size(); }
-  bool closed() const { return client_->closed(); }
-  connection::Stats stats() const { return client_->stats(); }
-  std::uint64_t calls() const { return calls_; }
-  const connection::ClientOptions& options() const { return client_->options(); }
-
- private:
-  // One upsert_many: its iterator of operations and the ids in flight, oldest first.
-  struct Stream {
-    py::object iterator, on_result, future;
-    std::size_t window = 1;
-    std::deque<std::uint64_t> in_flight;
-    bool exhausted = false;
-    py::object error;  // the first failure, raised once the ones in flight are done
-  };
-  struct Pending {
-    py::object future;               // a call's future, or
-    std::shared_ptr<Stream> stream;  // the upsert_many this request belongs to
-  };
-  using Iterator = std::unordered_map<std::uint64_t, Pending>::iterator;
-  struct Deferred {
-    std::uint64_t id;
-    std::unique_ptr<leaderboard::Operation> operation;
-    transport::Clock::time_point started;  // when the call was made
-  };
-
-  // The futures of paged calls (list_all, clear, set_max_entries) and their ids: one callback,
-  // made once, tells the transport when such a call is cancelled.
-  struct PagedCalls {
-    std::weak_ptr<transport::MultiplexedClient> client;
-    std::unordered_map<PyObject*, std::uint64_t> ids;  // a future is alive until its callback
-
-    void done(py::handle future) {
-      auto it = ids.find(future.ptr());
-      if (it == ids.end()) return;
-      const std::uint64_t id = it->second;
-      ids.erase(it);
-      auto alive = client.lock();
-      if (alive && future.attr("cancelled")().cast<bool>()) alive->cancel(id);
-    }
-  };
-
-  // Requests made during one turn of the event loop go to the I/O thread together, at the end
-  // of the turn: one wake-up of the I/O thread per turn, not one per request.
-  struct Outbox {
-    std::shared_ptr<transport::MultiplexedClient> client;
-    std::vector<transport::MultiplexedClient::Outgoing> items;
-
-    void flush() {
-      if (items.empty()) return;
-      auto batch = std::move(items);
-      items.clear();
-      try {
-        client->submit(std::move(batch));
-      } catch (const RedisError&) {
-        // Closed or forked meanwhile: close() settles these futures, fileno() reports the fork.
-      }
-    }
-  };
-
-  void send(std::uint64_t id, std::unique_ptr<leaderboard::Operation> operation,
-            transport::Clock::time_point started) {
-    if (outbox_->items.empty()) call_soon_(flush_);
-    outbox_->items.push_back({id, std::move(operation), started});
-    ++in_transport_;
   }
 
   void settle_error(Iterator it, const std::exception_ptr& error) {
@@ -230,8 +391,9 @@ class AsyncCore {
       failed.error = error;
       return on_stream_result(pending.stream, failed);
     }
-    if (!is_done(pending.future))
-      pending.future.attr(names->set_exception)(exception_object(error));
+    if (!is_done(pending.future)) {
+      call_method(pending.future, names->set_exception, exception_object(error));
+    }
   }
 
   // Takes operations from the stream's iterator while there is room, none failed and the
@@ -247,6 +409,7 @@ class AsyncCore {
           break;
         }
         auto taken = operation_arg(item).take();
+        if (client_->closed()) throw ConnectionError("the client is closed");
         const std::uint64_t id = next_id_++;
         pending_.emplace(id, Pending{py::object(), stream});
         stream->in_flight.push_back(id);
@@ -260,9 +423,9 @@ class AsyncCore {
     }
     if (!stream->in_flight.empty() || is_done(stream->future)) return;
     if (stream->error) {
-      stream->future.attr(names->set_exception)(stream->error);
+      call_method(stream->future, names->set_exception, stream->error);
     } else {
-      stream->future.attr(names->set_result)(py::none());
+      call_method(stream->future, names->set_result, py::none());
     }
   }
 
@@ -292,19 +455,25 @@ class AsyncCore {
   }
 
   const transport::ForkGuard fork_guard_;
-  std::shared_ptr<transport::MultiplexedClient> client_;
+  std::shared_ptr<transport::LoopClient> client_;
   const std::size_t max_pending_;
+  std::shared_ptr<AsyncCore*> self_;  // the callbacks' way back here; null once destroyed
   std::unordered_map<std::uint64_t, Pending> pending_;
-  std::shared_ptr<Outbox> outbox_;
-  py::object flush_;  // calls outbox_->flush(); holds no reference to this object
-  std::shared_ptr<PagedCalls> paged_;
-  py::object on_paged_done_;  // calls paged_->done(future)
-  py::object loop_;           // the event loop of the last submit
-  py::object call_soon_;      // loop_.call_soon
+  std::unordered_map<PyObject*, std::uint64_t> paged_ids_;  // a future lives until its callback
   std::deque<Deferred> deferred_;
   std::size_t in_transport_ = 0;
   std::uint64_t next_id_ = 1;
   std::uint64_t calls_ = 0;
+
+  // The event loop and what is registered with it.
+  py::object loop_, call_soon_, call_later_, add_reader_, remove_reader_, add_writer_,
+      remove_writer_, create_future_, future_type_, future_kwargs_;
+  py::object on_flush_, on_readable_, on_writable_, on_notify_, on_timer_, on_paged_done_;
+  int reader_fd_ = -1, writer_fd_ = -1;
+  bool notify_watched_ = false;
+  bool flush_scheduled_ = false;
+  py::object timer_;  // the loop's TimerHandle for timer_at_
+  std::optional<transport::Clock::time_point> timer_at_;
 };
 
 }  // namespace rlb::bindings

@@ -542,12 +542,12 @@ PYBIND11_MODULE(_core, m) {
            "socket_connect_timeout"_a = py::none(), "client_name"_a = py::none(),
            "unix_socket_path"_a = py::none(), "max_in_flight"_a = 1024, "max_pending"_a = 10000,
            "max_reply_bytes"_a = py::none(), py::kw_only(), RLB_SECURITY_ARGUMENTS)
+      .def("run", &AsyncCore::run, "operation"_a)
       .def("submit", &AsyncCore::submit, "operation"_a, "loop"_a)
       .def("run_pipelined", &AsyncCore::run_pipelined, "operations"_a, "on_result"_a, "window"_a,
            "loop"_a)
-      .def("drain", &AsyncCore::drain)
+      .def("bind", &AsyncCore::bind, "loop"_a)
       .def("close", &AsyncCore::close)
-      .def("fileno", &AsyncCore::fileno)
       .def_property_readonly("pending", &AsyncCore::pending)
       .def_property_readonly("closed", &AsyncCore::closed)
       .def("stats",

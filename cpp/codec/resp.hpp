@@ -1,4 +1,5 @@
-// RESP2 encoding and decoding on hiredis's formatter and reader. No I/O here.
+// RESP2 encoding (written here, byte for byte what hiredis's formatter writes, without its sprintf
+// per argument) and decoding on hiredis's reader. No I/O here.
 #pragma once
 
 #include <cstddef>

@@ -255,6 +255,8 @@ class AsyncCore:
         sentinel_password: Optional[str] = None,
         sentinel_ssl: bool = False,
     ) -> None: ...
+    def run(self, operation: Operation) -> asyncio.Future[Any]:
+        """Run ``operation`` on the running event loop; returns its future."""
     def submit(self, operation: Operation, loop: asyncio.AbstractEventLoop) -> asyncio.Future[Any]:
         """Run ``operation``; returns an asyncio future created on ``loop``."""
     def run_pipelined(
@@ -266,10 +268,9 @@ class AsyncCore:
     ) -> Any:
         """Run one-round-trip operations in order, ``window`` in flight; ``on_result`` gets each
         result in order; the returned future gets None, or the first error."""
-    def drain(self) -> None:
-        """Settle every finished request (the event loop calls it when fileno() is readable)."""
+    def bind(self, loop: asyncio.AbstractEventLoop) -> None:
+        """Run on ``loop`` from now on: it watches the connection's socket."""
     def close(self) -> None: ...
-    def fileno(self) -> int: ...
     @property
     def pending(self) -> int: ...
     @property

@@ -2,7 +2,8 @@
 
 Same constructor, methods, results and errors; each method is a coroutine. Many coroutines share
 one connection: requests made while a write is in flight go out together in the next write
-(automatic pipelining), served by one C++ I/O thread that never takes the GIL.
+(automatic pipelining). The event loop drives the connection itself: it watches the socket,
+and C++ code reads, writes, encodes and decodes on the loop's thread, with no thread hand-off.
 """
 
 from __future__ import annotations
@@ -51,7 +52,8 @@ _open_clients: weakref.WeakSet[Client] = weakref.WeakSet()
 
 
 class Client:
-    """A multiplexed asyncio Redis client: one socket, one I/O thread, any number of tasks.
+    """A multiplexed asyncio Redis client: one socket driven by the event loop, any number of
+    tasks.
 
     Options as :class:`redis_leaderboard.Client`. ``max_in_flight`` caps the requests written
     and unanswered at once; ``max_pending`` caps those handed to the transport, beyond which
@@ -124,7 +126,6 @@ class Client:
             sentinel_password=sentinel_password,
             sentinel_ssl=sentinel_ssl,
         )
-        self._loop: Optional[asyncio.AbstractEventLoop] = None
         _open_clients.add(self)
 
     @classmethod
@@ -158,12 +159,11 @@ class Client:
             )
         )
 
-    def run(self, operation: _core.Operation) -> asyncio.Future[Any]:
-        """Submit a :class:`redis_leaderboard._core.Board` operation; await the result."""
-        loop = asyncio.get_running_loop()
-        if loop is not self._loop:
-            self._bind(loop)
-        return self._core.submit(operation, loop)
+    @property
+    def run(self) -> Callable[[_core.Operation], asyncio.Future[Any]]:
+        """``run(operation)``: submit a :class:`redis_leaderboard._core.Board` operation; await
+        the result. The C++ core's own method: a call costs no Python frame of ours."""
+        return self._core.run
 
     def run_pipelined(
         self,
@@ -174,24 +174,10 @@ class Client:
         """Run one-round-trip operations in order, up to ``window`` in flight, as the sync
         client's ``run_pipelined``; ``on_result`` gets each result in order. The future fails
         with the first error once the operations in flight are done."""
-        loop = asyncio.get_running_loop()
-        if loop is not self._loop:
-            self._bind(loop)
-        return self._core.run_pipelined(operations, on_result, window, loop)
-
-    def _bind(self, loop: asyncio.AbstractEventLoop) -> None:
-        if self._core.closed:
-            raise _core.ConnectionError("the client is closed")
-        if self._loop is not None and not self._loop.is_closed():
-            raise RuntimeError(
-                "this redis_leaderboard.asyncio.Client is bound to the event loop it was first "
-                "used on; create one client per event loop"
-            )
-        self._loop = loop
-        loop.add_reader(self._core.fileno(), self._core.drain)
+        return self._core.run_pipelined(operations, on_result, window, asyncio.get_running_loop())
 
     def dedicated(self) -> Client:
-        """A new client with this one's options (its own connection and I/O thread), for
+        """A new client with this one's options (its own connection), for
         calls that hold a connection, as reading events does (issue 17)."""
         return Client(_core_client=self._core.dedicated())
 
@@ -205,14 +191,10 @@ class Client:
         return self._core.stats()
 
     async def aclose(self) -> None:
-        """Stop the I/O thread; unfinished calls fail with ``ConnectionError``."""
+        """Close the connection; unfinished calls fail with ``ConnectionError``."""
         self.close()
 
     def close(self) -> None:
-        if self._core.closed:
-            return
-        if self._loop is not None and not self._loop.is_closed():
-            self._loop.remove_reader(self._core.fileno())
         self._core.close()
 
     async def __aenter__(self) -> Client:
@@ -227,7 +209,8 @@ class Client:
 
 @atexit.register
 def _close_open_clients() -> None:
-    # A client left open must not keep its I/O thread alive past the interpreter.
+    # A client left open must not keep a helper thread (host lookup, Sentinel) alive past the
+    # interpreter.
     for client in list(_open_clients):
         try:
             client._core.close()

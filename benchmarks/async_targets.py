@@ -1,0 +1,190 @@
+"""Issue 15's asyncio targets, measured side by side for one or more builds in one run.
+
+    python benchmarks/async_targets.py [--builds NAME=PYTHON,...] [--rounds 5] [--seconds 0.3]
+
+Each build is a Python interpreter with its own redis_leaderboard installed (for instance a
+venv with the main branch's build and one with this tree's). One private redis-server (board
+of 1,000 users as ``run.py``); every round runs each build in a fresh subprocess, back to back,
+the order reversed every other round, with ``run.py``'s timing loops, arguments and placement:
+
+- target 1: sync p50 (client and server pinned to one CPU, as ``run.py``'s latency phase) and
+  asyncio p50 at 1 task, both on one CPU (``1@one``) and on all CPUs (``1@all``: ``run.py``'s
+  placement for asyncio); the ratio asyncio p50 / sync p50 is the median of per-round ratios;
+- target 2: asyncio calls/s at 1,000 tasks (all CPUs) against ``redis-benchmark -c 1 -P 64``
+  sending the same request, the ratio again a median of per-round ratios.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import gc
+import json
+import os
+import statistics
+import subprocess
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+import run as R  # noqa: E402
+
+LATENCY = (
+    "upsert_user,increment_score,get_top(10),get_rank,get_user_entry,get_user_metadata,"
+    "get_size,set_max_entries"
+)
+CONCURRENT = "get_rank,get_size,get_user_metadata,upsert_user,increment_score"
+
+
+def pin(cpus: list[int]) -> None:
+    for tid in os.listdir("/proc/self/task"):
+        try:
+            os.sched_setaffinity(int(tid), cpus)
+        except OSError:
+            pass
+
+
+def worker(host: str, port: int, rnd: int, seconds: float, what: str) -> None:
+    """One build, one kind of measurement, one round: prints {method: {rate, p50}}."""
+    import redis_leaderboard
+    import redis_leaderboard.asyncio
+
+    methods = {m.name: m for m in R.METHODS}
+    cpus = sorted(os.sched_getaffinity(0))
+    loop = asyncio.new_event_loop()
+    sync_board = redis_leaderboard.RedisLeaderboard(
+        redis_leaderboard.Client(host=host, port=port), key="lb", max_entries=R.MAX_ENTRIES
+    )
+    client = redis_leaderboard.asyncio.Client(host=host, port=port)
+    async_board = redis_leaderboard.asyncio.RedisLeaderboard(
+        client, key="lb", max_entries=R.MAX_ENTRIES
+    )
+    kind, names = what.split(":")
+    out = {}
+    for name in names.split(","):
+        method, args = methods[name], R.Args(1000, rnd)
+        if kind == "sync":
+            pin(cpus[:1])
+            call = method.call(sync_board, args)
+            R.time_sync(call, R.WARMUP)
+            gc.collect()
+            latencies, timed = R.time_sync(call, seconds)
+        else:
+            tasks, placement = kind.split("@")
+            pin(cpus[:1] if placement == "one" else cpus)
+            call = method.call(async_board, args)
+            loop.run_until_complete(R.time_async(call, int(tasks), R.WARMUP))
+            gc.collect()
+            latencies, timed = loop.run_until_complete(R.time_async(call, int(tasks), seconds))
+        sample = R.summarize(latencies, timed, None)
+        out[name] = {"rate": sample.calls_per_s, "p50": sample.p50_us}
+    client.close()
+    loop.close()
+    print(json.dumps(out))
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--builds", default=f"this={sys.executable}", help="NAME=PYTHON,...")
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--seconds", type=float, default=0.3)
+    parser.add_argument("--latency", default=LATENCY, help="methods for target 1")
+    parser.add_argument("--concurrent", default=CONCURRENT, help="methods for target 2")
+    parser.add_argument("--kinds", default="sync,1@one,1@all,1000@all")
+    parser.add_argument("--worker", nargs=5, help=argparse.SUPPRESS)
+    opts = parser.parse_args()
+    if opts.worker:
+        host, port, rnd, seconds, what = opts.worker
+        worker(host, int(port), int(rnd), float(seconds), what)
+        return 0
+    builds = dict(b.split("=", 1) for b in opts.builds.split(","))
+    latency = [n for n in opts.latency.split(",") if n]
+    concurrent = [n for n in opts.concurrent.split(",") if n]
+    kinds = opts.kinds.split(",")
+    methods = {m.name: m for m in R.METHODS}
+    res: dict[tuple[str, str, str], list[dict[str, float]]] = {}
+    server = R.RedisServer()
+    try:
+        server.start()
+        host, port = server.host, server.port
+        cpus = sorted(os.sched_getaffinity(0))
+        import redis_leaderboard
+
+        loader = redis_leaderboard.Client(host=host, port=port)
+        board = redis_leaderboard.RedisLeaderboard(loader, key="lb", max_entries=R.MAX_ENTRIES)
+        board.upsert_many(R.board_entries(1000))
+        for name in set(latency) | set(concurrent):  # loads the scripts for redis-benchmark
+            loader.run(methods[name].floor(R._core.Board("lb", R.MAX_ENTRIES)))
+        R.remove(loader, "lb", [R.USER_SENTINEL])
+        bench = R.RedisBenchmark(host, port)
+        for rnd in range(opts.rounds):
+            for kind in kinds:
+                names = concurrent if kind.startswith("1000") else latency
+                os.sched_setaffinity(
+                    server.proc.pid, cpus[:1] if kind in ("sync", "1@one") else cpus
+                )
+                order = list(builds)
+                if kind.startswith("1000"):
+                    order.append("ceiling")
+                if rnd % 2:
+                    order.reverse()
+                for build in order:
+                    if build == "ceiling":
+                        for name in names:
+                            command = R.floor_commands(methods[name], "lb")
+                            writes = "upsert" in name or "increment" in name
+                            n = int(opts.seconds * (100_000 if writes else 500_000))
+                            run = bench.run(command[0], 0, n, R.PIPELINE, 1000)
+                            res.setdefault((kind, build, name), []).append(
+                                {"rate": run.rps, "p50": run.p50_us}
+                            )
+                        continue
+                    argv = [builds[build], __file__, "--worker", host, str(port), str(rnd)]
+                    argv += [str(opts.seconds), f"{kind}:{','.join(names)}"]
+                    done = subprocess.run(argv, capture_output=True, text=True)
+                    if done.returncode:
+                        print(done.stderr, file=sys.stderr)
+                        return 1
+                    for name, value in json.loads(done.stdout).items():
+                        res.setdefault((kind, build, name), []).append(value)
+            print(f"round {rnd + 1}/{opts.rounds}", file=sys.stderr, flush=True)
+    finally:
+        server.cleanup()
+
+    def med(key: tuple[str, str, str], field: str) -> float:
+        return statistics.median(x[field] for x in res[key])
+
+    def paired(a: tuple[str, str, str], b: tuple[str, str, str], field: str) -> float:
+        return statistics.median(x[field] / y[field] for x, y in zip(res[a], res[b]))
+
+    print(f"\n{opts.rounds} rounds of {opts.seconds} s; ratios are medians of per-round ratios\n")
+    one = [k for k in kinds if k.startswith("1@")]
+    if one and "sync" in kinds:
+        print("### Target 1: asyncio p50 at 1 task / sync p50 (µs)\n")
+        cols = [f"{b} sync" for b in builds] + [f"{b} {k}" for b in builds for k in one]
+        print("| method | " + " | ".join(cols) + " |")
+        print("| --- |" + " ---: |" * len(cols))
+        for name in latency:
+            row = [f"{med(('sync', b, name), 'p50'):.1f}" for b in builds]
+            for b in builds:
+                for k in one:
+                    ratio = paired((k, b, name), ("sync", b, name), "p50")
+                    row.append(f"{med((k, b, name), 'p50'):.1f} ({ratio:.2f}x)")
+            print(f"| {name} | " + " | ".join(row) + " |")
+    for k in (k for k in kinds if k.startswith("1000")):
+        print(f"\n### Target 2: asyncio calls/s at {k.split('@')[0]} tasks / -P 64 ceiling\n")
+        print("| method | ceiling | " + " | ".join(builds) + " |")
+        print("| --- | ---: |" + " ---: |" * len(builds))
+        for name in concurrent:
+            row = [f"{med((k, 'ceiling', name), 'rate'):,.0f}"]
+            for b in builds:
+                ratio = paired((k, b, name), (k, "ceiling", name), "rate")
+                row.append(f"{med((k, b, name), 'rate'):,.0f} ({ratio:.2f}x)")
+            print(f"| {name} | " + " | ".join(row) + " |")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
