@@ -160,7 +160,7 @@ def test_announced_huge_reply_is_refused_asyncio(reply: bytes) -> None:
             with pytest.raises(redis_leaderboard.ConnectionError, match="Protocol error"):
                 await board.get_size()
             assert time.monotonic() - started < 2
-            # The client is still usable: the I/O thread survived.
+            # The client is still usable: its driver survived.
             with pytest.raises(redis_leaderboard.ConnectionError):
                 await board.get_size()
             await board.redis.aclose()

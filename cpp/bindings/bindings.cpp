@@ -560,7 +560,7 @@ PYBIND11_MODULE(_core, m) {
       .def(
           "dedicated",
           [](const AsyncCore& self) { return std::make_unique<AsyncCore>(self.options(), 16, 16); },
-          "A new core with this one's options (its own connection and I/O thread): for calls "
+          "A new core with this one's options (its own connection): for calls "
           "that hold a connection, as reading events does (issue 17).");
 
   // The connection core without I/O, for tests: events, bytes and time in; bytes to write,

@@ -6,13 +6,13 @@
 // Inputs are events and bytes (submit, connected, received, wrote, lost, tick); outputs are
 // "write these bytes" (take_write), "close the socket" (take_close), "these requests are done"
 // (take_completions) and "call tick() by then" (next_deadline). A driver owns the socket and
-// runs this core: transport/blocking_client.cpp with poll(), transport/multiplexed_client.cpp
-// with Asio. Any protocol error, overdue reply or unasked byte closes the connection: written
-// requests then fail with ConnectionError/TimeoutError and are never re-sent, but for those whose
-// operation says it cannot apply twice (Operation::resend_limit(): writes carrying submission
-// ids, issue 17), which go first on the next connection, at most that many times, with a new
-// deadline, then fail with ConnectionError; requests not yet written wait for the next
-// connection, until their own deadline.
+// runs this core: transport/blocking_client.cpp with poll(), transport/loop_client.cpp on the
+// asyncio event loop, transport/cluster_client.cpp one per node. Any protocol error, overdue reply
+// or unasked byte closes the connection: written requests then fail with
+// ConnectionError/TimeoutError and are never re-sent, but for those whose operation says it cannot
+// apply twice (Operation::resend_limit(): writes carrying submission ids, issue 17), which go first
+// on the next connection, at most that many times, with a new deadline, then fail with
+// ConnectionError; requests not yet written wait for the next connection, until their own deadline.
 #pragma once
 
 #include <chrono>
