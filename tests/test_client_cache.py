@@ -5,6 +5,7 @@ it. Real servers only; writers and readers run concurrently on threads."""
 
 from __future__ import annotations
 
+import asyncio
 import random
 import threading
 import time
@@ -13,9 +14,8 @@ from typing import Any, Callable, Iterator
 import pytest
 
 import redis_leaderboard
-from redis_leaderboard import RedisLeaderboard
-
 from conftest import RedisServer, unique_key
+from redis_leaderboard import RedisLeaderboard
 
 
 def caching_client(server: RedisServer, **kwargs: Any) -> redis_leaderboard.Client:
@@ -40,7 +40,7 @@ def reads(board: RedisLeaderboard, ids: list[str]) -> dict[str, Any]:
         "top": board.get_top(100),
         "around_rank": board.get_around_rank(7, 5),
         "page": board.get_page(2, 4),
-        "entries": board.get_entries(ids + ["nobody"]),
+        "entries": board.get_entries([*ids, "nobody"]),
         "around_user": board.get_around_user(ids[3], 4),
         "all": board.list_all(),
     }
@@ -313,3 +313,125 @@ def test_tracking_refused_reads_run_uncached(acl_server: RedisServer) -> None:
         assert board.get_top(1)[0]["metadata"] == {"name": "x"}
     info = client.cache_info()
     assert info is not None and not info["tracking"] and info["entries"] == 0
+
+
+# --- asyncio -------------------------------------------------------------------------------------
+
+
+def async_caching_client(server: RedisServer) -> Any:
+    import redis_leaderboard.asyncio as rl_asyncio
+
+    return rl_asyncio.Client(
+        host=server.host, port=server.port, password=server.password, client_cache=True
+    )
+
+
+async def warm(board: Any, client: Any) -> None:
+    """Reads until the invalidation connection is set up (on an executor thread)."""
+    deadline = time.monotonic() + 5
+    while not client.cache_info()["tracking"]:
+        assert time.monotonic() < deadline, "the cache never turned on"
+        await board.get_top(1)
+        await asyncio.sleep(0.01)
+
+
+async def async_reads(board: Any, ids: list[str]) -> dict[str, Any]:
+    return {
+        "top": await board.get_top(100),
+        "around_rank": await board.get_around_rank(7, 5),
+        "page": await board.get_page(2, 4),
+        "entries": await board.get_entries([*ids, "nobody"]),
+        "around_user": await board.get_around_user(ids[3], 4),
+        "all": await board.list_all(),
+    }
+
+
+def test_asyncio_cached_reads_equal_uncached_reads(redis_server: RedisServer, key: str) -> None:
+    import redis_leaderboard.asyncio as rl_asyncio
+
+    rng = random.Random(15)
+    ids = [f"u{i}" for i in range(12)]
+    truth = RedisLeaderboard(plain_client(redis_server), key=key, max_entries=100)
+    raw = redis_server.redis_py()
+
+    async def main() -> None:
+        client = async_caching_client(redis_server)
+        board = rl_asyncio.RedisLeaderboard(client, key=key, max_entries=100)
+        for user in ids:
+            truth.upsert_user(user, rng.randrange(50), {"name": f"{user}-0"})
+        await warm(board, client)
+        for step in range(60):
+            user = rng.choice(ids)
+            if step % 3 == 0:
+                raw.hset(f"{key}:user:{user}", "name", f"raw-{step}")
+            else:
+                truth.upsert_user(user, rng.randrange(50), {"name": f"{user}-{step}"})
+            assert await async_reads(board, ids) == reads(truth, ids), f"step {step}"
+        info = client.cache_info()
+        assert info["hits"] > 0 and info["invalidations"] > 0
+        await client.aclose()
+
+    try:
+        asyncio.run(main())
+    finally:
+        raw.close()
+
+
+def test_asyncio_never_stale_and_survives_a_killed_invalidation_connection(
+    redis_server: RedisServer, key: str
+) -> None:
+    """A writer thread renames users while reader tasks check every name against the versions
+    whose writes had returned when their call started; halfway, the invalidation connection is
+    killed."""
+    import redis_leaderboard.asyncio as rl_asyncio
+
+    users = [f"u{i}" for i in range(6)]
+    committed = {u: 0 for u in users}
+    lock = threading.Lock()
+    stop = threading.Event()
+    truth = RedisLeaderboard(plain_client(redis_server), key=key, max_entries=100)
+    truth.upsert_many((u, i, {"name": f"{u}:0"}) for i, u in enumerate(users))
+
+    def writer() -> None:
+        board = RedisLeaderboard(plain_client(redis_server), key=key, max_entries=100)
+        version = 0
+        while not stop.is_set():
+            version += 1
+            for user in users:
+                board.upsert_user(user, version, {"name": f"{user}:{version}"})
+                with lock:
+                    committed[user] = version
+
+    async def main() -> list[str]:
+        client = async_caching_client(redis_server)
+        board = rl_asyncio.RedisLeaderboard(client, key=key, max_entries=100)
+        await warm(board, client)
+        errors: list[str] = []
+        done = time.monotonic() + 3
+
+        async def reader() -> None:
+            while time.monotonic() < done:
+                with lock:
+                    floor = dict(committed)
+                for entry in await board.get_top(100):
+                    user, version = entry["metadata"]["name"].split(":")
+                    if int(version) < floor[user]:
+                        errors.append(f"{user}: {version} after {floor[user]} returned")
+
+        async def killer() -> None:
+            await asyncio.sleep(1.5)
+            assert kill_invalidation_connections(redis_server) == 1
+
+        await asyncio.gather(*[reader() for _ in range(4)], killer())
+        assert client.cache_info()["hits"] > 0
+        await client.aclose()
+        return errors
+
+    thread = threading.Thread(target=writer)
+    thread.start()
+    try:
+        errors = asyncio.run(main())
+    finally:
+        stop.set()
+        thread.join()
+    assert not errors, errors[:5]

@@ -440,9 +440,19 @@ PYBIND11_MODULE(_core, m) {
            })
       .def("address", [](const AsyncCore& self) { return self.options().address(); });
 
+  // A barrier crosses to Python as (generation, token): its PING is written already.
   using Barrier = connection::MetadataCache::Barrier;
-  py::class_<Barrier>(m, "CacheBarrier", "A PING written on the invalidation connection.")
-      .def_property_readonly("token", [](const Barrier& self) { return self.token; });
+  using BarrierId = std::pair<std::uint64_t, std::uint64_t>;
+  auto barrier_id = [](const std::optional<Barrier>& barrier) -> std::optional<BarrierId> {
+    if (!barrier) return std::nullopt;
+    return BarrierId{barrier->generation, barrier->token};
+  };
+  auto barrier_of = [](const BarrierId& id) {
+    Barrier barrier;
+    barrier.generation = id.first;
+    barrier.token = id.second;
+    return barrier;
+  };
 
   py::class_<AsyncClientCache>(
       m, "ClientCache",
@@ -471,8 +481,8 @@ PYBIND11_MODULE(_core, m) {
            "client_cache_max_bytes"_a = connection::CacheOptions{}.max_bytes)
       .def(
           "begin",
-          [](AsyncClientCache& self, const std::string& prefix) {
-            return self.channel.begin_nowait(prefix);
+          [barrier_id](AsyncClientCache& self, const std::string& prefix) {
+            return barrier_id(self.channel.begin_nowait(prefix));
           },
           "prefix"_a, "A barrier written for a read now (never blocks); None: read uncached.")
       .def(
@@ -511,9 +521,10 @@ PYBIND11_MODULE(_core, m) {
       .def("query", [](connection::CachedRead& self) { return wrap(self.query()); })
       .def(
           "fetch",
-          [](connection::CachedRead& self,
-             std::optional<Barrier> barrier) -> std::optional<PyOperation> {
-            auto fetch = self.fetch(barrier);
+          [barrier_of](connection::CachedRead& self,
+                       std::optional<BarrierId> barrier) -> std::optional<PyOperation> {
+            auto fetch =
+                self.fetch(barrier ? std::optional<Barrier>(barrier_of(*barrier)) : std::nullopt);
             if (!fetch) return std::nullopt;
             return wrap(std::move(fetch));
           },

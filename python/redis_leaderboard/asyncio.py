@@ -226,7 +226,7 @@ class Client:
             future.exception()  # retrieved: a failed set-up only means reads stay uncached
 
     async def _await_barrier(
-        self, cache: _core.ClientCache, barrier: _core.CacheBarrier, loop: asyncio.AbstractEventLoop
+        self, cache: _core.ClientCache, barrier: tuple[int, int], loop: asyncio.AbstractEventLoop
     ) -> bool:
         """Reads the invalidation connection (when the loop sees it readable) until the
         barrier's PONG; a connection that is gone or late (BARRIER_TIMEOUT) is doubt: False."""
@@ -239,7 +239,7 @@ class Client:
                 cache.close()  # late: the cache is flushed, the connection set up again later
                 return False
             readable: asyncio.Future[None] = loop.create_future()
-            loop.add_reader(fd, lambda: readable.done() or readable.set_result(None))
+            loop.add_reader(fd, _wake, readable)
             try:
                 await asyncio.wait_for(readable, remaining)
             except asyncio.TimeoutError:
@@ -308,6 +308,11 @@ class Client:
 
     def __repr__(self) -> str:
         return f"redis_leaderboard.asyncio.Client({self._core.address()})"
+
+
+def _wake(future: asyncio.Future[None]) -> None:
+    if not future.done():
+        future.set_result(None)
 
 
 @atexit.register
