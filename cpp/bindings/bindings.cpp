@@ -65,11 +65,19 @@ struct AsyncClientCache {
       : options(std::move(options_)),
         tls(rlb::connection::make_tls_context(options.tls)),
         resolver(options, tls),
-        channel(options, tls, resolver, cache) {}
+        channel(options, tls, resolver, cache, &primary_epoch) {
+    if (options.sentinel.enabled()) {  // follows the primary, as the client's connections
+      watcher = std::make_unique<rlb::transport::SentinelWatcher>(options, tls, resolver,
+                                                                  [this] { ++primary_epoch; });
+    }
+  }
+  ~AsyncClientCache() { watcher.reset(); }
   rlb::connection::ClientOptions options;
   std::shared_ptr<const rlb::connection::TlsContext> tls;
   rlb::transport::Resolver resolver;
+  std::atomic<std::uint64_t> primary_epoch{0};
   rlb::transport::CacheChannel channel;
+  std::unique_ptr<rlb::transport::SentinelWatcher> watcher;
 };
 
 rlb::connection::Clock::time_point at(double seconds) {
@@ -496,10 +504,14 @@ PYBIND11_MODULE(_core, m) {
           [](AsyncClientCache& self, const std::string& prefix) { self.channel.begin(prefix); },
           "prefix"_a, py::call_guard<py::gil_scoped_release>(),
           "Sets the invalidation connection up (blocking: run it on an executor).")
-      .def("passed", [](AsyncClientCache& self,
-                        const Barrier& barrier) { return self.channel.cache()->passed(barrier); })
-      .def("poll", [](AsyncClientCache& self,
-                      const Barrier& barrier) { return self.channel.poll(barrier); })
+      .def("passed",
+           [barrier_of](AsyncClientCache& self, const BarrierId& barrier) {
+             return self.channel.cache()->passed(barrier_of(barrier));
+           })
+      .def("poll",
+           [barrier_of](AsyncClientCache& self, const BarrierId& barrier) {
+             return self.channel.poll(barrier_of(barrier));
+           })
       .def("drain", [](AsyncClientCache& self) { return self.channel.drain(); })
       .def("fileno", [](AsyncClientCache& self) { return self.channel.fileno(); })
       .def(

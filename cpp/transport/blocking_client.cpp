@@ -479,7 +479,9 @@ BlockingClient::BlockingClient(ClientOptions options, std::optional<connection::
     : options_((options.validate(), std::move(options))),
       tls_(connection::make_tls_context(options_.tls)),
       resolver_(options_, tls_) {
-  if (cache) cache_channel_ = std::make_unique<CacheChannel>(options_, tls_, resolver_, *cache);
+  if (cache) {
+    cache_channel_ = std::make_unique<CacheChannel>(options_, tls_, resolver_, *cache, &epoch_);
+  }
   if (options_.sentinel.enabled()) {
     // A new primary: connections to the old one are not reused (those in use finish their
     // call); the next connection asks the sentinels again.

@@ -15,11 +15,13 @@ constexpr auto kRetryDelay = std::chrono::seconds(1);
 }  // namespace
 
 CacheChannel::CacheChannel(const ClientOptions& options, std::shared_ptr<const TlsContext> tls,
-                           Resolver& resolver, connection::CacheOptions cache_options)
+                           Resolver& resolver, connection::CacheOptions cache_options,
+                           const std::atomic<std::uint64_t>* primary_epoch)
     : options_(options),
       tls_(std::move(tls)),
       resolver_(resolver),
-      cache_(std::make_shared<MetadataCache>(cache_options)) {}
+      cache_(std::make_shared<MetadataCache>(cache_options)),
+      primary_epoch_(primary_epoch) {}
 
 CacheChannel::~CacheChannel() = default;
 
@@ -37,6 +39,7 @@ void CacheChannel::close() {
 void CacheChannel::connect_locked() {
   drop_locked();
   try {
+    connected_epoch_ = primary_epoch_ ? primary_epoch_->load() : 0;
     auto connection = std::make_unique<BlockingConnection>(options_, counters_, resolver_.resolve(),
                                                            tls_, /*subscriber=*/true);
     std::string id_wire;
@@ -56,6 +59,12 @@ void CacheChannel::connect_locked() {
     cache_->connection_lost();
     retry_after_ = Clock::now() + kRetryDelay;
   }
+}
+
+bool CacheChannel::stale_locked() const {
+  // A forked child shares the parent's socket: it must never read the parent's messages.
+  return connection_->broken() || fork_guard_.forked() ||
+         (primary_epoch_ && primary_epoch_->load() != connected_epoch_);
 }
 
 bool CacheChannel::drain_locked(std::optional<Clock::time_point> until) {
@@ -90,15 +99,14 @@ bool CacheChannel::needs_setup(const std::string& prefix) {
   std::unique_lock<std::mutex> lock(mutex_, std::try_to_lock);
   if (!lock.owns_lock()) return false;  // being set up
   const bool resubscribe = cache_->want_prefix(prefix);
-  if (!resubscribe && connection_ && !connection_->broken() && !fork_guard_.forked()) return false;
+  if (!resubscribe && connection_ && !stale_locked()) return false;
   return !retry_after_ || Clock::now() >= *retry_after_;
 }
 
 std::optional<MetadataCache::Barrier> CacheChannel::begin_locked(const std::string& prefix,
                                                                  bool may_connect) {
   const bool resubscribe = cache_->want_prefix(prefix);
-  // A forked child shares the parent's socket: it must never read the parent's messages.
-  if (connection_ && (connection_->broken() || fork_guard_.forked())) drop_locked();
+  if (connection_ && stale_locked()) drop_locked();
   if (fork_guard_.forked()) fork_guard_ = ForkGuard();
   if (resubscribe || !connection_) {
     if (!may_connect) return std::nullopt;

@@ -4,6 +4,8 @@
 // without blocking from its event loop (fileno() for loop.add_reader).
 #pragma once
 
+#include <atomic>
+#include <cstdint>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -22,8 +24,12 @@ using connection::MetadataCache;
 
 class CacheChannel {
  public:
+  // `primary_epoch` (Sentinel: bumped when the primary changes) moves the invalidation
+  // connection to the new primary: a replica's messages come after the primary acknowledged
+  // the writes, too late for a barrier.
   CacheChannel(const ClientOptions& options, std::shared_ptr<const TlsContext> tls,
-               Resolver& resolver, connection::CacheOptions cache_options);
+               Resolver& resolver, connection::CacheOptions cache_options,
+               const std::atomic<std::uint64_t>* primary_epoch = nullptr);
   ~CacheChannel();
   CacheChannel(const CacheChannel&) = delete;
   CacheChannel& operator=(const CacheChannel&) = delete;
@@ -56,6 +62,8 @@ class CacheChannel {
   void connect_locked();
   std::optional<MetadataCache::Barrier> begin_locked(const std::string& prefix, bool may_connect);
   void drop_locked();
+  // The connection is broken, inherited from a parent process, or on a former primary.
+  bool stale_locked() const;
   // Applies the messages that have arrived (waiting until `until` for some if given); false if
   // the connection is gone (dropped).
   bool drain_locked(std::optional<Clock::time_point> until);
@@ -69,6 +77,8 @@ class CacheChannel {
   std::unique_ptr<BlockingConnection> connection_;
   std::optional<Clock::time_point> retry_after_;  // after a failed set-up
   ForkGuard fork_guard_;
+  const std::atomic<std::uint64_t>* primary_epoch_;
+  std::uint64_t connected_epoch_ = 0;  // the primary's epoch when connection_ was opened
 };
 
 }  // namespace rlb::transport
