@@ -1,6 +1,7 @@
 // Python values to C++ arguments, C++ results to the guide's dicts, exceptions both ways.
 #include "bindings/conversions.hpp"
 
+#include <cstdint>
 #include <cstring>
 #include <string>
 #include <string_view>
@@ -226,11 +227,66 @@ class FieldNames {
 };
 FieldNames* field_names = new FieldNames();  // never freed: its strs outlive every result
 
+// The metadata dicts made lately, by content: a leaderboard reads the same entries again and
+// again (get_top), and copying a dict (PyDict_Copy clones its table at once) costs a fraction of
+// building it. A result always gets a copy of its own; the dicts kept are never handed out.
+// Bounded: small hashes only, and the table starts afresh past kMaxDicts. GIL held.
+class MetadataDicts {
+ public:
+  static constexpr std::size_t kMaxDicts = 8192;
+  static constexpr std::size_t kMaxFields = 16;
+  static constexpr std::size_t kMaxBytes = 512;
+
+  // A new reference to a new dict, or nullptr if `metadata` is not kept (build it).
+  PyObject* copy(const Metadata& metadata) {
+    if (!keepable(metadata)) return nullptr;
+    auto found = dicts_.find(metadata);
+    if (found == dicts_.end()) return nullptr;
+    return checked(PyDict_Copy(found->second));
+  }
+  // Keeps a copy of `dict`, just built from `metadata`.
+  void keep(const Metadata& metadata, PyObject* dict) {
+    if (!keepable(metadata)) return;
+    if (dicts_.size() >= kMaxDicts) {
+      for (auto& [key, kept] : dicts_) Py_DECREF(kept);
+      dicts_.clear();
+    }
+    PyObject* kept = checked(PyDict_Copy(dict));
+    auto [it, inserted] = dicts_.emplace(metadata, kept);
+    if (!inserted) Py_DECREF(kept);
+  }
+
+ private:
+  static bool keepable(const Metadata& metadata) {
+    if (metadata.empty() || metadata.size() > kMaxFields) return false;
+    std::size_t bytes = 0;
+    for (const auto& [field, value] : metadata) bytes += field.size() + value.size();
+    return bytes <= kMaxBytes;
+  }
+  struct Hash {  // FNV-1a over every byte, fields and values separated: short, inlined
+    std::size_t operator()(const Metadata& metadata) const {
+      std::uint64_t h = 14695981039346656037ull;
+      auto mix = [&h](const std::string& text) {
+        for (unsigned char c : text) h = (h ^ c) * 1099511628211ull;
+        h = (h ^ 0xff) * 1099511628211ull;
+      };
+      for (const auto& [field, value] : metadata) {
+        mix(field);
+        mix(value);
+      }
+      return static_cast<std::size_t>(h);
+    }
+  };
+  std::unordered_map<Metadata, PyObject*, Hash> dicts_;
+};
+MetadataDicts* metadata_dicts = new MetadataDicts();  // never freed, as field_names
+
 }  // namespace
 
 py::str text(const std::string& s) { return py::reinterpret_steal<py::str>(new_text(s)); }
 
 py::dict metadata_dict(const Metadata& metadata) {
+  if (PyObject* copy = metadata_dicts->copy(metadata)) return py::reinterpret_steal<py::dict>(copy);
   auto out = py::reinterpret_steal<py::dict>(checked(PyDict_New()));
   for (const auto& [field, value] : metadata) {
     PyObject* key = field_names->get(field);
@@ -244,6 +300,7 @@ py::dict metadata_dict(const Metadata& metadata) {
     Py_DECREF(item);
     if (failed != 0) throw py::error_already_set();
   }
+  metadata_dicts->keep(metadata, out.ptr());
   return out;
 }
 

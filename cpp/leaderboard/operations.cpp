@@ -187,8 +187,13 @@ class SingleCall final : public Operation {
   const std::string* cached_metadata_prefix() const override {
     return prefix_arg_ != 0 ? &prefix_ : nullptr;
   }
+  // A lean form of its own (get_top on a default board: one ZRANGE, no script).
+  void set_lean_form(std::function<std::unique_ptr<Operation>()> lean) { lean_ = std::move(lean); }
   std::unique_ptr<Operation> without_metadata() const override {
     if (prefix_arg_ == 0) return nullptr;
+    if (lean_) {
+      if (auto lean = lean_()) return lean;
+    }
     auto lean = std::make_unique<SingleCall>(name_, command_, parse_, id_);
     lean->command_.argv[prefix_arg_].clear();
     return lean;
@@ -212,6 +217,7 @@ class SingleCall final : public Operation {
   Result result_;
   std::size_t prefix_arg_ = 0;  // of the metadata prefix in argv; 0: none
   std::string prefix_;
+  std::function<std::unique_ptr<Operation>()> lean_;  // nullptr: none of its own
 };
 
 // list_all: pages of the rank window from the top until the board is exhausted. A board
@@ -647,15 +653,34 @@ std::unique_ptr<Operation> Board::get_top(long long count) const {
   Command command =
       script_call(scripts::window, script_keys({}, Check::UntilConfirmed),
                   id_->with_options({metadata_prefix(), "top", "0", std::to_string(count)}));
-  return SingleCall(
-             "get_top", std::move(command),
-             [](Reply& reply) -> Result {
-               std::vector<Entry> entries;
-               append_window(reply, 1, entries);
-               return entries;
-             },
-             id_)
-      .caches_metadata(metadata_prefix());
+  auto call = SingleCall(
+                  "get_top", std::move(command),
+                  [](Reply& reply) -> Result {
+                    std::vector<Entry> entries;
+                    append_window(reply, 1, entries);
+                    return entries;
+                  },
+                  id_)
+                  .caches_metadata(metadata_prefix());
+  call->set_lean_form([id = id_, key = key(), count]() -> std::unique_ptr<Operation> {
+    // A default board whose options were checked: the guide's ZRANGE, ranks by position.
+    if (!id->is_default() || !id->checked.load(std::memory_order_relaxed)) return nullptr;
+    return std::make_unique<SingleCall>(
+        "get_top",
+        Command{nullptr, {"ZRANGE", key, "0", std::to_string(count - 1), "REV", "WITHSCORES"}},
+        [](Reply& reply) -> Result {
+          const auto& flat = parse_array(reply);
+          if (flat.size() % 2 != 0) unexpected("ZRANGE WITHSCORES");
+          std::vector<Entry> entries(flat.size() / 2);
+          for (std::size_t i = 0; i < entries.size(); ++i) {
+            entries[i].rank = static_cast<long long>(i) + 1;
+            entries[i].user_id = take_string(reply.elements[2 * i]);
+            entries[i].score = parse_score(reply.elements[2 * i + 1]);
+          }
+          return entries;
+        });
+  });
+  return call;
 }
 
 std::unique_ptr<Operation> Board::get_around_rank(long long rank, long long count) const {
