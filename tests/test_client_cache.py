@@ -435,3 +435,19 @@ def test_asyncio_never_stale_and_survives_a_killed_invalidation_connection(
         stop.set()
         thread.join()
     assert not errors, errors[:5]
+
+
+def test_results_are_new_objects_every_call(redis_server: RedisServer, key: str) -> None:
+    """Cached or not, metadata dicts are copied per result (the conversion reuses dicts of
+    equal content): mutating one result never shows in another."""
+    writer = RedisLeaderboard(plain_client(redis_server), key=key, max_entries=10)
+    writer.upsert_user("a", 1, {"name": "x", "team": "t"})
+    for client in (plain_client(redis_server), caching_client(redis_server)):
+        board = RedisLeaderboard(client, key=key, max_entries=10)
+        first = board.get_top(1)
+        first[0]["metadata"]["name"] = "mutated"
+        first[0]["metadata"]["extra"] = "1"
+        second = board.get_top(1)
+        assert second[0]["metadata"] == {"name": "x", "team": "t"}
+        assert second[0]["metadata"] is not first[0]["metadata"]
+        assert board.get_user_entry("a")["metadata"] == {"name": "x", "team": "t"}  # type: ignore[index]

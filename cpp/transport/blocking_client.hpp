@@ -72,6 +72,7 @@ class BlockingConnection {
   // Writes commands whose replies come as pushes (a subscriber's PING); false if it failed.
   bool write_unanswered(const std::string& wire);
   int native_handle() { return socket_.native_handle(); }
+  const Endpoint& endpoint() const { return endpoint_; }
 
   bool broken() const { return broken_; }
   // The client's primary epoch when this connection was opened (Sentinel: a newer one means

@@ -40,8 +40,9 @@ void CacheChannel::connect_locked() {
   drop_locked();
   try {
     connected_epoch_ = primary_epoch_ ? primary_epoch_->load() : 0;
-    auto connection = std::make_unique<BlockingConnection>(options_, counters_, resolver_.resolve(),
-                                                           tls_, /*subscriber=*/true);
+    Endpoint endpoint = resolver_.resolve();
+    auto connection = std::make_unique<BlockingConnection>(options_, counters_, endpoint, tls_,
+                                                           /*subscriber=*/true);
     std::string id_wire;
     codec::encode_command({"CLIENT", "ID"}, id_wire);
     auto id = connection->run_raw(std::move(id_wire), 1).at(0);
@@ -53,6 +54,7 @@ void CacheChannel::connect_locked() {
     std::string wire = cache_->tracking_wire(id.integer, replies);
     cache_->tracking_started(connection->run_raw(std::move(wire), replies));
     connection_ = std::move(connection);
+    endpoint_ = std::move(endpoint);
     retry_after_.reset();
   } catch (const RedisError&) {
     // Refused (NOPERM, a server without tracking) or unreachable: reads run uncached.
@@ -147,6 +149,17 @@ bool CacheChannel::drain() {
   std::unique_lock<std::mutex> lock(mutex_, std::try_to_lock);
   if (!lock.owns_lock()) return true;
   return drain_locked(std::nullopt);
+}
+
+bool CacheChannel::on_server(const Endpoint& endpoint) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (!connection_) return false;
+  if (endpoint.host == endpoint_.host && endpoint.port == endpoint_.port &&
+      endpoint.unix_socket_path == endpoint_.unix_socket_path) {
+    return true;
+  }
+  drop_locked();
+  return false;
 }
 
 int CacheChannel::fileno() {

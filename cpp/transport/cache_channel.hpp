@@ -53,6 +53,11 @@ class CacheChannel {
   bool poll(const MetadataCache::Barrier& barrier);
   // Reads what has arrived, without waiting; false if there is no connection (any more).
   bool drain();
+  // Whether the invalidation connection is on `endpoint` (the server a read's query went to).
+  // A read whose query went elsewhere (a failover, a READONLY reconnection) cannot trust the
+  // cache: then the connection is dropped (the cache flushed) and set up again on the server
+  // the resolver names now.
+  bool on_server(const Endpoint& endpoint);
   // The connection's socket (-1: none), for an event loop to watch.
   int fileno();
   // Drops the connection (the cache is flushed); the next begin() sets a new one up.
@@ -79,6 +84,7 @@ class CacheChannel {
   ForkGuard fork_guard_;
   const std::atomic<std::uint64_t>* primary_epoch_;
   std::uint64_t connected_epoch_ = 0;  // the primary's epoch when connection_ was opened
+  Endpoint endpoint_;                  // where connection_ is
 };
 
 }  // namespace rlb::transport
