@@ -253,7 +253,9 @@ def test_the_options_are_the_clients_keyword_arguments() -> None:
         return set(re.findall(r"(\w+): ", signature)) - {"self"}
 
     assert keywords(_core.Client.__init__) == set(ClientOptions().kwargs())
-    assert keywords(_core.AsyncCore.__init__) == set(AsyncClientOptions().kwargs())
+    cache = {"client_cache", "client_cache_size", "client_cache_max_bytes"}
+    assert keywords(_core.AsyncCore.__init__) == set(AsyncClientOptions().kwargs()) - cache
+    assert keywords(_core.ClientCache.__init__) == set(ClientOptions().kwargs()) - {"client_cache"}
     redis_leaderboard.Client(**ClientOptions().kwargs()).close()
     rl_asyncio.Client(**AsyncClientOptions().kwargs()).close()
 

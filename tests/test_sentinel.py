@@ -271,3 +271,52 @@ def test_failover_under_load_loses_no_acknowledged_write_twice(
     )
     # Lost acknowledged writes can only be those just before the kill.
     assert len(lost) < len(ledger.acked) / 2
+
+
+@pytest.mark.slow
+def test_client_cache_follows_the_primary_after_a_failover(
+    sentinel_topology: SentinelTopology,
+) -> None:
+    """A caching client through Sentinel: after a failover (SENTINEL FAILOVER: the primary
+    becomes a replica), a name written on the new primary is what cached reads show once the
+    write returned, and the invalidation connection moves to the new primary."""
+    topology = sentinel_topology
+    options = dict(password=DATA_PASSWORD, sentinel_password=SENTINEL_PASSWORD)
+    cached = Client.from_sentinel(
+        topology.addresses, SENTINEL_SERVICE, client_cache=True, **options
+    )
+    writer = Client.from_sentinel(topology.addresses, SENTINEL_SERVICE, **options)
+    board = RedisLeaderboard(cached, key="lb:cache", max_entries=10)
+    writes = RedisLeaderboard(writer, key="lb:cache", max_entries=10)
+    writes.upsert_user("a", 1, {"name": "before"})
+    for _ in range(2):
+        assert board.get_top(1)[0]["metadata"] == {"name": "before"}
+    old_port = topology.primary_port()
+    with topology.sentinel_py() as s:
+        s.execute_command("SENTINEL", "FAILOVER", SENTINEL_SERVICE)
+    deadline = time.monotonic() + 30
+    while topology.primary_port() == old_port:
+        assert time.monotonic() < deadline, "no failover"
+        time.sleep(0.1)
+    version = 0
+    while time.monotonic() < deadline:
+        version += 1
+        try:
+            writes.upsert_user("a", 1, {"name": f"after-{version}"})
+        except (redis_leaderboard.ConnectionError, redis_leaderboard.ReadOnlyError):
+            time.sleep(0.1)  # the old primary, until the writer follows
+            continue
+        try:
+            top = board.get_top(1)
+        except redis_leaderboard.ConnectionError:
+            continue  # a pooled connection to the old primary, found dead
+        if top[0]["metadata"]["name"] == f"after-{version}":
+            break
+        time.sleep(0.1)  # reads still on the old primary (a replica now) until +switch-master
+    else:
+        pytest.fail("cached reads never showed the names written on the new primary")
+    for _ in range(3):  # and the cache works there
+        version += 1
+        writes.upsert_user("a", 1, {"name": f"after-{version}"})
+        assert board.get_top(1)[0]["metadata"] == {"name": f"after-{version}"}
+    assert cached.cache_info()["hits"] > 0  # type: ignore[index]

@@ -19,6 +19,7 @@
 #include "leaderboard/group.hpp"
 #include "leaderboard/operations.hpp"
 #include "transport/blocking_client.hpp"
+#include "transport/cache_channel.hpp"
 
 namespace py = pybind11;
 using namespace py::literals;
@@ -61,6 +62,28 @@ struct CoreHarness {
   "ssl_min_version"_a = py::none(), "ssl_ciphers"_a = py::none(), "sentinels"_a = py::none(),   \
   "service_name"_a = py::none(), "sentinel_username"_a = py::none(),                            \
   "sentinel_password"_a = py::none(), "sentinel_ssl"_a = false
+
+// The asyncio client's client-side cache: the invalidation connection, driven from the event
+// loop (and set up on an executor thread), with the options and resolver it refers to.
+struct AsyncClientCache {
+  AsyncClientCache(rlb::connection::ClientOptions options_, rlb::connection::CacheOptions cache)
+      : options(std::move(options_)),
+        tls(rlb::connection::make_tls_context(options.tls)),
+        resolver(options, tls),
+        channel(options, tls, resolver, cache, &primary_epoch) {
+    if (options.sentinel.enabled()) {  // follows the primary, as the client's connections
+      watcher = std::make_unique<rlb::transport::SentinelWatcher>(options, tls, resolver,
+                                                                  [this] { ++primary_epoch; });
+    }
+  }
+  ~AsyncClientCache() { watcher.reset(); }
+  rlb::connection::ClientOptions options;
+  std::shared_ptr<const rlb::connection::TlsContext> tls;
+  rlb::transport::Resolver resolver;
+  std::atomic<std::uint64_t> primary_epoch{0};
+  rlb::transport::CacheChannel channel;
+  std::unique_ptr<rlb::transport::SentinelWatcher> watcher;
+};
 
 rlb::connection::Clock::time_point at(double seconds) {
   return rlb::connection::Clock::time_point(
@@ -177,6 +200,15 @@ PYBIND11_MODULE(_core, m) {
   py::class_<PyOperation>(m, "Operation",
                           "One leaderboard operation: its requests and how it reads the replies.")
       .def_property_readonly("name", [](const PyOperation& self) { return self.name; })
+      .def_property_readonly(
+          "cached_metadata_prefix",
+          [](const PyOperation& self) -> std::optional<std::string> {
+            if (!self.operation) return std::nullopt;
+            const std::string* prefix = self.operation->cached_metadata_prefix();
+            if (prefix == nullptr) return std::nullopt;
+            return *prefix;
+          },
+          "The metadata prefix a client-side cache serves this read from; None if it cannot.")
       .def(
           "request",
           [](PyOperation& self) {
@@ -438,19 +470,24 @@ PYBIND11_MODULE(_core, m) {
                        std::optional<double> socket_connect_timeout,
                        std::optional<std::string> client_name,
                        std::optional<std::string> unix_socket_path,
-                       std::optional<std::size_t> max_reply_bytes, RLB_SECURITY_PARAMETERS) {
+                       std::optional<std::size_t> max_reply_bytes, RLB_SECURITY_PARAMETERS,
+                       py::handle client_cache, py::handle client_cache_size,
+                       py::handle client_cache_max_bytes) {
              ClientOptions options =
                  client_options(host, port, db, std::move(username), std::move(password),
                                 socket_timeout, socket_connect_timeout, std::move(client_name),
                                 std::move(unix_socket_path), max_reply_bytes, RLB_SECURITY_OPTIONS);
+             auto cache = cache_options(client_cache, client_cache_size, client_cache_max_bytes);
              py::gil_scoped_release release;  // loading CA files, starting Sentinel's watcher
-             return std::make_shared<BlockingClient>(std::move(options));
+             return std::make_shared<BlockingClient>(std::move(options), cache);
            }),
            "host"_a = "localhost", "port"_a = 6379, "db"_a = 0, "username"_a = py::none(),
            "password"_a = py::none(), "socket_timeout"_a = py::none(),
            "socket_connect_timeout"_a = py::none(), "client_name"_a = py::none(),
            "unix_socket_path"_a = py::none(), py::kw_only(), "max_reply_bytes"_a = py::none(),
-           RLB_SECURITY_ARGUMENTS)
+           RLB_SECURITY_ARGUMENTS, "client_cache"_a = false,
+           "client_cache_size"_a = connection::CacheOptions{}.max_entries,
+           "client_cache_max_bytes"_a = connection::CacheOptions{}.max_bytes)
       .def("ping",
            [](BlockingClient& self) {
              py::gil_scoped_release release;
@@ -513,6 +550,15 @@ PYBIND11_MODULE(_core, m) {
           },
           "A new client with this one's options (TLS, ACL, Sentinel): for calls that hold a "
           "connection, as reading events does (issue 17).")
+
+      .def(
+          "cache_info",
+          [](const BlockingClient& self) -> py::object {
+            if (!self.cache_channel()) return py::none();
+            return cache_stats_dict(self.cache_channel()->cache()->stats(),
+                                    self.cache_channel()->cache()->options());
+          },
+          "The client-side cache's counters and size, or None if the cache is off.")
       .def("close", &BlockingClient::close, py::call_guard<py::gil_scoped_release>())
       .def("__enter__", [](py::object self) { return self; })
       .def("__exit__", [](BlockingClient& self, py::args) { self.close(); })
@@ -562,6 +608,101 @@ PYBIND11_MODULE(_core, m) {
           [](const AsyncCore& self) { return std::make_unique<AsyncCore>(self.options(), 16, 16); },
           "A new core with this one's options (its own connection): for calls "
           "that hold a connection, as reading events does (issue 17).");
+
+  // A barrier crosses to Python as (generation, token): its PING is written already.
+  using Barrier = connection::MetadataCache::Barrier;
+  using BarrierId = std::pair<std::uint64_t, std::uint64_t>;
+  auto barrier_id = [](const std::optional<Barrier>& barrier) -> std::optional<BarrierId> {
+    if (!barrier) return std::nullopt;
+    return BarrierId{barrier->generation, barrier->token};
+  };
+  auto barrier_of = [](const BarrierId& id) {
+    Barrier barrier;
+    barrier.generation = id.first;
+    barrier.token = id.second;
+    return barrier;
+  };
+
+  py::class_<AsyncClientCache>(
+      m, "ClientCache",
+      "The asyncio client's client-side cache of metadata and its invalidation connection.")
+      .def(py::init([](const std::string& host, int port, long long db,
+                       std::optional<std::string> username, std::optional<std::string> password,
+                       std::optional<double> socket_timeout,
+                       std::optional<double> socket_connect_timeout,
+                       std::optional<std::string> client_name,
+                       std::optional<std::string> unix_socket_path,
+                       std::optional<std::size_t> max_reply_bytes, RLB_SECURITY_PARAMETERS,
+                       py::handle client_cache_size, py::handle client_cache_max_bytes) {
+             ClientOptions options =
+                 client_options(host, port, db, std::move(username), std::move(password),
+                                socket_timeout, socket_connect_timeout, std::move(client_name),
+                                std::move(unix_socket_path), max_reply_bytes, RLB_SECURITY_OPTIONS);
+             auto cache = cache_options(py::bool_(true), client_cache_size, client_cache_max_bytes);
+             py::gil_scoped_release release;
+             return std::make_unique<AsyncClientCache>(std::move(options), *cache);
+           }),
+           "host"_a = "localhost", "port"_a = 6379, "db"_a = 0, "username"_a = py::none(),
+           "password"_a = py::none(), "socket_timeout"_a = py::none(),
+           "socket_connect_timeout"_a = py::none(), "client_name"_a = py::none(),
+           "unix_socket_path"_a = py::none(), py::kw_only(), "max_reply_bytes"_a = py::none(),
+           RLB_SECURITY_ARGUMENTS, "client_cache_size"_a = connection::CacheOptions{}.max_entries,
+           "client_cache_max_bytes"_a = connection::CacheOptions{}.max_bytes)
+      .def(
+          "begin",
+          [barrier_id](AsyncClientCache& self, const std::string& prefix) {
+            return barrier_id(self.channel.begin_nowait(prefix));
+          },
+          "prefix"_a, "A barrier written for a read now (never blocks); None: read uncached.")
+      .def(
+          "needs_setup",
+          [](AsyncClientCache& self, const std::string& prefix) {
+            return self.channel.needs_setup(prefix);
+          },
+          "prefix"_a)
+      .def(
+          "setup",
+          [](AsyncClientCache& self, const std::string& prefix) { self.channel.begin(prefix); },
+          "prefix"_a, py::call_guard<py::gil_scoped_release>(),
+          "Sets the invalidation connection up (blocking: run it on an executor).")
+      .def("passed",
+           [barrier_of](AsyncClientCache& self, const BarrierId& barrier) {
+             return self.channel.cache()->passed(barrier_of(barrier));
+           })
+      .def("poll",
+           [barrier_of](AsyncClientCache& self, const BarrierId& barrier) {
+             return self.channel.poll(barrier_of(barrier));
+           })
+      .def("drain", [](AsyncClientCache& self) { return self.channel.drain(); })
+      .def("fileno", [](AsyncClientCache& self) { return self.channel.fileno(); })
+      .def(
+          "close", [](AsyncClientCache& self) { self.channel.close(); },
+          py::call_guard<py::gil_scoped_release>())
+      .def("info", [](const AsyncClientCache& self) {
+        return cache_stats_dict(self.channel.cache()->stats(), self.channel.cache()->options());
+      });
+
+  py::class_<connection::CachedRead, std::shared_ptr<connection::CachedRead>>(
+      m, "CachedRead", "One read through the client-side cache (see connection/cache.hpp).")
+      .def(py::init([](AsyncClientCache& cache, PyOperation& operation) {
+             if (!operation.operation || !operation.operation->cached_metadata_prefix()) {
+               throw py::value_error("not a read the cache serves");
+             }
+             return connection::CachedRead::make(cache.channel.cache(), operation.take());
+           }),
+           "cache"_a, "operation"_a)
+      .def("query", [](connection::CachedRead& self) { return wrap(self.query()); })
+      .def(
+          "fetch",
+          [barrier_of](connection::CachedRead& self,
+                       std::optional<BarrierId> barrier) -> std::optional<PyOperation> {
+            auto fetch =
+                self.fetch(barrier ? std::optional<Barrier>(barrier_of(*barrier)) : std::nullopt);
+            if (!fetch) return std::nullopt;
+            return wrap(std::move(fetch));
+          },
+          "barrier"_a)
+      .def("result", [](connection::CachedRead& self) { return to_python(self.result()); });
 
   // The connection core without I/O, for tests: events, bytes and time in; bytes to write,
   // closes and completions out. Times are seconds on an arbitrary clock.

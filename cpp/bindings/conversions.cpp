@@ -1,8 +1,11 @@
 // Python values to C++ arguments, C++ results to the guide's dicts, exceptions both ways.
 #include "bindings/conversions.hpp"
 
+#include <cstdint>
+#include <cstring>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <variant>
 #include <vector>
 
@@ -171,28 +174,170 @@ std::vector<std::string> user_ids_arg(py::handle value, long long limit) {
 }
 
 // ---- C++ -> Python ---------------------------------------------------------------------------
+// Results of 100 entries are built on every get_top(100): these helpers call the C API directly
+// (no accessor objects, no temporary handles) and reuse the str of each metadata field name.
 
-py::str text(const std::string& s) { return py::str(s.data(), s.size()); }
+namespace {
+
+// A new reference, or the Python error raised.
+PyObject* checked(PyObject* object) {
+  if (object == nullptr) throw py::error_already_set();
+  return object;
+}
+
+// A str from UTF-8 bytes (UnicodeDecodeError if they are not). ASCII, the common case (ids,
+// names, numbers), is copied straight into a new compact str, without the UTF-8 decoder.
+PyObject* new_text_or_null(const char* data, std::size_t size) {
+  unsigned char high = 0;
+  for (std::size_t i = 0; i < size; ++i) high |= static_cast<unsigned char>(data[i]);
+  if (high >= 0x80) return PyUnicode_DecodeUTF8(data, static_cast<Py_ssize_t>(size), nullptr);
+  PyObject* text = PyUnicode_New(static_cast<Py_ssize_t>(size), 127);
+  if (text != nullptr && size > 0) std::memcpy(PyUnicode_DATA(text), data, size);
+  return text;
+}
+
+PyObject* new_text(const std::string& s) { return checked(new_text_or_null(s.data(), s.size())); }
+
+// dict[key] = value, taking the reference to `value` (also when it fails).
+void set_new(PyObject* dict, PyObject* key, PyObject* value) {
+  const int failed = PyDict_SetItem(dict, key, value);
+  Py_DECREF(value);
+  if (failed != 0) throw py::error_already_set();
+}
+
+// The str of each metadata field name seen (a board has a few: "name", "country"...), so a
+// result's dicts share them and Python hashes each once. Bounded: past kMaxFieldNames names, or
+// for long ones, a new str each time. Used with the GIL held only.
+class FieldNames {
+ public:
+  static constexpr std::size_t kMaxFieldNames = 512;
+  static constexpr std::size_t kMaxLength = 64;
+
+  // A new reference.
+  PyObject* get(const std::string& name) {
+    if (name.size() > kMaxLength) return new_text(name);
+    auto found = names_.find(name);
+    if (found != names_.end()) {
+      Py_INCREF(found->second);
+      return found->second;
+    }
+    PyObject* text = new_text(name);
+    if (names_.size() < kMaxFieldNames) {
+      PyObject_Hash(text);  // cached in the str from now on
+      Py_INCREF(text);      // the table's reference, kept for the life of the process
+      names_.emplace(name, text);
+    }
+    return text;
+  }
+
+ private:
+  std::unordered_map<std::string, PyObject*> names_;
+};
+FieldNames* field_names = new FieldNames();  // never freed: its strs outlive every result
+
+// The metadata dicts made lately, by content: a leaderboard reads the same entries again and
+// again (get_top), and copying a dict (PyDict_Copy clones its table at once) costs a fraction of
+// building it. A result always gets a copy of its own; the dicts kept are never handed out.
+// Bounded: small hashes only, and the table starts afresh past kMaxDicts. GIL held.
+class MetadataDicts {
+ public:
+  static constexpr std::size_t kMaxDicts = 8192;
+  static constexpr std::size_t kMaxFields = 16;
+  static constexpr std::size_t kMaxBytes = 512;
+
+  // A new reference to a new dict, or nullptr if `metadata` is not kept (build it).
+  PyObject* copy(const Metadata& metadata) {
+    if (!keepable(metadata)) return nullptr;
+    auto found = dicts_.find(metadata);
+    if (found == dicts_.end()) return nullptr;
+    return checked(PyDict_Copy(found->second));
+  }
+  // Keeps a copy of `dict`, just built from `metadata`.
+  void keep(const Metadata& metadata, PyObject* dict) {
+    if (!keepable(metadata)) return;
+    if (dicts_.size() >= kMaxDicts) {
+      for (auto& [key, kept] : dicts_) Py_DECREF(kept);
+      dicts_.clear();
+    }
+    PyObject* kept = checked(PyDict_Copy(dict));
+    auto [it, inserted] = dicts_.emplace(metadata, kept);
+    if (!inserted) Py_DECREF(kept);
+  }
+
+ private:
+  static bool keepable(const Metadata& metadata) {
+    if (metadata.empty() || metadata.size() > kMaxFields) return false;
+    std::size_t bytes = 0;
+    for (const auto& [field, value] : metadata) bytes += field.size() + value.size();
+    return bytes <= kMaxBytes;
+  }
+  struct Hash {  // FNV-1a over every byte, fields and values separated: short, inlined
+    std::size_t operator()(const Metadata& metadata) const {
+      std::uint64_t h = 14695981039346656037ull;
+      auto mix = [&h](const std::string& text) {
+        for (unsigned char c : text) h = (h ^ c) * 1099511628211ull;
+        h = (h ^ 0xff) * 1099511628211ull;
+      };
+      for (const auto& [field, value] : metadata) {
+        mix(field);
+        mix(value);
+      }
+      return static_cast<std::size_t>(h);
+    }
+  };
+  std::unordered_map<Metadata, PyObject*, Hash> dicts_;
+};
+MetadataDicts* metadata_dicts = new MetadataDicts();  // never freed, as field_names
+
+}  // namespace
+
+py::str text(const std::string& s) { return py::reinterpret_steal<py::str>(new_text(s)); }
 
 py::dict metadata_dict(const Metadata& metadata) {
-  py::dict out;
-  for (const auto& [field, value] : metadata) out[text(field)] = text(value);
+  if (PyObject* copy = metadata_dicts->copy(metadata)) return py::reinterpret_steal<py::dict>(copy);
+  auto out = py::reinterpret_steal<py::dict>(checked(PyDict_New()));
+  for (const auto& [field, value] : metadata) {
+    PyObject* key = field_names->get(field);
+    PyObject* item = new_text_or_null(value.data(), value.size());
+    if (item == nullptr) {
+      Py_DECREF(key);
+      throw py::error_already_set();
+    }
+    const int failed = PyDict_SetItem(out.ptr(), key, item);
+    Py_DECREF(key);
+    Py_DECREF(item);
+    if (failed != 0) throw py::error_already_set();
+  }
+  metadata_dicts->keep(metadata, out.ptr());
   return out;
 }
 
 py::dict entry_dict(const Entry& entry) {
-  py::dict out;
-  if (entry.rank) out[names->rank] = py::int_(*entry.rank);
-  out[names->user_id] = text(entry.user_id);
-  out[names->score] = py::float_(entry.score);
-  out[names->metadata] = metadata_dict(entry.metadata);
+  auto out = py::reinterpret_steal<py::dict>(checked(PyDict_New()));
+  PyObject* dict = out.ptr();
+  if (entry.rank) set_new(dict, names->rank.ptr(), checked(PyLong_FromLongLong(*entry.rank)));
+  set_new(dict, names->user_id.ptr(), new_text(entry.user_id));
+  set_new(dict, names->score.ptr(), checked(PyFloat_FromDouble(entry.score)));
+  set_new(dict, names->metadata.ptr(), metadata_dict(entry.metadata).release().ptr());
+  return out;
+}
+
+// A list of `n` items, item i made by make(i) (a py::object).
+template <class Make>
+py::list new_list(std::size_t n, Make&& make) {
+  auto out = py::reinterpret_steal<py::list>(checked(PyList_New(static_cast<Py_ssize_t>(n))));
+  for (std::size_t i = 0; i < n; ++i) {
+    PyList_SET_ITEM(out.ptr(), static_cast<Py_ssize_t>(i), make(i).release().ptr());
+  }
   return out;
 }
 
 py::list string_list(const std::vector<std::string>& strings) {
-  py::list out(strings.size());
-  for (std::size_t i = 0; i < strings.size(); ++i) out[i] = text(strings[i]);
-  return out;
+  return new_list(strings.size(), [&](std::size_t i) { return text(strings[i]); });
+}
+
+py::list entry_list(const std::vector<Entry>& entries) {
+  return new_list(entries.size(), [&](std::size_t i) { return entry_dict(entries[i]); });
 }
 
 struct ToPython {
@@ -206,11 +351,7 @@ struct ToPython {
   py::object operator()(const std::optional<Entry>& entry) const {
     return entry ? py::object(entry_dict(*entry)) : py::none();
   }
-  py::object operator()(const std::vector<Entry>& entries) const {
-    py::list out(entries.size());
-    for (std::size_t i = 0; i < entries.size(); ++i) out[i] = entry_dict(entries[i]);
-    return out;
-  }
+  py::object operator()(const std::vector<Entry>& entries) const { return entry_list(entries); }
   py::object operator()(const WriteResult& write) const {
     py::dict out = entry_dict(write.entry);
     out[names->trimmed_user_ids] = string_list(write.trimmed_user_ids);
@@ -257,11 +398,9 @@ struct ToPython {
   }
   py::object operator()(const std::vector<std::string>& ids) const { return string_list(ids); }
   py::object operator()(const std::vector<std::optional<Entry>>& entries) const {
-    py::list out(entries.size());
-    for (std::size_t i = 0; i < entries.size(); ++i) {
-      out[i] = entries[i] ? py::object(entry_dict(*entries[i])) : py::none();
-    }
-    return out;
+    return new_list(entries.size(), [&](std::size_t i) {
+      return entries[i] ? py::object(entry_dict(*entries[i])) : py::object(py::none());
+    });
   }
   py::object operator()(const leaderboard::Page& page) const {
     py::dict out;
@@ -269,22 +408,20 @@ struct ToPython {
     out[names->page_size] = py::int_(page.page_size);
     out[names->total_pages] = py::int_(page.total_pages);
     out[names->size] = py::int_(page.size);
-    out[names->entries] = (*this)(page.entries);
+    out[names->entries] = entry_list(page.entries);
     return out;
   }
   py::object operator()(const std::optional<double>& value) const {
     return value ? py::object(py::float_(*value)) : py::none();
   }
   py::object operator()(const std::vector<leaderboard::HistogramBin>& bins) const {
-    py::list out(bins.size());
-    for (std::size_t i = 0; i < bins.size(); ++i) {
+    return new_list(bins.size(), [&](std::size_t i) {
       py::dict bin;
       bin[names->min] = py::float_(bins[i].min);
       bin[names->max] = py::float_(bins[i].max);
       bin[names->count] = py::int_(bins[i].count);
-      out[i] = bin;
-    }
-    return out;
+      return bin;
+    });
   }
   py::object operator()(const leaderboard::TrimSummary& summary) const {
     py::dict out;
@@ -558,6 +695,36 @@ py::dict stats_dict(const connection::Stats& s) {
   out["commands"] = s.commands;
   out["reconnects"] = s.reconnects;
   out["connections"] = s.connections;
+  return out;
+}
+
+std::optional<connection::CacheOptions> cache_options(py::handle enabled, py::handle max_entries,
+                                                      py::handle max_bytes) {
+  if (!PyBool_Check(enabled.ptr())) {
+    throw py::type_error("client_cache must be a bool, not " + type_name(enabled));
+  }
+  connection::CacheOptions options;
+  long long entries = integer_arg(max_entries, "client_cache_size");
+  long long bytes = integer_arg(max_bytes, "client_cache_max_bytes");
+  if (entries < 1) throw InvalidArgument("client_cache_size must be at least 1");
+  if (bytes < 1) throw InvalidArgument("client_cache_max_bytes must be at least 1");
+  options.max_entries = static_cast<std::size_t>(entries);
+  options.max_bytes = static_cast<std::size_t>(bytes);
+  if (enabled.ptr() != Py_True) return std::nullopt;
+  return options;
+}
+
+py::dict cache_stats_dict(const connection::CacheStats& s, const connection::CacheOptions& o) {
+  py::dict out;
+  out["hits"] = s.hits;
+  out["misses"] = s.misses;
+  out["invalidations"] = s.invalidations;
+  out["flushes"] = s.flushes;
+  out["entries"] = s.entries;
+  out["bytes"] = s.bytes;
+  out["max_entries"] = o.max_entries;
+  out["max_bytes"] = o.max_bytes;
+  out["tracking"] = s.tracking;
   return out;
 }
 

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "codec/reply.hpp"
+#include "connection/cache.hpp"
 #include "connection/exchange.hpp"
 #include "connection/options.hpp"
 #include "leaderboard/operations.hpp"
@@ -72,6 +73,11 @@ py::object reply_to_python(const codec::Reply& reply, bool errors_as_values);
 // The Python exception for a C++ one: the one mapping, used for raising and for futures.
 py::object exception_object(const std::exception_ptr& error);
 py::dict stats_dict(const connection::Stats& stats);
+// client_cache=, client_cache_size=, client_cache_max_bytes=: none if the cache is off.
+std::optional<connection::CacheOptions> cache_options(py::handle enabled, py::handle max_entries,
+                                                      py::handle max_bytes);
+py::dict cache_stats_dict(const connection::CacheStats& stats,
+                          const connection::CacheOptions& options);
 
 // Runs Python's signal handlers from a blocking wait interrupted by a signal.
 void check_python_signals();

@@ -31,15 +31,29 @@ bool charge(const redisReadTask* task, std::size_t bytes) {
 // hiredis builds a reply tree through these callbacks. The root is heap-allocated; children are
 // appended to their parent's `elements` in order (hiredis fills an array's elements one after
 // the other, finishing a nested array before its next sibling), so the only pointer hiredis
-// keeps into a vector that may grow is to an array whose own elements are complete.
-Reply* place(const redisReadTask* task, Reply&& value) {
+// keeps into a vector that may grow is to an array whose own elements are complete. A new
+// Reply (Nil) is made in place, then filled: no temporary to move.
+Reply* place(const redisReadTask* task) {
   if (task->parent != nullptr) {
     auto* parent = static_cast<Reply*>(task->parent->obj);
     if (static_cast<std::size_t>(task->idx) != parent->elements.size()) return nullptr;
-    parent->elements.push_back(std::move(value));
-    return &parent->elements.back();
+    return &parent->elements.emplace_back();
   }
-  return new (std::nothrow) Reply(std::move(value));
+  return new (std::nothrow) Reply();
+}
+
+// place(), then `fill` the new Reply; a root that cannot be filled (out of memory) is freed.
+template <class Fill>
+Reply* place_filled(const redisReadTask* task, Fill&& fill) {
+  Reply* r = place(task);
+  if (r == nullptr) return nullptr;
+  try {
+    fill(*r);
+  } catch (...) {
+    if (task->parent == nullptr) delete r;
+    throw;
+  }
+  return r;
 }
 
 ReplyType type_of(int hiredis_type) {
@@ -67,10 +81,10 @@ void* guarded(Build&& build) noexcept {
 void* create_string(const redisReadTask* task, char* data, size_t size) {
   return guarded([&]() -> void* {
     if (!charge(task, sizeof(Reply) + size)) return nullptr;
-    Reply r;
-    r.type = type_of(task->type);
-    r.str.assign(data, size);
-    return place(task, std::move(r));
+    return place_filled(task, [&](Reply& r) {
+      r.type = type_of(task->type);
+      r.str.assign(data, size);
+    });
   });
 }
 
@@ -85,27 +99,31 @@ void* create_array(const redisReadTask* task, int elements) {
       return nullptr;
     }
     if (!charge(task, sizeof(Reply))) return nullptr;
-    Reply r;
-    r.type = ReplyType::Array;
-    r.elements.reserve(std::min(count, kInitialElements));
-    return place(task, std::move(r));
+    // Every element takes at least 3 bytes on the wire: an array whose bytes are buffered
+    // already gets its full size at once (no growth, no moves); memory still follows the bytes.
+    const std::size_t buffered =
+        budget->reader == nullptr ? 0 : (budget->reader->len - budget->reader->pos) / 3;
+    return place_filled(task, [&](Reply& r) {
+      r.type = ReplyType::Array;
+      r.elements.reserve(std::min(count, std::max(kInitialElements, buffered)));
+    });
   });
 }
 
 void* create_integer(const redisReadTask* task, long long value) {
   return guarded([&]() -> void* {
     if (!charge(task, sizeof(Reply))) return nullptr;
-    Reply r;
-    r.type = ReplyType::Integer;
-    r.integer = value;
-    return place(task, std::move(r));
+    return place_filled(task, [&](Reply& r) {
+      r.type = ReplyType::Integer;
+      r.integer = value;
+    });
   });
 }
 
 void* create_nil(const redisReadTask* task) {
   return guarded([&]() -> void* {
     if (!charge(task, sizeof(Reply))) return nullptr;
-    return place(task, Reply{});
+    return place(task);
   });
 }
 
@@ -194,6 +212,7 @@ void ReplyReader::reset() {
       redisReaderCreateWithFunctions(const_cast<redisReplyObjectFunctions*>(&kReplyFunctions)));
   if (!reader_) throw std::bad_alloc();
   reader_->privdata = budget_.get();
+  budget_->reader = reader_.get();
   budget_->used = 0;
   budget_->exceeded = false;
 }

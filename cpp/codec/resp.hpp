@@ -55,6 +55,7 @@ class ReplyReader {
     std::size_t limit;
     std::size_t used = 0;
     bool exceeded = false;
+    const redisReader* reader = nullptr;  // what is buffered bounds what an array reserves
   };
 
  private:

@@ -1,6 +1,7 @@
 #include "leaderboard/operations.hpp"
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -36,9 +37,15 @@ long long require_at_least_one(long long value, const char* field) {
 
 double parse_score(const Reply& reply) {
   if (reply.type != ReplyType::String && reply.type != ReplyType::Status) unexpected("a score");
-  char* end = nullptr;
-  double value = std::strtod(reply.str.c_str(), &end);
-  if (end == reply.str.c_str()) unexpected("a score");
+  const char* begin = reply.str.data();
+  double value = 0;
+  // from_chars: several times faster than strtod (no locale); strtod for what it refuses (a
+  // leading '+', out of range).
+  auto [end, error] = std::from_chars(begin, begin + reply.str.size(), value);
+  if (error == std::errc() && end != begin) return value;
+  char* strtod_end = nullptr;
+  value = std::strtod(reply.str.c_str(), &strtod_end);
+  if (strtod_end == reply.str.c_str()) unexpected("a score");
   return value;
 }
 
@@ -122,14 +129,21 @@ void append_entries(Reply& flat, long long first_rank, std::vector<Entry>& out,
   if (ranks && (!ranks->is_array() || ranks->elements.size() != flat.elements.size() / 3)) {
     unexpected("the ranks of a window");
   }
+  const std::size_t needed = out.size() + flat.elements.size() / 3;
+  if (needed > out.capacity()) out.reserve(std::max(needed, 2 * out.capacity()));  // pages: grow
   for (std::size_t i = 0; i < flat.elements.size(); i += 3) {
-    Entry entry;
-    entry.rank =
+    const long long rank =
         ranks ? parse_rank(ranks->elements[i / 3]) + 1 : first_rank + static_cast<long long>(i / 3);
-    entry.user_id = take_string(flat.elements[i]);
-    entry.score = parse_score(flat.elements[i + 1]);
-    entry.metadata = parse_metadata(flat.elements[i + 2]);
-    out.push_back(std::move(entry));
+    Entry& entry = out.emplace_back();  // filled in place: no Entry to move
+    try {
+      entry.rank = rank;
+      entry.user_id = take_string(flat.elements[i]);
+      entry.score = parse_score(flat.elements[i + 1]);
+      entry.metadata = parse_metadata(flat.elements[i + 2]);
+    } catch (...) {
+      out.pop_back();
+      throw;
+    }
   }
 }
 
@@ -162,6 +176,29 @@ class SingleCall final : public Operation {
              std::shared_ptr<Identity> id = nullptr)
       : name_(name), command_(std::move(command)), parse_(std::move(parse)), id_(std::move(id)) {}
 
+  // A script read whose first argument is the metadata prefix (window, around, entries): it can
+  // run without metadata for a client-side cache.
+  std::unique_ptr<SingleCall> caches_metadata(std::string prefix) && {
+    prefix_arg_ = 1 + static_cast<std::size_t>(std::stoul(command_.argv.at(0)));
+    if (command_.argv.at(prefix_arg_) != prefix) unexpected("a metadata prefix argument");
+    prefix_ = std::move(prefix);
+    return std::make_unique<SingleCall>(std::move(*this));
+  }
+  const std::string* cached_metadata_prefix() const override {
+    return prefix_arg_ != 0 ? &prefix_ : nullptr;
+  }
+  // A lean form of its own (get_top on a default board: one ZRANGE, no script).
+  void set_lean_form(std::function<std::unique_ptr<Operation>()> lean) { lean_ = std::move(lean); }
+  std::unique_ptr<Operation> without_metadata() const override {
+    if (prefix_arg_ == 0) return nullptr;
+    if (lean_) {
+      if (auto lean = lean_()) return lean;
+    }
+    auto lean = std::make_unique<SingleCall>(name_, command_, parse_, id_);
+    lean->command_.argv[prefix_arg_].clear();
+    return lean;
+  }
+
   const char* name() const override { return name_; }
   std::vector<Command> next() override { return {command_}; }
   bool feed(std::vector<Reply>& replies) override {
@@ -182,6 +219,9 @@ class SingleCall final : public Operation {
   std::shared_ptr<Identity> id_;
   Result result_;
   int resends_ = 0;
+  std::size_t prefix_arg_ = 0;  // of the metadata prefix in argv; 0: none
+  std::string prefix_;
+  std::function<std::unique_ptr<Operation>()> lean_;  // nullptr: none of its own
 };
 
 // list_all: pages of the rank window from the top until the board is exhausted. A board
@@ -215,11 +255,18 @@ class ListAll final : public Operation {
     return false;
   }
   Result take_result() override { return std::move(entries_); }
+  const std::string* cached_metadata_prefix() const override {
+    return prefix_.empty() ? nullptr : &prefix_;
+  }
+  std::unique_ptr<Operation> without_metadata() const override {
+    if (prefix_.empty()) return nullptr;
+    return std::make_unique<ListAll>(id_, keys_, std::string());
+  }
 
  private:
   std::shared_ptr<Identity> id_;
   std::vector<std::string> keys_;
-  std::string prefix_;
+  std::string prefix_;  // empty: without metadata (window.lua's lean mode)
   std::vector<Entry> entries_;
   RoundTripBudget budget_;
 };
@@ -370,6 +417,57 @@ SubmitResult parse_submit_reply(Reply& reply, std::string user_id, bool idempote
   result.changed = parse_count(parts[6], 1) == 1;
   if (idempotent) result.duplicate = parse_count(parts[7], 1) == 1;  // issue 17
   return result;
+}
+
+std::vector<Entry*> entries_of(Result& result) {
+  std::vector<Entry*> out;
+  if (auto* list = std::get_if<std::vector<Entry>>(&result)) {
+    for (auto& entry : *list) out.push_back(&entry);
+  } else if (auto* page = std::get_if<Page>(&result)) {
+    for (auto& entry : page->entries) out.push_back(&entry);
+  } else if (auto* some = std::get_if<std::vector<std::optional<Entry>>>(&result)) {
+    for (auto& entry : *some) {
+      if (entry) out.push_back(&*entry);
+    }
+  } else if (auto* one = std::get_if<std::optional<Entry>>(&result)) {
+    if (*one) out.push_back(&**one);
+  }
+  return out;
+}
+
+namespace {
+
+class ReadHashes final : public Operation {
+ public:
+  ReadHashes(std::vector<std::string> keys, std::function<void(std::vector<Metadata>&&)> sink)
+      : keys_(std::move(keys)), sink_(std::move(sink)) {}
+  const char* name() const override { return "read_hashes"; }
+  std::vector<Command> next() override {
+    std::vector<Command> commands;
+    commands.reserve(keys_.size());
+    for (const auto& key : keys_) commands.push_back(Command{nullptr, {"HGETALL", key}});
+    return commands;
+  }
+  bool feed(std::vector<Reply>& replies) override {
+    if (replies.size() != keys_.size()) unexpected("HGETALL");
+    std::vector<Metadata> hashes;
+    hashes.reserve(replies.size());
+    for (auto& reply : replies) hashes.push_back(parse_metadata(reply));
+    sink_(std::move(hashes));
+    return true;
+  }
+  Result take_result() override { return None{}; }
+
+ private:
+  std::vector<std::string> keys_;
+  std::function<void(std::vector<Metadata>&&)> sink_;
+};
+
+}  // namespace
+
+std::unique_ptr<Operation> read_hashes(std::vector<std::string> keys,
+                                       std::function<void(std::vector<Metadata>&&)> sink) {
+  return std::make_unique<ReadHashes>(std::move(keys), std::move(sink));
 }
 
 std::string format_score(double value) {
@@ -751,14 +849,34 @@ std::unique_ptr<Operation> Board::get_top(long long count) const {
   Command command =
       script_call(scripts::window, script_keys({}, Check::UntilConfirmed),
                   id_->with_options({metadata_prefix(), "top", "0", std::to_string(count)}));
-  return std::make_unique<SingleCall>(
-      "get_top", std::move(command),
-      [](Reply& reply) -> Result {
-        std::vector<Entry> entries;
-        append_window(reply, 1, entries);
-        return entries;
-      },
-      id_);
+  auto call = SingleCall(
+                  "get_top", std::move(command),
+                  [](Reply& reply) -> Result {
+                    std::vector<Entry> entries;
+                    append_window(reply, 1, entries);
+                    return entries;
+                  },
+                  id_)
+                  .caches_metadata(metadata_prefix());
+  call->set_lean_form([id = id_, key = key(), count]() -> std::unique_ptr<Operation> {
+    // A default board whose options were checked: the guide's ZRANGE, ranks by position.
+    if (!id->is_default() || !id->checked.load(std::memory_order_relaxed)) return nullptr;
+    return std::make_unique<SingleCall>(
+        "get_top",
+        Command{nullptr, {"ZRANGE", key, "0", std::to_string(count - 1), "REV", "WITHSCORES"}},
+        [](Reply& reply) -> Result {
+          const auto& flat = parse_array(reply);
+          if (flat.size() % 2 != 0) unexpected("ZRANGE WITHSCORES");
+          std::vector<Entry> entries(flat.size() / 2);
+          for (std::size_t i = 0; i < entries.size(); ++i) {
+            entries[i].rank = static_cast<long long>(i) + 1;
+            entries[i].user_id = take_string(reply.elements[2 * i]);
+            entries[i].score = parse_score(reply.elements[2 * i + 1]);
+          }
+          return entries;
+        });
+  });
+  return call;
 }
 
 std::unique_ptr<Operation> Board::get_around_rank(long long rank, long long count) const {
@@ -767,15 +885,16 @@ std::unique_ptr<Operation> Board::get_around_rank(long long rank, long long coun
   Command command = script_call(scripts::window, script_keys({}, Check::UntilConfirmed),
                                 id_->with_options({metadata_prefix(), "around",
                                                    std::to_string(rank), std::to_string(count)}));
-  return std::make_unique<SingleCall>(
-      "get_around_rank", std::move(command),
-      [](Reply& reply) -> Result {
-        parse_array(reply, 3);
-        std::vector<Entry> entries;
-        append_window(reply, parse_rank(reply.elements[0]) + 1, entries);
-        return entries;
-      },
-      id_);
+  return SingleCall(
+             "get_around_rank", std::move(command),
+             [](Reply& reply) -> Result {
+               parse_array(reply, 3);
+               std::vector<Entry> entries;
+               append_window(reply, parse_rank(reply.elements[0]) + 1, entries);
+               return entries;
+             },
+             id_)
+      .caches_metadata(metadata_prefix());
 }
 
 std::unique_ptr<Operation> Board::get_rank(std::string user_id) const {
@@ -970,13 +1089,14 @@ std::unique_ptr<Operation> Board::get_around_user(std::string user_id, long long
   Command command = script_call(
       scripts::around, script_keys({}, Check::EveryCall),
       id_->with_options({metadata_prefix(), std::move(user_id), std::to_string(count)}));
-  return std::make_unique<SingleCall>(
-      "get_around_user", std::move(command),
-      [](Reply& reply) -> Result {
-        if (reply.is_nil()) return std::vector<Entry>();
-        return window_entries(reply);
-      },
-      id_);
+  return SingleCall(
+             "get_around_user", std::move(command),
+             [](Reply& reply) -> Result {
+               if (reply.is_nil()) return std::vector<Entry>();
+               return window_entries(reply);
+             },
+             id_)
+      .caches_metadata(metadata_prefix());
 }
 
 std::unique_ptr<Operation> Board::get_entries(std::vector<std::string> user_ids) const {
@@ -992,32 +1112,33 @@ std::unique_ptr<Operation> Board::get_entries(std::vector<std::string> user_ids)
   for (const auto& user_id : user_ids) args.push_back(user_id);
   Command command = script_call(scripts::entries, script_keys({}, Check::EveryCall),
                                 id_->with_options(std::move(args)));
-  return std::make_unique<SingleCall>(
-      "get_entries", std::move(command),
-      [user_ids = std::move(user_ids)](Reply& reply) mutable -> Result {
-        if (!reply.is_array() || reply.elements.size() != user_ids.size()) {
-          unexpected("the entries of get_entries");
-        }
-        std::vector<std::optional<Entry>> out;
-        out.reserve(user_ids.size());
-        for (std::size_t i = 0; i < user_ids.size(); ++i) {
-          auto& item = reply.elements[i];
-          if (item.is_nil()) {
-            out.emplace_back();
-            continue;
-          }
-          parse_array(item, 3);
-          if (item.elements.size() != 3) unexpected("an entry");
-          Entry entry;
-          entry.score = parse_score(item.elements[0]);
-          entry.rank = parse_rank(item.elements[1]) + 1;
-          entry.user_id = std::move(user_ids[i]);
-          entry.metadata = parse_metadata(item.elements[2]);
-          out.emplace_back(std::move(entry));
-        }
-        return out;
-      },
-      id_);
+  return SingleCall(
+             "get_entries", std::move(command),
+             [user_ids = std::move(user_ids)](Reply& reply) mutable -> Result {
+               if (!reply.is_array() || reply.elements.size() != user_ids.size()) {
+                 unexpected("the entries of get_entries");
+               }
+               std::vector<std::optional<Entry>> out;
+               out.reserve(user_ids.size());
+               for (std::size_t i = 0; i < user_ids.size(); ++i) {
+                 auto& item = reply.elements[i];
+                 if (item.is_nil()) {
+                   out.emplace_back();
+                   continue;
+                 }
+                 parse_array(item, 3);
+                 if (item.elements.size() != 3) unexpected("an entry");
+                 Entry entry;
+                 entry.score = parse_score(item.elements[0]);
+                 entry.rank = parse_rank(item.elements[1]) + 1;
+                 entry.user_id = std::move(user_ids[i]);
+                 entry.metadata = parse_metadata(item.elements[2]);
+                 out.emplace_back(std::move(entry));
+               }
+               return out;
+             },
+             id_)
+      .caches_metadata(metadata_prefix());
 }
 
 std::unique_ptr<Operation> Board::get_page(long long page, long long page_size) const {
@@ -1029,20 +1150,21 @@ std::unique_ptr<Operation> Board::get_page(long long page, long long page_size) 
       script_call(scripts::window, script_keys({}, Check::UntilConfirmed),
                   id_->with_options({metadata_prefix(), "range", std::to_string(start),
                                      std::to_string(page_size)}));
-  return std::make_unique<SingleCall>(
-      "get_page", std::move(command),
-      [page, page_size, start](Reply& reply) -> Result {
-        parse_array(reply, 3);
-        Page out;
-        out.page = page;
-        out.page_size = page_size;
-        out.size = parse_count(reply.elements[1]);
-        out.total_pages = (out.size + page_size - 1) / page_size;
-        append_window(reply, start + 1, out.entries);
-        if (static_cast<long long>(out.entries.size()) > page_size) unexpected("a page");
-        return out;
-      },
-      id_);
+  return SingleCall(
+             "get_page", std::move(command),
+             [page, page_size, start](Reply& reply) -> Result {
+               parse_array(reply, 3);
+               Page out;
+               out.page = page;
+               out.page_size = page_size;
+               out.size = parse_count(reply.elements[1]);
+               out.total_pages = (out.size + page_size - 1) / page_size;
+               append_window(reply, start + 1, out.entries);
+               if (static_cast<long long>(out.entries.size()) > page_size) unexpected("a page");
+               return out;
+             },
+             id_)
+      .caches_metadata(metadata_prefix());
 }
 
 std::unique_ptr<Operation> Board::get_by_score(double min_score, double max_score, long long offset,

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <atomic>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -143,6 +144,13 @@ class Operation {
   virtual int resend_limit() const { return 0; }
   // Seconds the server may hold the reply on purpose (XREAD BLOCK): added to socket_timeout.
   virtual double server_wait() const { return 0; }
+
+  // ---- Client-side caching of metadata (connection/cache.hpp). A read whose result holds
+  // entries with their metadata names the prefix of those hashes (f"{key}:user:"), and builds
+  // the same read without them: its scripts' lean mode (an empty prefix argument), every entry's
+  // metadata then empty. Other operations: nullptr.
+  virtual const std::string* cached_metadata_prefix() const { return nullptr; }
+  virtual std::unique_ptr<Operation> without_metadata() const { return nullptr; }
 };
 
 // The guards of a board (issue 17): the options of writes that are not ranking rules.
@@ -154,6 +162,15 @@ struct Guards {
   long long events_maxlen = 10000;    // the stream is capped at about this many (MAXLEN ~)
   bool any() const { return rate_max.has_value() || events; }
 };
+
+// The entries a read's result holds (get_top's list, get_page's entries, get_entries' present
+// ones...), for a cache to fill in their metadata; none for other results.
+std::vector<Entry*> entries_of(Result& result);
+
+// HGETALL of each key, in one round trip (the commands pipelined, not atomic together); the
+// hashes go to `sink`, in order, and the result is None. For a client-side cache's misses.
+std::unique_ptr<Operation> read_hashes(std::vector<std::string> keys,
+                                       std::function<void(std::vector<Metadata>&&)> sink);
 
 // A board's identity and limit. Methods validate their arguments (throwing InvalidArgument
 // before anything is sent) and return the operation to run.

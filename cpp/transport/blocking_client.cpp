@@ -15,6 +15,7 @@
 #include <utility>
 
 #include "errors.hpp"
+#include "transport/cache_channel.hpp"
 
 namespace rlb::transport {
 
@@ -232,7 +233,7 @@ void BlockingConnection::write_all(const std::string& bytes) {
   just_wrote_ = true;
 }
 
-void BlockingConnection::read_once(bool wait_first) {
+void BlockingConnection::read_once(bool wait_first, bool wait_if_empty) {
   if (wait_first && !wait(POLLIN, core_.next_deadline(), "reading from")) {
     core_.tick(Clock::now());
     return;
@@ -241,7 +242,9 @@ void BlockingConnection::read_once(bool wait_first) {
   boost::system::error_code ec;
   std::size_t n = socket_.read_some(asio::buffer(buffer), ec);
   if (ec == asio::error::would_block || ec == asio::error::try_again) {
-    if (!wait(POLLIN, core_.next_deadline(), "reading from")) core_.tick(Clock::now());
+    if (wait_if_empty && !wait(POLLIN, core_.next_deadline(), "reading from")) {
+      core_.tick(Clock::now());
+    }
   } else if (ec == asio::error::interrupted) {
     on_interrupt();
   } else if (ec) {
@@ -337,6 +340,46 @@ std::optional<Reply> BlockingConnection::next_push() {
     if (broken_ || !core_.connected() || core_.take_close()) return std::nullopt;
     read_once(true);
   }
+}
+
+bool BlockingConnection::take_pushes(std::vector<Reply>& out,
+                                     std::optional<Clock::time_point> until) {
+  const std::size_t before = out.size();
+  auto collect = [&] {
+    for (auto& completion : core_.take_completions()) {
+      if (completion.id == connection::Core::kPushId) {
+        out.push_back(std::move(completion.replies.at(0)));
+      }
+    }
+  };
+  collect();
+  for (;;) {
+    if (core_.take_close() || broken_ || !core_.connected()) {
+      if (!broken_) {
+        auto why = core_.last_error();
+        close_broken(why ? why
+                         : std::make_exception_ptr(ConnectionError(
+                               "Connection to " + endpoint_.address() + " is closed")));
+      }
+      return false;
+    }
+    if (out.size() > before) return true;
+    if (until) {
+      if (!wait(POLLIN, until, "reading from")) return true;  // nothing yet: still open
+    } else {
+      pollfd fd{socket_.native_handle(), POLLIN, 0};
+      if (::poll(&fd, 1, 0) <= 0) return true;
+    }
+    read_once(false, false);
+    collect();
+  }
+}
+
+bool BlockingConnection::write_unanswered(const std::string& wire) {
+  if (broken_ || !core_.connected()) return false;
+  write_all(wire);
+  just_wrote_ = false;
+  return !broken_ && core_.connected();
 }
 
 Completion BlockingConnection::wait_for(std::uint64_t id) {
@@ -463,13 +506,17 @@ class BlockingClient::Lease {
   std::unique_ptr<BlockingConnection> connection_;
 };
 
-BlockingClient::BlockingClient(ClientOptions options)
-    : BlockingClient((options.validate(), std::move(options)), nullptr) {}
+BlockingClient::BlockingClient(ClientOptions options, std::optional<connection::CacheOptions> cache)
+    : BlockingClient((options.validate(), std::move(options)), nullptr, std::move(cache)) {}
 
-BlockingClient::BlockingClient(ClientOptions options, std::shared_ptr<const TlsContext> tls)
+BlockingClient::BlockingClient(ClientOptions options, std::shared_ptr<const TlsContext> tls,
+                               std::optional<connection::CacheOptions> cache)
     : options_(std::move(options)),
       tls_(tls ? std::move(tls) : connection::make_tls_context(options_.tls)),
       resolver_(options_, tls_) {
+  if (cache) {
+    cache_channel_ = std::make_unique<CacheChannel>(options_, tls_, resolver_, *cache, &epoch_);
+  }
   if (options_.sentinel.enabled()) {
     // A new primary: connections to the old one are not reused (those in use finish their
     // call); the next connection asks the sentinels again.
@@ -477,7 +524,10 @@ BlockingClient::BlockingClient(ClientOptions options, std::shared_ptr<const TlsC
   }
 }
 
-BlockingClient::~BlockingClient() { watcher_.reset(); }
+BlockingClient::~BlockingClient() {
+  watcher_.reset();
+  cache_channel_.reset();
+}
 
 std::unique_ptr<BlockingConnection> BlockingClient::acquire() {
   const std::uint64_t epoch = epoch_.load();
@@ -509,8 +559,37 @@ void BlockingClient::release(std::unique_ptr<BlockingConnection> connection) {
 }
 
 Result BlockingClient::run(std::unique_ptr<Operation> operation) {
+  if (cache_channel_ && operation->cached_metadata_prefix()) {
+    return run_cached(std::move(operation));
+  }
   Lease connection(*this);
   return (*connection).run(std::move(operation));
+}
+
+// A read through the client-side cache: a barrier on the invalidation connection, the query
+// without metadata, then (once the barrier passed) the cached metadata and the HGETALLs of the
+// rest, on the same connection.
+Result BlockingClient::run_cached(std::unique_ptr<Operation> operation) {
+  auto barrier = cache_channel_->begin(*operation->cached_metadata_prefix());
+  if (!barrier) {  // no invalidation connection: the read as it is, uncached
+    Lease connection(*this);
+    return (*connection).run(std::move(operation));
+  }
+  auto read = connection::CachedRead::make(cache_channel_->cache(), std::move(operation));
+  Lease connection(*this);
+  // Both connections on one server, or the barrier proves nothing (after a failover, say).
+  const bool same_server = cache_channel_->on_server((*connection).endpoint());
+  (*connection).run(read->query());
+  // The PONG was written before the query: it is normally there already. A late one is doubt.
+  auto wait = std::chrono::duration<double>(std::min(options_.socket_timeout.value_or(1.0), 1.0));
+  const bool passed =
+      same_server &&
+      cache_channel_->await(*barrier,
+                            Clock::now() + std::chrono::duration_cast<Clock::duration>(wait));
+  if (auto fetch = read->fetch(passed ? barrier : std::nullopt)) {
+    (*connection).run(std::move(fetch));
+  }
+  return read->result();
 }
 
 void BlockingClient::run_pipelined(std::size_t window,

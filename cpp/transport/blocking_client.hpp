@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "connection/cache.hpp"
 #include "connection/core.hpp"
 #include "connection/options.hpp"
 #include "connection/stats.hpp"
@@ -74,7 +75,13 @@ class BlockingConnection {
   // A subscriber's next push; none once the server closed the connection (or it was shut
   // down). Waits without a deadline.
   std::optional<codec::Reply> next_push();
+  // A subscriber's pushes that have arrived, appended to `out`; with `until`, waits up to then
+  // for the first. False once the connection is gone.
+  bool take_pushes(std::vector<codec::Reply>& out, std::optional<Clock::time_point> until);
+  // Writes commands whose replies come as pushes (a subscriber's PING); false if it failed.
+  bool write_unanswered(const std::string& wire);
   int native_handle() { return socket_.native_handle(); }
+  const Endpoint& endpoint() const { return endpoint_; }
 
   bool broken() const { return broken_; }
   // The client's primary epoch when this connection was opened (Sentinel: a newer one means
@@ -94,7 +101,8 @@ class BlockingConnection {
   // Writes what the core wants written, waits (until the core's deadline) and reads once.
   void pump();
   // Reads once what the socket has (would_block: nothing) into the core, through TLS if on.
-  void read_once(bool wait_first);
+  // wait_if_empty: a read that finds nothing waits (until the core's deadline) for bytes.
+  void read_once(bool wait_first, bool wait_if_empty = true);
   // Bytes as they go on the wire (ciphertext with TLS); false if the write timed out or failed
   // (the core was told).
   bool send(const char* data, std::size_t size);
@@ -122,11 +130,17 @@ class BlockingConnection {
   ForkGuard fork_guard_;
 };
 
+class CacheChannel;
+
 class BlockingClient {
  public:
-  explicit BlockingClient(ClientOptions options);
+  // With `cache`: reads of entries take metadata from a client-side cache that Redis
+  // invalidates (connection/cache.hpp, transport/cache_channel.hpp).
+  explicit BlockingClient(ClientOptions options,
+                          std::optional<connection::CacheOptions> cache = std::nullopt);
   // With a TLS context shared with other clients (the cluster client's nodes).
-  BlockingClient(ClientOptions options, std::shared_ptr<const TlsContext> tls);
+  BlockingClient(ClientOptions options, std::shared_ptr<const TlsContext> tls,
+                 std::optional<connection::CacheOptions> cache = std::nullopt);
   ~BlockingClient();
   BlockingClient(const BlockingClient&) = delete;
   BlockingClient& operator=(const BlockingClient&) = delete;
@@ -139,6 +153,8 @@ class BlockingClient {
   codec::Reply execute_raw(const std::vector<std::string>& argv);
 
   Stats stats() const;
+  // The client-side cache (nullptr: off).
+  const CacheChannel* cache_channel() const { return cache_channel_.get(); }
   // Closes idle connections; a later call opens a new one.
   void close();
   const ClientOptions& options() const { return options_; }
@@ -146,6 +162,7 @@ class BlockingClient {
   // A connection of the pool (a new one if none is idle; ConnectionError if it cannot be
   // opened), for one thread until release() takes it back (a broken one is dropped).
   std::unique_ptr<BlockingConnection> acquire();
+  leaderboard::Result run_cached(std::unique_ptr<leaderboard::Operation> operation);
   void release(std::unique_ptr<BlockingConnection> connection);
 
  private:
@@ -160,6 +177,7 @@ class BlockingClient {
   std::vector<std::unique_ptr<BlockingConnection>> idle_;
   std::uint64_t dropped_ = 0;  // broken connections not yet replaced (guarded by mutex_)
   Counters counters_;
+  std::unique_ptr<CacheChannel> cache_channel_;
 };
 
 }  // namespace rlb::transport

@@ -50,6 +50,9 @@ class Operation:
 
     @property
     def name(self) -> str: ...
+    @property
+    def cached_metadata_prefix(self) -> Optional[str]:
+        """The metadata prefix a client-side cache serves this read from; None if it cannot."""
     def request(self) -> bytes:
         """RESP bytes of the next round trip (scripts as EVALSHA)."""
     def feed(self, data: bytes) -> bool:
@@ -320,6 +323,9 @@ class Client:
         sentinel_username: Optional[str] = None,
         sentinel_password: Optional[str] = None,
         sentinel_ssl: bool = False,
+        client_cache: bool = False,
+        client_cache_size: int = 10000,
+        client_cache_max_bytes: int = 67108864,
     ) -> None: ...
     def ping(self) -> bool: ...
     def run(self, operation: Operation) -> Any:
@@ -339,9 +345,67 @@ class Client:
         """``round_trips``, ``commands``, ``reconnects``, ``connections`` so far."""
     def dedicated(self) -> Client:
         """A new client with this one's options (TLS, ACL, Sentinel)."""
+    def cache_info(self) -> Optional[dict[str, Any]]:
+        """The client-side cache's counters and size, or None if the cache is off."""
     def close(self) -> None: ...
     def __enter__(self) -> Client: ...
     def __exit__(self, *exc: object) -> None: ...
+
+class ClientCache:
+    """The asyncio client's client-side cache of metadata and its invalidation connection."""
+
+    def __init__(
+        self,
+        host: str = "localhost",
+        port: int = 6379,
+        db: int = 0,
+        username: Optional[str] = None,
+        password: Optional[str] = None,
+        socket_timeout: Optional[float] = None,
+        socket_connect_timeout: Optional[float] = None,
+        client_name: Optional[str] = None,
+        unix_socket_path: Optional[str] = None,
+        *,
+        max_reply_bytes: Optional[int] = None,
+        ssl: bool = False,
+        ssl_ca_certs: Optional[str] = None,
+        ssl_ca_path: Optional[str] = None,
+        ssl_ca_data: Optional[str] = None,
+        ssl_certfile: Optional[str] = None,
+        ssl_keyfile: Optional[str] = None,
+        ssl_password: Optional[str] = None,
+        ssl_cert_reqs: Union[str, int] = "required",
+        ssl_check_hostname: bool = True,
+        ssl_min_version: Union[str, int, None] = None,
+        ssl_ciphers: Optional[str] = None,
+        sentinels: Optional[Sequence[tuple[str, int]]] = None,
+        service_name: Optional[str] = None,
+        sentinel_username: Optional[str] = None,
+        sentinel_password: Optional[str] = None,
+        sentinel_ssl: bool = False,
+        client_cache_size: int = 10000,
+        client_cache_max_bytes: int = 67108864,
+    ) -> None: ...
+    def begin(self, prefix: str) -> Optional[tuple[int, int]]:
+        """A barrier, (generation, token) of a PING written on the invalidation connection for a
+        read now (never blocks); None: read uncached."""
+    def needs_setup(self, prefix: str) -> bool: ...
+    def setup(self, prefix: str) -> None:
+        """Sets the invalidation connection up (blocking: run it on an executor)."""
+    def passed(self, barrier: tuple[int, int]) -> bool: ...
+    def poll(self, barrier: tuple[int, int]) -> bool: ...
+    def drain(self) -> bool: ...
+    def fileno(self) -> int: ...
+    def close(self) -> None: ...
+    def info(self) -> dict[str, Any]: ...
+
+class CachedRead:
+    """One read through the client-side cache (see connection/cache.hpp)."""
+
+    def __init__(self, cache: ClientCache, operation: Operation) -> None: ...
+    def query(self) -> Operation: ...
+    def fetch(self, barrier: Optional[tuple[int, int]]) -> Optional[Operation]: ...
+    def result(self) -> Any: ...
 
 class ConnectionCore:
     """The connection core without I/O (for tests): feed it events, bytes and time (seconds on

@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import atexit
 import weakref
-from typing import Any, Callable, Iterable, Mapping, Optional, Union
+from typing import Any, Awaitable, Callable, Iterable, Mapping, Optional, Union
 
 from . import _core
 from .cluster import AsyncClusterClient as ClusterClient
@@ -49,6 +49,9 @@ __all__ = [
 ]
 
 _open_clients: weakref.WeakSet[Client] = weakref.WeakSet()
+# How long a cached read waits for its barrier's PONG (normally there before the query's reply)
+# before it doubts the invalidation connection.
+BARRIER_TIMEOUT = 1.0
 
 
 class Client:
@@ -94,6 +97,9 @@ class Client:
         sentinel_username: Optional[str] = None,
         sentinel_password: Optional[str] = None,
         sentinel_ssl: bool = False,
+        client_cache: bool = False,
+        client_cache_size: int = 10000,
+        client_cache_max_bytes: int = 64 << 20,
         _core_client: Optional[_core.AsyncCore] = None,
     ) -> None:
         self._core = _core_client or _core.AsyncCore(
@@ -126,6 +132,42 @@ class Client:
             sentinel_password=sentinel_password,
             sentinel_ssl=sentinel_ssl,
         )
+        # The client-side cache (see redis_leaderboard.Client): the same connection options.
+        self._cache: Optional[_core.ClientCache] = None
+        if not isinstance(client_cache, bool):
+            raise TypeError(f"client_cache must be a bool, not {type(client_cache).__name__}")
+        if client_cache:
+            self._cache = _core.ClientCache(
+                host=host,
+                port=port,
+                db=db,
+                username=username,
+                password=password,
+                socket_timeout=socket_timeout,
+                socket_connect_timeout=socket_connect_timeout,
+                client_name=client_name,
+                unix_socket_path=unix_socket_path,
+                max_reply_bytes=max_reply_bytes,
+                ssl=ssl,
+                ssl_ca_certs=ssl_ca_certs,
+                ssl_ca_path=ssl_ca_path,
+                ssl_ca_data=ssl_ca_data,
+                ssl_certfile=ssl_certfile,
+                ssl_keyfile=ssl_keyfile,
+                ssl_password=ssl_password,
+                ssl_cert_reqs=ssl_cert_reqs,
+                ssl_check_hostname=ssl_check_hostname,
+                ssl_min_version=ssl_min_version,
+                ssl_ciphers=ssl_ciphers,
+                sentinels=None if sentinels is None else [(h, p) for h, p in sentinels],
+                service_name=service_name,
+                sentinel_username=sentinel_username,
+                sentinel_password=sentinel_password,
+                sentinel_ssl=sentinel_ssl,
+                client_cache_size=client_cache_size,
+                client_cache_max_bytes=client_cache_max_bytes,
+            )
+        self._cache_setup: Optional[asyncio.Future[None]] = None
         _open_clients.add(self)
 
     @classmethod
@@ -160,10 +202,74 @@ class Client:
         )
 
     @property
-    def run(self) -> Callable[[_core.Operation], asyncio.Future[Any]]:
+    def run(self) -> Callable[[_core.Operation], Awaitable[Any]]:
         """``run(operation)``: submit a :class:`redis_leaderboard._core.Board` operation; await
-        the result. The C++ core's own method: a call costs no Python frame of ours."""
-        return self._core.run
+        the result. The C++ core's own method (a call costs no Python frame of ours), unless
+        the client-side cache is on: then reads of entries go through it."""
+        if self._cache is None:
+            return self._core.run
+        return self._run_maybe_cached
+
+    def _run_maybe_cached(self, operation: _core.Operation) -> Awaitable[Any]:
+        prefix = operation.cached_metadata_prefix
+        if prefix is not None:
+            return self._run_cached(operation, prefix, asyncio.get_running_loop())
+        return self._core.run(operation)
+
+    async def _run_cached(
+        self, operation: _core.Operation, prefix: str, loop: asyncio.AbstractEventLoop
+    ) -> Any:
+        """A read through the client-side cache (connection/cache.hpp): a barrier on the
+        invalidation connection, the query without metadata, then the cached metadata (once
+        the barrier passed) and the HGETALLs of the rest."""
+        cache = self._cache
+        assert cache is not None
+        barrier = cache.begin(prefix)
+        if barrier is None:  # no invalidation connection (yet): uncached, set one up aside
+            if self._cache_setup is None and cache.needs_setup(prefix):
+                self._cache_setup = loop.run_in_executor(None, cache.setup, prefix)
+                self._cache_setup.add_done_callback(self._cache_setup_done)
+            return await self._core.run(operation)
+        read = _core.CachedRead(cache, operation)
+        await self._core.run(read.query())
+        passed = cache.poll(barrier) or await self._await_barrier(cache, barrier, loop)
+        fetch = read.fetch(barrier if passed else None)
+        if fetch is not None:
+            await self._core.run(fetch)
+        return read.result()
+
+    def _cache_setup_done(self, future: asyncio.Future[None]) -> None:
+        self._cache_setup = None
+        if not future.cancelled():
+            future.exception()  # retrieved: a failed set-up only means reads stay uncached
+
+    async def _await_barrier(
+        self, cache: _core.ClientCache, barrier: tuple[int, int], loop: asyncio.AbstractEventLoop
+    ) -> bool:
+        """Reads the invalidation connection (when the loop sees it readable) until the
+        barrier's PONG; a connection that is gone or late (BARRIER_TIMEOUT) is doubt: False."""
+        deadline = loop.time() + BARRIER_TIMEOUT
+        while not cache.poll(barrier):
+            fd, remaining = cache.fileno(), deadline - loop.time()
+            if fd < 0:
+                return False
+            if remaining <= 0:
+                cache.close()  # late: the cache is flushed, the connection set up again later
+                return False
+            readable: asyncio.Future[None] = loop.create_future()
+            loop.add_reader(fd, _wake, readable)
+            try:
+                await asyncio.wait_for(readable, remaining)
+            except asyncio.TimeoutError:
+                pass
+            finally:
+                loop.remove_reader(fd)
+        return True
+
+    def cache_info(self) -> Optional[dict[str, Any]]:
+        """The client-side cache's counters and size (as
+        :meth:`redis_leaderboard.Client.cache_info`), or None if the cache is off."""
+        return None if self._cache is None else self._cache.info()
 
     def run_pipelined(
         self,
@@ -195,6 +301,8 @@ class Client:
         self.close()
 
     def close(self) -> None:
+        if self._cache is not None:
+            self._cache.close()
         self._core.close()
 
     async def __aenter__(self) -> Client:
@@ -205,6 +313,11 @@ class Client:
 
     def __repr__(self) -> str:
         return f"redis_leaderboard.asyncio.Client({self._core.address()})"
+
+
+def _wake(future: asyncio.Future[None]) -> None:
+    if not future.done():
+        future.set_result(None)
 
 
 @atexit.register

@@ -87,6 +87,12 @@ class ClientOptions:
     sentinel_password: Optional[str] = None
     #: Talk TLS to the sentinels too, with the ``ssl_*`` settings.
     sentinel_ssl: bool = False
+    # Client-side caching of metadata (README, "Client-side caching"): off by default.
+    client_cache: bool = False
+    #: Metadata hashes the cache keeps (least recently used go first).
+    client_cache_size: int = 10000
+    #: The bytes their keys, fields and values may take (plus 96 per hash).
+    client_cache_max_bytes: int = 64 << 20
 
     def kwargs(self) -> dict[str, Any]:
         """The options as the clients' keyword arguments."""

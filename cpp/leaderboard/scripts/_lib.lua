@@ -103,17 +103,23 @@ end
 
 -- {user_id, score, {field, value, ...}, ...} from a ZRANGE ... WITHSCORES reply of the board's
 -- ranked set (see board_spec; b nil: the guide's board), or an error reply (NOPERM) as its
--- second value.
+-- second value. An empty prefix: the client caches metadata (see connection/cache.hpp), so
+-- every entry's is left empty ({}) and no hash is read.
 local function hydrate(b, prefix, ranged)
-  local out, first = {}, b and b.first
+  local out, first, lean = {}, b and b.first, prefix == ''
+  local none = {}
   for i = 1, #ranged, 2 do
     local user_id = first and string.sub(ranged[i], 17) or ranged[i]
-    local key = prefix .. user_id
-    local err = check_acl('HGETALL', key)
-    if err then return nil, err end
     out[#out + 1] = user_id
     out[#out + 1] = ranged[i + 1]
-    out[#out + 1] = redis.call('HGETALL', key)
+    if lean then
+      out[#out + 1] = none
+    else
+      local key = prefix .. user_id
+      local err = check_acl('HGETALL', key)
+      if err then return nil, err end
+      out[#out + 1] = redis.call('HGETALL', key)
+    end
   end
   return out
 end

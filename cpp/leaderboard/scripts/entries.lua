@@ -1,7 +1,8 @@
 #!lua flags=no-writes
 -- get_entries: the entries of a list of users (friends), each with its score, rank under the
 -- board's tie rule and metadata, in one consistent read. A read.
--- KEYS: board, then the option keys (see board_spec in _lib.lua). ARGV: metadata prefix, n,
+-- KEYS: board, then the option keys (see board_spec in _lib.lua). ARGV: metadata prefix ('':
+-- no metadata, the client caches it), n,
 -- n user ids, then on a board with options: order, ties.
 -- Returns one item per id, in the order given: false (nil) if it is not on the board, else
 -- {score, zero-based rank, {field, value, ...}}. O(n log N).
@@ -11,8 +12,9 @@ local err = check_acl('ZSCORE', board, 'x') or check_acl(b.position_command, b.r
   or (b.shared and check_acl('ZCOUNT', b.dense or board, '0', '0'))
   or (b.first and check_acl('HGET', b.first_keys, 'x'))
 if err then return err end
+local lean = prefix == ''  -- the client caches metadata: {} for each entry's
 for i = 3, 2 + n do
-  err = check_acl('HGETALL', prefix .. ARGV[i])
+  err = not lean and check_acl('HGETALL', prefix .. ARGV[i])
   if err then return err end
 end
 err = check_options(b)
@@ -23,7 +25,7 @@ for i = 3, 2 + n do
   local score = redis.call('ZSCORE', board, user_id)
   if score then
     out[#out + 1] = {score, rank_of(b, user_id, tonumber(score)),
-      redis.call('HGETALL', prefix .. user_id)}
+      lean and {} or redis.call('HGETALL', prefix .. user_id)}
   else
     out[#out + 1] = false
   end
