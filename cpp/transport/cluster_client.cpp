@@ -42,6 +42,12 @@ std::string message_of(const std::exception_ptr& error) {
   }
 }
 
+// A node's certificate failed verification: every node would fail the same way (one CA, one
+// set of options), so the request fails at once instead of waiting for a node that works.
+bool certificate_refused(const std::exception_ptr& error) {
+  return message_of(error).find("certificate verify failed") != std::string::npos;
+}
+
 // One raw command as an operation, its reply kept in `sink`.
 class RawCommand final : public Operation {
  public:
@@ -143,7 +149,8 @@ void ClusterClient::refresh_map(bool force) {
   {
     std::lock_guard<std::mutex> lock(mutex_);
     // Another thread may have read it while this one waited for the lock.
-    if (map_ && (!stale_ || (!force && now - refreshed_at_ < kRefreshInterval))) return;
+    // (refresh() forces a read even of a map that is not stale.)
+    if (map_ && !force && (!stale_ || now - refreshed_at_ < kRefreshInterval)) return;
   }
   std::string errors;
   for (const auto& node : candidates()) {
@@ -179,6 +186,7 @@ void ClusterClient::refresh_map(bool force) {
     } catch (const NoPermissionError&) {
       throw;
     } catch (const ConnectionError& e) {
+      if (certificate_refused(std::current_exception())) throw;
       errors += std::string("; ") + e.what();
     } catch (const TimeoutError& e) {
       errors += std::string("; ") + e.what();
@@ -429,6 +437,10 @@ std::vector<Completion> ClusterClient::run_batch(std::vector<Outgoing> batch) {
       for (auto& job : jobs) emit(Completion(job.id, {}, {}, std::current_exception()));
       break;
     } catch (const RedisError&) {
+      if (certificate_refused(std::current_exception())) {
+        for (auto& job : jobs) emit(Completion(job.id, {}, {}, std::current_exception()));
+        break;
+      }
       for (auto& job : jobs) retry_later(std::move(job), std::current_exception(), emit, next);
       jobs.swap(next);
       continue;
@@ -458,6 +470,11 @@ std::vector<Completion> ClusterClient::run_batch(std::vector<Outgoing> batch) {
         group.jobs.clear();
         continue;
       } catch (const RedisError&) {
+        if (certificate_refused(std::current_exception())) {
+          for (auto& job : group.jobs) emit(Completion(job.id, {}, {}, std::current_exception()));
+          group.jobs.clear();
+          continue;
+        }
         unreachable(group.jobs, emit, next);
         continue;
       }
@@ -672,6 +689,10 @@ void AsyncClusterTransport::route_loop() {
       for (auto& job : ready) emit(Completion(job.id, {}, {}, std::current_exception()));
       continue;
     } catch (const RedisError&) {
+      if (certificate_refused(std::current_exception())) {
+        for (auto& job : ready) emit(Completion(job.id, {}, {}, std::current_exception()));
+        continue;
+      }
       for (auto& job : ready) {
         client_.retry_later(std::move(job), std::current_exception(), emit, waiting);
       }
@@ -757,6 +778,10 @@ void AsyncClusterTransport::work(Worker& worker) {
       for (auto& job : live) emit(Completion(job.id, {}, {}, std::current_exception()));
       continue;
     } catch (const RedisError&) {
+      if (certificate_refused(std::current_exception())) {
+        for (auto& job : live) emit(Completion(job.id, {}, {}, std::current_exception()));
+        continue;
+      }
       client_.unreachable(live, emit, next);
       requeue(std::move(next));
       continue;
