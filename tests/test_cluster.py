@@ -284,6 +284,19 @@ def test_execute_command_is_routed_by_key(
         assert cluster_client.execute_command("GET", f"plain{i}") == str(i).encode()
 
 
+def test_raw_scripts_are_routed_by_their_keys(
+    cluster_client: ClusterClient, redis_cluster: RedisCluster
+) -> None:
+    script = "redis.call('SET', KEYS[1], ARGV[1]) return redis.call('GET', KEYS[2])"
+    for i in range(20):
+        keys = (f"{{raw{i}}}:a", f"{{raw{i}}}:b")
+        redis_cluster.node_command(redis_cluster.owner(_core.key_slot(keys[0])), "SET", keys[1], i)
+        for command in ("EVAL", "eval"):
+            assert cluster_client.execute_command(command, script, 2, *keys, i) == str(i).encode()
+    with pytest.raises(ValueError, match="different cluster slots"):
+        cluster_client.execute_command("EVAL", script, 2, "{x}a", "{y}b", 1)
+
+
 # ---- Redirects -------------------------------------------------------------------------------
 
 

@@ -40,6 +40,10 @@ class Load:
     stop: threading.Event = field(default_factory=threading.Event)
     lock: threading.Lock = field(default_factory=threading.Lock)
     threads: list[threading.Thread] = field(default_factory=list)
+    client: Any = None
+    # Writes carry a submission id (the request id): a lost reply is resent (issue 17).
+    ids: bool = False
+    stats: dict[str, dict[str, int]] = field(default_factory=dict)
 
     def record(self, request_id: str, user: str, started: float, outcome: str) -> None:
         with self.lock:
@@ -54,6 +58,10 @@ class Load:
             seq += 1
             started = time.monotonic()
             try:
+                if self.ids:
+                    done = board.submit(user, 1, mode="incr", submission_id=request_id)
+                    self.record(request_id, user, started, "dup" if done["duplicate"] else "ok")
+                    continue
                 board.increment_score(user, 1, {"req": request_id})
                 self.record(request_id, user, started, "ok")
             except Exception as exc:
@@ -67,6 +75,13 @@ class Load:
                 seq += 1
                 started = time.monotonic()
                 try:
+                    if self.ids:
+                        done = await board.submit(
+                            f"a{index}", 1, mode="incr", submission_id=request_id
+                        )
+                        outcome = "dup" if done["duplicate"] else "ok"
+                        self.record(request_id, f"a{index}", started, outcome)
+                        continue
                     await board.increment_score(f"a{index}", 1, {"req": request_id})
                     self.record(request_id, f"a{index}", started, "ok")
                 except Exception as exc:
@@ -78,11 +93,13 @@ class Load:
             ) as client:
                 board = rl_asyncio.RedisLeaderboard(client, key=self.key, max_entries=100_000)
                 await asyncio.gather(*(task(board, i) for i in range(TASKS)))
+                self.stats["asyncio"] = client.stats()
 
         asyncio.run(main())
 
     def start(self) -> None:
         client = ClusterClient(self.cluster.startup_nodes, socket_timeout=SOCKET_TIMEOUT)
+        self.client = client
         self.threads = [
             threading.Thread(target=self.thread_writer, args=(client, i)) for i in range(THREADS)
         ]
@@ -95,6 +112,7 @@ class Load:
         for thread in self.threads:
             thread.join(timeout=30)
             assert not thread.is_alive()
+        self.stats["threads"] = self.client.stats()
 
     def check(self, tmp_path: Path, killed_at: float = 0.0) -> dict[str, Any]:
         """The invariants, checked against the board; the figures. With `killed_at` (a primary
@@ -171,8 +189,12 @@ def test_failover_under_load(redis_cluster: RedisCluster, cluster_key: str, tmp_
         load.finish()
     try:
         figures = load.check(tmp_path, killed_at)
+        # The first write sent after the kill that was acknowledged (replies already on their
+        # way when the primary died can arrive just after the kill: they do not count).
         resumed_at = min(
-            ended for _, _, _, ended, outcome in load.log if outcome == "ok" and ended > killed_at
+            ended
+            for _, _, started, ended, outcome in load.log
+            if outcome == "ok" and started > killed_at + 0.01
         )
         figures["failover_s"] = round(promoted_at - killed_at, 3)
         figures["writes_resumed_after_kill_s"] = round(resumed_at - killed_at, 3)
@@ -215,3 +237,96 @@ def test_slot_migration_under_load(
     assert figures["failed"] == 0, figures
     assert figures["acknowledged"] > 1000
     assert moved > 500  # the board and the metadata hashes of its 532 users
+
+
+def test_failover_resends_writes_with_submission_ids(
+    redis_cluster: RedisCluster, cluster_key: str, tmp_path: Path
+) -> None:
+    """Issue 17 on a cluster: id-carrying increments while the board's primary is SIGKILLed.
+    A write whose reply was lost is sent again (at most ``retries`` = 2 times), to the promoted
+    replica once the slot map names it, so every write is acknowledged (a resend that finds its
+    id applied reports ``duplicate``) or fails after its retries; each id is applied at most
+    once, and every acknowledged one exactly once (but for the last 100 ms before the kill:
+    Redis replicates asynchronously), counted against the board and its submission keys."""
+    slot = _core.key_slot(cluster_key)
+    primary = redis_cluster.owner(slot)
+    replica = replica_of(redis_cluster, primary)
+    load = Load(redis_cluster, cluster_key, ids=True)
+    load.start()
+    try:
+        time.sleep(0.7)
+        killed_at = time.monotonic()
+        primary.kill()
+        deadline = killed_at + 15
+        while redis_cluster.role(replica) != "master":
+            assert time.monotonic() < deadline, "the replica was not promoted"
+            time.sleep(0.01)
+        promoted_at = time.monotonic()
+        time.sleep(1.5)
+    finally:
+        load.finish()
+    try:
+        (tmp_path / "requests.log").write_text(
+            "\n".join(json.dumps(entry) for entry in load.log) + "\n"
+        )
+        with ClusterClient(redis_cluster.startup_nodes, socket_timeout=SOCKET_TIMEOUT) as client:
+            board = RedisLeaderboard(client, key=cluster_key, max_entries=100_000)
+            stored = {entry["user_id"]: int(entry["score"]) for entry in board.list_all()}
+            # Which ids were applied: their stored results (EXISTS, 1,000 keys per script).
+            ids = [request_id for request_id, *_ in load.log]
+            applied: set[str] = set()
+            exists = (
+                "local n = {} for i, k in ipairs(KEYS) do n[i] = redis.call('EXISTS', k) end "
+                "return n"
+            )
+            for start in range(0, len(ids), 1000):
+                chunk = ids[start : start + 1000]
+                keys = [f"{cluster_key}:submission:{i}" for i in chunk]
+                found = client.execute_command("EVAL", exists, len(keys), *keys)
+                applied.update(i for i, hit in zip(chunk, found) if hit)
+        outcomes = {request_id: outcome for request_id, _, _, _, outcome in load.log}
+        acked = {i for i, o in outcomes.items() if o in ("ok", "dup")}
+        failed = {i for i, o in outcomes.items() if o not in ("ok", "dup")}
+        recent = {
+            request_id
+            for request_id, _, _, ended, outcome in load.log
+            if outcome in ("ok", "dup") and killed_at - 0.1 <= ended <= killed_at
+        }
+        users = {user for _, user, *_ in load.log}
+        per_user_applied = Counter(
+            user for request_id, user, *_ in load.log if request_id in applied
+        )
+        resends = sum(stats.get("resends", 0) for stats in load.stats.values())
+        figures = {
+            "requests": len(load.log),
+            "acknowledged": len(acked),
+            "acknowledged_as_duplicate": sum(1 for o in outcomes.values() if o == "dup"),
+            "failed_after_retries": len(failed),
+            "applied_once": len(applied),
+            "failed_but_applied": len(failed & applied),
+            "resends": resends,
+            "client_stats": load.stats,
+            "errors": dict(
+                Counter(o.split(":")[0] for o in outcomes.values() if o not in ("ok", "dup"))
+            ),
+            "failover_s": round(promoted_at - killed_at, 3),
+            "log": str(tmp_path / "requests.log"),
+        }
+        print("\nfailover, writes with submission ids:", json.dumps(figures))
+        lost = (acked - applied) - recent
+        assert not lost, f"acknowledged writes not applied: {sorted(lost)[:10]}"
+        # Applied exactly once: each user's score is the number of its ids applied (each +1).
+        wrong = {
+            u: (stored.get(u, 0), per_user_applied[u])
+            for u in users
+            if stored.get(u, 0) != per_user_applied[u]
+        }
+        assert not wrong, f"score != ids applied: {wrong}"
+        # Failures only after the resends ran out: never another error.
+        for request_id in failed:
+            assert "no reply after 3 attempts" in outcomes[request_id], outcomes[request_id]
+        assert figures["acknowledged"] > 1000
+        assert resends > 0, figures  # the replies lost with the primary were resent
+    finally:
+        primary.start()  # it rejoins as a replica of the new primary
+        redis_cluster.wait_until_healthy(30)

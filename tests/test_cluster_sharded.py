@@ -68,6 +68,33 @@ def compare(plain: RedisLeaderboard, board: ShardedLeaderboard, rng: random.Rand
         assert board.get_around_rank(rank, count) == plain.get_around_rank(rank, count)
         page, page_size = rng.randint(1, 6), rng.randint(1, 12)
         assert board.get_page(page, page_size) == plain.get_page(page, page_size)
+    # The queries added in issue 18's follow-up.
+    assert board.list_all() == plain.list_all()
+    asked = [*rng.sample(users, min(len(users), 12)), "absent", users[0]]
+    assert board.get_entries(asked) == plain.get_entries(asked)
+    assert board.get_entries([]) == []
+    for _ in range(6):
+        low, high = sorted((rng.randint(-2, 14), rng.randint(-2, 14)))
+        offset, limit = rng.randint(0, 5), rng.randint(1, 8)
+        assert board.get_by_score(low, high, offset=offset, limit=limit) == plain.get_by_score(
+            low, high, offset=offset, limit=limit
+        ), (low, high, offset, limit)
+        assert board.count_by_score(low, high) == plain.count_by_score(low, high)
+        assert board.rank_for_score(low) == plain.rank_for_score(low)
+    assert board.get_by_score(float("-inf"), float("inf"), limit=1000) == plain.get_by_score(
+        float("-inf"), float("inf"), limit=1000
+    )
+    for user in rng.sample(users, 5):
+        assert board.get_percentile(user) == plain.get_percentile(user), user
+    for p in (0, 1, 10, 50, 73.5, 99, 100):
+        assert board.score_at_percentile(p) == plain.score_at_percentile(p), p
+    for bins in (1, 3, 7):
+        assert board.get_histogram(bins) == plain.get_histogram(bins)
+    assert board.get_histogram(4, min_score=2) == plain.get_histogram(4, min_score=2)
+    assert board.get_histogram(5, max_score=6) == plain.get_histogram(5, max_score=6)
+    assert board.get_histogram(3, min_score=-1, max_score=20) == plain.get_histogram(
+        3, min_score=-1, max_score=20
+    )
 
 
 @pytest.mark.parametrize(
@@ -115,6 +142,16 @@ def test_sharded_board_asyncio(redis_cluster: RedisCluster, cluster_client: Clus
                 await board.get_around_user("p3", 5),
                 await board.get_page(2, 7),
                 await board.get_around_rank(9, 4),
+                await board.list_all(),
+                await board.get_entries([*users[:20], "absent"]),
+                await board.get_by_score(2, 9, offset=3, limit=6),
+                await board.count_by_score(2, 9),
+                await board.rank_for_score(5),
+                await board.get_percentile("p3"),
+                await board.score_at_percentile(40),
+                await board.get_histogram(4),
+                await board.upsert_many([(f"n{i}", i) for i in range(40)], chunk_size=7),
+                await board.get_top(50),
             ]
 
     got = asyncio.run(main())
@@ -129,6 +166,16 @@ def test_sharded_board_asyncio(redis_cluster: RedisCluster, cluster_client: Clus
         plain.get_around_user("p3", 5),
         plain.get_page(2, 7),
         plain.get_around_rank(9, 4),
+        plain.list_all(),
+        plain.get_entries([*users[:20], "absent"]),
+        plain.get_by_score(2, 9, offset=3, limit=6),
+        plain.count_by_score(2, 9),
+        plain.rank_for_score(5),
+        plain.get_percentile("p3"),
+        plain.score_at_percentile(40),
+        plain.get_histogram(4),
+        plain.upsert_many([(f"n{i}", i) for i in range(40)], chunk_size=7),
+        plain.get_top(50),
     ]
 
 
@@ -155,3 +202,58 @@ def test_sharded_board_arguments(cluster_client: ClusterClient) -> None:
     result = board.upsert_user("alice", 5)
     assert result["shard"] == sharded.shard_of("alice", 4) and result["shard_rank"] == 1
     assert board.shard_key("alice") == f"{{{board.key}:{result['shard']}}}"
+
+
+@pytest.mark.parametrize(
+    ("shards", "options"), [(1, {}), (4, {}), (16, {"ties": "dense"}), (5, {"order": "asc"})]
+)
+def test_sharded_upsert_many_matches_one_board(
+    cluster_client: ClusterClient,
+    shards: int,
+    options: dict[str, Any],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(sharded, "BULK_BATCH", 70)  # several batches
+    tag = uuid.uuid4().hex[:10]
+    plain = RedisLeaderboard(cluster_client, key=f"{{plain{tag}}}", max_entries=10_000, **options)
+    board = ShardedLeaderboard(cluster_client, key=f"bulk{tag}", shards=shards, **options)
+    rng = random.Random(shards)
+    entries: list[Any] = [
+        (f"u{i}", rng.randint(0, 40), {"k": i} if i % 3 == 0 else None) for i in range(300)
+    ]
+    seen: list[int] = []
+    summary = board.upsert_many(iter(entries), chunk_size=17, progress=seen.append)
+    expected = plain.upsert_many(entries, chunk_size=17)
+    assert summary == expected
+    assert seen == sorted(seen) and seen[-1] == 300
+    compare(plain, board, rng)
+    # A bad entry names its position in the whole iterable; nothing of its batch's shard sent.
+    bad = [(f"v{i}", i) for i in range(100)] + [("v100", float("nan"))]
+    with pytest.raises(ValueError, match=r"^entry 100:"):
+        board.upsert_many(bad)
+    with pytest.raises(TypeError, match=r"^entry 2: user_id"):
+        board.upsert_many([("a", 1), ("b", 2), (3, 3)])  # type: ignore[list-item]
+    with pytest.raises(ValueError, match="chunk_size"):
+        board.upsert_many([("a", 1)], chunk_size=0)
+
+
+def test_sharded_max_entries(cluster_client: ClusterClient) -> None:
+    board = ShardedLeaderboard(cluster_client, key=f"max{uuid.uuid4().hex[:8]}", shards=3)
+    board.upsert_many([(f"u{i}", i) for i in range(30)])
+    with pytest.raises(NotImplementedError, match="set_shard_max_entries"):
+        board.set_max_entries(10)
+    assert board.get_size() == 30  # nothing was trimmed
+    with pytest.raises(ValueError):
+        board.set_shard_max_entries(0)
+    sizes_before = [
+        plain.get_size()
+        for plain in (RedisLeaderboard(cluster_client, key=b.key) for b in board._boards)
+    ]
+    trimmed = board.set_shard_max_entries(4)
+    assert len(trimmed) == sum(max(0, n - 4) for n in sizes_before)
+    assert board.get_size() == sum(min(n, 4) for n in sizes_before)
+    assert board.max_entries == 4
+    # Each shard kept its 4 best.
+    kept = {e["user_id"] for e in board.list_all()}
+    for user in trimmed:
+        assert user not in kept

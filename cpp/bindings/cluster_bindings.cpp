@@ -103,6 +103,7 @@ py::dict cluster_stats(const ClusterClient& client, std::uint64_t calls) {
   py::dict out = stats_dict(client.stats());
   out["redirects"] = client.redirects();
   out["retries"] = client.retries();
+  out["resends"] = client.resends();
   out["calls"] = calls;
   return out;
 }

@@ -69,6 +69,17 @@ std::vector<std::string_view> command_keys(const leaderboard::Command& command) 
     return keys;
   }
   if (command.argv.size() < 2) return keys;
+  // A raw script call: EVAL/EVALSHA/EVAL_RO/EVALSHA_RO/FCALL/FCALL_RO script numkeys key...
+  const auto& name0 = command.argv[0];
+  if (iequals(name0, "EVAL") || iequals(name0, "EVALSHA") || iequals(name0, "EVAL_RO") ||
+      iequals(name0, "EVALSHA_RO") || iequals(name0, "FCALL") || iequals(name0, "FCALL_RO")) {
+    if (command.argv.size() < 3) return keys;
+    const long long count = std::strtoll(command.argv[2].c_str(), nullptr, 10);
+    for (long long i = 3; i < 3 + count && i < static_cast<long long>(command.argv.size()); ++i) {
+      keys.push_back(command.argv[static_cast<std::size_t>(i)]);
+    }
+    return keys;
+  }
   for (auto name : kKeyless) {
     if (iequals(command.argv[0], name)) return keys;
   }

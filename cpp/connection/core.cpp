@@ -268,6 +268,11 @@ void Core::give_up(const std::exception_ptr& error, bool close, Clock::time_poin
     if (request.handshake) continue;
     if (!request.exchange || request.cancelled || request.exchange->resend_limit() == 0) {
       complete(std::move(request), error);
+    } else if (options_.hand_back_resends) {  // the cluster client decides where it goes
+      request.exchange->rewind();
+      Completion back{request.id, {}, {}, error};
+      back.redirected = std::move(request.exchange);
+      completions_.push_back(std::move(back));
     } else if (request.resends_left == 0) {
       std::string why = "unknown error";
       try {

@@ -51,7 +51,9 @@ struct Completion {
   std::vector<Reply> replies;  // raw requests only
   std::exception_ptr error;    // set: the request failed
   // A cluster redirect (error is a ClusterRedirectError): the operation, not run, its step
-  // ready to be sent again (Exchange::restart_step) to another node.
+  // ready to be sent again (Exchange::restart_step) to another node. With
+  // ClientOptions::hand_back_resends, also a request whose reply was lost and that may be
+  // resent (error is why the connection was lost), rewound.
   std::unique_ptr<Exchange> redirected;
 };
 

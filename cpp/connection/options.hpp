@@ -55,6 +55,10 @@ struct ClientOptions {
   TlsOptions tls;
   SentinelOptions sentinel;  // when enabled, host and port are those it finds
   bool readonly = false;     // READONLY in the handshake: a cluster replica serving reads
+  // A cluster node's connection: a request whose reply was lost and that may be resent
+  // (Operation::resend_limit()) is handed back (Completion::redirected) instead of resent on
+  // this connection: the cluster client resends it to whichever node serves its slot then.
+  bool hand_back_resends = false;
 
   // "host:port", the socket path, or "'name' via Sentinel", for messages.
   std::string address() const;

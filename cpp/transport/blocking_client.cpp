@@ -390,11 +390,16 @@ Completion BlockingConnection::wait_for(std::uint64_t id) {
         if (it->id != id) continue;
         Completion found = std::move(*it);
         done_.erase(it);
-        if (core_.take_close()) {  // e.g. unasked bytes after this reply: answered, then closed
-          close_broken(core_.last_error());
-          done_.clear();
-        }
+        // E.g. unasked bytes after this reply: answered, then closed. The completions of the
+        // other requests (failed with the connection) stay in done_ for their wait().
+        if (core_.take_close()) close_broken(core_.last_error());
         return found;
+      }
+      if (broken_ && core_.outstanding() == 0 && !core_.has_completions()) {
+        // Nothing can complete `id` any more (its completion was taken by an earlier wait).
+        return Completion(id, {}, {},
+                          std::make_exception_ptr(ConnectionError(
+                              "Connection to " + endpoint_.address() + " is closed")));
       }
       pump();
     }

@@ -42,6 +42,12 @@ std::string message_of(const std::exception_ptr& error) {
   }
 }
 
+// A node's certificate failed verification: every node would fail the same way (one CA, one
+// set of options), so the request fails at once instead of waiting for a node that works.
+bool certificate_refused(const std::exception_ptr& error) {
+  return message_of(error).find("certificate verify failed") != std::string::npos;
+}
+
 // One raw command as an operation, its reply kept in `sink`.
 class RawCommand final : public Operation {
  public:
@@ -93,15 +99,31 @@ std::shared_ptr<BlockingClient> ClusterClient::pool(const NodeAddress& node, boo
     node_options.host = node.host;
     node_options.port = node.port;
     node_options.readonly = replica;
+    node_options.hand_back_resends = true;  // resent where the slot is served then (settle)
     found = std::make_shared<BlockingClient>(std::move(node_options), tls_);
   }
   return found;
+}
+
+std::shared_ptr<const cluster::SlotMap> ClusterClient::cached_map(bool* stale) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (stale) *stale = stale_;
+  return map_;
 }
 
 std::shared_ptr<const cluster::SlotMap> ClusterClient::map() {
   {
     std::lock_guard<std::mutex> lock(mutex_);
     if (map_ && !stale_) return map_;
+  }
+  {
+    // Another thread is reading the map (perhaps from a node that does not answer): use the
+    // one there is rather than wait for it.
+    std::unique_lock<std::mutex> refreshing(refresh_mutex_, std::try_to_lock);
+    if (!refreshing.owns_lock()) {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (map_) return map_;
+    }
   }
   refresh_map(false);
   std::lock_guard<std::mutex> lock(mutex_);
@@ -127,7 +149,8 @@ void ClusterClient::refresh_map(bool force) {
   {
     std::lock_guard<std::mutex> lock(mutex_);
     // Another thread may have read it while this one waited for the lock.
-    if (map_ && (!stale_ || (!force && now - refreshed_at_ < kRefreshInterval))) return;
+    // (refresh() forces a read even of a map that is not stale.)
+    if (map_ && !force && (!stale_ || now - refreshed_at_ < kRefreshInterval)) return;
   }
   std::string errors;
   for (const auto& node : candidates()) {
@@ -163,6 +186,7 @@ void ClusterClient::refresh_map(bool force) {
     } catch (const NoPermissionError&) {
       throw;
     } catch (const ConnectionError& e) {
+      if (certificate_refused(std::current_exception())) throw;
       errors += std::string("; ") + e.what();
     } catch (const TimeoutError& e) {
       errors += std::string("; ") + e.what();
@@ -215,90 +239,177 @@ NodeAddress ClusterClient::primary_for(int slot) {
   return shard->primary;
 }
 
-// One request of a batch on its way.
-struct ClusterClient::Job {
-  std::uint64_t id = 0;  // the caller's
-  std::unique_ptr<Exchange> exchange;
-  Clock::time_point started, deadline;
-  std::optional<int> slot;
-  bool reads = false;
-  std::optional<NodeAddress> ask;  // the next try goes there, after ASKING
-  int redirects = 0;
-  int waits = 0;
-  Clock::time_point not_before{};
-  std::exception_ptr last_error;  // why it waits
-  std::uint64_t connection_id = 0;
-};
-
-std::vector<Completion> ClusterClient::run_batch(std::vector<Outgoing> batch) {
-  std::vector<std::uint64_t> ids;
-  for (std::size_t i = 0; i < batch.size(); ++i) {
-    ids.push_back(batch[i].id);
-    batch[i].id = i;  // the index, to put each completion in its place
-  }
-  std::vector<Completion> out(batch.size());
-  run_batch(
-      std::move(batch),
-      [&](Completion completion) {
-        const auto index = static_cast<std::size_t>(completion.id);
-        completion.id = ids[index];
-        out[index] = std::move(completion);
-      },
-      nullptr);
-  return out;
+void ClusterClient::mark_stale() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  stale_ = true;
 }
 
-void ClusterClient::run_batch(std::vector<Outgoing> batch,
-                              const std::function<void(Completion)>& emit,
-                              const std::function<std::vector<Outgoing>()>& more) {
+std::optional<ClusterClient::Job> ClusterClient::make_job(Outgoing& request, const Emit& emit) {
   const auto wait = options_.node.socket_timeout.value_or(kDefaultWait);
-  auto fail = [&](std::uint64_t id, std::exception_ptr error) {
-    emit(Completion(id, {}, {}, std::move(error)));
-  };
-  std::vector<Job> jobs;
-  auto add = [&](std::vector<Outgoing>& outgoing) {
-    for (auto& request : outgoing) {
-      try {
-        Job job;
-        job.id = request.id;
-        job.started = request.started;
-        job.deadline = job.started + seconds(wait);
-        job.exchange = std::make_unique<Exchange>(std::move(request.operation));
-        if (job.exchange->finished()) {  // nothing to send
-          emit(Completion(job.id, job.exchange->take_result(), {}, nullptr));
-          continue;
-        }
-        job.slot = cluster::commands_slot(job.exchange->commands());
-        job.reads = cluster::read_only(job.exchange->commands());
-        jobs.push_back(std::move(job));
-      } catch (...) {
-        fail(request.id, std::current_exception());
-      }
+  try {
+    Job job;
+    job.id = request.id;
+    job.started = request.started;
+    job.deadline = job.started + seconds(wait);
+    job.exchange = std::make_unique<Exchange>(std::move(request.operation));
+    if (job.exchange->finished()) {  // nothing to send
+      emit(Completion(job.id, job.exchange->take_result(), {}, nullptr));
+      return std::nullopt;
     }
-  };
-  add(batch);
+    job.slot = cluster::commands_slot(job.exchange->commands());
+    job.reads = cluster::read_only(job.exchange->commands());
+    return job;
+  } catch (...) {
+    emit(Completion(request.id, {}, {}, std::current_exception()));
+    return std::nullopt;
+  }
+}
 
-  // Waits before the job's next try; fails it if its deadline comes first.
-  auto retry_later = [&](Job& job, std::exception_ptr why, std::vector<Job>& next) {
-    ++retries_;
-    job.last_error = std::move(why);
-    job.not_before = Clock::now() + seconds(cluster::retry_delay(++job.waits));
-    if (job.not_before >= job.deadline) {
-      return fail(job.id,
-                  std::make_exception_ptr(TimeoutError(
-                      "Timeout waiting for the cluster to serve slot " +
-                      std::to_string(job.slot.value_or(-1)) + ": " + message_of(job.last_error))));
+void ClusterClient::retry_later(Job job, std::exception_ptr why, const Emit& emit,
+                                std::vector<Job>& next) {
+  ++retries_;
+  job.last_error = std::move(why);
+  job.not_before = Clock::now() + seconds(cluster::retry_delay(++job.waits));
+  if (job.not_before >= job.deadline) {
+    emit(Completion(
+        job.id, {}, {},
+        std::make_exception_ptr(TimeoutError("Timeout waiting for the cluster to serve slot " +
+                                             std::to_string(job.slot.value_or(-1)) + ": " +
+                                             message_of(job.last_error)))));
+    return;
+  }
+  next.push_back(std::move(job));
+}
+
+std::optional<ClusterClient::Target> ClusterClient::route(Job& job, const cluster::SlotMap& map,
+                                                          const Emit& emit,
+                                                          std::vector<Job>& next) {
+  if (job.ask) return Target{*job.ask, false};
+  const cluster::Shard* shard = map.shard_for(job.slot.value_or(0));
+  if (!job.slot && !map.shards().empty()) shard = &map.shards().front();
+  if (!shard) {
+    mark_stale();
+    retry_later(std::move(job),
+                std::make_exception_ptr(ConnectionError("no node serves slot " +
+                                                        std::to_string(job.slot.value_or(-1)))),
+                emit, next);
+    return std::nullopt;
+  }
+  if (job.reads && options_.read_from_replicas && !shard->replicas.empty()) {
+    return Target{shard->replicas[replica_turn_++ % shard->replicas.size()], true};
+  }
+  return Target{shard->primary, false};
+}
+
+void ClusterClient::unreachable(std::vector<Job>& jobs, const Emit& emit, std::vector<Job>& next) {
+  // Nothing was sent: the node is down (a failover under way?) or gone from the cluster.
+  const auto why = std::current_exception();
+  mark_stale();
+  for (auto& job : jobs) {
+    job.ask.reset();
+    retry_later(std::move(job), why, emit, next);
+  }
+  jobs.clear();
+}
+
+namespace {
+bool is_redirect(const std::exception_ptr& error) {
+  try {
+    std::rethrow_exception(error);
+  } catch (const ClusterRedirectError&) {
+    return true;
+  } catch (...) {
+    return false;
+  }
+}
+}  // namespace
+
+void ClusterClient::settle(Job job, Completion completion, const NodeAddress& node,
+                           const Emit& emit, std::vector<Job>& next) {
+  if (!completion.error) {
+    emit(Completion(job.id, std::move(completion.result), {}, nullptr));
+    return;
+  }
+  if (!completion.redirected) {  // an error reply, or a reply lost: never sent again
+    emit(Completion(job.id, {}, {}, completion.error));
+    return;
+  }
+  job.exchange = std::move(completion.redirected);
+  if (!is_redirect(completion.error)) {
+    // The reply was lost, and the request cannot apply twice (a submission id): sent again, to
+    // whichever node serves the slot when it goes (a failover may be under way), with a new
+    // deadline, at most resend_limit() times.
+    const int limit = job.exchange->resend_limit();
+    if (job.resends >= limit) {
+      emit(Completion(
+          job.id, {}, {},
+          std::make_exception_ptr(ConnectionError(
+              std::string(job.exchange->name()) + ": no reply after " + std::to_string(limit + 1) +
+              " attempts (its submission id kept it from applying more than once): " +
+              message_of(completion.error)))));
+      return;
     }
+    ++job.resends;
+    ++resends_;
+    mark_stale();
+    job.ask.reset();
+    job.waits = 0;
+    job.not_before = {};
+    job.deadline = Clock::now() + seconds(options_.node.socket_timeout.value_or(kDefaultWait));
+    job.last_error = completion.error;
     next.push_back(std::move(job));
+    return;
+  }
+  ++redirects_;
+  const auto redirect = cluster::parse_redirect(message_of(completion.error), node.host);
+  if (!redirect) {
+    emit(Completion(job.id, {}, {}, completion.error));
+    return;
+  }
+  const bool asking = redirect->kind == cluster::Redirect::Kind::Ask;
+  job.exchange->restart_step(asking);
+  job.ask.reset();
+  switch (redirect->kind) {
+    case cluster::Redirect::Kind::Moved:
+      note_moved(redirect->slot, redirect->target);
+      [[fallthrough]];
+    case cluster::Redirect::Kind::Ask:
+      if (asking) job.ask = redirect->target;
+      if (++job.redirects <= kFreeRedirects) {
+        job.not_before = {};
+        next.push_back(std::move(job));
+      } else {
+        retry_later(std::move(job), completion.error, emit, next);
+      }
+      break;
+    case cluster::Redirect::Kind::ClusterDown:
+      mark_stale();
+      retry_later(std::move(job), completion.error, emit, next);
+      break;
+    case cluster::Redirect::Kind::TryAgain:
+      retry_later(std::move(job), completion.error, emit, next);
+      break;
+  }
+}
+
+std::vector<Completion> ClusterClient::run_batch(std::vector<Outgoing> batch) {
+  std::vector<Completion> out(batch.size());
+  std::vector<std::uint64_t> ids;
+  std::vector<Job> jobs;
+  // Each completion in its place: jobs carry their index, given back the caller's id at the end.
+  const Emit emit = [&](Completion completion) {
+    const auto index = static_cast<std::size_t>(completion.id);
+    completion.id = ids[index];
+    out[index] = std::move(completion);
   };
-  auto mark_stale = [&] {
-    std::lock_guard<std::mutex> lock(mutex_);
-    stale_ = true;
-  };
+  for (std::size_t i = 0; i < batch.size(); ++i) {
+    ids.push_back(batch[i].id);
+    batch[i].id = i;
+    if (auto job = make_job(batch[i], emit)) jobs.push_back(std::move(*job));
+  }
 
   struct Group {
     NodeAddress node;
-    bool replica = false;
     std::shared_ptr<BlockingClient> pool;
     std::unique_ptr<BlockingConnection> connection;
     std::vector<Job> jobs;
@@ -307,12 +418,7 @@ void ClusterClient::run_batch(std::vector<Outgoing> batch,
     }
   };
 
-  for (;;) {
-    if (more) {
-      auto added = more();
-      add(added);
-    }
-    if (jobs.empty()) return;
+  while (!jobs.empty()) {
     // Those that must wait: until the earliest may go.
     const auto now = Clock::now();
     auto earliest = std::min_element(jobs.begin(), jobs.end(), [](const Job& a, const Job& b) {
@@ -325,72 +431,58 @@ void ClusterClient::run_batch(std::vector<Outgoing> batch,
     try {
       current = map();
     } catch (const AuthenticationError&) {  // every node would refuse the same credentials
-      for (auto& job : jobs) fail(job.id, std::current_exception());
-      return;
+      for (auto& job : jobs) emit(Completion(job.id, {}, {}, std::current_exception()));
+      break;
     } catch (const NoPermissionError&) {
-      for (auto& job : jobs) fail(job.id, std::current_exception());
-      return;
+      for (auto& job : jobs) emit(Completion(job.id, {}, {}, std::current_exception()));
+      break;
     } catch (const RedisError&) {
-      for (auto& job : jobs) retry_later(job, std::current_exception(), next);
+      if (certificate_refused(std::current_exception())) {
+        for (auto& job : jobs) emit(Completion(job.id, {}, {}, std::current_exception()));
+        break;
+      }
+      for (auto& job : jobs) retry_later(std::move(job), std::current_exception(), emit, next);
       jobs.swap(next);
       continue;
     }
 
-    std::map<std::pair<NodeAddress, bool>, Group> groups;
+    std::map<Target, Group> groups;
     const auto ready_at = Clock::now();
     for (auto& job : jobs) {
       if (job.not_before > ready_at) {
         next.push_back(std::move(job));
         continue;
       }
-      NodeAddress target;
-      bool replica = false;
-      if (job.ask) {
-        target = *job.ask;
-      } else {
-        const cluster::Shard* shard = current->shard_for(job.slot.value_or(0));
-        if (!job.slot && !current->shards().empty()) shard = &current->shards().front();
-        if (!shard) {
-          mark_stale();
-          retry_later(job,
-                      std::make_exception_ptr(ConnectionError(
-                          "no node serves slot " + std::to_string(job.slot.value_or(-1)))),
-                      next);
-          continue;
-        }
-        target = shard->primary;
-        if (job.reads && options_.read_from_replicas && !shard->replicas.empty()) {
-          target = shard->replicas[replica_turn_++ % shard->replicas.size()];
-          replica = true;
-        }
-      }
-      auto& group = groups[{target, replica}];
-      group.node = target;
-      group.replica = replica;
+      auto target = route(job, *current, emit, next);
+      if (!target) continue;
+      auto& group = groups[*target];
+      group.node = target->first;
       group.jobs.push_back(std::move(job));
     }
 
     // Send every group before reading any reply.
     for (auto& [where, group] : groups) {
       try {
-        group.pool = pool(group.node, group.replica);
+        group.pool = pool(group.node, where.second);
         group.connection = group.pool->acquire();
       } catch (const AuthenticationError&) {
-        for (auto& job : group.jobs) fail(job.id, std::current_exception());
+        for (auto& job : group.jobs) emit(Completion(job.id, {}, {}, std::current_exception()));
         group.jobs.clear();
         continue;
       } catch (const RedisError&) {
-        // Nothing was sent: the node is down (a failover under way?) or gone from the cluster.
-        mark_stale();
-        for (auto& job : group.jobs) {
-          job.ask.reset();
-          retry_later(job, std::current_exception(), next);
+        if (certificate_refused(std::current_exception())) {
+          for (auto& job : group.jobs) emit(Completion(job.id, {}, {}, std::current_exception()));
+          group.jobs.clear();
+          continue;
         }
-        group.jobs.clear();
+        unreachable(group.jobs, emit, next);
         continue;
       }
       for (auto& job : group.jobs) {
-        job.connection_id = group.connection->submit(std::move(job.exchange), job.started);
+        // The core's deadline: the job's (a resend has a new one).
+        job.connection_id = group.connection->submit(
+            std::move(job.exchange),
+            job.deadline - seconds(options_.node.socket_timeout.value_or(kDefaultWait)));
       }
       group.connection->flush();  // one write per node
     }
@@ -399,51 +491,13 @@ void ClusterClient::run_batch(std::vector<Outgoing> batch,
     for (auto& [where, group] : groups) {
       for (auto& job : group.jobs) {
         Completion completion = group.connection->wait(job.connection_id);
-        if (!completion.error) {
-          emit(Completion(job.id, std::move(completion.result), {}, nullptr));
-          continue;
-        }
-        if (!completion.redirected) {  // an error reply, or a reply lost: never sent again
-          fail(job.id, completion.error);
-          continue;
-        }
-        ++redirects_;
-        job.exchange = std::move(completion.redirected);
-        const auto redirect =
-            cluster::parse_redirect(message_of(completion.error), group.node.host);
-        if (!redirect) {
-          fail(job.id, completion.error);
-          continue;
-        }
-        const bool asking = redirect->kind == cluster::Redirect::Kind::Ask;
-        job.exchange->restart_step(asking);
-        job.ask.reset();
-        switch (redirect->kind) {
-          case cluster::Redirect::Kind::Moved:
-            note_moved(redirect->slot, redirect->target);
-            [[fallthrough]];
-          case cluster::Redirect::Kind::Ask:
-            if (asking) job.ask = redirect->target;
-            if (++job.redirects <= kFreeRedirects) {
-              job.not_before = {};
-              next.push_back(std::move(job));
-            } else {
-              retry_later(job, completion.error, next);
-            }
-            break;
-          case cluster::Redirect::Kind::ClusterDown:
-            mark_stale();
-            retry_later(job, completion.error, next);
-            break;
-          case cluster::Redirect::Kind::TryAgain:
-            retry_later(job, completion.error, next);
-            break;
-        }
+        settle(std::move(job), std::move(completion), group.node, emit, next);
       }
     }
     groups.clear();  // connections back to their pools
     jobs.swap(next);
   }
+  return out;
 }
 
 Result ClusterClient::run(std::unique_ptr<Operation> operation) {
@@ -515,13 +569,15 @@ void ClusterClient::close() {
 AsyncClusterTransport::AsyncClusterTransport(ClusterOptions options) : client_(std::move(options)) {
   event_fd_ = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
   if (event_fd_ < 0) throw RedisError(std::string("eventfd: ") + std::strerror(errno));
-  thread_ = std::thread([this] { loop(); });
+  thread_ = std::thread([this] { route_loop(); });
 }
 
 AsyncClusterTransport::~AsyncClusterTransport() {
   if (fork_guard_.forked()) {
-    // The I/O thread does not exist in a forked child: joining it would abort.
+    // The threads do not exist in a forked child: joining them would abort.
     thread_.detach();
+    if (refresher_.joinable()) refresher_.detach();
+    for (auto& [target, worker] : workers_) worker->thread.detach();
     return;
   }
   close();
@@ -546,13 +602,12 @@ std::vector<Completion> AsyncClusterTransport::take_completions() {
   return out;
 }
 
-void AsyncClusterTransport::publish(std::vector<Completion> completions) {
-  if (completions.empty()) return;
+void AsyncClusterTransport::publish(Completion completion) {
   bool wake = false;
   {
     std::lock_guard<std::mutex> lock(mutex_);
     wake = completions_.empty();
-    for (auto& completion : completions) completions_.push_back(std::move(completion));
+    completions_.push_back(std::move(completion));
   }
   if (wake) {
     const std::uint64_t one = 1;
@@ -560,40 +615,105 @@ void AsyncClusterTransport::publish(std::vector<Completion> completions) {
   }
 }
 
-void AsyncClusterTransport::loop() {
+void AsyncClusterTransport::requeue(std::vector<Job> jobs) {
+  if (jobs.empty()) return;
+  std::lock_guard<std::mutex> lock(mutex_);
+  for (auto& job : jobs) pending_.push_back(std::move(job));
+  wake_.notify_one();
+}
+
+void AsyncClusterTransport::fail_closed(std::vector<Job>& jobs) {
+  for (auto& job : jobs) {
+    publish(Completion(job.id, {}, {},
+                       std::make_exception_ptr(ConnectionError("the client is closed"))));
+  }
+  jobs.clear();
+}
+
+// The router: new requests and those the workers give back (redirects, waits, resends) go to
+// their node's worker once their pause is over. It never waits for a node (but for reading the
+// slot map, which the first node that answers gives).
+void AsyncClusterTransport::route_loop() {
+  const ClusterClient::Emit emit = [this](Completion completion) {
+    publish(std::move(completion));
+  };
+  std::vector<Job> waiting;  // pausing before their next try
   for (;;) {
     std::vector<ClusterClient::Outgoing> batch;
     {
       std::unique_lock<std::mutex> lock(mutex_);
-      wake_.wait(lock, [this] { return stopping_ || !submitted_.empty(); });
+      auto ready = [&] { return stopping_ || !submitted_.empty() || !pending_.empty(); };
+      if (waiting.empty()) {
+        wake_.wait(lock, ready);
+      } else {
+        const auto earliest =
+            std::min_element(waiting.begin(), waiting.end(), [](const Job& a, const Job& b) {
+              return a.not_before < b.not_before;
+            })->not_before;
+        wake_.wait_until(lock, earliest, ready);
+      }
       if (stopping_) break;
       batch.swap(submitted_);
+      for (auto& job : pending_) waiting.push_back(std::move(job));
+      pending_.clear();
     }
-    // Requests submitted while this batch runs join it at its next round of sends; each
-    // completion is published as soon as it is known.
-    std::vector<std::uint64_t> unfinished;
-    auto more = [&] {
-      std::vector<ClusterClient::Outgoing> added;
-      std::lock_guard<std::mutex> lock(mutex_);
-      if (!stopping_) added.swap(submitted_);
-      for (const auto& outgoing : added) unfinished.push_back(outgoing.id);
-      return added;
-    };
-    for (const auto& outgoing : batch) unfinished.push_back(outgoing.id);
-    auto emit = [&](Completion completion) {
-      unfinished.erase(std::find(unfinished.begin(), unfinished.end(), completion.id));
-      std::vector<Completion> one;
-      one.push_back(std::move(completion));
-      publish(std::move(one));
-    };
+    for (auto& request : batch) {
+      if (auto job = client_.make_job(request, emit)) waiting.push_back(std::move(*job));
+    }
+    const auto now = Clock::now();
+    std::vector<Job> ready, later;
+    for (auto& job : waiting) (job.not_before > now ? later : ready).push_back(std::move(job));
+    waiting.swap(later);
+    if (ready.empty()) continue;
+
+    // A stale map is read again on another thread (the router does not wait for a node); the
+    // one there is serves meanwhile.
+    bool stale = false;
+    std::shared_ptr<const cluster::SlotMap> current = client_.cached_map(&stale);
+    if (current && stale && !refreshing_.exchange(true)) {
+      if (refresher_.joinable()) refresher_.join();
+      refresher_ = std::thread([this] {
+        try {
+          client_.map();
+        } catch (...) {  // the jobs routed meanwhile find out for themselves
+        }
+        refreshing_ = false;
+      });
+    }
     try {
-      client_.run_batch(std::move(batch), emit, more);
-    } catch (...) {  // a wait that failed (poll): the requests under way fail with it
-      auto error = std::current_exception();
-      std::vector<Completion> failed;
-      for (auto id : unfinished)
-        failed.emplace_back(id, leaderboard::Result{}, std::vector<Reply>{}, error);
-      publish(std::move(failed));
+      if (!current) current = client_.map();  // the first: nothing to route with yet
+    } catch (const AuthenticationError&) {
+      for (auto& job : ready) emit(Completion(job.id, {}, {}, std::current_exception()));
+      continue;
+    } catch (const NoPermissionError&) {
+      for (auto& job : ready) emit(Completion(job.id, {}, {}, std::current_exception()));
+      continue;
+    } catch (const RedisError&) {
+      if (certificate_refused(std::current_exception())) {
+        for (auto& job : ready) emit(Completion(job.id, {}, {}, std::current_exception()));
+        continue;
+      }
+      for (auto& job : ready) {
+        client_.retry_later(std::move(job), std::current_exception(), emit, waiting);
+      }
+      continue;
+    }
+    std::map<Worker*, std::vector<Job>> routed;
+    for (auto& job : ready) {
+      auto target = client_.route(job, *current, emit, waiting);
+      if (!target) continue;
+      auto& worker = workers_[*target];
+      if (!worker) {
+        worker = std::make_unique<Worker>();
+        worker->target = *target;
+        worker->thread = std::thread([this, raw = worker.get()] { work(*raw); });
+      }
+      routed[worker.get()].push_back(std::move(job));
+    }
+    for (auto& [worker, jobs] : routed) {
+      std::lock_guard<std::mutex> lock(worker->mutex);
+      for (auto& job : jobs) worker->queue.push_back(std::move(job));
+      worker->wake.notify_one();
     }
   }
   // Closing: what was never sent fails.
@@ -605,8 +725,86 @@ void AsyncClusterTransport::loop() {
                           std::make_exception_ptr(ConnectionError("the client is closed")));
     }
     submitted_.clear();
+    for (auto& job : pending_) waiting.push_back(std::move(job));
+    pending_.clear();
   }
-  publish(std::move(failed));
+  for (auto& completion : failed) publish(std::move(completion));
+  fail_closed(waiting);
+}
+
+// A node's worker: everything queued for the node goes in one pipelined write on one connection
+// of its pool, then the replies are read; what arrived meanwhile goes next. Only this node's
+// requests wait for it.
+void AsyncClusterTransport::work(Worker& worker) {
+  const ClusterClient::Emit emit = [this](Completion completion) {
+    publish(std::move(completion));
+  };
+  const auto wait = seconds(client_.options().node.socket_timeout.value_or(kDefaultWait));
+  const NodeAddress& node = worker.target.first;
+  for (;;) {
+    std::vector<Job> jobs;
+    {
+      std::unique_lock<std::mutex> lock(worker.mutex);
+      worker.wake.wait(lock, [&] { return worker.stopping || !worker.queue.empty(); });
+      jobs.swap(worker.queue);
+      if (worker.stopping) {
+        lock.unlock();
+        fail_closed(jobs);
+        return;
+      }
+    }
+    std::vector<Job> next;
+    // Those whose time ran out while they queued behind a node that does not answer.
+    const auto now = Clock::now();
+    std::vector<Job> live;
+    for (auto& job : jobs) {
+      if (job.deadline <= now) {
+        emit(Completion(
+            job.id, {}, {},
+            std::make_exception_ptr(TimeoutError(
+                "Timeout waiting for " + node.address() + " (" + std::string(job.exchange->name()) +
+                " was queued behind requests it has not answered)"))));
+      } else {
+        live.push_back(std::move(job));
+      }
+    }
+    if (live.empty()) continue;
+    std::shared_ptr<BlockingClient> pool;
+    std::unique_ptr<BlockingConnection> connection;
+    try {
+      pool = client_.pool(node, worker.target.second);
+      connection = pool->acquire();
+    } catch (const AuthenticationError&) {
+      for (auto& job : live) emit(Completion(job.id, {}, {}, std::current_exception()));
+      continue;
+    } catch (const RedisError&) {
+      if (certificate_refused(std::current_exception())) {
+        for (auto& job : live) emit(Completion(job.id, {}, {}, std::current_exception()));
+        continue;
+      }
+      client_.unreachable(live, emit, next);
+      requeue(std::move(next));
+      continue;
+    }
+    std::size_t settled = 0;
+    try {
+      for (auto& job : live) {
+        // The core's deadline: the job's (a resend has a new one).
+        job.connection_id = connection->submit(std::move(job.exchange), job.deadline - wait);
+      }
+      connection->flush();  // one write
+      for (; settled < live.size(); ++settled) {
+        auto& job = live[settled];
+        Completion completion = connection->wait(job.connection_id);
+        client_.settle(std::move(job), std::move(completion), node, emit, next);
+      }
+    } catch (...) {  // a wait that failed (poll): the requests under way fail with it
+      const auto error = std::current_exception();
+      for (; settled < live.size(); ++settled) emit(Completion(live[settled].id, {}, {}, error));
+    }
+    pool->release(std::move(connection));
+    requeue(std::move(next));
+  }
 }
 
 void AsyncClusterTransport::close() {
@@ -617,6 +815,25 @@ void AsyncClusterTransport::close() {
   }
   wake_.notify_one();
   if (thread_.joinable()) thread_.join();
+  if (refresher_.joinable()) refresher_.join();
+  // The router has stopped: no worker is created or fed any more.
+  for (auto& [target, worker] : workers_) {
+    {
+      std::lock_guard<std::mutex> lock(worker->mutex);
+      worker->stopping = true;
+    }
+    worker->wake.notify_one();
+  }
+  for (auto& [target, worker] : workers_) {
+    if (worker->thread.joinable()) worker->thread.join();
+  }
+  // Jobs the workers gave back after the router stopped.
+  std::vector<Job> left;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    left.swap(pending_);
+  }
+  fail_closed(left);
   client_.close();
 }
 

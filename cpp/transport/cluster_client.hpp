@@ -11,9 +11,17 @@
 // pause with a fresh slot map, until the request's deadline (socket_timeout from the call, else
 // kDefaultWait). A request whose reply was lost is never sent again.
 //
-// AsyncClusterTransport runs batches on an I/O thread for the asyncio client: requests submitted
-// while a batch runs go together in the next one; finished requests wake the event loop through
-// an eventfd, as transport/multiplexed_client.hpp does.
+// A request whose reply was lost is sent again only when its operation cannot apply twice
+// (Operation::resend_limit(): a write carrying a submission id, issue 17), at most that many
+// times: the node's connection hands it back (ClientOptions::hand_back_resends) and it is routed
+// again, so after a failover the resend goes to the slot's new primary once the map says so,
+// within a new deadline (socket_timeout from the resend, as on one node).
+//
+// AsyncClusterTransport drives each node independently for the asyncio client: a router thread
+// assigns each request to its node, and one worker thread per node sends what is queued for it
+// (one pipelined write) and reads the replies, so a node that stops answering delays only its own
+// requests; finished requests wake the event loop through an eventfd, as
+// transport/multiplexed_client.hpp does.
 #pragma once
 
 #include <atomic>
@@ -68,10 +76,6 @@ class ClusterClient {
   // Runs every request to its end, concurrently (see above); one completion per request, in
   // the order given, each with its id. Throws only if interrupted (KeyboardInterrupt).
   std::vector<Completion> run_batch(std::vector<Outgoing> batch);
-  // The same, for a driver: each completion goes to `emit` as soon as it is known (none are
-  // returned), and before each round of sends `more` may add requests (submitted meanwhile).
-  void run_batch(std::vector<Outgoing> batch, const std::function<void(Completion)>& emit,
-                 const std::function<std::vector<Outgoing>()>& more);
 
   leaderboard::Result run(std::unique_ptr<leaderboard::Operation> operation);
   // upsert_many: `window` operations at a time in one batch (they share a slot: one connection,
@@ -100,11 +104,48 @@ class ClusterClient {
   const ClusterOptions& options() const { return options_; }
   std::uint64_t redirects() const { return redirects_.load(); }
   std::uint64_t retries() const { return retries_.load(); }
+  // Requests sent again after their reply was lost (they carried a submission id).
+  std::uint64_t resends() const { return resends_.load(); }
 
  private:
-  struct Job;
+  friend class AsyncClusterTransport;
+  using Emit = std::function<void(Completion)>;
+  // One request of a batch on its way.
+  struct Job {
+    std::uint64_t id = 0;  // the caller's
+    std::unique_ptr<connection::Exchange> exchange;
+    Clock::time_point started, deadline;
+    std::optional<int> slot;
+    bool reads = false;
+    std::optional<NodeAddress> ask;  // the next try goes there, after ASKING
+    int redirects = 0;
+    int waits = 0;
+    int resends = 0;  // after a lost reply (submission ids only)
+    Clock::time_point not_before{};
+    std::exception_ptr last_error;  // why it waits
+    std::uint64_t connection_id = 0;
+  };
+  // Where a job goes: a node, and whether as a replica.
+  using Target = std::pair<NodeAddress, bool>;
+  // The job for a request; none if it completed at once (emitted).
+  std::optional<Job> make_job(Outgoing& request, const Emit& emit);
+  // The job's node under `map`; none if no node serves its slot (the job then waits in `next`).
+  std::optional<Target> route(Job& job, const connection::cluster::SlotMap& map, const Emit& emit,
+                              std::vector<Job>& next);
+  // Waits before the job's next try (into `next`); fails it if its deadline comes first.
+  void retry_later(Job job, std::exception_ptr why, const Emit& emit, std::vector<Job>& next);
+  // A node could not be reached (nothing was sent): the jobs wait for a fresh map.
+  void unreachable(std::vector<Job>& jobs, const Emit& emit, std::vector<Job>& next);
+  // What the node answered for `job`: a result or an error (emitted), or a redirect or a lost
+  // reply that may be resent (the job goes to `next`).
+  void settle(Job job, Completion completion, const NodeAddress& node, const Emit& emit,
+              std::vector<Job>& next);
+  void mark_stale();
   std::shared_ptr<BlockingClient> pool(const NodeAddress& node, bool replica);
   std::shared_ptr<const connection::cluster::SlotMap> map();
+  // The map as it is (none before the first read), without reading it; `stale`: whether it
+  // should be read again.
+  std::shared_ptr<const connection::cluster::SlotMap> cached_map(bool* stale);
   // Reads the slot map from the first node that answers (the known ones, then the startup
   // nodes). `force`: even if it was read in the last kRefreshInterval.
   void refresh_map(bool force);
@@ -119,10 +160,10 @@ class ClusterClient {
   bool stale_ = true;
   std::mutex refresh_mutex_;  // one reader of the map at a time
   Clock::time_point refreshed_at_{};
-  std::atomic<std::uint64_t> replica_turn_{0}, redirects_{0}, retries_{0};
+  std::atomic<std::uint64_t> replica_turn_{0}, redirects_{0}, retries_{0}, resends_{0};
 };
 
-// The asyncio client's transport: run_batch on an I/O thread.
+// The asyncio client's transport: a router thread and one worker thread per node (see above).
 class AsyncClusterTransport {
  public:
   explicit AsyncClusterTransport(ClusterOptions options);
@@ -134,15 +175,29 @@ class AsyncClusterTransport {
   void submit(std::vector<ClusterClient::Outgoing> batch);
   int notify_fd() const { return event_fd_; }
   std::vector<Completion> take_completions();
-  // Requests not yet sent fail with ConnectionError; the batch under way finishes; the I/O
-  // thread stops. Idempotent.
+  // Requests not yet sent fail with ConnectionError; those under way finish (within their
+  // deadline); the threads stop. Idempotent.
   void close();
   bool closed() const { return closed_.load(); }
   ClusterClient& client() { return client_; }
 
  private:
-  void loop();
-  void publish(std::vector<Completion> completions);
+  using Job = ClusterClient::Job;
+  // One node's requests: queued by the router, sent and read by the node's own thread.
+  struct Worker {
+    ClusterClient::Target target;
+    std::mutex mutex;
+    std::condition_variable wake;
+    std::vector<Job> queue;  // guarded by mutex
+    bool stopping = false;   // guarded by mutex
+    std::thread thread;
+  };
+  void route_loop();
+  void work(Worker& worker);
+  // Jobs back to the router (redirects, retries, resends).
+  void requeue(std::vector<Job> jobs);
+  void publish(Completion completion);
+  void fail_closed(std::vector<Job>& jobs);
 
   ClusterClient client_;
   const ForkGuard fork_guard_;
@@ -150,10 +205,15 @@ class AsyncClusterTransport {
   std::mutex mutex_;
   std::condition_variable wake_;
   std::vector<ClusterClient::Outgoing> submitted_;  // guarded by mutex_
+  std::vector<Job> pending_;                        // guarded by mutex_: back from the workers
   std::vector<Completion> completions_;             // guarded by mutex_
   bool stopping_ = false;                           // guarded by mutex_
   std::atomic<bool> closed_{false};
-  std::thread thread_;  // last: started once everything above exists
+  // The router's (created by it; joined by close() after the router stopped).
+  std::map<ClusterClient::Target, std::unique_ptr<Worker>> workers_;
+  std::atomic<bool> refreshing_{false};
+  std::thread refresher_;  // the router's: reads a stale slot map without holding it up
+  std::thread thread_;     // last: started once everything above exists
 };
 
 }  // namespace rlb::transport

@@ -383,17 +383,28 @@ class RedisCluster:
         *,
         node_timeout_ms: int = 1000,
         password: Optional[str] = None,
+        tls: Optional[TlsFiles] = None,
         extra_args: Sequence[str] = (),
         dir_prefix: str = "redis-leaderboard-cluster-",
     ) -> None:
         self.primaries = primaries
         self.replicas = replicas
         self.password = password
+        self.tls = tls
+        # With ``tls``: every node has a TLS port (``tls_port``) besides its plaintext one (for
+        # administration), the cluster bus and replication go over TLS, and the nodes announce
+        # their TLS ports (CLUSTER SHARDS ``tls-port``).
+        tls_args = ["--tls-cluster", "yes", "--tls-replication", "yes"] if tls else []
         self.nodes = [
             RedisClusterNode(
                 node_timeout_ms=node_timeout_ms,
                 password=password,
-                extra_args=[*(["--masterauth", password] if password else []), *extra_args],
+                tls=tls,
+                extra_args=[
+                    *(["--masterauth", password] if password else []),
+                    *tls_args,
+                    *extra_args,
+                ],
                 dir_prefix=dir_prefix,
             )
             for _ in range(primaries * (1 + replicas))
@@ -416,6 +427,11 @@ class RedisCluster:
         auth = f":{self.password}@" if self.password else ""
         node = self.nodes[0]
         return f"redis://{auth}{node.host}:{node.port}?cluster=true"
+
+    @property
+    def tls_startup_nodes(self) -> list[tuple[str, int]]:
+        """The running nodes' TLS ports (a cluster started with ``tls``)."""
+        return [(node.host, node.tls_port) for node in self.nodes if node.running()]
 
     def start(self, timeout: float = 30.0) -> None:
         """Start every node, create the cluster and wait until every node serves it."""

@@ -17,12 +17,27 @@ from __future__ import annotations
 
 import asyncio
 import math
+import re
 import struct
+import threading
 import zlib
-from typing import Any, Generator, Mapping, Optional
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, Callable, Generator, Iterable, Iterator, Mapping, Optional
 
 from . import _core
-from .leaderboard import Entry, Order, Page, SubmitResult, Ties, WriteMode
+from .leaderboard import (
+    DEFAULT_CHUNK_SIZE,
+    BulkEntry,
+    Entry,
+    HistogramBin,
+    ImportSummary,
+    Order,
+    Page,
+    SubmitResult,
+    Ties,
+    WriteMode,
+    check_bulk_arguments,
+)
 
 __all__ = ["AsyncShardedLeaderboard", "ShardedLeaderboard", "shard_of"]
 
@@ -32,6 +47,11 @@ SHALLOW = 1000
 # Entries per request when paging through a shard (dense ranks below the top).
 PAGE = 1000
 MAX_SHARDS = 1024
+# upsert_many reads this many entries, groups them by shard, and loads the groups concurrently.
+BULK_BATCH = 50_000
+MAX_ENTRIES_ASKED = 1000  # get_entries, as one board
+MAX_REPORTED_TRIMMED = 1000
+_ENTRY_INDEX = re.compile(r"^entry (\d+):")
 
 Plan = Generator[list[_core.Operation], list[Any], Any]
 
@@ -181,6 +201,12 @@ class ShardedBase:
     def _plan_distinct_better(self, score: float) -> Plan:
         """How many distinct scores are strictly better than `score`, over every shard: every
         such entry is read, PAGE per shard per round trip (O(entries better))."""
+        seen = yield from self._plan_better_scores(score)
+        return len(seen)
+
+    def _plan_better_scores(self, score: float) -> Plan:
+        """The distinct scores strictly better than `score`, over every shard (every such
+        entry read, PAGE per shard per round trip)."""
         low, high = self._strictly_better_bound(score)
         seen: set[float] = set()
         offsets = [0] * self.shards
@@ -197,7 +223,7 @@ class ShardedBase:
                 if len(page) == PAGE:
                     still.append(i)
             active = still
-        return len(seen)
+        return seen
 
     def _plan_position(self, user_id: str) -> Plan:
         """(entry, position, better, ties): the user's shard entry, its 1-based position in
@@ -328,6 +354,276 @@ class ShardedBase:
             "entries": entries,
         }
 
+    def _better(self, a: float, b: float) -> bool:
+        return a > b if self.order == "desc" else a < b
+
+    def _worse_bound(self, score: float) -> tuple[float, float]:
+        if self.order == "desc":
+            return -math.inf, math.nextafter(score, -math.inf)
+        return math.nextafter(score, math.inf), math.inf
+
+    def _plan_list_all(self) -> Plan:
+        lists = yield [board.list_all() for board in self._boards]
+        return self._ranked(self._sort([e for entries in lists for e in entries]), 1, 0, 0)
+
+    def _plan_ranks(self, entries: list[Entry]) -> Plan:
+        """`entries` (from their shards) with their ranks over every shard, in place: one
+        round trip of S ZCOUNT pairs per distinct score; lexicographic ties read the tied
+        entries (one more); dense reads every entry better than the worst (O(rank))."""
+        scores = sorted({e["score"] for e in entries})
+        if not scores:
+            return entries
+        replies = yield [
+            op
+            for score in scores
+            for board in self._boards
+            for op in (
+                board.count_by_score(*self._strictly_better_bound(score)),
+                board.count_by_score(score, score),
+            )
+        ]
+        per_score = 2 * self.shards
+        better = {}
+        tied: dict[float, list[int]] = {}
+        for j, score in enumerate(scores):
+            block = replies[j * per_score : (j + 1) * per_score]
+            better[score] = sum(block[0::2])
+            tied[score] = list(block[1::2])
+        before: dict[tuple[float, str], int] = {}
+        if self.ties == "lexicographic":
+            shared = [score for score in scores if sum(tied[score]) > 1]
+            wanted = [(score, i) for score in shared for i in range(self.shards) if tied[score][i]]
+            lists = yield [
+                self._boards[i].get_by_score(score, score, limit=tied[score][i])
+                for score, i in wanted
+            ]
+            names: dict[float, list[bytes]] = {}
+            for (score, _), listed in zip(wanted, lists):
+                names.setdefault(score, []).extend(
+                    e["user_id"].encode("utf-8", "surrogatepass") for e in listed
+                )
+            for e in entries:
+                name = e["user_id"].encode("utf-8", "surrogatepass")
+                others = names.get(e["score"], [])
+                if self.order == "desc":
+                    before[(e["score"], e["user_id"])] = sum(1 for o in others if o > name)
+                else:
+                    before[(e["score"], e["user_id"])] = sum(1 for o in others if o < name)
+        distinct_better: dict[float, int] = {}
+        if self.ties == "dense":
+            worst = scores[0] if self.order == "desc" else scores[-1]
+            better_scores = yield from self._plan_better_scores(worst)
+            known = sorted(better_scores | set(scores))
+            for score in scores:
+                distinct_better[score] = sum(1 for x in known if self._better(x, score))
+        for e in entries:
+            score = e["score"]
+            position = better[score] + before.get((score, e["user_id"]), 0) + 1
+            e["rank"] = self._rank(better[score], distinct_better.get(score, 0), position)
+        return entries
+
+    def _plan_entries(self, user_ids: list[str]) -> Plan:
+        by_shard: dict[int, list[int]] = {}
+        for position, user_id in enumerate(user_ids):
+            by_shard.setdefault(shard_of(user_id, self.shards), []).append(position)
+        shards = sorted(by_shard)
+        found = yield [
+            self._boards[i].get_entries([user_ids[p] for p in by_shard[i]]) for i in shards
+        ]
+        out: list[Optional[Entry]] = [None] * len(user_ids)
+        for i, entries in zip(shards, found):
+            for position, entry in zip(by_shard[i], entries):
+                out[position] = None if entry is None else dict(entry)
+        present = [e for e in out if e is not None]
+        yield from self._plan_ranks(present)
+        return out
+
+    def _plan_by_score(self, min_score: float, max_score: float, offset: int, limit: int) -> Plan:
+        """Every shard's first offset + limit entries of the range, merged, and the entries
+        strictly better than the range (one round trip); dense: plus the distinct better
+        scores."""
+        if limit == 0 or min_score > max_score:
+            return []
+        top = max_score if self.order == "desc" else min_score
+        low, high = self._strictly_better_bound(top)
+        replies = yield [
+            op
+            for board in self._boards
+            for op in (
+                board.get_by_score(min_score, max_score, offset=0, limit=offset + limit),
+                board.count_by_score(low, high),
+            )
+        ]
+        merged = self._sort([e for entries in replies[0::2] for e in entries])
+        if len(merged) <= offset:
+            return []
+        before = sum(replies[1::2])
+        first = merged[0]["score"]
+        # Entries of the range better than its first entry: none (it is the best there).
+        distinct = 0
+        if self.ties == "dense":
+            distinct = yield from self._plan_distinct_better(first)
+        ranked = self._ranked(merged, before + 1, before, distinct)
+        return ranked[offset : offset + limit]
+
+    def _plan_count(self, min_score: float, max_score: float) -> Plan:
+        counts = yield [board.count_by_score(min_score, max_score) for board in self._boards]
+        return sum(counts)
+
+    def _plan_rank_for_score(self, score: float) -> Plan:
+        if self.ties == "dense":
+            distinct = yield from self._plan_distinct_better(score)
+            return distinct + 1
+        better = yield [
+            board.count_by_score(*self._strictly_better_bound(score)) for board in self._boards
+        ]
+        return sum(better) + 1
+
+    def _plan_percentile(self, user_id: str) -> Plan:
+        own = shard_of(user_id, self.shards)
+        (entry,) = yield [self._boards[own].get_user_entry(user_id)]
+        if entry is None:
+            return None
+        replies = yield [
+            op
+            for board in self._boards
+            for op in (board.count_by_score(*self._worse_bound(entry["score"])), board.get_size())
+        ]
+        worse, size = sum(replies[0::2]), sum(replies[1::2])
+        if size <= 1:
+            return 100.0
+        return 100.0 * worse / (size - 1)
+
+    def _plan_score_at_percentile(self, p: float) -> Plan:
+        size = yield from self._plan_size()
+        if size == 0:
+            return None
+        from_worst = max(1, math.ceil(p / 100 * size))
+        window = yield from self._plan_window(size - from_worst, 1)
+        return window[0]["score"] if window else None
+
+    def _plan_histogram(
+        self, bins: int, min_score: Optional[float], max_score: Optional[float]
+    ) -> Plan:
+        """Each shard's histogram over the same edges, summed: exact. Without both bounds, the
+        board's lowest and highest scores first (each shard's, from a one-bin histogram)."""
+        low, high = min_score, max_score
+        if low is None or high is None:
+            spans = yield [board.get_histogram(1) for board in self._boards]
+            spans = [span[0] for span in spans if span]
+            if not spans:
+                return []
+            if low is None:
+                low = min(span["min"] for span in spans)
+                if high is not None and low > high:
+                    low = high
+            if high is None:
+                high = max(span["max"] for span in spans)
+                if high < low:
+                    high = low
+        histograms = yield [
+            board.get_histogram(bins, min_score=low, max_score=high) for board in self._boards
+        ]
+        histograms = [h for h in histograms if h]
+        if not histograms:
+            return []
+        out = [dict(b) for b in histograms[0]]
+        for other in histograms[1:]:
+            for total, b in zip(out, other):
+                total["count"] += b["count"]
+        return out
+
+    def _plan_shard_max_entries(self, max_entries: int) -> Plan:
+        results = yield [board.set_max_entries(max_entries) for board in self._boards]
+        self.max_entries = max_entries
+        trimmed: list[str] = [user for ids in results for user in ids]
+        return trimmed
+
+    def _check_ids(self, user_ids: Iterable[str]) -> list[str]:
+        if isinstance(user_ids, str):
+            raise TypeError("user_ids must be an iterable of str, not a str")
+        ids = list(user_ids)
+        for user_id in ids:
+            self._board_of(user_id)
+        if len(ids) > MAX_ENTRIES_ASKED:
+            raise ValueError(f"get_entries takes at most {MAX_ENTRIES_ASKED} user ids")
+        return ids
+
+    def _refuse_global_trim(self, max_entries: int) -> None:
+        raise NotImplementedError(
+            "a sharded board has no global max_entries: each write trims its own shard in its "
+            "own script, which cannot see the other shards (they are in other slots, on other "
+            "nodes), so a global limit could only be enforced by a separate, non-atomic pass "
+            "that races every write; use set_shard_max_entries(n) to change every shard's "
+            "limit (about n * shards entries in all)"
+        )
+
+    def _batches(
+        self, entries: Iterable[BulkEntry]
+    ) -> Iterator[tuple[dict[int, list[BulkEntry]], dict[int, list[int]]]]:
+        """Batches of BULK_BATCH entries grouped by shard, with each entry's position in the
+        whole iterable (for error messages). An entry whose user id cannot be routed raises
+        here, naming its position, before its batch is sent."""
+        if isinstance(entries, (str, bytes)) or not isinstance(entries, Iterable):
+            raise TypeError(f"entries must be an iterable of tuples, not {type(entries).__name__}")
+        groups: dict[int, list[BulkEntry]] = {}
+        positions: dict[int, list[int]] = {}
+        count = 0
+        for position, entry in enumerate(entries):
+            if not isinstance(entry, (tuple, list)) or not entry:
+                raise TypeError(f"entry {position}: an entry is a tuple (user_id, score, ...)")
+            user_id = entry[0]
+            if not isinstance(user_id, str):
+                raise TypeError(
+                    f"entry {position}: user_id must be a str, not {type(user_id).__name__}"
+                )
+            index = shard_of(user_id, self.shards)
+            groups.setdefault(index, []).append(entry)
+            positions.setdefault(index, []).append(position)
+            count += 1
+            if count == BULK_BATCH:
+                yield groups, positions
+                groups, positions, count = {}, {}, 0
+        if groups:
+            yield groups, positions
+
+    @staticmethod
+    def _renumbered(error: Exception, positions: list[int]) -> Exception:
+        """A shard's "entry N: ..." error, N its position in the whole iterable."""
+        text = str(error)
+        match = _ENTRY_INDEX.match(text)
+        if match and int(match.group(1)) < len(positions):
+            fixed = f"entry {positions[int(match.group(1))]}:" + text[match.end() :]
+            return type(error)(fixed)
+        return error
+
+    @staticmethod
+    def _summary(parts: list[ImportSummary]) -> ImportSummary:
+        summary: ImportSummary = {
+            "written": sum(p["written"] for p in parts),
+            "trimmed": sum(p["trimmed"] for p in parts),
+            "trimmed_user_ids": [u for p in parts for u in p["trimmed_user_ids"]][
+                :MAX_REPORTED_TRIMMED
+            ],
+        }
+        duplicates = sum(p.get("duplicates", 0) for p in parts)
+        if duplicates:
+            summary["duplicates"] = duplicates
+        return summary
+
+    def _shard_board_kwargs(self) -> dict[str, Any]:
+        return {"max_entries": self.max_entries, "order": self.order, "ties": self.ties}
+
+    def _check_range(self, min_score: Any, max_score: Any, offset: Any, limit: Any) -> None:
+        """Validated as one board's (before anything is sent)."""
+        self._boards[0].get_by_score(min_score, max_score, offset=offset, limit=max(limit, 1))
+
+    def _check_percentile(self, p: Any) -> None:
+        self._boards[0].score_at_percentile(p)
+
+    def _check_histogram(self, bins: Any, min_score: Any, max_score: Any) -> None:
+        self._boards[0].get_histogram(bins, min_score=min_score, max_score=max_score)
+
     def _plan_each(self, method: str) -> Plan:
         yield [getattr(board, method)() for board in self._boards]
         return None
@@ -453,6 +749,132 @@ class ShardedLeaderboard(ShardedBase):
         """Clear every shard (each shard's clear; not one atomic step)."""
         self._run(self._plan_each("clear"))
 
+    def list_all(self) -> list[Entry]:
+        """Every entry over every shard, best first, ranked (one round trip: each shard's
+        list_all, paged on the server side as one board's, then merged)."""
+        return self._run(self._plan_list_all())
+
+    def get_entries(self, user_ids: Iterable[str]) -> list[Optional[Entry]]:
+        """One item per id (at most 1,000), in the order given: its entry ranked over every
+        shard, or None. 2 round trips (each shard's get_entries for its ids; one ZCOUNT pair
+        per shard per distinct score), +1 for lexicographic tied scores, dense: every entry
+        better than the worst read."""
+        return self._run(self._plan_entries(self._check_ids(user_ids)))
+
+    def get_by_score(
+        self, min_score: float, max_score: float, *, offset: int = 0, limit: int = 100
+    ) -> list[Entry]:
+        """As one board's: entries with ``min_score <= score <= max_score``, best first,
+        ranked. One round trip (each shard's first ``offset + limit`` of the range and its
+        count of better entries): O(S (offset + limit)) read; dense adds the better scores."""
+        self._check_range(min_score, max_score, offset, limit)
+        return self._run(self._plan_by_score(min_score, max_score, offset, limit))
+
+    def count_by_score(self, min_score: float, max_score: float) -> int:
+        """Entries with ``min_score <= score <= max_score``: S ZCOUNTs summed, one round trip."""
+        self._check_range(min_score, max_score, 0, 0)
+        result: int = self._run(self._plan_count(min_score, max_score))
+        return result
+
+    def rank_for_score(self, score: float) -> int:
+        """As one board's: 1 + the entries (dense: distinct scores) strictly better. One
+        round trip of S ZCOUNTs; dense reads every better entry."""
+        self._check_range(score, score, 0, 0)
+        result: int = self._run(self._plan_rank_for_score(score))
+        return result
+
+    def get_percentile(self, user_id: str) -> Optional[float]:
+        """As one board's: the share of the other entries strictly worse; None if absent.
+        2 round trips (the entry; S ZCOUNT + ZCARD pairs): exact."""
+        self._board_of(user_id)
+        result: Optional[float] = self._run(self._plan_percentile(user_id))
+        return result
+
+    def score_at_percentile(self, p: float) -> Optional[float]:
+        """As one board's (nearest rank). The size, then the window of one entry at that
+        position (a deep one by bisection, as get_page)."""
+        self._check_percentile(p)
+        result: Optional[float] = self._run(self._plan_score_at_percentile(p))
+        return result
+
+    def get_histogram(
+        self,
+        bins: int = 10,
+        *,
+        min_score: Optional[float] = None,
+        max_score: Optional[float] = None,
+    ) -> list[HistogramBin]:
+        """As one board's, exact: every shard's histogram over the same edges, summed. 1 round
+        trip with both bounds given, else 2 (each shard's lowest and highest first)."""
+        self._check_histogram(bins, min_score, max_score)
+        return self._run(self._plan_histogram(bins, min_score, max_score))
+
+    def set_max_entries(self, max_entries: int) -> list[str]:
+        """Refused (NotImplementedError): a sharded board's limit is per shard (see
+        :meth:`set_shard_max_entries`)."""
+        self._refuse_global_trim(max_entries)
+        return []
+
+    def set_shard_max_entries(self, max_entries: int) -> list[str]:
+        """Every shard's limit set to ``max_entries`` and trimmed to it (one round trip, each
+        shard's own atomic trim); the trimmed ids, shard after shard."""
+        self._boards[0].set_max_entries(max_entries)  # validates before anything is sent
+        result: list[str] = self._run(self._plan_shard_max_entries(max_entries))
+        return result
+
+    def upsert_many(
+        self,
+        entries: Iterable[BulkEntry],
+        *,
+        chunk_size: int = DEFAULT_CHUNK_SIZE,
+        progress: Optional[Callable[[int], None]] = None,
+        retries: int = 2,
+    ) -> ImportSummary:
+        """As one board's, per shard: the entries are read in batches of 50,000, grouped by
+        shard, and every shard's group loaded at once (one thread per shard with entries, each
+        running that shard's upsert_many: pipelined chunks, then its trim). ``progress`` gets
+        the total written so far. A bad entry raises naming its position in ``entries``; the
+        batches before it, and the other shards' groups of its batch, may have been written."""
+        check_bulk_arguments(chunk_size, progress)
+        from .leaderboard import RedisLeaderboard
+
+        boards = {
+            i: RedisLeaderboard(self.redis, key=b.key, **self._shard_board_kwargs())
+            for i, b in enumerate(self._boards)
+        }
+        lock = threading.Lock()
+        written = 0
+
+        def on_chunk(before: list[int]) -> Callable[[int], None]:
+            def report(total: int) -> None:
+                nonlocal written
+                with lock:
+                    written += total - before[0]
+                    before[0] = total
+                    if progress is not None:
+                        progress(written)
+
+            return report
+
+        parts: list[ImportSummary] = []
+        with ThreadPoolExecutor(max_workers=min(self.shards, 16)) as pool:
+            for groups, positions in self._batches(entries):
+
+                def load(i: int, group: list[BulkEntry], where: list[int]) -> ImportSummary:
+                    try:
+                        return boards[i].upsert_many(
+                            group,
+                            chunk_size=chunk_size,
+                            progress=on_chunk([0]),
+                            retries=retries,
+                        )
+                    except (ValueError, TypeError) as error:
+                        raise self._renumbered(error, where) from None
+
+                futures = [pool.submit(load, i, groups[i], positions[i]) for i in sorted(groups)]
+                parts += [future.result() for future in futures]
+        return self._summary(parts)
+
 
 class AsyncShardedLeaderboard(ShardedBase):
     """The asyncio twin of :class:`ShardedLeaderboard` on a
@@ -536,6 +958,102 @@ class AsyncShardedLeaderboard(ShardedBase):
 
     async def clear(self) -> None:
         await self._run(self._plan_each("clear"))
+
+    async def list_all(self) -> list[Entry]:
+        return await self._run(self._plan_list_all())
+
+    async def get_entries(self, user_ids: Iterable[str]) -> list[Optional[Entry]]:
+        return await self._run(self._plan_entries(self._check_ids(user_ids)))
+
+    async def get_by_score(
+        self, min_score: float, max_score: float, *, offset: int = 0, limit: int = 100
+    ) -> list[Entry]:
+        self._check_range(min_score, max_score, offset, limit)
+        return await self._run(self._plan_by_score(min_score, max_score, offset, limit))
+
+    async def count_by_score(self, min_score: float, max_score: float) -> int:
+        self._check_range(min_score, max_score, 0, 0)
+        result: int = await self._run(self._plan_count(min_score, max_score))
+        return result
+
+    async def rank_for_score(self, score: float) -> int:
+        self._check_range(score, score, 0, 0)
+        result: int = await self._run(self._plan_rank_for_score(score))
+        return result
+
+    async def get_percentile(self, user_id: str) -> Optional[float]:
+        self._board_of(user_id)
+        result: Optional[float] = await self._run(self._plan_percentile(user_id))
+        return result
+
+    async def score_at_percentile(self, p: float) -> Optional[float]:
+        self._check_percentile(p)
+        result: Optional[float] = await self._run(self._plan_score_at_percentile(p))
+        return result
+
+    async def get_histogram(
+        self,
+        bins: int = 10,
+        *,
+        min_score: Optional[float] = None,
+        max_score: Optional[float] = None,
+    ) -> list[HistogramBin]:
+        self._check_histogram(bins, min_score, max_score)
+        return await self._run(self._plan_histogram(bins, min_score, max_score))
+
+    async def set_max_entries(self, max_entries: int) -> list[str]:
+        self._refuse_global_trim(max_entries)
+        return []
+
+    async def set_shard_max_entries(self, max_entries: int) -> list[str]:
+        self._boards[0].set_max_entries(max_entries)
+        result: list[str] = await self._run(self._plan_shard_max_entries(max_entries))
+        return result
+
+    async def upsert_many(
+        self,
+        entries: Iterable[BulkEntry],
+        *,
+        chunk_size: int = DEFAULT_CHUNK_SIZE,
+        progress: Optional[Callable[[int], None]] = None,
+        retries: int = 2,
+    ) -> ImportSummary:
+        """As the sync method, every shard's group of a batch loaded by one task (gathered)."""
+        check_bulk_arguments(chunk_size, progress)
+        from .asyncio import RedisLeaderboard
+
+        boards = {
+            i: RedisLeaderboard(self.redis, key=b.key, **self._shard_board_kwargs())
+            for i, b in enumerate(self._boards)
+        }
+        written = 0
+
+        def on_chunk(before: list[int]) -> Callable[[int], None]:
+            def report(total: int) -> None:
+                nonlocal written
+                written += total - before[0]
+                before[0] = total
+                if progress is not None:
+                    progress(written)
+
+            return report
+
+        parts: list[ImportSummary] = []
+        for groups, positions in self._batches(entries):
+
+            async def load(i: int, group: list[BulkEntry], where: list[int]) -> ImportSummary:
+                try:
+                    result: ImportSummary = await boards[i].upsert_many(
+                        group, chunk_size=chunk_size, progress=on_chunk([0]), retries=retries
+                    )
+                    return result
+                except (ValueError, TypeError) as error:
+                    raise self._renumbered(error, where) from None
+
+            parts += await asyncio.gather(
+                *(load(i, groups[i], positions[i]) for i in sorted(groups))
+            )
+        return self._summary(parts)
 
 
 def _copy_docs() -> None:
