@@ -117,7 +117,8 @@ class Load:
     def check(self, tmp_path: Path, killed_at: float = 0.0) -> dict[str, Any]:
         """The invariants, checked against the board; the figures. With `killed_at` (a primary
         was killed then), an acknowledged write may be lost only if it was acknowledged in the
-        last 100 ms before: Redis replicates asynchronously, so the newest writes of a primary
+        last REPLICATION_WINDOW before: Redis replicates asynchronously, so the newest writes of
+        a primary
         killed at once may not have reached its replica (the library cannot prevent that;
         WAIT would), and nothing older."""
         (tmp_path / "requests.log").write_text(
@@ -152,12 +153,19 @@ class Load:
             recent = Counter(
                 user
                 for _, user, _, ended, outcome in self.log
-                if outcome == "ok" and killed_at - 0.1 <= ended <= killed_at
+                if outcome == "ok" and killed_at - REPLICATION_WINDOW <= ended <= killed_at
             )
             lost = {u: n for u, n in lost.items() if n > recent[u]}
         assert not lost, f"acknowledged increments lost: {lost}"
         assert not doubled, f"increments applied twice: {doubled}"
         return figures
+
+
+# Redis replicates asynchronously: a write the primary acknowledged just before it was killed
+# may not have reached the replica that takes over. Such a loss is allowed only for writes
+# acknowledged this long before the kill (the replica's lag; under ASan, or on a loaded 2-core
+# machine running 7 servers, it reaches several hundred ms).
+REPLICATION_WINDOW = 1.0
 
 
 def replica_of(cluster: RedisCluster, primary: RedisClusterNode) -> RedisClusterNode:
@@ -246,7 +254,8 @@ def test_failover_resends_writes_with_submission_ids(
     A write whose reply was lost is sent again (at most ``retries`` = 2 times), to the promoted
     replica once the slot map names it, so every write is acknowledged (a resend that finds its
     id applied reports ``duplicate``) or fails after its retries; each id is applied at most
-    once, and every acknowledged one exactly once (but for the last 100 ms before the kill:
+    once, and every acknowledged one exactly once (but for the last REPLICATION_WINDOW before
+    the kill:
     Redis replicates asynchronously), counted against the board and its submission keys."""
     slot = _core.key_slot(cluster_key)
     primary = redis_cluster.owner(slot)
@@ -290,7 +299,7 @@ def test_failover_resends_writes_with_submission_ids(
         recent = {
             request_id
             for request_id, _, _, ended, outcome in load.log
-            if outcome in ("ok", "dup") and killed_at - 0.1 <= ended <= killed_at
+            if outcome in ("ok", "dup") and killed_at - REPLICATION_WINDOW <= ended <= killed_at
         }
         users = {user for _, user, *_ in load.log}
         per_user_applied = Counter(
