@@ -219,15 +219,23 @@ PYBIND11_MODULE(_core, m) {
           "RESP bytes of the next round trip's commands (scripts as EVALSHA).")
       .def(
           "feed",
-          [](PyOperation& self, py::bytes data) {
+          [](PyOperation& self, py::bytes data, bool stream) {
             if (!self.exchange || self.exchange->finished()) {
               throw py::value_error("feed() follows request()");
             }
-            self.exchange->on_replies(codec::decode_all(std::string(data)));
+            auto& exchange = *self.exchange;
+            self.exchange->on_replies(
+                codec::decode_all(std::string(data), codec::kDefaultMaxReplyBytes,
+                                  [&exchange, stream](std::size_t i) {
+                                    return stream ? exchange.reply_sink(i) : nullptr;
+                                  }));
             if (self.exchange->finished()) self.result = self.exchange->take_result();
             return self.exchange->finished();
           },
-          "data"_a, "Feed the RESP replies of the last request; True when finished.")
+          "data"_a, "stream"_a = true,
+          "Feed the RESP replies of the last request; True when finished. stream=False decodes "
+          "them into trees first, where a connection streams what an operation reads as it "
+          "arrives.")
       .def(
           "result",
           [](PyOperation& self) {

@@ -64,6 +64,10 @@ class Refreshed final : public Operation {
     if (!refreshed_) commands.insert(commands.begin(), refresh_);
     return commands;
   }
+  codec::ReplySink* reply_sink(std::size_t index) override {
+    if (refreshed_) return read_->reply_sink(index);
+    return index == 0 ? nullptr : read_->reply_sink(index - 1);
+  }
   bool feed(std::vector<Reply>& replies) override {
     if (!refreshed_) {
       if (replies.empty()) unexpected("a window's refresh");

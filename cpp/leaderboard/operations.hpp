@@ -134,6 +134,14 @@ class Operation {
   virtual bool paged() const { return false; }
   // The commands to send in the next round trip.
   virtual std::vector<Command> next() = 0;
+  // Where the reply to command `index` of the current step may go as it is decoded, instead of
+  // a Reply tree (codec::ReplySink; that reply then reaches feed() as an empty array marked
+  // `streamed`); nullptr: as a tree. A sink must also take a tree's replay (codec::replay): a
+  // transport may always hand over the tree.
+  virtual codec::ReplySink* reply_sink(std::size_t index) {
+    (void)index;
+    return nullptr;
+  }
   // Their replies (never error replies: the transport raises those). True when finished.
   virtual bool feed(std::vector<Reply>& replies) = 0;
   // The result, once feed() has returned true.

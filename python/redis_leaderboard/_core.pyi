@@ -55,7 +55,7 @@ class Operation:
         """The metadata prefix a client-side cache serves this read from; None if it cannot."""
     def request(self) -> bytes:
         """RESP bytes of the next round trip (scripts as EVALSHA)."""
-    def feed(self, data: bytes) -> bool:
+    def feed(self, data: bytes, stream: bool = True) -> bool:
         """Feed the RESP replies to the last request; True when the operation is finished."""
     def result(self) -> Any:
         """The operation's return value, once feed() returned True."""
