@@ -342,6 +342,7 @@ def test_events_match_a_model_over_random_writes(client: Client, key: str) -> No
         if result["changed"] or result["trimmed_user_ids"]:
             expected.append(
                 {
+                    "kind": "score",
                     "user_id": user,
                     "score": result["score"],
                     "rank": result["rank"],
