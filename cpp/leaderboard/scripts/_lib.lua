@@ -599,7 +599,11 @@ end
 -- it: its last element 0, not a duplicate). `p` is plan_write's plan.
 local function apply_guards(p, reply)
   local w, b, g = p.w, p.b, p.guards
-  if g.record then redis.call('HSET', b.options, unpack(g.record)) end
+  if g.record then
+    redis.call('HSET', b.options, unpack(g.record))
+    -- A periodic board's options hash may be created only now, after expire_board ran.
+    if w.expire_at then redis.call('PEXPIREAT', b.options, w.expire_at) end
+  end
   if w.rate_key then
     local key, member = w.rate_key, string.format('%.0f', g.now)
     redis.call('ZREMRANGEBYSCORE', key, '-inf', string.format('%.0f', g.since))
