@@ -29,7 +29,7 @@ from redis_leaderboard import (
     _core,
 )
 from redis_leaderboard.asyncio import Client as AsyncClient
-from test_atomicity import PASSWORD, acl, make_user, minimal_rule  # noqa: F401 (acl: a fixture)
+from test_atomicity import PASSWORD, make_user, minimal_rule
 
 
 @pytest.fixture
@@ -775,8 +775,20 @@ def test_async_a_removal_whose_event_cannot_be_appended_changes_nothing(
     asyncio.run(main())
 
 
-def test_a_removal_the_acl_denies_xadd_changes_nothing(acl: Any) -> None:
-    server, admin, key = acl
+@pytest.fixture
+def acl_key(acl_server: RedisServer) -> Iterator[tuple[RedisServer, Any, str]]:
+    """(the ACL server, an admin redis-py client, a board key under "lb:"); cleaned up after."""
+    admin = acl_server.redis_py()
+    with unique_key(acl_server, "lb:guards") as name:
+        yield acl_server, admin, name
+    admin.acl_deluser("no-xadd")
+    admin.close()
+
+
+def test_a_removal_the_acl_denies_xadd_changes_nothing(
+    acl_key: tuple[RedisServer, Any, str],
+) -> None:
+    server, admin, key = acl_key
     owner = RedisLeaderboard(Client(port=server.port), key, 10, events=True)
     owner.upsert_many([("a", 3), ("b", 2, {"name": "B"}), ("c", 1)])
     make_user(admin, "no-xadd", minimal_rule())  # the README's rule for a default board: no XADD
@@ -815,11 +827,17 @@ def test_a_default_boards_removals_send_exactly_what_they_sent() -> None:
         assert b"events" not in request and b"desc" not in request
     request = plain.delete_user("u").request()
     assert request.startswith(b"*7\r\n$7\r\nEVALSHA\r\n")
-    assert request.endswith(b"\r\n$1\r\n3\r\n$2\r\nlb\r\n$9\r\nlb:user:u\r\n$10\r\nlb:options\r\n$1\r\nu\r\n")
+    assert request.endswith(
+        b"\r\n$1\r\n3\r\n$2\r\nlb\r\n$9\r\nlb:user:u\r\n$10\r\nlb:options\r\n$1\r\nu\r\n"
+    )
     guarded = _core.Board("lb", 10, events=True, events_maxlen=50)
-    assert guarded.delete_user("u").request().endswith(
-        b"$1\r\n4\r\n$2\r\nlb\r\n$9\r\nlb:user:u\r\n$10\r\nlb:options\r\n$9\r\nlb:events\r\n"
-        b"$1\r\nu\r\n$4\r\ndesc\r\n$13\r\nlexicographic\r\n$9\r\nevents:50\r\n"
+    assert (
+        guarded.delete_user("u")
+        .request()
+        .endswith(
+            b"$1\r\n4\r\n$2\r\nlb\r\n$9\r\nlb:user:u\r\n$10\r\nlb:options\r\n$9\r\nlb:events\r\n"
+            b"$1\r\nu\r\n$4\r\ndesc\r\n$13\r\nlexicographic\r\n$9\r\nevents:50\r\n"
+        )
     )
 
 

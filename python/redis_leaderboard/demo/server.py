@@ -239,16 +239,19 @@ class DemoApp:
             "around_count": check.MAX_COUNT,
         }
         used = {name: min(value, limits[name]) for name, value in asked.items()}
+        size = self.board.get_size()  # the reads in the guide's order
+        top = self.board.get_top(used["top_count"])
+        around = self.board.get_around_rank(used["around_rank"], used["around_count"])
+        self.remember_names([*top, *around])
         state = {
             "leaderboard_key": self.board.key,
             "max_entries": self.board.max_entries,
             **used,
-            "size": self.board.get_size(),
-            "top_entries": self.board.get_top(used["top_count"]),
-            "around_entries": self.board.get_around_rank(used["around_rank"], used["around_count"]),
+            "size": size,
+            "top_entries": top,
+            "around_entries": around,
             "clamped": {name: used[name] for name in used if used[name] != asked[name]},
         }
-        self.remember_names([*state["top_entries"], *state["around_entries"]])
         state = dict(json_safe(state))
         digest = hashlib.sha256(
             json.dumps(state, sort_keys=True, ensure_ascii=True).encode("ascii")
