@@ -913,3 +913,38 @@ def test_async_ids_shared_by_upsert_many_and_submit(redis_server: RedisServer, k
             assert (await board.get_user_entry("w"))["score"] == 2.0  # type: ignore[index]
 
     asyncio.run(main())
+
+
+def resp(value: Any) -> bytes:
+    """RESP2 bytes of nested lists of strings (bulk strings) and None (a nil)."""
+    if value is None:
+        return b"$-1\r\n"
+    if isinstance(value, list):
+        return b"*%d\r\n" % len(value) + b"".join(resp(v) for v in value)
+    data = value.encode()
+    return b"$%d\r\n%s\r\n" % (len(data), data)
+
+
+def test_events_are_parsed_by_kind_and_an_old_event_is_a_score_event() -> None:
+    operation = _core.Board("lb", 10, events=True).read_events("0", 10)
+    operation.request()
+    entries = [
+        # Written before events had kinds: a write's.
+        ["1-0", ["user_id", "a", "score", "5", "rank", "1", "previous_score", ""]],
+        ["2-0", ["kind", "clear", "removed", "5000", "size", "7000", "from_the_future", "x"]],
+        ["3-0", ["kind", "trim", "trimmed", "a", "trimmed", "b"]],
+    ]
+    assert operation.feed(resp([["lb:events", entries]])) is True
+    batch = operation.result()
+    assert batch["last_id"] == "3-0"
+    old, clear, trim = batch["events"]
+    assert (old["kind"], old["user_id"], old["score"], old["rank"]) == ("score", "a", 5.0, 1)
+    assert "removed" not in old and old["previous_rank"] is None
+    assert clear == {
+        "id": "2-0",
+        "kind": "clear",
+        **BoardModel._nothing(),
+        "removed": 5000,
+        "size": 7000,
+    }
+    assert (trim["kind"], trim["trimmed_user_ids"], trim["user_id"]) == ("trim", ["a", "b"], None)
