@@ -692,6 +692,11 @@ def test_a_deletion_reports_the_rank_under_the_boards_tie_rule(
     assert (event["kind"], event["previous_rank"], event["score"]) == ("delete", rank, 5.0)
     assert (trim["kind"], trim["trimmed_user_ids"]) == ("trim", ["d"])
     assert board.list_all()[-1]["user_id"] == "a"
+    # A clear removes the option keys with the last entry; its event stays.
+    board.clear()
+    last = list(board.events("0", block=0))[-1]
+    assert (last["kind"], last["removed"], last["size"]) == ("clear", 2, 0)
+    assert client.execute_command("KEYS", f"{key}*") == [f"{key}:events".encode()]
 
 
 def test_a_big_clear_appends_one_event_a_page_not_one_an_entry(client: Client, key: str) -> None:
