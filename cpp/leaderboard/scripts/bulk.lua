@@ -96,7 +96,7 @@ for _, entry in ipairs(entries) do
       redis.call('HSET', entry.key, unpack(ARGV, j, math.min(j + 999, entry.to)))
     end
     -- No result per entry, only the score written: submit() with the same id reports the
-    -- user's entry then (see bulk_duplicate in _lib.lua).
+    -- user's entry as it is then (see bulk_duplicate in _lib.lua).
     if entry.sid then
       redis.call('SET', entry.sid, 'upsert_many ' .. entry.number, 'PX', w.submission_ttl)
     end

@@ -1,7 +1,7 @@
 #!lua flags=allow-oom
 -- clear, one page: remove up to `page` entries (worst first) and their metadata; once the board
--- is empty, its option keys too. Only deletes, so it runs when the server is out of memory
--- (allow-oom) and frees it.
+-- is empty, its option keys too. Only deletes (with events, also appends one event), so it
+-- runs when the server is out of memory (allow-oom) and frees it.
 -- KEYS: board, then the option keys (see board_spec in _lib.lua), then with events the stream
 -- "<board>:events". ARGV: metadata prefix, page, then on a board with options or events: order,
 -- ties, then with events 'events:<maxlen>[ expire:<unix ms>]' (see removal_events in _lib.lua).

@@ -1,7 +1,7 @@
 #!lua flags=allow-oom
 -- delete_user: remove the user from the board and its metadata hash (whether or not it was on
--- the board, as the guide's delete_user). Only deletes, so it runs when the server is out of
--- memory (allow-oom) and frees it.
+-- the board, as the guide's delete_user). Only deletes (with events, also appends one event,
+-- far smaller than what it frees), so it runs when the server is out of memory (allow-oom).
 -- KEYS: board, the user's metadata hash, then the option keys (see board_spec in _lib.lua),
 -- then with events the stream "<board>:events".
 -- ARGV: user_id, then on a board with options or events: order, ties, then with events

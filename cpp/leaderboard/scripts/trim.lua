@@ -1,7 +1,8 @@
 #!lua flags=allow-oom
 -- set_max_entries and the trim after upsert_many: trim the board to max_entries, at most
--- `limit` entries per call so a large trim never blocks the server for long. Only deletes, so
--- it runs when the server is out of memory (allow-oom).
+-- `limit` entries per call so a large trim never blocks the server for long. Only deletes
+-- (with events, also appends the ids it removed), so it runs when the server is out of memory
+-- (allow-oom).
 -- KEYS: board, then the option keys (see board_spec in _lib.lua), then with events the stream
 -- "<board>:events". ARGV: metadata prefix, max_entries, limit, how many trimmed ids to return,
 -- then on a board with options or events: order, ties, then with events
