@@ -953,3 +953,21 @@ def test_events_are_parsed_by_kind_and_an_old_event_is_a_score_event() -> None:
         "size": 7000,
     }
     assert (trim["kind"], trim["trimmed_user_ids"], trim["user_id"]) == ("trim", ["a", "b"], None)
+
+
+def test_a_write_trimming_more_than_a_thousand_lists_the_rest_in_trim_events(
+    client: Client, key: str
+) -> None:
+    RedisLeaderboard(client, key, 10_000, events=True).upsert_many(
+        (f"u{i:04}", i) for i in range(2500)
+    )
+    small = RedisLeaderboard(client, key, 100, events=True)  # a smaller limit: 2,401 go
+    result = small.upsert_user("top", 1e6)
+    assert len(result["trimmed_user_ids"]) == 2401
+    events = list(small.events("0", block=0))[2500:]
+    assert [(e["kind"], len(e["trimmed_user_ids"])) for e in events] == [
+        ("score", 1000),
+        ("trim", 1000),
+        ("trim", 401),
+    ]
+    assert [u for e in events for u in e["trimmed_user_ids"]] == result["trimmed_user_ids"]

@@ -512,10 +512,10 @@ end
 
 -- Appends a write's change event (kind 'score') to the stream `key` (capped at about
 -- `maxlen`): the user, its score and 1-based rank now (rank '' if the write was trimmed away),
--- before ('' if new), who the write trimmed (at most 1,000 listed) and whom it overtook: the
--- entries that ranked ahead of the user before the write and behind it now (at most 10,
--- nearest first; on boards whose equal scores share a rank, only those now strictly worse).
--- Lists are repeated fields.
+-- before ('' if new), who the write trimmed (the first 1,000; any more in 'trim' events right
+-- after it) and whom it overtook: the entries that ranked ahead of the user before the write
+-- and behind it now (at most 10, nearest first; on boards whose equal scores share a rank, only
+-- those now strictly worse). Lists are repeated fields.
 local function add_event(b, key, maxlen, user_id, score, old_text, previous_rank, old_position,
                          trimmed)
   local stored = redis.call('ZSCORE', b.board, user_id)
@@ -541,6 +541,15 @@ local function add_event(b, key, maxlen, user_id, score, old_text, previous_rank
     fields[#fields + 1] = trimmed[i]
   end
   redis.call('XADD', key, 'MAXLEN', '~', maxlen, '*', unpack(fields))
+  -- A write trimming more (a board over a smaller limit): the rest in 'trim' events, 1,000 each.
+  for i = 1001, #trimmed, 1000 do
+    local rest = {'kind', 'trim'}
+    for j = i, math.min(i + 999, #trimmed) do
+      rest[#rest + 1] = 'trimmed'
+      rest[#rest + 1] = trimmed[j]
+    end
+    redis.call('XADD', key, 'MAXLEN', '~', maxlen, '*', unpack(rest))
+  end
 end
 
 -- ---- Removals' events (delete_user, clear, trims) ---------------------------------------------
