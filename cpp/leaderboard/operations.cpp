@@ -390,7 +390,7 @@ class Clear final : public Operation {
   bool paged() const override { return true; }
   std::vector<Command> next() override {
     return {script_call(scripts::clear, keys_,
-                        id_->with_options({prefix_, std::to_string(Board::kPageSize)}))};
+                        id_->with_events({prefix_, std::to_string(Board::kPageSize)}))};
   }
   bool feed(std::vector<Reply>& replies) override {
     id_->accept(replies.at(0));
@@ -427,8 +427,8 @@ class Trim final : public Operation {
         report_ ? *report_ - static_cast<long long>(summary_.user_ids.size()) : Board::kPageSize;
     return {script_call(
         scripts::trim, keys_,
-        id_->with_options({prefix_, std::to_string(max_entries_), std::to_string(Board::kPageSize),
-                           std::to_string(std::max(0LL, wanted))}))};
+        id_->with_events({prefix_, std::to_string(max_entries_), std::to_string(Board::kPageSize),
+                          std::to_string(std::max(0LL, wanted))}))};
   }
   bool feed(std::vector<Reply>& replies) override {
     auto& reply = replies.at(0);
@@ -690,6 +690,16 @@ std::vector<std::string> Board::Identity::with_options(std::vector<std::string> 
   return args;
 }
 
+std::vector<std::string> Board::Identity::with_events(std::vector<std::string> args) const {
+  if (!guards.events) return with_options(std::move(args));
+  args.emplace_back(name_of(order));
+  args.emplace_back(name_of(ties));
+  std::string words = "events:" + std::to_string(guards.events_maxlen);
+  if (expire_at) words += " expire:" + std::to_string(*expire_at);  // a periodic board's stream
+  args.push_back(std::move(words));
+  return args;
+}
+
 Board::Board(std::string key, long long max_entries, Order order, Ties ties, Guards guards,
              std::optional<long long> expire_at)
     : id_(std::make_shared<Identity>()) {
@@ -750,6 +760,19 @@ std::optional<long long> optional_rank(const Reply& reply) {
   return value;
 }
 
+// A count written as text (a stream field): 0 to kMaxWindow.
+long long count_text(const Reply& reply) {
+  if (reply.type != ReplyType::String) unexpected("a count");
+  long long value = 0;
+  const char* begin = reply.str.data();
+  const char* end = begin + reply.str.size();
+  auto [stop, error] = std::from_chars(begin, end, value);
+  if (error != std::errc() || stop != end || begin == end || value < 0 || value > kMaxWindow) {
+    unexpected("a count");
+  }
+  return value;
+}
+
 // One stream entry ({id, {field, value, ...}}) as an Event.
 Event parse_event(Reply& entry) {
   parse_array(entry, 2);
@@ -760,7 +783,9 @@ Event parse_event(Reply& entry) {
   for (std::size_t i = 0; i < fields.elements.size(); i += 2) {
     const std::string& name = fields.elements[i].str;
     Reply& value = fields.elements[i + 1];
-    if (name == "user_id") {
+    if (name == "kind") {
+      event.kind = take_string(value);
+    } else if (name == "user_id") {
       event.user_id = take_string(value);
     } else if (name == "score") {
       event.score = parse_score(value);
@@ -774,6 +799,10 @@ Event parse_event(Reply& entry) {
       event.trimmed_user_ids.push_back(take_string(value));
     } else if (name == "overtaken") {
       event.overtaken.push_back(take_string(value));
+    } else if (name == "removed") {
+      event.removed = count_text(value);
+    } else if (name == "size") {
+      event.size = count_text(value);
     }  // other fields: from a newer writer, ignored
   }
   return event;
@@ -872,6 +901,12 @@ std::vector<std::string> Board::script_keys(std::vector<std::string> extra, Chec
   return keys;
 }
 
+std::vector<std::string> Board::removal_keys(std::vector<std::string> extra) const {
+  std::vector<std::string> keys = script_keys(std::move(extra), Check::EveryCall);
+  if (id_->guards.events) keys.push_back(key() + ":events");
+  return keys;
+}
+
 std::unique_ptr<Operation> Board::write(WriteMode mode, std::string user_id, double number,
                                         Metadata metadata, bool submit,
                                         std::optional<std::string> submission_id,
@@ -950,8 +985,8 @@ std::unique_ptr<Operation> Board::submit(std::string user_id, double score, Meta
 
 std::unique_ptr<Operation> Board::set_max_entries(long long max_entries) const {
   max_entries = require_at_least_one(max_entries, "max_entries");
-  return std::make_unique<Trim>(id_, script_keys({}, Check::EveryCall), metadata_prefix(),
-                                max_entries, std::nullopt);
+  return std::make_unique<Trim>(id_, removal_keys({}), metadata_prefix(), max_entries,
+                                std::nullopt);
 }
 
 std::unique_ptr<Operation> Board::get_top(long long count) const {
@@ -1067,17 +1102,16 @@ std::unique_ptr<Operation> Board::get_size() const {
 std::unique_ptr<Operation> Board::delete_user(std::string user_id) const {
   require_user_id(user_id);
   // The metadata goes whether or not the user was on the board, as the guide's delete_user.
-  Command command =
-      script_call(scripts::remove, script_keys({metadata_key(user_id)}, Check::EveryCall),
-                  id_->with_options({user_id}));
+  Command command = script_call(scripts::remove, removal_keys({metadata_key(user_id)}),
+                                id_->with_events({user_id}));
   return std::make_unique<SingleCall>(
       "delete_user", std::move(command),
       [](Reply& reply) -> Result { return parse_count(reply, 1) == 1; }, id_);
 }
 
 std::unique_ptr<Operation> Board::trim_to_max_entries(long long report) const {
-  return std::make_unique<Trim>(id_, script_keys({}, Check::EveryCall), metadata_prefix(),
-                                max_entries(), std::max(0LL, report));
+  return std::make_unique<Trim>(id_, removal_keys({}), metadata_prefix(), max_entries(),
+                                std::max(0LL, report));
 }
 
 std::unique_ptr<Operation> Board::upsert_chunk(std::vector<BatchEntry> entries,
@@ -1157,7 +1191,7 @@ std::unique_ptr<Operation> Board::upsert_chunk(std::vector<BatchEntry> entries,
 }
 
 std::unique_ptr<Operation> Board::clear() const {
-  return std::make_unique<Clear>(id_, script_keys({}, Check::EveryCall), metadata_prefix());
+  return std::make_unique<Clear>(id_, removal_keys({}), metadata_prefix());
 }
 
 // ---- Queries (issue 13) -----------------------------------------------------------------------

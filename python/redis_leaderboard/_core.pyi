@@ -103,7 +103,11 @@ class Board:
     def read_events(
         self, last_id: str = "$", count: int = 100, block: Optional[float] = None
     ) -> Operation:
-        """XREAD of ``f"{key}:events"``: ``{"last_id", "events": [...]}``."""
+        """XREAD of ``f"{key}:events"``: ``{"last_id", "events": [...]}``, each event
+        ``{"id", "kind", "user_id", "score", "rank", "previous_score", "previous_rank",
+        "trimmed_user_ids", "overtaken"}`` (``"kind"``: ``"score"``, ``"delete"``, ``"trim"``
+        or ``"clear"``; ``"user_id"`` and ``"score"`` None for trims and clears), plus
+        ``"removed"`` and ``"size"`` for ``"clear"``."""
     def submit(
         self,
         user_id: str,
@@ -127,7 +131,7 @@ class Board:
     ) -> Operation: ...
     def set_max_entries(self, max_entries: int) -> Operation:
         """Validates and returns the trim to run; :attr:`max_entries` changes once it has
-        finished."""
+        finished. With ``events``, each page appends ``"trim"`` events."""
     def get_top(self, count: int = 10) -> Operation: ...
     def get_around_rank(self, rank: int, count: int = 5) -> Operation: ...
     def get_rank(self, user_id: str) -> Operation: ...
@@ -135,8 +139,10 @@ class Board:
     def get_user_entry(self, user_id: str) -> Operation: ...
     def list_all(self) -> Operation: ...
     def get_size(self) -> Operation: ...
-    def delete_user(self, user_id: str) -> Operation: ...
-    def clear(self) -> Operation: ...
+    def delete_user(self, user_id: str) -> Operation:
+        """remove.lua; with ``events``, a removal appends a ``"delete"`` event."""
+    def clear(self) -> Operation:
+        """clear.lua in pages; with ``events``, one ``"clear"`` event a page."""
     def get_around_user(self, user_id: str, count: int = 5) -> Operation:
         """Result: ``count`` entries centred on the user (``[]`` if absent)."""
     def get_entries(self, user_ids: Iterable[str]) -> Operation:
@@ -168,7 +174,8 @@ class Board:
     ) -> Operation:
         """upsert_many's request for one chunk (validated here; errors name ``first_index + i``)."""
     def trim_to_max_entries(self, report: int = 1000) -> Operation:
-        """Trim to :attr:`max_entries` in pages; the result lists at most ``report`` ids."""
+        """Trim to :attr:`max_entries` in pages; the result lists at most ``report`` ids. With
+        ``events``, each page appends ``"trim"`` events."""
 
 class Window:
     """A rolling window's buckets and union (issue 16); builds validated operations, no I/O."""
