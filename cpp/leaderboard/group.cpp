@@ -256,14 +256,14 @@ std::unique_ptr<Operation> group_submit(std::vector<GroupMember> members, std::s
                         name_of(board->ties()) + "'");
       std::vector<std::string> board_keys{board->key(), board->metadata_key(user_id)};
       for (auto& key : option_keys) board_keys.push_back(std::move(key));
-      std::string guards;  // the board's rate limit and events (issue 17), keys last
-      board->add_guards(guards, board_keys, user_id, std::nullopt);
-      auto expire_at = board->expire_at();
-      args.insert(args.end(), {"board", mode, name_of(board->order()), name_of(board->ties()),
-                               std::to_string(board->max_entries()),
-                               expire_at ? std::to_string(*expire_at) : std::string(),
-                               std::to_string(board_keys.size()), "",
-                               guards.empty() ? guards : guards.substr(1)});
+      // The board's spec words, as write.lua's (guard_fields): its rate limit and events
+      // (issue 17, their keys last) and a periodic board's deadline (issue 16).
+      std::string words;
+      board->add_guards(words, board_keys, user_id, std::nullopt);
+      args.insert(args.end(),
+                  {"board", mode, name_of(board->order()), name_of(board->ties()),
+                   std::to_string(board->max_entries()), std::to_string(board_keys.size()), "", "",
+                   words.empty() ? words : words.substr(1)});
       for (auto& key : board_keys) keys.push_back(std::move(key));
     } else {
       const auto& window = std::get<Window>(member.target);

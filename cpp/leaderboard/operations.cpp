@@ -622,6 +622,7 @@ void Board::add_guards(std::string& spec, std::vector<std::string>& keys,
     spec += " events:" + std::to_string(guards.events_maxlen);
     keys.push_back(key() + ":events");
   }
+  if (expire_at()) spec += " expire:" + std::to_string(*expire_at());  // issue 16: no key
 }
 
 namespace {
@@ -779,8 +780,7 @@ std::unique_ptr<Operation> Board::write(WriteMode mode, std::string user_id, dou
     spec = spec + " " + name_of(order()) + " " + name_of(ties()) + (submit ? " submit" : " entry");
   }
   std::vector<std::string> keys = script_keys({metadata_key(user_id)}, Check::EveryCall);
-  if (guarded) add_guards(spec, keys, user_id, submission_id);         // issue 17
-  if (expire_at()) spec += " expire:" + std::to_string(*expire_at());  // issue 16
+  add_guards(spec, keys, user_id, submission_id);  // issues 16 and 17: none on a plain board
   std::vector<std::string> args;
   args.reserve(4 + 2 * metadata.size());
   args.insert(args.end(),

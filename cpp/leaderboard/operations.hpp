@@ -192,8 +192,9 @@ class Board {
   Ties ties() const { return id_->ties; }
   bool has_default_options() const { return id_->is_default(); }
   std::optional<long long> expire_at() const { return id_->expire_at; }
-  // Issue 17: appends a write's guard words (" sid:.. rate:.. events:..", see guard_fields in
-  // _lib.lua) to `spec` and their keys to `keys` (write.lua, bulk.lua and group.lua use them).
+  // Appends a write's guard words to `spec` (" sid:.. rate:.. events:.. expire:..", see
+  // guard_fields in _lib.lua: issue 17's guards, then issue 16's deadline, which has no key) and
+  // their keys to `keys`; nothing on a board without them (write.lua and group.lua use them).
   void add_guards(std::string& spec, std::vector<std::string>& keys, const std::string& user_id,
                   const std::optional<std::string>& submission_id) const;
   // True once a reply showed that the board's recorded options are this object's: until then a

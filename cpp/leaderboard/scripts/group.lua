@@ -9,9 +9,9 @@
 --             "<key>:user:<id>", the union "<key>", its marker "<key>:window", its options hash
 --             "<key>:options" (see refresh_window in _lib.lua).
 -- ARGV: user_id, score, the number of members, then 9 words per member, then field, value, ...
---   a board:  'board', mode, order, ties, max_entries, expire_at (unix ms) or '', the number of
---             its keys, '', its guard words (issue 17: 'rate:..', 'events:..', see guard_fields;
---             their keys are the board's last) or ''
+--   a board:  'board', mode, order, ties, max_entries, the number of its keys, '', '', its spec
+--             words or '' (as write.lua's, see guard_fields: issue 17's 'rate:..', 'events:..',
+--             their keys the board's last; issue 16's 'expire:<unix ms>', no key)
 --   a window: 'window', mode, order, aggregate ('sum' | 'max' | 'min'), max_entries, bucket i,
 --             bucket length (ms), window length (ms), ''
 --   (mode: 'set' | 'best' | 'incr').
@@ -201,11 +201,11 @@ for m = 1, members do
   local kind, mode, order = ARGV[a + 1], ARGV[a + 2], ARGV[a + 3]
   local plan, reply
   if kind == 'board' then
-    local nkeys = tonumber(ARGV[a + 7])
+    local nkeys = tonumber(ARGV[a + 6])
     plan, reply = plan_guarded({board = KEYS[k], user_key = KEYS[k + 1], k = k + 2, mode = mode,
       order = order, ties = ARGV[a + 4], submit = true, number = number, user_id = user_id,
-      max_entries = tonumber(ARGV[a + 5]), fields = ARGV, first_field = first_field,
-      expire_at = ARGV[a + 6] ~= '' and ARGV[a + 6] or nil}, ARGV[a + 9], k + nkeys - 1)
+      max_entries = tonumber(ARGV[a + 5]), fields = ARGV, first_field = first_field},
+      ARGV[a + 9], k + nkeys - 1)
     k = k + nkeys
   else
     local bucket_key = KEYS[k]
