@@ -108,20 +108,23 @@ void declare_time(py::module_& m) {
   py::class_<Window>(m, "Window",
                      "A rolling window's buckets and union; builds validated operations.")
       .def(py::init([](std::string key, py::handle bucket_ms, py::handle window_ms,
-                       py::handle aggregate, py::handle max_entries, py::handle order) {
+                       py::handle aggregate, py::handle max_entries, py::handle order,
+                       py::handle submission_ttl) {
              return Window(std::move(key), integer_arg(bucket_ms, "bucket_ms"),
                            integer_arg(window_ms, "window_ms"),
                            rlb::leaderboard::parse_aggregate(option_text(aggregate, "aggregate")),
                            integer_arg(max_entries, "max_entries"),
-                           rlb::leaderboard::parse_order(option_text(order, "order")));
+                           rlb::leaderboard::parse_order(option_text(order, "order")),
+                           number_arg(submission_ttl, "submission_ttl"));
            }),
            "key"_a, "bucket_ms"_a, "window_ms"_a, py::kw_only(), "aggregate"_a = "sum",
-           "max_entries"_a = 100, "order"_a = "desc")
+           "max_entries"_a = 100, "order"_a = "desc", "submission_ttl"_a = 86400)
       .def_property_readonly("key", &Window::key)
       .def_property_readonly("bucket_ms", &Window::bucket_ms)
       .def_property_readonly("window_ms", &Window::window_ms)
       .def_property_readonly("buckets", &Window::buckets)
       .def_property_readonly("max_entries", &Window::max_entries)
+      .def_property_readonly("submission_ttl", &Window::submission_ttl)
       .def_property_readonly(
           "aggregate",
           [](const Window& self) { return rlb::leaderboard::name_of(self.aggregate()); })
@@ -149,7 +152,8 @@ void declare_time(py::module_& m) {
 
   m.def(
       "group_submit",
-      [](py::handle members, py::handle user_id, py::handle score, py::handle metadata) {
+      [](py::handle members, py::handle user_id, py::handle score, py::handle metadata,
+         py::handle submission_id, py::handle retries) {
         std::vector<rlb::leaderboard::GroupMember> list;
         for (py::handle item : py::iter(members)) {
           auto member = item.cast<py::tuple>();
@@ -161,10 +165,13 @@ void declare_time(py::module_& m) {
             list.push_back({member[0].cast<Board>(), mode, 0});
           }
         }
+        std::optional<std::string> id;  // issue 17
+        if (!submission_id.is_none()) id = option_text(submission_id, "submission_id");
         auto results = std::make_shared<std::vector<rlb::leaderboard::SubmitResult>>();
-        auto operation = wrap(rlb::leaderboard::group_submit(std::move(list), user_id_arg(user_id),
-                                                             number_arg(score, "score"),
-                                                             metadata_arg(metadata), results));
+        auto operation = wrap(rlb::leaderboard::group_submit(
+            std::move(list), user_id_arg(user_id), number_arg(score, "score"),
+            metadata_arg(metadata), results, std::move(id),
+            static_cast<int>(integer_arg(retries, "retries"))));
         // submit()'s result for each member, once the operation has run.
         py::cpp_function take([results]() {
           py::list out;
@@ -175,7 +182,8 @@ void declare_time(py::module_& m) {
         });
         return py::make_tuple(py::cast(std::move(operation)), std::move(take));
       },
-      "members"_a, "user_id"_a, "score"_a, "metadata"_a = py::none(),
+      "members"_a, "user_id"_a, "score"_a, "metadata"_a = py::none(), py::kw_only(),
+      "submission_id"_a = py::none(), "retries"_a = 2,
       "One write to several boards: (operation, results), results() giving each board's submit() "
       "result once the operation has run.");
 }

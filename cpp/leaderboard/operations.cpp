@@ -537,10 +537,24 @@ std::string rate_text(const Guards& guards) {
   return std::to_string(*guards.rate_max) + "/" + milliseconds(guards.rate_per);
 }
 
+}  // namespace
+
 void require_submission_id(const std::optional<std::string>& id) {
   if (id && id->empty()) throw InvalidArgument("submission_id must not be empty");
 }
-}  // namespace
+
+double require_submission_ttl(double seconds) {
+  if (!(seconds >= 0.001 && seconds <= 1e10)) {
+    throw InvalidArgument("submission_ttl must be a number of seconds from 0.001 to 1e10");
+  }
+  return seconds;
+}
+
+void add_submission_guard(std::string& spec, std::vector<std::string>& keys, const std::string& key,
+                          double submission_ttl, const std::string& submission_id) {
+  spec += " sid:" + milliseconds(submission_ttl);
+  keys.push_back(key + ":submission:" + submission_id);
+}
 
 void Board::Identity::accept(const Reply& reply) {
   static constexpr std::string_view kPrefix = "OPTIONS ";
@@ -588,9 +602,7 @@ Board::Board(std::string key, long long max_entries, Order order, Ties ties, Gua
   id_->expire_at = expire_at;
   id_->max_entries = require_at_least_one(max_entries, "max_entries");
   // Issue 17: the guards' limits, in whole milliseconds on the wire.
-  if (!(guards.submission_ttl >= 0.001 && guards.submission_ttl <= 1e10)) {
-    throw InvalidArgument("submission_ttl must be a number of seconds from 0.001 to 1e10");
-  }
+  require_submission_ttl(guards.submission_ttl);
   if (guards.rate_max) {
     if (*guards.rate_max < 1) throw InvalidArgument("rate_limit's max_writes must be at least 1");
     if (!(guards.rate_per >= 0.001 && guards.rate_per <= 1e10)) {
@@ -610,10 +622,7 @@ void Board::add_guards(std::string& spec, std::vector<std::string>& keys,
                        const std::string& user_id,
                        const std::optional<std::string>& submission_id) const {
   const Guards& guards = id_->guards;
-  if (submission_id) {
-    spec += " sid:" + milliseconds(guards.submission_ttl);
-    keys.push_back(key() + ":submission:" + *submission_id);
-  }
+  if (submission_id) add_submission_guard(spec, keys, key(), guards.submission_ttl, *submission_id);
   if (guards.rate_max) {
     spec += " rate:" + std::to_string(*guards.rate_max) + ":" + milliseconds(guards.rate_per);
     keys.push_back(key() + ":rate:" + user_id);

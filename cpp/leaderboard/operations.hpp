@@ -313,6 +313,16 @@ class Board {
   std::shared_ptr<Identity> id_;
 };
 
+// Issue 17: an idempotent write's guard word " sid:<ttl ms>" (appended to `spec`) and its key
+// f"{key}:submission:{submission_id}" (appended to `keys`), see guard_fields in _lib.lua; what
+// Board::add_guards and a window's group write add for a submission id.
+void add_submission_guard(std::string& spec, std::vector<std::string>& keys, const std::string& key,
+                          double submission_ttl, const std::string& submission_id);
+// InvalidArgument unless `seconds` is a submission_ttl a board accepts (0.001 to 1e10).
+double require_submission_ttl(double seconds);
+// InvalidArgument if a submission id is given but empty.
+void require_submission_id(const std::optional<std::string>& id);
+
 // PING: true when the server answers.
 std::unique_ptr<Operation> ping();
 

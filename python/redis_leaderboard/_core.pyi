@@ -182,6 +182,7 @@ class Window:
         aggregate: Literal["sum", "max", "min"] = "sum",
         max_entries: int = 100,
         order: Literal["desc", "asc"] = "desc",
+        submission_ttl: float = 86400,
     ) -> None: ...
     @property
     def key(self) -> str: ...
@@ -197,6 +198,9 @@ class Window:
     def aggregate(self) -> Literal["sum", "max", "min"]: ...
     @property
     def order(self) -> Literal["desc", "asc"]: ...
+    @property
+    def submission_ttl(self) -> float:
+        """Seconds the result of a write with a submission id is kept (issue 17)."""
     def bucket_key(self, bucket: int) -> str: ...
     def refreshed(self, bucket: int, read: Operation) -> Operation:
         """``read`` (a :class:`Board` operation on the window's key), led by the refresh of the
@@ -210,9 +214,14 @@ def group_submit(
     user_id: str,
     score: float,
     metadata: Optional[Mapping[str, Any]] = None,
+    *,
+    submission_id: Optional[str] = None,
+    retries: int = 2,
 ) -> tuple[Operation, Callable[[], list[dict[str, Any]]]]:
     """One write to several boards (``(board or window, mode, bucket)``), atomically; the
-    callable gives submit()'s result for each, in order, once the operation has run."""
+    callable gives submit()'s result for each, in order, once the operation has run. With
+    ``submission_id`` each board applies it once (as ``Board.submit``: its results then carry
+    ``"duplicate"``), and a lost reply is resent at most ``retries`` times."""
 
 def ping() -> Operation:
     """The PING operation (True when the server answers)."""

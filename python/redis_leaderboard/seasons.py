@@ -647,16 +647,23 @@ class RollingState:
         order: Order = "desc",
         clock: Optional[Clock] = None,
         url: Optional[str] = None,
+        submission_ttl: float = 86400,
     ) -> None:
         super().__init__(  # type: ignore[call-arg]  # the board class after this one
-            redis_client, key, max_entries, url=url, order=order
+            redis_client, key, max_entries, url=url, order=order, submission_ttl=submission_ttl
         )
         bucket_ms = _whole_millis(bucket, "bucket")
         window_ms = _whole_millis(window, "window")
         if window_ms % bucket_ms:
             raise ValueError("window must be a whole number of buckets")
         self._window = _core.Window(
-            key, bucket_ms, window_ms, aggregate=aggregate, max_entries=max_entries, order=order
+            key,
+            bucket_ms,
+            window_ms,
+            aggregate=aggregate,
+            max_entries=max_entries,
+            order=order,
+            submission_ttl=submission_ttl,
         )
         if clock is not None and not callable(clock):
             raise TypeError("clock must be a callable returning an aware datetime")
@@ -732,14 +739,19 @@ class RollingState:
         """Write ``score`` to the user's score in the current bucket (``mode`` as
         :meth:`RedisLeaderboard.submit`, within the bucket) and merge ``metadata``; the result
         is about the window's board: the user's aggregate, rank, previous ones, and who the
-        write pushed out of its ``max_entries``."""
-        if submission_id is not None:
-            raise ValueError(
-                "submission ids are not supported on a rolling window: submit to a plain or "
-                "periodic board, or a LeaderboardGroup of them, without one"
-            )
+        write pushed out of its ``max_entries``.
+
+        ``submission_id`` and ``retries`` as :meth:`RedisLeaderboard.submit`: the write applies
+        once per id within ``submission_ttl`` (the id is the window's, whatever the bucket: a
+        repeat in a later bucket writes nothing and returns the stored result with
+        ``"duplicate": True``)."""
         operation, results = _core.group_submit(
-            [(self._window, mode, self.bucket_at())], user_id, score, metadata
+            [(self._window, mode, self.bucket_at())],
+            user_id,
+            score,
+            metadata,
+            submission_id=submission_id,
+            retries=retries,
         )
         yield operation
         result: SubmitResult = results()[0]
@@ -829,7 +841,13 @@ class GroupBase:
         self.redis = make_client(redis_client, url, self.client_class)
 
     def _request(
-        self, user_id: str, score: float, metadata: Any, mode: GroupMode
+        self,
+        user_id: str,
+        score: float,
+        metadata: Any,
+        mode: GroupMode,
+        submission_id: Optional[str] = None,
+        retries: int = 2,
     ) -> tuple[_core.Operation, Any, list[Optional[str]]]:
         modes: Mapping[str, Any]
         if isinstance(mode, str):
@@ -860,7 +878,9 @@ class GroupBase:
                     board.check_writable()
                 members.append((board._board, board_mode, 0))
                 periods.append(board.period if isinstance(board, PeriodState) else None)
-        operation, results = _core.group_submit(members, user_id, score, metadata)
+        operation, results = _core.group_submit(
+            members, user_id, score, metadata, submission_id=submission_id, retries=retries
+        )
         return operation, results, periods
 
     @plan_method
@@ -871,10 +891,23 @@ class GroupBase:
         metadata: Optional[Mapping[str, Any]] = None,
         *,
         mode: GroupMode = "set",
+        submission_id: Optional[str] = None,
+        retries: int = 2,
     ) -> Plan[dict[str, SubmitResult]]:
         """Returns ``{board key: submit()'s result}`` (a periodic board's with ``"period"``, a
-        rolling window's about the window's board)."""
-        operation, results, periods = self._request(user_id, score, metadata, mode)
+        rolling window's about the window's board).
+
+        ``submission_id`` (issue 17): every board applies the write once, as its own
+        :meth:`RedisLeaderboard.submit` with that id would (its key
+        ``f"{board key}:submission:{id}"``, kept for that board's ``submission_ttl``), all in
+        the one atomic script: a repeat writes nothing and returns each board's stored result
+        with ``"duplicate": True`` (``False`` the first time). A write whose reply was lost is
+        resent on a new connection, at most ``retries`` times, then raises
+        ``ConnectionError``. A periodic board's id belongs to its period: a repeat after the
+        period changed writes the new period."""
+        operation, results, periods = self._request(
+            user_id, score, metadata, mode, submission_id, retries
+        )
         yield operation
         out: dict[str, SubmitResult] = {}
         for key, period, result in zip(self.keys, periods, results()):
@@ -932,7 +965,8 @@ class RollingLeaderboard(RollingState, SyncDriven, RedisLeaderboard):
     Every read of :class:`RedisLeaderboard` (the guide's and the queries) works, in one round
     trip: it first brings the window's board to the current bucket (rebuilt once per bucket
     with ZUNIONSTORE; writes keep it up to date in between), so reads are exact, not stale.
-    ``set_max_entries`` and ``upsert_many`` raise ``TypeError``.
+    ``set_max_entries`` and ``upsert_many`` raise ``TypeError``. ``submission_ttl``: seconds
+    the result of a write with a ``submission_id`` is kept (as :class:`RedisLeaderboard`).
     """
 
 
