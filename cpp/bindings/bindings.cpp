@@ -615,7 +615,20 @@ PYBIND11_MODULE(_core, m) {
           "dedicated",
           [](const AsyncCore& self) { return std::make_unique<AsyncCore>(self.options(), 16, 16); },
           "A new core with this one's options (its own connection): for calls "
-          "that hold a connection, as reading events does (issue 17).");
+          "that hold a connection, as reading events does (issue 17).")
+      .def(
+          "client_cache",
+          [](const AsyncCore& self, py::handle client_cache_size,
+             py::handle client_cache_max_bytes) {
+            auto cache = cache_options(py::bool_(true), client_cache_size, client_cache_max_bytes);
+            ClientOptions options = self.options();
+            py::gil_scoped_release release;  // loading CA files, starting Sentinel's watcher
+            return std::make_unique<AsyncClientCache>(std::move(options), *cache);
+          },
+          "client_cache_size"_a = connection::CacheOptions{}.max_entries,
+          "client_cache_max_bytes"_a = connection::CacheOptions{}.max_bytes,
+          "A client-side cache whose invalidation connection has this core's options (TLS, "
+          "ACL, Sentinel, db...): every one of them, from the one options object.");
 
   // A barrier crosses to Python as (generation, token): its PING is written already.
   using Barrier = connection::MetadataCache::Barrier;
@@ -633,7 +646,8 @@ PYBIND11_MODULE(_core, m) {
 
   py::class_<AsyncClientCache>(
       m, "ClientCache",
-      "The asyncio client's client-side cache of metadata and its invalidation connection.")
+      "The asyncio client's client-side cache of metadata and its invalidation connection "
+      "(AsyncCore.client_cache makes one with the core's own options).")
       .def(py::init([](const std::string& host, int port, long long db,
                        std::optional<std::string> username, std::optional<std::string> password,
                        std::optional<double> socket_timeout,

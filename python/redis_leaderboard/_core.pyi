@@ -267,6 +267,11 @@ class AsyncCore:
         sentinel_password: Optional[str] = None,
         sentinel_ssl: bool = False,
     ) -> None: ...
+    def client_cache(
+        self, client_cache_size: int = 10000, client_cache_max_bytes: int = 67108864
+    ) -> ClientCache:
+        """A client-side cache whose invalidation connection has this core's options (every
+        one of them: TLS, ACL, Sentinel, db...)."""
     def run(self, operation: Operation) -> asyncio.Future[Any]:
         """Run ``operation`` on the running event loop; returns its future."""
     def submit(self, operation: Operation, loop: asyncio.AbstractEventLoop) -> asyncio.Future[Any]:
@@ -361,7 +366,8 @@ class Client:
     def __exit__(self, *exc: object) -> None: ...
 
 class ClientCache:
-    """The asyncio client's client-side cache of metadata and its invalidation connection."""
+    """The asyncio client's client-side cache of metadata and its invalidation connection
+    (:meth:`AsyncCore.client_cache` makes one with the core's own options)."""
 
     def __init__(
         self,
