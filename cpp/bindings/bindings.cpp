@@ -182,7 +182,7 @@ void declare_time(py::module_& m) {
         });
         return py::make_tuple(py::cast(std::move(operation)), std::move(take));
       },
-      "members"_a, "user_id"_a, "score"_a, "metadata"_a = py::none(), py::kw_only(),
+      "members"_a, "user_id"_a, "score"_a, "metadata"_a = py::none(),
       "submission_id"_a = py::none(), "retries"_a = 2,
       "One write to several boards: (operation, results), results() giving each board's submit() "
       "result once the operation has run.");

@@ -214,7 +214,6 @@ def group_submit(
     user_id: str,
     score: float,
     metadata: Optional[Mapping[str, Any]] = None,
-    *,
     submission_id: Optional[str] = None,
     retries: int = 2,
 ) -> tuple[Operation, Callable[[], list[dict[str, Any]]]]:

@@ -745,13 +745,13 @@ class RollingState:
         once per id within ``submission_ttl`` (the id is the window's, whatever the bucket: a
         repeat in a later bucket writes nothing and returns the stored result with
         ``"duplicate": True``)."""
-        operation, results = _core.group_submit(
+        operation, results = _core.group_submit(  # positional: cheaper than keywords
             [(self._window, mode, self.bucket_at())],
             user_id,
             score,
             metadata,
-            submission_id=submission_id,
-            retries=retries,
+            submission_id,
+            retries,
         )
         yield operation
         result: SubmitResult = results()[0]
@@ -879,7 +879,7 @@ class GroupBase:
                 members.append((board._board, board_mode, 0))
                 periods.append(board.period if isinstance(board, PeriodState) else None)
         operation, results = _core.group_submit(
-            members, user_id, score, metadata, submission_id=submission_id, retries=retries
+            members, user_id, score, metadata, submission_id, retries
         )
         return operation, results, periods
 
