@@ -647,10 +647,24 @@ std::string rate_text(const Guards& guards) {
   return std::to_string(*guards.rate_max) + "/" + milliseconds(guards.rate_per);
 }
 
+}  // namespace
+
 void require_submission_id(const std::optional<std::string>& id) {
   if (id && id->empty()) throw InvalidArgument("submission_id must not be empty");
 }
-}  // namespace
+
+double require_submission_ttl(double seconds) {
+  if (!(seconds >= 0.001 && seconds <= 1e10)) {
+    throw InvalidArgument("submission_ttl must be a number of seconds from 0.001 to 1e10");
+  }
+  return seconds;
+}
+
+void add_submission_guard(std::string& spec, std::vector<std::string>& keys, const std::string& key,
+                          double submission_ttl, const std::string& submission_id) {
+  spec += " sid:" + milliseconds(submission_ttl);
+  keys.push_back(key + ":submission:" + submission_id);
+}
 
 void Board::Identity::accept(const Reply& reply) {
   static constexpr std::string_view kPrefix = "OPTIONS ";
@@ -708,9 +722,7 @@ Board::Board(std::string key, long long max_entries, Order order, Ties ties, Gua
   id_->expire_at = expire_at;
   id_->max_entries = require_at_least_one(max_entries, "max_entries");
   // Issue 17: the guards' limits, in whole milliseconds on the wire.
-  if (!(guards.submission_ttl >= 0.001 && guards.submission_ttl <= 1e10)) {
-    throw InvalidArgument("submission_ttl must be a number of seconds from 0.001 to 1e10");
-  }
+  require_submission_ttl(guards.submission_ttl);
   if (guards.rate_max) {
     if (*guards.rate_max < 1) throw InvalidArgument("rate_limit's max_writes must be at least 1");
     if (!(guards.rate_per >= 0.001 && guards.rate_per <= 1e10)) {
@@ -730,10 +742,7 @@ void Board::add_guards(std::string& spec, std::vector<std::string>& keys,
                        const std::string& user_id,
                        const std::optional<std::string>& submission_id) const {
   const Guards& guards = id_->guards;
-  if (submission_id) {
-    spec += " sid:" + milliseconds(guards.submission_ttl);
-    keys.push_back(key() + ":submission:" + *submission_id);
-  }
+  if (submission_id) add_submission_guard(spec, keys, key(), guards.submission_ttl, *submission_id);
   if (guards.rate_max) {
     spec += " rate:" + std::to_string(*guards.rate_max) + ":" + milliseconds(guards.rate_per);
     keys.push_back(key() + ":rate:" + user_id);
@@ -742,6 +751,7 @@ void Board::add_guards(std::string& spec, std::vector<std::string>& keys,
     spec += " events:" + std::to_string(guards.events_maxlen);
     keys.push_back(key() + ":events");
   }
+  if (expire_at()) spec += " expire:" + std::to_string(*expire_at());  // issue 16: no key
 }
 
 namespace {
@@ -924,8 +934,7 @@ std::unique_ptr<Operation> Board::write(WriteMode mode, std::string user_id, dou
     spec = spec + " " + name_of(order()) + " " + name_of(ties()) + (submit ? " submit" : " entry");
   }
   std::vector<std::string> keys = script_keys({metadata_key(user_id)}, Check::EveryCall);
-  if (guarded) add_guards(spec, keys, user_id, submission_id);         // issue 17
-  if (expire_at()) spec += " expire:" + std::to_string(*expire_at());  // issue 16
+  add_guards(spec, keys, user_id, submission_id);  // issues 16 and 17: none on a plain board
   std::vector<std::string> args;
   args.reserve(4 + 2 * metadata.size());
   args.insert(args.end(),

@@ -208,8 +208,9 @@ class Board {
   Ties ties() const { return id_->ties; }
   bool has_default_options() const { return id_->is_default(); }
   std::optional<long long> expire_at() const { return id_->expire_at; }
-  // Issue 17: appends a write's guard words (" sid:.. rate:.. events:..", see guard_fields in
-  // _lib.lua) to `spec` and their keys to `keys` (write.lua, bulk.lua and group.lua use them).
+  // Appends a write's guard words to `spec` (" sid:.. rate:.. events:.. expire:..", see
+  // guard_fields in _lib.lua: issue 17's guards, then issue 16's deadline, which has no key) and
+  // their keys to `keys`; nothing on a board without them (write.lua and group.lua use them).
   void add_guards(std::string& spec, std::vector<std::string>& keys, const std::string& user_id,
                   const std::optional<std::string>& submission_id) const;
   // True once a reply showed that the board's recorded options are this object's: until then a
@@ -334,6 +335,16 @@ class Board {
 
   std::shared_ptr<Identity> id_;
 };
+
+// Issue 17: an idempotent write's guard word " sid:<ttl ms>" (appended to `spec`) and its key
+// f"{key}:submission:{submission_id}" (appended to `keys`), see guard_fields in _lib.lua; what
+// Board::add_guards and a window's group write add for a submission id.
+void add_submission_guard(std::string& spec, std::vector<std::string>& keys, const std::string& key,
+                          double submission_ttl, const std::string& submission_id);
+// InvalidArgument unless `seconds` is a submission_ttl a board accepts (0.001 to 1e10).
+double require_submission_ttl(double seconds);
+// InvalidArgument if a submission id is given but empty.
+void require_submission_id(const std::optional<std::string>& id);
 
 // PING: true when the server answers.
 std::unique_ptr<Operation> ping();

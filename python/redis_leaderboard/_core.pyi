@@ -189,6 +189,7 @@ class Window:
         aggregate: Literal["sum", "max", "min"] = "sum",
         max_entries: int = 100,
         order: Literal["desc", "asc"] = "desc",
+        submission_ttl: float = 86400,
     ) -> None: ...
     @property
     def key(self) -> str: ...
@@ -204,6 +205,9 @@ class Window:
     def aggregate(self) -> Literal["sum", "max", "min"]: ...
     @property
     def order(self) -> Literal["desc", "asc"]: ...
+    @property
+    def submission_ttl(self) -> float:
+        """Seconds the result of a write with a submission id is kept (issue 17)."""
     def bucket_key(self, bucket: int) -> str: ...
     def refreshed(self, bucket: int, read: Operation) -> Operation:
         """``read`` (a :class:`Board` operation on the window's key), led by the refresh of the
@@ -217,9 +221,13 @@ def group_submit(
     user_id: str,
     score: float,
     metadata: Optional[Mapping[str, Any]] = None,
+    submission_id: Optional[str] = None,
+    retries: int = 2,
 ) -> tuple[Operation, Callable[[], list[dict[str, Any]]]]:
     """One write to several boards (``(board or window, mode, bucket)``), atomically; the
-    callable gives submit()'s result for each, in order, once the operation has run."""
+    callable gives submit()'s result for each, in order, once the operation has run. With
+    ``submission_id`` each board applies it once (as ``Board.submit``: its results then carry
+    ``"duplicate"``), and a lost reply is resent at most ``retries`` times."""
 
 def ping() -> Operation:
     """The PING operation (True when the server answers)."""
@@ -265,6 +273,11 @@ class AsyncCore:
         sentinel_password: Optional[str] = None,
         sentinel_ssl: bool = False,
     ) -> None: ...
+    def client_cache(
+        self, client_cache_size: int = 10000, client_cache_max_bytes: int = 67108864
+    ) -> ClientCache:
+        """A client-side cache whose invalidation connection has this core's options (every
+        one of them: TLS, ACL, Sentinel, db...)."""
     def run(self, operation: Operation) -> asyncio.Future[Any]:
         """Run ``operation`` on the running event loop; returns its future."""
     def submit(self, operation: Operation, loop: asyncio.AbstractEventLoop) -> asyncio.Future[Any]:
@@ -359,7 +372,8 @@ class Client:
     def __exit__(self, *exc: object) -> None: ...
 
 class ClientCache:
-    """The asyncio client's client-side cache of metadata and its invalidation connection."""
+    """The asyncio client's client-side cache of metadata and its invalidation connection
+    (:meth:`AsyncCore.client_cache` makes one with the core's own options)."""
 
     def __init__(
         self,

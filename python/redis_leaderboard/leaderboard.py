@@ -180,6 +180,7 @@ class BoardBase:
         rate_limit: Optional[tuple[int, float]] = None,
         events: bool = False,
         events_maxlen: int = 10000,
+        _expire_at: Optional[int] = None,
     ) -> None:
         board = _core.Board(  # validates first
             key,
@@ -190,6 +191,7 @@ class BoardBase:
             rate_limit=rate_limit,
             events=events,
             events_maxlen=events_maxlen,
+            expire_at=_expire_at,  # a period's board (seasons.PeriodBoard): its deadline
         )
         if getattr(type(redis_client), "is_cluster", False) or isinstance(
             redis_client, _core.ClusterClient

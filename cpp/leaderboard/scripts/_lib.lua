@@ -450,9 +450,39 @@ local function bulk_duplicate(b, w, written)
     false, false, 0, 1}
 end
 
+-- Idempotency (w.submission_key, w.submission_ttl): nil if the write may go ahead, else the
+-- reply to return: an error reply, or the stored result of an earlier write with the same
+-- submission id (its last element 1: a duplicate; a table with neither 'err' nor 'ok'); for an
+-- id upsert_many applied, on board `b`, bulk_duplicate's reply (a window, without `b`: an error).
+local function check_submission(w, b)
+  local err = check_acl('GET', w.submission_key)
+    or check_acl('SET', w.submission_key, 'x', 'PX', w.submission_ttl)
+    or check_type(w.submission_key, 'string')
+  if err then return err end
+  local stored = redis.call('GET', w.submission_key)
+  if stored and string.sub(stored, 1, 11) == 'upsert_many' then
+    if b then return bulk_duplicate(b, w, string.sub(stored, 13)) end
+    return redis.error_reply('ERR submission id ' .. w.submission_key
+      .. ' was applied by upsert_many to a board, not to this window; nothing was changed')
+  elseif stored then
+    local reply = cmsgpack.unpack(stored)
+    reply[#reply + 1] = 1
+    return reply
+  end
+  return nil
+end
+
+-- Stores a write's reply under its submission id, then marks it (its last element 0: not a
+-- duplicate); returns it.
+local function store_submission(w, reply)
+  redis.call('SET', w.submission_key, cmsgpack.pack(reply), 'PX', w.submission_ttl)
+  reply[#reply + 1] = 0
+  return reply
+end
+
 -- The checks of a write's guards, before anything is written: nil and what apply_guards needs,
 -- or nil and the reply to return: an error reply, OPTIONS, the stored result of an earlier
--- write with the same submission id (its last element 1: a duplicate), or RATELIMITED.
+-- write with the same submission id (check_submission), or RATELIMITED.
 local function plan_guards(b, w)
   local g = {}
   local err = (w.rate_key or w.events_key) and check_acl('HSET', b.options, 'x', 'x')
@@ -460,18 +490,8 @@ local function plan_guards(b, w)
   err, g.record = check_guards(b, w)
   if err then return nil, err end
   if w.submission_key then
-    err = check_acl('GET', w.submission_key)
-      or check_acl('SET', w.submission_key, 'x', 'PX', w.submission_ttl)
-      or check_type(w.submission_key, 'string')
+    err = check_submission(w, b)
     if err then return nil, err end
-    local stored = redis.call('GET', w.submission_key)
-    if stored and string.sub(stored, 1, 11) == 'upsert_many' then
-      return nil, bulk_duplicate(b, w, string.sub(stored, 13))
-    elseif stored then
-      local reply = cmsgpack.unpack(stored)
-      reply[#reply + 1] = 1
-      return nil, reply
-    end
   end
   if w.rate_key then
     local key = w.rate_key
@@ -626,10 +646,7 @@ local function apply_guards(p, reply)
     -- A periodic board's events expire with it (issue 16).
     if w.expire_at then redis.call('PEXPIREAT', w.events_key, w.expire_at) end
   end
-  if w.submission_key then
-    redis.call('SET', w.submission_key, cmsgpack.pack(reply), 'PX', w.submission_ttl)
-    reply[#reply + 1] = 0
-  end
+  if w.submission_key then return store_submission(w, reply) end
   return reply
 end
 
