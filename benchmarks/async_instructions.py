@@ -139,12 +139,19 @@ def main() -> int:
                     cells = [f"{sync:,}"] + [
                         f"{per_call(python, *m, method, loop):,}" for m in MODES[1:]
                     ]
-                    label = ", ".join(([name] if len(builds) > 1 else []) + [loop])
+                    label = ", ".join(
+                        ([name] if len(builds) > 1 or len(loops) == 1 else [])
+                        + ([loop] if len(loops) > 1 else [])
+                    )
                     rows.append(f"| {method} ({label}) | " + " | ".join(cells) + " |")
                     print(rows[-1], file=sys.stderr, flush=True)
     finally:
         server.cleanup()
-    print("| call | sync | asyncio 1 task | asyncio 1,000 tasks |")
+    print(
+        "| call | sync | asyncio 1 task | asyncio 1,000 tasks |"
+        if loops == ["asyncio"]
+        else "| call (loop) | sync | 1 task | 1,000 tasks |"
+    )
     print("| --- | ---: | ---: | ---: |")
     print("\n".join(rows))
     return 0
