@@ -14,12 +14,14 @@ loop) in a fresh subprocess, back to back, the order reversed every other round,
   asyncio p50 at 1 task, both on one CPU (``1@one``) and on all CPUs (``1@all``: ``run.py``'s
   placement for asyncio); the ratio asyncio p50 / sync p50 is the median of per-round ratios;
 - target 2: asyncio calls/s at 1,000 tasks (all CPUs) against ``redis-benchmark -c 1 -P 64``
-  sending the same request, the ratio again a median of per-round ratios.
+  sending the same request, the ratio again a median of per-round ratios; next to it each
+  loop's own ceiling: bare futures (created, settled by ``call_soon``, awaited) at 1,000 tasks.
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import gc
 import json
 import os
@@ -27,6 +29,7 @@ import statistics
 import subprocess
 import sys
 from pathlib import Path
+from typing import Awaitable, Callable
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
@@ -39,6 +42,7 @@ LATENCY = (
     "get_size,set_max_entries"
 )
 CONCURRENT = "get_rank,get_size,get_user_metadata,upsert_user,increment_score"
+BARE_FUTURE = "bare future"  # the loop's own round trip: no I/O
 
 
 def pin(cpus: list[int]) -> None:
@@ -47,6 +51,15 @@ def pin(cpus: list[int]) -> None:
             os.sched_setaffinity(int(tid), cpus)
         except OSError:
             pass
+
+
+def bare_future(loop: asyncio.AbstractEventLoop) -> Callable[[], Awaitable[None]]:
+    def call() -> Awaitable[None]:
+        future = loop.create_future()
+        loop.call_soon(future.set_result, None)
+        return future
+
+    return call
 
 
 def worker(host: str, port: int, rnd: int, seconds: float, what: str, loop_name: str) -> None:
@@ -68,6 +81,14 @@ def worker(host: str, port: int, rnd: int, seconds: float, what: str, loop_name:
     kind, names = what.split(":")
     out = {}
     for name in names.split(","):
+        if name == BARE_FUTURE:
+            call = bare_future(loop)
+            tasks = int(kind.split("@")[0])
+            loop.run_until_complete(R.time_async(call, tasks, R.WARMUP))
+            gc.collect()
+            latencies, timed = loop.run_until_complete(R.time_async(call, tasks, seconds))
+            out[name] = {"rate": len(latencies) / timed * 1e9, "p50": 0.0}
+            continue
         method, args = methods[name], R.Args(1000, rnd)
         if kind == "sync":
             pin(cpus[:1])
@@ -162,8 +183,9 @@ def main() -> int:
                             )
                         continue
                     python, loop_name = builds[build]
+                    measured = [*names, BARE_FUTURE] if kind.startswith("1000") else names
                     argv = [python, __file__, "--worker", host, str(port), str(rnd)]
-                    argv += [str(opts.seconds), f"{kind}:{','.join(names)}", loop_name]
+                    argv += [str(opts.seconds), f"{kind}:{','.join(measured)}", loop_name]
                     done = subprocess.run(argv, capture_output=True, text=True)
                     if done.returncode:
                         print(done.stderr, file=sys.stderr)
@@ -209,6 +231,8 @@ def main() -> int:
                 ratio = paired((k, b, name), (k, "ceiling", name), "rate")
                 row.append(f"{med((k, b, name), 'rate'):,.0f} ({ratio:.2f}x)")
             print(f"| {name} | " + " | ".join(row) + " |")
+        row = [f"{med((k, b, BARE_FUTURE), 'rate'):,.0f}" for b in builds]
+        print(f"| {BARE_FUTURE} (the loop's own ceiling) | | " + " | ".join(row) + " |")
     return 0
 
 
