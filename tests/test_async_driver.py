@@ -19,7 +19,7 @@ from typing import Any, Callable
 import pytest
 
 from conftest import watched_fds as watched
-from redis_leaderboard import ConnectionError
+from redis_leaderboard import ConnectionError, _core
 from redis_leaderboard import TimeoutError as RedisTimeoutError
 from redis_leaderboard.asyncio import Client, RedisLeaderboard
 
@@ -45,6 +45,35 @@ def test_tests_running_their_own_loops_run_on_each_event_loop(
         return asyncio.get_running_loop()
 
     assert loop_package(arun(running())) == loop_name
+
+
+def test_a_loop_that_makes_its_own_futures_gets_them_used(
+    redis_server: Any, loop_factory: Callable[[], asyncio.AbstractEventLoop]
+) -> None:
+    # On asyncio's own loops and uvloop the client makes asyncio.Future(loop=loop) itself, as
+    # their create_future does; a loop that overrides create_future gets its own called.
+    class OwnFuture(asyncio.Future):  # type: ignore[type-arg]
+        pass
+
+    plain = loop_factory()
+    plain.close()
+
+    class OwnFutures(type(plain)):  # type: ignore[misc]
+        def create_future(self) -> asyncio.Future[Any]:
+            return OwnFuture(loop=self)
+
+    async def main() -> tuple[type, type]:
+        async with Client(host=redis_server.host, port=redis_server.port) as c:
+            future = c.run(_core.ping())
+            assert await future is True
+            return type(future), type(asyncio.get_running_loop())
+
+    for loop, expected in ((loop_factory(), asyncio.Future), (OwnFutures(), OwnFuture)):
+        try:
+            made, kind = loop.run_until_complete(main())
+        finally:
+            loop.close()
+        assert (made, kind) == (expected, type(loop))
 
 
 @pytest.mark.asyncio
