@@ -14,8 +14,14 @@ Sync: one thread, call after call, p50 (µs) and calls/s; asyncio: ``--tasks`` c
 on one client, calls/s. Variants alternate, round after round; the report gives the median over
 rounds of each figure and of each variant's ratio to ``plain`` in the same round.
 
+``--removals``: what removals cost instead (their events, issue 17): sync p50 of
+``delete_user`` (on a board of ``--board-size``; each deleted user is written back, untimed)
+and of ``clear`` (a board of ``CLEAR_SIZE`` users, refilled untimed), on a default board
+(``plain``) and one with ``events=True``, each as a ratio to one ``ZSCORE`` round trip in the
+same round (``floor``): run it with two builds to compare them on a loaded machine.
+
     python benchmarks/bench_guards.py [--rounds 5] [--seconds 0.5] [--board-size 1000]
-        [--tasks 200]
+        [--tasks 200] [--removals]
 """
 
 from __future__ import annotations
@@ -37,6 +43,8 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "all": {"rate_limit": (10**9, 60), "events": True},
 }
 ids = itertools.count()
+REMOVAL_VARIANTS: dict[str, dict[str, Any]] = {"plain": {}, "events": {"events": True}}
+CLEAR_SIZE = 100
 
 
 def with_id(variant: str) -> bool:
@@ -85,6 +93,66 @@ async def async_round(board: Any, variant: str, size: int, seconds: float, tasks
     return calls / (time.perf_counter() - started)
 
 
+def removal_round(client: Any, board: Any, size: int, seconds: float) -> dict[str, float]:
+    """p50 (µs) of one ZSCORE (the floor), delete_user and clear on `board`."""
+    rng = random.Random(2)
+    floor, deletes, clears = [], [], []
+    until = time.perf_counter() + seconds
+    while time.perf_counter() < until:
+        user = f"u{rng.randrange(size)}"
+        started = time.perf_counter()
+        client.execute_command("ZSCORE", board.key, user)
+        floor.append(time.perf_counter() - started)
+        started = time.perf_counter()
+        board.delete_user(user)
+        deletes.append(time.perf_counter() - started)
+        board.upsert_user(user, float(rng.randrange(size)), META)
+    clear_board = type(board)(client, f"{board.key}:clear", CLEAR_SIZE, events=board.events_enabled)
+    until = time.perf_counter() + seconds
+    while time.perf_counter() < until:
+        clear_board.upsert_many((f"c{i}", float(i), META) for i in range(CLEAR_SIZE))
+        started = time.perf_counter()
+        clear_board.clear()
+        clears.append(time.perf_counter() - started)
+    return {
+        "floor": statistics.median(floor) * 1e6,
+        "delete_user": statistics.median(deletes) * 1e6,
+        "clear": statistics.median(clears) * 1e6,
+    }
+
+
+def removals(client: Any, size: int, rounds: int, seconds: float) -> None:
+    import redis_leaderboard
+
+    boards = {}
+    for variant, options in REMOVAL_VARIANTS.items():
+        board = redis_leaderboard.RedisLeaderboard(client, f"bench:rm:{variant}", size, **options)
+        fill(board, size)
+        boards[variant] = board
+    figures: dict[tuple[str, str], list[float]] = {}
+    for _ in range(rounds):
+        for variant, board in boards.items():
+            got = removal_round(client, board, size, seconds)
+            for name in ("delete_user", "clear"):
+                figures.setdefault((variant, name), []).append(got[name])
+                figures.setdefault((variant, f"{name}/floor"), []).append(got[name] / got["floor"])
+            figures.setdefault((variant, "floor"), []).append(got["floor"])
+    print(
+        f"removals (issue 17): delete_user on a board of {size} users, clear of {CLEAR_SIZE}; "
+        f"{rounds} rounds of {seconds} s per variant and operation, alternating; "
+        f"redis_leaderboard from {redis_leaderboard.__file__}\n"
+    )
+    lines = ["| sync p50 | " + " | ".join(REMOVAL_VARIANTS) + " |"]
+    lines.append("|---|" + "---:|" * len(REMOVAL_VARIANTS))
+    for name in ("floor", "delete_user", "clear"):
+        cells = [f"{statistics.median(figures[(v, name)]):.1f} µs" for v in REMOVAL_VARIANTS]
+        lines.append(f"| {name} | " + " | ".join(cells) + " |")
+    for name in ("delete_user/floor", "clear/floor"):
+        cells = [f"{statistics.median(figures[(v, name)]):.2f}x" for v in REMOVAL_VARIANTS]
+        lines.append(f"| {name} | " + " | ".join(cells) + " |")
+    print("\n".join(lines))
+
+
 def table(
     title: str, rows: dict[str, list[float]], ratios: dict[str, list[float]], fmt: Callable
 ) -> str:
@@ -101,6 +169,7 @@ def main(argv: Optional[list[str]] = None) -> int:
     parser.add_argument("--seconds", type=float, default=0.5)
     parser.add_argument("--board-size", type=int, default=1000)
     parser.add_argument("--tasks", type=int, default=200)
+    parser.add_argument("--removals", action="store_true", help="delete_user and clear instead")
     args = parser.parse_args(argv)
 
     import redis_leaderboard
@@ -112,6 +181,10 @@ def main(argv: Optional[list[str]] = None) -> int:
     try:
         client = redis_leaderboard.Client(port=server.port)
         size = args.board_size
+        if args.removals:
+            removals(client, size, args.rounds, args.seconds)
+            client.close()
+            return 0
         boards = {}
         for variant, options in VARIANTS.items():
             board = redis_leaderboard.RedisLeaderboard(

@@ -970,3 +970,44 @@ def test_a_redis_that_stops_answering_times_out_into_503(fresh_redis_server: Any
     finally:
         fresh_redis_server.resume()
         stop_demo(demo, thread)
+
+
+def test_the_event_stream_carries_removals_as_feed_items(redis_server: Any, board_key: str) -> None:
+    # Issue 17: deletions, trims and clears reach the live page as feed items, like writes.
+    client = redis_leaderboard.Client(host=redis_server.host, port=redis_server.port)
+    board = redis_leaderboard.RedisLeaderboard(client, key=board_key, max_entries=100, events=True)
+    server = make_server(board, "127.0.0.1", 0)
+    server.app.seed_if_empty()
+    thread = threading.Thread(
+        target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+    )
+    thread.start()
+    demo = Demo(server, board, server.server_address[1])
+    try:
+        demo.state("?top=10")  # the page's first read: the demo remembers the names it shows
+        conn = http.client.HTTPConnection("127.0.0.1", demo.port, timeout=20)
+        conn.request("GET", "/api/events")
+        resp = conn.getresponse()
+        assert resp.status == 200
+        # The first keep-alive comment: the stream's position is taken ("$"), nothing is missed.
+        while resp.readline() != b": alive\n":
+            pass
+        board.delete_user("player-4")
+        board.set_max_entries(4)
+        board.clear()
+        items: list[dict[str, Any]] = []
+        while len(items) < 3:
+            line = resp.readline()
+            if line.startswith(b"data: "):
+                items.append(json.loads(line[len(b"data: ") :]))
+        conn.close()
+        assert [(item["kind"], item["text"]) for item in items] == [
+            ("delete", "Priya was removed from the board (was rank 1)"),
+            ("trim", "Trimmed by the size limit: Avery"),
+            ("clear", "The board was cleared (4 removed)"),
+        ]
+        # A big board clears in pages, one event each: the feed says what is left.
+        page = {**items[2], "removed": 5000, "size": 7000}
+        assert server.app.feed_item(page)["text"] == "Clearing the board: 5000 removed, 7000 left"
+    finally:
+        stop_demo(demo, thread)

@@ -1,7 +1,7 @@
 """Issue 17: the demo page goes live. Headless Chromium (Playwright) on a demo whose board has
 ``events=True``: a write from another client shows on the page by Server-Sent Events, well
-before the 2 s poll would show it; the feed says who overtook whom, as text; a board without
-events keeps polling."""
+before the 2 s poll would show it; the feed says who overtook whom, as text; deletions, trims
+and clears by another client show the same way; a board without events keeps polling."""
 
 from __future__ import annotations
 
@@ -88,6 +88,46 @@ def test_a_write_from_another_client_shows_by_events(
     assert statistics.median(latencies) < 0.2
     feed = page.locator("#feed-list li")
     expect(feed.first).to_have_text("Runner 4 overtook Runner 3 for rank 1 (and 9 more)")
+    assert errors.messages == []
+    context.close()
+
+
+def test_removals_from_another_client_show_by_events(
+    browser: Any, live_demo: Demo, redis_server: Any
+) -> None:
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    page = context.new_page()
+    errors = PageErrors(page)
+    page.goto(live_demo.url)
+    rows = page.locator("#top-table tbody tr:not(.empty)")
+    top_name = page.locator("#top-table tbody tr:first-child .player-name")
+    expect(top_name).to_have_text("Priya")
+    expect(page.locator("body")).to_have_attribute("data-updates", "events")
+    other = redis_leaderboard.RedisLeaderboard(
+        redis_leaderboard.Client(port=redis_server.port),
+        key=live_demo.board.key,
+        max_entries=100,
+        events=True,
+    )
+    feed = page.locator("#feed-list li")
+    # A deletion: the player leaves the table at once, and the feed names it (its metadata went
+    # with it: the demo remembers the names it has shown).
+    started = time.monotonic()
+    other.delete_user("player-4")
+    expect(top_name).to_have_text("Mina", timeout=1500)  # the poll is every 2 s
+    latency = time.monotonic() - started
+    expect(feed.first).to_have_text("Priya was removed from the board (was rank 1)")
+    expect(feed.first).to_have_attribute("data-kind", "delete")
+    # A trim by another client's new limit.
+    other.set_max_entries(3)
+    expect(rows).to_have_count(3, timeout=1500)
+    expect(feed.first).to_have_text("Trimmed by the size limit: Avery, Jules")
+    # A clear: the table empties, the feed says so once.
+    other.clear()
+    expect(rows).to_have_count(0, timeout=1500)
+    expect(feed.first).to_have_text("The board was cleared (3 removed)")
+    expect(feed.first).to_have_attribute("data-kind", "clear")
+    print(f"delete to page latency (s): {latency:.3f}")
     assert errors.messages == []
     context.close()
 

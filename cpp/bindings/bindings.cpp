@@ -108,20 +108,23 @@ void declare_time(py::module_& m) {
   py::class_<Window>(m, "Window",
                      "A rolling window's buckets and union; builds validated operations.")
       .def(py::init([](std::string key, py::handle bucket_ms, py::handle window_ms,
-                       py::handle aggregate, py::handle max_entries, py::handle order) {
+                       py::handle aggregate, py::handle max_entries, py::handle order,
+                       py::handle submission_ttl) {
              return Window(std::move(key), integer_arg(bucket_ms, "bucket_ms"),
                            integer_arg(window_ms, "window_ms"),
                            rlb::leaderboard::parse_aggregate(option_text(aggregate, "aggregate")),
                            integer_arg(max_entries, "max_entries"),
-                           rlb::leaderboard::parse_order(option_text(order, "order")));
+                           rlb::leaderboard::parse_order(option_text(order, "order")),
+                           number_arg(submission_ttl, "submission_ttl"));
            }),
            "key"_a, "bucket_ms"_a, "window_ms"_a, py::kw_only(), "aggregate"_a = "sum",
-           "max_entries"_a = 100, "order"_a = "desc")
+           "max_entries"_a = 100, "order"_a = "desc", "submission_ttl"_a = 86400)
       .def_property_readonly("key", &Window::key)
       .def_property_readonly("bucket_ms", &Window::bucket_ms)
       .def_property_readonly("window_ms", &Window::window_ms)
       .def_property_readonly("buckets", &Window::buckets)
       .def_property_readonly("max_entries", &Window::max_entries)
+      .def_property_readonly("submission_ttl", &Window::submission_ttl)
       .def_property_readonly(
           "aggregate",
           [](const Window& self) { return rlb::leaderboard::name_of(self.aggregate()); })
@@ -149,7 +152,8 @@ void declare_time(py::module_& m) {
 
   m.def(
       "group_submit",
-      [](py::handle members, py::handle user_id, py::handle score, py::handle metadata) {
+      [](py::handle members, py::handle user_id, py::handle score, py::handle metadata,
+         py::handle submission_id, py::handle retries) {
         std::vector<rlb::leaderboard::GroupMember> list;
         for (py::handle item : py::iter(members)) {
           auto member = item.cast<py::tuple>();
@@ -161,10 +165,13 @@ void declare_time(py::module_& m) {
             list.push_back({member[0].cast<Board>(), mode, 0});
           }
         }
+        std::optional<std::string> id;  // issue 17
+        if (!submission_id.is_none()) id = option_text(submission_id, "submission_id");
         auto results = std::make_shared<std::vector<rlb::leaderboard::SubmitResult>>();
-        auto operation = wrap(rlb::leaderboard::group_submit(std::move(list), user_id_arg(user_id),
-                                                             number_arg(score, "score"),
-                                                             metadata_arg(metadata), results));
+        auto operation = wrap(rlb::leaderboard::group_submit(
+            std::move(list), user_id_arg(user_id), number_arg(score, "score"),
+            metadata_arg(metadata), results, std::move(id),
+            static_cast<int>(integer_arg(retries, "retries"))));
         // submit()'s result for each member, once the operation has run.
         py::cpp_function take([results]() {
           py::list out;
@@ -176,6 +183,7 @@ void declare_time(py::module_& m) {
         return py::make_tuple(py::cast(std::move(operation)), std::move(take));
       },
       "members"_a, "user_id"_a, "score"_a, "metadata"_a = py::none(),
+      "submission_id"_a = py::none(), "retries"_a = 2,
       "One write to several boards: (operation, results), results() giving each board's submit() "
       "result once the operation has run.");
 }
@@ -219,15 +227,23 @@ PYBIND11_MODULE(_core, m) {
           "RESP bytes of the next round trip's commands (scripts as EVALSHA).")
       .def(
           "feed",
-          [](PyOperation& self, py::bytes data) {
+          [](PyOperation& self, py::bytes data, bool stream) {
             if (!self.exchange || self.exchange->finished()) {
               throw py::value_error("feed() follows request()");
             }
-            self.exchange->on_replies(codec::decode_all(std::string(data)));
+            auto& exchange = *self.exchange;
+            self.exchange->on_replies(
+                codec::decode_all(std::string(data), codec::kDefaultMaxReplyBytes,
+                                  [&exchange, stream](std::size_t i) {
+                                    return stream ? exchange.reply_sink(i) : nullptr;
+                                  }));
             if (self.exchange->finished()) self.result = self.exchange->take_result();
             return self.exchange->finished();
           },
-          "data"_a, "Feed the RESP replies of the last request; True when finished.")
+          "data"_a, "stream"_a = true,
+          "Feed the RESP replies of the last request; True when finished. stream=False decodes "
+          "them into trees first, where a connection streams what an operation reads as it "
+          "arrives.")
       .def(
           "result",
           [](PyOperation& self) {
@@ -607,7 +623,20 @@ PYBIND11_MODULE(_core, m) {
           "dedicated",
           [](const AsyncCore& self) { return std::make_unique<AsyncCore>(self.options(), 16, 16); },
           "A new core with this one's options (its own connection): for calls "
-          "that hold a connection, as reading events does (issue 17).");
+          "that hold a connection, as reading events does (issue 17).")
+      .def(
+          "client_cache",
+          [](const AsyncCore& self, py::handle client_cache_size,
+             py::handle client_cache_max_bytes) {
+            auto cache = cache_options(py::bool_(true), client_cache_size, client_cache_max_bytes);
+            ClientOptions options = self.options();
+            py::gil_scoped_release release;  // loading CA files, starting Sentinel's watcher
+            return std::make_unique<AsyncClientCache>(std::move(options), *cache);
+          },
+          "client_cache_size"_a = connection::CacheOptions{}.max_entries,
+          "client_cache_max_bytes"_a = connection::CacheOptions{}.max_bytes,
+          "A client-side cache whose invalidation connection has this core's options (TLS, "
+          "ACL, Sentinel, db...): every one of them, from the one options object.");
 
   // A barrier crosses to Python as (generation, token): its PING is written already.
   using Barrier = connection::MetadataCache::Barrier;
@@ -625,7 +654,8 @@ PYBIND11_MODULE(_core, m) {
 
   py::class_<AsyncClientCache>(
       m, "ClientCache",
-      "The asyncio client's client-side cache of metadata and its invalidation connection.")
+      "The asyncio client's client-side cache of metadata and its invalidation connection "
+      "(AsyncCore.client_cache makes one with the core's own options).")
       .def(py::init([](const std::string& host, int port, long long db,
                        std::optional<std::string> username, std::optional<std::string> password,
                        std::optional<double> socket_timeout,

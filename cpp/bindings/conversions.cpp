@@ -380,8 +380,9 @@ struct ToPython {
       const auto& event = batch.events[i];
       py::dict item;
       item["id"] = text(event.id);
-      item[names->user_id] = text(event.user_id);
-      item[names->score] = py::float_(event.score);
+      item["kind"] = text(event.kind);
+      item[names->user_id] = event.user_id ? py::object(text(*event.user_id)) : py::none();
+      item[names->score] = event.score ? py::object(py::float_(*event.score)) : py::none();
       item[names->rank] = event.rank ? py::object(py::int_(*event.rank)) : py::none();
       item["previous_score"] =
           event.previous_score ? py::object(py::float_(*event.previous_score)) : py::none();
@@ -389,6 +390,8 @@ struct ToPython {
           event.previous_rank ? py::object(py::int_(*event.previous_rank)) : py::none();
       item[names->trimmed_user_ids] = string_list(event.trimmed_user_ids);
       item["overtaken"] = string_list(event.overtaken);
+      if (event.removed) item["removed"] = py::int_(*event.removed);  // "clear" events
+      if (event.size) item["size"] = py::int_(*event.size);
       events[i] = std::move(item);
     }
     py::dict out;

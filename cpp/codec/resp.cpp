@@ -78,9 +78,43 @@ void* guarded(Build&& build) noexcept {
   }
 }
 
+// ---- Streaming to a ReplySink: the root array is a Reply marked `streamed`, its elements are
+// events. hiredis needs an object for each element (a parent's, to attach children to; any
+// other, non-null to go on): they all get this one, never freed (hiredis frees only the root).
+char streamed_element;
+
+ReplySink* sink_of(const redisReadTask* task) {
+  return task->parent == nullptr ? nullptr : static_cast<Budget*>(task->privdata)->active;
+}
+
+// Where `task` sits: {depth (1: in the root array), index, its array's own index}.
+struct Place {
+  int depth = 0;
+  std::size_t index = 0, parent_index = 0;
+};
+Place place_of(const redisReadTask* task) {
+  Place at{1, static_cast<std::size_t>(task->idx), 0};
+  const redisReadTask* parent = task->parent;
+  if (parent->parent != nullptr) at.parent_index = static_cast<std::size_t>(parent->idx);
+  for (; parent->parent != nullptr; parent = parent->parent) ++at.depth;
+  return at;
+}
+
+template <class Emit>
+void* stream(const redisReadTask* task, ReplySink* sink, Emit&& emit) {
+  const Place at = place_of(task);
+  emit(*sink, at);
+  return &streamed_element;
+}
+
 void* create_string(const redisReadTask* task, char* data, size_t size) {
   return guarded([&]() -> void* {
     if (!charge(task, sizeof(Reply) + size)) return nullptr;
+    if (ReplySink* sink = sink_of(task)) {
+      return stream(task, sink, [&](ReplySink& s, const Place& at) {
+        s.text(at.depth, at.index, at.parent_index, type_of(task->type), {data, size});
+      });
+    }
     return place_filled(task, [&](Reply& r) {
       r.type = type_of(task->type);
       r.str.assign(data, size);
@@ -99,6 +133,19 @@ void* create_array(const redisReadTask* task, int elements) {
       return nullptr;
     }
     if (!charge(task, sizeof(Reply))) return nullptr;
+    if (ReplySink* sink = sink_of(task)) {
+      return stream(task, sink, [&](ReplySink& s, const Place& at) {
+        s.array(at.depth, at.index, at.parent_index, count);
+      });
+    }
+    if (task->parent == nullptr && budget->sink != nullptr) {  // the root of a streamed reply
+      budget->active = budget->sink;
+      budget->active->begin(count);
+      return place_filled(task, [&](Reply& r) {
+        r.type = ReplyType::Array;
+        r.streamed = true;
+      });
+    }
     // Every element takes at least 3 bytes on the wire: an array whose bytes are buffered
     // already gets its full size at once (no growth, no moves); memory still follows the bytes.
     const std::size_t buffered =
@@ -113,6 +160,11 @@ void* create_array(const redisReadTask* task, int elements) {
 void* create_integer(const redisReadTask* task, long long value) {
   return guarded([&]() -> void* {
     if (!charge(task, sizeof(Reply))) return nullptr;
+    if (ReplySink* sink = sink_of(task)) {
+      return stream(task, sink, [&](ReplySink& s, const Place& at) {
+        s.integer(at.depth, at.index, at.parent_index, value);
+      });
+    }
     return place_filled(task, [&](Reply& r) {
       r.type = ReplyType::Integer;
       r.integer = value;
@@ -123,6 +175,11 @@ void* create_integer(const redisReadTask* task, long long value) {
 void* create_nil(const redisReadTask* task) {
   return guarded([&]() -> void* {
     if (!charge(task, sizeof(Reply))) return nullptr;
+    if (ReplySink* sink = sink_of(task)) {
+      return stream(task, sink, [](ReplySink& s, const Place& at) {
+        s.nil(at.depth, at.index, at.parent_index);
+      });
+    }
     return place(task);
   });
 }
@@ -181,8 +238,9 @@ void ReplyReader::feed(const char* data, std::size_t size) {
   if (redisReaderFeed(reader_.get(), data, size) != REDIS_OK) fail();
 }
 
-std::optional<Reply> ReplyReader::next() {
+std::optional<Reply> ReplyReader::next(ReplySink* sink) {
   void* raw = nullptr;
+  budget_->sink = sink;
   if (redisReaderGetReply(reader_.get(), &raw) != REDIS_OK) fail();
   if (raw == nullptr) {
     // Every complete reply is taken: what stays buffered belongs to the unfinished one (a bulk
@@ -196,6 +254,7 @@ std::optional<Reply> ReplyReader::next() {
   }
   std::unique_ptr<Reply> root(static_cast<Reply*>(raw));
   budget_->used = 0;  // the next reply starts afresh
+  budget_->active = nullptr;
   return std::move(*root);
 }
 
@@ -215,13 +274,43 @@ void ReplyReader::reset() {
   budget_->reader = reader_.get();
   budget_->used = 0;
   budget_->exceeded = false;
+  budget_->active = nullptr;
 }
 
-std::vector<Reply> decode_all(std::string_view data, std::size_t max_reply_bytes) {
+namespace {
+void replay_elements(const Reply& array, ReplySink& sink, int depth, std::size_t parent_index) {
+  for (std::size_t i = 0; i < array.elements.size(); ++i) {
+    const Reply& element = array.elements[i];
+    switch (element.type) {
+      case ReplyType::Array:
+        sink.array(depth, i, parent_index, element.elements.size());
+        replay_elements(element, sink, depth + 1, i);
+        break;
+      case ReplyType::Integer:
+        sink.integer(depth, i, parent_index, element.integer);
+        break;
+      case ReplyType::Nil:
+        sink.nil(depth, i, parent_index);
+        break;
+      default:
+        sink.text(depth, i, parent_index, element.type, element.str);
+    }
+  }
+}
+}  // namespace
+
+void replay(const Reply& array, ReplySink& sink) {
+  sink.begin(array.elements.size());
+  replay_elements(array, sink, 1, 0);
+}
+
+std::vector<Reply> decode_all(std::string_view data, std::size_t max_reply_bytes,
+                              const std::function<ReplySink*(std::size_t)>& sink_of) {
   ReplyReader reader(max_reply_bytes);
   reader.feed(data.data(), data.size());
   std::vector<Reply> replies;
-  while (auto reply = reader.next()) replies.push_back(std::move(*reply));
+  auto sink = [&] { return sink_of ? sink_of(replies.size()) : nullptr; };
+  while (auto reply = reader.next(sink())) replies.push_back(std::move(*reply));
   if (reader.has_partial()) throw ProtocolError("Protocol error: incomplete reply");
   return replies;
 }

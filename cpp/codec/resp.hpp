@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstddef>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -43,8 +44,11 @@ class ReplyReader {
   // Throws ProtocolError if the unfinished reply would exceed max_reply_bytes.
   void feed(const char* data, std::size_t size);
   // The next complete reply, or nothing if more bytes are needed. Throws ProtocolError (the
-  // reader is then reset: the connection must be dropped).
-  std::optional<Reply> next();
+  // reader is then reset: the connection must be dropped). With a `sink`, an array reply's
+  // elements go to it as they are decoded and the reply returned is an empty array marked
+  // `streamed`; other replies (errors, statuses...) come whole. A reply that spans several calls
+  // keeps the sink it started with.
+  std::optional<Reply> next(ReplySink* sink = nullptr);
   // True while bytes of an unfinished reply are buffered.
   bool has_partial() const;
   // Drops buffered bytes and any half-read reply (after a connection is replaced).
@@ -56,6 +60,8 @@ class ReplyReader {
     std::size_t used = 0;
     bool exceeded = false;
     const redisReader* reader = nullptr;  // what is buffered bounds what an array reserves
+    ReplySink* sink = nullptr;            // offered for the next reply
+    ReplySink* active = nullptr;          // the reply being read streams to it
   };
 
  private:
@@ -69,7 +75,9 @@ class ReplyReader {
 };
 
 // Decodes every complete reply in `data`; throws ProtocolError on malformed or partial input.
+// With `sink_of`, reply i streams to sink_of(i) where that is not nullptr (ReplyReader::next).
 std::vector<Reply> decode_all(std::string_view data,
-                              std::size_t max_reply_bytes = kDefaultMaxReplyBytes);
+                              std::size_t max_reply_bytes = kDefaultMaxReplyBytes,
+                              const std::function<ReplySink*(std::size_t)>& sink_of = nullptr);
 
 }  // namespace rlb::codec

@@ -256,6 +256,7 @@ class Capture final : public Operation {
   const char* name() const override { return operation_->name(); }
   bool paged() const override { return operation_->paged(); }
   std::vector<leaderboard::Command> next() override { return operation_->next(); }
+  codec::ReplySink* reply_sink(std::size_t index) override { return operation_->reply_sink(index); }
   bool feed(std::vector<Reply>& replies) override {
     if (!operation_->feed(replies)) return false;
     sink_(operation_->take_result());

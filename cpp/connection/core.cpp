@@ -166,7 +166,7 @@ void Core::received(const char* data, std::size_t size, Clock::time_point now) {
   if (!connected_) return;
   try {
     reader_.feed(data, size);
-    while (auto reply = reader_.next()) {
+    while (auto reply = reader_.next(next_sink())) {
       on_reply(std::move(*reply), now);
       if (!connected_) return;
     }
@@ -181,6 +181,12 @@ void Core::received(const char* data, std::size_t size, Clock::time_point now) {
                 ConnectionError("Error reading from " + options_.address() + ": " + e.what())),
             true, now);
   }
+}
+
+codec::ReplySink* Core::next_sink() {
+  if (in_flight_.empty()) return nullptr;
+  Request& request = in_flight_.front();
+  return request.exchange ? request.exchange->reply_sink(request.replies.size()) : nullptr;
 }
 
 void Core::on_reply(Reply&& reply, Clock::time_point now) {

@@ -136,6 +136,8 @@ class Core {
                                                  double server_wait = 0) const;
   void enqueue(Request request);
   void on_reply(Reply&& reply, Clock::time_point now);
+  // Where the next reply may stream (the front request's Exchange::reply_sink), or nullptr.
+  codec::ReplySink* next_sink();
   void finish(Request&& request, Clock::time_point now);
   void complete(Request&& request, std::exception_ptr error);
   // Drops the connection: written requests fail with `error`; `close`: the driver must close.

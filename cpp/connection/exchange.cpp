@@ -136,6 +136,18 @@ void Exchange::on_replies(std::vector<Reply>&& replies) {
   }
 }
 
+codec::ReplySink* Exchange::reply_sink(std::size_t index) {
+  if (asking_) {  // ASKING's +OK first
+    if (index == 0) return nullptr;
+    --index;
+  }
+  if (!resent_.empty()) {  // the scripts re-sent with their body
+    if (index >= resent_.size()) return nullptr;
+    index = resent_[index];
+  }
+  return index < commands_.size() ? operation_->reply_sink(index) : nullptr;
+}
+
 void Exchange::restart_step(bool asking) {
   wire_.clear();
   resent_.clear();

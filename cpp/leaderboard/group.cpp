@@ -64,6 +64,10 @@ class Refreshed final : public Operation {
     if (!refreshed_) commands.insert(commands.begin(), refresh_);
     return commands;
   }
+  codec::ReplySink* reply_sink(std::size_t index) override {
+    if (refreshed_) return read_->reply_sink(index);
+    return index == 0 ? nullptr : read_->reply_sink(index - 1);
+  }
   bool feed(std::vector<Reply>& replies) override {
     if (!refreshed_) {
       if (replies.empty()) unexpected("a window's refresh");
@@ -86,14 +90,19 @@ class Refreshed final : public Operation {
 class GroupSubmit final : public Operation {
  public:
   GroupSubmit(Command command, std::vector<std::string> names, std::vector<std::string> options,
-              std::string user_id, std::shared_ptr<std::vector<SubmitResult>> results)
+              std::string user_id, std::shared_ptr<std::vector<SubmitResult>> results,
+              bool idempotent, int resends)
       : command_(std::move(command)),
         names_(std::move(names)),
         options_(std::move(options)),
         user_id_(std::move(user_id)),
-        results_(std::move(results)) {}
+        results_(std::move(results)),
+        idempotent_(idempotent),
+        resends_(resends) {}
   const char* name() const override { return "group_submit"; }
   std::vector<Command> next() override { return {command_}; }
+  // A write with a submission id cannot apply twice (issue 17): it may be resent.
+  int resend_limit() const override { return idempotent_ ? resends_ : 0; }
   bool feed(std::vector<Reply>& replies) override {
     if (replies.size() != 1) unexpected(name());
     auto& reply = replies[0];
@@ -101,7 +110,9 @@ class GroupSubmit final : public Operation {
     if (!reply.is_array() || reply.elements.size() != names_.size()) unexpected(name());
     std::vector<SubmitResult> out;
     out.reserve(names_.size());
-    for (auto& element : reply.elements) out.push_back(parse_submit_reply(element, user_id_));
+    for (auto& element : reply.elements) {
+      out.push_back(parse_submit_reply(element, user_id_, idempotent_));
+    }
     if (results_) *results_ = std::move(out);
     return true;
   }
@@ -137,6 +148,8 @@ class GroupSubmit final : public Operation {
   std::vector<std::string> names_, options_;
   std::string user_id_;
   std::shared_ptr<std::vector<SubmitResult>> results_;
+  bool idempotent_;
+  int resends_;
 };
 
 }  // namespace
@@ -161,13 +174,14 @@ const char* name_of(Aggregate aggregate) {
 }
 
 Window::Window(std::string key, long long bucket_ms, long long window_ms, Aggregate aggregate,
-               long long max_entries, Order order)
+               long long max_entries, Order order, double submission_ttl)
     : key_(std::move(key)),
       bucket_ms_(bucket_ms),
       window_ms_(window_ms),
       aggregate_(aggregate),
       max_entries_(max_entries),
-      order_(order) {
+      order_(order),
+      submission_ttl_(require_submission_ttl(submission_ttl)) {
   if (key_.empty()) throw InvalidArgument("key must not be empty");
   if (bucket_ms < 1) throw InvalidArgument("bucket must be at least 1 ms");
   if (window_ms < bucket_ms || window_ms % bucket_ms != 0) {
@@ -234,9 +248,12 @@ std::unique_ptr<Operation> Window::clear(long long bucket) const {
 
 std::unique_ptr<Operation> group_submit(std::vector<GroupMember> members, std::string user_id,
                                         double score, Metadata metadata,
-                                        std::shared_ptr<std::vector<SubmitResult>> results) {
+                                        std::shared_ptr<std::vector<SubmitResult>> results,
+                                        std::optional<std::string> submission_id, int retries) {
   if (user_id.empty()) throw InvalidArgument("user_id must not be empty");
   if (!std::isfinite(score)) throw InvalidArgument("score must be a finite number");
+  require_submission_id(submission_id);
+  if (retries < 0) throw InvalidArgument("retries must be at least 0");
   if (members.empty()) throw InvalidArgument("a group needs at least one board");
   if (members.size() > kMaxGroupMembers) {
     throw InvalidArgument("a group holds at most " + std::to_string(kMaxGroupMembers) +
@@ -256,14 +273,14 @@ std::unique_ptr<Operation> group_submit(std::vector<GroupMember> members, std::s
                         name_of(board->ties()) + "'");
       std::vector<std::string> board_keys{board->key(), board->metadata_key(user_id)};
       for (auto& key : option_keys) board_keys.push_back(std::move(key));
-      std::string guards;  // the board's rate limit and events (issue 17), keys last
-      board->add_guards(guards, board_keys, user_id, std::nullopt);
-      auto expire_at = board->expire_at();
-      args.insert(args.end(), {"board", mode, name_of(board->order()), name_of(board->ties()),
-                               std::to_string(board->max_entries()),
-                               expire_at ? std::to_string(*expire_at) : std::string(),
-                               std::to_string(board_keys.size()), "",
-                               guards.empty() ? guards : guards.substr(1)});
+      // The board's spec words, as write.lua's (guard_fields): its rate limit and events
+      // (issue 17, their keys last) and a periodic board's deadline (issue 16).
+      std::string words;
+      board->add_guards(words, board_keys, user_id, submission_id);
+      args.insert(args.end(),
+                  {"board", mode, name_of(board->order()), name_of(board->ties()),
+                   std::to_string(board->max_entries()), std::to_string(board_keys.size()), "", "",
+                   words.empty() ? words : words.substr(1)});
       for (auto& key : board_keys) keys.push_back(std::move(key));
     } else {
       const auto& window = std::get<Window>(member.target);
@@ -279,19 +296,25 @@ std::unique_ptr<Operation> group_submit(std::vector<GroupMember> members, std::s
       keys.push_back(window.bucket_key(member.bucket));
       keys.push_back(window.key() + ":user:" + user_id);
       for (auto& key : window.keys()) keys.push_back(std::move(key));
-      args.insert(args.end(),
-                  {"window", mode, name_of(window.order()), name_of(window.aggregate()),
-                   std::to_string(window.max_entries()), window_args[1],
-                   std::to_string(window.bucket_ms()), std::to_string(window.window_ms()), ""});
+      std::string words;  // a submission id's guard word (issue 17), its key last
+      if (submission_id) {
+        add_submission_guard(words, keys, window.key(), window.submission_ttl(), *submission_id);
+      }
+      args.insert(
+          args.end(),
+          {"window", mode, name_of(window.order()), name_of(window.aggregate()),
+           std::to_string(window.max_entries()), window_args[1], std::to_string(window.bucket_ms()),
+           std::to_string(window.window_ms()), words.empty() ? words : words.substr(1)});
     }
   }
   for (auto& [field, value] : metadata) {
     args.push_back(std::move(field));
     args.push_back(std::move(value));
   }
+  const bool idempotent = submission_id.has_value();
   return std::make_unique<GroupSubmit>(
       script_command(scripts::group, std::move(keys), std::move(args)), std::move(names),
-      std::move(options), std::move(user_id), std::move(results));
+      std::move(options), std::move(user_id), std::move(results), idempotent, retries);
 }
 
 }  // namespace rlb::leaderboard

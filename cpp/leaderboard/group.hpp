@@ -4,6 +4,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <variant>
@@ -27,8 +28,9 @@ class Window {
   // At most this many buckets in a window.
   static constexpr long long kMaxBuckets = 100000;
 
+  // `submission_ttl`: seconds the result of a write with a submission id is kept (issue 17).
   Window(std::string key, long long bucket_ms, long long window_ms, Aggregate aggregate,
-         long long max_entries, Order order);
+         long long max_entries, Order order, double submission_ttl = 86400);
 
   const std::string& key() const { return key_; }
   long long bucket_ms() const { return bucket_ms_; }
@@ -37,6 +39,7 @@ class Window {
   Aggregate aggregate() const { return aggregate_; }
   long long max_entries() const { return max_entries_; }
   Order order() const { return order_; }
+  double submission_ttl() const { return submission_ttl_; }
   std::string bucket_key(long long bucket) const;
 
   // `read` (an operation of a Board on key()), preceded in its first round trip by the refresh
@@ -58,6 +61,7 @@ class Window {
   Aggregate aggregate_;
   long long max_entries_;
   Order order_;
+  double submission_ttl_;
 };
 
 // One board of a group write: a board (a periodic board's current one carries its deadline)
@@ -76,9 +80,14 @@ constexpr std::size_t kMaxGroupMembers = 64;
 // every write planned before any is applied, so a refused one writes nothing anywhere. Its
 // result is the number of members; `results` receives submit()'s result for each, in order (a
 // window's about its union). A member whose recorded options differ raises InvalidArgument
-// naming it.
+// naming it. With `submission_id` (issue 17) each member applies the write once, as
+// Board::submit with that id (the id's key is the member's, its time to live the member's
+// submission_ttl): a repeat returns each member's stored result with duplicate set; the request
+// may then be resent on a new connection, at most `retries` times, when its reply was lost.
 std::unique_ptr<Operation> group_submit(std::vector<GroupMember> members, std::string user_id,
                                         double score, Metadata metadata,
-                                        std::shared_ptr<std::vector<SubmitResult>> results);
+                                        std::shared_ptr<std::vector<SubmitResult>> results,
+                                        std::optional<std::string> submission_id = std::nullopt,
+                                        int retries = 2);
 
 }  // namespace rlb::leaderboard

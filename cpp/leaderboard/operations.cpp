@@ -35,17 +35,22 @@ long long require_at_least_one(long long value, const char* field) {
   return std::min(value, kMaxWindow);
 }
 
+// A score from its text (false: not a number). from_chars: several times faster than strtod (no
+// locale); strtod for what it refuses (a leading '+', out of range).
+bool read_score(std::string_view text, double& value) {
+  const char* begin = text.data();
+  auto [end, error] = std::from_chars(begin, begin + text.size(), value);
+  if (error == std::errc() && end != begin) return true;
+  const std::string terminated(text);
+  char* strtod_end = nullptr;
+  value = std::strtod(terminated.c_str(), &strtod_end);
+  return strtod_end != terminated.c_str();
+}
+
 double parse_score(const Reply& reply) {
   if (reply.type != ReplyType::String && reply.type != ReplyType::Status) unexpected("a score");
-  const char* begin = reply.str.data();
   double value = 0;
-  // from_chars: several times faster than strtod (no locale); strtod for what it refuses (a
-  // leading '+', out of range).
-  auto [end, error] = std::from_chars(begin, begin + reply.str.size(), value);
-  if (error == std::errc() && end != begin) return value;
-  char* strtod_end = nullptr;
-  value = std::strtod(reply.str.c_str(), &strtod_end);
-  if (strtod_end == reply.str.c_str()) unexpected("a score");
+  if (!read_score(reply.str, value)) unexpected("a score");
   return value;
 }
 
@@ -56,17 +61,21 @@ long long parse_integer(const Reply& reply) {
 
 // A zero-based rank or start from the wire: within any sorted set's size, so adding one (or a
 // window's length) cannot overflow.
-long long parse_rank(const Reply& reply) {
-  long long value = parse_integer(reply);
+long long check_rank(long long value) {
   if (value < 0 || value >= kMaxWindow) unexpected("a rank");
   return value;
 }
 
+long long parse_rank(const Reply& reply) { return check_rank(parse_integer(reply)); }
+
 // A number of entries from the wire (a board's size, entries left or trimmed): 0 to `limit`.
-long long parse_count(const Reply& reply, long long limit = kMaxWindow) {
-  long long value = parse_integer(reply);
+long long check_count(long long value, long long limit = kMaxWindow) {
   if (value < 0 || value > limit) unexpected("a count");
   return value;
+}
+
+long long parse_count(const Reply& reply, long long limit = kMaxWindow) {
+  return check_count(parse_integer(reply), limit);
 }
 
 const std::vector<Reply>& parse_array(const Reply& reply, std::size_t min_size = 0) {
@@ -121,38 +130,115 @@ class RoundTripBudget {
   long long done_ = 0, budget_ = 0, first_left_ = 0;
 };
 
-// {user_id, score, {field, value, ...}, ...} as window.lua returns it; ranks from first_rank, or
-// from `ranks` (zero-based, one per entry) when the board's tie rule shares ranks.
-void append_entries(Reply& flat, long long first_rank, std::vector<Entry>& out,
-                    const Reply* ranks = nullptr) {
-  if (!flat.is_array() || flat.elements.size() % 3 != 0) unexpected("a rank window");
-  if (ranks && (!ranks->is_array() || ranks->elements.size() != flat.elements.size() / 3)) {
-    unexpected("the ranks of a window");
+// A window.lua (or around.lua, by_score.lua) reply, {start, size, {user_id, score, {field,
+// value, ...}, ...}[, ranks]} (ranks, zero-based, one per entry, when the board's tie rule shares
+// them), read into entries as it is decoded: no Reply tree, each string copied once, to where it
+// stays. A tree is replayed into it (codec::replay). A reply of another shape is remembered and
+// raises when the window is used.
+class WindowReader final : public codec::ReplySink {
+ public:
+  void begin(std::size_t count) override {
+    entries_.clear();
+    ranks_.clear();
+    start_ = size_ = 0;
+    seen_ = 0;
+    bad_ = count < 3 || count > 4;
+    ranked_ = count == 4;
   }
-  const std::size_t needed = out.size() + flat.elements.size() / 3;
-  if (needed > out.capacity()) out.reserve(std::max(needed, 2 * out.capacity()));  // pages: grow
-  for (std::size_t i = 0; i < flat.elements.size(); i += 3) {
-    const long long rank =
-        ranks ? parse_rank(ranks->elements[i / 3]) + 1 : first_rank + static_cast<long long>(i / 3);
-    Entry& entry = out.emplace_back();  // filled in place: no Entry to move
-    try {
-      entry.rank = rank;
-      entry.user_id = take_string(flat.elements[i]);
-      entry.score = parse_score(flat.elements[i + 1]);
-      entry.metadata = parse_metadata(flat.elements[i + 2]);
-    } catch (...) {
-      out.pop_back();
-      throw;
+  void integer(int depth, std::size_t index, std::size_t parent, long long value) override {
+    if (bad_) return;
+    if (depth == 1 && index < 2) {
+      (index == 0 ? start_ : size_) = value;
+      seen_ |= index == 0 ? kStart : kSize;
+    } else if (depth == 2 && parent == 3) {
+      ranks_.push_back(value);
+    } else {
+      bad_ = true;
     }
   }
-}
+  void array(int depth, std::size_t index, std::size_t parent, std::size_t count) override {
+    if (bad_) return;
+    if (depth == 1 && index == 2 && count % 3 == 0) {
+      entries_.reserve(count / 3);
+      seen_ |= kEntries;
+    } else if (depth == 1 && index == 3) {
+      ranks_.reserve(count);
+    } else if (depth == 2 && parent == 2 && index % 3 == 2 && count % 2 == 0) {
+      entries_.back().metadata.reserve(count / 2);  // its user id and score came first
+    } else {
+      bad_ = true;
+    }
+  }
+  void text(int depth, std::size_t index, std::size_t parent, ReplyType type,
+            std::string_view value) override {
+    if (bad_) return;
+    if (depth == 2 && parent == 2 && index % 3 == 0 && type == ReplyType::String) {
+      entries_.emplace_back().user_id.assign(value);
+    } else if (depth == 2 && parent == 2 && index % 3 == 1 && type != ReplyType::Error) {
+      if (!read_score(value, entries_.back().score)) bad_ = true;
+    } else if (depth == 3 && type == ReplyType::String) {  // in a metadata array (checked)
+      auto& metadata = entries_.back().metadata;
+      if (index % 2 == 0) {
+        metadata.emplace_back(std::string(value), std::string());
+      } else {
+        metadata.back().second.assign(value);
+      }
+    } else {
+      bad_ = true;
+    }
+  }
+  void nil(int, std::size_t, std::size_t) override { bad_ = true; }
 
-// A window.lua reply: {start, size, entries[, ranks]}; the entries, ranked.
-void append_window(Reply& reply, long long first_rank, std::vector<Entry>& out) {
-  parse_array(reply, 3);
-  if (reply.elements.size() > 4) unexpected("a rank window");
-  append_entries(reply.elements[2], first_rank, out,
-                 reply.elements.size() == 4 ? &reply.elements[3] : nullptr);
+  // Raises unless the reply had a window's shape.
+  void check() const {
+    if (bad_ || seen_ != (kStart | kSize | kEntries)) unexpected("a rank window");
+    if (ranked_ && ranks_.size() != entries_.size()) unexpected("the ranks of a window");
+  }
+  // Zero-based position of the window's first entry.
+  long long start() const {
+    check();
+    return check_rank(start_);
+  }
+  // The board's size (where the script was asked for it: 'top' gives -1, refused here).
+  long long size() const {
+    check();
+    return check_count(size_);
+  }
+  std::size_t count() const { return entries_.size(); }
+  // Moves the entries to the end of `out`, ranked from `first_rank` (1-based) on, or by the
+  // reply's own ranks.
+  void append_to(std::vector<Entry>& out, long long first_rank) {
+    check();
+    for (std::size_t i = 0; i < entries_.size(); ++i) {
+      entries_[i].rank =
+          ranked_ ? check_rank(ranks_[i]) + 1 : first_rank + static_cast<long long>(i);
+    }
+    if (out.empty()) {
+      out = std::move(entries_);
+    } else {
+      const std::size_t needed = out.size() + entries_.size();
+      if (needed > out.capacity()) out.reserve(std::max(needed, 2 * out.capacity()));  // pages
+      std::move(entries_.begin(), entries_.end(), std::back_inserter(out));
+    }
+    entries_.clear();
+  }
+
+ private:
+  static constexpr int kStart = 1, kSize = 2, kEntries = 4;
+  std::vector<Entry> entries_;
+  std::vector<long long> ranks_;
+  long long start_ = 0, size_ = 0;
+  int seen_ = 0;
+  bool bad_ = true;  // nothing read yet
+  bool ranked_ = false;
+};
+
+// A rank window's entries, ranked from its start (get_around_rank, get_by_score...).
+Result window_entries(WindowReader* window) {
+  if (window == nullptr) unexpected("a rank window");
+  std::vector<Entry> entries;
+  window->append_to(entries, window->start() + 1);
+  return entries;
 }
 
 using Identity = Board::Identity;
@@ -171,10 +257,18 @@ Command script_call(const Script& script, std::vector<std::string> keys,
 class SingleCall final : public Operation {
  public:
   using Parser = std::function<Result(Reply&)>;
+  // A rank window's reply, streamed into a WindowReader (nullptr: the reply was nil).
+  using WindowParser = std::function<Result(WindowReader*)>;
   // With `id`, the reply is a script's that checked the board's options (Identity::accept).
   SingleCall(const char* name, Command command, Parser parse,
              std::shared_ptr<Identity> id = nullptr)
       : name_(name), command_(std::move(command)), parse_(std::move(parse)), id_(std::move(id)) {}
+  SingleCall(const char* name, Command command, WindowParser parse,
+             std::shared_ptr<Identity> id = nullptr)
+      : name_(name),
+        command_(std::move(command)),
+        parse_window_(std::move(parse)),
+        id_(std::move(id)) {}
 
   // A script read whose first argument is the metadata prefix (window, around, entries): it can
   // run without metadata for a client-side cache.
@@ -195,16 +289,27 @@ class SingleCall final : public Operation {
       if (auto lean = lean_()) return lean;
     }
     auto lean = std::make_unique<SingleCall>(name_, command_, parse_, id_);
+    lean->parse_window_ = parse_window_;
     lean->command_.argv[prefix_arg_].clear();
     return lean;
   }
 
   const char* name() const override { return name_; }
   std::vector<Command> next() override { return {command_}; }
+  codec::ReplySink* reply_sink(std::size_t) override { return parse_window_ ? &window_ : nullptr; }
   bool feed(std::vector<Reply>& replies) override {
     if (replies.size() != 1) unexpected(name_);
-    if (id_) id_->accept(replies[0]);
-    result_ = parse_(replies[0]);
+    Reply& reply = replies[0];
+    if (id_) id_->accept(reply);
+    if (!parse_window_) {
+      result_ = parse_(reply);
+    } else if (reply.is_array()) {
+      if (!reply.streamed) codec::replay(reply, window_);
+      result_ = parse_window_(&window_);
+    } else {
+      if (!reply.is_nil()) unexpected("a rank window");
+      result_ = parse_window_(nullptr);
+    }
     return true;
   }
   Result take_result() override { return std::move(result_); }
@@ -216,6 +321,8 @@ class SingleCall final : public Operation {
   const char* name_;
   Command command_;
   Parser parse_;
+  WindowParser parse_window_;  // set instead of parse_ for a rank window
+  WindowReader window_;
   std::shared_ptr<Identity> id_;
   Result result_;
   int resends_ = 0;
@@ -237,17 +344,19 @@ class ListAll final : public Operation {
                         id_->with_options({prefix_, "range", std::to_string(entries_.size()),
                                            std::to_string(Board::kPageSize)}))};
   }
+  codec::ReplySink* reply_sink(std::size_t) override { return &window_; }
   bool feed(std::vector<Reply>& replies) override {
     auto& reply = replies.at(0);
     id_->accept(reply);
-    parse_array(reply, 3);
-    long long size = parse_count(reply.elements[1]);
-    auto& page = reply.elements[2];
-    if (!page.is_array() || page.elements.size() > 3 * static_cast<std::size_t>(Board::kPageSize)) {
+    if (!reply.is_array()) unexpected("a page of list_all");
+    if (!reply.streamed) codec::replay(reply, window_);
+    window_.check();
+    long long size = window_.size();
+    if (window_.count() > static_cast<std::size_t>(Board::kPageSize)) {
       unexpected("a page of list_all");  // more than asked for
     }
     std::size_t before = entries_.size();
-    append_window(reply, static_cast<long long>(before) + 1, entries_);
+    window_.append_to(entries_, static_cast<long long>(before) + 1);
     bool short_page = entries_.size() - before < static_cast<std::size_t>(Board::kPageSize);
     const auto read = static_cast<long long>(entries_.size());
     if (short_page || read >= size) return true;
@@ -267,6 +376,7 @@ class ListAll final : public Operation {
   std::shared_ptr<Identity> id_;
   std::vector<std::string> keys_;
   std::string prefix_;  // empty: without metadata (window.lua's lean mode)
+  WindowReader window_;
   std::vector<Entry> entries_;
   RoundTripBudget budget_;
 };
@@ -280,7 +390,7 @@ class Clear final : public Operation {
   bool paged() const override { return true; }
   std::vector<Command> next() override {
     return {script_call(scripts::clear, keys_,
-                        id_->with_options({prefix_, std::to_string(Board::kPageSize)}))};
+                        id_->with_events({prefix_, std::to_string(Board::kPageSize)}))};
   }
   bool feed(std::vector<Reply>& replies) override {
     id_->accept(replies.at(0));
@@ -317,8 +427,8 @@ class Trim final : public Operation {
         report_ ? *report_ - static_cast<long long>(summary_.user_ids.size()) : Board::kPageSize;
     return {script_call(
         scripts::trim, keys_,
-        id_->with_options({prefix_, std::to_string(max_entries_), std::to_string(Board::kPageSize),
-                           std::to_string(std::max(0LL, wanted))}))};
+        id_->with_events({prefix_, std::to_string(max_entries_), std::to_string(Board::kPageSize),
+                          std::to_string(std::max(0LL, wanted))}))};
   }
   bool feed(std::vector<Reply>& replies) override {
     auto& reply = replies.at(0);
@@ -537,10 +647,24 @@ std::string rate_text(const Guards& guards) {
   return std::to_string(*guards.rate_max) + "/" + milliseconds(guards.rate_per);
 }
 
+}  // namespace
+
 void require_submission_id(const std::optional<std::string>& id) {
   if (id && id->empty()) throw InvalidArgument("submission_id must not be empty");
 }
-}  // namespace
+
+double require_submission_ttl(double seconds) {
+  if (!(seconds >= 0.001 && seconds <= 1e10)) {
+    throw InvalidArgument("submission_ttl must be a number of seconds from 0.001 to 1e10");
+  }
+  return seconds;
+}
+
+void add_submission_guard(std::string& spec, std::vector<std::string>& keys, const std::string& key,
+                          double submission_ttl, const std::string& submission_id) {
+  spec += " sid:" + milliseconds(submission_ttl);
+  keys.push_back(key + ":submission:" + submission_id);
+}
 
 void Board::Identity::accept(const Reply& reply) {
   static constexpr std::string_view kPrefix = "OPTIONS ";
@@ -580,6 +704,16 @@ std::vector<std::string> Board::Identity::with_options(std::vector<std::string> 
   return args;
 }
 
+std::vector<std::string> Board::Identity::with_events(std::vector<std::string> args) const {
+  if (!guards.events) return with_options(std::move(args));
+  args.emplace_back(name_of(order));
+  args.emplace_back(name_of(ties));
+  std::string words = "events:" + std::to_string(guards.events_maxlen);
+  if (expire_at) words += " expire:" + std::to_string(*expire_at);  // a periodic board's stream
+  args.push_back(std::move(words));
+  return args;
+}
+
 Board::Board(std::string key, long long max_entries, Order order, Ties ties, Guards guards,
              std::optional<long long> expire_at)
     : id_(std::make_shared<Identity>()) {
@@ -588,9 +722,7 @@ Board::Board(std::string key, long long max_entries, Order order, Ties ties, Gua
   id_->expire_at = expire_at;
   id_->max_entries = require_at_least_one(max_entries, "max_entries");
   // Issue 17: the guards' limits, in whole milliseconds on the wire.
-  if (!(guards.submission_ttl >= 0.001 && guards.submission_ttl <= 1e10)) {
-    throw InvalidArgument("submission_ttl must be a number of seconds from 0.001 to 1e10");
-  }
+  require_submission_ttl(guards.submission_ttl);
   if (guards.rate_max) {
     if (*guards.rate_max < 1) throw InvalidArgument("rate_limit's max_writes must be at least 1");
     if (!(guards.rate_per >= 0.001 && guards.rate_per <= 1e10)) {
@@ -610,10 +742,7 @@ void Board::add_guards(std::string& spec, std::vector<std::string>& keys,
                        const std::string& user_id,
                        const std::optional<std::string>& submission_id) const {
   const Guards& guards = id_->guards;
-  if (submission_id) {
-    spec += " sid:" + milliseconds(guards.submission_ttl);
-    keys.push_back(key() + ":submission:" + *submission_id);
-  }
+  if (submission_id) add_submission_guard(spec, keys, key(), guards.submission_ttl, *submission_id);
   if (guards.rate_max) {
     spec += " rate:" + std::to_string(*guards.rate_max) + ":" + milliseconds(guards.rate_per);
     keys.push_back(key() + ":rate:" + user_id);
@@ -622,6 +751,7 @@ void Board::add_guards(std::string& spec, std::vector<std::string>& keys,
     spec += " events:" + std::to_string(guards.events_maxlen);
     keys.push_back(key() + ":events");
   }
+  if (expire_at()) spec += " expire:" + std::to_string(*expire_at());  // issue 16: no key
 }
 
 namespace {
@@ -640,6 +770,19 @@ std::optional<long long> optional_rank(const Reply& reply) {
   return value;
 }
 
+// A count written as text (a stream field): 0 to kMaxWindow.
+long long count_text(const Reply& reply) {
+  if (reply.type != ReplyType::String) unexpected("a count");
+  long long value = 0;
+  const char* begin = reply.str.data();
+  const char* end = begin + reply.str.size();
+  auto [stop, error] = std::from_chars(begin, end, value);
+  if (error != std::errc() || stop != end || begin == end || value < 0 || value > kMaxWindow) {
+    unexpected("a count");
+  }
+  return value;
+}
+
 // One stream entry ({id, {field, value, ...}}) as an Event.
 Event parse_event(Reply& entry) {
   parse_array(entry, 2);
@@ -650,7 +793,9 @@ Event parse_event(Reply& entry) {
   for (std::size_t i = 0; i < fields.elements.size(); i += 2) {
     const std::string& name = fields.elements[i].str;
     Reply& value = fields.elements[i + 1];
-    if (name == "user_id") {
+    if (name == "kind") {
+      event.kind = take_string(value);
+    } else if (name == "user_id") {
       event.user_id = take_string(value);
     } else if (name == "score") {
       event.score = parse_score(value);
@@ -664,6 +809,10 @@ Event parse_event(Reply& entry) {
       event.trimmed_user_ids.push_back(take_string(value));
     } else if (name == "overtaken") {
       event.overtaken.push_back(take_string(value));
+    } else if (name == "removed") {
+      event.removed = count_text(value);
+    } else if (name == "size") {
+      event.size = count_text(value);
     }  // other fields: from a newer writer, ignored
   }
   return event;
@@ -762,6 +911,12 @@ std::vector<std::string> Board::script_keys(std::vector<std::string> extra, Chec
   return keys;
 }
 
+std::vector<std::string> Board::removal_keys(std::vector<std::string> extra) const {
+  std::vector<std::string> keys = script_keys(std::move(extra), Check::EveryCall);
+  if (id_->guards.events) keys.push_back(key() + ":events");
+  return keys;
+}
+
 std::unique_ptr<Operation> Board::write(WriteMode mode, std::string user_id, double number,
                                         Metadata metadata, bool submit,
                                         std::optional<std::string> submission_id,
@@ -779,8 +934,7 @@ std::unique_ptr<Operation> Board::write(WriteMode mode, std::string user_id, dou
     spec = spec + " " + name_of(order()) + " " + name_of(ties()) + (submit ? " submit" : " entry");
   }
   std::vector<std::string> keys = script_keys({metadata_key(user_id)}, Check::EveryCall);
-  if (guarded) add_guards(spec, keys, user_id, submission_id);         // issue 17
-  if (expire_at()) spec += " expire:" + std::to_string(*expire_at());  // issue 16
+  add_guards(spec, keys, user_id, submission_id);  // issues 16 and 17: none on a plain board
   std::vector<std::string> args;
   args.reserve(4 + 2 * metadata.size());
   args.insert(args.end(),
@@ -840,8 +994,8 @@ std::unique_ptr<Operation> Board::submit(std::string user_id, double score, Meta
 
 std::unique_ptr<Operation> Board::set_max_entries(long long max_entries) const {
   max_entries = require_at_least_one(max_entries, "max_entries");
-  return std::make_unique<Trim>(id_, script_keys({}, Check::EveryCall), metadata_prefix(),
-                                max_entries, std::nullopt);
+  return std::make_unique<Trim>(id_, removal_keys({}), metadata_prefix(), max_entries,
+                                std::nullopt);
 }
 
 std::unique_ptr<Operation> Board::get_top(long long count) const {
@@ -849,14 +1003,14 @@ std::unique_ptr<Operation> Board::get_top(long long count) const {
   Command command =
       script_call(scripts::window, script_keys({}, Check::UntilConfirmed),
                   id_->with_options({metadata_prefix(), "top", "0", std::to_string(count)}));
-  auto call = SingleCall(
-                  "get_top", std::move(command),
-                  [](Reply& reply) -> Result {
-                    std::vector<Entry> entries;
-                    append_window(reply, 1, entries);
-                    return entries;
-                  },
-                  id_)
+  auto call = SingleCall("get_top", std::move(command),
+                         SingleCall::WindowParser([](WindowReader* window) -> Result {
+                           if (window == nullptr) unexpected("a rank window");
+                           std::vector<Entry> entries;
+                           window->append_to(entries, 1);
+                           return entries;
+                         }),
+                         id_)
                   .caches_metadata(metadata_prefix());
   call->set_lean_form([id = id_, key = key(), count]() -> std::unique_ptr<Operation> {
     // A default board whose options were checked: the guide's ZRANGE, ranks by position.
@@ -885,15 +1039,8 @@ std::unique_ptr<Operation> Board::get_around_rank(long long rank, long long coun
   Command command = script_call(scripts::window, script_keys({}, Check::UntilConfirmed),
                                 id_->with_options({metadata_prefix(), "around",
                                                    std::to_string(rank), std::to_string(count)}));
-  return SingleCall(
-             "get_around_rank", std::move(command),
-             [](Reply& reply) -> Result {
-               parse_array(reply, 3);
-               std::vector<Entry> entries;
-               append_window(reply, parse_rank(reply.elements[0]) + 1, entries);
-               return entries;
-             },
-             id_)
+  return SingleCall("get_around_rank", std::move(command), SingleCall::WindowParser(window_entries),
+                    id_)
       .caches_metadata(metadata_prefix());
 }
 
@@ -964,17 +1111,16 @@ std::unique_ptr<Operation> Board::get_size() const {
 std::unique_ptr<Operation> Board::delete_user(std::string user_id) const {
   require_user_id(user_id);
   // The metadata goes whether or not the user was on the board, as the guide's delete_user.
-  Command command =
-      script_call(scripts::remove, script_keys({metadata_key(user_id)}, Check::EveryCall),
-                  id_->with_options({user_id}));
+  Command command = script_call(scripts::remove, removal_keys({metadata_key(user_id)}),
+                                id_->with_events({user_id}));
   return std::make_unique<SingleCall>(
       "delete_user", std::move(command),
       [](Reply& reply) -> Result { return parse_count(reply, 1) == 1; }, id_);
 }
 
 std::unique_ptr<Operation> Board::trim_to_max_entries(long long report) const {
-  return std::make_unique<Trim>(id_, script_keys({}, Check::EveryCall), metadata_prefix(),
-                                max_entries(), std::max(0LL, report));
+  return std::make_unique<Trim>(id_, removal_keys({}), metadata_prefix(), max_entries(),
+                                std::max(0LL, report));
 }
 
 std::unique_ptr<Operation> Board::upsert_chunk(std::vector<BatchEntry> entries,
@@ -1054,7 +1200,7 @@ std::unique_ptr<Operation> Board::upsert_chunk(std::vector<BatchEntry> entries,
 }
 
 std::unique_ptr<Operation> Board::clear() const {
-  return std::make_unique<Clear>(id_, script_keys({}, Check::EveryCall), metadata_prefix());
+  return std::make_unique<Clear>(id_, removal_keys({}), metadata_prefix());
 }
 
 // ---- Queries (issue 13) -----------------------------------------------------------------------
@@ -1073,14 +1219,6 @@ void require_not_nan(double value, const char* field) {
   if (std::isnan(value)) throw InvalidArgument(std::string(field) + " must be a number, not NaN");
 }
 
-// A window.lua-shaped reply ({start, size, entries[, ranks]}) read into entries.
-Result window_entries(Reply& reply) {
-  parse_array(reply, 3);
-  std::vector<Entry> entries;
-  append_window(reply, parse_rank(reply.elements[0]) + 1, entries);
-  return entries;
-}
-
 }  // namespace
 
 std::unique_ptr<Operation> Board::get_around_user(std::string user_id, long long count) const {
@@ -1089,13 +1227,13 @@ std::unique_ptr<Operation> Board::get_around_user(std::string user_id, long long
   Command command = script_call(
       scripts::around, script_keys({}, Check::EveryCall),
       id_->with_options({metadata_prefix(), std::move(user_id), std::to_string(count)}));
-  return SingleCall(
-             "get_around_user", std::move(command),
-             [](Reply& reply) -> Result {
-               if (reply.is_nil()) return std::vector<Entry>();
-               return window_entries(reply);
-             },
-             id_)
+  return SingleCall("get_around_user", std::move(command),
+                    SingleCall::WindowParser([](WindowReader* window) -> Result {
+                      // nil: the user is not on the board
+                      if (window == nullptr) return std::vector<Entry>();
+                      return window_entries(window);
+                    }),
+                    id_)
       .caches_metadata(metadata_prefix());
 }
 
@@ -1152,17 +1290,18 @@ std::unique_ptr<Operation> Board::get_page(long long page, long long page_size) 
                                      std::to_string(page_size)}));
   return SingleCall(
              "get_page", std::move(command),
-             [page, page_size, start](Reply& reply) -> Result {
-               parse_array(reply, 3);
+             SingleCall::WindowParser([page, page_size, start](WindowReader* window) -> Result {
+               if (window == nullptr) unexpected("a rank window");
+               window->check();
                Page out;
                out.page = page;
                out.page_size = page_size;
-               out.size = parse_count(reply.elements[1]);
+               out.size = window->size();
                out.total_pages = (out.size + page_size - 1) / page_size;
-               append_window(reply, start + 1, out.entries);
+               window->append_to(out.entries, start + 1);
                if (static_cast<long long>(out.entries.size()) > page_size) unexpected("a page");
                return out;
-             },
+             }),
              id_)
       .caches_metadata(metadata_prefix());
 }
@@ -1178,7 +1317,8 @@ std::unique_ptr<Operation> Board::get_by_score(double min_score, double max_scor
       scripts::by_score, script_keys({}, Check::EveryCall),
       id_->with_options({metadata_prefix(), format_score(min_score), format_score(max_score),
                          std::to_string(offset), std::to_string(limit)}));
-  return std::make_unique<SingleCall>("get_by_score", std::move(command), window_entries, id_);
+  return std::make_unique<SingleCall>("get_by_score", std::move(command),
+                                      SingleCall::WindowParser(window_entries), id_);
 }
 
 std::unique_ptr<Operation> Board::count_by_score(double min_score, double max_score) const {

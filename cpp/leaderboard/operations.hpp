@@ -69,15 +69,23 @@ struct BatchEntry {
 };
 
 // ---- Guards (issue 17): change events read from the board's stream f"{key}:events".
+// `kind` says what made the event: "score" (a write: the user's new score, or whom its trim
+// removed), "delete" (delete_user removed the user: `score` and `previous_score` the score it
+// had, `previous_rank` its rank, no `rank`), "trim" (set_max_entries or upsert_many's trim:
+// `trimmed_user_ids`, no user), "clear" (one page of clear: `removed` and `size`, the entries
+// left, no ids, no user). An event without a kind was written before kinds existed: "score".
 struct Event {
   std::string id;  // the stream entry's id: resume after it
-  std::string user_id;
-  double score = 0;
-  std::optional<long long> rank;  // 1-based; none if the write was trimmed away
+  std::string kind = "score";
+  std::optional<std::string> user_id;  // none for "trim" and "clear"
+  std::optional<double> score;         // none for "trim" and "clear"
+  std::optional<long long> rank;       // 1-based; none if the user is not on the board now
   std::optional<double> previous_score;
   std::optional<long long> previous_rank;
   std::vector<std::string> trimmed_user_ids;
   std::vector<std::string> overtaken;  // at most 10, nearest first
+  std::optional<long long> removed;    // "clear": how many entries the page removed
+  std::optional<long long> size;       // "clear": how many entries were left after it
 };
 // What read_events returns: the events after `last_id`, and the id to read after next (the
 // last event's, or the stream's last id when asked for '$' and nothing came).
@@ -134,6 +142,14 @@ class Operation {
   virtual bool paged() const { return false; }
   // The commands to send in the next round trip.
   virtual std::vector<Command> next() = 0;
+  // Where the reply to command `index` of the current step may go as it is decoded, instead of
+  // a Reply tree (codec::ReplySink; that reply then reaches feed() as an empty array marked
+  // `streamed`); nullptr: as a tree. A sink must also take a tree's replay (codec::replay): a
+  // transport may always hand over the tree.
+  virtual codec::ReplySink* reply_sink(std::size_t index) {
+    (void)index;
+    return nullptr;
+  }
   // Their replies (never error replies: the transport raises those). True when finished.
   virtual bool feed(std::vector<Reply>& replies) = 0;
   // The result, once feed() has returned true.
@@ -192,8 +208,9 @@ class Board {
   Ties ties() const { return id_->ties; }
   bool has_default_options() const { return id_->is_default(); }
   std::optional<long long> expire_at() const { return id_->expire_at; }
-  // Issue 17: appends a write's guard words (" sid:.. rate:.. events:..", see guard_fields in
-  // _lib.lua) to `spec` and their keys to `keys` (write.lua, bulk.lua and group.lua use them).
+  // Appends a write's guard words to `spec` (" sid:.. rate:.. events:.. expire:..", see
+  // guard_fields in _lib.lua: issue 17's guards, then issue 16's deadline, which has no key) and
+  // their keys to `keys`; nothing on a board without them (write.lua and group.lua use them).
   void add_guards(std::string& spec, std::vector<std::string>& keys, const std::string& user_id,
                   const std::optional<std::string>& submission_id) const;
   // True once a reply showed that the board's recorded options are this object's: until then a
@@ -290,6 +307,10 @@ class Board {
     // A script's last fixed arguments: order and ties, on a board with options only (a default
     // board's commands stay within the 10 arguments Redis accepts before authentication).
     std::vector<std::string> with_options(std::vector<std::string> args) const;
+    // with_options, and on a board with events (issue 17) order, ties and the word
+    // 'events:<maxlen>[ expire:<unix ms>]': a removal's last arguments (see removal_events in
+    // _lib.lua). A board without events sends exactly with_options'.
+    std::vector<std::string> with_events(std::vector<std::string> args) const;
     // Every script reply goes through here first: the status 'OPTIONS order=.. ties=..' (the
     // board's recorded options differ) raises InvalidArgument naming both; anything else shows
     // the options agree.
@@ -308,9 +329,22 @@ class Board {
   // {key, extra keys..., option keys...}, as every script declares them. A default board's
   // options hash is left out once it need not be checked: its scripts then skip the check.
   std::vector<std::string> script_keys(std::vector<std::string> extra, Check check) const;
+  // script_keys(extra, EveryCall), then the events stream on a board with events: a removal's
+  // keys (delete_user, clear, trims).
+  std::vector<std::string> removal_keys(std::vector<std::string> extra) const;
 
   std::shared_ptr<Identity> id_;
 };
+
+// Issue 17: an idempotent write's guard word " sid:<ttl ms>" (appended to `spec`) and its key
+// f"{key}:submission:{submission_id}" (appended to `keys`), see guard_fields in _lib.lua; what
+// Board::add_guards and a window's group write add for a submission id.
+void add_submission_guard(std::string& spec, std::vector<std::string>& keys, const std::string& key,
+                          double submission_ttl, const std::string& submission_id);
+// InvalidArgument unless `seconds` is a submission_ttl a board accepts (0.001 to 1e10).
+double require_submission_ttl(double seconds);
+// InvalidArgument if a submission id is given but empty.
+void require_submission_id(const std::optional<std::string>& id);
 
 // PING: true when the server answers.
 std::unique_ptr<Operation> ping();

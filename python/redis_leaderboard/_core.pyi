@@ -55,7 +55,7 @@ class Operation:
         """The metadata prefix a client-side cache serves this read from; None if it cannot."""
     def request(self) -> bytes:
         """RESP bytes of the next round trip (scripts as EVALSHA)."""
-    def feed(self, data: bytes) -> bool:
+    def feed(self, data: bytes, stream: bool = True) -> bool:
         """Feed the RESP replies to the last request; True when the operation is finished."""
     def result(self) -> Any:
         """The operation's return value, once feed() returned True."""
@@ -103,7 +103,11 @@ class Board:
     def read_events(
         self, last_id: str = "$", count: int = 100, block: Optional[float] = None
     ) -> Operation:
-        """XREAD of ``f"{key}:events"``: ``{"last_id", "events": [...]}``."""
+        """XREAD of ``f"{key}:events"``: ``{"last_id", "events": [...]}``, each event
+        ``{"id", "kind", "user_id", "score", "rank", "previous_score", "previous_rank",
+        "trimmed_user_ids", "overtaken"}`` (``"kind"``: ``"score"``, ``"delete"``, ``"trim"``
+        or ``"clear"``; ``"user_id"`` and ``"score"`` None for trims and clears), plus
+        ``"removed"`` and ``"size"`` for ``"clear"``."""
     def submit(
         self,
         user_id: str,
@@ -127,7 +131,7 @@ class Board:
     ) -> Operation: ...
     def set_max_entries(self, max_entries: int) -> Operation:
         """Validates and returns the trim to run; :attr:`max_entries` changes once it has
-        finished."""
+        finished. With ``events``, each page appends ``"trim"`` events."""
     def get_top(self, count: int = 10) -> Operation: ...
     def get_around_rank(self, rank: int, count: int = 5) -> Operation: ...
     def get_rank(self, user_id: str) -> Operation: ...
@@ -135,8 +139,10 @@ class Board:
     def get_user_entry(self, user_id: str) -> Operation: ...
     def list_all(self) -> Operation: ...
     def get_size(self) -> Operation: ...
-    def delete_user(self, user_id: str) -> Operation: ...
-    def clear(self) -> Operation: ...
+    def delete_user(self, user_id: str) -> Operation:
+        """remove.lua; with ``events``, a removal appends a ``"delete"`` event."""
+    def clear(self) -> Operation:
+        """clear.lua in pages; with ``events``, one ``"clear"`` event a page."""
     def get_around_user(self, user_id: str, count: int = 5) -> Operation:
         """Result: ``count`` entries centred on the user (``[]`` if absent)."""
     def get_entries(self, user_ids: Iterable[str]) -> Operation:
@@ -168,7 +174,8 @@ class Board:
     ) -> Operation:
         """upsert_many's request for one chunk (validated here; errors name ``first_index + i``)."""
     def trim_to_max_entries(self, report: int = 1000) -> Operation:
-        """Trim to :attr:`max_entries` in pages; the result lists at most ``report`` ids."""
+        """Trim to :attr:`max_entries` in pages; the result lists at most ``report`` ids. With
+        ``events``, each page appends ``"trim"`` events."""
 
 class Window:
     """A rolling window's buckets and union (issue 16); builds validated operations, no I/O."""
@@ -182,6 +189,7 @@ class Window:
         aggregate: Literal["sum", "max", "min"] = "sum",
         max_entries: int = 100,
         order: Literal["desc", "asc"] = "desc",
+        submission_ttl: float = 86400,
     ) -> None: ...
     @property
     def key(self) -> str: ...
@@ -197,6 +205,9 @@ class Window:
     def aggregate(self) -> Literal["sum", "max", "min"]: ...
     @property
     def order(self) -> Literal["desc", "asc"]: ...
+    @property
+    def submission_ttl(self) -> float:
+        """Seconds the result of a write with a submission id is kept (issue 17)."""
     def bucket_key(self, bucket: int) -> str: ...
     def refreshed(self, bucket: int, read: Operation) -> Operation:
         """``read`` (a :class:`Board` operation on the window's key), led by the refresh of the
@@ -210,9 +221,13 @@ def group_submit(
     user_id: str,
     score: float,
     metadata: Optional[Mapping[str, Any]] = None,
+    submission_id: Optional[str] = None,
+    retries: int = 2,
 ) -> tuple[Operation, Callable[[], list[dict[str, Any]]]]:
     """One write to several boards (``(board or window, mode, bucket)``), atomically; the
-    callable gives submit()'s result for each, in order, once the operation has run."""
+    callable gives submit()'s result for each, in order, once the operation has run. With
+    ``submission_id`` each board applies it once (as ``Board.submit``: its results then carry
+    ``"duplicate"``), and a lost reply is resent at most ``retries`` times."""
 
 def ping() -> Operation:
     """The PING operation (True when the server answers)."""
@@ -258,6 +273,11 @@ class AsyncCore:
         sentinel_password: Optional[str] = None,
         sentinel_ssl: bool = False,
     ) -> None: ...
+    def client_cache(
+        self, client_cache_size: int = 10000, client_cache_max_bytes: int = 67108864
+    ) -> ClientCache:
+        """A client-side cache whose invalidation connection has this core's options (every
+        one of them: TLS, ACL, Sentinel, db...)."""
     def run(self, operation: Operation) -> asyncio.Future[Any]:
         """Run ``operation`` on the running event loop; returns its future."""
     def submit(self, operation: Operation, loop: asyncio.AbstractEventLoop) -> asyncio.Future[Any]:
@@ -352,7 +372,8 @@ class Client:
     def __exit__(self, *exc: object) -> None: ...
 
 class ClientCache:
-    """The asyncio client's client-side cache of metadata and its invalidation connection."""
+    """The asyncio client's client-side cache of metadata and its invalidation connection
+    (:meth:`AsyncCore.client_cache` makes one with the core's own options)."""
 
     def __init__(
         self,

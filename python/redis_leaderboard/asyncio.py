@@ -132,41 +132,13 @@ class Client:
             sentinel_password=sentinel_password,
             sentinel_ssl=sentinel_ssl,
         )
-        # The client-side cache (see redis_leaderboard.Client): the same connection options.
+        # The client-side cache (see redis_leaderboard.Client): built by the core, from its
+        # own options object, so its connection has every one of the client's options.
         self._cache: Optional[_core.ClientCache] = None
         if not isinstance(client_cache, bool):
             raise TypeError(f"client_cache must be a bool, not {type(client_cache).__name__}")
         if client_cache:
-            self._cache = _core.ClientCache(
-                host=host,
-                port=port,
-                db=db,
-                username=username,
-                password=password,
-                socket_timeout=socket_timeout,
-                socket_connect_timeout=socket_connect_timeout,
-                client_name=client_name,
-                unix_socket_path=unix_socket_path,
-                max_reply_bytes=max_reply_bytes,
-                ssl=ssl,
-                ssl_ca_certs=ssl_ca_certs,
-                ssl_ca_path=ssl_ca_path,
-                ssl_ca_data=ssl_ca_data,
-                ssl_certfile=ssl_certfile,
-                ssl_keyfile=ssl_keyfile,
-                ssl_password=ssl_password,
-                ssl_cert_reqs=ssl_cert_reqs,
-                ssl_check_hostname=ssl_check_hostname,
-                ssl_min_version=ssl_min_version,
-                ssl_ciphers=ssl_ciphers,
-                sentinels=None if sentinels is None else [(h, p) for h, p in sentinels],
-                service_name=service_name,
-                sentinel_username=sentinel_username,
-                sentinel_password=sentinel_password,
-                sentinel_ssl=sentinel_ssl,
-                client_cache_size=client_cache_size,
-                client_cache_max_bytes=client_cache_max_bytes,
-            )
+            self._cache = self._core.client_cache(client_cache_size, client_cache_max_bytes)
         self._cache_setup: Optional[asyncio.Future[None]] = None
         _open_clients.add(self)
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import atexit
 import weakref
-from typing import Any, Callable, Iterable, Optional, Sequence, TypeVar, Union
+from typing import Any, Callable, Concatenate, Iterable, Optional, ParamSpec, TypeVar
 
 from . import _core
 from .leaderboard import require_hash_tag
@@ -21,25 +21,19 @@ from .options import _boolean, _host_and_port, parse_url
 __all__ = ["AsyncClusterClient", "ClusterClient", "cluster_url_options", "require_hash_tag"]
 
 _Self = TypeVar("_Self", bound="ClusterClient")
+_P = ParamSpec("_P")
 
-# Keyword arguments of the cluster clients a URL may give.
-_URL_OPTIONS = (
-    "username",
-    "password",
-    "socket_timeout",
-    "socket_connect_timeout",
-    "client_name",
-    "ssl",
-    "ssl_ca_certs",
-    "ssl_ca_path",
-    "ssl_certfile",
-    "ssl_keyfile",
-    "ssl_password",
-    "ssl_cert_reqs",
-    "ssl_check_hostname",
-    "ssl_min_version",
-    "ssl_ciphers",
-)
+
+def _takes_options_of(
+    core: Callable[_P, Any],
+) -> Callable[[Callable[..., None]], Callable[Concatenate[Any, _P], None]]:
+    """Declares that an ``__init__`` takes exactly ``core``'s arguments (it passes them on):
+    the options are listed once, by the compiled core (and its stub, for type checkers)."""
+
+    def declare(init: Callable[..., None]) -> Callable[Concatenate[Any, _P], None]:
+        return init
+
+    return declare
 
 
 def cluster_url_options(url: str, **overrides: Any) -> dict[str, Any]:
@@ -75,11 +69,11 @@ def cluster_url_options(url: str, **overrides: Any) -> dict[str, Any]:
     single = f"{scheme}://{userinfo}{at}{names[0]}{slash}{path}"
     if kept:
         single += "?" + "&".join(kept)
-    options = parse_url(single).kwargs()
-    if options.get("db", 0) != 0:
+    options = parse_url(single)
+    if options.db != 0:
         raise ValueError("Redis URL: Redis Cluster has database 0 only")
     out: dict[str, Any] = {
-        name: options[name] for name in _URL_OPTIONS if options.get(name) is not None
+        name: value for name, value in options.cluster_kwargs().items() if value is not None
     }
     startup: list[tuple[str, int]] = []
     for name in names:
@@ -131,49 +125,12 @@ class AsyncClusterClient:
 
     is_cluster = True
 
-    def __init__(
-        self,
-        startup_nodes: Sequence[tuple[str, int]],
-        *,
-        username: Optional[str] = None,
-        password: Optional[str] = None,
-        socket_timeout: Optional[float] = None,
-        socket_connect_timeout: Optional[float] = None,
-        client_name: Optional[str] = None,
-        read_from_replicas: bool = False,
-        max_reply_bytes: Optional[int] = None,
-        ssl: bool = False,
-        ssl_ca_certs: Optional[str] = None,
-        ssl_ca_path: Optional[str] = None,
-        ssl_ca_data: Optional[str] = None,
-        ssl_certfile: Optional[str] = None,
-        ssl_keyfile: Optional[str] = None,
-        ssl_password: Optional[str] = None,
-        ssl_cert_reqs: Union[str, int] = "required",
-        ssl_check_hostname: bool = True,
-        ssl_min_version: Union[str, int, None] = None,
-        ssl_ciphers: Optional[str] = None,
-    ) -> None:
+    @_takes_options_of(_core.AsyncClusterCore)
+    def __init__(self, startup_nodes: Any, **options: Any) -> None:
+        """``AsyncClusterClient(startup_nodes=[(host, port), ...], **options)``, the options
+        of :class:`ClusterClient`."""
         self._core = _core.AsyncClusterCore(
-            [(host, port) for host, port in startup_nodes],
-            username=username,
-            password=password,
-            socket_timeout=socket_timeout,
-            socket_connect_timeout=socket_connect_timeout,
-            client_name=client_name,
-            read_from_replicas=read_from_replicas,
-            max_reply_bytes=max_reply_bytes,
-            ssl=ssl,
-            ssl_ca_certs=ssl_ca_certs,
-            ssl_ca_path=ssl_ca_path,
-            ssl_ca_data=ssl_ca_data,
-            ssl_certfile=ssl_certfile,
-            ssl_keyfile=ssl_keyfile,
-            ssl_password=ssl_password,
-            ssl_cert_reqs=ssl_cert_reqs,
-            ssl_check_hostname=ssl_check_hostname,
-            ssl_min_version=ssl_min_version,
-            ssl_ciphers=ssl_ciphers,
+            [(host, port) for host, port in startup_nodes], **options
         )
         self._loop: Optional[asyncio.AbstractEventLoop] = None
         _open_clients.add(self)

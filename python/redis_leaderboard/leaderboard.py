@@ -25,9 +25,13 @@ Entry = dict[str, Any]
 BulkEntry = Union[tuple[str, float], tuple[str, float, Mapping[str, Any]], Sequence[Any]]
 ImportSummary = dict[str, Any]
 SubmitResult = dict[str, Any]
-# A change event (issue 17): {"id", "user_id", "score", "rank", "previous_score",
-# "previous_rank", "trimmed_user_ids", "overtaken"}
+# A change event (issue 17): {"id", "kind", "user_id", "score", "rank", "previous_score",
+# "previous_rank", "trimmed_user_ids", "overtaken"}, and for kind "clear" "removed" and "size"
+# (see RedisLeaderboard.events).
 Event = dict[str, Any]
+# What made an event: a write ("score"), delete_user ("delete"), a trim by set_max_entries or
+# upsert_many ("trim"), one page of clear ("clear").
+EventKind = Literal["score", "delete", "trim", "clear"]
 # get_page: {"page", "page_size", "total_pages", "size", "entries"}
 Page = dict[str, Any]
 # get_histogram: {"min": float, "max": float, "count": int}
@@ -176,6 +180,7 @@ class BoardBase:
         rate_limit: Optional[tuple[int, float]] = None,
         events: bool = False,
         events_maxlen: int = 10000,
+        _expire_at: Optional[int] = None,
     ) -> None:
         board = _core.Board(  # validates first
             key,
@@ -186,6 +191,7 @@ class BoardBase:
             rate_limit=rate_limit,
             events=events,
             events_maxlen=events_maxlen,
+            expire_at=_expire_at,  # a period's board (seasons.PeriodBoard): its deadline
         )
         if getattr(type(redis_client), "is_cluster", False) or isinstance(
             redis_client, _core.ClusterClient
@@ -331,10 +337,11 @@ class RedisLeaderboard(BoardBase):
     result of a write made with a ``submission_id``; ``rate_limit=(max_writes, per_seconds)``
     refuses a user's writes beyond that many in any sliding window of that length
     (:class:`RateLimited`); ``events=True`` appends a change event to the stream
-    ``f"{key}:events"`` (capped at about ``events_maxlen``) on every write that changes the
-    board, read with :meth:`events`. ``rate_limit`` and ``events`` are recorded in
-    ``f"{key}:options"`` by the first write carrying them; a client writing with others gets
-    ``ValueError``.
+    ``f"{key}:events"`` (capped at about ``events_maxlen``) on every change of the board
+    (writes, deletions, trims, clears), read with :meth:`events`. ``rate_limit`` and ``events``
+    are recorded in ``f"{key}:options"`` by the first write carrying them; a client writing
+    with others gets ``ValueError``, and so does one without ``events`` deleting, trimming or
+    clearing a board that records them.
     """
 
     redis: Client
@@ -375,7 +382,12 @@ class RedisLeaderboard(BoardBase):
         Such a write whose reply was lost (the connection dropped) is sent again on a new
         connection, at most ``retries`` times, then raises ``ConnectionError``; a resend
         whose first attempt had applied returns ``"duplicate": True``. Without an id, a write
-        is never resent. On a board with ``rate_limit``, a write beyond the limit raises
+        is never resent. An id applied by :meth:`upsert_many`, which keeps no result per entry,
+        also returns ``"duplicate": True`` and writes nothing: the user's entry now
+        (``"score"``, ``"rank"``, ``"metadata"``), ``"previous_score"`` and
+        ``"previous_rank"`` None, ``"changed"`` False, no trimmed ids; if the user is no longer
+        on the board, the score upsert_many wrote with ``"rank"`` None and ``"metadata"``
+        ``{}``. On a board with ``rate_limit``, a write beyond the limit raises
         :class:`RateLimited` (``retry_after`` seconds) and changes nothing.
 
         ``mode="set"`` stores ``score``; ``"best"`` stores it only if it is strictly better
@@ -400,10 +412,28 @@ class RedisLeaderboard(BoardBase):
         count: int = EVENTS_BATCH,
     ) -> EventStream:
         """The board's change events after ``last_id`` (``"$"``: from now on; ``"0"``: every
-        event the stream still holds), oldest first, as they come: ``{"id", "user_id", "score",
-        "rank", "previous_score", "previous_rank", "trimmed_user_ids", "overtaken"}`` (ranks
-        1-based; ``"rank"`` None if the write was trimmed away; ``"overtaken"``: up to 10 ids
-        the write passed, nearest first). Pass the last ``"id"`` seen to resume after a
+        event the stream still holds), oldest first, as they come: ``{"id", "kind", "user_id",
+        "score", "rank", "previous_score", "previous_rank", "trimmed_user_ids", "overtaken"}``,
+        ranks 1-based. ``"kind"`` says what changed the board, each change appending its
+        events atomically with it:
+
+        - ``"score"``: a write (upsert_user, increment_score, submit, a group write, an
+          upsert_many entry) changed the user's score or trimmed someone; ``"rank"`` None if
+          the write was trimmed away; ``"overtaken"``: up to 10 ids the write passed, nearest
+          first; ``"trimmed_user_ids"``: whom it trimmed;
+        - ``"delete"``: :meth:`delete_user` removed the user: ``"score"`` and
+          ``"previous_score"`` the score it had, ``"previous_rank"`` its rank, ``"rank"`` None
+          (deleting a user not on the board appends nothing);
+        - ``"trim"``: :meth:`set_max_entries` or upsert_many's closing trim removed
+          ``"trimmed_user_ids"`` (worst first, at most 1,000 an event); ``"user_id"``,
+          ``"score"`` and the ranks None;
+        - ``"clear"``: one page of :meth:`clear` (5,000 entries a page) removed ``"removed"``
+          entries, leaving ``"size"`` (0: the board is empty); no ids are listed (a big board
+          appends one event a page, never one per entry); ``"user_id"``, ``"score"`` and the
+          ranks None.
+
+        Other users' ranks move with a change (those below a deleted user go up one): the
+        events name only the users they list. Pass the last ``"id"`` seen to resume after a
         disconnect without missing any (while the stream still holds it: it keeps about
         ``events_maxlen``). ``block=None`` waits for ever; a number of seconds ends the
         iteration once that long passes without an event (``0``: what is there now).
@@ -417,7 +447,7 @@ class RedisLeaderboard(BoardBase):
     def set_max_entries(self, max_entries: int) -> list[str]:
         """Change the board's size limit and trim to it; returns the trimmed ids, worst first.
         The new limit applies to this object once the trim has finished (if it raises, the old
-        limit stays)."""
+        limit stays). With ``events``, appends ``"trim"`` events listing the trimmed ids."""
         return self._run(self._board.set_max_entries(max_entries))
 
     def get_top(self, count: int = 10) -> list[Entry]:
@@ -449,11 +479,14 @@ class RedisLeaderboard(BoardBase):
         return self._run(self._board.get_size())
 
     def delete_user(self, user_id: str) -> bool:
-        """Remove ``user_id`` and its metadata; True if it was on the board."""
+        """Remove ``user_id`` and its metadata; True if it was on the board. With ``events``,
+        a removal appends a ``"delete"`` event, atomically with it."""
         return self._run(self._board.delete_user(user_id))
 
     def clear(self) -> None:
-        """Delete the board and every member's metadata hash (in pages on large boards)."""
+        """Delete the board and every member's metadata hash (in pages on large boards). With
+        ``events``, each page appends one ``"clear"`` event (``"removed"``, ``"size"``); the
+        stream itself stays."""
         return self._run(self._board.clear())
 
     # -- queries: one round trip each, atomic; every "rank" follows the board's tie rule ----
@@ -561,7 +594,8 @@ class RedisLeaderboard(BoardBase):
         skipped, and the summary then has ``"duplicates": n``. A chunk whose entries all carry
         ids is resent after a lost reply, at most ``retries`` times. Entries with ids, and
         boards with ``events``/``rate_limit``, go as scripts (bulk.lua); events are appended
-        per changed entry; rate limits do not apply to a bulk load.
+        per changed entry (``"score"``) and for the closing trim (``"trim"``); rate limits do
+        not apply to a bulk load. An id already used by :meth:`submit` is skipped too.
         """
         check_bulk_arguments(chunk_size, progress)
         operations = ChunkOperations(self._board, entries, chunk_size, retries)

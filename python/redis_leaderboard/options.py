@@ -98,6 +98,39 @@ class ClientOptions:
         """The options as the clients' keyword arguments."""
         return {field.name: getattr(self, field.name) for field in dataclasses.fields(self)}
 
+    def cluster_kwargs(self) -> dict[str, Any]:
+        """The options a cluster client gives each node's connections (its keyword arguments
+        beside ``startup_nodes``): every option but those naming one server or a feature a
+        cluster client has not (``_NOT_FOR_CLUSTER``), so a new connection option reaches the
+        cluster clients too (or they refuse it, TypeError, which a test shows)."""
+        return {
+            field.name: getattr(self, field.name)
+            for field in dataclasses.fields(self)
+            if field.name not in _NOT_FOR_CLUSTER
+        }
+
+
+# ClientOptions a cluster client does not take: the server (startup_nodes instead, database 0
+# only), Sentinel, the client-side cache (no cluster support yet) and the asyncio client's queue.
+_NOT_FOR_CLUSTER = frozenset(
+    {
+        "host",
+        "port",
+        "db",
+        "unix_socket_path",
+        "sentinels",
+        "service_name",
+        "sentinel_username",
+        "sentinel_password",
+        "sentinel_ssl",
+        "client_cache",
+        "client_cache_size",
+        "client_cache_max_bytes",
+        "max_in_flight",
+        "max_pending",
+    }
+)
+
 
 @dataclasses.dataclass(frozen=True)
 class AsyncClientOptions(ClientOptions):

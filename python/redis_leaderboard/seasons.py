@@ -15,12 +15,25 @@ sent; the server only enforces the keys' deadlines. See README, "Seasons and win
 from __future__ import annotations
 
 from datetime import datetime, timedelta, timezone, tzinfo
-from typing import Any, Callable, Iterable, Literal, Mapping, Optional, Sequence, Union
+from typing import (
+    Any,
+    Callable,
+    Generic,
+    Iterable,
+    Literal,
+    Mapping,
+    Optional,
+    Sequence,
+    TypeVar,
+    Union,
+)
 from zoneinfo import ZoneInfo
 
 from . import _core
+from ._plans import AsyncDriven, Plan, SyncDriven, plan_method
 from .client import Client
 from .leaderboard import (
+    DEFAULT_CHUNK_SIZE,
     BulkEntry,
     Entry,
     ImportSummary,
@@ -47,6 +60,7 @@ Clock = Callable[[], datetime]
 Aggregate = Literal["sum", "max", "min"]
 UTC = timezone.utc
 _EPSILON = timedelta(microseconds=1)
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 # The offsets of every time zone are whole multiples of 15 minutes: the step with which an hour
 # board's next boundary is looked for.
 _QUARTER = timedelta(minutes=15)
@@ -79,7 +93,7 @@ def _zone(tz: Union[str, tzinfo]) -> tzinfo:
 
 def _millis(moment: datetime) -> int:
     """Unix milliseconds of an aware datetime (exact: no float rounding)."""
-    delta = moment - datetime(1970, 1, 1, tzinfo=UTC)
+    delta = moment - _EPOCH
     return (delta.days * 86_400 + delta.seconds) * 1000 + delta.microseconds // 1000
 
 
@@ -239,10 +253,19 @@ def _check_grace(grace: timedelta) -> timedelta:
     return grace
 
 
-class PeriodicBase:
-    """What the sync and asyncio periodic boards share: the periods, the clock, the boards."""
+# --- periodic boards ----------------------------------------------------------------------------
+# Each class below is written once: its methods that talk to Redis are plans (see _plans), run
+# as plain methods by the sync classes at the end of this module and as coroutines by their
+# asyncio twins (_seasons_asyncio).
 
-    board_class: Any = None  # PeriodBoard, or the asyncio twin
+B = TypeVar("B", bound="PeriodState")
+
+
+class PeriodicBase(Generic[B]):
+    """A periodic board (:class:`PeriodicLeaderboard`, sync or asyncio): the periods, the
+    clock, the boards, and the guide's methods on the current period's board."""
+
+    board_class: type[B]
     client_class: Any = Client
 
     def __init__(
@@ -286,7 +309,10 @@ class PeriodicBase:
         self.max_entries = max_entries
         self.order: Order = order
         self.ties: Ties = ties
-        self._boards: dict[datetime, Any] = {}
+        self._boards: dict[datetime, B] = {}
+        # The current period's board: while the clock is within its bounds, current() needs
+        # no period arithmetic (the time zone's rules).
+        self._current: Optional[B] = None
 
     @property
     def period(self) -> Period:
@@ -309,11 +335,12 @@ class PeriodicBase:
             deadline = self.periods_of.next_start(deadline)
         return max(deadline, end + self.grace)
 
-    def _board_at(self, start: datetime) -> Any:
+    def _board_at(self, start: datetime) -> B:
         board = self._boards.get(start)
         if board is None:
             if len(self._boards) > 2 * self.keep + 8:
                 self._boards.clear()
+                self._current = None
             board = self.board_class(
                 self.redis,
                 key=f"{self.key}:{self.periods_of.period_id(start)}",
@@ -327,16 +354,22 @@ class PeriodicBase:
             self._boards[start] = board
         return board
 
-    def current(self) -> Any:
+    def current(self) -> B:
         """The board of the period the clock is in now."""
-        return self._board_at(self.periods_of.start_of(self.now()))
+        now = self.now()
+        board = self._current
+        if board is not None and board.start <= now < board.end:
+            return board
+        board = self._board_at(self.periods_of.start_of(now))
+        self._current = board
+        return board
 
-    def at(self, when: datetime) -> Any:
+    def at(self, when: datetime) -> B:
         """The board of the period holding the aware datetime ``when`` (any period: reading an
         expired one finds it empty; writing checks ``grace``)."""
         return self._board_at(self.periods_of.start_of(when))
 
-    def previous(self, n: int = 1) -> Any:
+    def previous(self, n: int = 1) -> B:
         """The board of the ``n``-th period before the current one."""
         if isinstance(n, bool) or not isinstance(n, int):
             raise TypeError(f"n must be an int, not {type(n).__name__}")
@@ -368,21 +401,145 @@ class PeriodicBase:
 
     def __repr__(self) -> str:
         return (
-            f"{type(self).__name__}(key={self.key!r}, period={self.period!r}, tz={str(self.tz)!r},"
-            f" keep={self.keep}, max_entries={self.max_entries})"
+            f"{self._display_name}(key={self.key!r}, period={self.period!r}, "
+            f"tz={str(self.tz)!r}, keep={self.keep}, max_entries={self.max_entries})"
         )
+
+    @property
+    def _display_name(self) -> str:
+        return _display_name(self)
+
+    # -- the guide's methods, on the current period's board --------------------------------
+
+    @plan_method
+    def upsert_user(
+        self, user_id: str, score: float, metadata: Optional[Mapping[str, Any]] = None
+    ) -> Plan[Entry]:
+        """As :meth:`RedisLeaderboard.upsert_user`, on the current period's board."""
+        return (yield from PeriodState.upsert_user.plan(self.current(), user_id, score, metadata))
+
+    @plan_method
+    def increment_score(
+        self, user_id: str, amount: float, metadata: Optional[Mapping[str, Any]] = None
+    ) -> Plan[Entry]:
+        """As :meth:`RedisLeaderboard.increment_score`, on the current period's board."""
+        board = self.current()
+        return (yield from PeriodState.increment_score.plan(board, user_id, amount, metadata))
+
+    @plan_method
+    def submit(
+        self,
+        user_id: str,
+        score: float,
+        metadata: Optional[Mapping[str, Any]] = None,
+        *,
+        mode: WriteMode = "set",
+        submission_id: Optional[str] = None,
+        retries: int = 2,
+    ) -> Plan[SubmitResult]:
+        """As :meth:`RedisLeaderboard.submit`, on the current period's board (its result
+        without ``"period"``)."""
+        return (
+            yield from PeriodState.submit.plan(
+                self.current(),
+                user_id,
+                score,
+                metadata,
+                mode=mode,
+                submission_id=submission_id,
+                retries=retries,
+            )
+        )
+
+    @plan_method
+    def get_top(self, count: int = 10) -> Plan[list[Entry]]:
+        """The current period's :meth:`RedisLeaderboard.get_top`."""
+        return (yield self.current()._board.get_top(count))
+
+    @plan_method
+    def get_around_rank(self, rank: int, count: int = 5) -> Plan[list[Entry]]:
+        """The current period's :meth:`RedisLeaderboard.get_around_rank`."""
+        return (yield self.current()._board.get_around_rank(rank, count))
+
+    @plan_method
+    def get_rank(self, user_id: str) -> Plan[Optional[int]]:
+        """The current period's :meth:`RedisLeaderboard.get_rank`."""
+        return (yield self.current()._board.get_rank(user_id))
+
+    @plan_method
+    def get_user_metadata(self, user_id: str) -> Plan[dict[str, str]]:
+        """The current period's :meth:`RedisLeaderboard.get_user_metadata`."""
+        return (yield self.current()._board.get_user_metadata(user_id))
+
+    @plan_method
+    def get_user_entry(self, user_id: str) -> Plan[Optional[Entry]]:
+        """The current period's :meth:`RedisLeaderboard.get_user_entry`."""
+        return (yield self.current()._board.get_user_entry(user_id))
+
+    @plan_method
+    def list_all(self) -> Plan[list[Entry]]:
+        """The current period's :meth:`RedisLeaderboard.list_all`."""
+        return (yield self.current()._board.list_all())
+
+    @plan_method
+    def get_size(self) -> Plan[int]:
+        """The current period's :meth:`RedisLeaderboard.get_size`."""
+        return (yield self.current()._board.get_size())
+
+    @plan_method
+    def delete_user(self, user_id: str) -> Plan[bool]:
+        """The current period's :meth:`RedisLeaderboard.delete_user`."""
+        return (yield self.current()._board.delete_user(user_id))
+
+    @plan_method
+    def get_around_user(self, user_id: str, count: int = 5) -> Plan[list[Entry]]:
+        """The current period's :meth:`RedisLeaderboard.get_around_user`."""
+        return (yield self.current()._board.get_around_user(user_id, count))
+
+    @plan_method
+    def get_page(self, page: int, page_size: int = 10) -> Plan[Page]:
+        """The current period's :meth:`RedisLeaderboard.get_page`."""
+        return (yield self.current()._board.get_page(page, page_size))
+
+
+def _display_name(obj: object) -> str:
+    """The class's name in reprs: ``redis_leaderboard.asyncio.<name>`` for the asyncio twins."""
+    name = type(obj).__name__
+    return f"redis_leaderboard.asyncio.{name}" if isinstance(obj, AsyncDriven) else name
 
 
 class PeriodState:
-    """What a period's board knows of its period: id, bounds, deadline and the write check."""
+    """A period's board (:class:`PeriodBoard`, sync or asyncio): its period's id, bounds and
+    deadline, and the writes, refused once the period takes no more."""
 
-    def _init_period(self, periodic: PeriodicBase, start: datetime) -> int:
+    _board: _core.Board
+
+    def __init__(
+        self,
+        redis_client: Any,
+        key: str,
+        max_entries: int,
+        *,
+        order: Order,
+        ties: Ties,
+        guards: Mapping[str, Any],
+        periodic: PeriodicBase[Any],
+        start: datetime,
+    ) -> None:
         self.periodic = periodic
         self.start = start
         self.end = periodic.periods_of.next_start(start)
         self.period = periodic.periods_of.period_id(start)
         self.expires = periodic.expire_at(start)
-        return _millis(self.expires)
+        super().__init__(  # type: ignore[call-arg]  # the board class after this one
+            redis_client,
+            key,
+            max_entries,
+            order=order,
+            ties=ties,
+            _expire_at=_millis(self.expires),
+            **guards,
+        )
 
     def check_writable(self) -> None:
         """ValueError (before anything is sent) if the clock says this period no longer (or not
@@ -403,42 +560,23 @@ class PeriodState:
                 f"{now.astimezone(self.periodic.tz).isoformat()}"
             )
 
-
-class PeriodBoard(PeriodState, RedisLeaderboard):
-    """One period of a :class:`PeriodicLeaderboard`: a plain :class:`RedisLeaderboard` at
-    ``f"{key}:{period}"`` whose writes set every key's deadline (``expires``) and are refused
-    (``ValueError``) once the period ended more than ``grace`` ago."""
-
-    def __init__(
-        self,
-        redis_client: Any,
-        key: str,
-        max_entries: int,
-        *,
-        order: Order,
-        ties: Ties,
-        guards: Mapping[str, Any],
-        periodic: PeriodicBase,
-        start: datetime,
-    ) -> None:
-        super().__init__(redis_client, key, max_entries, order=order, ties=ties, **guards)
-        expire_at = self._init_period(periodic, start)
-        self._board = _core.Board(
-            key, max_entries, order=order, ties=ties, expire_at=expire_at, **guards
-        )
-
+    @plan_method
     def upsert_user(
         self, user_id: str, score: float, metadata: Optional[Mapping[str, Any]] = None
-    ) -> Entry:
+    ) -> Plan[Entry]:
+        """As :meth:`RedisLeaderboard.upsert_user`, if the period takes writes."""
         self.check_writable()
-        return super().upsert_user(user_id, score, metadata)
+        return (yield self._board.upsert_user(user_id, score, metadata))
 
+    @plan_method
     def increment_score(
         self, user_id: str, amount: float, metadata: Optional[Mapping[str, Any]] = None
-    ) -> Entry:
+    ) -> Plan[Entry]:
+        """As :meth:`RedisLeaderboard.increment_score`, if the period takes writes."""
         self.check_writable()
-        return super().increment_score(user_id, amount, metadata)
+        return (yield self._board.increment_score(user_id, amount, metadata))
 
+    @plan_method
     def submit(
         self,
         user_id: str,
@@ -448,112 +586,32 @@ class PeriodBoard(PeriodState, RedisLeaderboard):
         mode: WriteMode = "set",
         submission_id: Optional[str] = None,
         retries: int = 2,
-    ) -> SubmitResult:
+    ) -> Plan[SubmitResult]:
+        """As :meth:`RedisLeaderboard.submit`, if the period takes writes."""
         self.check_writable()
-        return super().submit(
+        operation = self._board.submit(
             user_id, score, metadata, mode=mode, submission_id=submission_id, retries=retries
         )
+        return (yield operation)
 
+    @plan_method
     def upsert_many(
         self,
         entries: Iterable[BulkEntry],
         *,
-        chunk_size: int = 1000,
+        chunk_size: int = DEFAULT_CHUNK_SIZE,
         progress: Optional[Callable[[int], None]] = None,
         retries: int = 2,
-    ) -> ImportSummary:
+    ) -> Plan[ImportSummary]:
+        """As :meth:`RedisLeaderboard.upsert_many`, if the period takes writes."""
         self.check_writable()
-        return super().upsert_many(
-            entries, chunk_size=chunk_size, progress=progress, retries=retries
+        load = super().upsert_many  # type: ignore[misc]  # the board class after this one
+        return (
+            yield lambda: load(entries, chunk_size=chunk_size, progress=progress, retries=retries)
         )
 
     def __repr__(self) -> str:
-        return f"PeriodBoard(key={self.key!r}, expires={self.expires.isoformat()})"
-
-
-class PeriodicLeaderboard(PeriodicBase):
-    """A board per period (hour, day, ISO week, month, or a timedelta from ``anchor``) in the
-    time zone ``tz``, each the guide's layout at ``f"{key}:{period_id}"``
-    (``lb:weekly:2026-W48``, ``lb:daily:2026-11-23``).
-
-    Writes and the guide's reads go to the current period (:meth:`current`); :meth:`at`,
-    :meth:`previous` and :meth:`periods` reach older ones. The newest ``keep`` periods (the
-    current one included) are kept; an older one expires by itself: every write sets the
-    deadline of every key it writes (sorted set, option keys, the user's metadata hash), so all
-    keys of a period expire together, when the ``keep``-th period after it begins (and never
-    before its end plus ``grace``).
-
-    ``clock`` (a callable returning an aware datetime; default the system clock) decides which
-    period a write lands in: inject it for tests or to replay events with their own
-    timestamps. ``grace``: a write whose clock time is within ``grace`` after a boundary may
-    still go to the period that just ended, explicitly (``board.at(stamp).submit(...)``); a
-    write to a period that ended longer ago raises ``ValueError`` before anything is sent.
-    """
-
-    board_class = PeriodBoard
-
-    def current(self) -> PeriodBoard:
-        return super().current()  # type: ignore[no-any-return]
-
-    def at(self, when: datetime) -> PeriodBoard:
-        return super().at(when)  # type: ignore[no-any-return]
-
-    def previous(self, n: int = 1) -> PeriodBoard:
-        return super().previous(n)  # type: ignore[no-any-return]
-
-    def upsert_user(
-        self, user_id: str, score: float, metadata: Optional[Mapping[str, Any]] = None
-    ) -> Entry:
-        return self.current().upsert_user(user_id, score, metadata)
-
-    def increment_score(
-        self, user_id: str, amount: float, metadata: Optional[Mapping[str, Any]] = None
-    ) -> Entry:
-        return self.current().increment_score(user_id, amount, metadata)
-
-    def submit(
-        self,
-        user_id: str,
-        score: float,
-        metadata: Optional[Mapping[str, Any]] = None,
-        *,
-        mode: WriteMode = "set",
-        submission_id: Optional[str] = None,
-        retries: int = 2,
-    ) -> SubmitResult:
-        return self.current().submit(
-            user_id, score, metadata, mode=mode, submission_id=submission_id, retries=retries
-        )
-
-    def get_top(self, count: int = 10) -> list[Entry]:
-        return self.current().get_top(count)
-
-    def get_around_rank(self, rank: int, count: int = 5) -> list[Entry]:
-        return self.current().get_around_rank(rank, count)
-
-    def get_rank(self, user_id: str) -> Optional[int]:
-        return self.current().get_rank(user_id)
-
-    def get_user_metadata(self, user_id: str) -> dict[str, str]:
-        return self.current().get_user_metadata(user_id)
-
-    def get_user_entry(self, user_id: str) -> Optional[Entry]:
-        return self.current().get_user_entry(user_id)
-
-    def list_all(self) -> list[Entry]:
-        return self.current().list_all()
-
-    def get_size(self) -> int:
-        return self.current().get_size()
-
-    def delete_user(self, user_id: str) -> bool:
-        return self.current().delete_user(user_id)
-
-    def get_around_user(self, user_id: str, count: int = 5) -> list[Entry]:
-        return self.current().get_around_user(user_id, count)
-
-    def get_page(self, page: int, page_size: int = 10) -> Page:
-        return self.current().get_page(page, page_size)
+        return f"{_display_name(self)}(key={self._board.key!r}, expires={self.expires.isoformat()})"
 
 
 # --- rolling windows ----------------------------------------------------------------------------
@@ -568,31 +626,50 @@ def _whole_millis(value: timedelta, what: str) -> int:
 
 
 class RollingState:
-    """What the sync and asyncio rolling windows share: the window, its buckets, the clock."""
+    """A rolling window (:class:`RollingLeaderboard`, sync or asyncio): the window, its
+    buckets, the clock, and the writes; the reads are the board class's, each run after the
+    window's refresh."""
 
     _window: _core.Window
     clock: Clock
+    redis: Any
+    _run: Callable[[_core.Operation], Any]
 
-    def _init_window(
+    def __init__(
         self,
-        key: str,
-        window: timedelta,
-        bucket: timedelta,
-        aggregate: Aggregate,
-        max_entries: int,
-        order: Order,
-        clock: Optional[Clock],
+        redis_client: Any = None,
+        key: str = "leaderboard:demo",
+        window: timedelta = timedelta(days=7),
+        bucket: timedelta = timedelta(hours=1),
+        aggregate: Aggregate = "sum",
+        max_entries: int = 100,
+        *,
+        order: Order = "desc",
+        clock: Optional[Clock] = None,
+        url: Optional[str] = None,
+        submission_ttl: float = 86400,
     ) -> None:
+        super().__init__(  # type: ignore[call-arg]  # the board class after this one
+            redis_client, key, max_entries, url=url, order=order, submission_ttl=submission_ttl
+        )
         bucket_ms = _whole_millis(bucket, "bucket")
         window_ms = _whole_millis(window, "window")
         if window_ms % bucket_ms:
             raise ValueError("window must be a whole number of buckets")
         self._window = _core.Window(
-            key, bucket_ms, window_ms, aggregate=aggregate, max_entries=max_entries, order=order
+            key,
+            bucket_ms,
+            window_ms,
+            aggregate=aggregate,
+            max_entries=max_entries,
+            order=order,
+            submission_ttl=submission_ttl,
         )
         if clock is not None and not callable(clock):
             raise TypeError("clock must be a callable returning an aware datetime")
         self.clock = clock or _system_clock
+        run = self.redis.run
+        self._run = lambda read: run(self._refreshed(read))
 
     @property
     def window(self) -> timedelta:
@@ -619,9 +696,7 @@ class RollingState:
 
     def bucket_start(self, bucket: int) -> datetime:
         """When bucket ``bucket`` begins (UTC)."""
-        return datetime(1970, 1, 1, tzinfo=UTC) + timedelta(
-            milliseconds=bucket * self._window.bucket_ms
-        )
+        return _EPOCH + timedelta(milliseconds=bucket * self._window.bucket_ms)
 
     def window_start(self) -> datetime:
         """The start of the oldest bucket in the window now: scores written before it are out."""
@@ -629,12 +704,6 @@ class RollingState:
 
     def _refreshed(self, read: _core.Operation) -> _core.Operation:
         return self._window.refreshed(self.bucket_at(), read)
-
-    def _write(self, user_id: str, score: float, metadata: Any, mode: WriteMode) -> Any:
-        operation, results = _core.group_submit(
-            [(self._window, mode, self.bucket_at())], user_id, score, metadata
-        )
-        return operation, results
 
     @staticmethod
     def _entry(result: SubmitResult) -> Entry:
@@ -656,42 +725,7 @@ class RollingState:
             "increment_score), and its max_entries is fixed when it is opened"
         )
 
-
-class RollingLeaderboard(RollingState, RedisLeaderboard):
-    """A board of the last ``window`` (a ``timedelta``), sliding by ``bucket``.
-
-    Writes land in the bucket the clock is in ("<key>:bucket:<i>", i = unix ms // bucket; each
-    expires ``window + bucket`` after it begins). The board of the window (``key`` itself, the
-    guide's layout: metadata at ``f"{key}:user:{user_id}"``, expiring with the user's newest
-    bucket) holds each user's ``aggregate`` (``"sum"``, ``"max"`` or ``"min"``) of the scores in
-    the window's buckets, at most ``max_entries`` of them (the worst beyond it leave the board,
-    not their buckets: they come back if they climb). A score leaves the window exactly when
-    its bucket does.
-
-    Every read of :class:`RedisLeaderboard` (the guide's and the queries) works, in one round
-    trip: it first brings the window's board to the current bucket (rebuilt once per bucket
-    with ZUNIONSTORE; writes keep it up to date in between), so reads are exact, not stale.
-    ``set_max_entries`` and ``upsert_many`` raise ``TypeError``.
-    """
-
-    def __init__(
-        self,
-        redis_client: Any = None,
-        key: str = "leaderboard:demo",
-        window: timedelta = timedelta(days=7),
-        bucket: timedelta = timedelta(hours=1),
-        aggregate: Aggregate = "sum",
-        max_entries: int = 100,
-        *,
-        order: Order = "desc",
-        clock: Optional[Clock] = None,
-        url: Optional[str] = None,
-    ) -> None:
-        super().__init__(redis_client, key, max_entries, url=url, order=order)
-        self._init_window(key, window, bucket, aggregate, max_entries, order, clock)
-        run = self.redis.run
-        self._run = lambda read: run(self._refreshed(read))
-
+    @plan_method
     def submit(
         self,
         user_id: str,
@@ -701,59 +735,76 @@ class RollingLeaderboard(RollingState, RedisLeaderboard):
         mode: WriteMode = "set",
         submission_id: Optional[str] = None,
         retries: int = 2,
-    ) -> SubmitResult:
+    ) -> Plan[SubmitResult]:
         """Write ``score`` to the user's score in the current bucket (``mode`` as
         :meth:`RedisLeaderboard.submit`, within the bucket) and merge ``metadata``; the result
         is about the window's board: the user's aggregate, rank, previous ones, and who the
-        write pushed out of its ``max_entries``."""
-        if submission_id is not None:
-            raise ValueError(
-                "submission ids are not supported on a rolling window: submit to a plain or "
-                "periodic board, or a LeaderboardGroup of them, without one"
-            )
-        operation, results = self._write(user_id, score, metadata, mode)
-        self.redis.run(operation)
+        write pushed out of its ``max_entries``.
+
+        ``submission_id`` and ``retries`` as :meth:`RedisLeaderboard.submit`: the write applies
+        once per id within ``submission_ttl`` (the id is the window's, whatever the bucket: a
+        repeat in a later bucket writes nothing and returns the stored result with
+        ``"duplicate": True``)."""
+        operation, results = _core.group_submit(  # positional: cheaper than keywords
+            [(self._window, mode, self.bucket_at())],
+            user_id,
+            score,
+            metadata,
+            submission_id,
+            retries,
+        )
+        yield operation
         result: SubmitResult = results()[0]
         return result
 
+    @plan_method
     def upsert_user(
         self, user_id: str, score: float, metadata: Optional[Mapping[str, Any]] = None
-    ) -> Entry:
+    ) -> Plan[Entry]:
         """Set the user's score in the current bucket; returns the window's entry."""
-        return self._entry(self.submit(user_id, score, metadata, mode="set"))
+        return self._entry((yield from RollingState.submit.plan(self, user_id, score, metadata)))
 
+    @plan_method
     def increment_score(
         self, user_id: str, amount: float, metadata: Optional[Mapping[str, Any]] = None
-    ) -> Entry:
+    ) -> Plan[Entry]:
         """Add ``amount`` to the user's score in the current bucket; returns the window's
         entry."""
-        return self._entry(self.submit(user_id, amount, metadata, mode="incr"))
+        written = yield from RollingState.submit.plan(self, user_id, amount, metadata, mode="incr")
+        return self._entry(written)
 
-    def delete_user(self, user_id: str) -> bool:
+    @plan_method
+    def delete_user(self, user_id: str) -> Plan[bool]:
         """Remove the user from the window's board, from every bucket, and its metadata."""
-        return self.redis.run(self._window.delete_user(self.bucket_at(), user_id))  # type: ignore[no-any-return]
+        return (yield self._window.delete_user(self.bucket_at(), user_id))
 
-    def clear(self) -> None:
+    @plan_method
+    def clear(self) -> Plan[None]:
         """Remove every bucket, the window's board and the metadata of everyone in them."""
-        self.redis.run(self._window.clear(self.bucket_at()))
+        yield self._window.clear(self.bucket_at())
 
-    def set_max_entries(self, max_entries: int) -> list[str]:
-        raise self._refuse("set_max_entries")
+    @plan_method
+    def set_max_entries(self, max_entries: int) -> Plan[list[str]]:
+        """Refused (``TypeError``): a window's max_entries is fixed when it is opened."""
+        raise self._refuse("set_max_entries")  # at the call: no step to run
 
+    @plan_method
     def upsert_many(
         self,
         entries: Iterable[BulkEntry],
         *,
-        chunk_size: int = 1000,
+        chunk_size: int = DEFAULT_CHUNK_SIZE,
         progress: Optional[Callable[[int], None]] = None,
         retries: int = 2,
-    ) -> ImportSummary:
+    ) -> Plan[ImportSummary]:
+        """Refused (``TypeError``): a window's scores land one write at a time."""
         raise self._refuse("upsert_many")
 
     def __repr__(self) -> str:
         return (
-            f"RollingLeaderboard(key={self.key!r}, window={self.window!r}, bucket={self.bucket!r},"
-            f" aggregate={self.aggregate!r}, max_entries={self.max_entries})"
+            f"{_display_name(self)}(key={self._window.key!r}, window={self.window!r}, "
+            f"bucket={self.bucket!r}, aggregate={self.aggregate!r}, "
+            f"max_entries={self._window.max_entries})"
         )
 
 
@@ -763,13 +814,12 @@ GroupMode = Union[WriteMode, Mapping[str, WriteMode]]
 
 
 class GroupBase:
-    """What the sync and asyncio groups share: the boards and the request."""
+    """A group (:class:`LeaderboardGroup`, sync or asyncio): the boards and the write."""
 
     client_class: Any = Client
     plain_class: Any = RedisLeaderboard
-    periodic_class: Any = PeriodicLeaderboard
-    period_board_class: Any = PeriodBoard
-    rolling_class: Any = RollingLeaderboard
+    periodic_class: Any = None  # PeriodicLeaderboard, or the asyncio twin
+    rolling_class: Any = None  # RollingLeaderboard, or the asyncio twin
 
     def __init__(self, redis_client: Any, boards: Sequence[Any], *, url: Optional[str] = None):
         boards = list(boards)
@@ -791,7 +841,13 @@ class GroupBase:
         self.redis = make_client(redis_client, url, self.client_class)
 
     def _request(
-        self, user_id: str, score: float, metadata: Any, mode: GroupMode
+        self,
+        user_id: str,
+        score: float,
+        metadata: Any,
+        mode: GroupMode,
+        submission_id: Optional[str] = None,
+        retries: int = 2,
     ) -> tuple[_core.Operation, Any, list[Optional[str]]]:
         modes: Mapping[str, Any]
         if isinstance(mode, str):
@@ -818,14 +874,41 @@ class GroupBase:
                 members.append((current._board, board_mode, 0))
                 periods.append(current.period)
             else:
-                if isinstance(board, self.period_board_class):
+                if isinstance(board, PeriodState):
                     board.check_writable()
                 members.append((board._board, board_mode, 0))
                 periods.append(board.period if isinstance(board, PeriodState) else None)
-        operation, results = _core.group_submit(members, user_id, score, metadata)
+        operation, results = _core.group_submit(
+            members, user_id, score, metadata, submission_id, retries
+        )
         return operation, results, periods
 
-    def _results(self, results: Any, periods: list[Optional[str]]) -> dict[str, SubmitResult]:
+    @plan_method
+    def submit(
+        self,
+        user_id: str,
+        score: float,
+        metadata: Optional[Mapping[str, Any]] = None,
+        *,
+        mode: GroupMode = "set",
+        submission_id: Optional[str] = None,
+        retries: int = 2,
+    ) -> Plan[dict[str, SubmitResult]]:
+        """Returns ``{board key: submit()'s result}`` (a periodic board's with ``"period"``, a
+        rolling window's about the window's board).
+
+        ``submission_id`` (issue 17): every board applies the write once, as its own
+        :meth:`RedisLeaderboard.submit` with that id would (its key
+        ``f"{board key}:submission:{id}"``, kept for that board's ``submission_ttl``), all in
+        the one atomic script: a repeat writes nothing and returns each board's stored result
+        with ``"duplicate": True`` (``False`` the first time). A write whose reply was lost is
+        resent on a new connection, at most ``retries`` times, then raises
+        ``ConnectionError``. A periodic board's id belongs to its period: a repeat after the
+        period changed writes the new period."""
+        operation, results, periods = self._request(
+            user_id, score, metadata, mode, submission_id, retries
+        )
+        yield operation
         out: dict[str, SubmitResult] = {}
         for key, period, result in zip(self.keys, periods, results()):
             if period is not None:
@@ -837,7 +920,57 @@ class GroupBase:
         return f"{type(self).__name__}({self.keys!r})"
 
 
-class LeaderboardGroup(GroupBase):
+# --- the sync classes ---------------------------------------------------------------------------
+
+
+class PeriodBoard(PeriodState, SyncDriven, RedisLeaderboard):
+    """One period of a :class:`PeriodicLeaderboard`: a plain :class:`RedisLeaderboard` at
+    ``f"{key}:{period}"`` whose writes set every key's deadline (``expires``) and are refused
+    (``ValueError``) once the period ended more than ``grace`` ago."""
+
+
+class PeriodicLeaderboard(PeriodicBase[PeriodBoard], SyncDriven):
+    """A board per period (hour, day, ISO week, month, or a timedelta from ``anchor``) in the
+    time zone ``tz``, each the guide's layout at ``f"{key}:{period_id}"``
+    (``lb:weekly:2026-W48``, ``lb:daily:2026-11-23``).
+
+    Writes and the guide's reads go to the current period (:meth:`current`); :meth:`at`,
+    :meth:`previous` and :meth:`periods` reach older ones. The newest ``keep`` periods (the
+    current one included) are kept; an older one expires by itself: every write sets the
+    deadline of every key it writes (sorted set, option keys, the user's metadata hash), so all
+    keys of a period expire together, when the ``keep``-th period after it begins (and never
+    before its end plus ``grace``).
+
+    ``clock`` (a callable returning an aware datetime; default the system clock) decides which
+    period a write lands in: inject it for tests or to replay events with their own
+    timestamps. ``grace``: a write whose clock time is within ``grace`` after a boundary may
+    still go to the period that just ended, explicitly (``board.at(stamp).submit(...)``); a
+    write to a period that ended longer ago raises ``ValueError`` before anything is sent.
+    """
+
+    board_class = PeriodBoard
+
+
+class RollingLeaderboard(RollingState, SyncDriven, RedisLeaderboard):
+    """A board of the last ``window`` (a ``timedelta``), sliding by ``bucket``.
+
+    Writes land in the bucket the clock is in ("<key>:bucket:<i>", i = unix ms // bucket; each
+    expires ``window + bucket`` after it begins). The board of the window (``key`` itself, the
+    guide's layout: metadata at ``f"{key}:user:{user_id}"``, expiring with the user's newest
+    bucket) holds each user's ``aggregate`` (``"sum"``, ``"max"`` or ``"min"``) of the scores in
+    the window's buckets, at most ``max_entries`` of them (the worst beyond it leave the board,
+    not their buckets: they come back if they climb). A score leaves the window exactly when
+    its bucket does.
+
+    Every read of :class:`RedisLeaderboard` (the guide's and the queries) works, in one round
+    trip: it first brings the window's board to the current bucket (rebuilt once per bucket
+    with ZUNIONSTORE; writes keep it up to date in between), so reads are exact, not stale.
+    ``set_max_entries`` and ``upsert_many`` raise ``TypeError``. ``submission_ttl``: seconds
+    the result of a write with a ``submission_id`` is kept (as :class:`RedisLeaderboard`).
+    """
+
+
+class LeaderboardGroup(GroupBase, SyncDriven):
     """Several boards fed by one write: ``group.submit(user_id, score, metadata, mode=...)``
     writes to every board in one round trip, atomically (one script: every board's write is
     checked before any is applied, so a refused one writes nothing anywhere).
@@ -848,16 +981,5 @@ class LeaderboardGroup(GroupBase):
     of its clock) objects. ``mode``: one for every board, or a mapping of board keys to modes.
     """
 
-    def submit(
-        self,
-        user_id: str,
-        score: float,
-        metadata: Optional[Mapping[str, Any]] = None,
-        *,
-        mode: GroupMode = "set",
-    ) -> dict[str, SubmitResult]:
-        """Returns ``{board key: submit()'s result}`` (a periodic board's with ``"period"``, a
-        rolling window's about the window's board)."""
-        operation, results, periods = self._request(user_id, score, metadata, mode)
-        self.redis.run(operation)
-        return self._results(results, periods)
+    periodic_class = PeriodicLeaderboard
+    rolling_class = RollingLeaderboard

@@ -382,6 +382,8 @@ end
 -- and 'events' '1') the first time a write carries them, and a write whose guards differ from
 -- the recorded ones is refused with check_options' OPTIONS status (ValueError in the client):
 -- a client without them would silently bypass the limit or leave watchers without events.
+-- Removals (delete_user, clear, a trim) append events too (see removal_events): every change
+-- of a board with events is in its stream, each event's 'kind' saying what made it.
 
 -- Sets w's guard fields from the words spec[from], spec[from + 1], ... (see above), the keys of
 -- those that have one ending at KEYS[last_key]; and w.expire_at from a word 'expire:<unix ms>'
@@ -433,9 +435,54 @@ local function check_guards(b, w)
   return nil, record
 end
 
+-- submit()'s reply, marked a duplicate, for a submission id that upsert_many applied: it keeps
+-- no result per entry, only the score it wrote (`written`, after 'upsert_many ' in the id's
+-- key; '' if an older writer left none). So the reply is the user's entry now (score, rank,
+-- metadata), with no previous score or rank and changed 0; if the user is not on the board
+-- (trimmed, deleted), the score upsert_many wrote ('nan' if unknown), no rank, no metadata, as
+-- a write trimmed away. Its commands' permissions and keys were checked by plan_write.
+local function bulk_duplicate(b, w, written)
+  local stored = redis.call('ZSCORE', b.board, w.user_id)
+  if not stored then
+    return {{}, written ~= '' and written or 'nan', false, {}, false, false, 0, 1}
+  end
+  return {{}, stored, rank_of(b, w.user_id, tonumber(stored)), redis.call('HGETALL', w.user_key),
+    false, false, 0, 1}
+end
+
+-- Idempotency (w.submission_key, w.submission_ttl): nil if the write may go ahead, else the
+-- reply to return: an error reply, or the stored result of an earlier write with the same
+-- submission id (its last element 1: a duplicate; a table with neither 'err' nor 'ok'); for an
+-- id upsert_many applied, on board `b`, bulk_duplicate's reply (a window, without `b`: an error).
+local function check_submission(w, b)
+  local err = check_acl('GET', w.submission_key)
+    or check_acl('SET', w.submission_key, 'x', 'PX', w.submission_ttl)
+    or check_type(w.submission_key, 'string')
+  if err then return err end
+  local stored = redis.call('GET', w.submission_key)
+  if stored and string.sub(stored, 1, 11) == 'upsert_many' then
+    if b then return bulk_duplicate(b, w, string.sub(stored, 13)) end
+    return redis.error_reply('ERR submission id ' .. w.submission_key
+      .. ' was applied by upsert_many to a board, not to this window; nothing was changed')
+  elseif stored then
+    local reply = cmsgpack.unpack(stored)
+    reply[#reply + 1] = 1
+    return reply
+  end
+  return nil
+end
+
+-- Stores a write's reply under its submission id, then marks it (its last element 0: not a
+-- duplicate); returns it.
+local function store_submission(w, reply)
+  redis.call('SET', w.submission_key, cmsgpack.pack(reply), 'PX', w.submission_ttl)
+  reply[#reply + 1] = 0
+  return reply
+end
+
 -- The checks of a write's guards, before anything is written: nil and what apply_guards needs,
 -- or nil and the reply to return: an error reply, OPTIONS, the stored result of an earlier
--- write with the same submission id (its last element 1: a duplicate), or RATELIMITED.
+-- write with the same submission id (check_submission), or RATELIMITED.
 local function plan_guards(b, w)
   local g = {}
   local err = (w.rate_key or w.events_key) and check_acl('HSET', b.options, 'x', 'x')
@@ -443,19 +490,8 @@ local function plan_guards(b, w)
   err, g.record = check_guards(b, w)
   if err then return nil, err end
   if w.submission_key then
-    err = check_acl('GET', w.submission_key)
-      or check_acl('SET', w.submission_key, 'x', 'PX', w.submission_ttl)
-      or check_type(w.submission_key, 'string')
+    err = check_submission(w, b)
     if err then return nil, err end
-    local stored = redis.call('GET', w.submission_key)
-    if stored == 'upsert_many' then
-      return nil, redis.error_reply('ERR submission id ' .. w.submission_key
-        .. ' was applied by upsert_many, which stores no result; nothing was changed')
-    elseif stored then
-      local reply = cmsgpack.unpack(stored)
-      reply[#reply + 1] = 1
-      return nil, reply
-    end
   end
   if w.rate_key then
     local key = w.rate_key
@@ -494,20 +530,21 @@ local function position_before(b, user_id, old)
   return redis.call('ZCARD', b.ranked)
 end
 
--- Appends a change event to the stream `key` (capped at about `maxlen`): the user, its score
--- and 1-based rank now (rank '' if the write was trimmed away), before ('' if new), who the
--- write trimmed (at most 1,000 listed) and whom it overtook: the entries that ranked ahead of the
--- user before the write and behind it now (at most 10, nearest first; on boards whose equal
--- scores share a rank, only those now strictly worse). Lists are repeated fields.
+-- Appends a write's change event (kind 'score') to the stream `key` (capped at about
+-- `maxlen`): the user, its score and 1-based rank now (rank '' if the write was trimmed away),
+-- before ('' if new), who the write trimmed (the first 1,000; any more in 'trim' events right
+-- after it) and whom it overtook: the entries that ranked ahead of the user before the write
+-- and behind it now (at most 10, nearest first; on boards whose equal scores share a rank, only
+-- those now strictly worse). Lists are repeated fields.
 local function add_event(b, key, maxlen, user_id, score, old_text, previous_rank, old_position,
                          trimmed)
   local stored = redis.call('ZSCORE', b.board, user_id)
-  local fields = {'user_id', user_id, 'score', stored or score_text(score), 'rank', '',
-    'previous_score', old_text or '', 'previous_rank',
+  local fields = {'kind', 'score', 'user_id', user_id, 'score', stored or score_text(score),
+    'rank', '', 'previous_score', old_text or '', 'previous_rank',
     previous_rank and tostring(previous_rank + 1) or ''}
   if stored then
     local value = tonumber(stored)
-    fields[6] = tostring(rank_of(b, user_id, value) + 1)
+    fields[8] = tostring(rank_of(b, user_id, value) + 1)
     local position = redis.call(b.position_command, b.ranked, ranked_member(b, user_id))
     if position < old_position then
       local passed = range_best(b, position + 1, math.min(old_position, position + 10))
@@ -524,6 +561,65 @@ local function add_event(b, key, maxlen, user_id, score, old_text, previous_rank
     fields[#fields + 1] = trimmed[i]
   end
   redis.call('XADD', key, 'MAXLEN', '~', maxlen, '*', unpack(fields))
+  -- A write trimming more (a board over a smaller limit): the rest in 'trim' events, 1,000 each.
+  for i = 1001, #trimmed, 1000 do
+    local rest = {'kind', 'trim'}
+    for j = i, math.min(i + 999, #trimmed) do
+      rest[#rest + 1] = 'trimmed'
+      rest[#rest + 1] = trimmed[j]
+    end
+    redis.call('XADD', key, 'MAXLEN', '~', maxlen, '*', unpack(rest))
+  end
+end
+
+-- ---- Removals' events (delete_user, clear, trims) ---------------------------------------------
+-- A removal script on a board with events gets, after order and ties, the word
+-- 'events:<maxlen>' (and 'expire:<unix ms>' on a periodic board; see guard_fields), the stream
+-- the last of its KEYS, and takes its options path; a default board's removals send neither
+-- and never build these helpers. Events: 'delete' (the user, its score, its previous rank),
+-- 'trim' (the ids removed, at most 1,000 per event, worst first), 'clear' (one per page of a
+-- clear: how many it removed and how many are left, no ids).
+
+-- w (events_key, events_maxlen, expire_at) from a removal's guard words, or nil: no events.
+local function removal_events(words)
+  if not words or words == '' then return nil end
+  local spec = {}
+  for word in string.gmatch(words, '%S+') do spec[#spec + 1] = word end
+  local w = guard_fields({}, spec, 1, #KEYS)
+  return w.events_key and w or nil
+end
+
+-- nil, or the reply a removal returns before its first write: check_options' OPTIONS status if
+-- the board records events and the caller has none (its removals would leave watchers without
+-- them), else with events the checks of appending to the stream: its type, and the caller's
+-- permissions (XADD, PEXPIREAT with an expiry, the rank of a deleted user).
+local function check_removal_events(b, w)
+  if b.recorded_events and not w then
+    return options_status(b.order, b.ties, b.recorded_rate, b.recorded_events)
+  end
+  if not w then return nil end
+  return check_acl('XADD', w.events_key, 'MAXLEN', '~', '1', '*', 'x', 'x')
+    or check_type(w.events_key, 'stream') or check_acl(b.position_command, b.ranked, 'x')
+    or (w.expire_at and check_acl('PEXPIREAT', w.events_key, w.expire_at)) or nil
+end
+
+-- Appends a removal's event (`fields`: 'kind', ... ) to the stream of `w` (removal_events); a
+-- periodic board's stream expires with it.
+local function append_event(w, fields)
+  redis.call('XADD', w.events_key, 'MAXLEN', '~', w.events_maxlen, '*', unpack(fields))
+  if w.expire_at then redis.call('PEXPIREAT', w.events_key, w.expire_at) end
+end
+
+-- A trim's 'trim' events: `user_ids` (worst first), at most 1,000 an event.
+local function add_trim_events(w, user_ids)
+  for i = 1, #user_ids, 1000 do
+    local fields = {'kind', 'trim'}
+    for j = i, math.min(i + 999, #user_ids) do
+      fields[#fields + 1] = 'trimmed'
+      fields[#fields + 1] = user_ids[j]
+    end
+    append_event(w, fields)
+  end
 end
 
 -- After a write's own writes: records the guard options, counts the write in the user's rate
@@ -532,7 +628,11 @@ end
 -- it: its last element 0, not a duplicate). `p` is plan_write's plan.
 local function apply_guards(p, reply)
   local w, b, g = p.w, p.b, p.guards
-  if g.record then redis.call('HSET', b.options, unpack(g.record)) end
+  if g.record then
+    redis.call('HSET', b.options, unpack(g.record))
+    -- A periodic board's options hash may be created only now, after expire_board ran.
+    if w.expire_at then redis.call('PEXPIREAT', b.options, w.expire_at) end
+  end
   if w.rate_key then
     local key, member = w.rate_key, string.format('%.0f', g.now)
     redis.call('ZREMRANGEBYSCORE', key, '-inf', string.format('%.0f', g.since))
@@ -546,10 +646,7 @@ local function apply_guards(p, reply)
     -- A periodic board's events expire with it (issue 16).
     if w.expire_at then redis.call('PEXPIREAT', w.events_key, w.expire_at) end
   end
-  if w.submission_key then
-    redis.call('SET', w.submission_key, cmsgpack.pack(reply), 'PX', w.submission_ttl)
-    reply[#reply + 1] = 0
-  end
+  if w.submission_key then return store_submission(w, reply) end
   return reply
 end
 

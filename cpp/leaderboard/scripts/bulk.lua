@@ -10,7 +10,8 @@
 -- rate limited), 'events:<maxlen>', 'expire:<unix ms>' (a periodic board's deadline, see
 -- expire_board); '' for none), then per entry: user_id, score, with 'sid'
 -- 1 or 0 (it carries an id), number of metadata fields, field, value, ...
--- An entry whose id was applied before (or earlier in the chunk) is skipped. Returns the
+-- An entry whose id was applied before (by upsert_many or submit, or earlier in the chunk) is
+-- skipped; an entry written keeps 'upsert_many <score>' under its id. Returns the
 -- number of entries written.
 local board = KEYS[1]
 local b = board_spec(board, 2, ARGV[1], ARGV[2])
@@ -94,7 +95,11 @@ for _, entry in ipairs(entries) do
     for j = entry.from, entry.to, 1000 do
       redis.call('HSET', entry.key, unpack(ARGV, j, math.min(j + 999, entry.to)))
     end
-    if entry.sid then redis.call('SET', entry.sid, 'upsert_many', 'PX', w.submission_ttl) end
+    -- No result per entry, only the score written: submit() with the same id reports the
+    -- user's entry as it is then (see bulk_duplicate in _lib.lua).
+    if entry.sid then
+      redis.call('SET', entry.sid, 'upsert_many ' .. entry.number, 'PX', w.submission_ttl)
+    end
   end
   if expire_at then expire_board(b, entry.key, expire_at) end
 end

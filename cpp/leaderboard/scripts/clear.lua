@@ -1,9 +1,12 @@
 #!lua flags=allow-oom
 -- clear, one page: remove up to `page` entries (worst first) and their metadata; once the board
--- is empty, its option keys too. Only deletes, so it runs when the server is out of memory
--- (allow-oom) and frees it.
--- KEYS: board, then the option keys (see board_spec in _lib.lua). ARGV: metadata prefix, page,
--- then on a board with options: order, ties. Returns how many entries remain.
+-- is empty, its option keys too. Only deletes (with events, also appends one event), so it
+-- runs when the server is out of memory (allow-oom) and frees it.
+-- KEYS: board, then the option keys (see board_spec in _lib.lua), then with events the stream
+-- "<board>:events". ARGV: metadata prefix, page, then on a board with options or events: order,
+-- ties, then with events 'events:<maxlen>[ expire:<unix ms>]' (see removal_events in _lib.lua).
+-- Returns how many entries remain. With events, a page that removed entries appends one
+-- 'clear' event (how many it removed, how many are left), never one per entry.
 local board, prefix = KEYS[1], ARGV[1]
 if not ARGV[3] and no_options_recorded(KEYS[2]) then  -- the guide's board
   local err = check_acl('ZCARD', board) or check_acl('ZRANGE', board, '0', '0')
@@ -16,13 +19,14 @@ if not ARGV[3] and no_options_recorded(KEYS[2]) then  -- the guide's board
   remove_lowest(board, prefix, user_ids)
   return redis.call('ZCARD', board)
 end
--- @options: boards with options (and a default board's options key that is not absent)
+-- @options: boards with options or events (and a default board's options key that is not absent)
 local b = board_spec(board, 2, ARGV[3], ARGV[4])
+local w = removal_events(ARGV[5])  -- events (issue 17): the stream is the last of KEYS
 local err = check_acl('ZCARD', board) or check_acl('ZRANGE', b.ranked, '0', '0')
   or check_type(board, 'zset') or (not b.default and check_option_keys(b))
   or (not b.default and check_acl('UNLINK', b.options))
 if err then return err end
-err = check_options(b)
+err = check_options(b) or check_removal_events(b, w)
 if err then return err end
 local user_ids, scores = split_range(b, range_worst(b, tonumber(ARGV[2])))
 err = check_remove_worst(b, prefix, user_ids)
@@ -30,6 +34,10 @@ if err then return err end
 
 remove_worst(b, prefix, user_ids, scores)
 local left = redis.call('ZCARD', board)
+-- One event per page, not per entry: how many went, how many are left (0: the board is empty).
+if w and #user_ids > 0 then
+  append_event(w, {'kind', 'clear', 'removed', #user_ids, 'size', left})
+end
 if left == 0 and not b.default then
   local keys = {b.options}
   if b.first then keys = {b.options, b.first, b.first_keys} end

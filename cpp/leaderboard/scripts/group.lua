@@ -4,21 +4,27 @@
 -- that can fail) before any is applied, so a refused one leaves every board untouched. No flags:
 -- Redis 7 refuses it up front when out of memory.
 -- KEYS, for each member in turn:
---   a board:  its sorted set, the user's metadata hash, its option keys (see board_spec);
+--   a board:  its sorted set, the user's metadata hash, its option keys (see board_spec), the
+--             keys of its guard words;
 --   a window: its bucket's sorted set "<key>:bucket:<i>", the user's metadata hash
 --             "<key>:user:<id>", the union "<key>", its marker "<key>:window", its options hash
---             "<key>:options" (see refresh_window in _lib.lua).
+--             "<key>:options" (see refresh_window in _lib.lua), the keys of its guard words.
 -- ARGV: user_id, score, the number of members, then 9 words per member, then field, value, ...
---   a board:  'board', mode, order, ties, max_entries, expire_at (unix ms) or '', the number of
---             its keys, '', its guard words (issue 17: 'rate:..', 'events:..', see guard_fields;
---             their keys are the board's last) or ''
+--   a board:  'board', mode, order, ties, max_entries, the number of its keys, '', '', its spec
+--             words or '' (as write.lua's, see guard_fields: issue 17's 'sid:..', 'rate:..',
+--             'events:..', their keys the board's last; issue 16's 'expire:<unix ms>', no key)
 --   a window: 'window', mode, order, aggregate ('sum' | 'max' | 'min'), max_entries, bucket i,
---             bucket length (ms), window length (ms), ''
+--             bucket length (ms), window length (ms), its spec words or '' ('sid:..' alone)
 --   (mode: 'set' | 'best' | 'incr').
+-- A member whose spec has 'sid:<ttl ms>' (a submission id: its key "<key>:submission:<id>")
+-- applies the write once, as write.lua: a repeat writes nothing there and replies with the
+-- result stored by the first, its last element 1 (else 0). The members are independent: a
+-- member whose id was applied replies its stored result while the others are written.
 -- Returns one reply per member, submit()'s (see apply_write): {trimmed_ids, score, rank or
--- false, metadata, previous score or false, previous rank or false, 1 if changed else 0}; for a
--- window, of its union (the window's board): the ids are those the write pushed out of its
--- max_entries (their buckets and metadata stay), the scores the window's aggregates.
+-- false, metadata, previous score or false, previous rank or false, 1 if changed else 0[, with
+-- a submission id: 1 if a duplicate else 0]}; for a window, of its union (the window's board):
+-- the ids are those the write pushed out of its max_entries (their buckets and metadata stay),
+-- the scores the window's aggregates.
 
 local WORDS = 9
 local user_id, number = ARGV[1], ARGV[2]
@@ -93,6 +99,10 @@ local function plan_window(win)
   elseif redis.call('EXISTS', win.options) == 1 then
     return nil, redis.status_reply('OPTIONS order=' .. tostring(redis.call('HGET', win.options,
       'order')) .. ' ties=' .. tostring(redis.call('HGET', win.options, 'ties')))
+  end
+  if win.submission_key then  -- an id applied before: its stored result, nothing written
+    err = check_submission(win)
+    if err then return nil, err end
   end
   -- The bucket's new score: as mode says, in the board's order.
   local old_text = redis.call('ZSCORE', bucket, user_id)
@@ -187,46 +197,57 @@ local function apply_window(win)
     previous or false, previous_rank, (not previous or tonumber(previous) ~= total) and 1 or 0}
 end
 
--- plan_write(w) for a board whose guard words (a string) have their keys ending at KEYS[last].
-local function plan_guarded(w, words, last)
-  local spec = {}
-  for word in string.gmatch(words, '%S+') do spec[#spec + 1] = word end
-  return plan_write(guard_fields(w, spec, 1, last))
+-- The words of a member's spec (a string), and how many of them have a key (see guard_fields).
+local function spec_words(text)
+  local spec, keyed = {}, 0
+  for word in string.gmatch(text, '%S+') do
+    spec[#spec + 1] = word
+    if string.sub(word, 1, 7) ~= 'expire:' then keyed = keyed + 1 end
+  end
+  return spec, keyed
 end
 
 -- Plan every member, then apply every plan.
-local plans, k = {}, 1
+local plans, replies, k = {}, {}, 1
 for m = 1, members do
   local a = 3 + WORDS * (m - 1)
   local kind, mode, order = ARGV[a + 1], ARGV[a + 2], ARGV[a + 3]
+  local spec, keyed = spec_words(ARGV[a + 9])
   local plan, reply
   if kind == 'board' then
-    local nkeys = tonumber(ARGV[a + 7])
-    plan, reply = plan_guarded({board = KEYS[k], user_key = KEYS[k + 1], k = k + 2, mode = mode,
-      order = order, ties = ARGV[a + 4], submit = true, number = number, user_id = user_id,
-      max_entries = tonumber(ARGV[a + 5]), fields = ARGV, first_field = first_field,
-      expire_at = ARGV[a + 6] ~= '' and ARGV[a + 6] or nil}, ARGV[a + 9], k + nkeys - 1)
+    local nkeys = tonumber(ARGV[a + 6])
+    plan, reply = plan_write(guard_fields({board = KEYS[k], user_key = KEYS[k + 1], k = k + 2,
+      mode = mode, order = order, ties = ARGV[a + 4], submit = true, number = number,
+      user_id = user_id, max_entries = tonumber(ARGV[a + 5]), fields = ARGV,
+      first_field = first_field}, spec, 1, k + nkeys - 1))
     k = k + nkeys
   else
     local bucket_key = KEYS[k]
     local bucket_text = ARGV[a + 6]
-    plan, reply = plan_window({kind = 'window', mode = mode, desc = order == 'desc',
+    plan, reply = plan_window(guard_fields({kind = 'window', mode = mode, desc = order == 'desc',
       aggregate = ARGV[a + 4], max_entries = tonumber(ARGV[a + 5]), bucket = tonumber(bucket_text),
       bucket_ms = tonumber(ARGV[a + 7]), window_ms = tonumber(ARGV[a + 8]),
       bucket_key = bucket_key, user_key = KEYS[k + 1], union = KEYS[k + 2], marker = KEYS[k + 3],
-      options = KEYS[k + 4], prefix = string.sub(bucket_key, 1, #bucket_key - #bucket_text)})
-    k = k + 5
+      options = KEYS[k + 4], prefix = string.sub(bucket_key, 1, #bucket_key - #bucket_text)},
+      spec, 1, k + 4 + keyed))
+    k = k + 5 + keyed
   end
   if not plan then
     if reply.ok then  -- OPTIONS order=.. ties=..: the member's number goes first
       return redis.status_reply('OPTIONS member=' .. m .. ' ' .. string.sub(reply.ok, 9))
     end
-    return reply
+    if reply.err then return reply end
+    plan = false  -- a duplicate submission id: the stored result, nothing to apply
   end
-  plans[m] = plan
+  plans[m], replies[m] = plan, reply
 end
-local replies = {}
-for m, plan in ipairs(plans) do
-  if plan.kind == 'window' then replies[m] = apply_window(plan) else replies[m] = apply_write(plan) end
+for m = 1, members do
+  local plan = plans[m]
+  if plan and plan.kind == 'window' then
+    replies[m] = apply_window(plan)
+    if plan.submission_key then store_submission(plan, replies[m]) end
+  elseif plan then
+    replies[m] = apply_write(plan)
+  end
 end
 return replies

@@ -1,10 +1,13 @@
 #!lua flags=allow-oom
 -- delete_user: remove the user from the board and its metadata hash (whether or not it was on
--- the board, as the guide's delete_user). Only deletes, so it runs when the server is out of
--- memory (allow-oom) and frees it.
--- KEYS: board, the user's metadata hash, then the option keys (see board_spec in _lib.lua).
--- ARGV: user_id, then on a board with options: order, ties.
--- Returns 1 if the user was on the board, else 0.
+-- the board, as the guide's delete_user). Only deletes (with events, also appends one event,
+-- far smaller than what it frees), so it runs when the server is out of memory (allow-oom).
+-- KEYS: board, the user's metadata hash, then the option keys (see board_spec in _lib.lua),
+-- then with events the stream "<board>:events".
+-- ARGV: user_id, then on a board with options or events: order, ties, then with events
+-- 'events:<maxlen>[ expire:<unix ms>]' (see removal_events in _lib.lua).
+-- Returns 1 if the user was on the board, else 0. With events, removing a user appends a
+-- 'delete' event (deleting one who was not on the board changes no entry: no event).
 local board, user_key, user_id = KEYS[1], KEYS[2], ARGV[1]
 if not ARGV[2] and no_options_recorded(KEYS[3]) then  -- the guide's board
   local err = check_acl('ZREM', board, user_id) or check_acl('UNLINK', user_key)
@@ -17,24 +20,30 @@ if not ARGV[2] and no_options_recorded(KEYS[3]) then  -- the guide's board
   redis.call('UNLINK', user_key)
   return removed
 end
--- @options: boards with options (and a default board's options key that is not absent)
+-- @options: boards with options or events (and a default board's options key that is not absent)
 local b = board_spec(board, 3, ARGV[2], ARGV[3])
+local w = removal_events(ARGV[4])  -- events (issue 17): the stream is the last of KEYS
 local err = check_acl('ZREM', board, user_id) or check_acl('UNLINK', user_key)
   or check_type(board, 'zset') or check_type(user_key, 'hash')
   or (not b.default and check_option_keys(b))
   or check_acl('ZSCORE', board, user_id)
 if err then return err end
-err = check_options(b)
+err = check_options(b) or check_removal_events(b, w)
 if err then return err end
 
 local score = redis.call('ZSCORE', board, user_id)
 if score then
+  local previous_rank = w and rank_of(b, user_id, tonumber(score))
   if b.first then
     redis.call('ZREM', b.first, ranked_member(b, user_id))  -- forget() removes the rest
   else
     redis.call('ZREM', board, user_id)
   end
   forget(b, {user_id}, {score})
+  if w then
+    append_event(w, {'kind', 'delete', 'user_id', user_id, 'score', score, 'rank', '',
+      'previous_score', score, 'previous_rank', tostring(previous_rank + 1)})
+  end
 end
 redis.call('UNLINK', user_key)
 return score and 1 or 0

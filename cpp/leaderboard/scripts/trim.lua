@@ -1,10 +1,14 @@
 #!lua flags=allow-oom
 -- set_max_entries and the trim after upsert_many: trim the board to max_entries, at most
--- `limit` entries per call so a large trim never blocks the server for long. Only deletes, so
--- it runs when the server is out of memory (allow-oom).
--- KEYS: board, then the option keys (see board_spec in _lib.lua). ARGV: metadata prefix,
--- max_entries, limit, how many trimmed ids to return, then on a board with options: order, ties.
+-- `limit` entries per call so a large trim never blocks the server for long. Only deletes
+-- (with events, also appends the ids it removed), so it runs when the server is out of memory
+-- (allow-oom).
+-- KEYS: board, then the option keys (see board_spec in _lib.lua), then with events the stream
+-- "<board>:events". ARGV: metadata prefix, max_entries, limit, how many trimmed ids to return,
+-- then on a board with options or events: order, ties, then with events
+-- 'events:<maxlen>[ expire:<unix ms>]' (see removal_events in _lib.lua).
 -- Returns {entries still over the limit, entries trimmed, the first trimmed ids (worst first)}.
+-- With events, a call that trimmed appends 'trim' events listing them (1,000 ids an event).
 local board, prefix = KEYS[1], ARGV[1]
 local max_entries = tonumber(ARGV[2])
 if not ARGV[5] and no_options_recorded(KEYS[2]) then  -- the guide's board
@@ -23,12 +27,13 @@ if not ARGV[5] and no_options_recorded(KEYS[2]) then  -- the guide's board
   remove_lowest(board, prefix, trimmed)
   return {math.max(0, over - #trimmed), #trimmed, first_of(trimmed, tonumber(ARGV[4]))}
 end
--- @options: boards with options (and a default board's options key that is not absent)
+-- @options: boards with options or events (and a default board's options key that is not absent)
 local b = board_spec(board, 2, ARGV[5], ARGV[6])
+local w = removal_events(ARGV[7])  -- events (issue 17): the stream is the last of KEYS
 local err = check_acl('ZCARD', board) or check_acl('ZRANGE', b.ranked, '0', '0')
   or check_type(board, 'zset') or (not b.default and check_option_keys(b))
 if err then return err end
-err = check_options(b)
+err = check_options(b) or check_removal_events(b, w)
 if err then return err end
 local overflow = math.min(redis.call('ZCARD', board) - max_entries, tonumber(ARGV[3]))
 local trimmed, scores = {}, {}
@@ -37,5 +42,6 @@ err = check_remove_worst(b, prefix, trimmed)
 if err then return err end
 
 remove_worst(b, prefix, trimmed, scores)
+if w then add_trim_events(w, trimmed) end
 local remaining = math.max(0, redis.call('ZCARD', board) - max_entries)
 return {remaining, #trimmed, first_of(trimmed, tonumber(ARGV[4]))}

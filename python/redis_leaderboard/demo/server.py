@@ -51,7 +51,7 @@ import threading
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from importlib import resources
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Iterable, Optional
 from urllib.parse import parse_qsl, unquote, urlsplit
 
 from .. import ConnectionError as RedisConnectionError
@@ -65,6 +65,8 @@ log = logging.getLogger("redis_leaderboard.demo")
 access_log = logging.getLogger("redis_leaderboard.demo.access")
 
 MAX_BODY_BYTES = 64 * 1024
+#: The live feed names deleted and trimmed players by the names it remembers (at most this many).
+MAX_REMEMBERED_NAMES = 10_000
 DRAIN_LIMIT = 1024 * 1024  # bodies refused for their size are still read up to this much
 
 #: The guide's defaults for ``/api/state``'s ``top``, ``rank`` and ``around``.
@@ -140,6 +142,9 @@ class DemoApp:
         self.board = board
         self.initial_max_entries = initial_max_entries or board.max_entries
         self._config_lock = threading.Lock()
+        # Names of players shown (see remember_names), oldest first.
+        self._names: dict[str, str] = {}
+        self._names_lock = threading.Lock()
         # The tabs (issue 16): "Today" and "This week" beside the board ("All time"), each a
         # PeriodicLeaderboard under the board's key, all three fed by one group write.
         self.periodic = {
@@ -154,12 +159,48 @@ class DemoApp:
 
     # -- live events (issue 17) ------------------------------------------------------------
 
+    def remember_names(self, entries: Iterable[Optional[dict[str, Any]]]) -> None:
+        """Keep the names (metadata ``name``) of players the demo has shown: a deleted or
+        trimmed player's metadata goes with it, and its feed line still names it."""
+        with self._names_lock:
+            for entry in entries:
+                if entry is not None and entry["metadata"].get("name"):
+                    self._names.pop(entry["user_id"], None)  # the newest last
+                    self._names[entry["user_id"]] = entry["metadata"]["name"]
+            while len(self._names) > MAX_REMEMBERED_NAMES:
+                del self._names[next(iter(self._names))]
+
+    def remembered_name(self, user_id: str) -> str:
+        with self._names_lock:
+            return self._names.get(user_id, user_id)
+
     def feed_item(self, event: dict[str, Any]) -> dict[str, Any]:
         """A change event for the page: the event, the players' names (their metadata's
-        ``name``, else the id) and a sentence, plain text, that the page shows as text."""
+        ``name``, else a name the demo remembers, else the id) and a sentence, plain text, that
+        the page shows as text. Every kind of event has one: a write (``"score"``), a
+        deletion, a trim, a page of a clear."""
+        kind = event.get("kind", "score")
+        if kind == "clear":
+            if event["size"] == 0:
+                text = f"The board was cleared ({event['removed']} removed)"
+            else:
+                text = f"Clearing the board: {event['removed']} removed, {event['size']} left"
+            return {**event, "name": None, "overtaken_names": [], "text": text}
+        if kind == "trim":
+            trimmed = [self.remembered_name(u) for u in event["trimmed_user_ids"]]
+            text = "Trimmed by the size limit: " + ", ".join(trimmed[:3])
+            if len(trimmed) > 3:
+                text += f" (and {len(trimmed) - 3} more)"
+            return {**event, "name": None, "overtaken_names": [], "text": text}
+        if kind == "delete":
+            name = self.remembered_name(event["user_id"])
+            text = f"{name} was removed from the board (was rank {event['previous_rank']})"
+            return {**event, "name": name, "overtaken_names": [], "text": text}
         ids = [event["user_id"], *event["overtaken"]]
-        names = {user_id: user_id for user_id in ids}
-        for entry in self.board.get_entries(ids):
+        names = {user_id: self.remembered_name(user_id) for user_id in ids}
+        entries = self.board.get_entries(ids)
+        self.remember_names(entries)
+        for entry in entries:
             if entry is not None:
                 names[entry["user_id"]] = entry["metadata"].get("name") or entry["user_id"]
         name, rank, previous = names[event["user_id"]], event["rank"], event["previous_rank"]
@@ -198,13 +239,17 @@ class DemoApp:
             "around_count": check.MAX_COUNT,
         }
         used = {name: min(value, limits[name]) for name, value in asked.items()}
+        size = self.board.get_size()  # the reads in the guide's order
+        top = self.board.get_top(used["top_count"])
+        around = self.board.get_around_rank(used["around_rank"], used["around_count"])
+        self.remember_names([*top, *around])
         state = {
             "leaderboard_key": self.board.key,
             "max_entries": self.board.max_entries,
             **used,
-            "size": self.board.get_size(),
-            "top_entries": self.board.get_top(used["top_count"]),
-            "around_entries": self.board.get_around_rank(used["around_rank"], used["around_count"]),
+            "size": size,
+            "top_entries": top,
+            "around_entries": around,
             "clamped": {name: used[name] for name in used if used[name] != asked[name]},
         }
         state = dict(json_safe(state))
@@ -234,7 +279,9 @@ class DemoApp:
         """One page of the board, best first (``get_page``)."""
         page = self._optional_integer(query, "page", 1, check.MAX_RANK)
         size = self._optional_integer(query, "page_size", DEFAULT_PAGE_SIZE, check.MAX_COUNT)
-        return self.board.get_page(page, size)
+        result = self.board.get_page(page, size)
+        self.remember_names(result["entries"])
+        return result
 
     def histogram(self, query: dict[str, str]) -> dict[str, Any]:
         """The score distribution in ``bins`` equal-width bins (``get_histogram``)."""

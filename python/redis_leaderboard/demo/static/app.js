@@ -665,14 +665,15 @@
   }
 
   // ---- live events (issue 17) ---------------------------------------------------------------
-  // Server-Sent Events from the board's change stream: each change refreshes the view at once
-  // and adds a line to the feed (as text). Without them (404: the board has no events, or an
+  // Server-Sent Events from the board's change stream: each change (a write, a deletion, a
+  // trim, a page of a clear) refreshes the view at once and adds a line to the feed (as text). Without them (404: the board has no events, or an
   // old browser) the page keeps polling every 2 s; while the stream reconnects, it polls too.
 
   function addFeedItem(item) {
     const list = $("feed-list");
     const li = document.createElement("li");
     li.textContent = item.text; // names are data: never markup
+    li.dataset.kind = item.kind || "score"; // score, delete, trim or clear
     list.insertBefore(li, list.firstChild);
     while (list.children.length > FEED_ITEMS) list.removeChild(list.lastChild);
     $("feed-card").hidden = false;

@@ -1,0 +1,117 @@
+"""The time-based boards are written once (seasons.py, methods as plans) and run by a sync and an
+asyncio driver: the two APIs have the same methods, plain on one side and coroutines on the
+other; a period's board is built once; current() follows the clock across boundaries."""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+from datetime import datetime, timedelta, timezone
+from typing import Any
+
+import pytest
+
+import redis_leaderboard.asyncio as aio
+from redis_leaderboard import (
+    LeaderboardGroup,
+    PeriodicLeaderboard,
+    RedisLeaderboard,
+    RollingLeaderboard,
+)
+from redis_leaderboard._plans import plan_method
+from redis_leaderboard.seasons import PeriodBoard
+
+UTC = timezone.utc
+PAIRS = [
+    (PeriodicLeaderboard, aio.PeriodicLeaderboard),
+    (PeriodBoard, aio.PeriodicLeaderboard.board_class),
+    (RollingLeaderboard, aio.RollingLeaderboard),
+    (LeaderboardGroup, aio.LeaderboardGroup),
+]
+
+
+def public_methods(cls: type) -> dict[str, Any]:
+    return {
+        name: inspect.getattr_static(cls, name)
+        for name in dir(cls)
+        if not name.startswith("_") and callable(inspect.getattr_static(cls, name))
+    }
+
+
+@pytest.mark.parametrize(("sync", "async_"), PAIRS, ids=[p[0].__name__ for p in PAIRS])
+def test_the_twins_have_the_same_methods_plain_and_coroutine(sync: type, async_: type) -> None:
+    ours, theirs = public_methods(sync), public_methods(async_)
+    assert set(ours) == set(theirs)
+    talking = 0
+    for name, method in ours.items():
+        assert not isinstance(method, plan_method), name  # every plan got a driver
+        if inspect.iscoroutinefunction(theirs[name]):
+            talking += 1
+            assert not inspect.iscoroutinefunction(method), name
+            assert method.__doc__ == theirs[name].__doc__, name  # one docstring
+    assert talking >= 1
+
+
+def test_the_asyncio_board_methods_are_coroutines_where_the_plain_boards_are() -> None:
+    # Every method that is a coroutine on asyncio's RedisLeaderboard is one on its subclasses.
+    for cls in (aio.PeriodicLeaderboard.board_class, aio.RollingLeaderboard):
+        for name, method in public_methods(aio.RedisLeaderboard).items():
+            if inspect.iscoroutinefunction(method):
+                assert inspect.iscoroutinefunction(getattr(cls, name)), (cls, name)
+    for cls in (PeriodBoard, RollingLeaderboard):
+        for name in public_methods(RedisLeaderboard):
+            assert not inspect.iscoroutinefunction(getattr(cls, name)), (cls, name)
+
+
+class Clock:
+    def __init__(self, now: datetime) -> None:
+        self.now = now
+
+    def __call__(self) -> datetime:
+        return self.now
+
+
+def test_a_period_board_is_built_once_with_its_deadline(client: Any, board_key: str) -> None:
+    clock = Clock(datetime(2031, 3, 30, 0, 30, tzinfo=UTC))
+    daily = PeriodicLeaderboard(client, key=board_key, period="day", tz="Europe/Paris", clock=clock)
+    board = daily.current()
+    assert board._board.expire_at == int(daily.expire_at(board.start).timestamp() * 1000)
+    assert board.key == f"{board_key}:2031-03-30"
+    assert repr(board).startswith(f"PeriodBoard(key='{board_key}:2031-03-30', expires=")
+
+
+def test_current_follows_the_clock_forward_and_back(client: Any, board_key: str) -> None:
+    # Around the spring-forward day in Paris (23 hours long): current() must agree with at().
+    clock = Clock(datetime(2031, 3, 29, 22, 59, 59, tzinfo=UTC))
+    daily = PeriodicLeaderboard(client, key=board_key, period="day", tz="Europe/Paris", clock=clock)
+    steps = [timedelta(seconds=1), timedelta(hours=22, minutes=59, seconds=59), timedelta(0)]
+    steps += [timedelta(seconds=1), -timedelta(seconds=1), -timedelta(days=3), timedelta(days=3)]
+    for step in steps:
+        clock.now += step
+        assert daily.current() is daily.at(clock.now), clock.now
+        assert daily.current().period == daily.period_id(), clock.now
+
+
+def test_asyncio_periodic_writes_and_reads_run_through_the_driver(
+    redis_server: Any, board_key: str
+) -> None:
+    async def main() -> None:
+        async with aio.Client(host=redis_server.host, port=redis_server.port) as aclient:
+            clock = Clock(datetime(2031, 1, 1, 12, tzinfo=UTC))
+            hourly = aio.PeriodicLeaderboard(
+                aclient, key=f"{board_key}:hourly", period="hour", clock=clock
+            )
+            call = hourly.submit("ada", 3)
+            assert inspect.iscoroutine(call)
+            assert (await call)["rank"] == 1
+            assert [e["user_id"] for e in await hourly.get_top()] == ["ada"]
+            summary = await hourly.current().upsert_many([("bob", 1.0)])
+            assert summary["written"] == 1
+            stale = hourly.current()
+            clock.now += timedelta(hours=2)
+            with pytest.raises(ValueError, match="takes no writes after"):
+                await stale.upsert_many([("eve", 2.0)])
+            with pytest.raises(TypeError, match="does not apply to a rolling window"):
+                await aio.RollingLeaderboard(aclient, key=f"{board_key}:recent").set_max_entries(3)
+
+    asyncio.run(main())
