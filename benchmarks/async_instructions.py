@@ -1,8 +1,9 @@
 """CPU per call as instructions (callgrind), which a busy machine does not blur: sync, asyncio
-at 1 task and at 1,000 tasks, for one or more builds, next to asyncio's own floor (a bare future
-created, settled by ``call_soon`` and awaited by a task).
+at 1 task and at 1,000 tasks, for one or more builds and event loops, next to each loop's own
+floor (a bare future created, settled by ``call_soon`` and awaited by a task).
 
     python benchmarks/async_instructions.py [--builds NAME=PYTHON,...] [--methods get_rank,...]
+                                            [--loops asyncio,uvloop]
 
 Each figure is the difference between a run of N2 and of N1 calls, divided by N2 - N1, so start-up
 cancels out; every thread of the process is counted (an I/O thread included). Needs valgrind.
@@ -16,19 +17,30 @@ import re
 import shutil
 import subprocess
 import sys
+from collections.abc import Coroutine
 from pathlib import Path
 from typing import Any
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
+import event_loops  # noqa: E402
+
 USER = "user:000000000001"
 META = {"name": "Player", "country": "NL"}
 MODES = (("sync", 500, 1500), ("1", 500, 1500), ("1000", 10_000, 30_000))
 
 
-def worker(host: str, port: int, mode: str, n: int, method: str) -> None:
-    if method == "floor":  # asyncio's own cost: no I/O at all
+def run_on(loop_name: str, main: Coroutine[Any, Any, None]) -> None:
+    loop = event_loops.new_event_loop(loop_name)
+    try:
+        loop.run_until_complete(main)
+    finally:
+        loop.close()
+
+
+def worker(host: str, port: int, mode: str, n: int, method: str, loop_name: str) -> None:
+    if method == "floor":  # the loop's own cost: no I/O at all
 
         async def bare() -> None:
             loop = asyncio.get_running_loop()
@@ -42,7 +54,7 @@ def worker(host: str, port: int, mode: str, n: int, method: str) -> None:
 
             await asyncio.gather(*(one() for _ in range(tasks)))
 
-        asyncio.run(bare())
+        run_on(loop_name, bare())
         return
     import redis_leaderboard
     import redis_leaderboard.asyncio
@@ -68,12 +80,14 @@ def worker(host: str, port: int, mode: str, n: int, method: str) -> None:
 
             await asyncio.gather(*(one() for _ in range(tasks)))
 
-    asyncio.run(main())
+    run_on(loop_name, main())
 
 
-def instructions(python: str, host: str, port: int, mode: str, n: int, method: str) -> int:
+def instructions(
+    python: str, host: str, port: int, mode: str, n: int, method: str, loop_name: str
+) -> int:
     argv = ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", python, __file__]
-    argv += ["--worker", host, str(port), mode, str(n), method]
+    argv += ["--worker", host, str(port), mode, str(n), method, loop_name]
     done = subprocess.run(argv, capture_output=True, text=True)
     found = re.search(r"Collected : ([\d,]+)", done.stderr)
     if done.returncode or not found:
@@ -85,15 +99,18 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--builds", default=f"this={sys.executable}", help="NAME=PYTHON,...")
     parser.add_argument("--methods", default="get_rank,get_size,upsert_user")
-    parser.add_argument("--worker", nargs=5, help=argparse.SUPPRESS)
+    parser.add_argument("--loops", default="asyncio", help="event loops: asyncio,uvloop")
+    parser.add_argument("--worker", nargs=6, help=argparse.SUPPRESS)
     opts = parser.parse_args()
     if opts.worker:
-        host, port, mode, n, method = opts.worker
-        worker(host, int(port), mode, int(n), method)
+        host, port, mode, n, method, loop_name = opts.worker
+        worker(host, int(port), mode, int(n), method, loop_name)
         return 0
     if shutil.which("valgrind") is None:
         raise SystemExit("valgrind not found on PATH")
     builds = dict(b.split("=", 1) for b in opts.builds.split(","))
+    loops = [n for n in opts.loops.split(",") if n]
+    event_loops.check(loops)
     import redis_leaderboard
     from bench_sync import RedisServer
 
@@ -105,24 +122,36 @@ def main() -> int:
         redis_leaderboard.RedisLeaderboard(loader, key="lb").upsert_user(USER, 1, META)
         loader.close()
         first = next(iter(builds.values()))
-        floor = [
-            (instructions(first, server.host, server.port, mode, n2, "floor")
-             - instructions(first, server.host, server.port, mode, n1, "floor")) // (n2 - n1)
-            for mode, n1, n2 in MODES[1:]
-        ]  # fmt: skip
-        rows.append(f"| asyncio floor (bare future) | | {floor[0]:,} | {floor[1]:,} |")
+
+        def per_call(python: str, mode: str, n1: int, n2: int, method: str, loop: str) -> int:
+            a = instructions(python, server.host, server.port, mode, n1, method, loop)
+            b = instructions(python, server.host, server.port, mode, n2, method, loop)
+            return (b - a) // (n2 - n1)
+
+        for loop in loops:
+            floor = [per_call(first, *m, "floor", loop) for m in MODES[1:]]
+            rows.append(f"| {loop} floor (bare future) | | {floor[0]:,} | {floor[1]:,} |")
+            print(rows[-1], file=sys.stderr, flush=True)
         for method in opts.methods.split(","):
             for name, python in builds.items():
-                cells = []
-                for mode, n1, n2 in MODES:
-                    a = instructions(python, server.host, server.port, mode, n1, method)
-                    b = instructions(python, server.host, server.port, mode, n2, method)
-                    cells.append(f"{(b - a) // (n2 - n1):,}")
-                rows.append(f"| {method} ({name}) | " + " | ".join(cells) + " |")
-                print(rows[-1], file=sys.stderr, flush=True)
+                sync = per_call(python, *MODES[0], method, loops[0])  # no loop in it
+                for loop in loops:
+                    cells = [f"{sync:,}"] + [
+                        f"{per_call(python, *m, method, loop):,}" for m in MODES[1:]
+                    ]
+                    label = ", ".join(
+                        ([name] if len(builds) > 1 or len(loops) == 1 else [])
+                        + ([loop] if len(loops) > 1 else [])
+                    )
+                    rows.append(f"| {method} ({label}) | " + " | ".join(cells) + " |")
+                    print(rows[-1], file=sys.stderr, flush=True)
     finally:
         server.cleanup()
-    print("| call | sync | asyncio 1 task | asyncio 1,000 tasks |")
+    print(
+        "| call | sync | asyncio 1 task | asyncio 1,000 tasks |"
+        if loops == ["asyncio"]
+        else "| call (loop) | sync | 1 task | 1,000 tasks |"
+    )
     print("| --- | ---: | ---: | ---: |")
     print("\n".join(rows))
     return 0

@@ -2,7 +2,7 @@
 
     python benchmarks/run.py [--quick] [--sizes 1000,100000,1000000] [--seconds 0.2]
                              [--rounds 5] [--bulk-rounds 3] [--placement phased|none]
-                             [--out benchmarks/results]
+                             [--loop asyncio|uvloop] [--out benchmarks/results]
 
 Starts its own redis-server (from PATH: free 127.0.0.1 port, temporary directory, no
 persistence; stopped at exit and on Ctrl+C) and, in one run on that server, measures every
@@ -25,7 +25,8 @@ each ``--sizes`` (filled with ``upsert_many``, two metadata fields per user) to 
 grows as O(log N); a bulk import of the largest board (ours sync and asyncio vs a hand-written
 redis-py pipeline vs the ``redis-benchmark`` ceiling for the same ZADD + HSET commands, and
 ``redis-cli --pipe`` streaming our exact bytes); and Redis memory per user (``INFO memory``
-around that import).
+around that import). Every asyncio measurement (ours and the guide's) runs on ``--loop``:
+asyncio's own event loop (the default) or uvloop (``pip install '.[uvloop]'``).
 
 The machine may be shared and noisy: each round measures every implementation of a method
 back to back, the order alternating from round to round, and the tables give the median over
@@ -77,6 +78,7 @@ from redis_leaderboard import _core
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
+import event_loops  # noqa: E402
 from bench_sync import RedisServer, counting_redis, parser_name  # noqa: E402
 from guide_leaderboard import AsyncGuideLeaderboard, GuideLeaderboard  # noqa: E402
 
@@ -578,7 +580,7 @@ class Bench:
         self.sizes: list[int] = opts.sizes
         self.main = self.sizes[0]
         self.results = Results()
-        self.loop = asyncio.new_event_loop()
+        self.loop = event_loops.new_event_loop(opts.loop)
         self.floor_rate: dict[tuple[str, int, int], float] = {}
         self.boards: dict[int, BoardSet] = {}
         self.clients: list[Any] = []
@@ -1183,7 +1185,7 @@ def report(bench: Bench, command: str, started: float, elapsed: float) -> tuple[
         f"redis-server {bench.server_version}, redis-benchmark {bench.rb.version()}, "
         f"Python {platform.python_version()}, redis_leaderboard {redis_leaderboard.__version__} "
         f"({bench.package_identity()}), redis-py {redis.__version__} with hiredis "
-        f"{hiredis_version()}"
+        f"{hiredis_version()}; asyncio runs on {event_loops.describe(opts.loop)}"
     )
     date = datetime.datetime.fromtimestamp(started, datetime.timezone.utc)
     out = [
@@ -1305,7 +1307,7 @@ def report(bench: Bench, command: str, started: float, elapsed: float) -> tuple[
 
     # asyncio
     out += [
-        f"## Concurrent calls (asyncio, one event loop), board of {main:,} users",
+        f"## Concurrent calls (asyncio, one event loop: {opts.loop}), board of {main:,} users",
         "",
         "calls/s with 1, 10, 100 and 1000 tasks calling in a loop. ours = "
         "`redis_leaderboard.asyncio.RedisLeaderboard` on one client (one connection, automatic "
@@ -1683,6 +1685,12 @@ def parse_args(argv: Optional[list[str]]) -> argparse.Namespace:
     parser.add_argument("--bulk-rounds", type=int, help="bulk import rounds (3; quick: 1)")
     parser.add_argument("--out", type=Path, help="output directory (benchmarks/results)")
     parser.add_argument(
+        "--loop",
+        choices=event_loops.LOOPS,
+        default="asyncio",
+        help="the event loop of every asyncio measurement (uvloop: pip install '.[uvloop]')",
+    )
+    parser.add_argument(
         "--placement",
         choices=("phased", "none"),
         default="phased",
@@ -1766,6 +1774,7 @@ def main(argv: Optional[list[str]] = None) -> int:
         raise SystemExit("hiredis is not installed: pip install '.[bench]'")
     if importlib.util.find_spec("matplotlib") is None:
         raise SystemExit("matplotlib is not installed: pip install '.[bench]'")
+    event_loops.check([opts.loop])
     command = shlex.join(["python", "benchmarks/run.py", *(sys.argv[1:] if argv is None else argv)])
     # Ctrl+C (even if SIGINT was inherited as ignored) and SIGTERM unwind through the finally
     # below, which stops the server.

@@ -7,18 +7,25 @@ the end. The machine's own Redis (port 6379) is never touched.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import datetime
+import os
 import sys
 import uuid
-from collections.abc import Sequence
+from collections.abc import Coroutine, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator, Optional
+from typing import Any, Callable, Iterator, Optional, TypeVar
 
 import pytest
 
 from redis_leaderboard import _redis_server
+
+if sys.version_info >= (3, 11):
+    from asyncio import Runner
+else:  # pytest-asyncio's own dependency there
+    from backports.asyncio.runner import Runner
 
 ROOT = Path(__file__).resolve().parent.parent
 # The guide's reference algorithm lives in benchmarks/ and is shared with the tests.
@@ -130,6 +137,74 @@ def board(client: object, board_key: str) -> object:
     import redis_leaderboard
 
     return redis_leaderboard.RedisLeaderboard(client, key=board_key, max_entries=100)
+
+
+# --- Event loops ----------------------------------------------------------------------------------
+# The asyncio client is driven by the event loop it runs on (add_reader, add_writer, call_later,
+# create_future), so its tests run on asyncio's own loop and on uvloop: every pytest-asyncio test
+# (through pytest-asyncio's loop factories), and the tests that run their own loops through the
+# ``loop_name`` / ``loop_factory`` / ``arun`` fixtures below. uvloop comes with the test extra.
+
+T = TypeVar("T")
+LoopFactory = Callable[[], asyncio.AbstractEventLoop]
+
+
+def new_uvloop() -> asyncio.AbstractEventLoop:
+    try:
+        import uvloop
+    except ImportError:
+        pytest.fail("uvloop is not installed (pip install '.[test]'): asyncio tests run on it too")
+    return uvloop.new_event_loop()
+
+
+EVENT_LOOPS: dict[str, LoopFactory] = {"asyncio": asyncio.new_event_loop, "uvloop": new_uvloop}
+
+
+def pytest_asyncio_loop_factories(
+    config: pytest.Config, item: pytest.Item
+) -> dict[str, LoopFactory]:
+    return EVENT_LOOPS
+
+
+@pytest.fixture(params=list(EVENT_LOOPS))
+def loop_name(request: pytest.FixtureRequest) -> str:
+    """Each event loop in turn: ``asyncio`` (the standard library's) and ``uvloop``."""
+    return str(request.param)
+
+
+@pytest.fixture
+def loop_factory(loop_name: str) -> LoopFactory:
+    """Makes a new event loop of the kind under test."""
+    return EVENT_LOOPS[loop_name]
+
+
+@pytest.fixture
+def arun(loop_factory: LoopFactory) -> Callable[[Coroutine[Any, Any, T]], T]:
+    """``asyncio.run`` on the loop under test (asyncio.run's own ``loop_factory`` is 3.12+)."""
+
+    def run(main: Coroutine[Any, Any, T]) -> T:
+        with Runner(loop_factory=loop_factory) as runner:
+            return runner.run(main)
+
+    return run
+
+
+def watched_fds(loop: asyncio.AbstractEventLoop) -> set[int]:
+    """The descriptors the loop watches: asyncio's selector's, or (uvloop: libuv's epoll, which
+    it does not expose) every epoll instance's of this process, read from /proc."""
+    selector = getattr(loop, "_selector", None)
+    if selector is not None:
+        return {key.fd for key in selector.get_map().values()}
+    found: set[int] = set()
+    for fd in os.listdir("/proc/self/fd"):
+        try:
+            if os.readlink(f"/proc/self/fd/{fd}") != "anon_inode:[eventpoll]":
+                continue
+            with open(f"/proc/self/fdinfo/{fd}") as info:
+                found |= {int(line.split()[1]) for line in info if line.startswith("tfd:")}
+        except OSError:  # closed meanwhile
+            continue
+    return found
 
 
 # --- TLS -----------------------------------------------------------------------------------------

@@ -14,11 +14,12 @@ import os
 import socket
 import threading
 import time
-from typing import Any
+from typing import Any, Callable
 
 import pytest
 
-from redis_leaderboard import ConnectionError
+from conftest import watched_fds as watched
+from redis_leaderboard import ConnectionError, _core
 from redis_leaderboard import TimeoutError as RedisTimeoutError
 from redis_leaderboard.asyncio import Client, RedisLeaderboard
 
@@ -27,9 +28,52 @@ def open_fds() -> int:
     return len(os.listdir("/proc/self/fd"))
 
 
-def watched(loop: asyncio.AbstractEventLoop) -> set[int]:
-    selector = loop._selector  # type: ignore[attr-defined]
-    return {key.fd for key in selector.get_map().values()}
+def loop_package(loop: asyncio.AbstractEventLoop) -> str:
+    return type(loop).__module__.split(".")[0]
+
+
+@pytest.mark.asyncio
+async def test_the_asyncio_tests_run_on_each_event_loop(request: pytest.FixtureRequest) -> None:
+    # pytest-asyncio gives each test every loop of conftest.EVENT_LOOPS, named in its id.
+    assert loop_package(asyncio.get_running_loop()) == request.node.callspec.id
+
+
+def test_tests_running_their_own_loops_run_on_each_event_loop(
+    loop_name: str, arun: Callable[..., Any]
+) -> None:
+    async def running() -> asyncio.AbstractEventLoop:
+        return asyncio.get_running_loop()
+
+    assert loop_package(arun(running())) == loop_name
+
+
+def test_a_loop_that_makes_its_own_futures_gets_them_used(
+    redis_server: Any, loop_factory: Callable[[], asyncio.AbstractEventLoop]
+) -> None:
+    # On asyncio's own loops and uvloop the client makes asyncio.Future(loop=loop) itself, as
+    # their create_future does; a loop that overrides create_future gets its own called.
+    class OwnFuture(asyncio.Future):  # type: ignore[type-arg]
+        pass
+
+    plain = loop_factory()
+    plain.close()
+
+    class OwnFutures(type(plain)):  # type: ignore[misc]
+        def create_future(self) -> asyncio.Future[Any]:
+            return OwnFuture(loop=self)
+
+    async def main() -> tuple[type, type]:
+        async with Client(host=redis_server.host, port=redis_server.port) as c:
+            future = c.run(_core.ping())
+            assert await future is True
+            return type(future), type(asyncio.get_running_loop())
+
+    for loop, expected in ((loop_factory(), asyncio.Future), (OwnFutures(), OwnFuture)):
+        try:
+            made, kind = loop.run_until_complete(main())
+        finally:
+            loop.close()
+        assert (made, kind) == (expected, type(loop))
 
 
 @pytest.mark.asyncio
@@ -107,14 +151,14 @@ async def test_reconnections_leak_no_descriptor_and_leave_none_watched(
 
 
 def test_a_client_moves_to_a_new_loop_once_the_first_is_closed(
-    redis_server: Any, board_key: str
+    redis_server: Any, board_key: str, arun: Callable[..., Any]
 ) -> None:
     c = Client(host=redis_server.host, port=redis_server.port)
     board = RedisLeaderboard(c, key=board_key)
     try:
         for i in range(3):
-            assert asyncio.run(board.upsert_user(f"u{i}", i))["user_id"] == f"u{i}"
-        assert asyncio.run(board.get_size()) == 3
+            assert arun(board.upsert_user(f"u{i}", i))["user_id"] == f"u{i}"
+        assert arun(board.get_size()) == 3
         assert c.stats()["connections"] == 1  # the connection outlives each loop
     finally:
         c.close()

@@ -25,6 +25,7 @@ import pytest_asyncio
 import redis.asyncio
 
 import redis_leaderboard
+from conftest import EVENT_LOOPS, LoopFactory
 from redis_leaderboard import AuthenticationError, ConnectionError, RedisError, ResponseError
 from redis_leaderboard import RedisLeaderboard as SyncLeaderboard
 from redis_leaderboard import TimeoutError as RedisTimeoutError
@@ -933,10 +934,11 @@ async def test_closing_under_load_settles_every_call(redis_server: Any, board_ke
 # --- lifecycle ---------------------------------------------------------------------------------
 
 
+@pytest.mark.parametrize("second_loop", ["asyncio", "uvloop"])
 def test_use_from_a_second_event_loop_is_a_clear_runtime_error(
-    redis_server: Any, board_key: str
+    redis_server: Any, board_key: str, loop_factory: LoopFactory, second_loop: str
 ) -> None:
-    first, second = asyncio.new_event_loop(), asyncio.new_event_loop()
+    first, second = loop_factory(), EVENT_LOOPS[second_loop]()
     c = Client(host=redis_server.host, port=redis_server.port)
     try:
         board = RedisLeaderboard(c, key=board_key)
@@ -957,10 +959,19 @@ def test_use_from_a_second_event_loop_is_a_clear_runtime_error(
     assert c._core.pending == 0
 
 
-def run_script(code: str, *args: str, timeout: float = 10) -> subprocess.CompletedProcess[str]:
+# What a script's `run` (asyncio.run) and `new_loop` (asyncio.new_event_loop) are, per loop.
+SCRIPT_LOOPS = {
+    "asyncio": "import asyncio\nrun, new_loop = asyncio.run, asyncio.new_event_loop\n",
+    "uvloop": "import uvloop\nrun, new_loop = uvloop.run, uvloop.new_event_loop\n",
+}
+
+
+def run_script(
+    code: str, *args: str, loop: str, timeout: float = 10
+) -> subprocess.CompletedProcess[str]:
     try:
         return subprocess.run(
-            [sys.executable, "-c", textwrap.dedent(code), *args],
+            [sys.executable, "-c", SCRIPT_LOOPS[loop] + textwrap.dedent(code), *args],
             capture_output=True,
             text=True,
             timeout=timeout,
@@ -978,9 +989,9 @@ LEFT_OPEN = """
     client = Client(host=host, port=port)
     board = RedisLeaderboard(client, key=key, max_entries=10_000)
     if mode == "asyncio.run":
-        print(asyncio.run(board.upsert_user("a", 1))["rank"])
+        print(run(board.upsert_user("a", 1))["rank"])
     else:  # the loop left open too, with calls in flight
-        loop = asyncio.new_event_loop()
+        loop = new_loop()
         print(loop.run_until_complete(board.upsert_user("a", 1))["rank"])
         tasks = [loop.create_task(board.upsert_user(f"u{i}", i)) for i in range(500)]
         loop.run_until_complete(asyncio.sleep(0))
@@ -990,9 +1001,11 @@ LEFT_OPEN = """
 
 @pytest.mark.parametrize("mode", ["asyncio.run", "calls-in-flight"])
 def test_a_client_left_open_at_exit_neither_hangs_nor_crashes(
-    redis_server: Any, board_key: str, mode: str
+    redis_server: Any, board_key: str, mode: str, loop_name: str
 ) -> None:
-    done = run_script(LEFT_OPEN, redis_server.host, str(redis_server.port), board_key, mode)
+    done = run_script(
+        LEFT_OPEN, redis_server.host, str(redis_server.port), board_key, mode, loop=loop_name
+    )
     assert done.returncode == 0, done.stderr
     assert done.stdout == "1\nexiting\n"
     assert "Fatal" not in done.stderr and "terminate" not in done.stderr
@@ -1008,7 +1021,7 @@ FORK = """
     host, port, key = sys.argv[1], int(sys.argv[2]), sys.argv[3]
     client = Client(host=host, port=port)
     board = RedisLeaderboard(client, key=key)
-    asyncio.run(board.upsert_user("parent", 1))
+    run(board.upsert_user("parent", 1))
     pid = os.fork()
     if pid == 0:
         async def child():
@@ -1017,17 +1030,19 @@ FORK = """
             except redis_leaderboard.RedisError as exc:
                 return f"{type(exc).__name__}: {exc}"
             return "no error"
-        outcome = asyncio.run(child())
+        outcome = run(child())
         print("child", outcome, flush=True)
         sys.exit(42 if "fork" in outcome else 1)  # a normal exit: atexit runs in the child
     _, status = os.waitpid(pid, 0)
     print("child exit", os.waitstatus_to_exitcode(status))
-    print("parent", asyncio.run(board.get_user_entry("parent"))["score"], flush=True)
+    print("parent", run(board.get_user_entry("parent"))["score"], flush=True)
 """
 
 
-def test_fork_after_use_is_a_clear_error_in_the_child(redis_server: Any, board_key: str) -> None:
-    done = run_script(FORK, redis_server.host, str(redis_server.port), board_key)
+def test_fork_after_use_is_a_clear_error_in_the_child(
+    redis_server: Any, board_key: str, loop_name: str
+) -> None:
+    done = run_script(FORK, redis_server.host, str(redis_server.port), board_key, loop=loop_name)
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
     assert lines[0].startswith("child RedisError: "), lines
@@ -1042,7 +1057,7 @@ FORK_AND_DROP = """
     host, port, key = sys.argv[1], int(sys.argv[2]), sys.argv[3]
     client = Client(host=host, port=port)
     board = RedisLeaderboard(client, key=key)
-    asyncio.run(board.upsert_user("parent", 1))
+    run(board.upsert_user("parent", 1))
     pid = os.fork()
     if pid == 0:
         client.close()
@@ -1053,14 +1068,18 @@ FORK_AND_DROP = """
     print("child exit", os.waitstatus_to_exitcode(status))
     async def parent():
         return [await board.get_rank("parent") for _ in range(100)]
-    print("parent", set(asyncio.run(parent())), flush=True)
+    print("parent", set(run(parent())), flush=True)
 """
 
 
-def test_a_forked_child_may_drop_the_parents_client(redis_server: Any, board_key: str) -> None:
+def test_a_forked_child_may_drop_the_parents_client(
+    redis_server: Any, board_key: str, loop_name: str
+) -> None:
     # Deleting the client in the child must neither abort the child (a joinable std::thread)
     # nor unregister the parent's sockets from their shared epoll instance.
-    done = run_script(FORK_AND_DROP, redis_server.host, str(redis_server.port), board_key)
+    done = run_script(
+        FORK_AND_DROP, redis_server.host, str(redis_server.port), board_key, loop=loop_name
+    )
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines() == ["child exit 7", "parent {1}"]
 
@@ -1073,7 +1092,7 @@ FORK_WHILE_PARENT_WORKS = """
     host, port, key = sys.argv[1], int(sys.argv[2]), sys.argv[3]
     client = Client(host=host, port=port)
     board = RedisLeaderboard(client, key=key, max_entries=100_000)
-    asyncio.run(board.get_size())
+    run(board.get_size())
     pid = os.fork()
     if pid == 0:
         async def child():
@@ -1082,7 +1101,7 @@ FORK_WHILE_PARENT_WORKS = """
             except redis_leaderboard.RedisError:
                 pass
             await asyncio.sleep(2)  # the child's loop keeps running
-        asyncio.run(child())
+        run(child())
         os._exit(0)
 
     async def parent():
@@ -1093,7 +1112,7 @@ FORK_WHILE_PARENT_WORKS = """
         return await board.get_size()
 
     try:
-        print("parent", asyncio.run(parent()), flush=True)
+        print("parent", run(parent()), flush=True)
     except asyncio.TimeoutError:
         print("parent hung", flush=True)
     os.waitpid(pid, 0)
@@ -1101,10 +1120,16 @@ FORK_WHILE_PARENT_WORKS = """
 
 
 def test_a_forked_child_does_not_steal_the_parents_completions(
-    redis_server: Any, board_key: str
+    redis_server: Any, board_key: str, loop_name: str
 ) -> None:
     """The child inherits the client's eventfd: its event loop must not drain the parent's
     wake-ups (the parent would then wait forever for completions already queued)."""
-    done = run_script(FORK_WHILE_PARENT_WORKS, redis_server.host, str(redis_server.port), board_key)
+    done = run_script(
+        FORK_WHILE_PARENT_WORKS,
+        redis_server.host,
+        str(redis_server.port),
+        board_key,
+        loop=loop_name,
+    )
     assert done.returncode == 0, done.stderr
     assert done.stdout == "parent 10000\n"

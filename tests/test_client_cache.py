@@ -346,7 +346,9 @@ async def async_reads(board: Any, ids: list[str]) -> dict[str, Any]:
     }
 
 
-def test_asyncio_cached_reads_equal_uncached_reads(redis_server: RedisServer, key: str) -> None:
+def test_asyncio_cached_reads_equal_uncached_reads(
+    redis_server: RedisServer, key: str, arun: Callable[..., Any]
+) -> None:
     import redis_leaderboard.asyncio as rl_asyncio
 
     rng = random.Random(15)
@@ -372,13 +374,13 @@ def test_asyncio_cached_reads_equal_uncached_reads(redis_server: RedisServer, ke
         await client.aclose()
 
     try:
-        asyncio.run(main())
+        arun(main())
     finally:
         raw.close()
 
 
 def test_asyncio_never_stale_and_survives_a_killed_invalidation_connection(
-    redis_server: RedisServer, key: str
+    redis_server: RedisServer, key: str, arun: Callable[..., Any]
 ) -> None:
     """A writer thread renames users while reader tasks check every name against the versions
     whose writes had returned when their call started; halfway, the invalidation connection is
@@ -430,7 +432,7 @@ def test_asyncio_never_stale_and_survives_a_killed_invalidation_connection(
     thread = threading.Thread(target=writer)
     thread.start()
     try:
-        errors = asyncio.run(main())
+        errors = arun(main())
     finally:
         stop.set()
         thread.join()

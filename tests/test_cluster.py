@@ -12,7 +12,7 @@ import random
 import threading
 import time
 import uuid
-from typing import Any
+from typing import Any, Callable
 
 import pytest
 
@@ -230,6 +230,7 @@ def test_every_method_matches_a_single_node_asyncio(
     board_key: str,
     cluster_key: str,
     options: dict[str, Any],
+    arun: Callable[..., Any],
 ) -> None:
     single = RedisLeaderboard(client, key=board_key, max_entries=12, **options)
     calls = random_calls(100 + len(options))
@@ -245,12 +246,14 @@ def test_every_method_matches_a_single_node_asyncio(
                     results.append(("error", type(exc).__name__))
             return results
 
-    got = asyncio.run(main())
+    got = arun(main())
     for (name, args, kwargs), result in zip(calls, got):
         assert result == outcome(single, name, args, kwargs), name
 
 
-def test_asyncio_many_tasks_on_many_slots(redis_cluster: RedisCluster) -> None:
+def test_asyncio_many_tasks_on_many_slots(
+    redis_cluster: RedisCluster, arun: Callable[..., Any]
+) -> None:
     keys = [f"{{many{uuid.uuid4().hex[:8]}-{i}}}" for i in range(12)]
 
     async def main() -> None:
@@ -268,7 +271,7 @@ def test_asyncio_many_tasks_on_many_slots(redis_cluster: RedisCluster) -> None:
             # Requests made together share round trips: far fewer writes than calls.
             assert stats["round_trips"] < stats["calls"]
 
-    asyncio.run(main())
+    arun(main())
     owners = {_core.key_slot(k) for k in keys}
     assert len(owners) == len(keys)
 

@@ -4,10 +4,9 @@ for each tie rule and order, at 1, 3 and 16 shards; sync and asyncio."""
 
 from __future__ import annotations
 
-import asyncio
 import random
 import uuid
-from typing import Any
+from typing import Any, Callable
 
 import pytest
 
@@ -123,7 +122,9 @@ def test_sharded_matches_one_board(
     assert board.get_size() == 0
 
 
-def test_sharded_board_asyncio(redis_cluster: RedisCluster, cluster_client: ClusterClient) -> None:
+def test_sharded_board_asyncio(
+    redis_cluster: RedisCluster, cluster_client: ClusterClient, arun: Callable[..., Any]
+) -> None:
     tag = uuid.uuid4().hex[:10]
     plain = RedisLeaderboard(cluster_client, key=f"{{plain{tag}}}", max_entries=10_000)
     calls = writes(7, 200)
@@ -154,7 +155,7 @@ def test_sharded_board_asyncio(redis_cluster: RedisCluster, cluster_client: Clus
                 await board.get_top(50),
             ]
 
-    got = asyncio.run(main())
+    got = arun(main())
     for name, args, kwargs in calls:
         getattr(plain, name)(*args, **kwargs)
     users = [f"p{i}" for i in range(60)]

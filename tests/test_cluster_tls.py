@@ -10,7 +10,7 @@ import asyncio
 import time
 import uuid
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, Callable
 
 import pytest
 
@@ -114,6 +114,7 @@ def test_every_method_over_tls_asyncio(
     certificates: Certificates,
     client: redis_leaderboard.Client,
     board_key: str,
+    arun: Callable[..., Any],
 ) -> None:
     single = RedisLeaderboard(client, key=board_key, max_entries=12)
     calls = random_calls(211)
@@ -138,7 +139,7 @@ def test_every_method_over_tls_asyncio(
             assert [await b.get_size() for b in boards] == [20] * 12
             return results
 
-    got = asyncio.run(main())
+    got = arun(main())
     for (name, args, kwargs), result in zip(calls, got):
         assert result == outcome(single, name, args, kwargs), name
 

@@ -12,7 +12,7 @@ import random
 import socket
 import threading
 import time
-from typing import Any, Iterator, Optional
+from typing import Any, Callable, Iterator, Optional
 
 import pytest
 
@@ -413,7 +413,7 @@ def test_a_blocked_reader_gets_a_write_made_after_it_started(client: Client, key
     assert got and got[0]["user_id"] == "mina" and got[0]["overtaken"] == ["old"]
 
 
-def test_async_events(redis_server: RedisServer, key: str) -> None:
+def test_async_events(redis_server: RedisServer, key: str, arun: Callable[..., Any]) -> None:
     async def main() -> list[str]:
         async with AsyncClient(port=redis_server.port) as aclient:
             board = AsyncRedisLeaderboard(aclient, key, 10, events=True)
@@ -438,7 +438,7 @@ def test_async_events(redis_server: RedisServer, key: str) -> None:
                 await idle
             return seen
 
-    assert asyncio.run(main()) == ["a", "b", "c"]
+    assert arun(main()) == ["a", "b", "c"]
 
 
 def test_events_with_block_end_when_nothing_comes(client: Client, key: str) -> None:

@@ -5,9 +5,8 @@ writes nothing."""
 
 from __future__ import annotations
 
-import asyncio
 from datetime import datetime, timezone
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 import pytest
 
@@ -102,7 +101,9 @@ def test_a_periods_submission_id_applies_once(client: Any, board_key: str, r: An
     assert 0 < r.pttl(key) <= 30_000
 
 
-def test_asyncio_group_write_appends_each_boards_event(redis_server: Any, board_key: str) -> None:
+def test_asyncio_group_write_appends_each_boards_event(
+    redis_server: Any, board_key: str, arun: Callable[..., Any]
+) -> None:
     async def main() -> None:
         async with aio.Client(host=redis_server.host, port=redis_server.port) as client:
             clock = FakeClock(datetime.now(UTC))
@@ -117,4 +118,4 @@ def test_asyncio_group_write_appends_each_boards_event(redis_server: Any, board_
                 seen = [(e["user_id"], e["rank"], e["overtaken"]) async for e in stream]
             assert seen == [("ada", 1, []), ("bob", 1, ["ada"])]
 
-    asyncio.run(main())
+    arun(main())

@@ -91,12 +91,10 @@ class AsyncCore {
     remove_reader_ = loop_.attr("remove_reader");
     add_writer_ = loop_.attr("add_writer");
     remove_writer_ = loop_.attr("remove_writer");
-    // asyncio's own loops make a plain asyncio.Future: made here without the Python frame of
-    // loop.create_future(). Other loops (uvloop, ...) make their own.
+    // asyncio's own loops and uvloop's make a plain asyncio.Future(loop=loop): made here
+    // without the call into loop.create_future(). Other loops make their own.
     auto asyncio = py::module_::import("asyncio");
-    auto base = asyncio.attr("BaseEventLoop").attr("create_future");
-    auto own = py::type::handle_of(loop).attr("create_future");
-    future_type_ = own.is(base) ? py::object(asyncio.attr("Future")) : py::object();
+    future_type_ = makes_plain_futures(loop) ? py::object(asyncio.attr("Future")) : py::object();
     create_future_ = loop_.attr(names->create_future);
     future_kwargs_ = py::dict(py::arg("loop") = loop_);
     add_reader_(client_->notify_fd(), on_notify_);
@@ -204,6 +202,19 @@ class AsyncCore {
     std::unique_ptr<leaderboard::Operation> operation;
     transport::Clock::time_point started;  // when the call was made
   };
+
+  // Whether loop.create_future() is asyncio's or uvloop's own (not overridden by a subclass):
+  // both return asyncio.Future(loop=loop).
+  static bool makes_plain_futures(py::handle loop) {
+    auto own = py::type::handle_of(loop).attr("create_future");
+    auto asyncio = py::module_::import("asyncio");
+    if (own.is(asyncio.attr("BaseEventLoop").attr("create_future"))) return true;
+    // uvloop is imported if the loop is one of its: looked up, never imported here.
+    auto modules = py::module_::import("sys").attr("modules");
+    if (!modules.contains("uvloop")) return false;
+    auto uvloop = modules["uvloop"];
+    return py::hasattr(uvloop, "Loop") && own.is(uvloop.attr("Loop").attr("create_future"));
+  }
 
   py::object new_future() {
     if (future_type_) {
