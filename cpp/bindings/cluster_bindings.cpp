@@ -268,35 +268,14 @@ void declare_cluster(py::module_& m) {
           "run_pipelined",
           [](ClusterClient& self, py::iterable operations, py::function on_result,
              std::size_t window) {
-            py::iterator it = py::iter(operations);
-            auto next = [&]() -> std::unique_ptr<leaderboard::Operation> {
-              py::gil_scoped_acquire gil;
-              auto item = py::reinterpret_steal<py::object>(PyIter_Next(it.ptr()));
-              if (!item) {
-                if (PyErr_Occurred()) throw py::error_already_set();
-                return nullptr;
-              }
-              return operation_arg(item).take();
-            };
-            auto done = [&](leaderboard::Result result) {
-              py::gil_scoped_acquire gil;
-              on_result(to_python(result));
-            };
-            py::gil_scoped_release release;
-            self.run_pipelined(window, next, done);
+            run_pipelined_from_python(self, std::move(operations), std::move(on_result), window);
           },
           "operations"_a, "on_result"_a, "window"_a = 4)
       .def("execute_command",
            [](ClusterClient& self, py::args args) {
-             if (args.empty()) throw py::type_error("execute_command needs a command name");
-             std::vector<std::string> argv;
-             for (py::handle arg : args) argv.push_back(argument_bytes(arg));
-             codec::Reply reply;
-             {
-               py::gil_scoped_release release;
-               reply = self.execute(std::move(argv));
-             }
-             return reply_to_python(reply, false);
+             return execute_command_from_python(args, [&self](std::vector<std::string> argv) {
+               return self.execute(std::move(argv));
+             });
            })
       .def("ping",
            [](ClusterClient& self) {

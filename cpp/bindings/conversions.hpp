@@ -101,4 +101,44 @@ PyOperation wrap(std::unique_ptr<leaderboard::Operation> operation);
 // The Operation `value` holds; TypeError if it is something else.
 PyOperation& operation_arg(py::handle value);
 
+// The run_pipelined and execute_command of a sync client (BlockingClient, ClusterClient), for
+// their bindings: `operations` is a Python iterable of operations, taken one at a time as the
+// window frees a place (building the next one overlaps the server's work on the previous), each
+// result handed to `on_result`; the GIL is released while the client waits.
+template <class Client>
+void run_pipelined_from_python(Client& client, py::iterable operations, py::function on_result,
+                               std::size_t window) {
+  py::iterator it = py::iter(operations);
+  auto next = [&]() -> std::unique_ptr<leaderboard::Operation> {
+    py::gil_scoped_acquire gil;
+    auto item = py::reinterpret_steal<py::object>(PyIter_Next(it.ptr()));
+    if (!item) {
+      if (PyErr_Occurred()) throw py::error_already_set();
+      return nullptr;
+    }
+    return operation_arg(item).take();
+  };
+  auto done = [&](leaderboard::Result result) {
+    py::gil_scoped_acquire gil;
+    on_result(to_python(result));
+  };
+  py::gil_scoped_release release;
+  client.run_pipelined(window, next, done);
+}
+
+// One raw command from execute_command's Python arguments, run by `execute(argv)` without the
+// GIL; the reply as redis-py gives it.
+template <class Execute>
+py::object execute_command_from_python(const py::args& args, Execute&& execute) {
+  if (args.empty()) throw py::type_error("execute_command needs a command name");
+  std::vector<std::string> argv;
+  for (py::handle arg : args) argv.push_back(argument_bytes(arg));
+  codec::Reply reply;
+  {
+    py::gil_scoped_release release;
+    reply = execute(std::move(argv));
+  }
+  return reply_to_python(reply, false);
+}
+
 }  // namespace rlb::bindings
