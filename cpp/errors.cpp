@@ -51,6 +51,12 @@ void raise_server_error(const std::string& message) {
   if (starts_with(message, kRateLimited)) {
     throw RateLimited(message, std::strtod(message.c_str() + kRateLimited.size(), nullptr));
   }
+  // "SUBMISSIONREUSED <record key> was applied for another user ..." (_lib.lua's check_reuse):
+  // the caller's mistake, so a ValueError, not a ResponseError.
+  static constexpr std::string_view kReused = "SUBMISSIONREUSED ";
+  if (starts_with(message, kReused)) {
+    throw SubmissionIdReused("submission id: " + message.substr(kReused.size()));
+  }
   for (const auto& entry : kServerErrors) {
     if (starts_with(message, entry.prefix)) entry.raise(message);
   }

@@ -76,6 +76,23 @@ struct InvalidArgument : std::invalid_argument {
   using std::invalid_argument::invalid_argument;
 };
 
+// ValueError subclasses a caller tells apart without matching text (an app answers them 4xx).
+// A board's options (order, ties, rate_limit, events) differ from those recorded in Redis for it.
+struct OptionsMismatch : InvalidArgument {
+  using InvalidArgument::InvalidArgument;
+};
+
+// A write to a period that no longer (or not yet) takes writes (seasons; raised in Python).
+struct PeriodClosed : InvalidArgument {
+  using InvalidArgument::InvalidArgument;
+};
+
+// SUBMISSIONREUSED: a submission id was applied for another user or another payload (score,
+// mode, metadata); nothing was changed. A true resend returns the first result instead.
+struct SubmissionIdReused : InvalidArgument {
+  using InvalidArgument::InvalidArgument;
+};
+
 // Throws the exception for a server error reply, chosen by its prefix as redis-py's
 // _parsers/base.py does: the one table of server errors.
 [[noreturn]] void raise_server_error(const std::string& message);

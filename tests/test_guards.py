@@ -26,6 +26,7 @@ from redis_leaderboard import (
     RateLimited,
     RedisLeaderboard,
     ResponseError,
+    SubmissionIdReused,
     _core,
 )
 from redis_leaderboard.asyncio import Client as AsyncClient
@@ -93,8 +94,13 @@ def test_a_repeated_submission_returns_the_stored_result(client: Client, key: st
     first = board.submit("mina", 5, {"team": "red"}, mode="incr", submission_id="m1:p1")
     assert first["duplicate"] is False and first["score"] == 5
     board.submit("priya", 9)
-    again = board.submit("mina", 5, {"team": "blue"}, mode="incr", submission_id="m1:p1")
+    again = board.submit("mina", 5, {"team": "red"}, mode="incr", submission_id="m1:p1")
     assert again == {**first, "duplicate": True}  # the stored result, rank then included
+    # The id belongs to that payload: another score, mode or metadata raises, writes nothing.
+    clashes: list[tuple[float, Any, Any]] = [(5, {"team": "blue"}, "incr"), (6, None, "incr")]
+    for score, metadata, mode in [*clashes, (5, {"team": "red"}, "set")]:
+        with pytest.raises(SubmissionIdReused, match="another score, mode or metadata"):
+            board.submit("mina", score, metadata, mode=mode, submission_id="m1:p1")
     assert board.get_user_entry("mina") == {
         "user_id": "mina",
         "score": 5.0,
@@ -227,9 +233,15 @@ def test_upsert_many_skips_entries_whose_id_was_applied(client: Client, key: str
     again = board.upsert_many([*entries, ("u10", 10, {"a": "b"}, "import-1:10"), ("u11", 11)])
     assert again["written"] == 2 and again["duplicates"] == 10
     assert board.get_user_entry("u3")["score"] == 100.0  # type: ignore[index]
-    # The same id twice in one chunk applies once.
-    dup = board.upsert_many([("w", 1, None, "same"), ("w", 2, None, "same")])
+    # The same id twice in one chunk, for the same payload, applies once.
+    dup = board.upsert_many([("w", 1, None, "same"), ("w", 1, None, "same")])
     assert dup["written"] == 1 and board.get_user_entry("w")["score"] == 1.0  # type: ignore[index]
+    # For another payload or user, the chunk is refused whole: nothing written.
+    size = board.get_size()
+    for clash in [("w", 2, None, "same"), ("x", 1, None, "same"), ("w", 1, {"a": "b"}, "same")]:
+        with pytest.raises(SubmissionIdReused):
+            board.upsert_many([("y", 1), clash])
+        assert board.get_size() == size and board.get_user_entry("y") is None
 
 
 def test_bad_submission_ids_raise_before_anything_is_sent(client: Client, key: str) -> None:
@@ -869,7 +881,9 @@ def test_submit_with_an_id_upsert_many_applied_is_a_duplicate(
     board.upsert_many([("u", 5, {"team": "red"}, "import:1"), ("v", 9)])
     board.increment_score("u", 1)  # after the import: the entry now is what is reported
     events = len(list(board.events("0", block=0)))
-    again = board.submit("u", 99, {"team": "blue"}, mode="incr", submission_id="import:1")
+    with pytest.raises(SubmissionIdReused):  # not the payload upsert_many applied
+        board.submit("u", 99, {"team": "blue"}, mode="incr", submission_id="import:1")
+    again = board.submit("u", 5, {"team": "red"}, submission_id="import:1")
     assert again == {
         "user_id": "u",
         "score": 6.0,
@@ -885,7 +899,7 @@ def test_submit_with_an_id_upsert_many_applied_is_a_duplicate(
     assert len(list(board.events("0", block=0))) == events  # nothing written, no event
     # Once the user has left the board: the score upsert_many wrote, as a write trimmed away.
     board.delete_user("u")
-    gone = board.submit("u", 99, submission_id="import:1")
+    gone = board.submit("u", 5, {"team": "red"}, submission_id="import:1")
     assert (gone["score"], gone["rank"], gone["metadata"], gone["duplicate"]) == (
         5.0,
         None,
@@ -898,11 +912,13 @@ def test_submit_with_an_id_upsert_many_applied_is_a_duplicate(
 def test_upsert_many_skips_an_id_submit_applied(client: Client, key: str) -> None:
     board = RedisLeaderboard(client, key, 10)
     board.submit("u", 3, submission_id="s:1")
-    summary = board.upsert_many([("u", 50, None, "s:1"), ("v", 1, None, "s:2")])
+    summary = board.upsert_many([("u", 3, None, "s:1"), ("v", 1, None, "s:2")])
     assert (summary["written"], summary["duplicates"]) == (1, 1)
     assert board.get_user_entry("u")["score"] == 3.0  # type: ignore[index]
+    with pytest.raises(SubmissionIdReused):  # another score than submit()'s
+        board.upsert_many([("u", 50, None, "s:1")])
     # And the id upsert_many applied gives submit() a duplicate, not an error.
-    assert board.submit("v", 7, submission_id="s:2")["duplicate"] is True
+    assert board.submit("v", 1, submission_id="s:2")["duplicate"] is True
 
 
 def test_async_ids_shared_by_upsert_many_and_submit(redis_server: RedisServer, key: str) -> None:
@@ -910,10 +926,12 @@ def test_async_ids_shared_by_upsert_many_and_submit(redis_server: RedisServer, k
         async with AsyncClient(port=redis_server.port) as aclient:
             board = AsyncRedisLeaderboard(aclient, key, 10)
             await board.upsert_many([("u", 5, None, "a:1")])
-            again = await board.submit("u", 1, mode="incr", submission_id="a:1")
+            with pytest.raises(SubmissionIdReused):
+                await board.submit("u", 1, mode="incr", submission_id="a:1")
+            again = await board.submit("u", 5, submission_id="a:1")
             assert (again["duplicate"], again["score"], again["rank"]) == (True, 5.0, 1)
             await board.submit("w", 2, submission_id="a:2")
-            summary = await board.upsert_many([("w", 40, None, "a:2")])
+            summary = await board.upsert_many([("w", 2, None, "a:2")])
             assert (summary["written"], summary["duplicates"]) == (0, 1)
             assert (await board.get_user_entry("w"))["score"] == 2.0  # type: ignore[index]
 

@@ -23,6 +23,7 @@ from redis_leaderboard import (
     RedisLeaderboard,
     ResponseError,
     RollingLeaderboard,
+    SubmissionIdReused,
 )
 from test_guards import ReplyDropper
 
@@ -79,14 +80,20 @@ def test_a_repeated_group_write_returns_the_stored_results(
     assert [res["duplicate"] for res in first.values()] == [False] * 4
     group.submit("bob", 9, mode="incr")
     clock.now += timedelta(minutes=10)  # the window's next bucket: the id is the window's
-    again = group.submit("ada", 5, {"team": "blue"}, mode="incr", submission_id="match-1")
+    again = group.submit("ada", 5, {"team": "red"}, mode="incr", submission_id="match-1")
     assert again == {k: {**res, "duplicate": True} for k, res in first.items()}
+    # The id belongs to one payload: another one raises and changes nothing.
+    before = snapshot(r, board_key)
+    with pytest.raises(redis_leaderboard_sync.SubmissionIdReused, match="another score"):
+        group.submit("ada", 5, {"team": "blue"}, mode="incr", submission_id="match-1")
+    assert snapshot(r, board_key) == before
     assert scores(r, boards, "ada") == [5.0, 5.0, 5.0, 5.0]
     assert boards[0].get_user_metadata("ada") == {"team": "red"}
-    # Each board's id lives under that board, for that board's submission_ttl.
+    # Each board's id lives under that board, for that board's submission_ttl; a periodic
+    # board's under its own key, whatever the period.
     assert 86_000_000 < r.pttl(f"{board_key}:alltime:submission:match-1") <= 86_400_000
     assert 0 < r.pttl(f"{board_key}:recent:submission:match-1") <= 60_000
-    assert r.exists(f"{boards[2].current().key}:submission:match-1")
+    assert r.exists(f"{boards[2].key}:submission:match-1")
     # Without an id there is no "duplicate" key: the shape is unchanged.
     assert all("duplicate" not in res for res in group.submit("cy", 1).values())
 
@@ -117,8 +124,12 @@ def test_a_rolling_windows_repeated_write_returns_the_stored_result(
     assert first["duplicate"] is False and first["score"] == 4.0
     recent.increment_score("ada", 1)
     clock.now += timedelta(minutes=5)
-    again = recent.submit("ada", 4, mode="incr", submission_id="s-1")
+    again = recent.submit("ada", 4, {"n": "a"}, mode="incr", submission_id="s-1")
     assert again == {**first, "duplicate": True}
+    with pytest.raises(SubmissionIdReused):  # without the metadata: another payload
+        recent.submit("ada", 4, mode="incr", submission_id="s-1")
+    with pytest.raises(SubmissionIdReused, match="another user"):
+        recent.submit("bob", 4, {"n": "a"}, mode="incr", submission_id="s-1")
     assert recent.get_user_entry("ada")["score"] == 5.0  # type: ignore[index]
     assert 0 < r.pttl(f"{board_key}:submission:s-1") <= 86_400_000
 

@@ -267,7 +267,8 @@ PYBIND11_MODULE(_core, m) {
       .def(
           py::init([option_arg](std::string key, py::handle max_entries, py::handle order,
                                 py::handle ties, py::handle submission_ttl, py::handle rate_limit,
-                                py::handle events, py::handle events_maxlen, py::handle expire_at) {
+                                py::handle events, py::handle events_maxlen, py::handle expire_at,
+                                std::optional<std::string> submission_scope) {
             // Issue 17: the guards.
             leaderboard::Guards guards;
             guards.submission_ttl = number_arg(submission_ttl, "submission_ttl");
@@ -291,12 +292,16 @@ PYBIND11_MODULE(_core, m) {
             if (!expire_at.is_none()) deadline = integer_arg(expire_at, "expire_at");
             return Board(std::move(key), integer_arg(max_entries, "max_entries"),
                          leaderboard::parse_order(option_arg(order, "order")),
-                         leaderboard::parse_ties(option_arg(ties, "ties")), guards, deadline);
+                         leaderboard::parse_ties(option_arg(ties, "ties")), guards, deadline,
+                         std::move(submission_scope));
           }),
           "key"_a, "max_entries"_a, py::kw_only(), "order"_a = "desc", "ties"_a = "lexicographic",
           "submission_ttl"_a = 86400, "rate_limit"_a = py::none(), "events"_a = false,
-          "events_maxlen"_a = 10000, "expire_at"_a = py::none())
+          "events_maxlen"_a = 10000, "expire_at"_a = py::none(),
+          "submission_scope"_a = py::none())
       .def_property_readonly("expire_at", &Board::expire_at)
+      .def_property_readonly("submission_scope", &Board::submission_scope)
+      .def_property_readonly("period", &Board::period)
       .def_property_readonly("key", &Board::key)
       .def_property_readonly("max_entries", &Board::max_entries)
       .def_property_readonly("order",

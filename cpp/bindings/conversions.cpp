@@ -370,7 +370,8 @@ struct ToPython {
     out["changed"] = py::bool_(submit.changed);
     out[names->metadata] = metadata_dict(entry.metadata);
     out[names->trimmed_user_ids] = string_list(submit.trimmed_user_ids);
-    if (submit.duplicate) out["duplicate"] = py::bool_(*submit.duplicate);  // issue 17
+    if (submit.duplicate) out["duplicate"] = py::bool_(*submit.duplicate);  // guards
+    if (submit.period) out["period"] = text(*submit.period);                 // seasons
     return out;
   }
   // Issue 17: change events.
@@ -448,10 +449,11 @@ bool is_a(const std::exception& e) {
 struct PythonError {
   const char* name;
   bool (*matches)(const std::exception&);
-  int parent;  // index into kPythonErrors, or -1: Exception
+  int parent;  // index into kPythonErrors, or kException, or kValueError
   const char* doc;
 };
 constexpr int kRedisError = 11, kConnectionError = 8, kResponseError = 10;
+constexpr int kException = -1, kValueError = -2;  // built-in parents
 constexpr PythonError kPythonErrors[] = {
     // Issue 17: a ResponseError (the server refused the write; the connection is fine), not a
     // ConnectionError, so code retrying connection errors does not hammer the limit.
@@ -477,8 +479,19 @@ constexpr PythonError kPythonErrors[] = {
     {"TimeoutError", is_a<TimeoutError>, kRedisError,
      "The server did not answer within the configured timeout."},
     {"ResponseError", is_a<ResponseError>, kRedisError, "The server answered with an error reply."},
-    {"RedisError", is_a<RedisError>, -1,
+    {"RedisError", is_a<RedisError>, kException,
      "Base of every error this package raises for Redis (mirrors redis-py)."},
+    // ValueErrors a caller tells apart without matching text (the caller's mistake: 4xx).
+    {"OptionsMismatch", is_a<OptionsMismatch>, kValueError,
+     "The board's options (order, ties, rate_limit, events) differ from those recorded in Redis "
+     "for it; nothing was changed. A ValueError."},
+    {"PeriodClosed", is_a<PeriodClosed>, kValueError,
+     "A write to a period that no longer (or not yet) takes writes; nothing was sent. A "
+     "ValueError."},
+    {"SubmissionIdReused", is_a<SubmissionIdReused>, kValueError,
+     "The submission id was applied before for another user or another payload (score, mode, "
+     "metadata); nothing was changed. A resend repeating the write exactly returns the first "
+     "result instead. A ValueError."},
 };
 constexpr std::size_t kErrorCount = sizeof kPythonErrors / sizeof kPythonErrors[0];
 static_assert(std::string_view(kPythonErrors[kRedisError].name) == "RedisError");
@@ -498,6 +511,11 @@ py::object exception_object(const std::exception_ptr& error) {
   } catch (const py::error_already_set& e) {
     return e.value();
   } catch (const std::invalid_argument& e) {
+    for (std::size_t i = 0; i < kErrorCount; ++i) {
+      if (kPythonErrors[i].parent == kValueError && kPythonErrors[i].matches(e)) {
+        return make_python_error(python_errors[i], e.what());
+      }
+    }
     return make_python_error(PyExc_ValueError, e.what());
   } catch (const std::bad_alloc&) {
     return py::reinterpret_borrow<py::object>(PyExc_MemoryError)();
@@ -521,7 +539,9 @@ void declare_exceptions(py::module_& m) {
   const std::string prefix = py::str(m.attr("__name__")).cast<std::string>() + ".";
   for (int i = static_cast<int>(kErrorCount) - 1; i >= 0; --i) {  // parents first
     const auto& error = kPythonErrors[i];
-    py::handle base = error.parent < 0 ? py::handle(PyExc_Exception) : python_errors[error.parent];
+    py::handle base = error.parent == kException    ? py::handle(PyExc_Exception)
+                      : error.parent == kValueError ? py::handle(PyExc_ValueError)
+                                                    : python_errors[error.parent];
     PyObject* type =
         PyErr_NewExceptionWithDoc((prefix + error.name).c_str(), error.doc, base.ptr(), nullptr);
     if (type == nullptr) throw py::error_already_set();
@@ -533,6 +553,9 @@ void declare_exceptions(py::module_& m) {
     try {
       std::rethrow_exception(error);
     } catch (const RedisError&) {
+      py::object value = exception_object(error);
+      PyErr_SetObject(reinterpret_cast<PyObject*>(Py_TYPE(value.ptr())), value.ptr());
+    } catch (const InvalidArgument&) {  // ValueError, or the subclass the table names
       py::object value = exception_object(error);
       PyErr_SetObject(reinterpret_cast<PyObject*>(Py_TYPE(value.ptr())), value.ptr());
     }

@@ -90,11 +90,12 @@ class Refreshed final : public Operation {
 class GroupSubmit final : public Operation {
  public:
   GroupSubmit(Command command, std::vector<std::string> names, std::vector<std::string> options,
-              std::string user_id, std::shared_ptr<std::vector<SubmitResult>> results,
-              bool idempotent, int resends)
+              std::vector<std::optional<Board>> boards, std::string user_id,
+              std::shared_ptr<std::vector<SubmitResult>> results, bool idempotent, int resends)
       : command_(std::move(command)),
         names_(std::move(names)),
         options_(std::move(options)),
+        boards_(std::move(boards)),
         user_id_(std::move(user_id)),
         results_(std::move(results)),
         idempotent_(idempotent),
@@ -110,8 +111,9 @@ class GroupSubmit final : public Operation {
     if (!reply.is_array() || reply.elements.size() != names_.size()) unexpected(name());
     std::vector<SubmitResult> out;
     out.reserve(names_.size());
-    for (auto& element : reply.elements) {
-      out.push_back(parse_submit_reply(element, user_id_, idempotent_));
+    for (std::size_t i = 0; i < names_.size(); ++i) {
+      const Board* board = boards_[i] ? &*boards_[i] : nullptr;  // a period's: says its period
+      out.push_back(parse_submit_reply(reply.elements[i], user_id_, idempotent_, board));
     }
     if (results_) *results_ = std::move(out);
     return true;
@@ -139,13 +141,14 @@ class GroupSubmit final : public Operation {
     if (status.find(" rate_limit=") != std::string::npos) {  // issue 17's recorded guards
       recorded += ", rate_limit=" + field("rate_limit") + ", events=" + field("events");
     }
-    throw InvalidArgument("leaderboard '" + names_[member - 1] + "' has " + recorded +
+    throw OptionsMismatch("leaderboard '" + names_[member - 1] + "' has " + recorded +
                           " (recorded in Redis); this group writes it with " +
                           options_[member - 1] + "; nothing was written");
   }
 
   Command command_;
   std::vector<std::string> names_, options_;
+  std::vector<std::optional<Board>> boards_;  // each member's board (none: a window)
   std::string user_id_;
   std::shared_ptr<std::vector<SubmitResult>> results_;
   bool idempotent_;
@@ -261,6 +264,7 @@ std::unique_ptr<Operation> group_submit(std::vector<GroupMember> members, std::s
   }
   std::vector<std::string> keys, args{user_id, format_score(score), std::to_string(members.size())};
   std::vector<std::string> names, options;
+  std::vector<std::optional<Board>> boards;
   for (auto& member : members) {
     const char* mode = name_of(member.mode);
     if (auto* board = std::get_if<Board>(&member.target)) {
@@ -269,6 +273,7 @@ std::unique_ptr<Operation> group_submit(std::vector<GroupMember> members, std::s
         if (name == board->key()) throw InvalidArgument("board '" + name + "' is twice in a group");
       }
       names.push_back(board->key());
+      boards.emplace_back(*board);
       options.push_back(std::string("order='") + name_of(board->order()) + "', ties='" +
                         name_of(board->ties()) + "'");
       std::vector<std::string> board_keys{board->key(), board->metadata_key(user_id)};
@@ -291,6 +296,7 @@ std::unique_ptr<Operation> group_submit(std::vector<GroupMember> members, std::s
       }
       auto window_args = window.args("write", member.bucket);  // validates the bucket
       names.push_back(window.key());
+      boards.emplace_back(std::nullopt);
       options.push_back(std::string("order='") + name_of(window.order()) +
                         "', ties='lexicographic'");
       keys.push_back(window.bucket_key(member.bucket));
@@ -314,7 +320,8 @@ std::unique_ptr<Operation> group_submit(std::vector<GroupMember> members, std::s
   const bool idempotent = submission_id.has_value();
   return std::make_unique<GroupSubmit>(
       script_command(scripts::group, std::move(keys), std::move(args)), std::move(names),
-      std::move(options), std::move(user_id), std::move(results), idempotent, retries);
+      std::move(options), std::move(boards), std::move(user_id), std::move(results), idempotent,
+      retries);
 }
 
 }  // namespace rlb::leaderboard

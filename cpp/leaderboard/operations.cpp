@@ -512,10 +512,11 @@ std::unique_ptr<Operation> ping() {
                                       });
 }
 
-SubmitResult parse_submit_reply(Reply& reply, std::string user_id, bool idempotent) {
+SubmitResult parse_submit_reply(Reply& reply, std::string user_id, bool idempotent,
+                                const Board* board) {
   parse_array(reply, 7);
   auto& parts = reply.elements;
-  if (parts.size() != (idempotent ? 8u : 7u)) unexpected("a submit");
+  if (parts.size() != (idempotent ? 9u : 7u)) unexpected("a submit");
   SubmitResult result;
   result.trimmed_user_ids = parse_strings(parts[0]);
   result.entry.user_id = std::move(user_id);
@@ -525,7 +526,19 @@ SubmitResult parse_submit_reply(Reply& reply, std::string user_id, bool idempote
   if (!parts[4].is_nil()) result.previous_score = parse_score(parts[4]);
   if (!parts[5].is_nil()) result.previous_rank = parse_rank(parts[5]) + 1;
   result.changed = parse_count(parts[6], 1) == 1;
-  if (idempotent) result.duplicate = parse_count(parts[7], 1) == 1;  // issue 17
+  if (idempotent) result.duplicate = parse_count(parts[7], 1) == 1;  // guards
+  if (board && board->period()) {  // seasons: the period written (a duplicate's: the first's)
+    result.period = board->period();
+    if (idempotent) {
+      if (parts[8].type != ReplyType::String) unexpected("a submit");
+      const std::string& applied = parts[8].str;
+      const std::string& scope = board->submission_scope();
+      if (applied.size() > scope.size() + 1 && applied.compare(0, scope.size(), scope) == 0 &&
+          applied[scope.size()] == ':') {
+        result.period = applied.substr(scope.size() + 1);
+      }
+    }
+  }
   return result;
 }
 
@@ -660,10 +673,11 @@ double require_submission_ttl(double seconds) {
   return seconds;
 }
 
-void add_submission_guard(std::string& spec, std::vector<std::string>& keys, const std::string& key,
-                          double submission_ttl, const std::string& submission_id) {
+void add_submission_guard(std::string& spec, std::vector<std::string>& keys,
+                          const std::string& scope, double submission_ttl,
+                          const std::string& submission_id) {
   spec += " sid:" + milliseconds(submission_ttl);
-  keys.push_back(key + ":submission:" + submission_id);
+  keys.push_back(scope + ":submission:" + submission_id);
 }
 
 void Board::Identity::accept(const Reply& reply) {
@@ -688,7 +702,7 @@ void Board::Identity::accept(const Reply& reply) {
            format_score(std::strtod(text.c_str() + slash + 1, nullptr) / 1000) + ")";
   };
   auto events = [](const std::string& text) { return text == "1" ? "True" : "False"; };
-  throw InvalidArgument(
+  throw OptionsMismatch(
       "leaderboard '" + key + "' has order='" + field("order") + "', ties='" + field("ties") +
       "', rate_limit=" + rate(field("rate_limit")) + ", events=" + events(field("events")) +
       " (recorded in Redis); this client opened it with order='" + name_of(order) + "', ties='" +
@@ -715,9 +729,14 @@ std::vector<std::string> Board::Identity::with_events(std::vector<std::string> a
 }
 
 Board::Board(std::string key, long long max_entries, Order order, Ties ties, Guards guards,
-             std::optional<long long> expire_at)
+             std::optional<long long> expire_at, std::optional<std::string> submission_scope)
     : id_(std::make_shared<Identity>()) {
   if (key.empty()) throw InvalidArgument("key must not be empty");
+  if (submission_scope && (submission_scope->empty() || key.size() <= submission_scope->size() + 1 ||
+                           key.compare(0, submission_scope->size(), *submission_scope) != 0 ||
+                           key[submission_scope->size()] != ':')) {
+    throw InvalidArgument("submission_scope must be a prefix of key followed by ':'");
+  }
   if (expire_at && *expire_at < 1) throw InvalidArgument("expire_at must be at least 1 (unix ms)");
   id_->expire_at = expire_at;
   id_->max_entries = require_at_least_one(max_entries, "max_entries");
@@ -730,6 +749,7 @@ Board::Board(std::string key, long long max_entries, Order order, Ties ties, Gua
     }
   }
   if (guards.events_maxlen < 1) throw InvalidArgument("events_maxlen must be at least 1");
+  id_->scope = submission_scope ? std::move(*submission_scope) : key;
   id_->key = std::move(key);
   id_->order = order;
   id_->ties = ties;
@@ -738,11 +758,18 @@ Board::Board(std::string key, long long max_entries, Order order, Ties ties, Gua
 
 // ---- Guards (issue 17) ------------------------------------------------------------------------
 
+std::optional<std::string> Board::period() const {
+  if (id_->scope.size() == id_->key.size()) return std::nullopt;
+  return id_->key.substr(id_->scope.size() + 1);
+}
+
 void Board::add_guards(std::string& spec, std::vector<std::string>& keys,
                        const std::string& user_id,
                        const std::optional<std::string>& submission_id) const {
   const Guards& guards = id_->guards;
-  if (submission_id) add_submission_guard(spec, keys, key(), guards.submission_ttl, *submission_id);
+  if (submission_id) {
+    add_submission_guard(spec, keys, submission_scope(), guards.submission_ttl, *submission_id);
+  }
   if (guards.rate_max) {
     spec += " rate:" + std::to_string(*guards.rate_max) + ":" + milliseconds(guards.rate_per);
     keys.push_back(key() + ":rate:" + user_id);
@@ -947,8 +974,9 @@ std::unique_ptr<Operation> Board::write(WriteMode mode, std::string user_id, dou
 
   if (submit) {
     const bool idempotent = submission_id.has_value();
-    auto parse = [user_id = std::move(user_id), idempotent](Reply& reply) mutable -> Result {
-      return parse_submit_reply(reply, std::move(user_id), idempotent);
+    auto parse = [user_id = std::move(user_id), idempotent,
+                  board = *this](Reply& reply) mutable -> Result {
+      return parse_submit_reply(reply, std::move(user_id), idempotent, &board);
     };
     auto call = std::make_unique<SingleCall>("submit", std::move(command), std::move(parse), id_);
     if (idempotent) call->allow_resends(retries);  // it cannot apply twice (issue 17)
@@ -1157,7 +1185,7 @@ std::unique_ptr<Operation> Board::upsert_chunk(std::vector<BatchEntry> entries,
         args{name_of(order()), name_of(ties()), words.empty() ? "" : words.substr(1)};
     for (auto& entry : entries) {
       user_keys.push_back(metadata_key(entry.user_id));
-      if (entry.submission_id) user_keys.push_back(key() + ":submission:" + *entry.submission_id);
+      if (entry.submission_id) user_keys.push_back(submission_key(*entry.submission_id));
       args.push_back(std::move(entry.user_id));
       args.push_back(format_score(entry.score));
       if (any_id) args.push_back(entry.submission_id ? "1" : "0");

@@ -49,9 +49,12 @@ struct SubmitResult {
   std::optional<long long> previous_rank;  // 1-based, under the board's tie rule
   bool changed = false;                    // the stored score changed
   std::vector<std::string> trimmed_user_ids;
-  // With a submission id (issue 17): true if this is the stored result of an earlier write with
+  // With a submission id (guards): true if this is the stored result of an earlier write with
   // that id (nothing was written now); none without an id.
   std::optional<bool> duplicate;
+  // On a period's board (seasons): the id of the period the write landed on (for a duplicate,
+  // the first write's, whatever period the clock says now); none on other boards.
+  std::optional<std::string> period;
 };
 
 // What a bulk trim returns: how many entries went, and the first of them (lowest first).
@@ -198,9 +201,14 @@ class Board {
 
   // `expire_at` (unix ms): a periodic board's deadline (issue 16): every write PEXPIREATs
   // every key of the board it touches, metadata hashes included (see expire_board in _lib.lua).
+  // `submission_scope`: where the board's submission ids are recorded
+  // (f"{submission_scope}:submission:{id}"); none: the board's key. A period's board (seasons)
+  // is f"{scope}:{period id}" and records its ids under its periodic board's key, so a resend
+  // finds the first write's record whatever period the clock says then.
   Board(std::string key, long long max_entries, Order order = Order::Desc,
         Ties ties = Ties::Lexicographic, Guards guards = {},
-        std::optional<long long> expire_at = std::nullopt);
+        std::optional<long long> expire_at = std::nullopt,
+        std::optional<std::string> submission_scope = std::nullopt);
 
   const std::string& key() const { return id_->key; }
   long long max_entries() const { return id_->max_entries.load(std::memory_order_relaxed); }
@@ -208,6 +216,14 @@ class Board {
   Ties ties() const { return id_->ties; }
   bool has_default_options() const { return id_->is_default(); }
   std::optional<long long> expire_at() const { return id_->expire_at; }
+  // Where submission ids are recorded (the key, or a periodic board's key), and the record of
+  // `submission_id`: f"{submission_scope}:submission:{submission_id}".
+  const std::string& submission_scope() const { return id_->scope; }
+  std::string submission_key(const std::string& submission_id) const {
+    return id_->scope + ":submission:" + submission_id;
+  }
+  // The period id of a period's board (its key after f"{submission_scope}:"); none otherwise.
+  std::optional<std::string> period() const;
   // Appends a write's guard words to `spec` (" sid:.. rate:.. events:.. expire:..", see
   // guard_fields in _lib.lua: issue 17's guards, then issue 16's deadline, which has no key) and
   // their keys to `keys`; nothing on a board without them (write.lua and group.lua use them).
@@ -302,6 +318,7 @@ class Board {
     std::atomic<bool> checked{false};
     Guards guards;                       // issue 17
     std::optional<long long> expire_at;  // unix ms; none: the board never expires
+    std::string scope;                   // where submission ids are recorded (see Board)
 
     bool is_default() const { return order == Order::Desc && ties == Ties::Lexicographic; }
     // A script's last fixed arguments: order and ties, on a board with options only (a default
@@ -336,11 +353,13 @@ class Board {
   std::shared_ptr<Identity> id_;
 };
 
-// Issue 17: an idempotent write's guard word " sid:<ttl ms>" (appended to `spec`) and its key
-// f"{key}:submission:{submission_id}" (appended to `keys`), see guard_fields in _lib.lua; what
-// Board::add_guards and a window's group write add for a submission id.
-void add_submission_guard(std::string& spec, std::vector<std::string>& keys, const std::string& key,
-                          double submission_ttl, const std::string& submission_id);
+// An idempotent write's guard word " sid:<ttl ms>" (appended to `spec`) and its record's key
+// f"{scope}:submission:{submission_id}" (appended to `keys`), see guard_fields and
+// read_submission in _lib.lua; what Board::add_guards and a window's group write add for a
+// submission id.
+void add_submission_guard(std::string& spec, std::vector<std::string>& keys,
+                          const std::string& scope, double submission_ttl,
+                          const std::string& submission_id);
 // InvalidArgument unless `seconds` is a submission_ttl a board accepts (0.001 to 1e10).
 double require_submission_ttl(double seconds);
 // InvalidArgument if a submission id is given but empty.
@@ -350,8 +369,11 @@ void require_submission_id(const std::optional<std::string>& id);
 std::unique_ptr<Operation> ping();
 
 // write.lua's (and group.lua's) submit() reply for `user_id`: {trimmed_ids, score, rank or nil,
-// metadata, previous score or nil, previous rank or nil, changed}.
-SubmitResult parse_submit_reply(Reply& reply, std::string user_id, bool idempotent = false);
+// metadata, previous score or nil, previous rank or nil, changed[, duplicate, the key of the
+// board written]} (the last two with a submission id). `board`, if given, is the board written
+// to: on a period's board the result says its period (a duplicate's: the first write's).
+SubmitResult parse_submit_reply(Reply& reply, std::string user_id, bool idempotent = false,
+                                const Board* board = nullptr);
 
 // Exact text of a double for Redis (round-trips through strtod).
 std::string format_score(double value);

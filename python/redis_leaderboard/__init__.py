@@ -13,11 +13,14 @@ from ._core import (
     ExecAbortError,
     NoPermissionError,
     NoScriptError,
+    OptionsMismatch,
     OutOfMemoryError,
+    PeriodClosed,
     RateLimited,
     ReadOnlyError,
     RedisError,
     ResponseError,
+    SubmissionIdReused,
     TimeoutError,
 )
 from .asyncio import RedisLeaderboard as AsyncRedisLeaderboard
@@ -53,7 +56,9 @@ __all__ = [
     "LeaderboardGroup",
     "NoPermissionError",
     "NoScriptError",
+    "OptionsMismatch",
     "OutOfMemoryError",
+    "PeriodClosed",
     "PeriodicLeaderboard",
     "RateLimited",
     "ReadOnlyError",
@@ -62,6 +67,7 @@ __all__ = [
     "ResponseError",
     "RollingLeaderboard",
     "ShardedLeaderboard",
+    "SubmissionIdReused",
     "TimeoutError",
     "__version__",
 ]

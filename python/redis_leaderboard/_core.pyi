@@ -42,6 +42,19 @@ class RateLimited(ResponseError):
 
     retry_after: float
 
+class OptionsMismatch(ValueError):
+    """The board's options (order, ties, rate_limit, events) differ from those recorded in
+    Redis for it; nothing was changed. A ValueError."""
+
+class PeriodClosed(ValueError):
+    """A write to a period that no longer (or not yet) takes writes; nothing was sent. A
+    ValueError."""
+
+class SubmissionIdReused(ValueError):
+    """The submission id was applied before for another user or another payload (score, mode,
+    metadata); nothing was changed. A resend repeating the write exactly returns the first
+    result instead. A ValueError."""
+
 class Operation:
     """One leaderboard operation: the requests it sends and how it reads their replies.
 
@@ -75,14 +88,22 @@ class Board:
         events: bool = False,
         events_maxlen: int = 10000,
         expire_at: Optional[int] = None,
+        submission_scope: Optional[str] = None,
     ) -> None:
         """ValueError for an unknown ``order`` or ``ties``, TypeError if not a str; the guards
-        (issue 17) checked too. ``expire_at`` (unix ms): every write PEXPIREATs the board's keys
-        at it (issue 16)."""
+        checked too. ``expire_at`` (unix ms): every write PEXPIREATs the board's keys at it
+        (seasons). ``submission_scope``: where submission ids are recorded
+        (``f"{submission_scope}:submission:{id}"``; default the key); a period's board is
+        ``f"{scope}:{period id}"`` and records its ids under its periodic board's key."""
     @property
     def key(self) -> str: ...
     @property
     def expire_at(self) -> Optional[int]: ...
+    @property
+    def submission_scope(self) -> str: ...
+    @property
+    def period(self) -> Optional[str]:
+        """A period's board: its period id (its key after the scope); else None."""
     @property
     def max_entries(self) -> int: ...
     @property

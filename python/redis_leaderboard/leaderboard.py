@@ -181,6 +181,7 @@ class BoardBase:
         events: bool = False,
         events_maxlen: int = 10000,
         _expire_at: Optional[int] = None,
+        _submission_scope: Optional[str] = None,
     ) -> None:
         board = _core.Board(  # validates first
             key,
@@ -192,6 +193,7 @@ class BoardBase:
             events=events,
             events_maxlen=events_maxlen,
             expire_at=_expire_at,  # a period's board (seasons.PeriodBoard): its deadline
+            submission_scope=_submission_scope,  # and where its submission ids are recorded
         )
         if getattr(type(redis_client), "is_cluster", False) or isinstance(
             redis_client, _core.ClusterClient
@@ -376,9 +378,12 @@ class RedisLeaderboard(BoardBase):
         """Write ``user_id``'s score and merge ``metadata``, atomically in one round trip, and
         report what changed.
 
-        With ``submission_id`` (issue 17) the write applies once: its result is stored under
-        the board for ``submission_ttl`` seconds, and a repeat within that time writes nothing
-        and returns the stored result with ``"duplicate": True`` (``False`` the first time).
+        With ``submission_id`` the write applies once: its result is stored under the board
+        for ``submission_ttl`` seconds, and a repeat within that time writes nothing and returns
+        the stored result with ``"duplicate": True`` (``False`` the first time). The id belongs
+        to one user and one payload: reusing it for another user, or with another score, mode
+        or metadata, raises :class:`SubmissionIdReused` (a ValueError) and changes nothing; it
+        never answers with another user's data.
         Such a write whose reply was lost (the connection dropped) is sent again on a new
         connection, at most ``retries`` times, then raises ``ConnectionError``; a resend
         whose first attempt had applied returns ``"duplicate": True``. Without an id, a write

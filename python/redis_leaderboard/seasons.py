@@ -437,8 +437,10 @@ class PeriodicBase(Generic[B]):
         submission_id: Optional[str] = None,
         retries: int = 2,
     ) -> Plan[SubmitResult]:
-        """As :meth:`RedisLeaderboard.submit`, on the current period's board (its result
-        without ``"period"``)."""
+        """As :meth:`RedisLeaderboard.submit`, on the current period's board; the result says
+        the ``"period"`` written. A ``submission_id`` is the periodic board's, whatever the
+        period: a resend after the period changed writes nothing and returns the first
+        result (``"duplicate": True``, ``"period"`` the first write's)."""
         return (
             yield from PeriodState.submit.plan(
                 self.current(),
@@ -538,21 +540,26 @@ class PeriodState:
             order=order,
             ties=ties,
             _expire_at=_millis(self.expires),
+            # A submission id belongs to the submission, not to the period it landed on: every
+            # period records ids under the periodic board's key, so a resend after a boundary
+            # finds the first write's record and returns its result (and period).
+            _submission_scope=periodic.key,
             **guards,
         )
 
     def check_writable(self) -> None:
-        """ValueError (before anything is sent) if the clock says this period no longer (or not
-        yet) takes writes: it ended more than ``grace`` ago, or it has not begun."""
+        """:class:`PeriodClosed` (a ValueError; before anything is sent) if the clock says this
+        period no longer (or not yet) takes writes: it ended more than ``grace`` ago, or it has
+        not begun."""
         now = self.periodic.now()
         if now < self.start:
-            raise ValueError(
+            raise _core.PeriodClosed(
                 f"period {self.period} of {self.periodic.key!r} begins at "
                 f"{self.start.astimezone(self.periodic.tz).isoformat()}; the clock says "
                 f"{now.astimezone(self.periodic.tz).isoformat()}"
             )
         if now >= self.end + self.periodic.grace:
-            raise ValueError(
+            raise _core.PeriodClosed(
                 f"period {self.period} of {self.periodic.key!r} ended at "
                 f"{self.end.astimezone(self.periodic.tz).isoformat()} and takes no writes after "
                 f"{(self.end + self.periodic.grace).astimezone(self.periodic.tz).isoformat()} "
@@ -848,7 +855,7 @@ class GroupBase:
         mode: GroupMode,
         submission_id: Optional[str] = None,
         retries: int = 2,
-    ) -> tuple[_core.Operation, Any, list[Optional[str]]]:
+    ) -> tuple[_core.Operation, Any]:
         modes: Mapping[str, Any]
         if isinstance(mode, str):
             modes = dict.fromkeys(self.keys, mode)
@@ -863,25 +870,17 @@ class GroupBase:
         else:
             raise TypeError(f"mode must be a str or a mapping of keys to str, not {mode!r}")
         members: list[tuple[Any, Any, int]] = []
-        periods: list[Optional[str]] = []
         for board in self.boards:
             board_mode = modes[board.key]
             if isinstance(board, self.rolling_class):
                 members.append((board._window, board_mode, board.bucket_at()))
-                periods.append(None)
             elif isinstance(board, self.periodic_class):
-                current = board.current()
-                members.append((current._board, board_mode, 0))
-                periods.append(current.period)
+                members.append((board.current()._board, board_mode, 0))
             else:
                 if isinstance(board, PeriodState):
                     board.check_writable()
                 members.append((board._board, board_mode, 0))
-                periods.append(board.period if isinstance(board, PeriodState) else None)
-        operation, results = _core.group_submit(
-            members, user_id, score, metadata, submission_id, retries
-        )
-        return operation, results, periods
+        return _core.group_submit(members, user_id, score, metadata, submission_id, retries)
 
     @plan_method
     def submit(
@@ -894,27 +893,25 @@ class GroupBase:
         submission_id: Optional[str] = None,
         retries: int = 2,
     ) -> Plan[dict[str, SubmitResult]]:
-        """Returns ``{board key: submit()'s result}`` (a periodic board's with ``"period"``, a
-        rolling window's about the window's board).
+        """Returns ``{board key: submit()'s result}`` (a periodic board's with ``"period"``, the
+        period written; a rolling window's about the window's board).
 
-        ``submission_id`` (issue 17): every board applies the write once, as its own
-        :meth:`RedisLeaderboard.submit` with that id would (its key
+        ``submission_id``: every board applies the write once, as its own
+        :meth:`RedisLeaderboard.submit` with that id would (its record
         ``f"{board key}:submission:{id}"``, kept for that board's ``submission_ttl``), all in
         the one atomic script: a repeat writes nothing and returns each board's stored result
         with ``"duplicate": True`` (``False`` the first time). A write whose reply was lost is
         resent on a new connection, at most ``retries`` times, then raises
-        ``ConnectionError``. A periodic board's id belongs to its period: a repeat after the
-        period changed writes the new period."""
-        operation, results, periods = self._request(
-            user_id, score, metadata, mode, submission_id, retries
-        )
+        ``ConnectionError``. The id belongs to the submission, not to the period it landed on:
+        a periodic board records it under its own key, so a repeat after the period changed
+        returns the first result, its ``"period"`` the first write's. An id applied for
+        another user or payload raises :class:`SubmissionIdReused` and writes nothing.
+
+        Redis cost: one round trip, one script (every board planned, then written); per board,
+        a plain write's commands (O(log N) each) plus a GET and a SET of its id's record."""
+        operation, results = self._request(user_id, score, metadata, mode, submission_id, retries)
         yield operation
-        out: dict[str, SubmitResult] = {}
-        for key, period, result in zip(self.keys, periods, results()):
-            if period is not None:
-                result["period"] = period
-            out[key] = result
-        return out
+        return dict(zip(self.keys, results()))
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.keys!r})"

@@ -435,48 +435,120 @@ local function check_guards(b, w)
   return nil, record
 end
 
--- submit()'s reply, marked a duplicate, for a submission id that upsert_many applied: it keeps
--- no result per entry, only the score it wrote (`written`, after 'upsert_many ' in the id's
--- key; '' if an older writer left none). So the reply is the user's entry now (score, rank,
--- metadata), with no previous score or rank and changed 0; if the user is not on the board
--- (trimmed, deleted), the score upsert_many wrote ('nan' if unknown), no rank, no metadata, as
--- a write trimmed away. Its commands' permissions and keys were checked by plan_write.
-local function bulk_duplicate(b, w, written)
-  local stored = redis.call('ZSCORE', b.board, w.user_id)
-  if not stored then
-    return {{}, written ~= '' and written or 'nan', false, {}, false, false, 0, 1}
+-- ---- Submission ids: records ------------------------------------------------------------------
+-- A submission id's record "<scope>:submission:<id>" (scope: the board's key; a periodic
+-- board's own key for every period, so a resend finds it whatever period the clock says then;
+-- a window's key) is the string cmsgpack.pack({2, user_id, fingerprint, applied, reply,
+-- written}): the user and payload the id belongs to (an id belongs to one user and one
+-- payload), the key of the board the write landed on, submit()'s reply (false if upsert_many
+-- applied the id: it keeps no result per entry) and, for upsert_many, the score it wrote.
+-- Records an older client wrote (a packed reply, or 'upsert_many <score>') name no user: they
+-- are answered as they were then, without the checks.
+
+-- The fingerprint of a write's payload: what a resend repeats exactly (its mode, its score or
+-- amount as sent, its metadata fields[from..to] as field, value pairs, in field order).
+local function payload_fingerprint(mode, number, fields, from, to)
+  local order = {}
+  for i = from, to, 2 do order[#order + 1] = i end
+  table.sort(order, function(a, b) return fields[a] < fields[b] end)
+  local flat = {mode, number}
+  for _, i in ipairs(order) do
+    flat[#flat + 1] = fields[i]
+    flat[#flat + 1] = fields[i + 1] or ''
   end
-  return {{}, stored, rank_of(b, w.user_id, tonumber(stored)), redis.call('HGETALL', w.user_key),
-    false, false, 0, 1}
+  return redis.sha1hex(cmsgpack.pack(flat))
 end
 
--- Idempotency (w.submission_key, w.submission_ttl): nil if the write may go ahead, else the
--- reply to return: an error reply, or the stored result of an earlier write with the same
--- submission id (its last element 1: a duplicate; a table with neither 'err' nor 'ok'); for an
--- id upsert_many applied, on board `b`, bulk_duplicate's reply (a window, without `b`: an error).
+-- The record at `key` (its type checked by the caller), decoded: nil if none, else a table with
+-- user_id, fingerprint, applied, reply (nil for upsert_many) and written; legacy = true for an
+-- older client's record (reply, or written, alone).
+local function read_submission(key)
+  local stored = redis.call('GET', key)
+  if not stored then return nil end
+  if string.sub(stored, 1, 12) == 'upsert_many ' then
+    return {legacy = true, written = string.sub(stored, 13)}
+  end
+  local ok, record = pcall(cmsgpack.unpack, stored)
+  if not ok or type(record) ~= 'table' then
+    return {corrupt = true}
+  end
+  if record[1] ~= 2 then return {legacy = true, reply = record} end
+  return {user_id = record[2], fingerprint = record[3], applied = record[4],
+    reply = record[5] or nil, written = record[6] or ''}
+end
+
+-- nil, or the SUBMISSIONREUSED error reply (the client raises SubmissionIdReused) if `record`
+-- of the id at `key` belongs to another user or another payload than (user_id, fingerprint).
+local function check_reuse(record, key, user_id, fingerprint)
+  if record.corrupt then
+    return redis.error_reply('SUBMISSIONREUSED the record of ' .. key .. ' is not one this '
+      .. 'library wrote; nothing was changed')
+  end
+  if record.legacy then return nil end
+  if record.user_id ~= user_id then
+    return redis.error_reply('SUBMISSIONREUSED ' .. key .. ' was applied for another user; '
+      .. 'a submission id belongs to one user; nothing was changed')
+  end
+  if record.fingerprint ~= fingerprint then
+    return redis.error_reply('SUBMISSIONREUSED ' .. key .. ' was applied for this user with '
+      .. 'another score, mode or metadata; a resend must repeat the write exactly; nothing was '
+      .. 'changed')
+  end
+  return nil
+end
+
+-- submit()'s reply, marked a duplicate, for a submission id that upsert_many applied: it keeps
+-- no result per entry, only the score it wrote (record.written; '' if unknown). So the reply is
+-- the user's entry now (score, rank, metadata) on board `b` if upsert_many wrote this board,
+-- with no previous score or rank and changed 0; if the user is not on it (trimmed, deleted) or
+-- upsert_many wrote another board of the scope (an earlier period), the score written ('nan' if
+-- unknown), no rank, no metadata, as a write trimmed away. Its commands' permissions and keys
+-- were checked by plan_write.
+local function bulk_duplicate(b, w, record)
+  local applied = record.applied or b.board
+  local written = record.written ~= '' and record.written or 'nan'
+  local stored = applied == b.board and redis.call('ZSCORE', b.board, w.user_id)
+  if not stored then return {{}, written, false, {}, false, false, 0, 1, applied} end
+  return {{}, stored, rank_of(b, w.user_id, tonumber(stored)), redis.call('HGETALL', w.user_key),
+    false, false, 0, 1, applied}
+end
+
+-- Idempotency (w.submission_key, w.submission_ttl; the payload in w.user_id, w.mode, w.number,
+-- w.fields[w.first_field..]): nil if the write may go ahead (w.fingerprint set for
+-- store_submission), else the reply to return: an error reply (SUBMISSIONREUSED: the id was
+-- applied for another user or payload), or the stored result of the earlier write with this id
+-- (its last elements 1, a duplicate, and the key of the board it landed on; a table with
+-- neither 'err' nor 'ok'); for an id upsert_many applied, on board `b`, bulk_duplicate's reply
+-- (a window, without `b`: an error).
 local function check_submission(w, b)
   local err = check_acl('GET', w.submission_key)
     or check_acl('SET', w.submission_key, 'x', 'PX', w.submission_ttl)
     or check_type(w.submission_key, 'string')
   if err then return err end
-  local stored = redis.call('GET', w.submission_key)
-  if stored and string.sub(stored, 1, 11) == 'upsert_many' then
-    if b then return bulk_duplicate(b, w, string.sub(stored, 13)) end
+  w.fingerprint = payload_fingerprint(w.mode, w.number, w.fields, w.first_field, #w.fields)
+  local record = read_submission(w.submission_key)
+  if not record then return nil end
+  err = check_reuse(record, w.submission_key, w.user_id, w.fingerprint)
+  if err then return err end
+  if not record.reply then
+    if b then return bulk_duplicate(b, w, record) end
     return redis.error_reply('ERR submission id ' .. w.submission_key
       .. ' was applied by upsert_many to a board, not to this window; nothing was changed')
-  elseif stored then
-    local reply = cmsgpack.unpack(stored)
-    reply[#reply + 1] = 1
-    return reply
   end
-  return nil
+  local reply = record.reply
+  reply[#reply + 1] = 1
+  reply[#reply + 1] = record.applied or w.board or w.union
+  return reply
 end
 
--- Stores a write's reply under its submission id, then marks it (its last element 0: not a
--- duplicate); returns it.
-local function store_submission(w, reply)
-  redis.call('SET', w.submission_key, cmsgpack.pack(reply), 'PX', w.submission_ttl)
+-- Stores a write's reply under its submission id (with the user, the payload's fingerprint and
+-- `applied`, the key of the board written), then marks it (its last elements 0, not a
+-- duplicate, and `applied`); returns it.
+local function store_submission(w, reply, applied)
+  redis.call('SET', w.submission_key,
+    cmsgpack.pack({2, w.user_id, w.fingerprint, applied, reply, false}), 'PX', w.submission_ttl)
   reply[#reply + 1] = 0
+  reply[#reply + 1] = applied
   return reply
 end
 
@@ -510,8 +582,9 @@ local function plan_guards(b, w)
         'BYSCORE', 'LIMIT', count - w.rate_max, 1, 'WITHSCORES')
       local retry_after = (tonumber(oldest[2]) + w.rate_per * 1000 - now) / 1000000
       return nil, redis.error_reply(string.format(
-        'RATELIMITED retry_after=%.6f user %s may write %d times per %g s; nothing was changed',
-        math.max(retry_after, 0.000001), w.user_id, w.rate_max, w.rate_per / 1000))
+        'RATELIMITED retry_after=%.6f user %s may write %d times per %g s to %s; nothing was '
+        .. 'changed', math.max(retry_after, 0.000001), w.user_id, w.rate_max, w.rate_per / 1000,
+        b.board))
     end
     g.now, g.since = now, since
   end
@@ -646,7 +719,7 @@ local function apply_guards(p, reply)
     -- A periodic board's events expire with it (issue 16).
     if w.expire_at then redis.call('PEXPIREAT', w.events_key, w.expire_at) end
   end
-  if w.submission_key then return store_submission(w, reply) end
+  if w.submission_key then return store_submission(w, reply, w.board) end
   return reply
 end
 

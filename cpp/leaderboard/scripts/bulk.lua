@@ -3,16 +3,17 @@
 -- MULTI/EXEC): each entry set as upsert_user sets it (ZADD, the option keys, HSET), not
 -- trimmed; all or nothing. No flags: Redis 7 refuses it up front when out of memory.
 -- KEYS: board, the option keys (see board_spec in _lib.lua), then per entry its metadata hash
--- and, if it carries a submission id, its key "<board>:submission:<id>"; then the events
--- stream if the guards have 'events'.
+-- and, if it carries a submission id, its record "<scope>:submission:<id>" (see read_submission
+-- in _lib.lua); then the events stream if the guards have 'events'.
 -- ARGV: order, ties, guards (words, see guard_fields in _lib.lua: 'sid:<ttl ms>' (entries may
 -- carry ids), 'rate:<max>:<per ms>' (checked against the record only: a bulk load is not
 -- rate limited), 'events:<maxlen>', 'expire:<unix ms>' (a periodic board's deadline, see
 -- expire_board); '' for none), then per entry: user_id, score, with 'sid'
 -- 1 or 0 (it carries an id), number of metadata fields, field, value, ...
--- An entry whose id was applied before (by upsert_many or submit, or earlier in the chunk) is
--- skipped; an entry written keeps 'upsert_many <score>' under its id. Returns the
--- number of entries written.
+-- An entry whose id was applied before (by upsert_many or submit, or earlier in the chunk) for
+-- the same user and payload (mode 'set', its score, its metadata) is skipped; for another, the
+-- chunk is refused (SUBMISSIONREUSED), nothing written. An entry written keeps its record (no
+-- reply, the score written) under its id. Returns the number of entries written.
 local board = KEYS[1]
 local b = board_spec(board, 2, ARGV[1], ARGV[2])
 local first_user_key = b.first and 5 or (b.dense and 4 or 3)
@@ -51,8 +52,14 @@ while i <= #ARGV do
     err = check_acl('GET', entry.sid) or check_acl('SET', entry.sid, 'x', 'PX', w.submission_ttl)
       or check_type(entry.sid, 'string')
     if err then return err end
-    entry.skip = seen[entry.sid] or redis.call('EXISTS', entry.sid) == 1
-    seen[entry.sid] = true
+    entry.fingerprint = payload_fingerprint('set', entry.number, ARGV, entry.from, entry.to)
+    local record = seen[entry.sid] or read_submission(entry.sid)
+    if record then
+      err = check_reuse(record, entry.sid, entry.user_id, entry.fingerprint)
+      if err then return err end
+      entry.skip = true
+    end
+    seen[entry.sid] = {user_id = entry.user_id, fingerprint = entry.fingerprint}
   end
   entries[#entries + 1] = entry
   i = entry.to + 1
@@ -98,7 +105,9 @@ for _, entry in ipairs(entries) do
     -- No result per entry, only the score written: submit() with the same id reports the
     -- user's entry as it is then (see bulk_duplicate in _lib.lua).
     if entry.sid then
-      redis.call('SET', entry.sid, 'upsert_many ' .. entry.number, 'PX', w.submission_ttl)
+      redis.call('SET', entry.sid,
+        cmsgpack.pack({2, entry.user_id, entry.fingerprint, board, false, entry.number}), 'PX',
+        w.submission_ttl)
     end
   end
   if expire_at then expire_board(b, entry.key, expire_at) end

@@ -16,13 +16,16 @@
 --   a window: 'window', mode, order, aggregate ('sum' | 'max' | 'min'), max_entries, bucket i,
 --             bucket length (ms), window length (ms), its spec words or '' ('sid:..' alone)
 --   (mode: 'set' | 'best' | 'incr').
--- A member whose spec has 'sid:<ttl ms>' (a submission id: its key "<key>:submission:<id>")
--- applies the write once, as write.lua: a repeat writes nothing there and replies with the
--- result stored by the first, its last element 1 (else 0). The members are independent: a
--- member whose id was applied replies its stored result while the others are written.
+-- A member whose spec has 'sid:<ttl ms>' (a submission id: its record "<scope>:submission:<id>",
+-- see read_submission in _lib.lua) applies the write once, as write.lua: a repeat writes nothing
+-- there and replies with the result stored by the first, then 1 (else 0) and the key of the
+-- board the first landed on. The members are independent: a member whose id was applied
+-- replies its stored result while the others are written; an id applied for another user or
+-- payload refuses the whole write (SUBMISSIONREUSED).
 -- Returns one reply per member, submit()'s (see apply_write): {trimmed_ids, score, rank or
 -- false, metadata, previous score or false, previous rank or false, 1 if changed else 0[, with
--- a submission id: 1 if a duplicate else 0]}; for a window, of its union (the window's board):
+-- a submission id: 1 if a duplicate else 0, the key of the board written]}; for a window, of
+-- its union (the window's board):
 -- the ids are those the write pushed out of its max_entries (their buckets and metadata stay),
 -- the scores the window's aggregates.
 
@@ -228,7 +231,8 @@ for m = 1, members do
       aggregate = ARGV[a + 4], max_entries = tonumber(ARGV[a + 5]), bucket = tonumber(bucket_text),
       bucket_ms = tonumber(ARGV[a + 7]), window_ms = tonumber(ARGV[a + 8]),
       bucket_key = bucket_key, user_key = KEYS[k + 1], union = KEYS[k + 2], marker = KEYS[k + 3],
-      options = KEYS[k + 4], prefix = string.sub(bucket_key, 1, #bucket_key - #bucket_text)},
+      options = KEYS[k + 4], prefix = string.sub(bucket_key, 1, #bucket_key - #bucket_text),
+      user_id = user_id, number = number, fields = ARGV, first_field = first_field},
       spec, 1, k + 4 + keyed))
     k = k + 5 + keyed
   end
@@ -245,7 +249,7 @@ for m = 1, members do
   local plan = plans[m]
   if plan and plan.kind == 'window' then
     replies[m] = apply_window(plan)
-    if plan.submission_key then store_submission(plan, replies[m]) end
+    if plan.submission_key then store_submission(plan, replies[m], plan.union) end
   elseif plan then
     replies[m] = apply_write(plan)
   end

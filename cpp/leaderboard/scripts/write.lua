@@ -11,8 +11,10 @@
 -- trimmed away, else {trimmed_ids, score, rank, {field, value, ...}}; for 'submit':
 -- {trimmed_ids, score, rank or nil, {field, value, ...}, previous score or nil, previous rank or
 -- nil, 1 if the stored score changed else 0[, with a submission id: 1 if it is the stored
--- reply of an earlier write with that id (nothing was written), else 0]}; RATELIMITED
--- retry_after=<s> ... when a rate limit refuses the write.
+-- reply of an earlier write with that id (nothing was written), else 0; the key of the board
+-- the write landed on (an earlier period's, for a resend into a later one)]}; RATELIMITED
+-- retry_after=<s> ... when a rate limit refuses the write; SUBMISSIONREUSED ... when the id was
+-- applied for another user or payload (see read_submission in _lib.lua).
 local board, user_key = KEYS[1], KEYS[2]
 if not string.find(ARGV[1], ' ', 1, true) and no_options_recorded(KEYS[3]) then
   -- The guide's board, and the guide's methods: mode 'set' or 'incr' alone.
