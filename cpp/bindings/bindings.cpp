@@ -264,41 +264,39 @@ PYBIND11_MODULE(_core, m) {
   };
   py::class_<Board>(m, "Board",
                     "A board's key, size limit and ranking rules; builds validated operations.")
-      .def(
-          py::init([option_arg](std::string key, py::handle max_entries, py::handle order,
-                                py::handle ties, py::handle submission_ttl, py::handle rate_limit,
-                                py::handle events, py::handle events_maxlen, py::handle expire_at,
-                                std::optional<std::string> submission_scope) {
-            // Issue 17: the guards.
-            leaderboard::Guards guards;
-            guards.submission_ttl = number_arg(submission_ttl, "submission_ttl");
-            if (!rate_limit.is_none()) {
-              if (!PyTuple_Check(rate_limit.ptr()) || PyTuple_Size(rate_limit.ptr()) != 2) {
-                throw py::type_error(
-                    "rate_limit must be None or a (max_writes, per_seconds) tuple, not " +
-                    std::string(Py_TYPE(rate_limit.ptr())->tp_name));
-              }
-              auto pair = py::reinterpret_borrow<py::tuple>(rate_limit);
-              guards.rate_max = integer_arg(pair[0], "rate_limit's max_writes");
-              guards.rate_per = number_arg(pair[1], "rate_limit's per_seconds");
-            }
-            if (!PyBool_Check(events.ptr())) {
-              throw py::type_error("events must be a bool, not " +
-                                   std::string(Py_TYPE(events.ptr())->tp_name));
-            }
-            guards.events = events.cast<bool>();
-            guards.events_maxlen = integer_arg(events_maxlen, "events_maxlen");
-            std::optional<long long> deadline;  // issue 16: a periodic board's
-            if (!expire_at.is_none()) deadline = integer_arg(expire_at, "expire_at");
-            return Board(std::move(key), integer_arg(max_entries, "max_entries"),
-                         leaderboard::parse_order(option_arg(order, "order")),
-                         leaderboard::parse_ties(option_arg(ties, "ties")), guards, deadline,
-                         std::move(submission_scope));
-          }),
-          "key"_a, "max_entries"_a, py::kw_only(), "order"_a = "desc", "ties"_a = "lexicographic",
-          "submission_ttl"_a = 86400, "rate_limit"_a = py::none(), "events"_a = false,
-          "events_maxlen"_a = 10000, "expire_at"_a = py::none(),
-          "submission_scope"_a = py::none())
+      .def(py::init([option_arg](std::string key, py::handle max_entries, py::handle order,
+                                 py::handle ties, py::handle submission_ttl, py::handle rate_limit,
+                                 py::handle events, py::handle events_maxlen, py::handle expire_at,
+                                 std::optional<std::string> submission_scope) {
+             // Issue 17: the guards.
+             leaderboard::Guards guards;
+             guards.submission_ttl = number_arg(submission_ttl, "submission_ttl");
+             if (!rate_limit.is_none()) {
+               if (!PyTuple_Check(rate_limit.ptr()) || PyTuple_Size(rate_limit.ptr()) != 2) {
+                 throw py::type_error(
+                     "rate_limit must be None or a (max_writes, per_seconds) tuple, not " +
+                     std::string(Py_TYPE(rate_limit.ptr())->tp_name));
+               }
+               auto pair = py::reinterpret_borrow<py::tuple>(rate_limit);
+               guards.rate_max = integer_arg(pair[0], "rate_limit's max_writes");
+               guards.rate_per = number_arg(pair[1], "rate_limit's per_seconds");
+             }
+             if (!PyBool_Check(events.ptr())) {
+               throw py::type_error("events must be a bool, not " +
+                                    std::string(Py_TYPE(events.ptr())->tp_name));
+             }
+             guards.events = events.cast<bool>();
+             guards.events_maxlen = integer_arg(events_maxlen, "events_maxlen");
+             std::optional<long long> deadline;  // issue 16: a periodic board's
+             if (!expire_at.is_none()) deadline = integer_arg(expire_at, "expire_at");
+             return Board(std::move(key), integer_arg(max_entries, "max_entries"),
+                          leaderboard::parse_order(option_arg(order, "order")),
+                          leaderboard::parse_ties(option_arg(ties, "ties")), guards, deadline,
+                          std::move(submission_scope));
+           }),
+           "key"_a, "max_entries"_a, py::kw_only(), "order"_a = "desc", "ties"_a = "lexicographic",
+           "submission_ttl"_a = 86400, "rate_limit"_a = py::none(), "events"_a = false,
+           "events_maxlen"_a = 10000, "expire_at"_a = py::none(), "submission_scope"_a = py::none())
       .def_property_readonly("expire_at", &Board::expire_at)
       .def_property_readonly("submission_scope", &Board::submission_scope)
       .def_property_readonly("period", &Board::period)

@@ -371,7 +371,7 @@ struct ToPython {
     out[names->metadata] = metadata_dict(entry.metadata);
     out[names->trimmed_user_ids] = string_list(submit.trimmed_user_ids);
     if (submit.duplicate) out["duplicate"] = py::bool_(*submit.duplicate);  // guards
-    if (submit.period) out["period"] = text(*submit.period);                 // seasons
+    if (submit.period) out["period"] = text(*submit.period);                // seasons
     return out;
   }
   // Issue 17: change events.

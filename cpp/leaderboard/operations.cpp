@@ -732,9 +732,10 @@ Board::Board(std::string key, long long max_entries, Order order, Ties ties, Gua
              std::optional<long long> expire_at, std::optional<std::string> submission_scope)
     : id_(std::make_shared<Identity>()) {
   if (key.empty()) throw InvalidArgument("key must not be empty");
-  if (submission_scope && (submission_scope->empty() || key.size() <= submission_scope->size() + 1 ||
-                           key.compare(0, submission_scope->size(), *submission_scope) != 0 ||
-                           key[submission_scope->size()] != ':')) {
+  if (submission_scope &&
+      (submission_scope->empty() || key.size() <= submission_scope->size() + 1 ||
+       key.compare(0, submission_scope->size(), *submission_scope) != 0 ||
+       key[submission_scope->size()] != ':')) {
     throw InvalidArgument("submission_scope must be a prefix of key followed by ':'");
   }
   if (expire_at && *expire_at < 1) throw InvalidArgument("expire_at must be at least 1 (unix ms)");
