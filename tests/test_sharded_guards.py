@@ -5,6 +5,9 @@ with the reason. Sync and asyncio, on the session's cluster."""
 
 from __future__ import annotations
 
+import asyncio
+import threading
+import time
 import uuid
 from collections.abc import Iterator
 from typing import Any, Callable
@@ -12,7 +15,7 @@ from typing import Any, Callable
 import pytest
 
 import redis_leaderboard.asyncio as aio
-from redis_leaderboard import ClusterClient, RateLimited, ShardedLeaderboard
+from redis_leaderboard import ClusterClient, ConnectionError, RateLimited, ShardedLeaderboard, _core
 from redis_leaderboard._redis_server import RedisCluster
 
 
@@ -89,3 +92,70 @@ def test_async_sharded_guards(redis_cluster: RedisCluster, arun: Callable[..., A
             await board.clear()
 
     arun(main())
+
+
+def cut_while_paused(redis_cluster: RedisCluster, shard: str) -> threading.Thread:
+    """Pauses writes on the node serving ``shard`` for 1 s and, 0.3 s in, kills its normal
+    connections: a write sent meanwhile was never applied, and its connection is gone."""
+    node = redis_cluster.owner(_core.key_slot(shard))
+    redis_cluster.node_command(node, "CLIENT", "PAUSE", "1000", "WRITE")
+
+    def cut() -> None:
+        time.sleep(0.3)
+        redis_cluster.node_command(node, "CLIENT", "KILL", "TYPE", "normal")
+
+    thread = threading.Thread(target=cut)
+    thread.start()
+    return thread
+
+
+def test_sharded_submit_with_an_id_is_resent_after_a_lost_connection(
+    redis_cluster: RedisCluster, cluster_client: ClusterClient
+) -> None:
+    board = ShardedLeaderboard(cluster_client, name(), shards=4)
+    board.submit("ann", 1)  # connected to the shard's node
+    shard = board.shard_key("ann")
+    resends = cluster_client.stats()["resends"]
+    cut = cut_while_paused(redis_cluster, shard)
+    try:
+        result = board.submit("ann", 5, mode="incr", submission_id="r1", retries=2)
+    finally:
+        cut.join()
+    assert cluster_client.stats()["resends"] > resends  # its connection was cut: sent again
+    assert (result["duplicate"], result["score"]) == (False, 6.0)
+    assert board.get_user_entry("ann")["score"] == 6.0  # applied once
+    # retries=0: the lost reply is not resent.
+    cut = cut_while_paused(redis_cluster, shard)
+    try:
+        with pytest.raises(ConnectionError):
+            board.submit("ann", 5, mode="incr", submission_id="r2", retries=0)
+    finally:
+        cut.join()
+    time.sleep(0.8)  # the pause is over
+    assert board.get_user_entry("ann")["score"] == 6.0  # the killed write never ran
+    board.clear()
+
+
+def test_async_sharded_submit_with_an_id_is_resent_after_a_lost_connection(
+    redis_cluster: RedisCluster, arun: Callable[..., Any]
+) -> None:
+    async def main() -> tuple[Any, ...]:
+        async with aio.ClusterClient(redis_cluster.startup_nodes, socket_timeout=5) as c:
+            board = aio.ShardedLeaderboard(c, name(), shards=4)
+            await board.submit("ann", 1)
+            cut = cut_while_paused(redis_cluster, board.shard_key("ann"))
+            resends = c.stats()["resends"]
+            try:
+                result = await board.submit("ann", 5, mode="incr", submission_id="r1")
+            finally:
+                await asyncio.to_thread(cut.join)
+            entry = await board.get_user_entry("ann")
+            await board.clear()
+            return (
+                c.stats()["resends"] > resends,
+                result["duplicate"],
+                result["score"],
+                entry["score"],
+            )
+
+    assert arun(main()) == (True, False, 6.0, 6.0)
