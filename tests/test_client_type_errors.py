@@ -9,7 +9,13 @@ import pytest
 
 import redis_leaderboard.asyncio as aio
 from conftest import RedisServer
-from redis_leaderboard import Client, ClusterClient, PeriodicLeaderboard, RedisLeaderboard
+from redis_leaderboard import (
+    Client,
+    ClusterClient,
+    PeriodicLeaderboard,
+    RedisLeaderboard,
+    ShardedLeaderboard,
+)
 from redis_leaderboard._redis_server import RedisCluster
 
 
@@ -62,4 +68,30 @@ def test_a_cluster_client_of_the_other_api(redis_cluster: RedisCluster) -> None:
     assert str(error.value) == (
         "redis_leaderboard.asyncio.RedisLeaderboard runs on a "
         "redis_leaderboard.asyncio.ClusterClient, not a redis_leaderboard.ClusterClient"
+    )
+
+
+def test_a_sharded_board_on_a_cluster_client_of_the_other_api(
+    redis_cluster: RedisCluster, arun: Callable[..., Any]
+) -> None:
+    cluster = ClusterClient(redis_cluster.startup_nodes, socket_timeout=5)
+    try:
+        with pytest.raises(TypeError) as error:
+            aio.ShardedLeaderboard(cluster, "lb")
+    finally:
+        cluster.close()
+    assert str(error.value) == (
+        "redis_leaderboard.asyncio.ShardedLeaderboard runs on a "
+        "redis_leaderboard.asyncio.ClusterClient, not a redis_leaderboard.ClusterClient"
+    )
+
+    async def main() -> str:
+        async with aio.ClusterClient(redis_cluster.startup_nodes, socket_timeout=5) as c:
+            with pytest.raises(TypeError) as error:
+                ShardedLeaderboard(c, "lb")
+            return str(error.value)
+
+    assert arun(main()) == (
+        "ShardedLeaderboard runs on a redis_leaderboard.ClusterClient, "
+        "not a redis_leaderboard.asyncio.ClusterClient"
     )

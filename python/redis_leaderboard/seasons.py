@@ -997,12 +997,13 @@ class PeriodicLeaderboard(PeriodicBase[PeriodBoard], SyncDriven):
     time zone ``tz``, each the guide's layout at ``f"{key}:{period_id}"``
     (``lb:weekly:2026-W48``, ``lb:daily:2026-11-23``).
 
-    Writes and the guide's reads go to the current period (:meth:`current`); :meth:`at`,
-    :meth:`previous` and :meth:`periods` reach older ones. The newest ``keep`` periods (the
-    current one included) are kept; an older one expires by itself: every write sets the
-    deadline of every key it writes (sorted set, option keys, the user's metadata hash), so all
-    keys of a period expire together, when the ``keep``-th period after it begins (and never
-    before its end plus ``grace``).
+    Writes, the guide's reads, every query of :class:`RedisLeaderboard` and :meth:`events`
+    go to the current period (:meth:`current`); :meth:`at`, :meth:`previous` and
+    :meth:`periods` reach older ones. ``max_entries=None``: every period's board is unlimited.
+    The newest ``keep`` periods (the current one included) are kept; an older one expires by
+    itself: every write sets the deadline of every key it writes (sorted set, option keys, the
+    user's metadata hash), so all keys of a period expire together, when the ``keep``-th
+    period after it begins (and never before its end plus ``grace``).
 
     ``clock`` (a callable returning an aware datetime; default the system clock) decides which
     period a write lands in: inject it for tests or to replay events with their own

@@ -38,6 +38,7 @@ from .leaderboard import (
     WriteMode,
     check_bulk_arguments,
 )
+from .options import public_name
 
 __all__ = ["AsyncShardedLeaderboard", "ShardedLeaderboard", "shard_of"]
 
@@ -123,10 +124,14 @@ class ShardedBase:
             )
             for i in range(shards)
         ]
-        if not hasattr(redis_client, "run_many"):
+        expected = self._cluster_client_class()
+        if not hasattr(redis_client, "run_many") or (
+            getattr(type(redis_client), "is_cluster", False)
+            and not isinstance(redis_client, expected)
+        ):  # not a cluster client, or one of the other API (blocking for asyncio, or the reverse)
             raise TypeError(
-                f"{self.display_name} runs on a cluster client (ClusterClient), "
-                f"not a {type(redis_client).__name__}"
+                f"{self.display_name} runs on a {public_name(expected)}, "
+                f"not a {public_name(type(redis_client))}"
             )
         self.redis = redis_client
         self.key = key
@@ -136,6 +141,11 @@ class ShardedBase:
         self.max_entries = self._boards[0].max_entries
         self.submission_ttl = self._boards[0].submission_ttl
         self.rate_limit = self._boards[0].rate_limit
+
+    @staticmethod
+    def _cluster_client_class() -> type:
+        """The cluster client this class runs on (the asyncio class: the asyncio one)."""
+        return _core.ClusterClient
 
     def __repr__(self) -> str:
         return (
@@ -680,8 +690,13 @@ class ShardedLeaderboard(ShardedBase):
     """A leaderboard spread over ``shards`` shard boards ``{key:0}`` ... on a
     :class:`redis_leaderboard.ClusterClient`, for boards bigger than one node.
 
-    ``max_entries`` is per shard (a shard trims its own lowest). Round trips and server work
-    per call (``S`` shards, ``k`` entries asked, ``N`` entries on a shard):
+    ``max_entries`` is per shard (a shard trims its own lowest; None: no limit). Guards:
+    ``submission_ttl`` and ``rate_limit`` as :class:`RedisLeaderboard`'s, kept by each shard
+    board (a user's writes all go to its shard); ``events`` are refused
+    (``NotImplementedError``: the shards' streams are in different slots).
+
+    Round trips and server work per call (``S`` shards, ``k`` entries asked, ``N`` entries on
+    a shard):
 
     - ``upsert_user``/``increment_score``/``submit``/``delete_user``/``get_user_metadata``: 1,
       on the user's shard (atomic there). Writes return the shard's result with
@@ -936,6 +951,12 @@ class AsyncShardedLeaderboard(ShardedBase):
     :class:`redis_leaderboard.asyncio.ClusterClient`: same methods, each a coroutine."""
 
     display_name = "redis_leaderboard.asyncio.ShardedLeaderboard"
+
+    @staticmethod
+    def _cluster_client_class() -> type:
+        from .cluster import AsyncClusterClient
+
+        return AsyncClusterClient
 
     async def _run(self, plan: Plan) -> Any:
         try:
