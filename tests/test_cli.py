@@ -260,8 +260,9 @@ def test_import_warns_when_the_board_outgrows_the_library_default(
     assert "board size 2,500" in done.stdout
     assert f"{board_key} holds 2,500 entries" in done.stderr
     assert "opened without max_entries keeps 100" in done.stderr
-    assert "open it with max_entries=2500 or more; for the demo: --max-entries 2500" in (
-        done.stderr
+    assert (
+        "open it with max_entries=2500 or more (None: unlimited); for the demo: --max-entries 2500"
+        in (done.stderr)
     )
     assert RedisLeaderboard(Client(port=redis_server.port), key=board_key).get_size() == 2500
 

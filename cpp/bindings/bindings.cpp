@@ -100,6 +100,18 @@ std::string option_text(py::handle value, const char* field) {
   return value.cast<std::string>();
 }
 
+// max_entries: None is an unlimited board (Board::kUnlimited: no write ever trims), read back as
+// None.
+long long max_entries_arg(py::handle value) {
+  if (value.is_none()) return rlb::leaderboard::Board::kUnlimited;
+  return rlb::bindings::integer_arg(value, "max_entries");
+}
+
+py::object max_entries_of(long long value) {
+  if (value >= rlb::leaderboard::Board::kUnlimited) return py::none();
+  return py::int_(value);
+}
+
 // Time (issue 16): rolling windows and group writes (leaderboard/group.hpp).
 void declare_time(py::module_& m) {
   using namespace rlb::bindings;
@@ -113,7 +125,7 @@ void declare_time(py::module_& m) {
              return Window(std::move(key), integer_arg(bucket_ms, "bucket_ms"),
                            integer_arg(window_ms, "window_ms"),
                            rlb::leaderboard::parse_aggregate(option_text(aggregate, "aggregate")),
-                           integer_arg(max_entries, "max_entries"),
+                           max_entries_arg(max_entries),
                            rlb::leaderboard::parse_order(option_text(order, "order")),
                            number_arg(submission_ttl, "submission_ttl"));
            }),
@@ -123,7 +135,8 @@ void declare_time(py::module_& m) {
       .def_property_readonly("bucket_ms", &Window::bucket_ms)
       .def_property_readonly("window_ms", &Window::window_ms)
       .def_property_readonly("buckets", &Window::buckets)
-      .def_property_readonly("max_entries", &Window::max_entries)
+      .def_property_readonly("max_entries",
+                             [](const Window& self) { return max_entries_of(self.max_entries()); })
       .def_property_readonly("submission_ttl", &Window::submission_ttl)
       .def_property_readonly(
           "aggregate",
@@ -289,7 +302,7 @@ PYBIND11_MODULE(_core, m) {
              guards.events_maxlen = integer_arg(events_maxlen, "events_maxlen");
              std::optional<long long> deadline;  // issue 16: a periodic board's
              if (!expire_at.is_none()) deadline = integer_arg(expire_at, "expire_at");
-             return Board(std::move(key), integer_arg(max_entries, "max_entries"),
+             return Board(std::move(key), max_entries_arg(max_entries),
                           leaderboard::parse_order(option_arg(order, "order")),
                           leaderboard::parse_ties(option_arg(ties, "ties")), guards, deadline,
                           std::move(submission_scope));
@@ -301,7 +314,8 @@ PYBIND11_MODULE(_core, m) {
       .def_property_readonly("submission_scope", &Board::submission_scope)
       .def_property_readonly("period", &Board::period)
       .def_property_readonly("key", &Board::key)
-      .def_property_readonly("max_entries", &Board::max_entries)
+      .def_property_readonly("max_entries",
+                             [](const Board& self) { return max_entries_of(self.max_entries()); })
       .def_property_readonly("order",
                              [](const Board& self) { return leaderboard::name_of(self.order()); })
       .def_property_readonly("ties",
@@ -358,7 +372,7 @@ PYBIND11_MODULE(_core, m) {
       .def(
           "set_max_entries",
           [](const Board& self, py::handle max_entries) {
-            return wrap(self.set_max_entries(integer_arg(max_entries, "max_entries")));
+            return wrap(self.set_max_entries(max_entries_arg(max_entries)));
           },
           "max_entries"_a)
       .def(

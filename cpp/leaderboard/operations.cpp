@@ -34,6 +34,7 @@ long long require_at_least_one(long long value, const char* field) {
   if (value < 1) throw InvalidArgument(std::string(field) + " must be at least 1");
   return std::min(value, kMaxWindow);
 }
+static_assert(Board::kUnlimited == kMaxWindow, "a limit clamped to kMaxWindow is no limit");
 
 // A score from its text (false: not a number). from_chars: several times faster than strtod (no
 // locale); strtod for what it refuses (a leading '+', out of range).

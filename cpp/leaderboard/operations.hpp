@@ -198,6 +198,9 @@ class Board {
   // Entries per round trip of list_all, clear and set_max_entries: boards up to this size
   // take one round trip; larger ones are paged so the server is never blocked for long.
   static constexpr long long kPageSize = 5000;
+  // An unlimited board's max_entries (None in Python): more than a sorted set can hold
+  // (2^32 - 1 members), so no write ever trims; larger limits are clamped to it.
+  static constexpr long long kUnlimited = 1LL << 32;
 
   // `expire_at` (unix ms): a periodic board's deadline (issue 16): every write PEXPIREATs
   // every key of the board it touches, metadata hashes included (see expire_board in _lib.lua).

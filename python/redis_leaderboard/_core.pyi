@@ -79,7 +79,7 @@ class Board:
     def __init__(
         self,
         key: str,
-        max_entries: int,
+        max_entries: Optional[int],
         *,
         order: Literal["desc", "asc"] = "desc",
         ties: Literal["lexicographic", "first", "competition", "dense"] = "lexicographic",
@@ -105,7 +105,8 @@ class Board:
     def period(self) -> Optional[str]:
         """A period's board: its period id (its key after the scope); else None."""
     @property
-    def max_entries(self) -> int: ...
+    def max_entries(self) -> Optional[int]:
+        """None: an unlimited board (no write trims it)."""
     @property
     def order(self) -> Literal["desc", "asc"]: ...
     @property
@@ -150,7 +151,7 @@ class Board:
     def increment_score(
         self, user_id: str, amount: float, metadata: Optional[Mapping[str, Any]] = None
     ) -> Operation: ...
-    def set_max_entries(self, max_entries: int) -> Operation:
+    def set_max_entries(self, max_entries: Optional[int]) -> Operation:
         """Validates and returns the trim to run; :attr:`max_entries` changes once it has
         finished. With ``events``, each page appends ``"trim"`` events."""
     def get_top(self, count: int = 10) -> Operation: ...
@@ -208,7 +209,7 @@ class Window:
         window_ms: int,
         *,
         aggregate: Literal["sum", "max", "min"] = "sum",
-        max_entries: int = 100,
+        max_entries: Optional[int] = 100,
         order: Literal["desc", "asc"] = "desc",
         submission_ttl: float = 86400,
     ) -> None: ...
@@ -221,7 +222,8 @@ class Window:
     @property
     def buckets(self) -> int: ...
     @property
-    def max_entries(self) -> int: ...
+    def max_entries(self) -> Optional[int]:
+        """None: an unlimited board (no write trims it)."""
     @property
     def aggregate(self) -> Literal["sum", "max", "min"]: ...
     @property
@@ -328,8 +330,11 @@ class Client:
     """A blocking, pipelined Redis client (Boost.Asio sockets, hiredis codec).
 
     Safe to share between threads: each call borrows a pooled connection and releases the
-    GIL while it waits. A dropped connection is reopened on the next call; a call whose
-    reply was lost raises :class:`ConnectionError` and is never retried.
+    GIL while it waits. A dropped connection is reopened on the next call; a write whose
+    reply was lost raises :class:`ConnectionError` and is never resent, unless it carries an
+    idempotency key (a ``submission_id``): then it is resent on a new connection, at most
+    ``retries`` times, and raises :class:`ConnectionError` after the last attempt. A read may
+    be retried once on a fresh connection within its timeout.
     Timeouts are in seconds; None waits without limit (as redis-py). ``max_reply_bytes``
     (default 512 MiB) caps the memory one reply may take; a larger reply drops the connection
     with :class:`ConnectionError`.

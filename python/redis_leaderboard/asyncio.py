@@ -31,9 +31,11 @@ from .leaderboard import (
     SubmitResult,
     WriteMode,
     check_bulk_arguments,
+    check_events_arguments,
     events_slices,
     import_summary,
     note_failed_trim,
+    read_events_operation,
 )
 from .options import sentinel_options, url_options
 from .sharded import AsyncShardedLeaderboard as ShardedLeaderboard
@@ -61,9 +63,17 @@ class Client:
     Options as :class:`redis_leaderboard.Client`. ``max_in_flight`` caps the requests written
     and unanswered at once; ``max_pending`` caps those handed to the transport, beyond which
     calls wait in the client (back-pressure). A client is bound to the event loop it is first
-    used on. Written requests whose connection drops fail with ``ConnectionError`` (never
-    retried); a call unanswered ``socket_timeout`` seconds after it was made (waiting its turn
-    included) fails with ``TimeoutError``.
+    used on.
+
+    When the connection drops: a write already written fails with ``ConnectionError`` and is
+    never resent, unless it carries an idempotency key (``submit(..., submission_id=...)``, a
+    group write with a ``submission_id``, an ``upsert_many`` chunk whose entries all carry
+    ids), which cannot apply twice: it is resent first on the next connection, with a new
+    ``socket_timeout``, at most ``retries`` times (default 2: three attempts), then fails with
+    ``ConnectionError`` ("no reply after 3 attempts"). A read may be retried once on a fresh
+    connection within its timeout. A call unanswered ``socket_timeout`` seconds after it was
+    made (waiting its turn included), or after its latest resend, fails with
+    ``TimeoutError``.
     """
 
     def __init__(
@@ -307,22 +317,26 @@ class AsyncEventStream:
     """A board's change events (:meth:`RedisLeaderboard.events`): ``async for``, or
     ``await read()``."""
 
+    _reader: Optional[Client] = None  # what close() sees if __init__ raised
+
     def __init__(
         self, leaderboard: RedisLeaderboard, last_id: str, block: Optional[float], count: int
     ) -> None:
+        check_events_arguments(leaderboard._board, last_id, block, count)  # before any state
         self._slices = events_slices(block)
-        leaderboard._board.read_events(last_id, count)  # validates, sends nothing
         self._leaderboard = leaderboard
         self._count = count
         self._buffer: list[Event] = []
-        self._reader: Optional[Client] = None
+        self._reader = None
         self.last_id = last_id
 
     async def read(self, block: Optional[float] = None) -> list[Event]:
         """As :meth:`redis_leaderboard.leaderboard.EventStream.read`."""
+        operation = read_events_operation(
+            self._leaderboard._board, self.last_id, self._count, block
+        )
         if self._reader is None:
             self._reader = self._leaderboard.redis.dedicated()
-        operation = self._leaderboard._board.read_events(self.last_id, self._count, block)
         batch = await self._reader.run(operation)
         self.last_id = batch["last_id"]
         events: list[Event] = batch["events"]
@@ -414,7 +428,7 @@ class RedisLeaderboard(BoardBase):
         thread) of its own; ``await stream.aclose()`` (or ``async with``) closes it."""
         return AsyncEventStream(self, last_id, block, count)
 
-    async def set_max_entries(self, max_entries: int) -> list[str]:
+    async def set_max_entries(self, max_entries: Optional[int]) -> list[str]:
         return await self._run(self._board.set_max_entries(max_entries))
 
     async def get_top(self, count: int = 10) -> list[Entry]:

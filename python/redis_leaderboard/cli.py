@@ -248,7 +248,8 @@ def run_import(args: argparse.Namespace) -> int:
         print(
             f"redis-leaderboard import: note: {board.key} holds {size:,} entries, but a "
             f"RedisLeaderboard opened without max_entries keeps {LIBRARY_MAX_ENTRIES} and trims "
-            f"the rest on its next write: open it with max_entries={size} or more{demo}",
+            f"the rest on its next write: open it with max_entries={size} or more (None: "
+            f"unlimited){demo}",
             file=sys.stderr,
         )
     return 0
@@ -415,8 +416,8 @@ how many rows were written. Rows upsert: existing entries are updated, not remov
 
 Without --max-entries every row is kept. A board's limit is not stored in Redis but given by
 each program that writes it, and RedisLeaderboard's default is max_entries={LIBRARY_MAX_ENTRIES}:
-open the board with max_entries of at least its size, or its next write trims it to the best
-{LIBRARY_MAX_ENTRIES} (the import warns when the board holds more)."""
+open the board with max_entries of at least its size (or None: unlimited), or its next write
+trims it to the best {LIBRARY_MAX_ENTRIES} (the import warns when the board holds more)."""
 
 
 def add_import_arguments(parser: argparse.ArgumentParser) -> None:

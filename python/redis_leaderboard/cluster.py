@@ -99,9 +99,12 @@ class ClusterClient(_core.ClusterClient):
     One connection pool per node; every request goes to the node serving its keys' slot. A
     request waits for its slot's owner (``TRYAGAIN`` during a migration, ``CLUSTERDOWN``, a
     failover under way, a node it cannot connect to) at most ``socket_timeout`` seconds from
-    the call (10 s without one), then raises ``TimeoutError``. A request whose connection
+    the call (10 s without one), then raises ``TimeoutError``. A write whose connection
     dropped after it was sent raises ``ConnectionError`` and is never sent again (it may have
-    been applied).
+    been applied), unless it carries an idempotency key (a ``submission_id``): then it is sent
+    again, to the node serving its slot then, at most ``retries`` times, and raises
+    ``ConnectionError`` after the last attempt. A read may be retried once on a fresh
+    connection within its timeout.
     """
 
     is_cluster = True

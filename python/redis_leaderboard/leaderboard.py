@@ -18,7 +18,7 @@ from typing import (
 
 from . import _core
 from .client import Client
-from .options import make_client
+from .options import make_client, public_name
 
 Entry = dict[str, Any]
 # (user_id, score) or (user_id, score, metadata)
@@ -129,17 +129,39 @@ def import_summary(written: int, trim: dict[str, Any], skipped: int = 0) -> Impo
     return summary
 
 
-def events_slices(block: Optional[float]) -> Generator[Optional[float], Optional[bool], None]:
-    """The XREAD BLOCK of each round trip of ``events(block=...)``: slices of at most
-    EVENTS_BLOCK_SLICE seconds; ``block=None`` waits for ever (slice after slice), a number
-    gives up once that long has passed without an event (0: no wait). ``send(True)`` (an
-    event came) starts the wait again; it yields None (the value of that send) first."""
-    import time
-
+def check_block(block: Optional[float]) -> Optional[float]:
+    """``block`` of ``events()`` and ``read()``: None or seconds from 0 to 1e6."""
     if block is not None and (isinstance(block, bool) or not isinstance(block, (int, float))):
         raise TypeError(f"block must be None or a number of seconds, not {type(block).__name__}")
     if block is not None and not 0 <= block <= 1e6:
         raise ValueError("block must be None or a number of seconds from 0 to 1e6")
+    return block
+
+
+def read_events_operation(
+    board: _core.Board, last_id: str, count: int, block: Optional[float]
+) -> _core.Operation:
+    """One XREAD of ``read(block)``: ``block`` 0 (or None) sends no BLOCK at all, so it answers
+    at once (``BLOCK 1`` would wait for the server's timer, about 100 ms on an idle stream)."""
+    block = check_block(block)
+    return board.read_events(last_id, count, block or None)
+
+
+def check_events_arguments(board: _core.Board, last_id: Any, block: Any, count: Any) -> None:
+    """``events()``'s arguments, every one checked when it is called (before any connection
+    or state exists), not at the first iteration."""
+    check_block(block)
+    board.read_events(last_id, count)  # validates last_id and count, sends nothing
+
+
+def events_slices(block: Optional[float]) -> Generator[Optional[float], Optional[bool], None]:
+    """The XREAD BLOCK of each round trip of ``events(block=...)``: slices of at most
+    EVENTS_BLOCK_SLICE seconds; ``block=None`` waits for ever (slice after slice), a number
+    gives up once that long has passed without an event (0: no wait). ``send(True)`` (an
+    event came) starts the wait again; it yields None (the value of that send) first.
+    ``block`` is checked by :func:`check_block` before this generator starts."""
+    import time
+
     until = None if block is None else time.monotonic() + block
     first = True
     while True:
@@ -171,7 +193,7 @@ class BoardBase:
         self,
         redis_client: Any = None,
         key: str = "leaderboard:demo",
-        max_entries: int = 100,
+        max_entries: Optional[int] = 100,
         *,
         url: Optional[str] = None,
         order: Order = "desc",
@@ -200,8 +222,8 @@ class BoardBase:
         ):
             if not isinstance(redis_client, self.cluster_client_class):
                 raise TypeError(
-                    f"{self.display_name} runs on a {self.cluster_client_class.__name__}, "
-                    f"not a {type(redis_client).__name__}"
+                    f"{self.display_name} runs on a {public_name(self.cluster_client_class)}, "
+                    f"not a {public_name(type(redis_client))}"
                 )
             if url is not None:
                 raise TypeError("pass either redis_client or url, not both")
@@ -218,8 +240,9 @@ class BoardBase:
         return self._board.key
 
     @property
-    def max_entries(self) -> int:
-        """How many entries the board keeps; writes trim the lowest beyond it."""
+    def max_entries(self) -> Optional[int]:
+        """How many entries the board keeps; writes trim the lowest beyond it. None: an
+        unlimited board (``max_entries=None``), which no write trims."""
         return self._board.max_entries
 
     @property
@@ -265,23 +288,28 @@ class BoardBase:
 class EventStream:
     """A board's change events (:meth:`RedisLeaderboard.events`): iterate, or ``read()``."""
 
+    _reader: Optional[_core.Client] = None  # what close() and __del__ see if __init__ raised
+
     def __init__(
         self, leaderboard: RedisLeaderboard, last_id: str, block: Optional[float], count: int
     ) -> None:
-        self._slices = events_slices(block)  # validates block
-        leaderboard._board.read_events(last_id, count)  # validates the rest, sends nothing
+        check_events_arguments(leaderboard._board, last_id, block, count)  # before any state
+        self._slices = events_slices(block)
         self._leaderboard = leaderboard
         self._count = count
         self._buffer: list[Event] = []
-        self._reader: Optional[_core.Client] = None
+        self._reader = None
         self.last_id = last_id
 
     def read(self, block: Optional[float] = None) -> list[Event]:
         """One round trip: the events after ``last_id`` (at most ``count``), waiting up to
-        ``block`` seconds for one (None: no wait); ``[]`` if none came."""
+        ``block`` seconds for one (None or 0: no wait, XREAD without BLOCK); ``[]`` if none
+        came."""
+        operation = read_events_operation(
+            self._leaderboard._board, self.last_id, self._count, block
+        )
         if self._reader is None:
             self._reader = self._leaderboard.redis.dedicated()
-        operation = self._leaderboard._board.read_events(self.last_id, self._count, block)
         batch = self._reader.run(operation)
         self.last_id = batch["last_id"]
         events: list[Event] = batch["events"]
@@ -449,7 +477,7 @@ class RedisLeaderboard(BoardBase):
         trip (a list, maybe empty); ``last_id`` is where the next read resumes."""
         return EventStream(self, last_id, block, count)
 
-    def set_max_entries(self, max_entries: int) -> list[str]:
+    def set_max_entries(self, max_entries: Optional[int]) -> list[str]:
         """Change the board's size limit and trim to it; returns the trimmed ids, worst first.
         The new limit applies to this object once the trim has finished (if it raises, the old
         limit stays). With ``events``, appends ``"trim"`` events listing the trimmed ids."""

@@ -411,7 +411,7 @@ def client_options_from_redis_py(redis_client: Any) -> ClientOptions:
     except (AttributeError, TypeError, ValueError):
         raise TypeError(
             "redis_client must be a redis_leaderboard Client, a redis-py Redis client or None, "
-            f"not {type(redis_client).__name__}"
+            f"not {public_name(type(redis_client))}"
         ) from None
     connection_class = getattr(getattr(pool, "connection_class", None), "__name__", "")
     options: dict[str, Any] = {
@@ -503,4 +503,39 @@ def make_client(redis_client: Any, url: Optional[str], client_class: type[_Clien
         if url is not None:
             raise TypeError("pass either redis_client or url, not both")
         return redis_client  # type: ignore[no-any-return]
+    given = type(redis_client)
+    if redis_client is not None and given.__module__.startswith("redis_leaderboard"):
+        # One of ours, of the other API (a blocking client for an asyncio board, or the
+        # reverse): both are called Client, so the message names their modules.
+        expected, got = public_name(client_class), public_name(given)
+        raise TypeError(
+            f"redis_client must be a {expected}, a redis-py Redis client or None, not a {got}"
+            + _api_hint(client_class, given)
+        )
     return client_class(**resolve_client_options(redis_client, url).kwargs())
+
+
+def public_name(cls: type) -> str:
+    """A class by the name it is imported under: ``redis_leaderboard.Client`` (the blocking
+    client), ``redis_leaderboard.asyncio.Client``, ``redis_leaderboard.asyncio.ClusterClient``
+    (defined as ``cluster.AsyncClusterClient``); another class by its module and name."""
+    module, name = cls.__module__, cls.__qualname__
+    if module == "builtins":
+        return name
+    if not module.startswith("redis_leaderboard"):
+        return f"{module}.{name}"
+    if module == "redis_leaderboard.asyncio" or module.startswith("redis_leaderboard._seasons"):
+        return f"redis_leaderboard.asyncio.{name}"
+    if name.startswith("Async"):
+        return f"redis_leaderboard.asyncio.{name[len('Async') :]}"
+    return f"redis_leaderboard.{name}"
+
+
+def _api_hint(expected: type, given: type) -> str:
+    asyncio_given = public_name(given).startswith("redis_leaderboard.asyncio.")
+    asyncio_expected = public_name(expected).startswith("redis_leaderboard.asyncio.")
+    if asyncio_given and not asyncio_expected:
+        return " (an asyncio client: a blocking board needs a blocking client)"
+    if asyncio_expected and not asyncio_given:
+        return " (a blocking client: an asyncio board needs an asyncio client)"
+    return ""

@@ -34,8 +34,10 @@ from ._plans import AsyncDriven, Plan, SyncDriven, plan_method
 from .client import Client
 from .leaderboard import (
     DEFAULT_CHUNK_SIZE,
+    EVENTS_BATCH,
     BulkEntry,
     Entry,
+    HistogramBin,
     ImportSummary,
     Order,
     Page,
@@ -276,7 +278,7 @@ class PeriodicBase(Generic[B]):
         *,
         tz: Union[str, tzinfo] = "UTC",
         keep: int = 2,
-        max_entries: int = 100,
+        max_entries: Optional[int] = 100,
         order: Order = "desc",
         ties: Ties = "lexicographic",
         grace: timedelta = timedelta(0),
@@ -503,6 +505,67 @@ class PeriodicBase(Generic[B]):
         """The current period's :meth:`RedisLeaderboard.get_page`."""
         return (yield self.current()._board.get_page(page, page_size))
 
+    @plan_method
+    def get_entries(self, user_ids: Iterable[str]) -> Plan[list[Optional[Entry]]]:
+        """The current period's :meth:`RedisLeaderboard.get_entries`."""
+        return (yield self.current()._board.get_entries(user_ids))
+
+    @plan_method
+    def get_by_score(
+        self, min_score: float, max_score: float, *, offset: int = 0, limit: int = 100
+    ) -> Plan[list[Entry]]:
+        """The current period's :meth:`RedisLeaderboard.get_by_score`."""
+        board = self.current()._board
+        return (yield board.get_by_score(min_score, max_score, offset=offset, limit=limit))
+
+    @plan_method
+    def count_by_score(self, min_score: float, max_score: float) -> Plan[int]:
+        """The current period's :meth:`RedisLeaderboard.count_by_score`."""
+        return (yield self.current()._board.count_by_score(min_score, max_score))
+
+    @plan_method
+    def rank_for_score(self, score: float) -> Plan[int]:
+        """The current period's :meth:`RedisLeaderboard.rank_for_score`."""
+        return (yield self.current()._board.rank_for_score(score))
+
+    @plan_method
+    def get_percentile(self, user_id: str) -> Plan[Optional[float]]:
+        """The current period's :meth:`RedisLeaderboard.get_percentile`."""
+        return (yield self.current()._board.get_percentile(user_id))
+
+    @plan_method
+    def score_at_percentile(self, p: float) -> Plan[Optional[float]]:
+        """The current period's :meth:`RedisLeaderboard.score_at_percentile`."""
+        return (yield self.current()._board.score_at_percentile(p))
+
+    @plan_method
+    def get_histogram(
+        self,
+        bins: int = 10,
+        *,
+        min_score: Optional[float] = None,
+        max_score: Optional[float] = None,
+    ) -> Plan[list[HistogramBin]]:
+        """The current period's :meth:`RedisLeaderboard.get_histogram`."""
+        board = self.current()._board
+        return (yield board.get_histogram(bins, min_score=min_score, max_score=max_score))
+
+    def events(
+        self, last_id: str = "$", *, block: Optional[float] = None, count: int = EVENTS_BATCH
+    ) -> Any:
+        """The current period's :meth:`RedisLeaderboard.events` (an ``EventStream``; under
+        asyncio an ``AsyncEventStream``): the change events of the period current when it is
+        called, from its stream ``f"{key}:{period_id}:events"`` (``events=True`` on the
+        periodic board). A stream follows that one period: after a rollover the new period's
+        writes go to the new period's stream, which this one never shows (it waits, or ends
+        once ``block`` passes without an event); to follow the board across periods, open
+        ``events("0")`` again after :meth:`next_reset` (``"0"``: from the new period's first
+        event). A period's stream expires with the period's other keys."""
+        stream: Any = self.current().events(  # type: ignore[attr-defined]  # the board class's
+            last_id, block=block, count=count
+        )
+        return stream
+
 
 def _display_name(obj: object) -> str:
     """The class's name in reprs: ``redis_leaderboard.asyncio.<name>`` for the asyncio twins."""
@@ -520,7 +583,7 @@ class PeriodState:
         self,
         redis_client: Any,
         key: str,
-        max_entries: int,
+        max_entries: Optional[int],
         *,
         order: Order,
         ties: Ties,
@@ -649,7 +712,7 @@ class RollingState:
         window: timedelta = timedelta(days=7),
         bucket: timedelta = timedelta(hours=1),
         aggregate: Aggregate = "sum",
-        max_entries: int = 100,
+        max_entries: Optional[int] = 100,
         *,
         order: Order = "desc",
         clock: Optional[Clock] = None,
@@ -791,7 +854,7 @@ class RollingState:
         yield self._window.clear(self.bucket_at())
 
     @plan_method
-    def set_max_entries(self, max_entries: int) -> Plan[list[str]]:
+    def set_max_entries(self, max_entries: Optional[int]) -> Plan[list[str]]:
         """Refused (``TypeError``): a window's max_entries is fixed when it is opened."""
         raise self._refuse("set_max_entries")  # at the call: no step to run
 
@@ -931,12 +994,13 @@ class PeriodicLeaderboard(PeriodicBase[PeriodBoard], SyncDriven):
     time zone ``tz``, each the guide's layout at ``f"{key}:{period_id}"``
     (``lb:weekly:2026-W48``, ``lb:daily:2026-11-23``).
 
-    Writes and the guide's reads go to the current period (:meth:`current`); :meth:`at`,
-    :meth:`previous` and :meth:`periods` reach older ones. The newest ``keep`` periods (the
-    current one included) are kept; an older one expires by itself: every write sets the
-    deadline of every key it writes (sorted set, option keys, the user's metadata hash), so all
-    keys of a period expire together, when the ``keep``-th period after it begins (and never
-    before its end plus ``grace``).
+    Writes, the guide's reads, every query of :class:`RedisLeaderboard` and :meth:`events`
+    go to the current period (:meth:`current`); :meth:`at`, :meth:`previous` and
+    :meth:`periods` reach older ones. ``max_entries=None``: every period's board is unlimited.
+    The newest ``keep`` periods (the current one included) are kept; an older one expires by
+    itself: every write sets the deadline of every key it writes (sorted set, option keys, the
+    user's metadata hash), so all keys of a period expire together, when the ``keep``-th
+    period after it begins (and never before its end plus ``grace``).
 
     ``clock`` (a callable returning an aware datetime; default the system clock) decides which
     period a write lands in: inject it for tests or to replay events with their own

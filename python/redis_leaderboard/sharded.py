@@ -38,6 +38,7 @@ from .leaderboard import (
     WriteMode,
     check_bulk_arguments,
 )
+from .options import public_name
 
 __all__ = ["AsyncShardedLeaderboard", "ShardedLeaderboard", "shard_of"]
 
@@ -83,10 +84,13 @@ class ShardedBase:
         redis_client: Any,
         key: str = "leaderboard",
         shards: int = 16,
-        max_entries: int = 1_000_000_000,
+        max_entries: Optional[int] = 1_000_000_000,
         *,
         order: Order = "desc",
         ties: Ties = "lexicographic",
+        submission_ttl: float = 86400,
+        rate_limit: Optional[tuple[int, float]] = None,
+        events: bool = False,
     ) -> None:
         if not isinstance(key, str):
             raise TypeError(f"key must be a str, not {type(key).__name__}")
@@ -104,21 +108,44 @@ class ShardedBase:
                 "a sharded board cannot rank ties by 'first': each shard numbers achievements on "
                 "its own; use 'lexicographic', 'competition' or 'dense'"
             )
+        if events is not False:
+            raise self._refuse_events()
+        # Guards: a user lives in one shard, so each shard board's submission ids and rate
+        # limit are exactly the user's (a write with an id goes to that shard, where its result
+        # is kept; the shard's script counts the user's writes).
         self._boards = [
-            _core.Board(f"{{{key}:{i}}}", max_entries, order=order, ties=ties)
+            _core.Board(
+                f"{{{key}:{i}}}",
+                max_entries,
+                order=order,
+                ties=ties,
+                submission_ttl=submission_ttl,
+                rate_limit=rate_limit,
+            )
             for i in range(shards)
         ]
-        if not hasattr(redis_client, "run_many"):
+        expected = self._cluster_client_class()
+        if not hasattr(redis_client, "run_many") or (
+            getattr(type(redis_client), "is_cluster", False)
+            and not isinstance(redis_client, expected)
+        ):  # not a cluster client, or one of the other API (blocking for asyncio, or the reverse)
             raise TypeError(
-                f"{self.display_name} runs on a cluster client (ClusterClient), "
-                f"not a {type(redis_client).__name__}"
+                f"{self.display_name} runs on a {public_name(expected)}, "
+                f"not a {public_name(type(redis_client))}"
             )
         self.redis = redis_client
         self.key = key
         self.shards = shards
         self.order = self._boards[0].order
         self.ties = self._boards[0].ties
-        self.max_entries = max_entries
+        self.max_entries = self._boards[0].max_entries
+        self.submission_ttl = self._boards[0].submission_ttl
+        self.rate_limit = self._boards[0].rate_limit
+
+    @staticmethod
+    def _cluster_client_class() -> type:
+        """The cluster client this class runs on (the asyncio class: the asyncio one)."""
+        return _core.ClusterClient
 
     def __repr__(self) -> str:
         return (
@@ -533,9 +560,9 @@ class ShardedBase:
                 total["count"] += b["count"]
         return out
 
-    def _plan_shard_max_entries(self, max_entries: int) -> Plan:
+    def _plan_shard_max_entries(self, max_entries: Optional[int]) -> Plan:
         results = yield [board.set_max_entries(max_entries) for board in self._boards]
-        self.max_entries = max_entries
+        self.max_entries = self._boards[0].max_entries
         trimmed: list[str] = [user for ids in results for user in ids]
         return trimmed
 
@@ -549,7 +576,21 @@ class ShardedBase:
             raise ValueError(f"get_entries takes at most {MAX_ENTRIES_ASKED} user ids")
         return ids
 
-    def _refuse_global_trim(self, max_entries: int) -> None:
+    def _refuse_events(self) -> NotImplementedError:
+        return NotImplementedError(
+            f"events are not supported on a {self.display_name}: each shard would append to its "
+            "own stream ('{key:0}:events', '{key:1}:events', ...), in its own slot, often on "
+            "another node, so there is no one stream to read (XREAD cannot span slots on a "
+            "cluster) and no order between the shards' events; use a RedisLeaderboard (one slot) "
+            "with events=True"
+        )
+
+    def events(self, *args: Any, **kwargs: Any) -> Any:
+        """Refused (``NotImplementedError``, saying why): a sharded board has no one stream of
+        change events."""
+        raise self._refuse_events()
+
+    def _refuse_global_trim(self, max_entries: Optional[int]) -> None:
         raise NotImplementedError(
             "a sharded board has no global max_entries: each write trims its own shard in its "
             "own script, which cannot see the other shards (they are in other slots, on other "
@@ -612,7 +653,13 @@ class ShardedBase:
         return summary
 
     def _shard_board_kwargs(self) -> dict[str, Any]:
-        return {"max_entries": self.max_entries, "order": self.order, "ties": self.ties}
+        return {
+            "max_entries": self.max_entries,
+            "order": self.order,
+            "ties": self.ties,
+            "submission_ttl": self.submission_ttl,
+            "rate_limit": self.rate_limit,
+        }
 
     def _check_range(self, min_score: Any, max_score: Any, offset: Any, limit: Any) -> None:
         """Validated as one board's (before anything is sent)."""
@@ -643,8 +690,13 @@ class ShardedLeaderboard(ShardedBase):
     """A leaderboard spread over ``shards`` shard boards ``{key:0}`` ... on a
     :class:`redis_leaderboard.ClusterClient`, for boards bigger than one node.
 
-    ``max_entries`` is per shard (a shard trims its own lowest). Round trips and server work
-    per call (``S`` shards, ``k`` entries asked, ``N`` entries on a shard):
+    ``max_entries`` is per shard (a shard trims its own lowest; None: no limit). Guards:
+    ``submission_ttl`` and ``rate_limit`` as :class:`RedisLeaderboard`'s, kept by each shard
+    board (a user's writes all go to its shard); ``events`` are refused
+    (``NotImplementedError``: the shards' streams are in different slots).
+
+    Round trips and server work per call (``S`` shards, ``k`` entries asked, ``N`` entries on
+    a shard):
 
     - ``upsert_user``/``increment_score``/``submit``/``delete_user``/``get_user_metadata``: 1,
       on the user's shard (atomic there). Writes return the shard's result with
@@ -687,9 +739,27 @@ class ShardedLeaderboard(ShardedBase):
         metadata: Optional[Mapping[str, Any]] = None,
         *,
         mode: WriteMode = "set",
+        submission_id: Optional[str] = None,
+        retries: int = 2,
     ) -> SubmitResult:
-        """As :meth:`RedisLeaderboard.submit`, on the user's shard."""
-        return self._run(self._plan_write("submit", user_id, score, metadata, mode=mode))
+        """As :meth:`RedisLeaderboard.submit`, on the user's shard (one round trip).
+
+        ``submission_id`` and ``retries`` as :meth:`RedisLeaderboard.submit`: the id's result
+        is kept on the user's shard (``f"{shard key}:submission:..."``, for
+        ``submission_ttl``), where every resend of the same user's write goes, so the write
+        applies once; a write whose reply was lost is resent at most ``retries`` times (to the
+        node serving the shard then), then raises ``ConnectionError``."""
+        return self._run(
+            self._plan_write(
+                "submit",
+                user_id,
+                score,
+                metadata,
+                mode=mode,
+                submission_id=submission_id,
+                retries=retries,
+            )
+        )
 
     def delete_user(self, user_id: str) -> bool:
         """Remove ``user_id`` from its shard; True if it was there."""
@@ -809,13 +879,13 @@ class ShardedLeaderboard(ShardedBase):
         self._check_histogram(bins, min_score, max_score)
         return self._run(self._plan_histogram(bins, min_score, max_score))
 
-    def set_max_entries(self, max_entries: int) -> list[str]:
+    def set_max_entries(self, max_entries: Optional[int]) -> list[str]:
         """Refused (NotImplementedError): a sharded board's limit is per shard (see
         :meth:`set_shard_max_entries`)."""
         self._refuse_global_trim(max_entries)
         return []
 
-    def set_shard_max_entries(self, max_entries: int) -> list[str]:
+    def set_shard_max_entries(self, max_entries: Optional[int]) -> list[str]:
         """Every shard's limit set to ``max_entries`` and trimmed to it (one round trip, each
         shard's own atomic trim); the trimmed ids, shard after shard."""
         self._boards[0].set_max_entries(max_entries)  # validates before anything is sent
@@ -882,6 +952,12 @@ class AsyncShardedLeaderboard(ShardedBase):
 
     display_name = "redis_leaderboard.asyncio.ShardedLeaderboard"
 
+    @staticmethod
+    def _cluster_client_class() -> type:
+        from .cluster import AsyncClusterClient
+
+        return AsyncClusterClient
+
     async def _run(self, plan: Plan) -> Any:
         try:
             operations = next(plan)
@@ -908,8 +984,20 @@ class AsyncShardedLeaderboard(ShardedBase):
         metadata: Optional[Mapping[str, Any]] = None,
         *,
         mode: WriteMode = "set",
+        submission_id: Optional[str] = None,
+        retries: int = 2,
     ) -> SubmitResult:
-        return await self._run(self._plan_write("submit", user_id, score, metadata, mode=mode))
+        return await self._run(
+            self._plan_write(
+                "submit",
+                user_id,
+                score,
+                metadata,
+                mode=mode,
+                submission_id=submission_id,
+                retries=retries,
+            )
+        )
 
     async def delete_user(self, user_id: str) -> bool:
         result: bool = await self._run(self._plan_single(user_id, "delete_user"))
@@ -1001,11 +1089,11 @@ class AsyncShardedLeaderboard(ShardedBase):
         self._check_histogram(bins, min_score, max_score)
         return await self._run(self._plan_histogram(bins, min_score, max_score))
 
-    async def set_max_entries(self, max_entries: int) -> list[str]:
+    async def set_max_entries(self, max_entries: Optional[int]) -> list[str]:
         self._refuse_global_trim(max_entries)
         return []
 
-    async def set_shard_max_entries(self, max_entries: int) -> list[str]:
+    async def set_shard_max_entries(self, max_entries: Optional[int]) -> list[str]:
         self._boards[0].set_max_entries(max_entries)
         result: list[str] = await self._run(self._plan_shard_max_entries(max_entries))
         return result
