@@ -86,9 +86,7 @@ def _from_env(variable: str) -> Optional[str]:
 def find_server() -> str:
     """The server binary: ``$REDIS_LEADERBOARD_SERVER``, else ``redis-server``, else
     ``valkey-server`` (Valkey-only machines have only ``valkey-*`` names) from PATH."""
-    found = (
-        _from_env(SERVER_ENV) or shutil.which("redis-server") or shutil.which("valkey-server")
-    )
+    found = _from_env(SERVER_ENV) or shutil.which("redis-server") or shutil.which("valkey-server")
     if found is None:
         raise RedisServerError(
             f"neither redis-server nor valkey-server was found on PATH (or set {SERVER_ENV}): "
@@ -415,10 +413,11 @@ class RedisServer:
 
 class RedisSentinel(RedisServer):
     """A sentinel child on 127.0.0.1 (:func:`find_sentinel`: ``redis-sentinel``, or the server
-    binary run with ``--sentinel``) watching ``service_name`` at ``primary_port``, with a configuration file of its own in its
-    directory (Sentinel rewrites it). ``quorum`` sentinels must agree the primary is down;
-    ``down_after_ms`` and ``failover_timeout_ms`` make a failover quick. ``auth_user`` and
-    ``auth_pass`` are the data nodes' credentials; ``password`` the sentinel's own.
+    binary run with ``--sentinel``) watching ``service_name`` at ``primary_port``, with a
+    configuration file of its own in its directory (Sentinel rewrites it). ``quorum``
+    sentinels must agree the primary is down; ``down_after_ms`` and ``failover_timeout_ms``
+    make a failover quick. ``auth_user`` and ``auth_pass`` are the data nodes' credentials;
+    ``password`` the sentinel's own.
     """
 
     def __init__(
@@ -497,9 +496,9 @@ class RedisClusterNode(RedisServer):
 
 class RedisCluster:
     """A Redis Cluster on loopback: ``primaries`` primaries with ``replicas`` replicas each
-    (``redis-cli --cluster create``, :func:`find_cli`), every node a :class:`RedisClusterNode` in its own
-    temporary directory. ``node_timeout_ms`` is ``cluster-node-timeout``: a primary that stops
-    answering is failed over after about that long (plus the election)."""
+    (``redis-cli --cluster create``, :func:`find_cli`), every node a :class:`RedisClusterNode`
+    in its own temporary directory. ``node_timeout_ms`` is ``cluster-node-timeout``: a primary
+    that stops answering is failed over after about that long (plus the election)."""
 
     def __init__(
         self,

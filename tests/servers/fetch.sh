@@ -148,9 +148,10 @@ lib_wrapper() {
     local out=$1 name=$2
     cat >"$out/bin/$name" <<'EOF'
 #!/bin/sh
-# Runs the real binary (libexec/) with the OpenSSL 1.1 it was built for (lib/).
-here=$(dirname "$(readlink -f "$0")")
-LD_LIBRARY_PATH="$here/../lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" exec "$here/../libexec/$(basename "$0")" "$@"
+# Runs the real binary of this name (libexec/) with the OpenSSL 1.1 it was built for (lib/).
+self=$(readlink -f "$0")
+here=$(dirname "$self")
+LD_LIBRARY_PATH="$here/../lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" exec "$here/../libexec/$(basename "$self")" "$@"
 EOF
     chmod 755 "$out/bin/$name"
 }
