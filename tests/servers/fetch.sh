@@ -149,9 +149,10 @@ lib_wrapper() {
     cat >"$out/bin/$name" <<'EOF'
 #!/bin/sh
 # Runs the real binary of this name (libexec/) with the OpenSSL 1.1 it was built for (lib/).
-self=$(readlink -f "$0")
-here=$(dirname "$self")
-LD_LIBRARY_PATH="$here/../lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" exec "$here/../libexec/$(basename "$self")" "$@"
+# (Links to it are followed; nothing is taken from PATH.)
+self=$(command -p readlink -f "$0")
+here=${self%/*}
+LD_LIBRARY_PATH="$here/../lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" exec "$here/../libexec/${self##*/}" "$@"
 EOF
     chmod 755 "$out/bin/$name"
 }
