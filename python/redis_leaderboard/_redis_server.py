@@ -59,7 +59,7 @@ INSTALL_HINT = (
 START_ATTEMPTS = 5
 
 
-# The binaries, when not found on PATH: a path, or a name looked up on PATH.
+# Environment variables naming the binaries: a path, or a name looked up on PATH.
 SERVER_ENV = "REDIS_LEADERBOARD_SERVER"
 SENTINEL_ENV = "REDIS_LEADERBOARD_SENTINEL"
 CLI_ENV = "REDIS_LEADERBOARD_CLI"
