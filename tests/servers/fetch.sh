@@ -229,6 +229,7 @@ fetch() {
             return 2
             ;;
         esac
+        rm -rf "${WORK:?}/$name" "$WORK/wheels" # downloads and builds, once unpacked
     fi
     done_line "$name" "$server"
 }
