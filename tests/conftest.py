@@ -3,6 +3,14 @@
 Every test talks to a real ``redis-server`` started here (by the package's launcher,
 ``redis_leaderboard._redis_server``) on a free port, in a temporary directory, and stopped at
 the end. The machine's own Redis (port 6379) is never touched.
+
+The server under test is ``$REDIS_LEADERBOARD_SERVER`` if set (any Redis 7.0+ or Valkey 7.2+
+server binary; sentinels are the same binary run with ``--sentinel`` unless
+``$REDIS_LEADERBOARD_SENTINEL`` names one; ``$REDIS_LEADERBOARD_CLI`` the cluster tool), else
+``redis-server`` (or ``valkey-server``) from PATH; the header of the run names it and its real
+version. ``tests/servers/fetch.sh`` fetches the matrix's servers. Tests of behaviour that differs
+between servers ask the ``server_version`` fixture. A server built without TLS skips the TLS
+tests.
 """
 
 from __future__ import annotations
@@ -53,7 +61,10 @@ class RedisServer(_redis_server.RedisServer):
             )
         except _redis_server.RedisServerError as exc:
             pytest.exit(f"{exc} (apt-get install -y redis-server)", returncode=2)
-        self.start()
+        try:
+            self.start()
+        except _redis_server.TlsUnsupported as exc:
+            pytest.skip(str(exc))
 
     def redis_py(self, **kwargs: object):  # -> redis.Redis
         """A redis-py client on this server (decode_responses, as the guide uses)."""
@@ -68,12 +79,32 @@ class RedisServer(_redis_server.RedisServer):
         )
 
 
+def pytest_report_header(config: pytest.Config) -> str:
+    """Which server the run tests: its binary, and its name and real version."""
+    try:
+        binary = _redis_server.find_server()
+    except _redis_server.RedisServerError as exc:
+        return f"server: {exc}"
+    try:
+        with _redis_server.RedisServer(binary=binary, dir_prefix="redis-leaderboard-test-") as s:
+            return f"server: {s.server_version()} ({binary})"
+    except Exception as exc:  # the fixtures report it properly
+        return f"server: {binary}: {exc}"
+
+
 @pytest.fixture(scope="session")
 def redis_server() -> Iterator[RedisServer]:
     """The session's shared private redis-server."""
     server = RedisServer()
     yield server
     server.cleanup()
+
+
+@pytest.fixture(scope="session")
+def server_version(redis_server: RedisServer) -> _redis_server.ServerVersion:
+    """The server under test's name and real version (``server_version.at_least("redis", 7,
+    4)``): for the few behaviours that differ between servers."""
+    return redis_server.server_version()
 
 
 @pytest.fixture
@@ -301,7 +332,7 @@ SENTINEL_PASSWORD = "sentinel-pass"
 
 class SentinelTopology:
     """One primary, one replica and three sentinels (quorum 2) on loopback, started by the
-    test suite (``redis-sentinel`` from PATH: ``apt-get install redis-sentinel``). The data
+    test suite (``redis-sentinel`` from PATH, or the server binary with ``--sentinel``). The data
     nodes require ``DATA_PASSWORD``, the sentinels ``SENTINEL_PASSWORD``; a failover starts
     ``down_after_ms`` after the primary stops answering."""
 
@@ -380,8 +411,10 @@ class SentinelTopology:
 @pytest.fixture
 def sentinel_topology() -> Iterator[SentinelTopology]:
     """A fresh primary, replica and three sentinels for one test (failovers change them)."""
-    if _redis_server.shutil.which("redis-sentinel") is None:
-        pytest.exit("redis-sentinel was not found (apt-get install -y redis-sentinel)", 2)
+    try:
+        _redis_server.find_sentinel()
+    except _redis_server.RedisServerError as exc:
+        pytest.exit(f"{exc} (apt-get install -y redis-sentinel)", 2)
     topology = SentinelTopology()
     yield topology
     topology.cleanup()

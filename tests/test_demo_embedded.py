@@ -23,6 +23,7 @@ from typing import Any, Iterator, Optional
 
 import pytest
 
+from redis_leaderboard import _redis_server
 from redis_leaderboard.demo.cli import build_parser, connect
 
 pytestmark = pytest.mark.skipif(
@@ -175,7 +176,9 @@ def test_embedded_redis_serves_the_demo_and_stops_with_it(
     assert "Board 'leaderboard:demo' was empty: added the guide's six sample players." in demo.log
     assert f"Demo running at http://127.0.0.1:{demo.port}/ (Ctrl+C to stop)" in demo.log
     assert process_alive(redis_pid)
-    assert b"redis-server" in Path(f"/proc/{redis_pid}/cmdline").read_bytes()
+    # The server's process title: its binary's name (redis-server or valkey-server) and address.
+    title = Path(f"/proc/{redis_pid}/cmdline").read_bytes()
+    assert re.search(rb"(redis|valkey)-server", title) and f":{redis_port}".encode() in title
     assert Path(data_dir).is_dir()
 
     status, state = demo.get("/api/state?top=3")
@@ -225,13 +228,17 @@ def test_without_redis_server_the_demo_says_how_to_install_it(
         processes,
         tmp_path,
         ["--embedded-redis", "--port", str(free_port())],
-        env=clean_env(PATH=str(empty_bin)),
+        env={
+            k: v
+            for k, v in clean_env(PATH=str(empty_bin)).items()
+            if k != _redis_server.SERVER_ENV  # the server under test, if named
+        },
     )
     assert one_error_line(demo) == (
-        "redis-leaderboard demo: error: --embedded-redis was given, and redis-server was not "
-        "found on PATH: install Redis (Debian/Ubuntu: sudo apt-get install redis-server; "
-        "Fedora: sudo dnf install redis; macOS: brew install redis) or point the demo at a "
-        "running Redis with --redis-url"
+        "redis-leaderboard demo: error: --embedded-redis was given, and neither redis-server "
+        "nor valkey-server was found on PATH (or set REDIS_LEADERBOARD_SERVER): install Redis "
+        "(Debian/Ubuntu: sudo apt-get install redis-server; Fedora: sudo dnf install redis; "
+        "macOS: brew install redis) or point the demo at a running Redis with --redis-url"
     )
 
 

@@ -1,6 +1,11 @@
 """A private ``redis-server`` child process: the demo's, the tests' and the benchmarks'.
 
-Started from PATH on a free port of 127.0.0.1 (and, if asked, a unix socket) with its data in a
+The server binary is ``$REDIS_LEADERBOARD_SERVER`` if set (a path, or a name on PATH), else
+``redis-server`` or ``valkey-server`` from PATH (:func:`find_server`; sentinels and the cluster
+tool likewise: :func:`find_sentinel`, :func:`find_cli`), so the demo and the tests run on
+whichever server a machine has, and the test suite runs against any server it is given.
+
+Started on a free port of 127.0.0.1 (and, if asked, a unix socket) with its data in a
 temporary directory and no persistence. :meth:`RedisServer.stop` stops it and keeps the
 directory, so :meth:`RedisServer.start` can restart it on the same port; :meth:`cleanup` also
 removes the directory. It runs in its own session (a Ctrl+C in the terminal reaches its parent,
@@ -21,20 +26,29 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Optional, Union
 
 __all__ = [
+    "CLI_ENV",
     "INSTALL_HINT",
+    "SENTINEL_ENV",
+    "SERVER_ENV",
     "RedisCluster",
     "RedisClusterNode",
     "RedisSentinel",
     "RedisServer",
     "RedisServerError",
+    "ServerVersion",
     "TlsFiles",
+    "TlsUnsupported",
+    "find_cli",
+    "find_sentinel",
+    "find_server",
     "free_port",
+    "parse_server_version",
 ]
 
 INSTALL_HINT = (
@@ -45,8 +59,107 @@ INSTALL_HINT = (
 START_ATTEMPTS = 5
 
 
+# Environment variables naming the binaries: a path, or a name looked up on PATH.
+SERVER_ENV = "REDIS_LEADERBOARD_SERVER"
+SENTINEL_ENV = "REDIS_LEADERBOARD_SENTINEL"
+CLI_ENV = "REDIS_LEADERBOARD_CLI"
+
+
 class RedisServerError(RuntimeError):
     """redis-server could not be found or started."""
+
+
+class TlsUnsupported(RedisServerError):
+    """The server was asked for a TLS port but was built without TLS."""
+
+
+def _from_env(variable: str) -> Optional[str]:
+    value = os.environ.get(variable)
+    if not value:
+        return None
+    found = shutil.which(value)
+    if found is None:
+        raise RedisServerError(f"{variable}={value!r} is not an executable file or on PATH")
+    return os.path.abspath(found)
+
+
+def find_server() -> str:
+    """The server binary: ``$REDIS_LEADERBOARD_SERVER``, else ``redis-server``, else
+    ``valkey-server`` (Valkey-only machines have only ``valkey-*`` names) from PATH."""
+    found = _from_env(SERVER_ENV) or shutil.which("redis-server") or shutil.which("valkey-server")
+    if found is None:
+        raise RedisServerError(
+            f"neither redis-server nor valkey-server was found on PATH (or set {SERVER_ENV}): "
+            + INSTALL_HINT
+        )
+    return found
+
+
+def find_sentinel() -> list[str]:
+    """The command (without its configuration file) that starts a sentinel:
+    ``$REDIS_LEADERBOARD_SENTINEL``; else, when ``$REDIS_LEADERBOARD_SERVER`` names the server,
+    that server with ``--sentinel``; else ``redis-sentinel`` or ``valkey-sentinel`` from PATH;
+    else the server found with ``--sentinel`` (the server binary is the sentinel's too)."""
+    named = _from_env(SENTINEL_ENV)
+    if named is not None:
+        return [named]
+    if os.environ.get(SERVER_ENV):
+        return [find_server(), "--sentinel"]
+    found = shutil.which("redis-sentinel") or shutil.which("valkey-sentinel")
+    return [found] if found is not None else [find_server(), "--sentinel"]
+
+
+def find_cli(server: Optional[str] = None) -> str:
+    """The command-line tool that creates clusters: ``$REDIS_LEADERBOARD_CLI``; else a
+    ``redis-cli`` or ``valkey-cli`` beside ``server`` (default :func:`find_server`); else
+    either from PATH (any version creates any server's cluster)."""
+    named = _from_env(CLI_ENV)
+    if named is not None:
+        return named
+    where = os.path.dirname(server or find_server())
+    for name in ("redis-cli", "valkey-cli"):
+        beside = os.path.join(where, name)
+        if os.access(beside, os.X_OK) and os.path.isfile(beside):
+            return beside
+    found = shutil.which("redis-cli") or shutil.which("valkey-cli")
+    if found is None:
+        raise RedisServerError(
+            f"neither redis-cli nor valkey-cli was found (or set {CLI_ENV}): {INSTALL_HINT}"
+        )
+    return found
+
+
+@dataclass(frozen=True)
+class ServerVersion:
+    """What a server is: ``name`` (``"redis"`` or ``"valkey"``) and its real ``version``
+    (INFO's ``valkey_version`` on Valkey, whose ``redis_version`` says 7.2.4 for compatibility).
+    """
+
+    name: str
+    version: tuple[int, ...]
+
+    def at_least(self, name: str, *version: int) -> bool:
+        """Whether this is ``name`` at ``version`` or later (``at_least("redis", 7, 4)``)."""
+        return self.name == name and self.version >= version
+
+    def __str__(self) -> str:
+        return f"{self.name} {'.'.join(map(str, self.version))}"
+
+
+def parse_server_version(info: Union[str, bytes, Mapping[str, Any]]) -> ServerVersion:
+    """The :class:`ServerVersion` in ``INFO server``'s reply (text, or a mapping such as
+    redis-py's)."""
+    if isinstance(info, bytes):
+        info = info.decode()
+    if isinstance(info, str):
+        info = dict(line.split(":", 1) for line in info.splitlines() if ":" in line)
+    fields = {str(k): str(v).strip() for k, v in info.items()}
+    if "valkey_version" in fields:
+        name, text = "valkey", fields["valkey_version"]
+    else:
+        name, text = fields.get("server_name", "redis"), fields["redis_version"]
+    version = tuple(int(part) for part in text.split(".") if part.isdigit())
+    return ServerVersion(name, version)
 
 
 def free_port(host: str = "127.0.0.1") -> int:
@@ -88,7 +201,8 @@ class TlsFiles:
 
 
 class RedisServer:
-    """A ``redis-server`` child on 127.0.0.1, private to this process.
+    """A ``redis-server`` child on 127.0.0.1, private to this process (``binary``: default
+    :func:`find_server`).
 
     ``password`` sets ``requirepass``; ``unix_socket`` adds a socket at :attr:`unix_path`;
     ``tls`` adds a TLS port, :attr:`tls_port` (the plaintext port stays, for readiness checks
@@ -97,7 +211,6 @@ class RedisServer:
     """
 
     host = "127.0.0.1"
-    binary_name = "redis-server"
 
     def __init__(
         self,
@@ -109,10 +222,7 @@ class RedisServer:
         extra_args: Sequence[str] = (),
         dir_prefix: str = "redis-leaderboard-",
     ) -> None:
-        found = binary or shutil.which(self.binary_name)
-        if found is None:
-            raise RedisServerError(f"{self.binary_name} was not found on PATH: {INSTALL_HINT}")
-        self.binary = found
+        self.binary = binary or find_server()
         self.password = password
         self.unix_socket = unix_socket
         self.tls = tls
@@ -158,6 +268,10 @@ class RedisServer:
             try:
                 self._start_once(timeout)
                 return
+            except TlsUnsupported:
+                self.cleanup()
+                self.port = 0
+                raise
             except RedisServerError as exc:
                 last_error = str(exc)
                 self.stop()
@@ -204,17 +318,20 @@ class RedisServer:
             )
         except OSError as exc:
             raise RedisServerError(f"cannot run {self.binary}: {exc}") from exc
+        name = os.path.basename(self.binary)
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
+                log = self._log_tail()
+                if "TLS support" in log:  # "Failed finding TLS support."
+                    raise TlsUnsupported(f"{self.binary} was built without TLS")
                 raise RedisServerError(
-                    f"{self.binary_name} exited at start (code {self.proc.returncode}): "
-                    + self._log_tail()
+                    f"{name} exited at start (code {self.proc.returncode}): {log}"
                 )
             if self._answers_ping():
                 return
             time.sleep(0.02)
-        raise RedisServerError(f"{self.binary_name} did not answer on port {self.port}")
+        raise RedisServerError(f"{name} did not answer on port {self.port}")
 
     def _answers_ping(self) -> bool:
         with contextlib.suppress(OSError):
@@ -233,10 +350,17 @@ class RedisServer:
         return " | ".join(text.strip().splitlines()[-lines:]) or "(empty log)"
 
     def version(self) -> str:
-        """``redis-server --version``'s ``v=`` field (``7.0.15``)."""
+        """``redis-server --version``'s ``v=`` field (``7.0.15``; Valkey's real version)."""
         out = subprocess.run([self.binary, "--version"], capture_output=True, text=True).stdout
         fields = dict(part.split("=", 1) for part in out.split() if "=" in part)
         return fields.get("v", out.strip())
+
+    def server_version(self) -> ServerVersion:
+        """The running server's name and real version, from ``INFO server``."""
+        from . import _core
+
+        with _core.Client(self.host, self.port, password=self.password, socket_timeout=5) as c:
+            return parse_server_version(c.execute_command("INFO", "server"))
 
     def running(self) -> bool:
         return self.proc is not None and self.proc.poll() is None
@@ -288,14 +412,13 @@ class RedisServer:
 
 
 class RedisSentinel(RedisServer):
-    """A ``redis-sentinel`` child on 127.0.0.1 (Debian: ``apt-get install redis-sentinel``)
-    watching ``service_name`` at ``primary_port``, with a configuration file of its own in its
-    directory (Sentinel rewrites it). ``quorum`` sentinels must agree the primary is down;
-    ``down_after_ms`` and ``failover_timeout_ms`` make a failover quick. ``auth_user`` and
-    ``auth_pass`` are the data nodes' credentials; ``password`` the sentinel's own.
+    """A sentinel child on 127.0.0.1 (:func:`find_sentinel`: ``redis-sentinel``, or the server
+    binary run with ``--sentinel``) watching ``service_name`` at ``primary_port``, with a
+    configuration file of its own in its directory (Sentinel rewrites it). ``quorum``
+    sentinels must agree the primary is down; ``down_after_ms`` and ``failover_timeout_ms``
+    make a failover quick. ``auth_user`` and ``auth_pass`` are the data nodes' credentials;
+    ``password`` the sentinel's own.
     """
-
-    binary_name = "redis-sentinel"
 
     def __init__(
         self,
@@ -310,7 +433,8 @@ class RedisSentinel(RedisServer):
         password: Optional[str] = None,
         dir_prefix: str = "redis-leaderboard-sentinel-",
     ) -> None:
-        super().__init__(password=password, dir_prefix=dir_prefix)
+        binary, *self.sentinel_args = find_sentinel()
+        super().__init__(binary=binary, password=password, dir_prefix=dir_prefix)
         self.primary_port = primary_port
         self.service_name = service_name
         self.quorum = quorum
@@ -342,7 +466,7 @@ class RedisSentinel(RedisServer):
             if self.password:
                 lines.append(f"requirepass {self.password}")
             Path(config).write_text("\n".join(lines) + "\n")
-        return [self.binary, config]
+        return [self.binary, config, *self.sentinel_args]
 
 
 class RedisClusterNode(RedisServer):
@@ -372,9 +496,9 @@ class RedisClusterNode(RedisServer):
 
 class RedisCluster:
     """A Redis Cluster on loopback: ``primaries`` primaries with ``replicas`` replicas each
-    (``redis-cli --cluster create``), every node a :class:`RedisClusterNode` in its own
-    temporary directory. ``node_timeout_ms`` is ``cluster-node-timeout``: a primary that stops
-    answering is failed over after about that long (plus the election)."""
+    (``redis-cli --cluster create``, :func:`find_cli`), every node a :class:`RedisClusterNode`
+    in its own temporary directory. ``node_timeout_ms`` is ``cluster-node-timeout``: a primary
+    that stops answering is failed over after about that long (plus the election)."""
 
     def __init__(
         self,
@@ -409,10 +533,7 @@ class RedisCluster:
             )
             for _ in range(primaries * (1 + replicas))
         ]
-        redis_cli = shutil.which("redis-cli")
-        if redis_cli is None:
-            raise RedisServerError(f"redis-cli was not found on PATH: {INSTALL_HINT}")
-        self.redis_cli: str = redis_cli
+        self.redis_cli = find_cli(self.nodes[0].binary)
 
     @property
     def host(self) -> str:
