@@ -18,6 +18,9 @@ namespace rlb::transport {
 
 namespace {
 
+// Reads of read_buffer_ (64 KiB) one on_readable() call makes at most: 256 KiB.
+constexpr int kReadsPerCallback = 4;
+
 template <class Error>
 std::exception_ptr error_of(const std::string& message) {
   return std::make_exception_ptr(Error(message));
@@ -208,7 +211,9 @@ void LoopClient::on_readable() {
     return drive();
   }
   if (state_ != State::Connected) return;
-  for (;;) {
+  // At most kReadsPerCallback reads, then back to the loop (its reader calls again while bytes
+  // wait): a reply that keeps coming fast must not keep the other tasks from running.
+  for (int reads = 0; reads < kReadsPerCallback; ++reads) {
     const auto n = ::recv(fd_, read_buffer_, sizeof read_buffer_, MSG_DONTWAIT);
     if (n < 0) {
       if (errno == EINTR) continue;
