@@ -131,9 +131,9 @@ class Core {
     std::optional<Clock::time_point> deadline;
     bool handshake = false;
     bool cancelled = false;
-    int resends_left = 0;    // issue 17: the exchange's resend_limit(), counted down
+    int resends_left = 0;      // issue 17: the exchange's resend_limit(), counted down
     bool read_resent = false;  // a read is sent again once after a lost reply
-    double server_wait = 0;  // the exchange's server_wait(), added to its deadlines
+    double server_wait = 0;    // the exchange's server_wait(), added to its deadlines
   };
 
   std::optional<Clock::time_point> deadline_from(Clock::time_point started,

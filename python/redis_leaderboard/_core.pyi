@@ -7,7 +7,7 @@ class RedisError(Exception):
     """Base of every error this package raises for Redis (mirrors redis-py)."""
 
 class ConnectionError(RedisError):
-    """The connection failed, dropped, or a reply was lost (the call is not retried)."""
+    """The connection failed, dropped, or a reply was lost (a write is not retried)."""
 
 class AuthenticationError(ConnectionError):
     """The server refused the username or password."""
@@ -307,8 +307,9 @@ class Client:
     """A blocking, pipelined Redis client (Boost.Asio sockets, hiredis codec).
 
     Safe to share between threads: each call borrows a pooled connection and releases the
-    GIL while it waits. A dropped connection is reopened on the next call; a call whose
-    reply was lost raises :class:`ConnectionError` and is never retried.
+    GIL while it waits. A dropped connection is reopened on the next call; a write whose
+    reply was lost raises :class:`ConnectionError` and is never retried (unless it carries a
+    submission id); a read is sent once more on a fresh connection, within its timeout.
     Timeouts are in seconds; None waits without limit (as redis-py). ``max_reply_bytes``
     (default 512 MiB) caps the memory one reply may take; a larger reply drops the connection
     with :class:`ConnectionError`.

@@ -61,8 +61,9 @@ class Client:
     Options as :class:`redis_leaderboard.Client`. ``max_in_flight`` caps the requests written
     and unanswered at once; ``max_pending`` caps those handed to the transport, beyond which
     calls wait in the client (back-pressure). A client is bound to the event loop it is first
-    used on. Written requests whose connection drops fail with ``ConnectionError`` (never
-    retried); a call unanswered ``socket_timeout`` seconds after it was made (waiting its turn
+    used on. A written write whose connection drops fails with ``ConnectionError`` (never
+    retried, unless it carries a submission id; a read is sent once more, within its
+    timeout); a call unanswered ``socket_timeout`` seconds after it was made (waiting its turn
     included) fails with ``TimeoutError``.
     """
 

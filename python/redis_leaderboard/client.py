@@ -40,9 +40,10 @@ class Client(_core.Client):
         The sentinels are asked (in turn, each within the client's timeouts, else 2 s) before
         every new connection, so a reconnection after a failover finds the new primary; the
         client also listens for Sentinel's ``+switch-master``, and a ``READONLY`` reply (the
-        server became a replica) closes the connection so the next call asks again. A call
-        whose reply was lost raises ``ConnectionError`` and is never retried; calls not yet
-        sent go to the new primary. ``sentinel_username``/``sentinel_password`` are the
+        server became a replica) closes the connection so the next call asks again. A write
+        whose reply was lost raises ``ConnectionError`` and is never retried (unless it carries
+        a submission id); a read is sent once more, within its timeout; calls not yet sent go
+        to the new primary. ``sentinel_username``/``sentinel_password`` are the
         sentinels' credentials (``username``/``password`` the data nodes');
         ``sentinel_ssl=True`` talks TLS to the sentinels with the ``ssl_*`` settings.
         ``client_options`` are the constructor's (``password``, ``db``, ``ssl``, timeouts...).

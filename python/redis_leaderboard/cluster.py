@@ -99,9 +99,10 @@ class ClusterClient(_core.ClusterClient):
     One connection pool per node; every request goes to the node serving its keys' slot. A
     request waits for its slot's owner (``TRYAGAIN`` during a migration, ``CLUSTERDOWN``, a
     failover under way, a node it cannot connect to) at most ``socket_timeout`` seconds from
-    the call (10 s without one), then raises ``TimeoutError``. A request whose connection
+    the call (10 s without one), then raises ``TimeoutError``. A write whose connection
     dropped after it was sent raises ``ConnectionError`` and is never sent again (it may have
-    been applied).
+    been applied) unless it carries a submission id; a read is sent once more, to the node
+    serving its slot then, within its deadline.
     """
 
     is_cluster = True
