@@ -292,7 +292,9 @@ void BlockingConnection::reconnect() {
   just_wrote_ = false;
   try {
     if (resolver_) endpoint_ = resolver_->resolve();  // Sentinel: the primary now
-    // Within the requests' deadline: a read sent again does not get more time for it.
+    // Within the requests' deadline: a read sent again does not get more time for it (the
+    // core's hint may be early: tick() makes it exact, failing what is overdue).
+    core_.tick(Clock::now());
     connect(core_.next_deadline());
   } catch (const RedisError&) {
     core_.connect_failed(std::current_exception());  // the requests fail with the reason
