@@ -271,9 +271,7 @@ def test_an_event_read_and_a_rolling_window_read_are_retried(
         assert proxy.requests - before == 2
 
 
-def test_a_retried_read_keeps_its_deadline(
-    redis_server: RedisServer, proxy: DroppingProxy
-) -> None:
+def test_a_retried_read_keeps_its_deadline(redis_server: RedisServer, proxy: DroppingProxy) -> None:
     # Each reply takes 0.3 s; the first is lost: the second sending would end at 0.6 s, past
     # the 0.5 s timeout, so the call ends at its deadline with TimeoutError (a retry with a new
     # deadline would have succeeded).
