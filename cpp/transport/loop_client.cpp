@@ -13,6 +13,7 @@
 #include <utility>
 
 #include "errors.hpp"
+#include "transport/blocking_client.hpp"
 
 namespace rlb::transport {
 
@@ -375,6 +376,7 @@ void LoopClient::start_connect() {
   auto done = std::make_shared<std::atomic<bool>>(false);
   helpers_.push_back(
       {std::thread([this, done, generation = generation_] {
+         disable_interrupt_checks();  // never the GIL: close() may hold it, joining this thread
          Found found;
          found.generation = generation;
          try {
