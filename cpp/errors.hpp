@@ -12,7 +12,7 @@ struct RedisError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-// The connection failed or dropped; a request whose reply was lost ends here and is not retried.
+// The connection failed or dropped; a write whose reply was lost ends here and is not retried.
 struct ConnectionError : RedisError {
   using RedisError::RedisError;
 };

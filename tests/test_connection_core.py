@@ -229,6 +229,11 @@ def test_a_reply_over_max_reply_bytes_closes_the_connection() -> None:
 # ---- Losing the connection -------------------------------------------------------------------
 
 
+def increments(core: _core.ConnectionCore, *ids: int, started: float = 0.0) -> None:
+    for id in ids:
+        core.submit(id, board().increment_score("u", 1), started)
+
+
 @pytest.mark.parametrize("answered", range(5))
 def test_a_connection_lost_at_every_point_of_a_pipeline(answered: int) -> None:
     core = connected_core()
@@ -237,19 +242,73 @@ def test_a_connection_lost_at_every_point_of_a_pipeline(answered: int) -> None:
     core.received(b"".join(b":%d\r\n" % i for i in range(1, answered + 1)), 0.0)
     core.lost("gone", 0.0)
     done = results(core)
-    assert [done[i] for i in range(1, answered + 1)] == list(range(1, answered + 1))
-    for i in range(answered + 1, 5):
-        assert isinstance(done[i], rl.ConnectionError) and str(done[i]) == "gone"
-    # Written requests may have run: none is re-sent on the next connection.
+    assert done == {i: i for i in range(1, answered + 1)}
+    # Reads write nothing: those unanswered go first on the next connection, once.
+    assert core.wants_connection == (answered < 4)
+    core.connected(0.0)
+    assert flush(core) == zcard() * (4 - answered)
+    core.lost("gone again", 0.0)
+    done = results(core)
+    assert sorted(done) == list(range(answered + 1, 5))
+    for error in done.values():
+        assert isinstance(error, rl.ConnectionError) and str(error) == "gone again"
     core.connected(0.0)
     assert flush(core) == b""
     assert core.outstanding == 0
 
 
+def test_written_writes_are_never_sent_again() -> None:
+    # Writes may have run: none is re-sent on the next connection.
+    core = connected_core()
+    increments(core, 1, 2)
+    sizes(core, 3)
+    flush(core)
+    core.lost("gone", 0.0)
+    done = results(core)
+    assert sorted(done) == [1, 2]
+    assert all(isinstance(e, rl.ConnectionError) and str(e) == "gone" for e in done.values())
+    core.connected(0.0)
+    assert flush(core) == zcard()  # the read only
+    core.received(b":7\r\n", 0.0)
+    assert results(core) == {3: 7}
+
+
+def test_a_protocol_error_is_not_retried() -> None:
+    core = connected_core()
+    sizes(core, 1)
+    flush(core)
+    core.received(b"?garbage\r\n", 0.0)
+    assert isinstance(results(core)[1], rl.ConnectionError)
+    assert not core.wants_connection
+
+
+def test_a_read_sent_again_keeps_its_deadline() -> None:
+    core = connected_core(socket_timeout=1.0)
+    sizes(core, 1, started=0.0)
+    flush(core)
+    core.lost("gone", 0.6)
+    assert results(core) == {}
+    core.connected(0.6)
+    assert flush(core) == zcard()
+    assert core.next_deadline == pytest.approx(1.0)  # the call's, not 0.6 + 1.0
+    core.tick(1.0)
+    assert isinstance(results(core)[1], rl.TimeoutError)
+
+
+def test_a_read_lost_after_its_deadline_is_not_sent_again() -> None:
+    core = connected_core(socket_timeout=1.0)
+    sizes(core, 1, started=0.0)
+    flush(core)
+    core.lost("gone", 1.0)
+    error = results(core)[1]
+    assert isinstance(error, rl.ConnectionError) and str(error) == "gone"
+
+
 def test_requests_not_written_wait_for_the_next_connection() -> None:
     core = connected_core(max_in_flight=2)
-    sizes(core, 1, 2, 3, 4)
-    assert flush(core) == zcard() * 2
+    increments(core, 1, 2)
+    sizes(core, 3, 4)
+    assert len(flush(core)) > 0
     core.lost("gone", 0.0)
     assert sorted(results(core)) == [1, 2]
     assert core.wants_connection
@@ -304,6 +363,19 @@ def test_the_timeout_counts_from_the_call_not_from_the_write() -> None:
     core.tick(1.2)
     error = results(core)[2]
     assert isinstance(error, rl.TimeoutError) and "waiting to send" in str(error)
+
+
+def test_a_reply_that_keeps_arriving_fails_at_its_deadline() -> None:
+    # Bytes of an unfinished reply arrive past the deadline: the core gives up with the chunk,
+    # though the driver never had to wait (and so never ticked).
+    core = connected_core(socket_timeout=1.0)
+    sizes(core, 1, started=0.0)
+    flush(core)
+    core.received(b"$1000000\r\n" + b"x" * 1000, 0.5)
+    assert results(core) == {}
+    core.received(b"x" * 1000, 1.0)
+    assert isinstance(results(core)[1], rl.TimeoutError)
+    assert core.take_close()
 
 
 def test_a_request_waiting_for_a_connection_times_out_unsent() -> None:

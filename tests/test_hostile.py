@@ -6,12 +6,14 @@ redis-server where the reproduction needs one."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import subprocess
 import sys
 import textwrap
 import time
 from collections.abc import Iterator, Mapping
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -242,6 +244,68 @@ def test_endless_bulk_string_stops_at_max_reply_bytes_asyncio() -> None:
     run(main())
 
 
+# A bulk string announced beyond max_reply_bytes is refused at its header, before its bytes are
+# buffered, as arrays are: alone, nested, with the default limit or a smaller one.
+BULK_HEADERS = {
+    "1 TiB": (b"$1099511627776\r\n", None),
+    "1 TiB nested": (b"*2\r\n:1\r\n$1099511627776\r\n", None),
+    "2^63-1": (b"$9223372036854775807\r\n", None),
+    "2 MiB, limit 1 MiB": (b"$2097152\r\n", 1 << 20),
+}
+
+
+@pytest.mark.parametrize(("header", "limit"), BULK_HEADERS.values(), ids=BULK_HEADERS.keys())
+def test_bulk_announced_beyond_max_reply_bytes_is_refused_at_its_header(
+    header: bytes, limit: Any
+) -> None:
+    # The header alone, then silence: before the fix the call waited for bytes until its
+    # timeout (5 s) instead of refusing what could never fit.
+    options = {} if limit is None else {"max_reply_bytes": limit}
+    with HostileServer(answer_all(header)) as server:
+        board = sync_board(server, socket_timeout=5, **options)
+        started = time.monotonic()
+        with pytest.raises(redis_leaderboard.ConnectionError, match="max_reply_bytes"):
+            board.get_size()
+        assert time.monotonic() - started < 1
+
+    async def main() -> None:
+        with HostileServer(answer_all(header)) as server:
+            board = async_board(server, socket_timeout=5, **options)
+            started = time.monotonic()
+            with pytest.raises(redis_leaderboard.ConnectionError, match="max_reply_bytes"):
+                await board.get_size()
+            assert time.monotonic() - started < 1
+            await board.redis.aclose()
+
+    run(main())
+
+
+def test_bulk_within_max_reply_bytes_still_arrives() -> None:
+    # The header check leaves a bulk string that fits alone (exactly the budget left, too).
+    payload = b"x" * 1000
+    with HostileServer(answer_all(b"$1000\r\n" + payload + b"\r\n")) as server:
+        client = redis_leaderboard.Client(host=server.host, port=server.port, socket_timeout=2)
+        assert client.execute_command("GET", "x") == payload
+
+
+@pytest.mark.parametrize("mode", ["sync", "asyncio"])
+def test_endless_bulk_with_the_default_limit_keeps_memory_flat(mode: str) -> None:
+    # A 1 TiB header, then bytes as fast as they go, with the default max_reply_bytes (512 MiB):
+    # before the fix the client buffered them up to the limit (peak RSS past 512 MiB).
+    with HostileServer(lambda connection, argv: endless_bulk()) as server:
+        out = subprocess.run(
+            [sys.executable, "-c", PEAK_MEMORY_SCRIPT, str(server.port), mode],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=True,
+        )
+    result = json.loads(out.stdout)
+    assert result["error"] == "ConnectionError"
+    assert result["seconds"] < 1
+    assert result["grown_kib"] < 20 * 1024
+
+
 def test_many_small_elements_stop_at_max_reply_bytes() -> None:
     # Elements that do arrive are charged too: 20,000 integers are ~1.4 MB decoded.
     reply = b"*20000\r\n" + b":1\r\n" * 20000
@@ -359,7 +423,98 @@ def test_noscript_forever_falls_back_to_eval_once_asyncio() -> None:
     run(main())
 
 
-# ---- 5. asyncio: the timeout counts from the call --------------------------------------------
+# ---- 5. The timeout holds while reply bytes keep arriving -----------------------------------
+
+
+def flooding_bulk() -> Iterator[bytes]:
+    # 400 MB announced (within the default max_reply_bytes), sent as fast as the socket takes:
+    # faster than the client decodes it, so its socket always has bytes to read.
+    yield b"$400000000\r\n"
+    chunk = b"x" * (1 << 20)
+    while True:
+        yield chunk
+
+
+FLOODING_SERVER = textwrap.dedent(
+    """
+    import sys
+    sys.path.insert(0, sys.argv[1])
+    from hostile import HostileServer
+    from test_hostile import flooding_bulk
+    with HostileServer(lambda connection, argv: flooding_bulk()) as server:
+        print(server.port, flush=True)
+        sys.stdin.read()
+    """
+)
+
+
+@contextlib.contextmanager
+def flooding_server() -> Iterator[int]:
+    """A HostileServer flooding every reply, in a process of its own (in this one, the GIL
+    that the client's decoding holds would slow the flood down), and its port."""
+    tests = str(Path(__file__).parent)
+    with subprocess.Popen(
+        [sys.executable, "-c", FLOODING_SERVER, tests],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    ) as process:
+        try:
+            assert process.stdout is not None
+            yield int(process.stdout.readline())
+        finally:
+            process.kill()
+
+
+def test_sync_timeout_holds_while_bytes_keep_arriving() -> None:
+    timeout = 0.3
+    with flooding_server() as port:
+        client = redis_leaderboard.Client(host="127.0.0.1", port=port, socket_timeout=timeout)
+        board = redis_leaderboard.RedisLeaderboard(client, key="lb")
+        started = time.monotonic()
+        with pytest.raises(redis_leaderboard.TimeoutError):
+            board.get_size()
+        # Before the fix: until the 400 MB had come (2.8 s), then a wrong-reply error.
+        assert time.monotonic() - started < timeout + 0.3
+
+
+def test_asyncio_flooding_reply_neither_freezes_the_loop_nor_outlives_its_timeout() -> None:
+    timeout = 0.3
+
+    async def main(port: int) -> tuple[float, float]:
+        client = rl_asyncio.Client(host="127.0.0.1", port=port, socket_timeout=timeout)
+        board = rl_asyncio.RedisLeaderboard(client, key="lb")
+        gaps: list[float] = []
+        stop = False
+
+        async def heartbeat() -> None:
+            last = time.monotonic()
+            while not stop:
+                await asyncio.sleep(0.005)
+                now = time.monotonic()
+                gaps.append(now - last)
+                last = now
+
+        beat = asyncio.ensure_future(heartbeat())
+        await asyncio.sleep(0.05)
+        started = time.monotonic()
+        with pytest.raises(redis_leaderboard.TimeoutError):
+            await board.get_size()
+        elapsed = time.monotonic() - started
+        stop = True
+        await beat
+        await client.aclose()
+        return elapsed, max(gaps)
+
+    with flooding_server() as port:
+        elapsed, max_gap = run(main(port))
+    # Before the fix: one on_readable() call read until the timeout and past it (the loop
+    # frozen 0.85-1.21 s for a 0.2 s timeout).
+    assert elapsed < timeout + 0.3
+    assert max_gap < 0.1
+
+
+# ---- 6. asyncio: the timeout counts from the call --------------------------------------------
 
 
 def silent(connection: int, argv: list[bytes]) -> None:

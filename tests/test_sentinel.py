@@ -8,6 +8,12 @@ loss, on ``READONLY``, on ``+switch-master``) and never re-sends a write whose r
 from __future__ import annotations
 
 import asyncio
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
 import threading
 import time
 import uuid
@@ -320,3 +326,142 @@ def test_client_cache_follows_the_primary_after_a_failover(
         writes.upsert_user("a", 1, {"name": f"after-{version}"})
         assert board.get_top(1)[0]["metadata"] == {"name": f"after-{version}"}
     assert cached.cache_info()["hits"] > 0  # type: ignore[index]
+
+
+# ---- Closing a Sentinel client ends within a bound, whatever the sentinel does ------------------
+
+CLOSE_LOOP_SCRIPT = textwrap.dedent(
+    """
+    import asyncio, json, random, sys, time
+    from redis_leaderboard import Client
+    from redis_leaderboard import asyncio as rl_asyncio
+
+    addresses, password, cycles, socket_timeout = json.loads(sys.argv[1])
+    addresses = [tuple(a) for a in addresses]
+    rng = random.Random(7)
+    slowest = 0.0
+
+    def options():
+        return dict(sentinel_password=password, socket_timeout=socket_timeout)
+
+    for i in range(cycles):
+        client = Client.from_sentinel(addresses, "mymaster", **options())
+        # Close while the watcher connects, authenticates, subscribes or waits.
+        time.sleep(rng.random() * 0.004)
+        started = time.monotonic()
+        client.close()
+        slowest = max(slowest, time.monotonic() - started)
+
+    async def main():
+        global slowest
+        for i in range(cycles // 4):
+            client = rl_asyncio.Client.from_sentinel(addresses, "mymaster", **options())
+            await asyncio.sleep(rng.random() * 0.004)
+            started = time.monotonic()
+            await client.aclose()
+            slowest = max(slowest, time.monotonic() - started)
+
+    asyncio.run(main())
+    print(json.dumps({"slowest": slowest}))
+    """
+)
+
+
+def run_close_loop(addresses: list[tuple[str, int]], cycles: int, socket_timeout: float) -> float:
+    """The slowest close of `cycles` create/close cycles, in a process of its own (a close that
+    hangs holds the GIL: only a process timeout ends it)."""
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            CLOSE_LOOP_SCRIPT,
+            json.dumps([addresses, SENTINEL_PASSWORD, cycles, socket_timeout]),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
+    return float(json.loads(out.stdout)["slowest"])
+
+
+def test_closing_sentinel_clients_in_a_loop_never_hangs(topology: SentinelTopology) -> None:
+    # Before the fix a close that came while the watcher authenticated to its sentinel made it
+    # reconnect, on a socket the close never shut down, and wait there forever (4 of 5 runs of
+    # such a loop hung).
+    slowest = run_close_loop(topology.addresses, 400, 30)
+    assert slowest < 1.0
+
+
+@pytest.mark.parametrize("when", ["before", "after"])
+def test_closing_while_the_sentinel_is_stopped_is_bounded(
+    topology: SentinelTopology, when: str
+) -> None:
+    # A sentinel that stops (SIGSTOP) before the watcher reached it (its AUTH is never
+    # answered) or once it has subscribed: close still ends at once, not after socket_timeout.
+    sentinel = topology.sentinels[-1]
+    assert sentinel.proc is not None
+    pid = sentinel.proc.pid
+    try:
+        if when == "before":
+            os.kill(pid, signal.SIGSTOP)
+        client = Client.from_sentinel(
+            [(sentinel.host, sentinel.port)],
+            SENTINEL_SERVICE,
+            sentinel_password=SENTINEL_PASSWORD,
+            socket_timeout=10,
+        )
+        time.sleep(0.5)
+        if when == "after":
+            os.kill(pid, signal.SIGSTOP)
+            time.sleep(0.2)
+        started = time.monotonic()
+        client.close()
+        assert time.monotonic() - started < 1.0
+        # The loop, against the stopped sentinel.
+        assert run_close_loop([(sentinel.host, sentinel.port)], 40, 10) < 1.0
+    finally:
+        os.kill(pid, signal.SIGCONT)
+
+
+def test_the_watcher_leaves_a_sentinel_that_stops_answering(topology: SentinelTopology) -> None:
+    # The watcher pings its sentinel: one that stops answering (SIGSTOP) is left within its
+    # timeout for the next one (before, it waited on it without a deadline).
+    sentinel = topology.sentinels[0]
+    assert sentinel.proc is not None
+    pid = sentinel.proc.pid
+    others = [topology.sentinel_py(i) for i in (1, 2)]
+
+    def subscribers(admins: list[Any]) -> int:
+        return sum(1 for a in admins for c in a.client_list() if int(c.get("sub", 0)) > 0)
+
+    try:
+        with Client.from_sentinel(
+            topology.addresses,
+            SENTINEL_SERVICE,
+            sentinel_password=SENTINEL_PASSWORD,
+            password=DATA_PASSWORD,
+            socket_timeout=0.5,
+        ) as client:
+            with topology.sentinel_py(0) as first:
+                deadline = time.monotonic() + 5
+                while subscribers([first]) == 0:  # the watcher subscribes to the first one
+                    assert time.monotonic() < deadline, "the watcher never subscribed"
+                    time.sleep(0.05)
+            before = subscribers(others)
+            os.kill(pid, signal.SIGSTOP)
+            try:
+                deadline = time.monotonic() + 5
+                while subscribers(others) == before:
+                    assert time.monotonic() < deadline, (
+                        "the watcher stayed with a sentinel that stopped answering"
+                    )
+                    time.sleep(0.1)
+                # Within a ping interval (1 s) and the timeout (0.5 s), give or take.
+                assert deadline - time.monotonic() > 5 - 2.5
+            finally:
+                os.kill(pid, signal.SIGCONT)
+            assert client.ping()
+    finally:
+        for admin in others:
+            admin.close()

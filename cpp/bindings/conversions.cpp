@@ -475,7 +475,7 @@ constexpr PythonError kPythonErrors[] = {
     {"ExecAbortError", is_a<ExecAbortError>, kResponseError,
      "EXECABORT: a transaction was discarded."},
     {"ConnectionError", is_a<ConnectionError>, kRedisError,
-     "The connection failed, dropped, or a reply was lost (never retried)."},
+     "The connection failed, dropped, or a reply was lost (a write is not retried)."},
     {"TimeoutError", is_a<TimeoutError>, kRedisError,
      "The server did not answer within the configured timeout."},
     {"ResponseError", is_a<ResponseError>, kRedisError, "The server answered with an error reply."},

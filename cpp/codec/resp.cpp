@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <charconv>
 #include <cstring>
+#include <system_error>
 
 #include "errors.hpp"
 
@@ -245,8 +246,9 @@ std::optional<Reply> ReplyReader::next(ReplySink* sink) {
   if (raw == nullptr) {
     // Every complete reply is taken: what stays buffered belongs to the unfinished one (a bulk
     // string is only handed over whole), so a reply announced larger than the limit stops here,
-    // at most one read past it.
-    if (reader_->len - reader_->pos > budget_->limit) {
+    // at most one read past it; a bulk string announced larger than what the reply has left
+    // stops at its header, before its bytes are buffered.
+    if (reader_->len - reader_->pos > budget_->limit || bulk_announced_too_large()) {
       budget_->exceeded = true;
       fail();
     }
@@ -256,6 +258,25 @@ std::optional<Reply> ReplyReader::next(ReplySink* sink) {
   budget_->used = 0;  // the next reply starts afresh
   budget_->active = nullptr;
   return std::move(*root);
+}
+
+bool ReplyReader::bulk_announced_too_large() const {
+  // hiredis waits for a bulk string's bytes with its task typed REDIS_REPLY_STRING and `pos` at
+  // the length that follows the '$' (it parses the header again once the bytes are in).
+  if (reader_->ridx < 0 || reader_->rstack[reader_->ridx].type != REDIS_REPLY_STRING) return false;
+  const char* begin = reader_->buf + reader_->pos;
+  const char* end = reader_->buf + reader_->len;
+  const char* newline = std::find(begin, end, '\r');
+  if (newline == end) return false;  // the header is not complete yet (a line is bounded above)
+  unsigned long long announced = 0;
+  const auto parsed = std::from_chars(begin, newline, announced);
+  if (parsed.ptr != newline) {
+    // Not a plain count: "-1" (nil), or a malformed header hiredis refuses; or a count too large
+    // for 64 bits, which no budget holds.
+    return parsed.ec == std::errc::result_out_of_range;
+  }
+  const std::size_t left = budget_->limit - std::min(budget_->used, budget_->limit);
+  return announced > left || sizeof(Reply) + announced > left;
 }
 
 bool ReplyReader::has_partial() const {

@@ -69,6 +69,8 @@ class ReplyReader {
     void operator()(redisReader* reader) const;
   };
   [[noreturn]] void fail();
+  // The bulk string being waited for announces more bytes than the reply has left to take.
+  bool bulk_announced_too_large() const;
 
   std::unique_ptr<Budget> budget_;  // hiredis keeps its address: heap, stable across moves
   std::unique_ptr<redisReader, Free> reader_;

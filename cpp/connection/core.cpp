@@ -175,12 +175,15 @@ void Core::received(const char* data, std::size_t size, Clock::time_point now) {
       throw codec::ProtocolError("Protocol error: bytes sent unasked");
     }
   } catch (const RedisError&) {
-    give_up(std::current_exception(), true, now);
+    return give_up(std::current_exception(), true, now);
   } catch (const std::exception& e) {  // out of memory: the same, never further
-    give_up(std::make_exception_ptr(
-                ConnectionError("Error reading from " + options_.address() + ": " + e.what())),
-            true, now);
+    return give_up(std::make_exception_ptr(ConnectionError("Error reading from " +
+                                                           options_.address() + ": " + e.what())),
+                   true, now);
   }
+  // A reply that keeps arriving does not keep its request alive past its deadline: a driver
+  // whose socket always has bytes may never wait, so the deadline is checked with every chunk.
+  if (deadline_hint_ && *deadline_hint_ <= now) tick(now);
 }
 
 codec::ReplySink* Core::next_sink() {
@@ -267,18 +270,30 @@ void Core::give_up(const std::exception_ptr& error, bool close, Clock::time_poin
   last_error_ = error;
   reader_.reset();
   // Written requests may have run: they fail, never re-sent, but for those that cannot apply
-  // twice (issue 17), which go first on the next connection, in order, with a new deadline.
+  // twice (issue 17), which go first on the next connection, in order, with a new deadline, and
+  // reads, which go first on the next connection once, within their deadline (not extended).
   // Waiting ones go on a new connection, unless their time is up.
+  const bool dropped = !is_protocol_error(error);
   std::deque<Request> resend;
   for (auto& request : in_flight_) {
     if (request.handshake) continue;
-    if (!request.exchange || request.cancelled || request.exchange->resend_limit() == 0) {
+    const bool read_again = request.exchange && !request.cancelled && !request.read_resent &&
+                            dropped && (!request.deadline || now < *request.deadline) &&
+                            request.exchange->is_read();
+    if (!request.exchange || request.cancelled ||
+        (!read_again && request.exchange->resend_limit() == 0)) {
       complete(std::move(request), error);
     } else if (options_.hand_back_resends) {  // the cluster client decides where it goes
       request.exchange->rewind();
       Completion back{request.id, {}, {}, error};
       back.redirected = std::move(request.exchange);
       completions_.push_back(std::move(back));
+    } else if (read_again) {
+      request.read_resent = true;
+      request.exchange->rewind();
+      request.replies.clear();
+      request.expected = request.exchange->expected();
+      resend.push_back(std::move(request));
     } else if (request.resends_left == 0) {
       std::string why = "unknown error";
       try {
@@ -310,6 +325,16 @@ void Core::give_up(const std::exception_ptr& error, bool close, Clock::time_poin
   }
   requests_in_flight_ = 0;
   expire_waiting(now);
+}
+
+bool Core::is_protocol_error(const std::exception_ptr& error) {
+  try {
+    std::rethrow_exception(error);
+  } catch (const codec::ProtocolError&) {
+    return true;
+  } catch (...) {
+    return false;
+  }
 }
 
 void Core::lost(const std::exception_ptr& error, Clock::time_point now) {

@@ -12,7 +12,10 @@
 // ConnectionError/TimeoutError and are never re-sent, but for those whose operation says it cannot
 // apply twice (Operation::resend_limit(): writes carrying submission ids, issue 17), which go first
 // on the next connection, at most that many times, with a new deadline, then fail with
-// ConnectionError; requests not yet written wait for the next connection, until their own deadline.
+// ConnectionError, and reads (Exchange::is_read(): the step writes nothing), which go first on the
+// next connection once, within the deadline they had (a protocol error is not retried); requests
+// not yet written wait for the next connection, until their own deadline. A deadline is checked
+// with every chunk received too, so a reply that never ends cannot outlive it.
 #pragma once
 
 #include <chrono>
@@ -128,8 +131,9 @@ class Core {
     std::optional<Clock::time_point> deadline;
     bool handshake = false;
     bool cancelled = false;
-    int resends_left = 0;    // issue 17: the exchange's resend_limit(), counted down
-    double server_wait = 0;  // the exchange's server_wait(), added to its deadlines
+    int resends_left = 0;      // issue 17: the exchange's resend_limit(), counted down
+    bool read_resent = false;  // a read is sent again once after a lost reply
+    double server_wait = 0;    // the exchange's server_wait(), added to its deadlines
   };
 
   std::optional<Clock::time_point> deadline_from(Clock::time_point started,
@@ -142,6 +146,9 @@ class Core {
   void complete(Request&& request, std::exception_ptr error);
   // Drops the connection: written requests fail with `error`; `close`: the driver must close.
   void give_up(const std::exception_ptr& error, bool close, Clock::time_point now);
+  // The server sent what the protocol forbids (sending the request again would not help), as
+  // opposed to a connection that dropped or a reply that was late.
+  static bool is_protocol_error(const std::exception_ptr& error);
   void expire_waiting(Clock::time_point now);
   void note_deadline(const std::optional<Clock::time_point>& deadline);
 

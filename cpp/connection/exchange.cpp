@@ -1,8 +1,12 @@
 #include "connection/exchange.hpp"
 
+#include <algorithm>
+#include <cctype>
+#include <cstdlib>
 #include <string_view>
 
 #include "codec/resp.hpp"
+#include "connection/cluster.hpp"
 #include "errors.hpp"
 
 namespace rlb::connection {
@@ -32,6 +36,38 @@ bool is_cluster_redirect(const Reply& reply) {
 }
 
 void raise_error_reply(const Reply& reply) { raise_server_error(reply.str); }
+
+namespace {
+
+bool iequals(std::string_view a, std::string_view b) {
+  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
+           return std::tolower(static_cast<unsigned char>(x)) ==
+                  std::tolower(static_cast<unsigned char>(y));
+         });
+}
+
+// A read beyond cluster::read_only's: the event stream's reads, and a rolling window's refresh,
+// which rebuilds the window from its buckets only if it is behind (a repeat finds it done).
+bool also_read(const Command& command) {
+  if (command.argv.empty()) return false;
+  if (command.script == nullptr) {
+    return iequals(command.argv[0], "XREAD") || iequals(command.argv[0], "XREVRANGE");
+  }
+  if (command.script != &leaderboard::scripts::rolling) return false;
+  const auto keys = std::strtoull(command.argv[0].c_str(), nullptr, 10);
+  return keys + 1 < command.argv.size() && command.argv[keys + 1] == "refresh";
+}
+
+}  // namespace
+
+bool Exchange::is_read() const {
+  if (commands_.empty()) return false;
+  std::vector<Command> others;
+  for (const auto& command : commands_) {
+    if (!also_read(command)) others.push_back(command);
+  }
+  return others.empty() || cluster::read_only(others);
+}
 
 Handshake handshake_for(const ClientOptions& options) {
   Handshake handshake;

@@ -67,6 +67,10 @@ class Exchange {
   // operation's resend_limit()), and the seconds the server may hold its reply on purpose.
   int resend_limit() const { return operation_->resend_limit(); }
   double server_wait() const { return operation_->server_wait(); }
+  // The current step writes nothing (scripts flagged no-writes, read commands, XREAD) or only
+  // what sending it again leaves as it is (a rolling window's refresh before its read): after a
+  // lost reply it may be sent once more, within its deadline.
+  bool is_read() const;
   // Encodes the current step again, whole (for a new connection), forgetting partial replies.
   void rewind();
   // The current step's commands, to be sent again (after a cluster redirect); `asking`: after an

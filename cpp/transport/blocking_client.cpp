@@ -26,6 +26,9 @@ using leaderboard::Result;
 
 namespace {
 std::atomic<InterruptCheck> interrupt_check{nullptr};
+// Off on the client's own threads (the Sentinel watcher): the check takes the GIL, which the
+// thread closing the client may hold while it waits for them.
+thread_local bool interrupt_checks_off = false;
 
 Clock::duration seconds(double value) {
   return std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(value));
@@ -33,6 +36,8 @@ Clock::duration seconds(double value) {
 }  // namespace
 
 void set_interrupt_check(InterruptCheck check) { interrupt_check.store(check); }
+
+void disable_interrupt_checks() { interrupt_checks_off = true; }
 
 // ---------------------------------------------------------------------------------------------
 // BlockingConnection: a non-blocking Asio socket driven with poll(), so that every wait has a
@@ -44,6 +49,7 @@ BlockingConnection::BlockingConnection(const ClientOptions& options, Counters& c
     : options_(options),
       endpoint_(std::move(endpoint)),
       resolver_(resolver),
+      subscriber_(subscriber),
       tls_context_(std::move(tls)),
       core_(options, SIZE_MAX, counters),
       socket_(io_) {
@@ -52,6 +58,7 @@ BlockingConnection::BlockingConnection(const ClientOptions& options, Counters& c
 }
 
 void BlockingConnection::on_interrupt() {
+  if (interrupt_checks_off) return;
   InterruptCheck check = interrupt_check.load();
   if (check != nullptr) check();  // may throw (KeyboardInterrupt): the caller closes
 }
@@ -77,10 +84,11 @@ bool BlockingConnection::wait(short events, const std::optional<Clock::time_poin
   }
 }
 
-void BlockingConnection::connect() {
+void BlockingConnection::connect(std::optional<Clock::time_point> cap) {
   const auto timeout = options_.connect_timeout();
   std::optional<Clock::time_point> until;
   if (timeout) until = Clock::now() + seconds(*timeout);
+  if (cap && (!until || *cap < *until)) until = cap;
   broken_ = true;  // until the end
   open_socket(until);
   if (tls_context_) {
@@ -284,7 +292,10 @@ void BlockingConnection::reconnect() {
   just_wrote_ = false;
   try {
     if (resolver_) endpoint_ = resolver_->resolve();  // Sentinel: the primary now
-    connect();
+    // Within the requests' deadline: a read sent again does not get more time for it (the
+    // core's hint may be early: tick() makes it exact, failing what is overdue).
+    core_.tick(Clock::now());
+    connect(core_.next_deadline());
   } catch (const RedisError&) {
     core_.connect_failed(std::current_exception());  // the requests fail with the reason
     close_broken(std::current_exception());
@@ -293,7 +304,9 @@ void BlockingConnection::reconnect() {
 
 void BlockingConnection::pump() {
   if (core_.take_close() || (!core_.connected() && !broken_)) {
-    if (core_.wants_connection()) return reconnect();  // re-sends wait (issue 17)
+    // Re-sends wait (reads, issue 17's submission ids); a subscriber's socket is never
+    // replaced under its owner (the Sentinel watcher shuts it down to stop).
+    if (core_.wants_connection() && !subscriber_) return reconnect();
     // The core gave the connection up (or lost it): this driver does not reconnect within a
     // call; whatever is unfinished fails with the reason.
     auto why = core_.last_error();
@@ -325,20 +338,6 @@ void BlockingConnection::flush() {
     std::string out = core_.take_write();
     if (out.empty()) break;
     write_all(out);
-  }
-}
-
-std::optional<Reply> BlockingConnection::next_push() {
-  for (;;) {
-    for (auto& completion : core_.take_completions()) done_.push_back(std::move(completion));
-    for (auto it = done_.begin(); it != done_.end(); ++it) {
-      if (it->id != connection::Core::kPushId) continue;
-      Reply push = std::move(it->replies.at(0));
-      done_.erase(it);
-      return push;
-    }
-    if (broken_ || !core_.connected() || core_.take_close()) return std::nullopt;
-    read_once(true);
   }
 }
 

@@ -37,6 +37,9 @@ using connection::Stats;
 // raise KeyboardInterrupt from it); the connection is then dropped, its replies out of step.
 using InterruptCheck = void (*)();
 void set_interrupt_check(InterruptCheck check);
+// No interrupt check on this thread (a thread of the client's own, which must never take the
+// GIL: the thread closing the client may hold it while joining this one).
+void disable_interrupt_checks();
 
 // One socket to Redis and the core that speaks on it, used by one thread at a time. A
 // connection the core gives up (protocol error, timeout, unasked bytes) is broken for good: the
@@ -44,7 +47,7 @@ void set_interrupt_check(InterruptCheck check);
 class BlockingConnection {
  public:
   // Connects to `endpoint` (with TLS if `tls` is set) and writes the handshake. `subscriber`:
-  // replies to no request are pushes (next_push()), not a protocol error.
+  // replies to no request are pushes (take_pushes()), not a protocol error.
   // `resolver` (optional, outliving the connection): where a reconnection within a call goes.
   BlockingConnection(const ClientOptions& options, Counters& counters, Endpoint endpoint,
                      std::shared_ptr<const TlsContext> tls, bool subscriber = false,
@@ -72,9 +75,6 @@ class BlockingConnection {
   void flush();
   Completion wait(std::uint64_t id) { return wait_for(id); }
 
-  // A subscriber's next push; none once the server closed the connection (or it was shut
-  // down). Waits without a deadline.
-  std::optional<codec::Reply> next_push();
   // A subscriber's pushes that have arrived, appended to `out`; with `until`, waits up to then
   // for the first. False once the connection is gone.
   bool take_pushes(std::vector<codec::Reply>& out, std::optional<Clock::time_point> until);
@@ -92,7 +92,8 @@ class BlockingConnection {
   bool reusable();
 
  private:
-  void connect();
+  // Within the connect timeout, and `cap` if given.
+  void connect(std::optional<Clock::time_point> cap = std::nullopt);
   // Issue 17: the core gave the connection up with requests to re-send (their reply was lost
   // and they cannot apply twice): a new socket for them, within the call.
   void reconnect();
@@ -117,6 +118,7 @@ class BlockingConnection {
   const ClientOptions& options_;
   Endpoint endpoint_;
   Resolver* resolver_ = nullptr;
+  const bool subscriber_;
   std::shared_ptr<const TlsContext> tls_context_;
   std::unique_ptr<connection::TlsSession> tls_;  // none: plaintext
   connection::Core core_;

@@ -339,7 +339,13 @@ void ClusterClient::settle(Job job, Completion completion, const NodeAddress& no
     // The reply was lost, and the request cannot apply twice (a submission id): sent again, to
     // whichever node serves the slot when it goes (a failover may be under way), with a new
     // deadline, at most resend_limit() times.
-    const int limit = job.exchange->resend_limit();
+    // A read (it writes nothing) is sent again once, within the deadline it has.
+    const bool read = job.exchange->resend_limit() == 0 && job.exchange->is_read();
+    const int limit = read ? 1 : job.exchange->resend_limit();
+    if (read && job.resends >= limit) {
+      emit(Completion(job.id, {}, {}, completion.error));
+      return;
+    }
     if (job.resends >= limit) {
       emit(Completion(
           job.id, {}, {},
@@ -355,7 +361,9 @@ void ClusterClient::settle(Job job, Completion completion, const NodeAddress& no
     job.ask.reset();
     job.waits = 0;
     job.not_before = {};
-    job.deadline = Clock::now() + seconds(options_.node.socket_timeout.value_or(kDefaultWait));
+    if (!read) {
+      job.deadline = Clock::now() + seconds(options_.node.socket_timeout.value_or(kDefaultWait));
+    }
     job.last_error = completion.error;
     next.push_back(std::move(job));
     return;

@@ -15,7 +15,8 @@
 // (Operation::resend_limit(): a write carrying a submission id, issue 17), at most that many
 // times: the node's connection hands it back (ClientOptions::hand_back_resends) and it is routed
 // again, so after a failover the resend goes to the slot's new primary once the map says so,
-// within a new deadline (socket_timeout from the resend, as on one node).
+// within a new deadline (socket_timeout from the resend, as on one node); or when it only reads
+// (Exchange::is_read()), once, within the deadline it had.
 //
 // AsyncClusterTransport drives each node independently for the asyncio client: a router thread
 // assigns each request to its node, and one worker thread per node sends what is queued for it

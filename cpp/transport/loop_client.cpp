@@ -13,10 +13,14 @@
 #include <utility>
 
 #include "errors.hpp"
+#include "transport/blocking_client.hpp"
 
 namespace rlb::transport {
 
 namespace {
+
+// Reads of read_buffer_ (64 KiB) one on_readable() call makes at most: 256 KiB.
+constexpr int kReadsPerCallback = 4;
 
 template <class Error>
 std::exception_ptr error_of(const std::string& message) {
@@ -208,7 +212,9 @@ void LoopClient::on_readable() {
     return drive();
   }
   if (state_ != State::Connected) return;
-  for (;;) {
+  // At most kReadsPerCallback reads, then back to the loop (its reader calls again while bytes
+  // wait): a reply that keeps coming fast must not keep the other tasks from running.
+  for (int reads = 0; reads < kReadsPerCallback; ++reads) {
     const auto n = ::recv(fd_, read_buffer_, sizeof read_buffer_, MSG_DONTWAIT);
     if (n < 0) {
       if (errno == EINTR) continue;
@@ -370,6 +376,7 @@ void LoopClient::start_connect() {
   auto done = std::make_shared<std::atomic<bool>>(false);
   helpers_.push_back(
       {std::thread([this, done, generation = generation_] {
+         disable_interrupt_checks();  // never the GIL: close() may hold it, joining this thread
          Found found;
          found.generation = generation;
          try {

@@ -147,6 +147,7 @@ void SentinelWatcher::pause(std::chrono::milliseconds how_long) {
 }
 
 void SentinelWatcher::run() {
+  disable_interrupt_checks();  // never the GIL: the closing thread may hold it, joining this one
   std::size_t next = 0;
   const auto& sentinels = options_.sentinel.sentinels;
   for (;;) {
@@ -158,7 +159,7 @@ void SentinelWatcher::run() {
     try {
       watch(host, port);
     } catch (...) {
-      // That sentinel is down or refused: try the next after a short pause.
+      // That sentinel is down, refused or stopped answering: try the next after a short pause.
     }
     pause(std::chrono::milliseconds(100));
   }
@@ -181,20 +182,50 @@ void SentinelWatcher::watch(const std::string& host, int port) {
       watcher.socket_ = -1;
     }
   } forget{*this};
+  // Within the sentinel's socket_timeout; stop shuts the socket down (a subscriber's connection
+  // is never replaced, so it stays the one registered).
   auto subscribed = connection.run_raw(wire_of({"SUBSCRIBE", "+switch-master"}), 1);
   if (subscribed.at(0).is_error()) return;
   const std::string prefix = options_.sentinel.service_name + " ";
+  const std::string ping = wire_of({"PING"});
+  // Never a wait without a deadline: the watcher looks at stop every kWatcherSlice, pings a
+  // quiet sentinel every kWatcherPing and leaves one that does not answer within its timeout.
+  const auto answer_within = std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+      std::chrono::duration<double>(sentinel.socket_timeout.value_or(kSentinelTimeout)));
+  auto heard = std::chrono::steady_clock::now();
+  std::optional<std::chrono::steady_clock::time_point> pinged;
+  std::vector<codec::Reply> pushes;
   for (;;) {
-    auto push = connection.next_push();  // until a message, the socket's end or stop
-    if (!push) return;
-    // ["message", "+switch-master", "<name> <old ip> <old port> <new ip> <new port>"]
-    if (push->is_array() && push->elements.size() == 3 &&
-        push->elements[2].str.compare(0, prefix.size(), prefix) == 0) {
-      std::istringstream fields(push->elements[2].str.substr(prefix.size()));
-      std::string old_host, old_port, host;
-      int port = 0;
-      if (fields >> old_host >> old_port >> host >> port && port > 0 && port <= 65535) {
-        resolver_.announce(Endpoint{host, port, {}});
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (stopping_) return;
+    }
+    const auto now = std::chrono::steady_clock::now();
+    if (pinged && now - *pinged >= answer_within) return;  // it stopped answering: the next
+    if (!pinged && now - heard >= kWatcherPing) {
+      if (!connection.write_unanswered(ping)) return;
+      pinged = now;
+    }
+    pushes.clear();
+    if (!connection.take_pushes(pushes, now + kWatcherSlice)) return;  // closed, or shut down
+    if (pushes.empty()) continue;
+    heard = std::chrono::steady_clock::now();
+    pinged.reset();  // any push shows the sentinel alive ("pong" answers PING when subscribed)
+    for (const auto& push : pushes) {
+      // ["message", "+switch-master", "<name> <old ip> <old port> <new ip> <new port>"]
+      if (!push.is_array() || push.elements.size() != 3 ||
+          push.elements[2].str.compare(0, prefix.size(), prefix) != 0) {
+        continue;
+      }
+      std::istringstream fields(push.elements[2].str.substr(prefix.size()));
+      std::string old_host, old_port, new_host;
+      int new_port = 0;
+      // Under the lock, and not once stopping: the client that owns the callbacks is closing.
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (stopping_) return;
+      if (fields >> old_host >> old_port >> new_host >> new_port && new_port > 0 &&
+          new_port <= 65535) {
+        resolver_.announce(Endpoint{new_host, new_port, {}});
       }
       on_switch_();
     }

@@ -10,6 +10,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <utility>
@@ -64,6 +65,11 @@ class Resolver {
   std::chrono::steady_clock::time_point announced_at_{};
 };
 inline constexpr std::chrono::seconds kAnnouncementTrust{10};
+// The Sentinel watcher looks whether it must stop at least this often, and pings a sentinel it
+// has not heard from for kWatcherPing (a sentinel that does not answer within its timeout is
+// left for the next).
+inline constexpr std::chrono::milliseconds kWatcherSlice{100};
+inline constexpr std::chrono::seconds kWatcherPing{1};
 
 // Subscribes to +switch-master on one sentinel (another if it fails) from a thread of its own;
 // when the client's service gets a new primary, tells `resolver` and calls `on_switch` (from

@@ -7,7 +7,7 @@ class RedisError(Exception):
     """Base of every error this package raises for Redis (mirrors redis-py)."""
 
 class ConnectionError(RedisError):
-    """The connection failed, dropped, or a reply was lost (the call is not retried)."""
+    """The connection failed, dropped, or a reply was lost (a write is not retried)."""
 
 class AuthenticationError(ConnectionError):
     """The server refused the username or password."""
