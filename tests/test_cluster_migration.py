@@ -270,11 +270,18 @@ def test_clear_while_the_set_has_moved(
         return RedisLeaderboard(client, key=cluster_key, max_entries=100, **options)
 
     refused_then_retried(
-        redis_cluster, cluster_key, make, fill(4, sign(options)), on(cluster_key, "u3"), lambda b: b.clear()
+        redis_cluster,
+        cluster_key,
+        make,
+        fill(4, sign(options)),
+        on(cluster_key, "u3"),
+        lambda b: b.clear(),
     )
     left = sorted(k for _, k in slot_state(redis_cluster, _core.key_slot(cluster_key)))
     # With events, the stream and the options hash recording them stay (as on one server).
-    assert left == ([f"{cluster_key}:events", f"{cluster_key}:options"] if "events" in options else [])
+    assert left == (
+        [f"{cluster_key}:events", f"{cluster_key}:options"] if "events" in options else []
+    )
 
 
 @pytest.mark.parametrize("options", OPTIONS)
