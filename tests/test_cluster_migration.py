@@ -12,7 +12,6 @@ changed on either node), once while another thread finishes the migration (the r
 from __future__ import annotations
 
 import threading
-import time
 from collections.abc import Iterator
 from typing import Any, Callable
 
@@ -252,9 +251,12 @@ def test_a_write_that_trims_while_the_set_has_moved(
         lambda board: board.upsert_user("n", sign(options) * 10, {"n": 1}),
     )
     assert written == {
-        "user_id": "n", "score": sign(options) * 10.0, "rank": 1, "metadata": {"from": "before", "n": "1"},
+        "user_id": "n",
+        "score": sign(options) * 10.0,
+        "rank": 1,
+        "metadata": {"from": "before", "n": "1"},
         "trimmed_user_ids": ["u0"],
-    }  # fmt: skip
+    }
     with ClusterClient(redis_cluster.startup_nodes, socket_timeout=5) as client:
         assert [e["user_id"] for e in make(client).get_top(10)] == ["n", "u4", "u3", "u2", "u1"]
     assert metadata_keys(redis_cluster, cluster_key) == [

@@ -52,7 +52,7 @@ def shard(ranges: list[tuple[int, int]], nodes: list[tuple[int, str, str]]) -> l
                 0,
                 "health",
                 health,
-            ]  # fmt: skip
+            ]
             for port, role, health in nodes
         ],
     ]
