@@ -286,26 +286,52 @@ def test_clear_while_the_set_has_moved(
     )
 
 
+@pytest.mark.parametrize("moved", [True, False], ids=["board-moved", "board-not-moved"])
 @pytest.mark.parametrize("options", OPTIONS)
-def test_delete_user_while_the_set_has_moved(
-    redis_cluster: RedisCluster, cluster_key: str, options: dict[str, Any]
+def test_delete_user_of_the_last_entry_during_a_migration(
+    redis_cluster: RedisCluster, cluster_key: str, options: dict[str, Any], moved: bool
 ) -> None:
-    # The last user's removal empties the board: nothing after it reads the deleted set.
+    # The last user's removal empties the board: nothing after it may read the deleted set (on
+    # the source, a read of a key no longer there fails the script after its writes). An extra
+    # key stays behind (or moves ahead) so the migration is under way either way.
     def make(client: ClusterClient) -> RedisLeaderboard:
         return RedisLeaderboard(client, key=cluster_key, max_entries=100, **options)
 
     def prepare(board: RedisLeaderboard) -> None:
         fill(1, sign(options))(board)
+        owner = redis_cluster.owner(_core.key_slot(cluster_key))
+        redis_cluster.node_command(owner, "SET", f"{cluster_key}:extra", "x")
 
-    # u0's hash is declared by delete_user: moved with the rest, the script runs on the target.
-    slot = _core.key_slot(cluster_key)
-    owner = redis_cluster.owner(slot)
-    redis_cluster.node_command(owner, "SET", f"{cluster_key}:stays", "x")  # keeps the source busy
+    def stays(key: str) -> bool:
+        return key.endswith(":extra") if moved else not key.endswith(":extra")
+
     assert refused_then_retried(
+        redis_cluster, cluster_key, make, prepare, stays, lambda b: b.delete_user("u0")
+    )
+    left = sorted(k for _, k in slot_state(redis_cluster, _core.key_slot(cluster_key)))
+    assert f"{cluster_key}:user:u0" not in left and cluster_key not in left
+
+
+@pytest.mark.parametrize("options", OPTIONS)
+def test_set_max_entries_while_some_metadata_has_moved_ahead(
+    redis_cluster: RedisCluster, cluster_key: str, options: dict[str, Any]
+) -> None:
+    # The other way round: the sorted set is still on the source, the hashes of u0 and u2 (two
+    # of the four the trim removes) have moved: the script runs on the source.
+    def make(client: ClusterClient) -> RedisLeaderboard:
+        return RedisLeaderboard(client, key=cluster_key, max_entries=100, **options)
+
+    ahead = on(cluster_key, "u0", "u2")
+    trimmed = refused_then_retried(
         redis_cluster,
         cluster_key,
         make,
-        prepare,
-        lambda k: k.endswith(":stays"),
-        lambda b: b.delete_user("u0"),
+        fill(6, sign(options)),
+        lambda k: not ahead(k),
+        lambda board: board.set_max_entries(2),
     )
+    assert trimmed == ["u0", "u1", "u2", "u3"]
+    assert metadata_keys(redis_cluster, cluster_key) == [
+        f"{cluster_key}:user:u4",
+        f"{cluster_key}:user:u5",
+    ]
