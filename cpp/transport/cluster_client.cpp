@@ -223,7 +223,7 @@ void ClusterClient::refresh_map(bool force) {
       return;
     }
     if (best) stale_ = false;  // the nodes answered: the map held covers at least as much
-    if (map_) return;  // keep the old map: the nodes may come back (the callers retry)
+    if (map_) return;          // keep the old map: the nodes may come back (the callers retry)
   }
   throw ConnectionError("no node of the cluster answered CLUSTER SHARDS" + errors);
 }
