@@ -53,6 +53,10 @@ constexpr Prefix kServerErrors[] = {
     {"ERR Script attempted to execute a ", raise<ClusterRedirectError>,
      "while the cluster is down"},
     {"ERR Can not execute a ", raise<ClusterRedirectError>, "while the cluster is down"},
+    // Redis 6.2, anywhere in the message ("ERR Error running script (call to f_<sha>):
+    // @user_script:<line>: ..." or, returned by redis.pcall, "@user_script: <line>: ..."):
+    {"", raise<ClusterRedirectError>, ": Lua script attempted to access a non local key in a "},
+    {"", raise<ClusterRedirectError>, ": Lua script attempted to execute a "},
     {"ERR max number of clients reached", raise<ConnectionError>},
     // Before AUTH, Redis refuses commands of more than 10 arguments this way (then closes):
     // what the caller is missing is a password, as NOAUTH would say for a shorter command.

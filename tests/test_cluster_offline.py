@@ -237,6 +237,12 @@ REFUSALS = [
     "ERR Script attempted to execute a write command while the cluster is down and readonly",
     "ERR Can not execute a write command 'zadd' while the cluster is down and readonly script",
     "ERR Can not execute a command 'type' while the cluster is down script: d2b1e9c0",
+    # Redis 6.2: raised by redis.call, or returned from redis.pcall (no error code of its own)
+    "ERR Error running script (call to f_d2b1e9c0): @user_script:12: @user_script: 12: Lua "
+    "script attempted to access a non local key in a cluster node",
+    "@user_script: 30: Lua script attempted to access a non local key in a cluster node",
+    "ERR Error running script (call to f_d2b1e9c0): @user_script:3: @user_script: 3: Lua script "
+    "attempted to execute a command while the cluster is down",
 ]
 
 
