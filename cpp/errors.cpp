@@ -18,6 +18,7 @@ template <class Error>
 struct Prefix {
   std::string_view prefix;  // the error code and the space after it, or the whole message start
   void (*raise)(const std::string&);
+  std::string_view contains = {};  // if not empty: also found in the rest of the message
 };
 
 // Server error prefix -> exception, as redis-py maps them.
@@ -34,14 +35,45 @@ constexpr Prefix kServerErrors[] = {
     {"ASK ", raise<ClusterRedirectError>},
     {"TRYAGAIN ", raise<ClusterRedirectError>},
     {"CLUSTERDOWN ", raise<ClusterRedirectError>},
-    // A script touched a key of its slot that is migrating and not on this node: it failed at
-    // that command, before its first write (every script checks what it touches first).
+    // A script refused at one of its commands by the state of its slot, in each server's words:
+    // a key of a migrating slot not on this node (ASK/MOVED inside a script), keys of a slot being
+    // migrated not all here (TRYAGAIN inside a script), a slot not served or a cluster down. It
+    // failed at that command, before its first write (every script of the library reaches every
+    // key it touches before writing), so the cluster client sends it again as after TRYAGAIN.
+    // Redis 7.0-8.x and Valkey 7-8:
     {"ERR Script attempted to access a non local key", raise<ClusterRedirectError>},
+    // Valkey 9 (scripts call through the module API):
+    {"ERR Attempted to access a non local key", raise<ClusterRedirectError>},
+    // Redis 7.2+ and Valkey 7.2+ ("... 'unlink' in script because ..."):
+    {"ERR Unable to execute command '", raise<ClusterRedirectError>,
+     "' in script because undeclared keys were accessed during rehashing of the slot"},
+    {"ERR Script attempted to access a slot not served", raise<ClusterRedirectError>},
+    // "... execute a [write] command while the cluster is down[ and readonly]" (Redis, Valkey 8)
+    // and "Can not execute a [write] command '<name>' while the cluster is down..." (Valkey 9).
+    {"ERR Script attempted to execute a ", raise<ClusterRedirectError>,
+     "while the cluster is down"},
+    {"ERR Can not execute a ", raise<ClusterRedirectError>, "while the cluster is down"},
+    // Redis 6.2, anywhere in the message ("ERR Error running script (call to f_<sha>):
+    // @user_script:<line>: ..." or, returned by redis.pcall, "@user_script: <line>: ..."):
+    {"", raise<ClusterRedirectError>, ": Lua script attempted to access a non local key in a "},
+    {"", raise<ClusterRedirectError>, ": Lua script attempted to execute a "},
     {"ERR max number of clients reached", raise<ConnectionError>},
     // Before AUTH, Redis refuses commands of more than 10 arguments this way (then closes):
     // what the caller is missing is a password, as NOAUTH would say for a shorter command.
     {"ERR Protocol error: unauthenticated", raise<AuthenticationError>},
 };
+
+// The entry of kServerErrors that `message` matches; nullptr if none.
+const Prefix* match(std::string_view message) {
+  for (const auto& entry : kServerErrors) {
+    if (!starts_with(message, entry.prefix)) continue;
+    if (entry.contains.empty() ||
+        message.find(entry.contains, entry.prefix.size()) != std::string_view::npos) {
+      return &entry;
+    }
+  }
+  return nullptr;
+}
 
 }  // namespace
 
@@ -57,10 +89,13 @@ void raise_server_error(const std::string& message) {
   if (starts_with(message, kReused)) {
     throw SubmissionIdReused("submission id: " + message.substr(kReused.size()));
   }
-  for (const auto& entry : kServerErrors) {
-    if (starts_with(message, entry.prefix)) entry.raise(message);
-  }
+  if (const Prefix* entry = match(message)) entry->raise(message);
   throw ResponseError(message);
+}
+
+bool is_cluster_redirect_error(std::string_view message) {
+  const Prefix* entry = match(message);
+  return entry != nullptr && entry->raise == raise<ClusterRedirectError>;
 }
 
 }  // namespace rlb

@@ -5,6 +5,7 @@
 
 #include <stdexcept>
 #include <string>
+#include <string_view>
 
 namespace rlb {
 
@@ -96,5 +97,7 @@ struct SubmissionIdReused : InvalidArgument {
 // Throws the exception for a server error reply, chosen by its prefix as redis-py's
 // _parsers/base.py does: the one table of server errors.
 [[noreturn]] void raise_server_error(const std::string& message);
+// True when raise_server_error(message) throws ClusterRedirectError (the same table).
+bool is_cluster_redirect_error(std::string_view message);
 
 }  // namespace rlb

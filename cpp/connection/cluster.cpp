@@ -270,8 +270,9 @@ std::vector<NodeAddress> SlotMap::nodes() const {
   return out;
 }
 
-bool SlotMap::complete() const {
-  return std::all_of(slot_shard_.begin(), slot_shard_.end(), [](auto index) { return index != 0; });
+int SlotMap::served() const {
+  return static_cast<int>(
+      std::count_if(slot_shard_.begin(), slot_shard_.end(), [](auto index) { return index != 0; }));
 }
 
 // ---- Redirects -------------------------------------------------------------------------------
@@ -279,10 +280,6 @@ bool SlotMap::complete() const {
 std::optional<Redirect> parse_redirect(std::string_view error, const std::string& origin) {
   auto starts = [&](std::string_view prefix) { return error.substr(0, prefix.size()) == prefix; };
   Redirect redirect;
-  if (starts("TRYAGAIN") || starts("ERR Script attempted to access a non local key")) {
-    redirect.kind = Redirect::Kind::TryAgain;
-    return redirect;
-  }
   if (starts("CLUSTERDOWN")) {
     redirect.kind = Redirect::Kind::ClusterDown;
     return redirect;
@@ -294,6 +291,11 @@ std::optional<Redirect> parse_redirect(std::string_view error, const std::string
   } else if (starts("ASK ")) {
     redirect.kind = Redirect::Kind::Ask;
     rest = error.substr(4);
+  } else if (is_cluster_redirect_error(error)) {
+    // TRYAGAIN, or a script refused at a command by its slot's state (errors.cpp's table has
+    // each server's words): sent again after a pause.
+    redirect.kind = Redirect::Kind::TryAgain;
+    return redirect;
   } else {
     return std::nullopt;
   }

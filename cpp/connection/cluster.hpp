@@ -79,8 +79,10 @@ class SlotMap {
   // Every node, primaries first.
   std::vector<NodeAddress> nodes() const;
   const std::vector<Shard>& shards() const { return shards_; }
+  // How many slots a shard serves.
+  int served() const;
   // True when every slot is served.
-  bool complete() const;
+  bool complete() const { return served() == kSlots; }
 
  private:
   void assign(int first, int last, std::size_t shard);
@@ -88,9 +90,10 @@ class SlotMap {
   std::array<std::int32_t, kSlots> slot_shard_{};  // index into shards_ + 1; 0: none
 };
 
-// What a node's error reply asks of the client. A script that touched a key of a migrating slot
-// that has left its node ("ERR Script attempted to access a non local key") failed before its
-// first write: it is retried as after TRYAGAIN.
+// What a node's error reply asks of the client. A script refused at one of its commands by its
+// slot's state (a key of a migrating slot not on this node, undeclared keys during a migration,
+// a cluster down: each server's words are in errors.cpp's table) failed before its first write:
+// it is retried as after TRYAGAIN.
 struct Redirect {
   enum class Kind { Moved, Ask, TryAgain, ClusterDown };
   Kind kind = Kind::Moved;

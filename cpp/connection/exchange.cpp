@@ -27,12 +27,7 @@ bool is_noscript(const Reply& reply) {
 }
 
 bool is_cluster_redirect(const Reply& reply) {
-  if (!reply.is_error()) return false;
-  for (std::string_view prefix : {"MOVED ", "ASK ", "TRYAGAIN ", "CLUSTERDOWN ",
-                                  "ERR Script attempted to access a non local key"}) {
-    if (reply.str.compare(0, prefix.size(), prefix) == 0) return true;
-  }
-  return false;
+  return reply.is_error() && is_cluster_redirect_error(reply.str);
 }
 
 void raise_error_reply(const Reply& reply) { raise_server_error(reply.str); }

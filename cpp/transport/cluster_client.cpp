@@ -152,19 +152,34 @@ void ClusterClient::refresh_map(bool force) {
     // (refresh() forces a read even of a map that is not stale.)
     if (map_ && !force && (!stale_ || now - refreshed_at_ < kRefreshInterval)) return;
   }
+  // A map must cover all 16,384 slots to be taken at once: CLUSTER SHARDS may list a shard
+  // with no slots while its primary is down (Redis 7.4), so a node whose CLUSTER SHARDS leaves
+  // slots out is asked CLUSTER SLOTS too, then the next node. If no node gives a complete map
+  // (a cluster with slots no node serves), the one covering most slots is taken, unless the map
+  // held already covers more: it is kept (its nodes may come back; MOVED updates it meanwhile).
   std::string errors;
+  std::optional<cluster::SlotMap> best;
   for (const auto& node : candidates()) {
     try {
       auto client = pool(node, false);
       Reply reply = client->execute_raw({"CLUSTER", "SHARDS"});
       std::optional<cluster::SlotMap> map;
-      if (reply.is_error() && reply.str.find("unknown subcommand") != std::string::npos) {
-        reply = client->execute_raw({"CLUSTER", "SLOTS"});  // Redis 6.2
-        if (!reply.is_error()) map = cluster::SlotMap::from_slots(reply, node.host);
-      } else if (!reply.is_error()) {
+      const bool no_shards =
+          reply.is_error() && reply.str.find("unknown subcommand") != std::string::npos;
+      if (!reply.is_error()) {
         map = cluster::SlotMap::from_shards(reply, options_.node.tls.enabled, node.host);
       }
-      if (reply.is_error()) {
+      if (no_shards || (map && !map->complete())) {
+        // Redis 6.2, or slots left out: CLUSTER SLOTS names every slot's primary.
+        Reply slots = client->execute_raw({"CLUSTER", "SLOTS"});
+        if (!slots.is_error()) {
+          auto from_slots = cluster::SlotMap::from_slots(slots, node.host);
+          if (!map || from_slots.served() > map->served()) map = std::move(from_slots);
+        } else if (!map) {
+          reply = std::move(slots);
+        }
+      }
+      if (!map) {
         if (reply.str.rfind("NOAUTH", 0) == 0 || reply.str.rfind("WRONGPASS", 0) == 0 ||
             reply.str.rfind("NOPERM", 0) == 0) {
           raise_server_error(reply.str);  // every node would say the same
@@ -174,6 +189,12 @@ void ClusterClient::refresh_map(bool force) {
       }
       if (map->shards().empty()) {
         errors += "; " + node.address() + ": no slot is served";
+        continue;
+      }
+      if (!map->complete()) {
+        errors += "; " + node.address() + ": " + std::to_string(cluster::kSlots - map->served()) +
+                  " slots not served";
+        if (!best || map->served() > best->served()) best = std::move(map);
         continue;
       }
       std::lock_guard<std::mutex> lock(mutex_);
@@ -195,7 +216,14 @@ void ClusterClient::refresh_map(bool force) {
   {
     std::lock_guard<std::mutex> lock(mutex_);
     refreshed_at_ = Clock::now();
-    if (map_) return;  // keep the old map: the nodes may come back (the callers retry)
+    if (best && (!map_ || best->served() > map_->served())) {
+      // The slots it leaves out wait ("no node serves slot"), each asking for a new read.
+      map_ = std::make_shared<const cluster::SlotMap>(std::move(*best));
+      stale_ = false;
+      return;
+    }
+    if (best) stale_ = false;  // the nodes answered: the map held covers at least as much
+    if (map_) return;          // keep the old map: the nodes may come back (the callers retry)
   }
   throw ConnectionError("no node of the cluster answered CLUSTER SHARDS" + errors);
 }

@@ -57,6 +57,40 @@ local function check_metadata(prefix, user_ids)
   return nil
 end
 
+-- In a cluster, a command a script runs on a key it did not declare passes the same check as a
+-- command from a client: while its slot migrates, a key that is not on this node (or, for a
+-- command on several keys, any key missing there) makes the command, and with it the script,
+-- fail ("non local key", "undeclared keys ... rehashing of the slot"); on the importing node a
+-- command on one missing key runs there as if the key did not exist. So before its first write,
+-- a script reaches the undeclared keys it will write with a command on several keys, `anchor`
+-- (a key of the script known to exist: the ranked set it removes from) and a slice of them, as
+-- unlink_metadata will: a key missing on this node fails there, having changed nothing, and the
+-- cluster client sends the script again (to where the slot is served once it has moved). A
+-- stable slot checks nothing. Returns nil, or an error reply (EXISTS refused by the ACLs of
+-- Redis < 7.0 is skipped: such a server has no acl_check_cmd, and the write checks again).
+local function check_present(anchor, keys)
+  for i = 1, #keys, 1000 do
+    local slice = {anchor, unpack(keys, i, math.min(i + 999, #keys))}
+    if acl_check_cmd then
+      if acl_check_cmd('EXISTS', unpack(slice)) then redis.call('EXISTS', unpack(slice)) end
+    else
+      local reply = redis.pcall('EXISTS', unpack(slice))
+      if type(reply) == 'table' and reply.err
+        and not string.find(reply.err, "can't run this command", 1, true) then
+        return reply
+      end
+    end
+  end
+  return nil
+end
+
+-- The metadata hashes of `user_ids`.
+local function metadata_keys(prefix, user_ids)
+  local keys = {}
+  for i, user_id in ipairs(user_ids) do keys[i] = prefix .. user_id end
+  return keys
+end
+
 -- UNLINK in slices: unpack() is limited by Lua's C stack.
 local function unlink_metadata(prefix, user_ids)
   local keys = {}
@@ -71,11 +105,11 @@ local function unlink_metadata(prefix, user_ids)
 end
 
 -- The checks before removing `user_ids`, the lowest entries of the sorted set `set`, and their
--- metadata.
+-- metadata (reached as check_present says, so that a slot migration refuses the script here).
 local function check_remove_lowest(set, prefix, user_ids)
   if #user_ids == 0 then return nil end
   return check_acl('ZREMRANGEBYRANK', set, '0', tostring(#user_ids - 1))
-    or check_metadata(prefix, user_ids)
+    or check_metadata(prefix, user_ids) or check_present(set, metadata_keys(prefix, user_ids))
 end
 
 -- Removes `user_ids`, the lowest entries of a default board, and their metadata: the guide's trim.
@@ -313,8 +347,10 @@ local function call_sliced(command, key, args)
 end
 
 -- After users left the ranked set: their other traces (the board itself and the achievement
--- index for 'first'; for 'dense', each of their scores no one else holds any more).
-local function forget(b, user_ids, scores)
+-- index for 'first'; for 'dense', each of their scores no one else holds any more). `emptied`:
+-- the removal left the board empty, so Redis deleted it: it is not read again (in a migrating
+-- slot, a read of a key no longer on this node would fail the script after its writes).
+local function forget(b, user_ids, scores, emptied)
   if b.first then
     call_sliced('ZREM', b.board, user_ids)
     call_sliced('HDEL', b.first_keys, user_ids)
@@ -322,7 +358,7 @@ local function forget(b, user_ids, scores)
     local last
     for _, text in ipairs(scores) do
       local score = tonumber(text)
-      if score ~= last and redis.call('ZCOUNT', b.board, text, text) == 0 then
+      if score ~= last and (emptied or redis.call('ZCOUNT', b.board, text, text) == 0) then
         redis.call('ZREM', b.dense, score_text(score))
       end
       last = score
@@ -362,12 +398,13 @@ end
 local function remove_worst(b, prefix, user_ids, scores)
   local n = #user_ids
   if n == 0 then return end
+  local emptied = b.dense and redis.call('ZCARD', b.ranked) == n
   if b.desc then
     redis.call('ZREMRANGEBYRANK', b.ranked, 0, n - 1)
   else
     redis.call('ZREMRANGEBYRANK', b.ranked, -n, -1)
   end
-  if not b.default then forget(b, user_ids, scores) end
+  if not b.default then forget(b, user_ids, scores, emptied) end
   unlink_metadata(prefix, user_ids)
 end
 
@@ -874,10 +911,12 @@ local function apply_write(p)
   for i = w.first_field, #fields, 1000 do
     redis.call('HSET', user_key, unpack(fields, i, math.min(i + 999, #fields)))
   end
-  remove_worst(b, string.sub(user_key, 1, #user_key - #user_id), p.trimmed, p.trimmed_scores)
   -- Expiry (periodic boards): every key of the board the write touched or that exists for it
-  -- gets the period's deadline, the user's metadata hash included.
+  -- gets the period's deadline, the user's metadata hash included; before the trim, which may
+  -- delete that hash (a key the script deleted is not touched again: in a migrating slot that
+  -- fails the script after its writes).
   if w.expire_at then expire_board(b, user_key, w.expire_at) end
+  remove_worst(b, string.sub(user_key, 1, #user_key - #user_id), p.trimmed, p.trimmed_scores)
 
   local stored = redis.call('ZSCORE', board, user_id)
   local reply

@@ -16,8 +16,11 @@ if not ARGV[3] and no_options_recorded(KEYS[2]) then  -- the guide's board
   if err then return err end
   err = check_remove_lowest(board, prefix, user_ids)
   if err then return err end
+  -- Counted before the writes: the last page deletes the board, which is then not read again
+  -- (see check_present in _lib.lua).
+  local left = redis.call('ZCARD', board) - #user_ids
   remove_lowest(board, prefix, user_ids)
-  return redis.call('ZCARD', board)
+  return left
 end
 -- @options: boards with options or events (and a default board's options key that is not absent)
 local b = board_spec(board, 2, ARGV[3], ARGV[4])
@@ -31,17 +34,21 @@ if err then return err end
 local user_ids, scores = split_range(b, range_worst(b, tonumber(ARGV[2])))
 err = check_remove_worst(b, prefix, user_ids)
 if err then return err end
+-- Counted before the writes: a page that empties the board deletes its sorted sets, which are
+-- then not read or named again (see check_present in _lib.lua).
+local left = redis.call('ZCARD', board) - #user_ids
 
 remove_worst(b, prefix, user_ids, scores)
-local left = redis.call('ZCARD', board)
 -- One event per page, not per entry: how many went, how many are left (0: the board is empty).
 if w and #user_ids > 0 then
   append_event(w, {'kind', 'clear', 'removed', #user_ids, 'size', left})
 end
+-- The option keys go with the last page. The sorted sets the page emptied are gone already
+-- (Redis deletes an empty set); the achievement index is emptied by forget() too, unless it
+-- holds ids the board does not (written by hand), which this UNLINK would not see: the options
+-- hash is the only key surely left (naming a key the page deleted would fail in a migrating
+-- slot after the writes).
 if left == 0 and not b.default then
-  local keys = {b.options}
-  if b.first then keys = {b.options, b.first, b.first_keys} end
-  if b.dense then keys = {b.options, b.dense} end
-  redis.call('UNLINK', unpack(keys))
+  redis.call('UNLINK', b.options)
 end
 return left

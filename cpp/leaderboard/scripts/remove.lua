@@ -26,7 +26,7 @@ local w = removal_events(ARGV[4])  -- events (issue 17): the stream is the last 
 local err = check_acl('ZREM', board, user_id) or check_acl('UNLINK', user_key)
   or check_type(board, 'zset') or check_type(user_key, 'hash')
   or (not b.default and check_option_keys(b))
-  or check_acl('ZSCORE', board, user_id)
+  or check_acl('ZSCORE', board, user_id) or check_acl('ZCARD', board)
 if err then return err end
 err = check_options(b) or check_removal_events(b, w)
 if err then return err end
@@ -34,12 +34,14 @@ if err then return err end
 local score = redis.call('ZSCORE', board, user_id)
 if score then
   local previous_rank = w and rank_of(b, user_id, tonumber(score))
+  -- The last entry: its removal deletes the board, not read again (see forget in _lib.lua).
+  local emptied = b.dense and redis.call('ZCARD', board) == 1
   if b.first then
     redis.call('ZREM', b.first, ranked_member(b, user_id))  -- forget() removes the rest
   else
     redis.call('ZREM', board, user_id)
   end
-  forget(b, {user_id}, {score})
+  forget(b, {user_id}, {score}, emptied)
   if w then
     append_event(w, {'kind', 'delete', 'user_id', user_id, 'score', score, 'rank', '',
       'previous_score', score, 'previous_rank', tostring(previous_rank + 1)})

@@ -41,6 +41,7 @@ if command == 'delete' then
   local user_id = ARGV[8]
   local user_key = union .. ':user:' .. user_id
   err = check_acl('UNLINK', user_key) or check_type(user_key, 'hash')
+    or check_present(union, buckets) or check_present(union, {user_key})
   if err then return err end
   local found = redis.call('ZREM', union, user_id)
   for _, key in ipairs(buckets) do found = found + redis.call('ZREM', key, user_id) end
@@ -61,7 +62,8 @@ end
 for _, user_id in ipairs(redis.call('ZRANGE', union, 0, -1)) do
   if not seen[user_id] then seen[user_id] = true; users[#users + 1] = user_id end
 end
-err = check_metadata(union .. ':user:', users)
+err = check_metadata(union .. ':user:', users) or check_present(union, buckets)
+  or check_present(union, metadata_keys(union .. ':user:', users))
 if err then return err end
 unlink_metadata(union .. ':user:', users)
 buckets[#buckets + 1] = union

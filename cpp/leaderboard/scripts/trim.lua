@@ -35,7 +35,8 @@ local err = check_acl('ZCARD', board) or check_acl('ZRANGE', b.ranked, '0', '0')
 if err then return err end
 err = check_options(b) or check_removal_events(b, w)
 if err then return err end
-local overflow = math.min(redis.call('ZCARD', board) - max_entries, tonumber(ARGV[3]))
+local size = redis.call('ZCARD', board)
+local overflow = math.min(size - max_entries, tonumber(ARGV[3]))
 local trimmed, scores = {}, {}
 if overflow > 0 then trimmed, scores = split_range(b, range_worst(b, overflow)) end
 err = check_remove_worst(b, prefix, trimmed)
@@ -43,5 +44,7 @@ if err then return err end
 
 remove_worst(b, prefix, trimmed, scores)
 if w then add_trim_events(w, trimmed) end
-local remaining = math.max(0, redis.call('ZCARD', board) - max_entries)
+-- Counted, not read again: after a write, a script reads no key it may have deleted (see
+-- check_present in _lib.lua).
+local remaining = math.max(0, size - #trimmed - max_entries)
 return {remaining, #trimmed, first_of(trimmed, tonumber(ARGV[4]))}
