@@ -335,3 +335,30 @@ def test_set_max_entries_while_some_metadata_has_moved_ahead(
         f"{cluster_key}:user:u4",
         f"{cluster_key}:user:u5",
     ]
+
+
+READS: list[Any] = [
+    pytest.param(lambda board: board.get_top(10), id="get_top"),
+    pytest.param(lambda board: board.get_page(1, 10)["entries"], id="get_page"),
+    pytest.param(lambda board: board.get_around_user("u3", 10), id="get_around_user"),
+    pytest.param(
+        lambda board: [e for e in board.get_entries(["u5", "u2", "u0"]) if e], id="get_entries"
+    ),
+]
+
+
+@pytest.mark.parametrize("read", READS)
+@pytest.mark.parametrize("options", OPTIONS)
+def test_a_read_never_shows_metadata_that_has_not_moved_as_empty(
+    redis_cluster: RedisCluster, cluster_key: str, options: dict[str, Any], read: Any
+) -> None:
+    # The sorted set has moved; u0's and u2's metadata is still on the source. On the importing
+    # node a hash not there yet reads as absent: a read either waits for the migration (the
+    # cluster client reads again) or answers with everyone's metadata, never with {}.
+    def make(client: ClusterClient) -> RedisLeaderboard:
+        return RedisLeaderboard(client, key=cluster_key, max_entries=100, **options)
+
+    entries = refused_then_retried(
+        redis_cluster, cluster_key, make, fill(6, sign(options)), on(cluster_key, "u0", "u2"), read
+    )
+    assert entries and all(e["metadata"] == {"i": e["user_id"][1:]} for e in entries), entries

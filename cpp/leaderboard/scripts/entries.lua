@@ -19,15 +19,22 @@ for i = 3, 2 + n do
 end
 err = check_options(b)
 if err then return err end
-local out = {}
+local out, empty = {}, {}
 for i = 3, 2 + n do
   local user_id = ARGV[i]
   local score = redis.call('ZSCORE', board, user_id)
   if score then
-    out[#out + 1] = {score, rank_of(b, user_id, tonumber(score)),
-      lean and {} or redis.call('HGETALL', prefix .. user_id)}
+    local metadata = lean and {} or redis.call('HGETALL', prefix .. user_id)
+    if not lean and #metadata == 0 then empty[#empty + 1] = prefix .. user_id end
+    out[#out + 1] = {score, rank_of(b, user_id, tonumber(score)), metadata}
   else
     out[#out + 1] = false
   end
+end
+-- A hash that has not moved yet with its slot reads as absent on the importing node: see
+-- hydrate in _lib.lua.
+if #empty > 0 then
+  err = check_present(board, empty)
+  if err then return err end
 end
 return out
