@@ -605,7 +605,10 @@ void ClusterClient::close() {
 AsyncClusterTransport::AsyncClusterTransport(ClusterOptions options) : client_(std::move(options)) {
   event_fd_ = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
   if (event_fd_ < 0) throw RedisError(std::string("eventfd: ") + std::strerror(errno));
-  thread_ = std::thread([this] { route_loop(); });
+  thread_ = std::thread([this] {
+    disable_interrupt_checks();  // never the GIL: close() may hold it, joining this thread
+    route_loop();
+  });
 }
 
 AsyncClusterTransport::~AsyncClusterTransport() {
@@ -709,6 +712,7 @@ void AsyncClusterTransport::route_loop() {
     if (current && stale && !refreshing_.exchange(true)) {
       if (refresher_.joinable()) refresher_.join();
       refresher_ = std::thread([this] {
+        disable_interrupt_checks();  // as the router's
         try {
           client_.map();
         } catch (...) {  // the jobs routed meanwhile find out for themselves
@@ -742,7 +746,10 @@ void AsyncClusterTransport::route_loop() {
       if (!worker) {
         worker = std::make_unique<Worker>();
         worker->target = *target;
-        worker->thread = std::thread([this, raw = worker.get()] { work(*raw); });
+        worker->thread = std::thread([this, raw = worker.get()] {
+          disable_interrupt_checks();  // as the router's
+          work(*raw);
+        });
       }
       routed[worker.get()].push_back(std::move(job));
     }
