@@ -30,17 +30,19 @@ PKG_CONFIG = ["pkg-config", "pkgconf-pkg-config", "apk add pkgconf"]
 COMPILER = ["a C++17 compiler", "apt-get install g++", "dnf install gcc-c++", "apk add g++"]
 
 
+def cmake(tmp_path: Path) -> list[str]:
+    """CMake's configure step on the checkout, with what scikit-build-core would define."""
+    project = ["-DSKBUILD_PROJECT_NAME=redis_leaderboard", "-DSKBUILD_PROJECT_VERSION=0.1.0"]
+    return ["cmake", "-S", str(ROOT), "-B", str(tmp_path / "build"), *project]
+
+
 def configure(tmp_path: Path, *defines: str, **env: str) -> str:
-    """CMake's configure step on the checkout; what it printed (it must fail)."""
+    """Configure with ``defines`` and ``env``; what CMake printed (it must fail)."""
     environ = {**os.environ, **env}
     if "PKG_CONFIG_LIBDIR" in env:
         environ.pop("PKG_CONFIG_PATH", None)
     result = subprocess.run(
-        [
-            "cmake", "-S", str(ROOT), "-B", str(tmp_path / "build"),
-            "-DSKBUILD_PROJECT_NAME=redis_leaderboard", "-DSKBUILD_PROJECT_VERSION=0.1.0",
-            f"-DPython_EXECUTABLE={sys.executable}", *defines,
-        ],  # fmt: skip
+        [*cmake(tmp_path), f"-DPython_EXECUTABLE={sys.executable}", *defines],
         env=environ,
         capture_output=True,
         text=True,
@@ -79,15 +81,15 @@ def test_without_boost_and_openssl_names_both_in_one_message(tmp_path: Path) -> 
     assert (
         "Debian/Ubuntu: apt-get install libssl-dev libboost-dev "
         "Fedora/RHEL: dnf install openssl-devel boost-devel "
-        "Alpine: apk add openssl-dev boost-dev macOS (Homebrew): brew install openssl@3 boost (" in output
+        "Alpine: apk add openssl-dev boost-dev "
+        "macOS (Homebrew): brew install openssl@3 boost (" in output
     )
 
 
 def test_without_pkg_config_names_it(tmp_path: Path) -> None:
     # pkg-config lives in /usr/bin (and /bin): CMake's find_program skips them, nothing else.
-    output = configure(
-        tmp_path, "-DCMAKE_IGNORE_PATH=/usr/bin;/bin", f"-DCMAKE_MAKE_PROGRAM={shutil.which('make')}"
-    )
+    make = f"-DCMAKE_MAKE_PROGRAM={shutil.which('make')}"  # found in /usr/bin, so given
+    output = configure(tmp_path, "-DCMAKE_IGNORE_PATH=/usr/bin;/bin", make)
     assert_names(output, PKG_CONFIG, BOOST + OPENSSL)
     if Path("/usr/include/hiredis/hiredis.h").exists():
         assert "libhiredis-dev" not in output, output  # its headers are there
@@ -97,3 +99,17 @@ def test_without_a_compiler_names_one(tmp_path: Path) -> None:
     output = configure(tmp_path, CXX=str(tmp_path / "no-such-c++"))
     assert_names(output, COMPILER, HIREDIS + BOOST + OPENSSL)
     assert "brew install" not in output  # macOS: xcode-select, named beside the compiler
+
+
+def test_off_linux_says_the_core_is_linux_only(tmp_path: Path) -> None:
+    # Configured as a cross build for macOS: the check runs before any package is looked for.
+    result = subprocess.run(
+        [*cmake(tmp_path), "-DCMAKE_SYSTEM_NAME=Darwin"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    output = " ".join((result.stdout + result.stderr).split())
+    assert result.returncode != 0, output
+    assert "builds on Linux only for now" in output and "eventfd" in output, output
+    assert "this is Darwin" in output, output
