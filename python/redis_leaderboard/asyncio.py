@@ -11,18 +11,12 @@ from __future__ import annotations
 import asyncio
 import atexit
 import weakref
-from typing import Any, Awaitable, Callable, Iterable, Mapping, Optional, Union
+from typing import Any, Awaitable, Callable, Iterable, Mapping, Optional, TypeVar, Union
 
 from . import _core
-from .cluster import AsyncClusterClient as ClusterClient
-from .leaderboard import (
-    CHUNKS_IN_FLIGHT,
-    DEFAULT_CHUNK_SIZE,
-    EVENTS_BATCH,
-    MAX_REPORTED_TRIMMED,
-    BoardBase,
+from ._types import (
+    AsyncRun,
     BulkEntry,
-    ChunkOperations,
     Entry,
     Event,
     HistogramBin,
@@ -30,6 +24,16 @@ from .leaderboard import (
     Page,
     SubmitResult,
     WriteMode,
+    WriteResult,
+)
+from .cluster import AsyncClusterClient as ClusterClient
+from .leaderboard import (
+    CHUNKS_IN_FLIGHT,
+    DEFAULT_CHUNK_SIZE,
+    EVENTS_BATCH,
+    MAX_REPORTED_TRIMMED,
+    BoardBase,
+    ChunkOperations,
     check_bulk_arguments,
     check_events_arguments,
     events_slices,
@@ -54,6 +58,7 @@ _open_clients: weakref.WeakSet[Client] = weakref.WeakSet()
 # How long a cached read waits for its barrier's PONG (normally there before the query's reply)
 # before it doubts the invalidation connection.
 BARRIER_TIMEOUT = 1.0
+T = TypeVar("T")
 
 
 class Client:
@@ -184,7 +189,7 @@ class Client:
         )
 
     @property
-    def run(self) -> Callable[[_core.Operation], Awaitable[Any]]:
+    def run(self) -> AsyncRun:
         """``run(operation)``: submit a :class:`redis_leaderboard._core.Board` operation; await
         the result. The C++ core's own method (a call costs no Python frame of ours), unless
         the client-side cache is on: then reads of entries go through it."""
@@ -192,15 +197,15 @@ class Client:
             return self._core.run
         return self._run_maybe_cached
 
-    def _run_maybe_cached(self, operation: _core.Operation) -> Awaitable[Any]:
+    def _run_maybe_cached(self, operation: _core.Operation[T]) -> Awaitable[T]:
         prefix = operation.cached_metadata_prefix
         if prefix is not None:
             return self._run_cached(operation, prefix, asyncio.get_running_loop())
         return self._core.run(operation)
 
     async def _run_cached(
-        self, operation: _core.Operation, prefix: str, loop: asyncio.AbstractEventLoop
-    ) -> Any:
+        self, operation: _core.Operation[T], prefix: str, loop: asyncio.AbstractEventLoop
+    ) -> T:
         """A read through the client-side cache (connection/cache.hpp): a barrier on the
         invalidation connection, the query without metadata, then the cached metadata (once
         the barrier passed) and the HGETALLs of the rest."""
@@ -255,7 +260,7 @@ class Client:
 
     def run_pipelined(
         self,
-        operations: Iterable[_core.Operation],
+        operations: Iterable[_core.Operation[Any]],
         on_result: Callable[[Any], object],
         window: int = CHUNKS_IN_FLIGHT,
     ) -> asyncio.Future[None]:
@@ -389,15 +394,16 @@ class RedisLeaderboard(BoardBase):
     cluster_client_class = ClusterClient
     display_name = "redis_leaderboard.asyncio.RedisLeaderboard"
     redis: Client
+    _run: AsyncRun
 
     async def upsert_user(
         self, user_id: str, score: float, metadata: Optional[Mapping[str, Any]] = None
-    ) -> Entry:
+    ) -> WriteResult:
         return await self._run(self._board.upsert_user(user_id, score, metadata))
 
     async def increment_score(
         self, user_id: str, amount: float, metadata: Optional[Mapping[str, Any]] = None
-    ) -> Entry:
+    ) -> WriteResult:
         return await self._run(self._board.increment_score(user_id, amount, metadata))
 
     async def submit(

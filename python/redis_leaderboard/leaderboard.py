@@ -9,36 +9,29 @@ from typing import (
     Generator,
     Iterable,
     Iterator,
-    Literal,
     Mapping,
     Optional,
-    Sequence,
-    Union,
 )
 
 from . import _core
+from ._types import (
+    BulkEntry,
+    Entry,
+    Event,
+    EventBatch,
+    HistogramBin,
+    ImportSummary,
+    Order,
+    Page,
+    SubmitResult,
+    SyncRun,
+    Ties,
+    TrimSummary,
+    WriteMode,
+    WriteResult,
+)
 from .client import Client
 from .options import make_client, public_name
-
-Entry = dict[str, Any]
-# (user_id, score) or (user_id, score, metadata)
-BulkEntry = Union[tuple[str, float], tuple[str, float, Mapping[str, Any]], Sequence[Any]]
-ImportSummary = dict[str, Any]
-SubmitResult = dict[str, Any]
-# A change event (issue 17): {"id", "kind", "user_id", "score", "rank", "previous_score",
-# "previous_rank", "trimmed_user_ids", "overtaken"}, and for kind "clear" "removed" and "size"
-# (see RedisLeaderboard.events).
-Event = dict[str, Any]
-# What made an event: a write ("score"), delete_user ("delete"), a trim by set_max_entries or
-# upsert_many ("trim"), one page of clear ("clear").
-EventKind = Literal["score", "delete", "trim", "clear"]
-# get_page: {"page", "page_size", "total_pages", "size", "entries"}
-Page = dict[str, Any]
-# get_histogram: {"min": float, "max": float, "count": int}
-HistogramBin = dict[str, Any]
-Order = Literal["desc", "asc"]
-Ties = Literal["lexicographic", "first", "competition", "dense"]
-WriteMode = Literal["set", "best", "incr"]
 
 DEFAULT_CHUNK_SIZE = 1000
 # upsert_many: chunks written ahead of the replies (both classes).
@@ -97,10 +90,10 @@ class ChunkOperations:
         self._retries = retries
         self.started = False
 
-    def __iter__(self) -> Iterator[_core.Operation]:
+    def __iter__(self) -> Iterator[_core.Operation[int]]:
         return self
 
-    def __next__(self) -> _core.Operation:
+    def __next__(self) -> _core.Operation[int]:
         chunk = next(self._chunks)
         operation = self._board.upsert_chunk(chunk, self._submitted, self._retries)
         self._submitted += len(chunk)
@@ -122,8 +115,12 @@ def note_failed_trim(error: BaseException, trim_error: BaseException) -> None:
         )
 
 
-def import_summary(written: int, trim: dict[str, Any], skipped: int = 0) -> ImportSummary:
-    summary = {"written": written, **trim}
+def import_summary(written: int, trim: TrimSummary, skipped: int = 0) -> ImportSummary:
+    summary: ImportSummary = {
+        "written": written,
+        "trimmed": trim["trimmed"],
+        "trimmed_user_ids": trim["trimmed_user_ids"],
+    }
     if skipped:
         summary["duplicates"] = skipped  # issue 17: entries whose submission id was applied
     return summary
@@ -140,7 +137,7 @@ def check_block(block: Optional[float]) -> Optional[float]:
 
 def read_events_operation(
     board: _core.Board, last_id: str, count: int, block: Optional[float]
-) -> _core.Operation:
+) -> _core.Operation[EventBatch]:
     """One XREAD of ``read(block)``: ``block`` 0 (or None) sends no BLOCK at all, so it answers
     at once (``BLOCK 1`` would wait for the server's timer, about 100 ms on an idle stream)."""
     block = check_block(block)
@@ -375,10 +372,11 @@ class RedisLeaderboard(BoardBase):
     """
 
     redis: Client
+    _run: SyncRun
 
     def upsert_user(
         self, user_id: str, score: float, metadata: Optional[Mapping[str, Any]] = None
-    ) -> Entry:
+    ) -> WriteResult:
         """Set ``user_id``'s score (ZADD), merge ``metadata`` into its hash (HSET), trim the board
         and return the entry with ``"trimmed_user_ids"``, atomically and in one round trip.
 
@@ -389,7 +387,7 @@ class RedisLeaderboard(BoardBase):
 
     def increment_score(
         self, user_id: str, amount: float, metadata: Optional[Mapping[str, Any]] = None
-    ) -> Entry:
+    ) -> WriteResult:
         """Add ``amount`` to ``user_id``'s score (ZINCRBY); otherwise as :meth:`upsert_user`."""
         return self._run(self._board.increment_score(user_id, amount, metadata))
 

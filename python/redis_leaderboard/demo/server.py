@@ -43,6 +43,7 @@ unreachable (the client reconnects by itself on a later request).
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 import logging
 import math
@@ -51,7 +52,7 @@ import threading
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from importlib import resources
-from typing import Any, Callable, Iterable, Optional
+from typing import Any, Callable, Iterable, Mapping, Optional
 from urllib.parse import parse_qsl, unquote, urlsplit
 
 from .. import ConnectionError as RedisConnectionError
@@ -159,7 +160,7 @@ class DemoApp:
 
     # -- live events (issue 17) ------------------------------------------------------------
 
-    def remember_names(self, entries: Iterable[Optional[dict[str, Any]]]) -> None:
+    def remember_names(self, entries: Iterable[Optional[Mapping[str, Any]]]) -> None:
         """Keep the names (metadata ``name``) of players the demo has shown: a deleted or
         trimmed player's metadata goes with it, and its feed line still names it."""
         with self._names_lock:
@@ -174,7 +175,7 @@ class DemoApp:
         with self._names_lock:
             return self._names.get(user_id, user_id)
 
-    def feed_item(self, event: dict[str, Any]) -> dict[str, Any]:
+    def feed_item(self, event: Mapping[str, Any]) -> dict[str, Any]:
         """A change event for the page: the event, the players' names (their metadata's
         ``name``, else a name the demo remembers, else the id) and a sentence, plain text, that
         the page shows as text. Every kind of event has one: a write (``"score"``), a
@@ -242,7 +243,7 @@ class DemoApp:
         size = self.board.get_size()  # the reads in the guide's order
         top = self.board.get_top(used["top_count"])
         around = self.board.get_around_rank(used["around_rank"], used["around_count"])
-        self.remember_names([*top, *around])
+        self.remember_names(itertools.chain(top, around))
         state = {
             "leaderboard_key": self.board.key,
             "max_entries": self.board.max_entries,
@@ -281,7 +282,7 @@ class DemoApp:
         size = self._optional_integer(query, "page_size", DEFAULT_PAGE_SIZE, check.MAX_COUNT)
         result = self.board.get_page(page, size)
         self.remember_names(result["entries"])
-        return result
+        return dict(result)
 
     def histogram(self, query: dict[str, str]) -> dict[str, Any]:
         """The score distribution in ``bins`` equal-width bins (``get_histogram``)."""
