@@ -15,8 +15,7 @@ import weakref
 from typing import Any, Callable, Concatenate, Iterable, Optional, ParamSpec, TypeVar
 
 from . import _core
-from .leaderboard import require_hash_tag
-from .options import _boolean, _host_and_port, parse_url
+from .options import _boolean, _host_and_port, parse_url, require_hash_tag
 
 __all__ = ["AsyncClusterClient", "ClusterClient", "cluster_url_options", "require_hash_tag"]
 

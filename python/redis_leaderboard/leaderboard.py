@@ -31,11 +31,9 @@ from ._types import (
     WriteResult,
 )
 from .client import Client
-from .options import make_client, public_name
+from .options import CHUNKS_IN_FLIGHT, make_client, public_name, require_hash_tag
 
 DEFAULT_CHUNK_SIZE = 1000
-# upsert_many: chunks written ahead of the replies (both classes).
-CHUNKS_IN_FLIGHT = 4
 # upsert_many reports at most this many trimmed ids (the lowest); "trimmed" counts them all.
 MAX_REPORTED_TRIMMED = 1000
 # Issue 17: events() waits in XREAD BLOCK slices of at most this many seconds, so a server
@@ -43,19 +41,6 @@ MAX_REPORTED_TRIMMED = 1000
 EVENTS_BLOCK_SLICE = 2.0
 # What events() asks for per round trip.
 EVENTS_BATCH = 100
-
-
-def require_hash_tag(key: str) -> None:
-    """``ValueError`` unless ``key`` has a hash tag: on a cluster, every key of a board (the
-    sorted set, ``f"{key}:user:{user_id}"``, ``f"{key}:options"``...) must be in one slot, which
-    only a hash tag guarantees. Keys are never renamed: the caller chooses the name."""
-    if not _core.has_hash_tag(key):
-        raise ValueError(
-            f"a board on Redis Cluster needs a hash tag in its key, so that its sorted set, "
-            f"metadata hashes and option keys are in one slot: use key='{{{key}}}' or "
-            f"key='{{lb}}:{key}' (the part between the first '{{' and the next '}}' is hashed, "
-            f"and must not be empty) instead of {key!r}; keys are never renamed for you"
-        )
 
 
 def check_bulk_arguments(chunk_size: int, progress: Optional[Callable[[int], None]]) -> None:

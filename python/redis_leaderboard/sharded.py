@@ -1152,7 +1152,7 @@ class AsyncShardedLeaderboard(ShardedBase):
     ) -> ImportSummary:
         """As the sync method, every shard's group of a batch loaded by one task (gathered)."""
         check_bulk_arguments(chunk_size, progress)
-        from .asyncio import RedisLeaderboard
+        from ._async_leaderboard import RedisLeaderboard
 
         boards = {
             i: RedisLeaderboard(self.redis, key=b.key, **self._shard_board_kwargs())
