@@ -10,9 +10,9 @@ from typing import Any, Callable
 
 import pytest
 
+from launchers import RedisCluster
 from redis_leaderboard import ClusterClient, RedisLeaderboard, ShardedLeaderboard, sharded
 from redis_leaderboard import asyncio as rl_asyncio
-from redis_leaderboard._redis_server import RedisCluster
 
 
 @pytest.fixture
