@@ -231,7 +231,7 @@ class Client:
 
     def dedicated(self) -> Client:
         """A new client with this one's options (its own connection), for
-        calls that hold a connection, as reading events does (issue 17)."""
+        calls that hold a connection, as reading events does (guards)."""
         return Client(_core_client=self._core.dedicated())
 
     async def ping(self) -> bool:

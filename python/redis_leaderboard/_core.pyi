@@ -225,7 +225,7 @@ class Board:
         ``events``, each page appends ``"trim"`` events."""
 
 class Window:
-    """A rolling window's buckets and union (issue 16); builds validated operations, no I/O."""
+    """A rolling window's buckets and union (seasons); builds validated operations, no I/O."""
 
     def __init__(
         self,
@@ -255,7 +255,7 @@ class Window:
     def order(self) -> Literal["desc", "asc"]: ...
     @property
     def submission_ttl(self) -> float:
-        """Seconds the result of a write with a submission id is kept (issue 17)."""
+        """Seconds the result of a write with a submission id is kept (guards)."""
     def bucket_key(self, bucket: int) -> str: ...
     def refreshed(self, bucket: int, read: Operation[_T]) -> Operation[_T]:
         """``read`` (a :class:`Board` operation on the window's key), led by the refresh of the

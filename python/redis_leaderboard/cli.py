@@ -461,7 +461,7 @@ def _not_negative(text: str) -> int:
 
 
 def add_period_arguments(parser: argparse.ArgumentParser) -> None:
-    """--period/--tz/--ago: read a PeriodicLeaderboard's board (issue 16)."""
+    """--period/--tz/--ago: read a PeriodicLeaderboard's board (seasons)."""
     parser.add_argument(
         "--period",
         choices=["hour", "day", "week", "month"],

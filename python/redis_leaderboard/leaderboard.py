@@ -36,7 +36,7 @@ from .options import CHUNKS_IN_FLIGHT, make_client, public_name, require_hash_ta
 DEFAULT_CHUNK_SIZE = 1000
 # upsert_many reports at most this many trimmed ids (the lowest); "trimmed" counts them all.
 MAX_REPORTED_TRIMMED = 1000
-# Issue 17: events() waits in XREAD BLOCK slices of at most this many seconds, so a server
+# Guards: events() waits in XREAD BLOCK slices of at most this many seconds, so a server
 # that stops answering is noticed within a slice plus socket_timeout, never a hang.
 EVENTS_BLOCK_SLICE = 2.0
 # What events() asks for per round trip.
@@ -107,7 +107,7 @@ def import_summary(written: int, trim: TrimSummary, skipped: int = 0) -> ImportS
         "trimmed_user_ids": trim["trimmed_user_ids"],
     }
     if skipped:
-        summary["duplicates"] = skipped  # issue 17: entries whose submission id was applied
+        summary["duplicates"] = skipped  # guards: entries whose submission id was applied
     return summary
 
 
@@ -240,7 +240,7 @@ class BoardBase:
 
     @property
     def submission_ttl(self) -> float:
-        """Seconds the result of a write with a ``submission_id`` is kept (issue 17)."""
+        """Seconds the result of a write with a ``submission_id`` is kept (guards)."""
         return self._board.submission_ttl
 
     @property
@@ -345,7 +345,7 @@ class RedisLeaderboard(BoardBase):
     with other options records them in Redis (``f"{key}:options"``), and a client opening it
     with different ones gets ``ValueError`` naming both.
 
-    Guards (keyword-only, issue 17): ``submission_ttl`` (seconds, default 24 h) keeps the
+    Guards (keyword-only): ``submission_ttl`` (seconds, default 24 h) keeps the
     result of a write made with a ``submission_id``; ``rate_limit=(max_writes, per_seconds)``
     refuses a user's writes beyond that many in any sliding window of that length
     (:class:`RateLimited`); ``events=True`` appends a change event to the stream
@@ -605,7 +605,7 @@ class RedisLeaderboard(BoardBase):
         Returns ``{"written": n, "trimmed": count, "trimmed_user_ids": [...]}``, listing at
         most the 1,000 lowest trimmed ids.
 
-        Issue 17: an entry may be ``(user_id, score, metadata_or_None, submission_id)``; an
+        Guards: an entry may be ``(user_id, score, metadata_or_None, submission_id)``; an
         entry whose id was applied before (by upsert_many, within ``submission_ttl``) is
         skipped, and the summary then has ``"duplicates": n``. A chunk whose entries all carry
         ids is resent after a lost reply, at most ``retries`` times. Entries with ids, and

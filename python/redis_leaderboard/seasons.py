@@ -1,4 +1,4 @@
-"""Time (issue 16): periodic boards with archives, rolling windows, and one write for many boards.
+"""Time (seasons): periodic boards with archives, rolling windows, and one write for many boards.
 
 * :class:`PeriodicLeaderboard`: one plain board (the guide's layout) per period, at
   ``f"{key}:{period_id}"``; a period's keys (its sorted set, option keys and every metadata
@@ -296,7 +296,7 @@ class PeriodicBase(Generic[B]):
     ) -> None:
         if not isinstance(key, str) or not key:
             raise ValueError("key must be a non-empty str")
-        # Every period's board has the guards (issue 17): idempotency, rate limit, events.
+        # Every period's board has the guards: idempotency, rate limit, events.
         self.guards: dict[str, Any] = {
             "submission_ttl": submission_ttl,
             "rate_limit": rate_limit,

@@ -25,7 +25,7 @@ GET      /api/page               ours: ``?page=1&page_size=10``: ``page, page_si
                                  total_pages, size, entries``
 GET      /api/histogram          ours: ``?bins=10``: ``bins`` (``[{min, max, count}]``,
                                  ascending scores)
-GET      /api/events             ours (issue 17): Server-Sent Events from the board's
+GET      /api/events             ours (guards): Server-Sent Events from the board's
                                  change stream (``events=True``; else 404 and the page
                                  polls): ``id`` the stream id (``Last-Event-ID`` resumes),
                                  ``data`` a feed item (see ``DemoApp.feed_item``)
@@ -146,7 +146,7 @@ class DemoApp:
         # Names of players shown (see remember_names), oldest first.
         self._names: dict[str, str] = {}
         self._names_lock = threading.Lock()
-        # The tabs (issue 16): "Today" and "This week" beside the board ("All time"), each a
+        # The tabs (seasons): "Today" and "This week" beside the board ("All time"), each a
         # PeriodicLeaderboard under the board's key, all three fed by one group write.
         self.periodic = {
             "daily": PeriodicLeaderboard(
@@ -158,7 +158,7 @@ class DemoApp:
         }
         self.group = LeaderboardGroup(board.redis, [board, *self.periodic.values()])
 
-    # -- live events (issue 17) ------------------------------------------------------------
+    # -- live events (guards) --------------------------------------------------------------
 
     def remember_names(self, entries: Iterable[Optional[Mapping[str, Any]]]) -> None:
         """Keep the names (metadata ``name``) of players the demo has shown: a deleted or
@@ -441,7 +441,7 @@ class DemoServer(ThreadingHTTPServer):
             self.address_family = socket.AF_INET6
         self.app = app
         self.static = _load_static()
-        self.stopping = threading.Event()  # ends the event streams (issue 17)
+        self.stopping = threading.Event()  # ends the event streams (guards)
         super().__init__(address, DemoRequestHandler)
 
     def shutdown(self) -> None:
@@ -819,7 +819,7 @@ class DemoRequestHandler(BaseHTTPRequestHandler):
         return data
 
 
-def make_server(  # board=RedisLeaderboard(..., events=True): the page goes live (issue 17)
+def make_server(  # board=RedisLeaderboard(..., events=True): the page goes live (guards)
     board: RedisLeaderboard,
     host: str = "127.0.0.1",
     port: int = 0,
