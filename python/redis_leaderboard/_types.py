@@ -80,15 +80,19 @@ class SubmitResult(_SubmitRequired, total=False):
     period: str
 
 
-class ShardedWriteResult(TypedDict):
-    """A sharded board's ``upsert_user`` and ``increment_score``: the entry written, with its
-    ``"shard"`` and its rank there (``"shard_rank"``) in place of ``"rank"``."""
-
+class _ShardedWriteRequired(TypedDict):
     user_id: str
     score: float
     metadata: dict[str, str]
     trimmed_user_ids: list[str]
     shard: int
+
+
+class ShardedWriteResult(_ShardedWriteRequired, total=False):
+    """A sharded board's ``upsert_user`` and ``increment_score``: the entry written, with its
+    ``"shard"`` and its rank there (``"shard_rank"``) in place of ``"rank"``; without
+    ``"shard_rank"`` if the write's own trim removed it."""
+
     shard_rank: int
 
 

@@ -215,7 +215,8 @@ class ShardedBase:
         (result,) = yield [getattr(board, method)(user_id, *args, **kwargs)]
         out = dict(result)
         out["shard"] = index
-        out["shard_rank"] = out.pop("rank")
+        if "rank" in out:  # absent when the write's own trim removed it (as the guide's)
+            out["shard_rank"] = out.pop("rank")
         if "previous_rank" in out:
             out["previous_shard_rank"] = out.pop("previous_rank")
         return out
