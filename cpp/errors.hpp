@@ -56,7 +56,7 @@ struct ExecAbortError : ResponseError {  // EXECABORT
   using ResponseError::ResponseError;
 };
 
-// RATELIMITED (issue 17): a board's rate_limit refused the write, which changed nothing. A
+// RATELIMITED (guards): a board's rate_limit refused the write, which changed nothing. A
 // ResponseError (the server refused the command; the connection is in step), not a
 // ConnectionError: code that retries connection errors must not hammer a limit.
 struct RateLimited : ResponseError {

@@ -28,6 +28,7 @@ from typing import Any, Callable, Iterator, Optional, TypeVar
 
 import pytest
 
+import launchers
 from redis_leaderboard import _redis_server
 
 if sys.version_info >= (3, 11):
@@ -343,10 +344,10 @@ class SentinelTopology:
             password=DATA_PASSWORD,
             extra_args=[*auth, "--replicaof", self.primary.host, str(self.primary.port)],
         )
-        self.sentinels: list[_redis_server.RedisSentinel] = []
+        self.sentinels: list[launchers.RedisSentinel] = []
         try:
             for _ in range(3):
-                sentinel = _redis_server.RedisSentinel(
+                sentinel = launchers.RedisSentinel(
                     self.primary.port,
                     service_name=SENTINEL_SERVICE,
                     down_after_ms=down_after_ms,
@@ -412,7 +413,7 @@ class SentinelTopology:
 def sentinel_topology() -> Iterator[SentinelTopology]:
     """A fresh primary, replica and three sentinels for one test (failovers change them)."""
     try:
-        _redis_server.find_sentinel()
+        launchers.find_sentinel()
     except _redis_server.RedisServerError as exc:
         pytest.exit(f"{exc} (apt-get install -y redis-sentinel)", 2)
     topology = SentinelTopology()
@@ -421,12 +422,12 @@ def sentinel_topology() -> Iterator[SentinelTopology]:
 
 
 @pytest.fixture(scope="session")
-def redis_cluster() -> Iterator[_redis_server.RedisCluster]:
+def redis_cluster() -> Iterator[launchers.RedisCluster]:
     """A Redis Cluster of 3 primaries and 3 replicas on loopback, for the whole session
     (``cluster-node-timeout`` 1000 ms, so a failover takes about 2 s). Tests that kill a node
     restart it and wait until the cluster is healthy again before they end."""
     try:
-        cluster = _redis_server.RedisCluster(
+        cluster = launchers.RedisCluster(
             3, 1, node_timeout_ms=1000, dir_prefix="redis-leaderboard-test-cluster-"
         )
     except _redis_server.RedisServerError as exc:

@@ -9,6 +9,7 @@ import pytest
 
 import redis_leaderboard.asyncio as aio
 from conftest import RedisServer
+from launchers import RedisCluster
 from redis_leaderboard import (
     Client,
     ClusterClient,
@@ -16,7 +17,6 @@ from redis_leaderboard import (
     RedisLeaderboard,
     ShardedLeaderboard,
 )
-from redis_leaderboard._redis_server import RedisCluster
 
 
 def test_a_blocking_client_for_an_asyncio_board(client: Client) -> None:

@@ -17,9 +17,9 @@ from typing import Any, Callable
 import pytest
 
 import redis_leaderboard
+from launchers import RedisCluster
 from redis_leaderboard import ClusterClient, RedisLeaderboard, _core
 from redis_leaderboard import asyncio as rl_asyncio
-from redis_leaderboard._redis_server import RedisCluster
 from redis_leaderboard.cluster import cluster_url_options
 
 

@@ -19,9 +19,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from launchers import RedisCluster, RedisClusterNode
 from redis_leaderboard import ClusterClient, RedisLeaderboard, _core
 from redis_leaderboard import asyncio as rl_asyncio
-from redis_leaderboard._redis_server import RedisCluster, RedisClusterNode
 
 THREADS = 8
 TASKS = 500

@@ -22,9 +22,10 @@ from typing import Any
 
 import pytest
 
+from launchers import RedisCluster, RedisClusterNode
 from redis_leaderboard import ClusterClient, RedisLeaderboard, _core
 from redis_leaderboard import asyncio as rl_asyncio
-from redis_leaderboard._redis_server import RedisCluster, RedisClusterNode, RedisServerError
+from redis_leaderboard._redis_server import RedisServerError
 
 SOCKET_TIMEOUT = 2.0
 PAUSE = 5.0  # long enough for requests sent during it to time out before it ends

@@ -10,9 +10,9 @@ from typing import Any, Callable
 
 import pytest
 
+from launchers import RedisCluster
 from redis_leaderboard import ClusterClient, RedisLeaderboard, ShardedLeaderboard, sharded
 from redis_leaderboard import asyncio as rl_asyncio
-from redis_leaderboard._redis_server import RedisCluster
 
 
 @pytest.fixture
@@ -258,3 +258,19 @@ def test_sharded_max_entries(cluster_client: ClusterClient) -> None:
     kept = {e["user_id"] for e in board.list_all()}
     for user in trimmed:
         assert user not in kept
+
+
+def test_a_write_trimmed_away_on_its_shard_returns_its_result(
+    cluster_client: ClusterClient,
+) -> None:
+    # The guide's upsert_user answers a write its own trim removed without "rank"; a sharded
+    # board answers it without "shard_rank" (and with its shard), not with a KeyError after the
+    # write was applied.
+    board = ShardedLeaderboard(
+        cluster_client, key=f"trimmed-{uuid.uuid4().hex}", shards=1, max_entries=1
+    )
+    board.upsert_user("best", 100)
+    written = board.upsert_user("low", 1)
+    assert "shard_rank" not in written and written["shard"] == 0
+    assert written["user_id"] == "low" and written["trimmed_user_ids"] == ["low"]
+    assert board.get_rank("low") is None and board.get_size() == 1

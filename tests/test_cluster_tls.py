@@ -16,9 +16,10 @@ import pytest
 
 import redis_leaderboard
 from conftest import Certificates
+from launchers import RedisCluster
 from redis_leaderboard import ClusterClient, RedisLeaderboard
 from redis_leaderboard import asyncio as rl_asyncio
-from redis_leaderboard._redis_server import RedisCluster, RedisServerError, TlsUnsupported
+from redis_leaderboard._redis_server import RedisServerError, TlsUnsupported
 from test_cluster import outcome, random_calls
 
 

@@ -22,9 +22,9 @@ import pytest
 
 import redis_leaderboard
 from conftest import RedisServer
+from launchers import RedisCluster
 from redis_leaderboard import Client, ClusterClient, RedisLeaderboard, RollingLeaderboard
 from redis_leaderboard import asyncio as rl_asyncio
-from redis_leaderboard._redis_server import RedisCluster
 
 # ---- A proxy that loses replies ----------------------------------------------------------------
 

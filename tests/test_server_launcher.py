@@ -17,17 +17,13 @@ from typing import Iterator
 
 import pytest
 
+from launchers import CLI_ENV, SENTINEL_ENV, RedisSentinel, find_cli, find_sentinel
 from redis_leaderboard import _core, _redis_server
 from redis_leaderboard._redis_server import (
-    CLI_ENV,
-    SENTINEL_ENV,
     SERVER_ENV,
-    RedisSentinel,
     RedisServer,
     RedisServerError,
     ServerVersion,
-    find_cli,
-    find_sentinel,
     find_server,
     parse_server_version,
 )

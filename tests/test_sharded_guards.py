@@ -15,8 +15,8 @@ from typing import Any, Callable
 import pytest
 
 import redis_leaderboard.asyncio as aio
+from launchers import RedisCluster
 from redis_leaderboard import ClusterClient, ConnectionError, RateLimited, ShardedLeaderboard, _core
-from redis_leaderboard._redis_server import RedisCluster
 
 
 @pytest.fixture

@@ -14,6 +14,7 @@ import pytest
 
 import redis_leaderboard.asyncio as aio
 from conftest import RedisServer, unique_key
+from launchers import RedisCluster
 from redis_leaderboard import (
     Client,
     ClusterClient,
@@ -24,7 +25,6 @@ from redis_leaderboard import (
     ShardedLeaderboard,
     _core,
 )
-from redis_leaderboard._redis_server import RedisCluster
 
 PLAYERS = 150
 NOW = datetime.now(timezone.utc)  # periods in the past would expire at once

@@ -112,7 +112,7 @@ py::object max_entries_of(long long value) {
   return py::int_(value);
 }
 
-// Time (issue 16): rolling windows and group writes (leaderboard/group.hpp).
+// Time (seasons): rolling windows and group writes (leaderboard/group.hpp).
 void declare_time(py::module_& m) {
   using namespace rlb::bindings;
   using rlb::leaderboard::Board;
@@ -178,7 +178,7 @@ void declare_time(py::module_& m) {
             list.push_back({member[0].cast<Board>(), mode, 0});
           }
         }
-        std::optional<std::string> id;  // issue 17
+        std::optional<std::string> id;  // guards
         if (!submission_id.is_none()) id = option_text(submission_id, "submission_id");
         auto results = std::make_shared<std::vector<rlb::leaderboard::SubmitResult>>();
         auto operation = wrap(rlb::leaderboard::group_submit(
@@ -281,7 +281,7 @@ PYBIND11_MODULE(_core, m) {
                                  py::handle ties, py::handle submission_ttl, py::handle rate_limit,
                                  py::handle events, py::handle events_maxlen, py::handle expire_at,
                                  std::optional<std::string> submission_scope) {
-             // Issue 17: the guards.
+             // The guards.
              leaderboard::Guards guards;
              guards.submission_ttl = number_arg(submission_ttl, "submission_ttl");
              if (!rate_limit.is_none()) {
@@ -300,7 +300,7 @@ PYBIND11_MODULE(_core, m) {
              }
              guards.events = events.cast<bool>();
              guards.events_maxlen = integer_arg(events_maxlen, "events_maxlen");
-             std::optional<long long> deadline;  // issue 16: a periodic board's
+             std::optional<long long> deadline;  // seasons: a periodic board's
              if (!expire_at.is_none()) deadline = integer_arg(expire_at, "expire_at");
              return Board(std::move(key), max_entries_arg(max_entries),
                           leaderboard::parse_order(option_arg(order, "order")),
@@ -321,7 +321,7 @@ PYBIND11_MODULE(_core, m) {
       .def_property_readonly("ties",
                              [](const Board& self) { return leaderboard::name_of(self.ties()); })
       .def_property_readonly("options_checked", &Board::options_checked)
-      // Issue 17: the guards.
+      // The guards.
       .def_property_readonly("submission_ttl",
                              [](const Board& self) { return self.guards().submission_ttl; })
       .def_property_readonly("rate_limit",
@@ -558,7 +558,7 @@ PYBIND11_MODULE(_core, m) {
             return std::make_shared<BlockingClient>(self.options());
           },
           "A new client with this one's options (TLS, ACL, Sentinel): for calls that hold a "
-          "connection, as reading events does (issue 17).")
+          "connection, as reading events does (guards).")
 
       .def(
           "cache_info",
@@ -616,7 +616,7 @@ PYBIND11_MODULE(_core, m) {
           "dedicated",
           [](const AsyncCore& self) { return std::make_unique<AsyncCore>(self.options(), 16, 16); },
           "A new core with this one's options (its own connection): for calls "
-          "that hold a connection, as reading events does (issue 17).")
+          "that hold a connection, as reading events does (guards).")
       .def(
           "client_cache",
           [](const AsyncCore& self, py::handle client_cache_size,

@@ -137,7 +137,7 @@ std::vector<leaderboard::BatchEntry> batch_arg(py::handle entries, long long fir
       }
       out.push_back({user_id_arg(fields[0]), number_arg(fields[1], "score"),
                      size >= 3 ? metadata_arg(fields[2]) : Metadata{}, std::nullopt});
-      // Issue 17: an entry's submission id (None: none).
+      // Guards: an entry's submission id (None: none).
       if (size == 4 && !fields[3].is_none()) {
         if (!PyUnicode_Check(fields[3].ptr())) {
           throw py::type_error("submission_id must be a str or None, not " + type_name(fields[3]));
@@ -374,7 +374,7 @@ struct ToPython {
     if (submit.period) out["period"] = text(*submit.period);                // seasons
     return out;
   }
-  // Issue 17: change events.
+  // Guards: change events.
   py::object operator()(const leaderboard::EventBatch& batch) const {
     py::list events(batch.events.size());
     for (std::size_t i = 0; i < batch.events.size(); ++i) {
@@ -455,7 +455,7 @@ struct PythonError {
 constexpr int kRedisError = 11, kConnectionError = 8, kResponseError = 10;
 constexpr int kException = -1, kValueError = -2;  // built-in parents
 constexpr PythonError kPythonErrors[] = {
-    // Issue 17: a ResponseError (the server refused the write; the connection is fine), not a
+    // Guards: a ResponseError (the server refused the write; the connection is fine), not a
     // ConnectionError, so code retrying connection errors does not hammer the limit.
     {"RateLimited", is_a<RateLimited>, kResponseError,
      "RATELIMITED: the board's rate_limit refused the write, which changed nothing; "
@@ -519,7 +519,7 @@ py::object exception_object(const std::exception_ptr& error) {
     return make_python_error(PyExc_ValueError, e.what());
   } catch (const std::bad_alloc&) {
     return py::reinterpret_borrow<py::object>(PyExc_MemoryError)();
-  } catch (const RateLimited& e) {  // issue 17: with its retry_after
+  } catch (const RateLimited& e) {  // guards: with its retry_after
     py::object value = make_python_error(python_errors[0], e.what());
     value.attr("retry_after") = py::float_(e.retry_after);
     return value;

@@ -45,7 +45,7 @@ void Core::submit(std::uint64_t id, std::unique_ptr<leaderboard::Operation> oper
   } catch (...) {
     return complete(std::move(request), std::current_exception());
   }
-  request.resends_left = request.exchange->resend_limit();  // issue 17
+  request.resends_left = request.exchange->resend_limit();  // guards
   request.server_wait = request.exchange->server_wait();
   request.deadline = deadline_from(started, request.server_wait);
   request.expected = request.exchange->expected();
@@ -270,7 +270,7 @@ void Core::give_up(const std::exception_ptr& error, bool close, Clock::time_poin
   last_error_ = error;
   reader_.reset();
   // Written requests may have run: they fail, never re-sent, but for those that cannot apply
-  // twice (issue 17), which go first on the next connection, in order, with a new deadline, and
+  // twice (guards), which go first on the next connection, in order, with a new deadline, and
   // reads, which go first on the next connection once, within their deadline (not extended).
   // Waiting ones go on a new connection, unless their time is up.
   const bool dropped = !is_protocol_error(error);

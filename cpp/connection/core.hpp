@@ -10,7 +10,7 @@
 // asyncio event loop, transport/cluster_client.cpp one per node. Any protocol error, overdue reply
 // or unasked byte closes the connection: written requests then fail with
 // ConnectionError/TimeoutError and are never re-sent, but for those whose operation says it cannot
-// apply twice (Operation::resend_limit(): writes carrying submission ids, issue 17), which go first
+// apply twice (Operation::resend_limit(): writes carrying submission ids, guards), which go first
 // on the next connection, at most that many times, with a new deadline, then fail with
 // ConnectionError, and reads (Exchange::is_read(): the step writes nothing), which go first on the
 // next connection once, within the deadline they had (a protocol error is not retried); requests
@@ -131,7 +131,7 @@ class Core {
     std::optional<Clock::time_point> deadline;
     bool handshake = false;
     bool cancelled = false;
-    int resends_left = 0;      // issue 17: the exchange's resend_limit(), counted down
+    int resends_left = 0;      // guards: the exchange's resend_limit(), counted down
     bool read_resent = false;  // a read is sent again once after a lost reply
     double server_wait = 0;    // the exchange's server_wait(), added to its deadlines
   };

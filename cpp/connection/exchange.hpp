@@ -63,7 +63,7 @@ class Exchange {
   // Where reply `index` (of those on_replies() takes next) may stream as it is decoded
   // (Operation::reply_sink); nullptr: as a tree.
   codec::ReplySink* reply_sink(std::size_t index);
-  // Issue 17: how many times the current step may be sent again after its reply was lost (the
+  // Guards: how many times the current step may be sent again after its reply was lost (the
   // operation's resend_limit()), and the seconds the server may hold its reply on purpose.
   int resend_limit() const { return operation_->resend_limit(); }
   double server_wait() const { return operation_->server_wait(); }

@@ -102,7 +102,7 @@ class GroupSubmit final : public Operation {
         resends_(resends) {}
   const char* name() const override { return "group_submit"; }
   std::vector<Command> next() override { return {command_}; }
-  // A write with a submission id cannot apply twice (issue 17): it may be resent.
+  // A write with a submission id cannot apply twice (guards): it may be resent.
   int resend_limit() const override { return idempotent_ ? resends_ : 0; }
   bool feed(std::vector<Reply>& replies) override {
     if (replies.size() != 1) unexpected(name());
@@ -138,7 +138,7 @@ class GroupSubmit final : public Operation {
     }
     if (member < 1 || member > names_.size()) unexpected("a group write");
     std::string recorded = "order='" + field("order") + "', ties='" + field("ties") + "'";
-    if (status.find(" rate_limit=") != std::string::npos) {  // issue 17's recorded guards
+    if (status.find(" rate_limit=") != std::string::npos) {  // the recorded guards
       recorded += ", rate_limit=" + field("rate_limit") + ", events=" + field("events");
     }
     throw OptionsMismatch("leaderboard '" + names_[member - 1] + "' has " + recorded +
@@ -279,7 +279,7 @@ std::unique_ptr<Operation> group_submit(std::vector<GroupMember> members, std::s
       std::vector<std::string> board_keys{board->key(), board->metadata_key(user_id)};
       for (auto& key : option_keys) board_keys.push_back(std::move(key));
       // The board's spec words, as write.lua's (guard_fields): its rate limit and events
-      // (issue 17, their keys last) and a periodic board's deadline (issue 16).
+      // (guards, their keys last) and a periodic board's deadline (seasons).
       std::string words;
       board->add_guards(words, board_keys, user_id, submission_id);
       args.insert(args.end(),
@@ -302,7 +302,7 @@ std::unique_ptr<Operation> group_submit(std::vector<GroupMember> members, std::s
       keys.push_back(window.bucket_key(member.bucket));
       keys.push_back(window.key() + ":user:" + user_id);
       for (auto& key : window.keys()) keys.push_back(std::move(key));
-      std::string words;  // a submission id's guard word (issue 17), its key last
+      std::string words;  // a submission id's guard word, its key last
       if (submission_id) {
         add_submission_guard(words, keys, window.key(), window.submission_ttl(), *submission_id);
       }

@@ -1,4 +1,4 @@
-// Time (issue 16), without I/O: rolling windows and group writes. A periodic board is a plain
+// Time (seasons), without I/O: rolling windows and group writes. A periodic board is a plain
 // Board with a deadline (Board's expire_at); the periods themselves are computed in Python
 // (zoneinfo), which hands these the bucket or the board of the moment.
 #pragma once
@@ -28,7 +28,7 @@ class Window {
   // At most this many buckets in a window.
   static constexpr long long kMaxBuckets = 100000;
 
-  // `submission_ttl`: seconds the result of a write with a submission id is kept (issue 17).
+  // `submission_ttl`: seconds the result of a write with a submission id is kept (guards).
   Window(std::string key, long long bucket_ms, long long window_ms, Aggregate aggregate,
          long long max_entries, Order order, double submission_ttl = 86400);
 
@@ -80,7 +80,7 @@ constexpr std::size_t kMaxGroupMembers = 64;
 // every write planned before any is applied, so a refused one writes nothing anywhere. Its
 // result is the number of members; `results` receives submit()'s result for each, in order (a
 // window's about its union). A member whose recorded options differ raises InvalidArgument
-// naming it. With `submission_id` (issue 17) each member applies the write once, as
+// naming it. With `submission_id` (guards) each member applies the write once, as
 // Board::submit with that id (the id's key is the member's, its time to live the member's
 // submission_ttl): a repeat returns each member's stored result with duplicate set; the request
 // may then be resent on a new connection, at most `retries` times, when its reply was lost.

@@ -314,7 +314,7 @@ class SingleCall final : public Operation {
     return true;
   }
   Result take_result() override { return std::move(result_); }
-  // Issue 17: a write carrying submission ids may be re-sent after a lost reply.
+  // Guards: a write carrying submission ids may be re-sent after a lost reply.
   int resend_limit() const override { return resends_; }
   void allow_resends(int resends) { resends_ = resends; }
 
@@ -650,7 +650,7 @@ const char* name_of(WriteMode mode) {
   return "set";
 }
 
-// ---- Guards (issue 17) ------------------------------------------------------------------------
+// ---- Guards -----------------------------------------------------------------------------------
 
 namespace {
 std::string milliseconds(double seconds) { return std::to_string(std::llround(seconds * 1000)); }
@@ -695,7 +695,7 @@ void Board::Identity::accept(const Reply& reply) {
     at += name.size() + 1;
     return recorded.substr(at, recorded.find(' ', at) - at);
   };
-  // Issue 17: the guards recorded with them ('-': none; rate_limit "<max>/<per ms>").
+  // The guards recorded with them ('-': none; rate_limit "<max>/<per ms>").
   auto rate = [](const std::string& text) -> std::string {
     auto slash = text.find('/');
     if (text == "-" || text == "?" || slash == std::string::npos) return "None";
@@ -742,7 +742,7 @@ Board::Board(std::string key, long long max_entries, Order order, Ties ties, Gua
   if (expire_at && *expire_at < 1) throw InvalidArgument("expire_at must be at least 1 (unix ms)");
   id_->expire_at = expire_at;
   id_->max_entries = require_at_least_one(max_entries, "max_entries");
-  // Issue 17: the guards' limits, in whole milliseconds on the wire.
+  // The guards' limits, in whole milliseconds on the wire.
   require_submission_ttl(guards.submission_ttl);
   if (guards.rate_max) {
     if (*guards.rate_max < 1) throw InvalidArgument("rate_limit's max_writes must be at least 1");
@@ -758,7 +758,7 @@ Board::Board(std::string key, long long max_entries, Order order, Ties ties, Gua
   id_->guards = guards;
 }
 
-// ---- Guards (issue 17) ------------------------------------------------------------------------
+// ---- Guards -----------------------------------------------------------------------------------
 
 std::optional<std::string> Board::period() const {
   if (id_->scope.size() == id_->key.size()) return std::nullopt;
@@ -780,7 +780,7 @@ void Board::add_guards(std::string& spec, std::vector<std::string>& keys,
     spec += " events:" + std::to_string(guards.events_maxlen);
     keys.push_back(key() + ":events");
   }
-  if (expire_at()) spec += " expire:" + std::to_string(*expire_at());  // issue 16: no key
+  if (expire_at()) spec += " expire:" + std::to_string(*expire_at());  // seasons: no key
 }
 
 namespace {
@@ -958,12 +958,12 @@ std::unique_ptr<Operation> Board::write(WriteMode mode, std::string user_id, dou
 
   // "<mode>", or "<mode> <order> <ties> <reply>[ <guard>...][ expire:<unix ms>]" (see write.lua).
   std::string spec = name_of(mode);
-  const bool guarded = submission_id || id_->guards.any();  // issue 17
+  const bool guarded = submission_id || id_->guards.any();  // guards
   if (submit || !has_default_options() || guarded || expire_at()) {
     spec = spec + " " + name_of(order()) + " " + name_of(ties()) + (submit ? " submit" : " entry");
   }
   std::vector<std::string> keys = script_keys({metadata_key(user_id)}, Check::EveryCall);
-  add_guards(spec, keys, user_id, submission_id);  // issues 16 and 17: none on a plain board
+  add_guards(spec, keys, user_id, submission_id);  // seasons and guards: none on a plain board
   std::vector<std::string> args;
   args.reserve(4 + 2 * metadata.size());
   args.insert(args.end(),
@@ -981,7 +981,7 @@ std::unique_ptr<Operation> Board::write(WriteMode mode, std::string user_id, dou
       return parse_submit_reply(reply, std::move(user_id), idempotent, &board);
     };
     auto call = std::make_unique<SingleCall>("submit", std::move(command), std::move(parse), id_);
-    if (idempotent) call->allow_resends(retries);  // it cannot apply twice (issue 17)
+    if (idempotent) call->allow_resends(retries);  // it cannot apply twice (guards)
     return call;
   }
   auto parse = [user_id = std::move(user_id),
@@ -1156,7 +1156,7 @@ std::unique_ptr<Operation> Board::trim_to_max_entries(long long report) const {
 std::unique_ptr<Operation> Board::upsert_chunk(std::vector<BatchEntry> entries,
                                                long long first_index, int retries) const {
   if (retries < 0) throw InvalidArgument("retries must be at least 0");
-  bool any_id = false, all_ids = true;  // issue 17
+  bool any_id = false, all_ids = true;  // guards
   for (std::size_t i = 0; i < entries.size(); ++i) {
     try {
       require_user_id(entries[i].user_id);
@@ -1173,8 +1173,8 @@ std::unique_ptr<Operation> Board::upsert_chunk(std::vector<BatchEntry> entries,
   if (count == 0) return std::make_unique<Batch>(std::vector<Command>{}, 0);
   if (!has_default_options() || id_->guards.any() || any_id || expire_at()) {
     // Each entry's score goes to the option keys too: one script (bulk.lua), all or nothing.
-    // Issue 17: guards and submission ids too ('rate' is only checked against the record); on
-    // an expiring board (issue 16), with the deadline of every key it writes.
+    // Guards and submission ids too ('rate' is only checked against the record); on
+    // an expiring board (seasons), with the deadline of every key it writes.
     const Guards& guards = id_->guards;
     std::string words;
     if (any_id) words += " sid:" + milliseconds(guards.submission_ttl);
@@ -1203,7 +1203,7 @@ std::unique_ptr<Operation> Board::upsert_chunk(std::vector<BatchEntry> entries,
     auto call = std::make_unique<SingleCall>(
         "upsert_many", script_call(scripts::bulk, std::move(keys), std::move(args)),
         [count](Reply& reply) -> Result {
-          // Entries whose submission id was applied before are skipped (issue 17).
+          // Entries whose submission id was applied before are skipped (guards).
           return parse_count(reply, count);
         },
         id_);
@@ -1233,7 +1233,7 @@ std::unique_ptr<Operation> Board::clear() const {
   return std::make_unique<Clear>(id_, removal_keys({}), metadata_prefix());
 }
 
-// ---- Queries (issue 13) -----------------------------------------------------------------------
+// ---- Queries ----------------------------------------------------------------------------------
 
 namespace {
 

@@ -68,10 +68,10 @@ struct BatchEntry {
   std::string user_id;
   double score = 0;
   Metadata metadata;
-  std::optional<std::string> submission_id;  // issue 17: skipped if applied before
+  std::optional<std::string> submission_id;  // guards: skipped if applied before
 };
 
-// ---- Guards (issue 17): change events read from the board's stream f"{key}:events".
+// ---- Guards: change events read from the board's stream f"{key}:events".
 // `kind` says what made the event: "score" (a write: the user's new score, or whom its trim
 // removed), "delete" (delete_user removed the user: `score` and `previous_score` the score it
 // had, `previous_rank` its rank, no `rank`), "trim" (set_max_entries or upsert_many's trim:
@@ -99,7 +99,7 @@ struct EventBatch {
 
 struct None {};
 
-// The queries (issue 13). get_page: one page of the board and how many there are.
+// The queries. get_page: one page of the board and how many there are.
 struct Page {
   long long page = 1;  // 1-based, as asked
   long long page_size = 10;
@@ -159,7 +159,7 @@ class Operation {
   virtual Result take_result() = 0;
   // How many times the connection core may send the current step again on a new connection
   // when the connection dropped with it in flight (its reply lost): 0 for every write that
-  // might apply twice; a write carrying submission ids cannot (issue 17).
+  // might apply twice; a write carrying submission ids cannot (guards).
   virtual int resend_limit() const { return 0; }
   // Seconds the server may hold the reply on purpose (XREAD BLOCK): added to socket_timeout.
   virtual double server_wait() const { return 0; }
@@ -172,7 +172,7 @@ class Operation {
   virtual std::unique_ptr<Operation> without_metadata() const { return nullptr; }
 };
 
-// The guards of a board (issue 17): the options of writes that are not ranking rules.
+// The guards of a board: the options of writes that are not ranking rules.
 struct Guards {
   double submission_ttl = 86400;      // seconds an idempotent write's result is kept
   std::optional<long long> rate_max;  // rate_limit=(max, per): writes per user...
@@ -202,7 +202,7 @@ class Board {
   // (2^32 - 1 members), so no write ever trims; larger limits are clamped to it.
   static constexpr long long kUnlimited = 1LL << 32;
 
-  // `expire_at` (unix ms): a periodic board's deadline (issue 16): every write PEXPIREATs
+  // `expire_at` (unix ms): a periodic board's deadline (seasons): every write PEXPIREATs
   // every key of the board it touches, metadata hashes included (see expire_board in _lib.lua).
   // `submission_scope`: where the board's submission ids are recorded
   // (f"{submission_scope}:submission:{id}"); none: the board's key. A period's board (seasons)
@@ -228,7 +228,7 @@ class Board {
   // The period id of a period's board (its key after f"{submission_scope}:"); none otherwise.
   std::optional<std::string> period() const;
   // Appends a write's guard words to `spec` (" sid:.. rate:.. events:.. expire:..", see
-  // guard_fields in _lib.lua: issue 17's guards, then issue 16's deadline, which has no key) and
+  // guard_fields in _lib.lua: the guards, then a period's deadline, which has no key) and
   // their keys to `keys`; nothing on a board without them (write.lua and group.lua use them).
   void add_guards(std::string& spec, std::vector<std::string>& keys, const std::string& user_id,
                   const std::optional<std::string>& submission_id) const;
@@ -264,7 +264,7 @@ class Board {
   std::unique_ptr<Operation> delete_user(std::string user_id) const;
   std::unique_ptr<Operation> clear() const;
 
-  // ---- Queries (issue 13): one round trip each, atomic, ranks under the board's tie rule.
+  // ---- Queries: one round trip each, atomic, ranks under the board's tie rule.
   // Most queries accept at most this many ids, entries a page or bins.
   static constexpr long long kMaxQueryItems = 1000;
   // `count` entries centred on the user's position, clamped as get_around_rank (window);
@@ -319,7 +319,7 @@ class Board {
     Ties ties;
     std::atomic<long long> max_entries;
     std::atomic<bool> checked{false};
-    Guards guards;                       // issue 17
+    Guards guards;
     std::optional<long long> expire_at;  // unix ms; none: the board never expires
     std::string scope;                   // where submission ids are recorded (see Board)
 
@@ -327,7 +327,7 @@ class Board {
     // A script's last fixed arguments: order and ties, on a board with options only (a default
     // board's commands stay within the 10 arguments Redis accepts before authentication).
     std::vector<std::string> with_options(std::vector<std::string> args) const;
-    // with_options, and on a board with events (issue 17) order, ties and the word
+    // with_options, and on a board with events (guards) order, ties and the word
     // 'events:<maxlen>[ expire:<unix ms>]': a removal's last arguments (see removal_events in
     // _lib.lua). A board without events sends exactly with_options'.
     std::vector<std::string> with_events(std::vector<std::string> args) const;

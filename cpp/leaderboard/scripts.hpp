@@ -28,7 +28,7 @@ extern const Script entries;   // get_entries
 extern const Script by_score;  // get_by_score
 extern const Script stats;     // rank_for_score, get_percentile, score_at_percentile, get_histogram
 
-// Time (issue 16).
+// Time (seasons).
 extern const Script group;  // LeaderboardGroup.submit, rolling windows' writes
 extern const Script
     rolling;  // rolling windows: refresh before reads, delete_user, clear (allow-oom)

@@ -304,7 +304,7 @@ void BlockingConnection::reconnect() {
 
 void BlockingConnection::pump() {
   if (core_.take_close() || (!core_.connected() && !broken_)) {
-    // Re-sends wait (reads, issue 17's submission ids); a subscriber's socket is never
+    // Re-sends wait (reads, submission ids); a subscriber's socket is never
     // replaced under its owner (the Sentinel watcher shuts it down to stop).
     if (core_.wants_connection() && !subscriber_) return reconnect();
     // The core gave the connection up (or lost it): this driver does not reconnect within a

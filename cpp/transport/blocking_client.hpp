@@ -94,7 +94,7 @@ class BlockingConnection {
  private:
   // Within the connect timeout, and `cap` if given.
   void connect(std::optional<Clock::time_point> cap = std::nullopt);
-  // Issue 17: the core gave the connection up with requests to re-send (their reply was lost
+  // Guards: the core gave the connection up with requests to re-send (their reply was lost
   // and they cannot apply twice): a new socket for them, within the call.
   void reconnect();
   void open_socket(const std::optional<Clock::time_point>& until);

@@ -1,7 +1,31 @@
 """The compiled core: RESP codec, leaderboard operations and transports (C++)."""
 
 import asyncio
-from typing import Any, Callable, Iterable, Literal, Mapping, Optional, Sequence, Union
+from typing import (
+    Any,
+    Callable,
+    Generic,
+    Iterable,
+    Literal,
+    Mapping,
+    Optional,
+    Sequence,
+    TypeVar,
+    Union,
+)
+
+from ._types import (
+    Entry,
+    EventBatch,
+    HistogramBin,
+    Page,
+    SubmitResult,
+    TrimSummary,
+    WriteResult,
+)
+
+_T = TypeVar("_T")
+_T_co = TypeVar("_T_co", covariant=True)
 
 class RedisError(Exception):
     """Base of every error this package raises for Redis (mirrors redis-py)."""
@@ -55,10 +79,11 @@ class SubmissionIdReused(ValueError):
     metadata); nothing was changed. A resend repeating the write exactly returns the first
     result instead. A ValueError."""
 
-class Operation:
+class Operation(Generic[_T_co]):
     """One leaderboard operation: the requests it sends and how it reads their replies.
 
-    Built by :class:`Board`, run by a client; it carries no connection of its own.
+    Built by :class:`Board`, run by a client; it carries no connection of its own. Generic in
+    the stub only (``Operation[list[Entry]]``): what its result is, for a type checker.
     """
 
     @property
@@ -70,7 +95,7 @@ class Operation:
         """RESP bytes of the next round trip (scripts as EVALSHA)."""
     def feed(self, data: bytes, stream: bool = True) -> bool:
         """Feed the RESP replies to the last request; True when the operation is finished."""
-    def result(self) -> Any:
+    def result(self) -> _T_co:
         """The operation's return value, once feed() returned True."""
 
 class Board:
@@ -124,7 +149,7 @@ class Board:
     def events_maxlen(self) -> int: ...
     def read_events(
         self, last_id: str = "$", count: int = 100, block: Optional[float] = None
-    ) -> Operation:
+    ) -> Operation[EventBatch]:
         """XREAD of ``f"{key}:events"``: ``{"last_id", "events": [...]}``, each event
         ``{"id", "kind", "user_id", "score", "rank", "previous_score", "previous_rank",
         "trimmed_user_ids", "overtaken"}`` (``"kind"``: ``"score"``, ``"delete"``, ``"trim"``
@@ -139,49 +164,49 @@ class Board:
         mode: Literal["set", "best", "incr"] = "set",
         submission_id: Optional[str] = None,
         retries: int = 2,
-    ) -> Operation:
+    ) -> Operation[SubmitResult]:
         """The full write; its result is ``{"user_id", "score", "rank", "previous_score",
         "previous_rank", "changed", "metadata", "trimmed_user_ids"}`` (and ``"duplicate"``
         with a ``submission_id``)."""
-    def check_options(self) -> Operation:
+    def check_options(self) -> Operation[None]:
         """Checks the board's recorded options (ValueError naming both if they differ)."""
     def upsert_user(
         self, user_id: str, score: float, metadata: Optional[Mapping[str, Any]] = None
-    ) -> Operation: ...
+    ) -> Operation[WriteResult]: ...
     def increment_score(
         self, user_id: str, amount: float, metadata: Optional[Mapping[str, Any]] = None
-    ) -> Operation: ...
-    def set_max_entries(self, max_entries: Optional[int]) -> Operation:
+    ) -> Operation[WriteResult]: ...
+    def set_max_entries(self, max_entries: Optional[int]) -> Operation[list[str]]:
         """Validates and returns the trim to run; :attr:`max_entries` changes once it has
         finished. With ``events``, each page appends ``"trim"`` events."""
-    def get_top(self, count: int = 10) -> Operation: ...
-    def get_around_rank(self, rank: int, count: int = 5) -> Operation: ...
-    def get_rank(self, user_id: str) -> Operation: ...
-    def get_user_metadata(self, user_id: str) -> Operation: ...
-    def get_user_entry(self, user_id: str) -> Operation: ...
-    def list_all(self) -> Operation: ...
-    def get_size(self) -> Operation: ...
-    def delete_user(self, user_id: str) -> Operation:
+    def get_top(self, count: int = 10) -> Operation[list[Entry]]: ...
+    def get_around_rank(self, rank: int, count: int = 5) -> Operation[list[Entry]]: ...
+    def get_rank(self, user_id: str) -> Operation[Optional[int]]: ...
+    def get_user_metadata(self, user_id: str) -> Operation[dict[str, str]]: ...
+    def get_user_entry(self, user_id: str) -> Operation[Optional[Entry]]: ...
+    def list_all(self) -> Operation[list[Entry]]: ...
+    def get_size(self) -> Operation[int]: ...
+    def delete_user(self, user_id: str) -> Operation[bool]:
         """remove.lua; with ``events``, a removal appends a ``"delete"`` event."""
-    def clear(self) -> Operation:
+    def clear(self) -> Operation[None]:
         """clear.lua in pages; with ``events``, one ``"clear"`` event a page."""
-    def get_around_user(self, user_id: str, count: int = 5) -> Operation:
+    def get_around_user(self, user_id: str, count: int = 5) -> Operation[list[Entry]]:
         """Result: ``count`` entries centred on the user (``[]`` if absent)."""
-    def get_entries(self, user_ids: Iterable[str]) -> Operation:
+    def get_entries(self, user_ids: Iterable[str]) -> Operation[list[Optional[Entry]]]:
         """Result: one entry or None per id, in order (at most 1,000 ids)."""
-    def get_page(self, page: int, page_size: int = 10) -> Operation:
+    def get_page(self, page: int, page_size: int = 10) -> Operation[Page]:
         """Result: ``{"page", "page_size", "total_pages", "size", "entries"}``."""
     def get_by_score(
         self, min_score: float, max_score: float, *, offset: int = 0, limit: int = 100
-    ) -> Operation:
+    ) -> Operation[list[Entry]]:
         """Result: the entries with ``min_score <= score <= max_score``, best first."""
-    def count_by_score(self, min_score: float, max_score: float) -> Operation:
+    def count_by_score(self, min_score: float, max_score: float) -> Operation[int]:
         """Result: an int (ZCOUNT)."""
-    def rank_for_score(self, score: float) -> Operation:
+    def rank_for_score(self, score: float) -> Operation[int]:
         """Result: 1 + the entries strictly better than ``score``."""
-    def get_percentile(self, user_id: str) -> Operation:
+    def get_percentile(self, user_id: str) -> Operation[Optional[float]]:
         """Result: a float 0-100, or None if the user is absent."""
-    def score_at_percentile(self, p: float) -> Operation:
+    def score_at_percentile(self, p: float) -> Operation[Optional[float]]:
         """Result: the nearest-rank score, or None on an empty board."""
     def get_histogram(
         self,
@@ -189,18 +214,18 @@ class Board:
         *,
         min_score: Optional[float] = None,
         max_score: Optional[float] = None,
-    ) -> Operation:
+    ) -> Operation[list[HistogramBin]]:
         """Result: ``[{"min", "max", "count"}, ...]``, ascending scores."""
     def upsert_chunk(
         self, entries: Iterable[Any], first_index: int = 0, retries: int = 2
-    ) -> Operation:
+    ) -> Operation[int]:
         """upsert_many's request for one chunk (validated here; errors name ``first_index + i``)."""
-    def trim_to_max_entries(self, report: int = 1000) -> Operation:
+    def trim_to_max_entries(self, report: int = 1000) -> Operation[TrimSummary]:
         """Trim to :attr:`max_entries` in pages; the result lists at most ``report`` ids. With
         ``events``, each page appends ``"trim"`` events."""
 
 class Window:
-    """A rolling window's buckets and union (issue 16); builds validated operations, no I/O."""
+    """A rolling window's buckets and union (seasons); builds validated operations, no I/O."""
 
     def __init__(
         self,
@@ -230,14 +255,14 @@ class Window:
     def order(self) -> Literal["desc", "asc"]: ...
     @property
     def submission_ttl(self) -> float:
-        """Seconds the result of a write with a submission id is kept (issue 17)."""
+        """Seconds the result of a write with a submission id is kept (guards)."""
     def bucket_key(self, bucket: int) -> str: ...
-    def refreshed(self, bucket: int, read: Operation) -> Operation:
+    def refreshed(self, bucket: int, read: Operation[_T]) -> Operation[_T]:
         """``read`` (a :class:`Board` operation on the window's key), led by the refresh of the
         window's union for ``bucket``, in the same round trip."""
-    def delete_user(self, bucket: int, user_id: str) -> Operation:
+    def delete_user(self, bucket: int, user_id: str) -> Operation[bool]:
         """Result: True if the user was in the window."""
-    def clear(self, bucket: int) -> Operation: ...
+    def clear(self, bucket: int) -> Operation[None]: ...
 
 def group_submit(
     members: Iterable[tuple[Union[Board, Window], str, int]],
@@ -246,13 +271,13 @@ def group_submit(
     metadata: Optional[Mapping[str, Any]] = None,
     submission_id: Optional[str] = None,
     retries: int = 2,
-) -> tuple[Operation, Callable[[], list[dict[str, Any]]]]:
+) -> tuple[Operation[Any], Callable[[], list[SubmitResult]]]:
     """One write to several boards (``(board or window, mode, bucket)``), atomically; the
     callable gives submit()'s result for each, in order, once the operation has run. With
     ``submission_id`` each board applies it once (as ``Board.submit``: its results then carry
     ``"duplicate"``), and a lost reply is resent at most ``retries`` times."""
 
-def ping() -> Operation:
+def ping() -> Operation[bool]:
     """The PING operation (True when the server answers)."""
 
 def encode_command(*args: str | bytes | int | float) -> bytes:
@@ -301,17 +326,19 @@ class AsyncCore:
     ) -> ClientCache:
         """A client-side cache whose invalidation connection has this core's options (every
         one of them: TLS, ACL, Sentinel, db...)."""
-    def run(self, operation: Operation) -> asyncio.Future[Any]:
+    def run(self, operation: Operation[_T]) -> asyncio.Future[_T]:
         """Run ``operation`` on the running event loop; returns its future."""
-    def submit(self, operation: Operation, loop: asyncio.AbstractEventLoop) -> asyncio.Future[Any]:
+    def submit(
+        self, operation: Operation[_T], loop: asyncio.AbstractEventLoop
+    ) -> asyncio.Future[_T]:
         """Run ``operation``; returns an asyncio future created on ``loop``."""
     def run_pipelined(
         self,
-        operations: Iterable[Operation],
+        operations: Iterable[Operation[Any]],
         on_result: Callable[[Any], object],
         window: int,
         loop: Any,
-    ) -> Any:
+    ) -> asyncio.Future[None]:
         """Run one-round-trip operations in order, ``window`` in flight; ``on_result`` gets each
         result in order; the returned future gets None, or the first error."""
     def bind(self, loop: asyncio.AbstractEventLoop) -> None:
@@ -374,11 +401,11 @@ class Client:
         client_cache_max_bytes: int = 67108864,
     ) -> None: ...
     def ping(self) -> bool: ...
-    def run(self, operation: Operation) -> Any:
+    def run(self, operation: Operation[_T]) -> _T:
         """Run a :class:`Board` operation and return its result (the guide's shapes)."""
     def run_pipelined(
         self,
-        operations: Iterable[Operation],
+        operations: Iterable[Operation[Any]],
         on_result: Callable[[Any], object],
         window: int = 4,
     ) -> None:
@@ -446,13 +473,13 @@ class ClientCache:
     def close(self) -> None: ...
     def info(self) -> dict[str, Any]: ...
 
-class CachedRead:
+class CachedRead(Generic[_T_co]):
     """One read through the client-side cache (see connection/cache.hpp)."""
 
-    def __init__(self, cache: ClientCache, operation: Operation) -> None: ...
-    def query(self) -> Operation: ...
-    def fetch(self, barrier: Optional[tuple[int, int]]) -> Optional[Operation]: ...
-    def result(self) -> Any: ...
+    def __init__(self, cache: ClientCache, operation: Operation[_T_co]) -> None: ...
+    def query(self) -> Operation[Any]: ...
+    def fetch(self, barrier: Optional[tuple[int, int]]) -> Optional[Operation[Any]]: ...
+    def result(self) -> _T_co: ...
 
 class ConnectionCore:
     """The connection core without I/O (for tests): feed it events, bytes and time (seconds on
@@ -469,7 +496,7 @@ class ConnectionCore:
         max_reply_bytes: Optional[int] = None,
         max_in_flight: int = 1024,
     ) -> None: ...
-    def submit(self, id: int, operation: Operation, started: float = 0.0) -> None: ...
+    def submit(self, id: int, operation: Operation[Any], started: float = 0.0) -> None: ...
     def submit_raw(self, id: int, wire: bytes, count: int, started: float = 0.0) -> None: ...
     def cancel(self, id: int) -> None: ...
     def connected(self, now: float) -> None: ...
@@ -528,14 +555,14 @@ class ClusterClient:
         ssl_min_version: Union[str, int, None] = None,
         ssl_ciphers: Optional[str] = None,
     ) -> None: ...
-    def run(self, operation: Operation) -> Any:
+    def run(self, operation: Operation[_T]) -> _T:
         """Run a :class:`Board` operation on the node serving its slot; its result."""
-    def run_many(self, operations: Iterable[Operation]) -> list[Any]:
+    def run_many(self, operations: Iterable[Operation[Any]]) -> list[Any]:
         """Run operations at once (one pipelined batch per node, every node written before any
         reply is read); their results in order. The first error is raised once all are done."""
     def run_pipelined(
         self,
-        operations: Iterable[Operation],
+        operations: Iterable[Operation[Any]],
         on_result: Callable[[Any], object],
         window: int = 4,
     ) -> None: ...
@@ -582,10 +609,10 @@ class AsyncClusterCore:
         ssl_ciphers: Optional[str] = None,
     ) -> None: ...
     def submit(
-        self, operation: Operation, loop: asyncio.AbstractEventLoop
-    ) -> asyncio.Future[Any]: ...
+        self, operation: Operation[_T], loop: asyncio.AbstractEventLoop
+    ) -> asyncio.Future[_T]: ...
     def submit_many(
-        self, operations: list[Operation], loop: asyncio.AbstractEventLoop
+        self, operations: list[Operation[Any]], loop: asyncio.AbstractEventLoop
     ) -> list[asyncio.Future[Any]]: ...
     def drain(self) -> None: ...
     def close(self) -> None: ...

@@ -30,7 +30,7 @@ from . import _core
 
 P = ParamSpec("P")
 R = TypeVar("R")
-Step = Union[_core.Operation, Callable[[], Any]]
+Step = Union["_core.Operation[Any]", Callable[[], Any]]  # generic in the stub only
 Plan = Generator[Step, Any, R]
 
 

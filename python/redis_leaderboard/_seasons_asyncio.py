@@ -5,8 +5,9 @@ method once (plans, see ``_plans``); these only choose the asyncio driver and ba
 
 from __future__ import annotations
 
+from ._async_client import Client
+from ._async_leaderboard import RedisLeaderboard
 from ._plans import AsyncDriven
-from .asyncio import Client, RedisLeaderboard
 from .seasons import GroupBase, PeriodicBase, PeriodState, RollingState
 
 __all__ = ["LeaderboardGroup", "PeriodBoard", "PeriodicLeaderboard", "RollingLeaderboard"]

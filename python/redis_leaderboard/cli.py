@@ -20,7 +20,7 @@ import time
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Iterator, Optional, TextIO, Union
+from typing import Any, Iterator, Optional, Sequence, TextIO, Union
 
 from tqdm import tqdm
 
@@ -32,7 +32,7 @@ from ._redis_target import (
     add_redis_arguments,
     connect_configured,
 )
-from .leaderboard import Entry
+from ._types import Entry, HistogramBin
 from .seasons import Periods
 
 # Without --max-entries, import keeps every entry (a sorted set holds at most 2**32 - 1), and
@@ -325,7 +325,7 @@ def run_page(args: argparse.Namespace) -> int:
     return 0
 
 
-def histogram_lines(bins: list[dict[str, Any]], width: int, bar: str = "\u2588") -> list[str]:
+def histogram_lines(bins: Sequence[HistogramBin], width: int, bar: str = "\u2588") -> list[str]:
     """A text bar chart: one line per bin, ``[min, max)`` (the last ``[min, max]``), a bar
     scaled to the largest count (at least one character for a non-empty bin), the count."""
     if not bins:
@@ -461,7 +461,7 @@ def _not_negative(text: str) -> int:
 
 
 def add_period_arguments(parser: argparse.ArgumentParser) -> None:
-    """--period/--tz/--ago: read a PeriodicLeaderboard's board (issue 16)."""
+    """--period/--tz/--ago: read a PeriodicLeaderboard's board (seasons)."""
     parser.add_argument(
         "--period",
         choices=["hour", "day", "week", "month"],

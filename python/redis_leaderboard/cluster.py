@@ -15,12 +15,12 @@ import weakref
 from typing import Any, Callable, Concatenate, Iterable, Optional, ParamSpec, TypeVar
 
 from . import _core
-from .leaderboard import require_hash_tag
-from .options import _boolean, _host_and_port, parse_url
+from .options import _boolean, _host_and_port, parse_url, require_hash_tag
 
 __all__ = ["AsyncClusterClient", "ClusterClient", "cluster_url_options", "require_hash_tag"]
 
 _Self = TypeVar("_Self", bound="ClusterClient")
+T = TypeVar("T")
 _P = ParamSpec("_P")
 
 
@@ -158,18 +158,18 @@ class AsyncClusterClient:
         loop.add_reader(self._core.fileno(), self._core.drain)
         return loop
 
-    def run(self, operation: _core.Operation) -> asyncio.Future[Any]:
+    def run(self, operation: _core.Operation[T]) -> asyncio.Future[T]:
         """Submit a :class:`redis_leaderboard._core.Board` operation; await the result."""
         return self._core.submit(operation, self._bound_loop())
 
-    def run_many(self, operations: Iterable[_core.Operation]) -> list[asyncio.Future[Any]]:
+    def run_many(self, operations: Iterable[_core.Operation[Any]]) -> list[asyncio.Future[Any]]:
         """Submit operations together (one batch: one pipelined write per node, every node at
         once); one future each."""
         return self._core.submit_many(list(operations), self._bound_loop())
 
     def run_pipelined(
         self,
-        operations: Iterable[_core.Operation],
+        operations: Iterable[_core.Operation[Any]],
         on_result: Callable[[Any], object],
         window: int = 4,
     ) -> asyncio.Future[None]:
@@ -180,7 +180,7 @@ class AsyncClusterClient:
         async def pipeline() -> None:
             iterator = iter(operations)
             while True:
-                taken: list[_core.Operation] = []
+                taken: list[_core.Operation[Any]] = []
                 error: Optional[BaseException] = None
                 try:
                     while len(taken) < window:

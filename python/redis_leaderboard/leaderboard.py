@@ -9,60 +9,38 @@ from typing import (
     Generator,
     Iterable,
     Iterator,
-    Literal,
     Mapping,
     Optional,
-    Sequence,
-    Union,
 )
 
 from . import _core
+from ._types import (
+    BulkEntry,
+    Entry,
+    Event,
+    EventBatch,
+    HistogramBin,
+    ImportSummary,
+    Order,
+    Page,
+    SubmitResult,
+    SyncRun,
+    Ties,
+    TrimSummary,
+    WriteMode,
+    WriteResult,
+)
 from .client import Client
-from .options import make_client, public_name
-
-Entry = dict[str, Any]
-# (user_id, score) or (user_id, score, metadata)
-BulkEntry = Union[tuple[str, float], tuple[str, float, Mapping[str, Any]], Sequence[Any]]
-ImportSummary = dict[str, Any]
-SubmitResult = dict[str, Any]
-# A change event (issue 17): {"id", "kind", "user_id", "score", "rank", "previous_score",
-# "previous_rank", "trimmed_user_ids", "overtaken"}, and for kind "clear" "removed" and "size"
-# (see RedisLeaderboard.events).
-Event = dict[str, Any]
-# What made an event: a write ("score"), delete_user ("delete"), a trim by set_max_entries or
-# upsert_many ("trim"), one page of clear ("clear").
-EventKind = Literal["score", "delete", "trim", "clear"]
-# get_page: {"page", "page_size", "total_pages", "size", "entries"}
-Page = dict[str, Any]
-# get_histogram: {"min": float, "max": float, "count": int}
-HistogramBin = dict[str, Any]
-Order = Literal["desc", "asc"]
-Ties = Literal["lexicographic", "first", "competition", "dense"]
-WriteMode = Literal["set", "best", "incr"]
+from .options import CHUNKS_IN_FLIGHT, make_client, public_name, require_hash_tag
 
 DEFAULT_CHUNK_SIZE = 1000
-# upsert_many: chunks written ahead of the replies (both classes).
-CHUNKS_IN_FLIGHT = 4
 # upsert_many reports at most this many trimmed ids (the lowest); "trimmed" counts them all.
 MAX_REPORTED_TRIMMED = 1000
-# Issue 17: events() waits in XREAD BLOCK slices of at most this many seconds, so a server
+# Guards: events() waits in XREAD BLOCK slices of at most this many seconds, so a server
 # that stops answering is noticed within a slice plus socket_timeout, never a hang.
 EVENTS_BLOCK_SLICE = 2.0
 # What events() asks for per round trip.
 EVENTS_BATCH = 100
-
-
-def require_hash_tag(key: str) -> None:
-    """``ValueError`` unless ``key`` has a hash tag: on a cluster, every key of a board (the
-    sorted set, ``f"{key}:user:{user_id}"``, ``f"{key}:options"``...) must be in one slot, which
-    only a hash tag guarantees. Keys are never renamed: the caller chooses the name."""
-    if not _core.has_hash_tag(key):
-        raise ValueError(
-            f"a board on Redis Cluster needs a hash tag in its key, so that its sorted set, "
-            f"metadata hashes and option keys are in one slot: use key='{{{key}}}' or "
-            f"key='{{lb}}:{key}' (the part between the first '{{' and the next '}}' is hashed, "
-            f"and must not be empty) instead of {key!r}; keys are never renamed for you"
-        )
 
 
 def check_bulk_arguments(chunk_size: int, progress: Optional[Callable[[int], None]]) -> None:
@@ -97,10 +75,10 @@ class ChunkOperations:
         self._retries = retries
         self.started = False
 
-    def __iter__(self) -> Iterator[_core.Operation]:
+    def __iter__(self) -> Iterator[_core.Operation[int]]:
         return self
 
-    def __next__(self) -> _core.Operation:
+    def __next__(self) -> _core.Operation[int]:
         chunk = next(self._chunks)
         operation = self._board.upsert_chunk(chunk, self._submitted, self._retries)
         self._submitted += len(chunk)
@@ -122,10 +100,14 @@ def note_failed_trim(error: BaseException, trim_error: BaseException) -> None:
         )
 
 
-def import_summary(written: int, trim: dict[str, Any], skipped: int = 0) -> ImportSummary:
-    summary = {"written": written, **trim}
+def import_summary(written: int, trim: TrimSummary, skipped: int = 0) -> ImportSummary:
+    summary: ImportSummary = {
+        "written": written,
+        "trimmed": trim["trimmed"],
+        "trimmed_user_ids": trim["trimmed_user_ids"],
+    }
     if skipped:
-        summary["duplicates"] = skipped  # issue 17: entries whose submission id was applied
+        summary["duplicates"] = skipped  # guards: entries whose submission id was applied
     return summary
 
 
@@ -140,7 +122,7 @@ def check_block(block: Optional[float]) -> Optional[float]:
 
 def read_events_operation(
     board: _core.Board, last_id: str, count: int, block: Optional[float]
-) -> _core.Operation:
+) -> _core.Operation[EventBatch]:
     """One XREAD of ``read(block)``: ``block`` 0 (or None) sends no BLOCK at all, so it answers
     at once (``BLOCK 1`` would wait for the server's timer, about 100 ms on an idle stream)."""
     block = check_block(block)
@@ -258,7 +240,7 @@ class BoardBase:
 
     @property
     def submission_ttl(self) -> float:
-        """Seconds the result of a write with a ``submission_id`` is kept (issue 17)."""
+        """Seconds the result of a write with a ``submission_id`` is kept (guards)."""
         return self._board.submission_ttl
 
     @property
@@ -363,7 +345,7 @@ class RedisLeaderboard(BoardBase):
     with other options records them in Redis (``f"{key}:options"``), and a client opening it
     with different ones gets ``ValueError`` naming both.
 
-    Guards (keyword-only, issue 17): ``submission_ttl`` (seconds, default 24 h) keeps the
+    Guards (keyword-only): ``submission_ttl`` (seconds, default 24 h) keeps the
     result of a write made with a ``submission_id``; ``rate_limit=(max_writes, per_seconds)``
     refuses a user's writes beyond that many in any sliding window of that length
     (:class:`RateLimited`); ``events=True`` appends a change event to the stream
@@ -375,10 +357,11 @@ class RedisLeaderboard(BoardBase):
     """
 
     redis: Client
+    _run: SyncRun
 
     def upsert_user(
         self, user_id: str, score: float, metadata: Optional[Mapping[str, Any]] = None
-    ) -> Entry:
+    ) -> WriteResult:
         """Set ``user_id``'s score (ZADD), merge ``metadata`` into its hash (HSET), trim the board
         and return the entry with ``"trimmed_user_ids"``, atomically and in one round trip.
 
@@ -389,7 +372,7 @@ class RedisLeaderboard(BoardBase):
 
     def increment_score(
         self, user_id: str, amount: float, metadata: Optional[Mapping[str, Any]] = None
-    ) -> Entry:
+    ) -> WriteResult:
         """Add ``amount`` to ``user_id``'s score (ZINCRBY); otherwise as :meth:`upsert_user`."""
         return self._run(self._board.increment_score(user_id, amount, metadata))
 
@@ -622,7 +605,7 @@ class RedisLeaderboard(BoardBase):
         Returns ``{"written": n, "trimmed": count, "trimmed_user_ids": [...]}``, listing at
         most the 1,000 lowest trimmed ids.
 
-        Issue 17: an entry may be ``(user_id, score, metadata_or_None, submission_id)``; an
+        Guards: an entry may be ``(user_id, score, metadata_or_None, submission_id)``; an
         entry whose id was applied before (by upsert_many, within ``submission_ttl``) is
         skipped, and the summary then has ``"duplicates": n``. A chunk whose entries all carry
         ids is resent after a lost reply, at most ``retries`` times. Entries with ids, and

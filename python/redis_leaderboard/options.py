@@ -37,6 +37,8 @@ __all__ = [
 DEFAULT_URL = "redis://localhost:6379/0"
 #: A sentinel's port when a ``redis+sentinel://`` URL gives none.
 DEFAULT_SENTINEL_PORT = 26379
+# upsert_many and run_pipelined: requests written ahead of their replies (both APIs).
+CHUNKS_IN_FLIGHT = 4
 
 
 @dataclasses.dataclass(frozen=True)
@@ -524,7 +526,9 @@ def public_name(cls: type) -> str:
         return name
     if not module.startswith("redis_leaderboard"):
         return f"{module}.{name}"
-    if module == "redis_leaderboard.asyncio" or module.startswith("redis_leaderboard._seasons"):
+    if module == "redis_leaderboard.asyncio" or module.startswith(
+        ("redis_leaderboard._seasons", "redis_leaderboard._async")
+    ):
         return f"redis_leaderboard.asyncio.{name}"
     if name.startswith("Async"):
         return f"redis_leaderboard.asyncio.{name[len('Async') :]}"
@@ -539,3 +543,16 @@ def _api_hint(expected: type, given: type) -> str:
     if asyncio_expected and not asyncio_given:
         return " (a blocking client: an asyncio board needs an asyncio client)"
     return ""
+
+
+def require_hash_tag(key: str) -> None:
+    """``ValueError`` unless ``key`` has a hash tag: on a cluster, every key of a board (the
+    sorted set, ``f"{key}:user:{user_id}"``, ``f"{key}:options"``...) must be in one slot, which
+    only a hash tag guarantees. Keys are never renamed: the caller chooses the name."""
+    if not _core.has_hash_tag(key):
+        raise ValueError(
+            f"a board on Redis Cluster needs a hash tag in its key, so that its sorted set, "
+            f"metadata hashes and option keys are in one slot: use key='{{{key}}}' or "
+            f"key='{{lb}}:{key}' (the part between the first '{{' and the next '}}' is hashed, "
+            f"and must not be empty) instead of {key!r}; keys are never renamed for you"
+        )

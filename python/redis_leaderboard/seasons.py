@@ -1,4 +1,4 @@
-"""Time (issue 16): periodic boards with archives, rolling windows, and one write for many boards.
+"""Time (seasons): periodic boards with archives, rolling windows, and one write for many boards.
 
 * :class:`PeriodicLeaderboard`: one plain board (the guide's layout) per period, at
   ``f"{key}:{period_id}"``; a period's keys (its sorted set, option keys and every metadata
@@ -31,20 +31,23 @@ from zoneinfo import ZoneInfo
 
 from . import _core
 from ._plans import AsyncDriven, Plan, SyncDriven, plan_method
-from .client import Client
-from .leaderboard import (
-    DEFAULT_CHUNK_SIZE,
-    EVENTS_BATCH,
+from ._types import (
     BulkEntry,
     Entry,
     HistogramBin,
     ImportSummary,
     Order,
     Page,
-    RedisLeaderboard,
     SubmitResult,
     Ties,
     WriteMode,
+    WriteResult,
+)
+from .client import Client
+from .leaderboard import (
+    DEFAULT_CHUNK_SIZE,
+    EVENTS_BATCH,
+    RedisLeaderboard,
 )
 from .options import make_client
 
@@ -261,6 +264,7 @@ def _check_grace(grace: timedelta) -> timedelta:
 # asyncio twins (_seasons_asyncio).
 
 B = TypeVar("B", bound="PeriodState")
+T = TypeVar("T")
 
 
 class PeriodicBase(Generic[B]):
@@ -292,7 +296,7 @@ class PeriodicBase(Generic[B]):
     ) -> None:
         if not isinstance(key, str) or not key:
             raise ValueError("key must be a non-empty str")
-        # Every period's board has the guards (issue 17): idempotency, rate limit, events.
+        # Every period's board has the guards: idempotency, rate limit, events.
         self.guards: dict[str, Any] = {
             "submission_ttl": submission_ttl,
             "rate_limit": rate_limit,
@@ -416,14 +420,14 @@ class PeriodicBase(Generic[B]):
     @plan_method
     def upsert_user(
         self, user_id: str, score: float, metadata: Optional[Mapping[str, Any]] = None
-    ) -> Plan[Entry]:
+    ) -> Plan[WriteResult]:
         """As :meth:`RedisLeaderboard.upsert_user`, on the current period's board."""
         return (yield from PeriodState.upsert_user.plan(self.current(), user_id, score, metadata))
 
     @plan_method
     def increment_score(
         self, user_id: str, amount: float, metadata: Optional[Mapping[str, Any]] = None
-    ) -> Plan[Entry]:
+    ) -> Plan[WriteResult]:
         """As :meth:`RedisLeaderboard.increment_score`, on the current period's board."""
         board = self.current()
         return (yield from PeriodState.increment_score.plan(board, user_id, amount, metadata))
@@ -458,57 +462,68 @@ class PeriodicBase(Generic[B]):
     @plan_method
     def get_top(self, count: int = 10) -> Plan[list[Entry]]:
         """The current period's :meth:`RedisLeaderboard.get_top`."""
-        return (yield self.current()._board.get_top(count))
+        result: list[Entry] = yield self.current()._board.get_top(count)
+        return result
 
     @plan_method
     def get_around_rank(self, rank: int, count: int = 5) -> Plan[list[Entry]]:
         """The current period's :meth:`RedisLeaderboard.get_around_rank`."""
-        return (yield self.current()._board.get_around_rank(rank, count))
+        result: list[Entry] = yield self.current()._board.get_around_rank(rank, count)
+        return result
 
     @plan_method
     def get_rank(self, user_id: str) -> Plan[Optional[int]]:
         """The current period's :meth:`RedisLeaderboard.get_rank`."""
-        return (yield self.current()._board.get_rank(user_id))
+        result: Optional[int] = yield self.current()._board.get_rank(user_id)
+        return result
 
     @plan_method
     def get_user_metadata(self, user_id: str) -> Plan[dict[str, str]]:
         """The current period's :meth:`RedisLeaderboard.get_user_metadata`."""
-        return (yield self.current()._board.get_user_metadata(user_id))
+        result: dict[str, str] = yield self.current()._board.get_user_metadata(user_id)
+        return result
 
     @plan_method
     def get_user_entry(self, user_id: str) -> Plan[Optional[Entry]]:
         """The current period's :meth:`RedisLeaderboard.get_user_entry`."""
-        return (yield self.current()._board.get_user_entry(user_id))
+        result: Optional[Entry] = yield self.current()._board.get_user_entry(user_id)
+        return result
 
     @plan_method
     def list_all(self) -> Plan[list[Entry]]:
         """The current period's :meth:`RedisLeaderboard.list_all`."""
-        return (yield self.current()._board.list_all())
+        result: list[Entry] = yield self.current()._board.list_all()
+        return result
 
     @plan_method
     def get_size(self) -> Plan[int]:
         """The current period's :meth:`RedisLeaderboard.get_size`."""
-        return (yield self.current()._board.get_size())
+        result: int = yield self.current()._board.get_size()
+        return result
 
     @plan_method
     def delete_user(self, user_id: str) -> Plan[bool]:
         """The current period's :meth:`RedisLeaderboard.delete_user`."""
-        return (yield self.current()._board.delete_user(user_id))
+        result: bool = yield self.current()._board.delete_user(user_id)
+        return result
 
     @plan_method
     def get_around_user(self, user_id: str, count: int = 5) -> Plan[list[Entry]]:
         """The current period's :meth:`RedisLeaderboard.get_around_user`."""
-        return (yield self.current()._board.get_around_user(user_id, count))
+        result: list[Entry] = yield self.current()._board.get_around_user(user_id, count)
+        return result
 
     @plan_method
     def get_page(self, page: int, page_size: int = 10) -> Plan[Page]:
         """The current period's :meth:`RedisLeaderboard.get_page`."""
-        return (yield self.current()._board.get_page(page, page_size))
+        result: Page = yield self.current()._board.get_page(page, page_size)
+        return result
 
     @plan_method
     def get_entries(self, user_ids: Iterable[str]) -> Plan[list[Optional[Entry]]]:
         """The current period's :meth:`RedisLeaderboard.get_entries`."""
-        return (yield self.current()._board.get_entries(user_ids))
+        result: list[Optional[Entry]] = yield self.current()._board.get_entries(user_ids)
+        return result
 
     @plan_method
     def get_by_score(
@@ -516,27 +531,34 @@ class PeriodicBase(Generic[B]):
     ) -> Plan[list[Entry]]:
         """The current period's :meth:`RedisLeaderboard.get_by_score`."""
         board = self.current()._board
-        return (yield board.get_by_score(min_score, max_score, offset=offset, limit=limit))
+        result: list[Entry] = yield board.get_by_score(
+            min_score, max_score, offset=offset, limit=limit
+        )
+        return result
 
     @plan_method
     def count_by_score(self, min_score: float, max_score: float) -> Plan[int]:
         """The current period's :meth:`RedisLeaderboard.count_by_score`."""
-        return (yield self.current()._board.count_by_score(min_score, max_score))
+        result: int = yield self.current()._board.count_by_score(min_score, max_score)
+        return result
 
     @plan_method
     def rank_for_score(self, score: float) -> Plan[int]:
         """The current period's :meth:`RedisLeaderboard.rank_for_score`."""
-        return (yield self.current()._board.rank_for_score(score))
+        result: int = yield self.current()._board.rank_for_score(score)
+        return result
 
     @plan_method
     def get_percentile(self, user_id: str) -> Plan[Optional[float]]:
         """The current period's :meth:`RedisLeaderboard.get_percentile`."""
-        return (yield self.current()._board.get_percentile(user_id))
+        result: Optional[float] = yield self.current()._board.get_percentile(user_id)
+        return result
 
     @plan_method
     def score_at_percentile(self, p: float) -> Plan[Optional[float]]:
         """The current period's :meth:`RedisLeaderboard.score_at_percentile`."""
-        return (yield self.current()._board.score_at_percentile(p))
+        result: Optional[float] = yield self.current()._board.score_at_percentile(p)
+        return result
 
     @plan_method
     def get_histogram(
@@ -548,7 +570,10 @@ class PeriodicBase(Generic[B]):
     ) -> Plan[list[HistogramBin]]:
         """The current period's :meth:`RedisLeaderboard.get_histogram`."""
         board = self.current()._board
-        return (yield board.get_histogram(bins, min_score=min_score, max_score=max_score))
+        result: list[HistogramBin] = yield board.get_histogram(
+            bins, min_score=min_score, max_score=max_score
+        )
+        return result
 
     def events(
         self, last_id: str = "$", *, block: Optional[float] = None, count: int = EVENTS_BATCH
@@ -633,18 +658,20 @@ class PeriodState:
     @plan_method
     def upsert_user(
         self, user_id: str, score: float, metadata: Optional[Mapping[str, Any]] = None
-    ) -> Plan[Entry]:
+    ) -> Plan[WriteResult]:
         """As :meth:`RedisLeaderboard.upsert_user`, if the period takes writes."""
         self.check_writable()
-        return (yield self._board.upsert_user(user_id, score, metadata))
+        result: WriteResult = yield self._board.upsert_user(user_id, score, metadata)
+        return result
 
     @plan_method
     def increment_score(
         self, user_id: str, amount: float, metadata: Optional[Mapping[str, Any]] = None
-    ) -> Plan[Entry]:
+    ) -> Plan[WriteResult]:
         """As :meth:`RedisLeaderboard.increment_score`, if the period takes writes."""
         self.check_writable()
-        return (yield self._board.increment_score(user_id, amount, metadata))
+        result: WriteResult = yield self._board.increment_score(user_id, amount, metadata)
+        return result
 
     @plan_method
     def submit(
@@ -662,7 +689,8 @@ class PeriodState:
         operation = self._board.submit(
             user_id, score, metadata, mode=mode, submission_id=submission_id, retries=retries
         )
-        return (yield operation)
+        result: SubmitResult = yield operation
+        return result
 
     @plan_method
     def upsert_many(
@@ -676,9 +704,10 @@ class PeriodState:
         """As :meth:`RedisLeaderboard.upsert_many`, if the period takes writes."""
         self.check_writable()
         load = super().upsert_many  # type: ignore[misc]  # the board class after this one
-        return (
-            yield lambda: load(entries, chunk_size=chunk_size, progress=progress, retries=retries)
+        summary: ImportSummary = yield lambda: load(
+            entries, chunk_size=chunk_size, progress=progress, retries=retries
         )
+        return summary
 
     def __repr__(self) -> str:
         return f"{_display_name(self)}(key={self._board.key!r}, expires={self.expires.isoformat()})"
@@ -703,7 +732,7 @@ class RollingState:
     _window: _core.Window
     clock: Clock
     redis: Any
-    _run: Callable[[_core.Operation], Any]
+    _run: Callable[[_core.Operation[Any]], Any]
 
     def __init__(
         self,
@@ -772,21 +801,25 @@ class RollingState:
         """The start of the oldest bucket in the window now: scores written before it are out."""
         return self.bucket_start(self.bucket_at() - self._window.buckets + 1)
 
-    def _refreshed(self, read: _core.Operation) -> _core.Operation:
+    def _refreshed(self, read: _core.Operation[T]) -> _core.Operation[T]:
         return self._window.refreshed(self.bucket_at(), read)
 
     @staticmethod
-    def _entry(result: SubmitResult) -> Entry:
-        entry: Entry = {}
-        if result["rank"] is not None:
-            entry["rank"] = result["rank"]
-        entry.update(
-            user_id=result["user_id"],
-            score=result["score"],
-            metadata=result["metadata"],
-            trimmed_user_ids=result["trimmed_user_ids"],
-        )
-        return entry
+    def _entry(result: SubmitResult) -> WriteResult:
+        if result["rank"] is None:  # the write itself was trimmed away: no "rank"
+            return {
+                "user_id": result["user_id"],
+                "score": result["score"],
+                "metadata": result["metadata"],
+                "trimmed_user_ids": result["trimmed_user_ids"],
+            }
+        return {
+            "rank": result["rank"],
+            "user_id": result["user_id"],
+            "score": result["score"],
+            "metadata": result["metadata"],
+            "trimmed_user_ids": result["trimmed_user_ids"],
+        }
 
     def _refuse(self, method: str) -> TypeError:
         return TypeError(
@@ -830,14 +863,14 @@ class RollingState:
     @plan_method
     def upsert_user(
         self, user_id: str, score: float, metadata: Optional[Mapping[str, Any]] = None
-    ) -> Plan[Entry]:
+    ) -> Plan[WriteResult]:
         """Set the user's score in the current bucket; returns the window's entry."""
         return self._entry((yield from RollingState.submit.plan(self, user_id, score, metadata)))
 
     @plan_method
     def increment_score(
         self, user_id: str, amount: float, metadata: Optional[Mapping[str, Any]] = None
-    ) -> Plan[Entry]:
+    ) -> Plan[WriteResult]:
         """Add ``amount`` to the user's score in the current bucket; returns the window's
         entry."""
         written = yield from RollingState.submit.plan(self, user_id, amount, metadata, mode="incr")
@@ -846,7 +879,8 @@ class RollingState:
     @plan_method
     def delete_user(self, user_id: str) -> Plan[bool]:
         """Remove the user from the window's board, from every bucket, and its metadata."""
-        return (yield self._window.delete_user(self.bucket_at(), user_id))
+        result: bool = yield self._window.delete_user(self.bucket_at(), user_id)
+        return result
 
     @plan_method
     def clear(self) -> Plan[None]:
@@ -918,7 +952,7 @@ class GroupBase:
         mode: GroupMode,
         submission_id: Optional[str] = None,
         retries: int = 2,
-    ) -> tuple[_core.Operation, Any]:
+    ) -> tuple[_core.Operation[Any], Any]:
         modes: Mapping[str, Any]
         if isinstance(mode, str):
             modes = dict.fromkeys(self.keys, mode)

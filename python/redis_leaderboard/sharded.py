@@ -25,17 +25,20 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable, Generator, Iterable, Iterator, Mapping, Optional
 
 from . import _core
-from .leaderboard import (
-    DEFAULT_CHUNK_SIZE,
+from ._types import (
     BulkEntry,
     Entry,
     HistogramBin,
     ImportSummary,
     Order,
     Page,
-    SubmitResult,
+    ShardedSubmitResult,
+    ShardedWriteResult,
     Ties,
     WriteMode,
+)
+from .leaderboard import (
+    DEFAULT_CHUNK_SIZE,
     check_bulk_arguments,
 )
 from .options import public_name
@@ -54,7 +57,7 @@ MAX_ENTRIES_ASKED = 1000  # get_entries, as one board
 MAX_REPORTED_TRIMMED = 1000
 _ENTRY_INDEX = re.compile(r"^entry (\d+):")
 
-Plan = Generator[list[_core.Operation], list[Any], Any]
+Plan = Generator["list[_core.Operation[Any]]", list[Any], Any]  # generic in the stub only
 
 
 def shard_of(user_id: str, shards: int) -> int:
@@ -64,6 +67,7 @@ def shard_of(user_id: str, shards: int) -> int:
 
 def _ordered(score: float) -> int:
     """An integer in the order of the doubles (finite and infinite)."""
+    bits: int
     (bits,) = struct.unpack("<q", struct.pack("<d", score))
     return bits if bits >= 0 else -(bits & 0x7FFFFFFFFFFFFFFF)
 
@@ -189,7 +193,7 @@ class ShardedBase:
     ) -> list[Entry]:
         """Global ranks for `merged` (consecutive entries from position `first_position`, with
         `better` entries and `distinct` scores strictly better than its first)."""
-        out = []
+        out: list[Entry] = []
         previous: Optional[float] = None
         run_start = 0
         distinct_here = 0
@@ -211,7 +215,8 @@ class ShardedBase:
         (result,) = yield [getattr(board, method)(user_id, *args, **kwargs)]
         out = dict(result)
         out["shard"] = index
-        out["shard_rank"] = out.pop("rank")
+        if "rank" in out:  # absent when the write's own trim removed it (as the guide's)
+            out["shard_rank"] = out.pop("rank")
         if "previous_rank" in out:
             out["previous_shard_rank"] = out.pop("previous_rank")
         return out
@@ -460,7 +465,7 @@ class ShardedBase:
         out: list[Optional[Entry]] = [None] * len(user_ids)
         for i, entries in zip(shards, found):
             for position, entry in zip(by_shard[i], entries):
-                out[position] = None if entry is None else dict(entry)
+                out[position] = None if entry is None else entry.copy()
         present = [e for e in out if e is not None]
         yield from self._plan_ranks(present)
         return out
@@ -722,15 +727,21 @@ class ShardedLeaderboard(ShardedBase):
 
     def upsert_user(
         self, user_id: str, score: float, metadata: Optional[Mapping[str, Any]] = None
-    ) -> Entry:
+    ) -> ShardedWriteResult:
         """As :meth:`RedisLeaderboard.upsert_user`, on the user's shard (one round trip)."""
-        return self._run(self._plan_write("upsert_user", user_id, score, metadata))
+        result: ShardedWriteResult = self._run(
+            self._plan_write("upsert_user", user_id, score, metadata)
+        )
+        return result
 
     def increment_score(
         self, user_id: str, amount: float, metadata: Optional[Mapping[str, Any]] = None
-    ) -> Entry:
+    ) -> ShardedWriteResult:
         """As :meth:`RedisLeaderboard.increment_score`, on the user's shard."""
-        return self._run(self._plan_write("increment_score", user_id, amount, metadata))
+        result: ShardedWriteResult = self._run(
+            self._plan_write("increment_score", user_id, amount, metadata)
+        )
+        return result
 
     def submit(
         self,
@@ -741,7 +752,7 @@ class ShardedLeaderboard(ShardedBase):
         mode: WriteMode = "set",
         submission_id: Optional[str] = None,
         retries: int = 2,
-    ) -> SubmitResult:
+    ) -> ShardedSubmitResult:
         """As :meth:`RedisLeaderboard.submit`, on the user's shard (one round trip).
 
         ``submission_id`` and ``retries`` as :meth:`RedisLeaderboard.submit`: the id's result
@@ -749,7 +760,7 @@ class ShardedLeaderboard(ShardedBase):
         ``submission_ttl``), where every resend of the same user's write goes, so the write
         applies once; a write whose reply was lost is resent at most ``retries`` times (to the
         node serving the shard then), then raises ``ConnectionError``."""
-        return self._run(
+        result: ShardedSubmitResult = self._run(
             self._plan_write(
                 "submit",
                 user_id,
@@ -760,6 +771,7 @@ class ShardedLeaderboard(ShardedBase):
                 retries=retries,
             )
         )
+        return result
 
     def delete_user(self, user_id: str) -> bool:
         """Remove ``user_id`` from its shard; True if it was there."""
@@ -782,7 +794,8 @@ class ShardedLeaderboard(ShardedBase):
 
     def get_top(self, count: int = 10) -> list[Entry]:
         """The ``count`` best entries over every shard, ranked (one round trip)."""
-        return self._run(self._plan_top(_check_count(count, "count")))
+        result: list[Entry] = self._run(self._plan_top(_check_count(count, "count")))
+        return result
 
     def get_rank(self, user_id: str) -> Optional[int]:
         """The user's rank over every shard under the board's tie rule; None if absent."""
@@ -798,22 +811,27 @@ class ShardedLeaderboard(ShardedBase):
 
     def get_around_rank(self, rank: int, count: int = 5) -> list[Entry]:
         """``count`` entries centred on ``rank``, clamped to the board as one board's."""
-        return self._run(
+        result: list[Entry] = self._run(
             self._plan_around_rank(_check_count(rank, "rank"), _check_count(count, "count"))
         )
+        return result
 
     def get_around_user(self, user_id: str, count: int = 5) -> list[Entry]:
         """``count`` entries centred on the user's position; ``[]`` if absent."""
         self._board_of(user_id)
-        return self._run(self._plan_around_user(user_id, _check_count(count, "count")))
+        result: list[Entry] = self._run(
+            self._plan_around_user(user_id, _check_count(count, "count"))
+        )
+        return result
 
     def get_page(self, page: int, page_size: int = 10) -> Page:
         """The 1-based ``page`` of ``page_size`` (1 to 1,000) entries, as one board's."""
-        return self._run(
+        result: Page = self._run(
             self._plan_page(
                 _check_count(page, "page"), _check_count(page_size, "page_size", 1, 1000)
             )
         )
+        return result
 
     def clear(self) -> None:
         """Clear every shard (each shard's clear; not one atomic step)."""
@@ -822,14 +840,16 @@ class ShardedLeaderboard(ShardedBase):
     def list_all(self) -> list[Entry]:
         """Every entry over every shard, best first, ranked (one round trip: each shard's
         list_all, paged on the server side as one board's, then merged)."""
-        return self._run(self._plan_list_all())
+        result: list[Entry] = self._run(self._plan_list_all())
+        return result
 
     def get_entries(self, user_ids: Iterable[str]) -> list[Optional[Entry]]:
         """One item per id (at most 1,000), in the order given: its entry ranked over every
         shard, or None. 2 round trips (each shard's get_entries for its ids; one ZCOUNT pair
         per shard per distinct score), +1 for lexicographic tied scores, dense: every entry
         better than the worst read."""
-        return self._run(self._plan_entries(self._check_ids(user_ids)))
+        result: list[Optional[Entry]] = self._run(self._plan_entries(self._check_ids(user_ids)))
+        return result
 
     def get_by_score(
         self, min_score: float, max_score: float, *, offset: int = 0, limit: int = 100
@@ -838,7 +858,8 @@ class ShardedLeaderboard(ShardedBase):
         ranked. One round trip (each shard's first ``offset + limit`` of the range and its
         count of better entries): O(S (offset + limit)) read; dense adds the better scores."""
         self._check_range(min_score, max_score, offset, limit)
-        return self._run(self._plan_by_score(min_score, max_score, offset, limit))
+        result: list[Entry] = self._run(self._plan_by_score(min_score, max_score, offset, limit))
+        return result
 
     def count_by_score(self, min_score: float, max_score: float) -> int:
         """Entries with ``min_score <= score <= max_score``: S ZCOUNTs summed, one round trip."""
@@ -877,7 +898,8 @@ class ShardedLeaderboard(ShardedBase):
         """As one board's, exact: every shard's histogram over the same edges, summed. 1 round
         trip with both bounds given, else 2 (each shard's lowest and highest first)."""
         self._check_histogram(bins, min_score, max_score)
-        return self._run(self._plan_histogram(bins, min_score, max_score))
+        result: list[HistogramBin] = self._run(self._plan_histogram(bins, min_score, max_score))
+        return result
 
     def set_max_entries(self, max_entries: Optional[int]) -> list[str]:
         """Refused (NotImplementedError): a sharded board's limit is per shard (see
@@ -969,13 +991,19 @@ class AsyncShardedLeaderboard(ShardedBase):
 
     async def upsert_user(
         self, user_id: str, score: float, metadata: Optional[Mapping[str, Any]] = None
-    ) -> Entry:
-        return await self._run(self._plan_write("upsert_user", user_id, score, metadata))
+    ) -> ShardedWriteResult:
+        result: ShardedWriteResult = await self._run(
+            self._plan_write("upsert_user", user_id, score, metadata)
+        )
+        return result
 
     async def increment_score(
         self, user_id: str, amount: float, metadata: Optional[Mapping[str, Any]] = None
-    ) -> Entry:
-        return await self._run(self._plan_write("increment_score", user_id, amount, metadata))
+    ) -> ShardedWriteResult:
+        result: ShardedWriteResult = await self._run(
+            self._plan_write("increment_score", user_id, amount, metadata)
+        )
+        return result
 
     async def submit(
         self,
@@ -986,8 +1014,8 @@ class AsyncShardedLeaderboard(ShardedBase):
         mode: WriteMode = "set",
         submission_id: Optional[str] = None,
         retries: int = 2,
-    ) -> SubmitResult:
-        return await self._run(
+    ) -> ShardedSubmitResult:
+        result: ShardedSubmitResult = await self._run(
             self._plan_write(
                 "submit",
                 user_id,
@@ -998,6 +1026,7 @@ class AsyncShardedLeaderboard(ShardedBase):
                 retries=retries,
             )
         )
+        return result
 
     async def delete_user(self, user_id: str) -> bool:
         result: bool = await self._run(self._plan_single(user_id, "delete_user"))
@@ -1016,7 +1045,8 @@ class AsyncShardedLeaderboard(ShardedBase):
         return result
 
     async def get_top(self, count: int = 10) -> list[Entry]:
-        return await self._run(self._plan_top(_check_count(count, "count")))
+        result: list[Entry] = await self._run(self._plan_top(_check_count(count, "count")))
+        return result
 
     async def get_rank(self, user_id: str) -> Optional[int]:
         self._board_of(user_id)
@@ -1029,35 +1059,47 @@ class AsyncShardedLeaderboard(ShardedBase):
         return result
 
     async def get_around_rank(self, rank: int, count: int = 5) -> list[Entry]:
-        return await self._run(
+        result: list[Entry] = await self._run(
             self._plan_around_rank(_check_count(rank, "rank"), _check_count(count, "count"))
         )
+        return result
 
     async def get_around_user(self, user_id: str, count: int = 5) -> list[Entry]:
         self._board_of(user_id)
-        return await self._run(self._plan_around_user(user_id, _check_count(count, "count")))
+        result: list[Entry] = await self._run(
+            self._plan_around_user(user_id, _check_count(count, "count"))
+        )
+        return result
 
     async def get_page(self, page: int, page_size: int = 10) -> Page:
-        return await self._run(
+        result: Page = await self._run(
             self._plan_page(
                 _check_count(page, "page"), _check_count(page_size, "page_size", 1, 1000)
             )
         )
+        return result
 
     async def clear(self) -> None:
         await self._run(self._plan_each("clear"))
 
     async def list_all(self) -> list[Entry]:
-        return await self._run(self._plan_list_all())
+        result: list[Entry] = await self._run(self._plan_list_all())
+        return result
 
     async def get_entries(self, user_ids: Iterable[str]) -> list[Optional[Entry]]:
-        return await self._run(self._plan_entries(self._check_ids(user_ids)))
+        result: list[Optional[Entry]] = await self._run(
+            self._plan_entries(self._check_ids(user_ids))
+        )
+        return result
 
     async def get_by_score(
         self, min_score: float, max_score: float, *, offset: int = 0, limit: int = 100
     ) -> list[Entry]:
         self._check_range(min_score, max_score, offset, limit)
-        return await self._run(self._plan_by_score(min_score, max_score, offset, limit))
+        result: list[Entry] = await self._run(
+            self._plan_by_score(min_score, max_score, offset, limit)
+        )
+        return result
 
     async def count_by_score(self, min_score: float, max_score: float) -> int:
         self._check_range(min_score, max_score, 0, 0)
@@ -1087,7 +1129,10 @@ class AsyncShardedLeaderboard(ShardedBase):
         max_score: Optional[float] = None,
     ) -> list[HistogramBin]:
         self._check_histogram(bins, min_score, max_score)
-        return await self._run(self._plan_histogram(bins, min_score, max_score))
+        result: list[HistogramBin] = await self._run(
+            self._plan_histogram(bins, min_score, max_score)
+        )
+        return result
 
     async def set_max_entries(self, max_entries: Optional[int]) -> list[str]:
         self._refuse_global_trim(max_entries)
@@ -1108,7 +1153,7 @@ class AsyncShardedLeaderboard(ShardedBase):
     ) -> ImportSummary:
         """As the sync method, every shard's group of a batch loaded by one task (gathered)."""
         check_bulk_arguments(chunk_size, progress)
-        from .asyncio import RedisLeaderboard
+        from ._async_leaderboard import RedisLeaderboard
 
         boards = {
             i: RedisLeaderboard(self.redis, key=b.key, **self._shard_board_kwargs())

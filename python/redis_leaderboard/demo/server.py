@@ -25,7 +25,7 @@ GET      /api/page               ours: ``?page=1&page_size=10``: ``page, page_si
                                  total_pages, size, entries``
 GET      /api/histogram          ours: ``?bins=10``: ``bins`` (``[{min, max, count}]``,
                                  ascending scores)
-GET      /api/events             ours (issue 17): Server-Sent Events from the board's
+GET      /api/events             ours (guards): Server-Sent Events from the board's
                                  change stream (``events=True``; else 404 and the page
                                  polls): ``id`` the stream id (``Last-Event-ID`` resumes),
                                  ``data`` a feed item (see ``DemoApp.feed_item``)
@@ -43,6 +43,7 @@ unreachable (the client reconnects by itself on a later request).
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 import logging
 import math
@@ -51,7 +52,7 @@ import threading
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from importlib import resources
-from typing import Any, Callable, Iterable, Optional
+from typing import Any, Callable, Iterable, Mapping, Optional
 from urllib.parse import parse_qsl, unquote, urlsplit
 
 from .. import ConnectionError as RedisConnectionError
@@ -145,7 +146,7 @@ class DemoApp:
         # Names of players shown (see remember_names), oldest first.
         self._names: dict[str, str] = {}
         self._names_lock = threading.Lock()
-        # The tabs (issue 16): "Today" and "This week" beside the board ("All time"), each a
+        # The tabs (seasons): "Today" and "This week" beside the board ("All time"), each a
         # PeriodicLeaderboard under the board's key, all three fed by one group write.
         self.periodic = {
             "daily": PeriodicLeaderboard(
@@ -157,9 +158,9 @@ class DemoApp:
         }
         self.group = LeaderboardGroup(board.redis, [board, *self.periodic.values()])
 
-    # -- live events (issue 17) ------------------------------------------------------------
+    # -- live events (guards) --------------------------------------------------------------
 
-    def remember_names(self, entries: Iterable[Optional[dict[str, Any]]]) -> None:
+    def remember_names(self, entries: Iterable[Optional[Mapping[str, Any]]]) -> None:
         """Keep the names (metadata ``name``) of players the demo has shown: a deleted or
         trimmed player's metadata goes with it, and its feed line still names it."""
         with self._names_lock:
@@ -174,7 +175,7 @@ class DemoApp:
         with self._names_lock:
             return self._names.get(user_id, user_id)
 
-    def feed_item(self, event: dict[str, Any]) -> dict[str, Any]:
+    def feed_item(self, event: Mapping[str, Any]) -> dict[str, Any]:
         """A change event for the page: the event, the players' names (their metadata's
         ``name``, else a name the demo remembers, else the id) and a sentence, plain text, that
         the page shows as text. Every kind of event has one: a write (``"score"``), a
@@ -242,7 +243,7 @@ class DemoApp:
         size = self.board.get_size()  # the reads in the guide's order
         top = self.board.get_top(used["top_count"])
         around = self.board.get_around_rank(used["around_rank"], used["around_count"])
-        self.remember_names([*top, *around])
+        self.remember_names(itertools.chain(top, around))
         state = {
             "leaderboard_key": self.board.key,
             "max_entries": self.board.max_entries,
@@ -281,7 +282,7 @@ class DemoApp:
         size = self._optional_integer(query, "page_size", DEFAULT_PAGE_SIZE, check.MAX_COUNT)
         result = self.board.get_page(page, size)
         self.remember_names(result["entries"])
-        return result
+        return dict(result)
 
     def histogram(self, query: dict[str, str]) -> dict[str, Any]:
         """The score distribution in ``bins`` equal-width bins (``get_histogram``)."""
@@ -440,7 +441,7 @@ class DemoServer(ThreadingHTTPServer):
             self.address_family = socket.AF_INET6
         self.app = app
         self.static = _load_static()
-        self.stopping = threading.Event()  # ends the event streams (issue 17)
+        self.stopping = threading.Event()  # ends the event streams (guards)
         super().__init__(address, DemoRequestHandler)
 
     def shutdown(self) -> None:
@@ -818,7 +819,7 @@ class DemoRequestHandler(BaseHTTPRequestHandler):
         return data
 
 
-def make_server(  # board=RedisLeaderboard(..., events=True): the page goes live (issue 17)
+def make_server(  # board=RedisLeaderboard(..., events=True): the page goes live (guards)
     board: RedisLeaderboard,
     host: str = "127.0.0.1",
     port: int = 0,

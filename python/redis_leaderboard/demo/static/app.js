@@ -30,7 +30,7 @@
     freshTimer: null,
     lookupId: null,
     page: 1, // the top table's page (its size: the "Show" count)
-    live: false, // the event stream is open (issue 17): no polling
+    live: false, // the event stream is open (guards): no polling
     tab: "daily", // the seasons card's tab: daily, weekly or all
     seasons: null, // the last /api/periods answer
     seasonsAt: 0,
@@ -664,7 +664,7 @@
     listen();
   }
 
-  // ---- live events (issue 17) ---------------------------------------------------------------
+  // ---- live events (guards) -----------------------------------------------------------------
   // Server-Sent Events from the board's change stream: each change (a write, a deletion, a
   // trim, a page of a clear) refreshes the view at once and adds a line to the feed (as text). Without them (404: the board has no events, or an
   // old browser) the page keeps polling every 2 s; while the stream reconnects, it polls too.

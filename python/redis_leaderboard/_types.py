@@ -1,0 +1,193 @@
+"""The result types and literals of the public API, in one place.
+
+Every result is a plain ``dict`` at run time (the C++ bindings build them, see
+``cpp/bindings/conversions.cpp``); these TypedDicts only tell a type checker which keys each one
+has, so a typo such as ``entry["rnak"]`` fails ``mypy --strict`` in a caller's code at no cost
+when the code runs. Nothing here imports the rest of the package (``_core`` only for type checkers).
+"""
+
+from __future__ import annotations
+
+from typing import (
+    TYPE_CHECKING,
+    Any,
+    Awaitable,
+    Literal,
+    Mapping,
+    Optional,
+    Protocol,
+    Sequence,
+    TypedDict,
+    TypeVar,
+    Union,
+)
+
+if TYPE_CHECKING:
+    from . import _core
+
+T = TypeVar("T")
+
+Order = Literal["desc", "asc"]
+Ties = Literal["lexicographic", "first", "competition", "dense"]
+WriteMode = Literal["set", "best", "incr"]
+# What made an event: a write ("score"), delete_user ("delete"), a trim by set_max_entries or
+# upsert_many ("trim"), one page of clear ("clear").
+EventKind = Literal["score", "delete", "trim", "clear"]
+# (user_id, score) or (user_id, score, metadata), as upsert_many takes them
+BulkEntry = Union[tuple[str, float], tuple[str, float, Mapping[str, Any]], Sequence[Any]]
+
+
+class Entry(TypedDict):
+    """One player on a board, as every read returns it (the guide's shape)."""
+
+    rank: int  # 1-based
+    user_id: str
+    score: float
+    metadata: dict[str, str]
+
+
+# Keys a result may lack are declared in a total=False subclass (NotRequired needs 3.11).
+class _WriteRequired(TypedDict):
+    user_id: str
+    score: float
+    metadata: dict[str, str]
+    trimmed_user_ids: list[str]
+
+
+class WriteResult(_WriteRequired, total=False):
+    """``upsert_user`` and ``increment_score``: the entry written, and the ids its write trimmed
+    away; without ``"rank"`` if the write itself was trimmed away."""
+
+    rank: int
+
+
+class _SubmitRequired(TypedDict):
+    user_id: str
+    score: float
+    rank: Optional[int]
+    previous_score: Optional[float]
+    previous_rank: Optional[int]
+    changed: bool
+    metadata: dict[str, str]
+    trimmed_user_ids: list[str]
+
+
+class SubmitResult(_SubmitRequired, total=False):
+    """``submit``: what the write changed. ``"duplicate"`` comes with a submission id (guards),
+    ``"period"`` from a periodic board (seasons)."""
+
+    duplicate: bool
+    period: str
+
+
+class _ShardedWriteRequired(TypedDict):
+    user_id: str
+    score: float
+    metadata: dict[str, str]
+    trimmed_user_ids: list[str]
+    shard: int
+
+
+class ShardedWriteResult(_ShardedWriteRequired, total=False):
+    """A sharded board's ``upsert_user`` and ``increment_score``: the entry written, with its
+    ``"shard"`` and its rank there (``"shard_rank"``) in place of ``"rank"``; without
+    ``"shard_rank"`` if the write's own trim removed it."""
+
+    shard_rank: int
+
+
+class _ShardedSubmitRequired(TypedDict):
+    user_id: str
+    score: float
+    previous_score: Optional[float]
+    changed: bool
+    metadata: dict[str, str]
+    trimmed_user_ids: list[str]
+    shard: int
+    shard_rank: Optional[int]
+    previous_shard_rank: Optional[int]
+
+
+class ShardedSubmitResult(_ShardedSubmitRequired, total=False):
+    """A sharded board's ``submit``: as :class:`SubmitResult`, with ``"shard"``, and the ranks
+    on that shard (``"shard_rank"``, ``"previous_shard_rank"``) in place of the ranks."""
+
+    duplicate: bool
+
+
+class Page(TypedDict):
+    """``get_page``."""
+
+    page: int
+    page_size: int
+    total_pages: int
+    size: int
+    entries: list[Entry]
+
+
+class HistogramBin(TypedDict):
+    """One bin of ``get_histogram``, ascending scores."""
+
+    min: float
+    max: float
+    count: int
+
+
+class TrimSummary(TypedDict):
+    """A trim to ``max_entries``: how many entries it removed, and at most a bounded number of
+    their ids (the lowest)."""
+
+    trimmed: int
+    trimmed_user_ids: list[str]
+
+
+class _ImportRequired(TypedDict):
+    written: int
+    trimmed: int
+    trimmed_user_ids: list[str]
+
+
+class ImportSummary(_ImportRequired, total=False):
+    """``upsert_many``: entries written, the trim after them, and the entries whose submission
+    id was applied before (guards; only when there were some)."""
+
+    duplicates: int
+
+
+class _EventRequired(TypedDict):
+    id: str
+    kind: EventKind
+    user_id: Optional[str]
+    score: Optional[float]
+    rank: Optional[int]
+    previous_score: Optional[float]
+    previous_rank: Optional[int]
+    trimmed_user_ids: list[str]
+    overtaken: list[str]
+
+
+class Event(_EventRequired, total=False):
+    """A change event (guards): ``"user_id"`` and ``"score"`` are None for trims and clears;
+    a ``"clear"`` event also has ``"removed"`` and ``"size"``."""
+
+    removed: int
+    size: int
+
+
+class EventBatch(TypedDict):
+    """One XREAD of a board's events: the id to read on from, and the events."""
+
+    last_id: str
+    events: list[Event]
+
+
+class SyncRun(Protocol):
+    """A sync client's ``run``: an operation's result."""
+
+    def __call__(self, operation: _core.Operation[T], /) -> T: ...
+
+
+class AsyncRun(Protocol):
+    """An asyncio client's ``run``: an awaitable of an operation's result."""
+
+    def __call__(self, operation: _core.Operation[T], /) -> Awaitable[T]: ...
