@@ -19,8 +19,8 @@ import pytest
 import redis
 
 import redis_leaderboard
+from launchers import RedisCluster, RedisClusterNode
 from redis_leaderboard import ClusterClient, RedisLeaderboard, _core
-from redis_leaderboard._redis_server import RedisCluster, RedisClusterNode
 
 
 @pytest.fixture
