@@ -123,9 +123,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
                 # the loop (the full suite runs both).
                 if "uvloop" not in item.nodeid.partition("[")[2]:
                     item.add_marker(pytest.mark.compat)
-    # When the run selects the subset, an entry of a collected file that matches nothing is a
-    # test renamed or removed.
-    if "compat" not in (config.option.markexpr or ""):
+    # When the run selects the subset from whole files, an entry of a collected file that
+    # matches nothing is a test renamed or removed.
+    if "compat" not in (config.option.markexpr or "") or any("::" in a for a in config.args):
         return
     files = {item.nodeid.split("::", 1)[0] for item in items}
     stale = [e for e in entries if e not in matched and e.split("::", 1)[0] in files]
