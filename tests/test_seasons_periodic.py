@@ -425,4 +425,4 @@ def test_asyncio_twin(redis_server: Any, board_key: str, r: Any) -> None:
 
 def test_exports() -> None:
     assert redis_leaderboard.PeriodicLeaderboard is PeriodicLeaderboard
-    assert aio.PeriodicLeaderboard.board_class.__module__ == "redis_leaderboard._seasons_asyncio"
+    assert aio.PeriodicLeaderboard.board_class.__module__ == "redis_leaderboard._async"

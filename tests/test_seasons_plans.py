@@ -1,5 +1,5 @@
-"""The time-based boards are written once (seasons.py, methods as plans) and run by a sync and an
-asyncio driver: the two APIs have the same methods, plain on one side and coroutines on the
+"""The boards are written once (redis_leaderboard.boards: one-trip methods and plans) and run
+by a sync and an asyncio driver: the two APIs have the same methods, plain on one side and coroutines on the
 other; a period's board is built once; current() follows the clock across boundaries."""
 
 from __future__ import annotations
@@ -18,11 +18,12 @@ from redis_leaderboard import (
     RedisLeaderboard,
     RollingLeaderboard,
 )
-from redis_leaderboard._plans import plan_method
+from redis_leaderboard._drive import one_trip, plan
 from redis_leaderboard.seasons import PeriodBoard
 
 UTC = timezone.utc
 PAIRS = [
+    (RedisLeaderboard, aio.RedisLeaderboard),
     (PeriodicLeaderboard, aio.PeriodicLeaderboard),
     (PeriodBoard, aio.PeriodicLeaderboard.board_class),
     (RollingLeaderboard, aio.RollingLeaderboard),
@@ -44,7 +45,7 @@ def test_the_twins_have_the_same_methods_plain_and_coroutine(sync: type, async_:
     assert set(ours) == set(theirs)
     talking = 0
     for name, method in ours.items():
-        assert not isinstance(method, plan_method), name  # every plan got a driver
+        assert not isinstance(method, (plan, one_trip)), name  # each got a driver
         if inspect.iscoroutinefunction(theirs[name]):
             talking += 1
             assert not inspect.iscoroutinefunction(method), name

@@ -23,11 +23,10 @@ from ._core import (
     SubmissionIdReused,
     TimeoutError,
 )
+from ._sync import LeaderboardGroup, PeriodicLeaderboard, RedisLeaderboard, RollingLeaderboard
 from .asyncio import RedisLeaderboard as AsyncRedisLeaderboard
 from .client import Client
 from .cluster import ClusterClient
-from .leaderboard import RedisLeaderboard
-from .seasons import LeaderboardGroup, PeriodicLeaderboard, RollingLeaderboard
 from .sharded import ShardedLeaderboard
 
 if TYPE_CHECKING:

@@ -37,10 +37,7 @@ from ._types import (
     Ties,
     WriteMode,
 )
-from .leaderboard import (
-    DEFAULT_CHUNK_SIZE,
-    check_bulk_arguments,
-)
+from .boards.plain import DEFAULT_CHUNK_SIZE, check_bulk_arguments
 from .options import public_name
 
 __all__ = ["AsyncShardedLeaderboard", "ShardedLeaderboard", "shard_of"]
@@ -928,7 +925,7 @@ class ShardedLeaderboard(ShardedBase):
         the total written so far. A bad entry raises naming its position in ``entries``; the
         batches before it, and the other shards' groups of its batch, may have been written."""
         check_bulk_arguments(chunk_size, progress)
-        from .leaderboard import RedisLeaderboard
+        from ._sync import RedisLeaderboard
 
         boards = {
             i: RedisLeaderboard(self.redis, key=b.key, **self._shard_board_kwargs())
@@ -1153,7 +1150,7 @@ class AsyncShardedLeaderboard(ShardedBase):
     ) -> ImportSummary:
         """As the sync method, every shard's group of a batch loaded by one task (gathered)."""
         check_bulk_arguments(chunk_size, progress)
-        from ._async_leaderboard import RedisLeaderboard
+        from ._async import RedisLeaderboard
 
         boards = {
             i: RedisLeaderboard(self.redis, key=b.key, **self._shard_board_kwargs())

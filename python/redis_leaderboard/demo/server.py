@@ -56,9 +56,9 @@ from typing import Any, Callable, Iterable, Mapping, Optional
 from urllib.parse import parse_qsl, unquote, urlsplit
 
 from .. import ConnectionError as RedisConnectionError
-from .. import RedisError, RedisLeaderboard
+from .. import LeaderboardGroup, PeriodicLeaderboard, RedisError, RedisLeaderboard
 from .. import TimeoutError as RedisTimeoutError
-from ..seasons import Clock, LeaderboardGroup, PeriodicLeaderboard
+from ..seasons import Clock
 from . import validation as check
 from .validation import BadRequest
 

@@ -1,0 +1,60 @@
+"""The asyncio classes: each is its board's algorithms (``redis_leaderboard.boards``) run by
+the asyncio driver (``redis_leaderboard._drive``) on the asyncio clients: same constructors,
+results and errors as the sync classes, each method that talks to Redis a coroutine. No
+method is written here."""
+
+from __future__ import annotations
+
+from ._async_client import Client
+from ._drive import AsyncDriven
+from .boards.events import AsyncEventStream
+from .boards.plain import Leaderboard
+from .boards.seasons import GroupBase, PeriodicBase, PeriodState, RollingState
+from .cluster import AsyncClusterClient
+
+__all__ = [
+    "AsyncEventStream",
+    "LeaderboardGroup",
+    "PeriodBoard",
+    "PeriodicLeaderboard",
+    "RedisLeaderboard",
+    "RollingLeaderboard",
+]
+
+
+class RedisLeaderboard(Leaderboard[AsyncEventStream], AsyncDriven):
+    """The asyncio twin of :class:`redis_leaderboard.RedisLeaderboard`: same constructor,
+    methods, results and errors, each method a coroutine.
+
+    ``redis_client`` may be a :class:`Client`, a ``redis.asyncio.Redis`` or ``redis.Redis``
+    (its options are reused) or None: then ``url``, else ``$REDIS_URL``, else
+    ``redis://localhost:6379/0``.
+    """
+
+    client_class = Client
+    cluster_client_class = AsyncClusterClient
+    display_name = "redis_leaderboard.asyncio.RedisLeaderboard"
+    event_stream_class = AsyncEventStream
+
+
+class PeriodBoard(PeriodState, RedisLeaderboard):
+    """The asyncio twin of :class:`redis_leaderboard.seasons.PeriodBoard`."""
+
+
+class PeriodicLeaderboard(PeriodicBase[PeriodBoard], AsyncDriven):
+    """The asyncio twin of :class:`redis_leaderboard.seasons.PeriodicLeaderboard`:
+    :meth:`current`, :meth:`at`, :meth:`previous` return asyncio boards."""
+
+    board_class = PeriodBoard
+    client_class = Client
+
+
+class RollingLeaderboard(RollingState, RedisLeaderboard):
+    """The asyncio twin of :class:`redis_leaderboard.seasons.RollingLeaderboard`."""
+
+
+class LeaderboardGroup(GroupBase, AsyncDriven):
+    """The asyncio twin of :class:`redis_leaderboard.seasons.LeaderboardGroup`: its boards are
+    asyncio ones."""
+
+    client_class = Client

@@ -1,0 +1,226 @@
+"""One method, two APIs: every board method is written once and run by the sync or the
+asyncio driver.
+
+A method is written in one of two shapes:
+
+- ``@one_trip``: a method of one round trip, ``return self._run(operation)``. ``self._run``
+  is the driver's: the sync client's ``run`` (the result) or the asyncio client's (an
+  awaitable of it). The sync class gets the function itself, so it costs what a hand-written
+  method costs; the asyncio class gets a coroutine method awaiting it.
+- ``@plan``: a method of several steps, a generator that yields each step and receives its
+  result. A step is a :class:`_core.Operation` (run by ``self.redis.run``), a list of operations
+  (one batch: ``self.redis.run_many``, every node at once on a cluster) or a
+  :class:`Pipelined` stream of operations (``self.redis.run_pipelined``). A plan does no I/O
+  itself, so it is one algorithm whichever driver runs it; it validates its arguments before
+  its first step, so bad input raises before anything is sent.
+
+A class deriving from :class:`SyncDriven` or :class:`AsyncDriven` gets, for each method so
+marked (its own or inherited), a plain method or a coroutine method, made once when the class is
+created. mypy sees the method's parameters and its result (or an awaitable of it) on either
+class; reading one on a class that is neither raises ``TypeError``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import inspect
+from typing import (
+    Any,
+    Callable,
+    Concatenate,
+    Coroutine,
+    Generator,
+    Generic,
+    Iterator,
+    ParamSpec,
+    Protocol,
+    TypeVar,
+    Union,
+    overload,
+)
+
+from . import _core
+
+__all__ = [
+    "AsyncDriven",
+    "Pipelined",
+    "Plan",
+    "Runner",
+    "Sent",
+    "Step",
+    "SyncDriven",
+    "one_trip",
+    "plan",
+]
+
+P = ParamSpec("P")
+R = TypeVar("R")
+T = TypeVar("T")
+T_co = TypeVar("T_co", covariant=True)
+M = TypeVar("M", bound="_Marked[Any, Any]")
+
+
+class Sent(Generic[T_co]):
+    """What ``self._run(operation)`` gives a method written once: the operation's result under
+    the sync driver, an awaitable of it under the asyncio driver. Only a type: a ``@one_trip``
+    method returns it as it is."""
+
+
+class Runner(Protocol):
+    """``self._run``: runs one operation on the board's client (see :class:`Sent`)."""
+
+    def __call__(self, operation: _core.Operation[T], /) -> Sent[T]: ...
+
+
+class Pipelined:
+    """A plan step: ``operations`` (an iterator, consumed lazily) written up to ``in_flight``
+    ahead of their replies on one connection; ``on_reply(result)`` is called with each reply in
+    order. Its result is None; the first error stops the stream and is raised."""
+
+    __slots__ = ("in_flight", "on_reply", "operations")
+
+    def __init__(
+        self,
+        operations: Iterator[_core.Operation[Any]],
+        on_reply: Callable[[Any], None],
+        in_flight: int,
+    ) -> None:
+        self.operations = operations
+        self.on_reply = on_reply
+        self.in_flight = in_flight
+
+
+Step = Union["_core.Operation[Any]", "list[_core.Operation[Any]]", Pipelined]
+Plan = Generator[Step, Any, R]
+
+
+class SyncDriven:
+    """A class whose ``@one_trip`` and ``@plan`` methods are plain methods."""
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        _install(cls, sync=True)
+
+
+class AsyncDriven:
+    """A class whose ``@one_trip`` and ``@plan`` methods are coroutine methods."""
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        _install(cls, sync=False)
+
+
+class _Marked(Generic[P, R]):
+    """A method written once, waiting for a driven class to turn it into a method."""
+
+    def __init__(self, function: Callable[..., Any]) -> None:
+        self.function = function
+        functools.update_wrapper(self, function)  # type: ignore[arg-type]
+
+    @overload
+    def __get__(self: M, obj: None, owner: type) -> M: ...
+    @overload
+    def __get__(self, obj: AsyncDriven, owner: type) -> Callable[P, Coroutine[Any, Any, R]]: ...
+    @overload
+    def __get__(self, obj: SyncDriven, owner: type) -> Callable[P, R]: ...
+    def __get__(self, obj: Any, owner: type) -> Any:
+        if obj is None:
+            return self
+        raise TypeError(
+            f"{owner.__name__}.{self.function.__name__} is written once for both APIs: call it "
+            "on a class deriving from SyncDriven or AsyncDriven"
+        )
+
+
+class one_trip(_Marked[P, R]):
+    """A method of one round trip: ``return self._run(operation)`` (see the module)."""
+
+    function: Callable[Concatenate[Any, P], Sent[R]]
+
+    def __init__(self, function: Callable[Concatenate[Any, P], Sent[R]]) -> None:
+        super().__init__(function)
+
+
+class plan(_Marked[P, R]):
+    """A method of several steps: a generator of steps (see the module). ``.plan`` is the
+    generator function, for another plan to ``yield from``."""
+
+    function: Callable[Concatenate[Any, P], Plan[R]]
+
+    def __init__(self, function: Callable[Concatenate[Any, P], Plan[R]]) -> None:
+        super().__init__(function)
+
+    @property
+    def plan(self) -> Callable[Concatenate[Any, P], Plan[R]]:
+        return self.function
+
+
+def _install(cls: type, sync: bool) -> None:
+    for name in dir(cls):
+        attribute = inspect.getattr_static(cls, name)
+        if isinstance(attribute, one_trip):
+            setattr(cls, name, attribute.function if sync else _async_one_trip(attribute.function))
+        elif isinstance(attribute, plan):
+            make = _sync_plan if sync else _async_plan
+            setattr(cls, name, make(attribute.function))
+
+
+def _async_one_trip(function: Callable[..., Any]) -> Callable[..., Any]:
+    @functools.wraps(function)
+    async def method(self: Any, *args: Any, **kwargs: Any) -> Any:
+        return await function(self, *args, **kwargs)
+
+    return method
+
+
+def _sync_plan(function: Callable[..., Plan[Any]]) -> Callable[..., Any]:
+    @functools.wraps(function)
+    def method(self: Any, *args: Any, **kwargs: Any) -> Any:
+        steps = function(self, *args, **kwargs)
+        try:
+            step = next(steps)
+            while True:
+                try:
+                    if isinstance(step, _core.Operation):
+                        result = self.redis.run(step)
+                    elif isinstance(step, list):
+                        result = self.redis.run_many(step)
+                    else:
+                        result = self.redis.run_pipelined(
+                            step.operations, step.on_reply, step.in_flight
+                        )
+                except BaseException as error:  # the plan sees it (and may clean up)
+                    step = steps.throw(error)
+                else:
+                    step = steps.send(result)
+        except StopIteration as done:
+            return done.value
+
+    return method
+
+
+def _async_plan(function: Callable[..., Plan[Any]]) -> Callable[..., Any]:
+    @functools.wraps(function)
+    async def method(self: Any, *args: Any, **kwargs: Any) -> Any:
+        steps = function(self, *args, **kwargs)
+        try:
+            step = next(steps)
+            while True:
+                try:
+                    if isinstance(step, _core.Operation):
+                        result = await self.redis.run(step)
+                    elif isinstance(step, list):
+                        result = list(await asyncio.gather(*self.redis.run_many(step)))
+                    else:
+                        result = await self.redis.run_pipelined(
+                            step.operations, step.on_reply, step.in_flight
+                        )
+                except BaseException as error:  # the plan sees it (and may clean up)
+                    step = steps.throw(error)
+                else:
+                    step = steps.send(result)
+        except StopIteration as done:
+            return done.value
+
+    return method

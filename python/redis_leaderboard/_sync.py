@@ -1,0 +1,118 @@
+"""The sync classes: each is its board's algorithms (``redis_leaderboard.boards``) run by the
+sync driver (``redis_leaderboard._drive``) on the sync clients. No method is written here."""
+
+from __future__ import annotations
+
+from . import _core
+from ._drive import SyncDriven
+from .boards.events import EventStream
+from .boards.plain import Leaderboard
+from .boards.seasons import GroupBase, PeriodicBase, PeriodState, RollingState
+from .client import Client
+
+__all__ = [
+    "EventStream",
+    "LeaderboardGroup",
+    "PeriodBoard",
+    "PeriodicLeaderboard",
+    "RedisLeaderboard",
+    "RollingLeaderboard",
+]
+
+
+class RedisLeaderboard(Leaderboard[EventStream], SyncDriven):
+    """A leaderboard in a Redis sorted set, with per-user metadata hashes.
+
+    The guide's class, method for method: scores live in the sorted set ``key``, metadata in the
+    hash ``f"{key}:user:{user_id}"``. Every method is one round trip; writes, their trimming and
+    the read-back of the entry run atomically in one server-side script.
+
+    ``redis_client`` may be a :class:`Client`, a redis-py ``redis.Redis`` (its host, port, db,
+    credentials and timeouts are reused) or None: then ``url``, else ``$REDIS_URL``, else
+    ``redis://localhost:6379/0``.
+
+    Ranking rules (keyword-only): ``order="desc"`` (higher is better, the guide) or ``"asc"``
+    (lower is better); ``ties`` decides how equal scores rank: ``"lexicographic"`` (Redis's
+    member order, the guide), ``"first"`` (whoever reached the score first), ``"competition"``
+    (shared rank, then a gap: 1, 1, 3) or ``"dense"`` (shared rank, no gap: 1, 1, 2). A board
+    with other options records them in Redis (``f"{key}:options"``), and a client opening it
+    with different ones gets ``ValueError`` naming both.
+
+    Guards (keyword-only): ``submission_ttl`` (seconds, default 24 h) keeps the
+    result of a write made with a ``submission_id``; ``rate_limit=(max_writes, per_seconds)``
+    refuses a user's writes beyond that many in any sliding window of that length
+    (:class:`RateLimited`); ``events=True`` appends a change event to the stream
+    ``f"{key}:events"`` (capped at about ``events_maxlen``) on every change of the board
+    (writes, deletions, trims, clears), read with :meth:`events`. ``rate_limit`` and ``events``
+    are recorded in ``f"{key}:options"`` by the first write carrying them; a client writing
+    with others gets ``ValueError``, and so does one without ``events`` deleting, trimming or
+    clearing a board that records them.
+    """
+
+    client_class = Client
+    cluster_client_class = _core.ClusterClient
+    display_name = "RedisLeaderboard"
+    event_stream_class = EventStream
+
+
+class PeriodBoard(PeriodState, RedisLeaderboard):
+    """One period of a :class:`PeriodicLeaderboard`: a plain :class:`RedisLeaderboard` at
+    ``f"{key}:{period}"`` whose writes set every key's deadline (``expires``) and are refused
+    (``ValueError``) once the period ended more than ``grace`` ago."""
+
+
+class PeriodicLeaderboard(PeriodicBase[PeriodBoard], SyncDriven):
+    """A board per period (hour, day, ISO week, month, or a timedelta from ``anchor``) in the
+    time zone ``tz``, each the guide's layout at ``f"{key}:{period_id}"``
+    (``lb:weekly:2026-W48``, ``lb:daily:2026-11-23``).
+
+    Writes, the guide's reads, every query of :class:`RedisLeaderboard` and :meth:`events`
+    go to the current period (:meth:`current`); :meth:`at`, :meth:`previous` and
+    :meth:`periods` reach older ones. ``max_entries=None``: every period's board is unlimited.
+    The newest ``keep`` periods (the current one included) are kept; an older one expires by
+    itself: every write sets the deadline of every key it writes (sorted set, option keys, the
+    user's metadata hash), so all keys of a period expire together, when the ``keep``-th
+    period after it begins (and never before its end plus ``grace``).
+
+    ``clock`` (a callable returning an aware datetime; default the system clock) decides which
+    period a write lands in: inject it for tests or to replay events with their own
+    timestamps. ``grace``: a write whose clock time is within ``grace`` after a boundary may
+    still go to the period that just ended, explicitly (``board.at(stamp).submit(...)``); a
+    write to a period that ended longer ago raises ``ValueError`` before anything is sent.
+    """
+
+    board_class = PeriodBoard
+    client_class = Client
+
+
+class RollingLeaderboard(RollingState, RedisLeaderboard):
+    """A board of the last ``window`` (a ``timedelta``), sliding by ``bucket``.
+
+    Writes land in the bucket the clock is in ("<key>:bucket:<i>", i = unix ms // bucket; each
+    expires ``window + bucket`` after it begins). The board of the window (``key`` itself, the
+    guide's layout: metadata at ``f"{key}:user:{user_id}"``, expiring with the user's newest
+    bucket) holds each user's ``aggregate`` (``"sum"``, ``"max"`` or ``"min"``) of the scores in
+    the window's buckets, at most ``max_entries`` of them (the worst beyond it leave the board,
+    not their buckets: they come back if they climb). A score leaves the window exactly when
+    its bucket does.
+
+    Every read of :class:`RedisLeaderboard` (the guide's and the queries) works, in one round
+    trip: it first brings the window's board to the current bucket (rebuilt once per bucket
+    with ZUNIONSTORE; writes keep it up to date in between), so reads are exact, not stale.
+    ``set_max_entries`` and ``upsert_many`` raise ``TypeError``. ``submission_ttl``: seconds
+    the result of a write with a ``submission_id`` is kept (as :class:`RedisLeaderboard`).
+    """
+
+
+class LeaderboardGroup(GroupBase, SyncDriven):
+    """Several boards fed by one write: ``group.submit(user_id, score, metadata, mode=...)``
+    writes to every board in one round trip, atomically (one script: every board's write is
+    checked before any is applied, so a refused one writes nothing anywhere).
+
+    ``boards``: :class:`RedisLeaderboard` (each with its own ``order``, ``ties``,
+    ``max_entries``), :class:`PeriodicLeaderboard` (its current period, by its clock; or a
+    period's board from ``at()``, within its grace) and :class:`RollingLeaderboard` (the bucket
+    of its clock) objects. ``mode``: one for every board, or a mapping of board keys to modes.
+    """
+
+    client_class = Client

@@ -1,0 +1,528 @@
+"""The guide's board, every method written once for both APIs (``redis_leaderboard._drive``):
+the constructor and options (:class:`BoardBase`) and the methods (:class:`Leaderboard`). The
+public ``RedisLeaderboard`` classes add a driver and their client types."""
+
+from __future__ import annotations
+
+import itertools
+from typing import Any, Callable, Generic, Iterable, Iterator, Mapping, Optional, TypeVar
+
+from .. import _core
+from .._drive import Pipelined, Plan, Runner, Sent, one_trip, plan
+from .._types import (
+    BulkEntry,
+    Entry,
+    HistogramBin,
+    ImportSummary,
+    Order,
+    Page,
+    SubmitResult,
+    Ties,
+    TrimSummary,
+    WriteMode,
+    WriteResult,
+)
+from ..options import CHUNKS_IN_FLIGHT, make_client, public_name, require_hash_tag
+from .events import EVENTS_BATCH, StreamState
+
+DEFAULT_CHUNK_SIZE = 1000
+# upsert_many reports at most this many trimmed ids (the lowest); "trimmed" counts them all.
+MAX_REPORTED_TRIMMED = 1000
+
+
+def check_bulk_arguments(chunk_size: int, progress: Optional[Callable[[int], None]]) -> None:
+    """upsert_many's arguments, checked before anything is read or written."""
+    if isinstance(chunk_size, bool) or not isinstance(chunk_size, int):
+        raise TypeError(f"chunk_size must be an int, not {type(chunk_size).__name__}")
+    if chunk_size < 1:
+        raise ValueError("chunk_size must be at least 1")
+    if progress is not None and not callable(progress):
+        raise TypeError(f"progress must be callable or None, not {type(progress).__name__}")
+
+
+def chunked(entries: Iterable[BulkEntry], chunk_size: int) -> Iterator[list[BulkEntry]]:
+    """Lists of at most ``chunk_size`` entries, read lazily so memory stays bounded."""
+    check_bulk_arguments(chunk_size, None)
+    iterator = iter(entries)
+    while chunk := list(itertools.islice(iterator, chunk_size)):
+        yield chunk
+
+
+class ChunkOperations:
+    """upsert_many's requests, one per chunk, each built (converted and validated) only when
+    asked for; a bad entry's error names its position in ``entries``. ``started`` tells whether
+    any was handed out (and so may have been written)."""
+
+    def __init__(
+        self, board: _core.Board, entries: Iterable[BulkEntry], chunk_size: int, retries: int = 2
+    ) -> None:
+        self._board = board
+        self._chunks = chunked(entries, chunk_size)
+        self._submitted = 0
+        self._retries = retries
+        self.started = False
+
+    def __iter__(self) -> Iterator[_core.Operation[int]]:
+        return self
+
+    def __next__(self) -> _core.Operation[int]:
+        chunk = next(self._chunks)
+        operation = self._board.upsert_chunk(chunk, self._submitted, self._retries)
+        self._submitted += len(chunk)
+        self.started = True
+        return operation
+
+    @property
+    def submitted(self) -> int:
+        """How many entries the chunks handed out hold."""
+        return self._submitted
+
+
+def note_failed_trim(error: BaseException, trim_error: BaseException) -> None:
+    """Record on ``error`` (Python 3.11+) that upsert_many's trim after it failed too."""
+    if hasattr(error, "add_note"):
+        error.add_note(
+            "upsert_many could not trim the board to max_entries after this error: "
+            f"{type(trim_error).__name__}: {trim_error}"
+        )
+
+
+def import_summary(written: int, trim: TrimSummary, skipped: int = 0) -> ImportSummary:
+    summary: ImportSummary = {
+        "written": written,
+        "trimmed": trim["trimmed"],
+        "trimmed_user_ids": trim["trimmed_user_ids"],
+    }
+    if skipped:
+        summary["duplicates"] = skipped  # guards: entries whose submission id was applied
+    return summary
+
+
+S = TypeVar("S", bound=StreamState)
+
+
+class BoardBase:
+    """What the sync and asyncio leaderboards share: the constructor, ``key``,
+    ``max_entries``, ``order``, ``ties``; their methods run the same :class:`_core.Board`
+    operations."""
+
+    # Set by the public classes: the client this class makes from a url or a redis-py client,
+    # the cluster client it runs on, its name in reprs and errors, and its event stream.
+    client_class: Any
+    cluster_client_class: Any
+    display_name: str
+    redis: Any
+    _run: Runner
+
+    def __init__(
+        self,
+        redis_client: Any = None,
+        key: str = "leaderboard:demo",
+        max_entries: Optional[int] = 100,
+        *,
+        url: Optional[str] = None,
+        order: Order = "desc",
+        ties: Ties = "lexicographic",
+        submission_ttl: float = 86400,
+        rate_limit: Optional[tuple[int, float]] = None,
+        events: bool = False,
+        events_maxlen: int = 10000,
+        _expire_at: Optional[int] = None,
+        _submission_scope: Optional[str] = None,
+    ) -> None:
+        board = _core.Board(  # validates first
+            key,
+            max_entries,
+            order=order,
+            ties=ties,
+            submission_ttl=submission_ttl,
+            rate_limit=rate_limit,
+            events=events,
+            events_maxlen=events_maxlen,
+            expire_at=_expire_at,  # a period's board (seasons.PeriodBoard): its deadline
+            submission_scope=_submission_scope,  # and where its submission ids are recorded
+        )
+        if getattr(type(redis_client), "is_cluster", False) or isinstance(
+            redis_client, _core.ClusterClient
+        ):
+            if not isinstance(redis_client, self.cluster_client_class):
+                raise TypeError(
+                    f"{self.display_name} runs on a {public_name(self.cluster_client_class)}, "
+                    f"not a {public_name(type(redis_client))}"
+                )
+            if url is not None:
+                raise TypeError("pass either redis_client or url, not both")
+            require_hash_tag(key)
+            self.redis = redis_client
+        else:
+            self.redis = make_client(redis_client, url, self.client_class)
+        self._board = board
+        self._run = self.redis.run
+
+    @property
+    def key(self) -> str:
+        """The sorted set holding the scores."""
+        return self._board.key
+
+    @property
+    def max_entries(self) -> Optional[int]:
+        """How many entries the board keeps; writes trim the lowest beyond it. None: an
+        unlimited board (``max_entries=None``), which no write trims."""
+        return self._board.max_entries
+
+    @property
+    def order(self) -> str:
+        """``"desc"`` (higher scores are better: the guide) or ``"asc"`` (lower are better)."""
+        return self._board.order
+
+    @property
+    def ties(self) -> str:
+        """How equal scores rank: ``"lexicographic"``, ``"first"``, ``"competition"`` or
+        ``"dense"``."""
+        return self._board.ties
+
+    @property
+    def submission_ttl(self) -> float:
+        """Seconds the result of a write with a ``submission_id`` is kept (guards)."""
+        return self._board.submission_ttl
+
+    @property
+    def rate_limit(self) -> Optional[tuple[int, float]]:
+        """``(max_writes, per_seconds)`` per user, or None."""
+        return self._board.rate_limit
+
+    @property
+    def events_enabled(self) -> bool:
+        """Whether writes append change events to ``f"{key}:events"`` (``events=True``);
+        :meth:`events` reads them."""
+        return self._board.events
+
+    def _group_member(self, mode: str) -> tuple[Any, str, int]:
+        """As one of a :class:`LeaderboardGroup`'s boards: what the group's script writes
+        (this board, the mode, no bucket)."""
+        return (self._board, mode, 0)
+
+    def __repr__(self) -> str:
+        options = ""
+        if self.order != "desc":
+            options += f", order={self.order!r}"
+        if self.ties != "lexicographic":
+            options += f", ties={self.ties!r}"
+        if self._board.rate_limit is not None:
+            options += f", rate_limit={self._board.rate_limit!r}"
+        if self._board.events:
+            options += ", events=True"
+        return f"{self.display_name}(key={self.key!r}, max_entries={self.max_entries}{options})"
+
+
+class Leaderboard(BoardBase, Generic[S]):
+    """The guide's methods and the queries, each written once (the public classes' docstring
+    tells what the board is)."""
+
+    event_stream_class: type[S]  # the public class's
+
+    @one_trip
+    def upsert_user(
+        self, user_id: str, score: float, metadata: Optional[Mapping[str, Any]] = None
+    ) -> Sent[WriteResult]:
+        """Set ``user_id``'s score (ZADD), merge ``metadata`` into its hash (HSET), trim the board
+        and return the entry with ``"trimmed_user_ids"``, atomically and in one round trip.
+
+        If the write itself was trimmed away, the result has no ``"rank"`` and its
+        ``"metadata"`` is the payload sent.
+        """
+        return self._run(self._board.upsert_user(user_id, score, metadata))
+
+    @one_trip
+    def increment_score(
+        self, user_id: str, amount: float, metadata: Optional[Mapping[str, Any]] = None
+    ) -> Sent[WriteResult]:
+        """Add ``amount`` to ``user_id``'s score (ZINCRBY); otherwise as :meth:`upsert_user`."""
+        return self._run(self._board.increment_score(user_id, amount, metadata))
+
+    @one_trip
+    def submit(
+        self,
+        user_id: str,
+        score: float,
+        metadata: Optional[Mapping[str, Any]] = None,
+        *,
+        mode: WriteMode = "set",
+        submission_id: Optional[str] = None,
+        retries: int = 2,
+    ) -> Sent[SubmitResult]:
+        """Write ``user_id``'s score and merge ``metadata``, atomically in one round trip, and
+        report what changed.
+
+        With ``submission_id`` the write applies once: its result is stored under the board
+        for ``submission_ttl`` seconds, and a repeat within that time writes nothing and returns
+        the stored result with ``"duplicate": True`` (``False`` the first time). The id belongs
+        to one user and one payload: reusing it for another user, or with another score, mode
+        or metadata, raises :class:`SubmissionIdReused` (a ValueError) and changes nothing; it
+        never answers with another user's data.
+        Such a write whose reply was lost (the connection dropped) is sent again on a new
+        connection, at most ``retries`` times, then raises ``ConnectionError``; a resend
+        whose first attempt had applied returns ``"duplicate": True``. Without an id, a write
+        is never resent. An id applied by :meth:`upsert_many`, which keeps no result per entry,
+        also returns ``"duplicate": True`` and writes nothing: the user's entry now
+        (``"score"``, ``"rank"``, ``"metadata"``), ``"previous_score"`` and
+        ``"previous_rank"`` None, ``"changed"`` False, no trimmed ids; if the user is no longer
+        on the board, the score upsert_many wrote with ``"rank"`` None and ``"metadata"``
+        ``{}``. On a board with ``rate_limit``, a write beyond the limit raises
+        :class:`RateLimited` (``retry_after`` seconds) and changes nothing.
+
+        ``mode="set"`` stores ``score``; ``"best"`` stores it only if it is strictly better
+        than the current score in the board's order (a new user is always stored); ``"incr"``
+        adds it. Returns ``{"user_id", "score" (stored now), "rank" (None if not on the board),
+        "previous_score", "previous_rank" (None if new), "changed" (the stored score changed),
+        "metadata" (the whole hash now), "trimmed_user_ids"}``. If the write itself was trimmed
+        away: ``"rank"`` is None, ``"metadata"`` ``{}`` and the user's id is in
+        ``"trimmed_user_ids"``.
+        """
+        return self._run(
+            self._board.submit(
+                user_id, score, metadata, mode=mode, submission_id=submission_id, retries=retries
+            )
+        )
+
+    def events(
+        self,
+        last_id: str = "$",
+        *,
+        block: Optional[float] = None,
+        count: int = EVENTS_BATCH,
+    ) -> S:
+        """The board's change events after ``last_id`` (``"$"``: from now on; ``"0"``: every
+        event the stream still holds), oldest first, as they come: ``{"id", "kind", "user_id",
+        "score", "rank", "previous_score", "previous_rank", "trimmed_user_ids", "overtaken"}``,
+        ranks 1-based. ``"kind"`` says what changed the board, each change appending its
+        events atomically with it:
+
+        - ``"score"``: a write (upsert_user, increment_score, submit, a group write, an
+          upsert_many entry) changed the user's score or trimmed someone; ``"rank"`` None if
+          the write was trimmed away; ``"overtaken"``: up to 10 ids the write passed, nearest
+          first; ``"trimmed_user_ids"``: whom it trimmed;
+        - ``"delete"``: :meth:`delete_user` removed the user: ``"score"`` and
+          ``"previous_score"`` the score it had, ``"previous_rank"`` its rank, ``"rank"`` None
+          (deleting a user not on the board appends nothing);
+        - ``"trim"``: :meth:`set_max_entries` or upsert_many's closing trim removed
+          ``"trimmed_user_ids"`` (worst first, at most 1,000 an event); ``"user_id"``,
+          ``"score"`` and the ranks None;
+        - ``"clear"``: one page of :meth:`clear` (5,000 entries a page) removed ``"removed"``
+          entries, leaving ``"size"`` (0: the board is empty); no ids are listed (a big board
+          appends one event a page, never one per entry); ``"user_id"``, ``"score"`` and the
+          ranks None.
+
+        Other users' ranks move with a change (those below a deleted user go up one): the
+        events name only the users they list. Pass the last ``"id"`` seen to resume after a
+        disconnect without missing any (while the stream still holds it: it keeps about
+        ``events_maxlen``). ``block=None`` waits for ever; a number of seconds ends the
+        iteration once that long passes without an event (``0``: what is there now).
+
+        Reading holds a connection (XREAD BLOCK), so it runs on a connection of its own with
+        the client's options, opened on the first read and closed with the stream
+        (``close()``, ``with``, or the end of the iteration). ``read(block)`` is one round
+        trip (a list, maybe empty); ``last_id`` is where the next read resumes."""
+        return self.event_stream_class(self, last_id, block, count)
+
+    @one_trip
+    def set_max_entries(self, max_entries: Optional[int]) -> Sent[list[str]]:
+        """Change the board's size limit and trim to it; returns the trimmed ids, worst first.
+        The new limit applies to this object once the trim has finished (if it raises, the old
+        limit stays). With ``events``, appends ``"trim"`` events listing the trimmed ids."""
+        return self._run(self._board.set_max_entries(max_entries))
+
+    @one_trip
+    def get_top(self, count: int = 10) -> Sent[list[Entry]]:
+        """The ``count`` highest entries, best first (ZRANGE REV WITHSCORES + HGETALL each)."""
+        return self._run(self._board.get_top(count))
+
+    @one_trip
+    def get_around_rank(self, rank: int, count: int = 5) -> Sent[list[Entry]]:
+        """``count`` entries centred on the 1-based ``rank``, the window clamped to the board."""
+        return self._run(self._board.get_around_rank(rank, count))
+
+    @one_trip
+    def get_rank(self, user_id: str) -> Sent[Optional[int]]:
+        """``user_id``'s 1-based rank from the top (ZREVRANK), or None if absent."""
+        return self._run(self._board.get_rank(user_id))
+
+    @one_trip
+    def get_user_metadata(self, user_id: str) -> Sent[dict[str, str]]:
+        """``user_id``'s metadata hash (HGETALL); ``{}`` if it has none."""
+        return self._run(self._board.get_user_metadata(user_id))
+
+    @one_trip
+    def get_user_entry(self, user_id: str) -> Sent[Optional[Entry]]:
+        """``user_id``'s entry (rank, score, metadata), or None if it is not on the board."""
+        return self._run(self._board.get_user_entry(user_id))
+
+    @one_trip
+    def list_all(self) -> Sent[list[Entry]]:
+        """Every entry, best first. Large boards are read in pages (not one snapshot)."""
+        return self._run(self._board.list_all())
+
+    @one_trip
+    def get_size(self) -> Sent[int]:
+        """How many entries the board holds (ZCARD)."""
+        return self._run(self._board.get_size())
+
+    @one_trip
+    def delete_user(self, user_id: str) -> Sent[bool]:
+        """Remove ``user_id`` and its metadata; True if it was on the board. With ``events``,
+        a removal appends a ``"delete"`` event, atomically with it."""
+        return self._run(self._board.delete_user(user_id))
+
+    @one_trip
+    def clear(self) -> Sent[None]:
+        """Delete the board and every member's metadata hash (in pages on large boards). With
+        ``events``, each page appends one ``"clear"`` event (``"removed"``, ``"size"``); the
+        stream itself stays."""
+        return self._run(self._board.clear())
+
+    # -- queries: one round trip each, atomic; every "rank" follows the board's tie rule ----
+
+    @one_trip
+    def get_around_user(self, user_id: str, count: int = 5) -> Sent[list[Entry]]:
+        """``count`` entries centred on ``user_id``'s position, the window clamped to the board
+        as :meth:`get_around_rank`'s (a full window at both ends); ``[]`` if the user is not on
+        the board. O(log N + count)."""
+        return self._run(self._board.get_around_user(user_id, count))
+
+    @one_trip
+    def get_entries(self, user_ids: Iterable[str]) -> Sent[list[Optional[Entry]]]:
+        """One item per id, in the order given: its entry, or None if it is not on the board
+        (a friends list). At most 1,000 ids (more raise ``ValueError``). O(k log N)."""
+        return self._run(self._board.get_entries(user_ids))
+
+    @one_trip
+    def get_page(self, page: int, page_size: int = 10) -> Sent[Page]:
+        """The 1-based ``page`` of ``page_size`` entries (1 to 1,000), best first:
+        ``{"page", "page_size", "total_pages", "size", "entries"}``, ``total_pages`` being
+        ``ceil(size / page_size)`` (0 on an empty board); a page past the end has no entries.
+        O(log N + page_size)."""
+        return self._run(self._board.get_page(page, page_size))
+
+    @one_trip
+    def get_by_score(
+        self, min_score: float, max_score: float, *, offset: int = 0, limit: int = 100
+    ) -> Sent[list[Entry]]:
+        """The entries with ``min_score <= score <= max_score``, best first in the board's
+        order, skipping ``offset`` and returning at most ``limit``. ``float("-inf")`` and
+        ``float("inf")`` are allowed; ``min_score > max_score`` gives ``[]``.
+        O(log N + limit), whatever the offset."""
+        return self._run(self._board.get_by_score(min_score, max_score, offset=offset, limit=limit))
+
+    @one_trip
+    def count_by_score(self, min_score: float, max_score: float) -> Sent[int]:
+        """How many entries have ``min_score <= score <= max_score`` (ZCOUNT, O(log N))."""
+        return self._run(self._board.count_by_score(min_score, max_score))
+
+    @one_trip
+    def rank_for_score(self, score: float) -> Sent[int]:
+        """The rank an entry with ``score`` would have now: 1 + the entries strictly better
+        (what ``ties="competition"`` reports). One ZCOUNT, O(log N)."""
+        return self._run(self._board.rank_for_score(score))
+
+    @one_trip
+    def get_percentile(self, user_id: str) -> Sent[Optional[float]]:
+        """The share of the other entries whose score is strictly worse than ``user_id``'s,
+        0.0 to 100.0 (tied users share it; a board of one gives 100.0); None if absent.
+        O(log N)."""
+        return self._run(self._board.get_percentile(user_id))
+
+    @one_trip
+    def score_at_percentile(self, p: float) -> Sent[Optional[float]]:
+        """The nearest-rank score at percentile ``p`` (0 to 100): of the scores sorted worst
+        to best, the one at 1-based position ``max(1, ceil(p / 100 * size))``; None on an
+        empty board. O(log N)."""
+        return self._run(self._board.score_at_percentile(p))
+
+    @one_trip
+    def get_histogram(
+        self,
+        bins: int = 10,
+        *,
+        min_score: Optional[float] = None,
+        max_score: Optional[float] = None,
+    ) -> Sent[list[HistogramBin]]:
+        """The score distribution: ``bins`` (1 to 1,000) equal-width bins
+        ``{"min", "max", "count"}`` in ascending score order over ``[min_score, max_score]``
+        (by default the board's lowest and highest score), each ``[min, max)`` but the last,
+        which is closed; ``[]`` on an empty board. One ZCOUNT per bin: O(bins log N), the
+        board is never scanned."""
+        return self._run(self._board.get_histogram(bins, min_score=min_score, max_score=max_score))
+
+    @plan
+    def upsert_many(
+        self,
+        entries: Iterable[BulkEntry],
+        *,
+        chunk_size: int = DEFAULT_CHUNK_SIZE,
+        progress: Optional[Callable[[int], None]] = None,
+        retries: int = 2,
+    ) -> Plan[ImportSummary]:
+        """Bulk-load ``(user_id, score)`` or ``(user_id, score, metadata)`` entries.
+
+        Streams ``entries`` (any iterable, read lazily: memory stays bounded) in chunks of
+        ``chunk_size``: one variadic ZADD and one HSET per entry with metadata per chunk, in a
+        MULTI/EXEC, up to 4 chunks in flight on one connection, so the next chunk is converted
+        while the server applies the previous ones and the server never waits for the client.
+        The board is trimmed once, at the end. ``progress(written_so_far)`` is called after
+        each chunk. Not atomic as a whole: other clients may see the board grow while it loads.
+
+        ``chunk_size`` and ``progress`` are checked before anything is read or written; each
+        entry is validated as :meth:`upsert_user` validates its arguments, a bad one raising
+        ``ValueError``/``TypeError`` naming its position (``"entry 41: ..."``).
+
+        If it raises once chunks were sent (a bad entry in a later chunk, ``progress``
+        raising, a Redis error), the chunks the server applied stay written: every chunk
+        before the failing one, and with several in flight possibly some after it; nothing of
+        the chunk holding a bad entry; of a chunk Redis failed, nothing if it refused the chunk
+        (out of memory, OOM), else every command but the failing one (a WRONGTYPE or NOPERM
+        HSET leaves that entry's score written without its metadata). The board is then
+        trimmed to ``max_entries`` before the error propagates; if that trim fails too (the
+        connection is gone), the board may hold more than ``max_entries`` entries until the
+        next write or :meth:`set_max_entries` trims it (on Python 3.11+ the error carries a
+        note saying so). A ``KeyboardInterrupt`` (or, in asyncio, cancellation) stops at once,
+        without the trim.
+
+        Returns ``{"written": n, "trimmed": count, "trimmed_user_ids": [...]}``, listing at
+        most the 1,000 lowest trimmed ids.
+
+        Guards: an entry may be ``(user_id, score, metadata_or_None, submission_id)``; an
+        entry whose id was applied before (by upsert_many, within ``submission_ttl``) is
+        skipped, and the summary then has ``"duplicates": n``. A chunk whose entries all carry
+        ids is resent after a lost reply, at most ``retries`` times. Entries with ids, and
+        boards with ``events``/``rate_limit``, go as scripts (bulk.lua); events are appended
+        per changed entry (``"score"``) and for the closing trim (``"trim"``); rate limits do
+        not apply to a bulk load. An id already used by :meth:`submit` is skipped too.
+        """
+        check_bulk_arguments(chunk_size, progress)
+        operations = ChunkOperations(self._board, entries, chunk_size, retries)
+        guarded = self._board.events or self._board.rate_limit is not None
+        if not self._board.options_checked and not guarded:  # MULTI/EXEC chunks cannot check
+            yield self._board.check_options()
+        written = 0
+
+        def on_chunk(count: int) -> None:
+            nonlocal written
+            written += count
+            if progress is not None:
+                progress(written)
+
+        try:
+            # MULTI/EXEC chunks, or script chunks (bulk.lua) on boards with options: either
+            # way up to CHUNKS_IN_FLIGHT in flight on one connection (the core resends a
+            # script the server lost, NOSCRIPT, in order).
+            yield Pipelined(operations, on_chunk, CHUNKS_IN_FLIGHT)
+        except Exception as error:
+            if operations.started:
+                # Queued after every chunk sent on this connection: it sees them all.
+                try:
+                    yield self._board.trim_to_max_entries(0)
+                except Exception as trim_error:
+                    note_failed_trim(error, trim_error)
+            raise
+        trim = yield self._board.trim_to_max_entries(MAX_REPORTED_TRIMMED)
+        return import_summary(written, trim, operations.submitted - written)

@@ -1,0 +1,1016 @@
+"""Time (seasons): periodic boards with archives, rolling windows, and one write for many boards.
+
+* :class:`PeriodicLeaderboard`: one plain board (the guide's layout) per period, at
+  ``f"{key}:{period_id}"``; a period's keys (its sorted set, option keys and every metadata
+  hash) expire together once ``keep`` newer periods have begun.
+* :class:`RollingLeaderboard`: scores land in per-bucket sorted sets; reads see the union of
+  the buckets inside the window, kept at ``key`` (metadata at ``f"{key}:user:{user_id}"``).
+* :class:`LeaderboardGroup`: one atomic write (one script, one round trip) to several boards.
+
+The clock rule: the period (or bucket) a write lands in is decided by the *client's* clock
+(``clock``, injectable), because its id is part of the key name, chosen before the command is
+sent; the server only enforces the keys' deadlines. See README, "Seasons and windows".
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta, timezone, tzinfo
+from typing import (
+    Any,
+    Callable,
+    Generic,
+    Iterable,
+    Literal,
+    Mapping,
+    Optional,
+    Sequence,
+    TypeVar,
+    Union,
+)
+from zoneinfo import ZoneInfo
+
+from .. import _core
+from .._drive import AsyncDriven, Plan, plan
+from .._types import (
+    BulkEntry,
+    Entry,
+    HistogramBin,
+    ImportSummary,
+    Order,
+    Page,
+    SubmitResult,
+    Ties,
+    WriteMode,
+    WriteResult,
+)
+from ..options import make_client
+from .events import EVENTS_BATCH
+from .plain import DEFAULT_CHUNK_SIZE, Leaderboard
+
+__all__ = [
+    "Aggregate",
+    "Clock",
+    "GroupBase",
+    "Period",
+    "PeriodState",
+    "PeriodicBase",
+    "Periods",
+    "RollingState",
+]
+
+PeriodName = Literal["hour", "day", "week", "month"]
+Period = Union[PeriodName, timedelta]
+Clock = Callable[[], datetime]
+Aggregate = Literal["sum", "max", "min"]
+UTC = timezone.utc
+_EPSILON = timedelta(microseconds=1)
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+# The offsets of every time zone are whole multiples of 15 minutes: the step with which an hour
+# board's next boundary is looked for.
+_QUARTER = timedelta(minutes=15)
+
+
+def _system_clock() -> datetime:
+    return datetime.now(UTC)
+
+
+def _aware(value: datetime, what: str) -> datetime:
+    if not isinstance(value, datetime):
+        raise TypeError(f"{what} must be a datetime, not {type(value).__name__}")
+    if value.tzinfo is None or value.utcoffset() is None:
+        raise ValueError(f"{what} must be an aware datetime (with a tzinfo), not naive {value}")
+    return value.astimezone(UTC)
+
+
+def _zone(tz: Union[str, tzinfo]) -> tzinfo:
+    if isinstance(tz, tzinfo):
+        return tz
+    if not isinstance(tz, str):
+        raise TypeError(f"tz must be a time zone name or a tzinfo, not {type(tz).__name__}")
+    try:
+        return ZoneInfo(tz)
+    except (ValueError, OSError) as exc:  # ZoneInfoNotFoundError is a KeyError... and OSError
+        raise ValueError(f"unknown time zone {tz!r}") from exc
+    except KeyError as exc:
+        raise ValueError(f"unknown time zone {tz!r} (install tzdata?)") from exc
+
+
+def _millis(moment: datetime) -> int:
+    """Unix milliseconds of an aware datetime (exact: no float rounding)."""
+    delta = moment - _EPOCH
+    return (delta.days * 86_400 + delta.seconds) * 1000 + delta.microseconds // 1000
+
+
+class Periods:
+    """The periods of a board: ``"hour"``, ``"day"``, ``"week"`` (ISO week, Monday 00:00
+    local), ``"month"`` in the time zone ``tz``, or a fixed ``timedelta`` counted from
+    ``anchor``. Every instant lies in exactly one period; ``start_of`` and ``next_start`` give
+    its bounds (aware datetimes in UTC), ``period_id`` its stable name.
+
+    Calendar periods begin when the local clock shows their first instant (midnight, or HH:00
+    for hours), the first time it does (a repeated midnight belongs to the day it begins); a
+    local time skipped by a daylight-saving gap begins its period at the gap's end. Days are
+    23, 24 or 25 hours long around the transitions. Hour ids carry their UTC offset
+    (``2026-10-25T02+0200`` then ``2026-10-25T02+0100``): the hour repeated when clocks go back
+    is two periods.
+    """
+
+    def __init__(
+        self, period: Period, tz: Union[str, tzinfo] = "UTC", anchor: Optional[datetime] = None
+    ) -> None:
+        self.tz = _zone(tz)
+        self.anchor: Optional[datetime] = None
+        if isinstance(period, timedelta):
+            if period <= timedelta(0):
+                raise ValueError("a timedelta period must be positive")
+            if period % timedelta(milliseconds=1):
+                raise ValueError("a timedelta period must be a whole number of milliseconds")
+            if anchor is None:
+                raise ValueError("a timedelta period needs an anchor (an aware datetime)")
+            self.anchor = _aware(anchor, "anchor")
+        elif period not in ("hour", "day", "week", "month"):
+            raise ValueError(
+                f"period must be 'hour', 'day', 'week', 'month' or a timedelta, not {period!r}"
+            )
+        elif anchor is not None:
+            raise ValueError("anchor is only for a timedelta period")
+        self.period = period
+
+    # -- local wall time <-> instants ---------------------------------------------------
+
+    def _instant(self, wall: datetime, fold: int = 0) -> datetime:
+        return wall.replace(tzinfo=self.tz, fold=fold).astimezone(UTC)
+
+    def _shows(self, moment: datetime, wall: datetime) -> bool:
+        return moment.astimezone(self.tz).replace(tzinfo=None) == wall
+
+    def _label(self, local: datetime) -> datetime:
+        """The naive local wall time at which the period holding ``local`` begins."""
+        if self.period == "hour":
+            return local.replace(minute=0, second=0, microsecond=0, tzinfo=None)
+        day = datetime.combine(local.date(), datetime.min.time())
+        if self.period == "week":
+            return day - timedelta(days=local.weekday())
+        if self.period == "month":
+            return day.replace(day=1)
+        return day
+
+    def _calendar_start(self, wall: datetime) -> datetime:
+        # The first instant showing `wall` (fold 0); in a gap, the gap's end (zoneinfo maps a
+        # skipped time with fold=0 through the offset before the transition).
+        start = self._instant(wall, 0)
+        if self._shows(start, wall):
+            return start
+        return self._gap_end(wall)  # skipped by a daylight-saving gap
+
+    def _gap_end(self, wall: datetime) -> datetime:
+        # The first instant whose wall time is at or after `wall`, a time a gap skips: the
+        # transition (at a whole second), found from the instant fold=1 maps it to (before
+        # the gap, through the offset after it) by quarter hours, then by halving.
+        low = self._instant(wall, 1)
+        high = low
+        while high.astimezone(self.tz).replace(tzinfo=None) < wall:
+            low, high = high, high + _QUARTER
+        while high - low > timedelta(seconds=1):
+            middle = low + (high - low) // 2
+            if middle.astimezone(self.tz).replace(tzinfo=None) < wall:
+                low = middle
+            else:
+                high = middle
+        return high.replace(microsecond=0)
+
+    def start_of(self, moment: datetime) -> datetime:
+        """The start of the period holding the aware datetime ``moment`` (UTC)."""
+        moment = _aware(moment, "moment")
+        if isinstance(self.period, timedelta):
+            assert self.anchor is not None
+            return self.anchor + ((moment - self.anchor) // self.period) * self.period
+        local = moment.astimezone(self.tz)
+        wall = self._label(local)
+        if self.period != "hour":
+            return self._calendar_start(wall)
+        # An hour: the latest instant <= moment showing HH:00 (two when clocks go back).
+        shown = [
+            instant
+            for instant in (self._instant(wall, 0), self._instant(wall, 1))
+            if instant <= moment and self._shows(instant, wall)
+        ]
+        if shown:
+            return max(shown)
+        return self._gap_end(wall)
+
+    def next_start(self, start: datetime) -> datetime:
+        """The start of the period after the one starting at ``start``."""
+        start = _aware(start, "start")
+        if isinstance(self.period, timedelta):
+            return start + self.period
+        if self.period == "hour":
+            probe = start
+            while True:
+                probe += _QUARTER
+                following = self.start_of(probe)
+                if following > start:
+                    return following
+        wall = self._label(start.astimezone(self.tz))
+        if self.period == "day":
+            wall += timedelta(days=1)
+        elif self.period == "week":
+            wall += timedelta(days=7)
+        else:
+            wall = (wall.replace(day=28) + timedelta(days=4)).replace(day=1)
+        return self._calendar_start(wall)
+
+    def previous_start(self, start: datetime) -> datetime:
+        """The start of the period before the one starting at ``start``."""
+        return self.start_of(_aware(start, "start") - _EPSILON)
+
+    def period_id(self, start: datetime) -> str:
+        """The period's name in keys: ``2026-11-23T14+0100`` (hour), ``2026-11-23`` (day),
+        ``2026-W48`` (ISO week), ``2026-11`` (month), ``2026-11-23T143000+0100`` (the local
+        start of a timedelta period)."""
+        local = _aware(start, "start").astimezone(self.tz)
+        if self.period == "hour":
+            return local.strftime("%Y-%m-%dT%H%z")
+        if self.period == "day":
+            return local.strftime("%Y-%m-%d")
+        if self.period == "week":
+            year, week, _ = local.isocalendar()
+            return f"{year}-W{week:02d}"
+        if self.period == "month":
+            return local.strftime("%Y-%m")
+        return local.strftime("%Y-%m-%dT%H%M%S%z")
+
+
+def _check_keep(keep: int) -> int:
+    if isinstance(keep, bool) or not isinstance(keep, int):
+        raise TypeError(f"keep must be an int, not {type(keep).__name__}")
+    if keep < 1:
+        raise ValueError("keep must be at least 1 (the current period)")
+    return keep
+
+
+def _check_grace(grace: timedelta) -> timedelta:
+    if not isinstance(grace, timedelta):
+        raise TypeError(f"grace must be a timedelta, not {type(grace).__name__}")
+    if grace < timedelta(0):
+        raise ValueError("grace must not be negative")
+    return grace
+
+
+# --- periodic boards ----------------------------------------------------------------------------
+# Each class below is written once: its methods that talk to Redis are plans (see _plans), run
+# as plain methods by the sync classes at the end of this module and as coroutines by their
+# asyncio twins (_seasons_asyncio).
+
+B = TypeVar("B", bound="PeriodState")
+T = TypeVar("T")
+
+
+class PeriodicBase(Generic[B]):
+    """A periodic board (:class:`PeriodicLeaderboard`, sync or asyncio): the periods, the
+    clock, the boards, and the guide's methods on the current period's board."""
+
+    board_class: type[B]
+    client_class: Any  # the public class's
+
+    def __init__(
+        self,
+        redis_client: Any = None,
+        key: str = "leaderboard:demo",
+        period: Period = "day",
+        *,
+        tz: Union[str, tzinfo] = "UTC",
+        keep: int = 2,
+        max_entries: Optional[int] = 100,
+        order: Order = "desc",
+        ties: Ties = "lexicographic",
+        grace: timedelta = timedelta(0),
+        anchor: Optional[datetime] = None,
+        clock: Optional[Clock] = None,
+        url: Optional[str] = None,
+        submission_ttl: float = 86400,
+        rate_limit: Optional[tuple[int, float]] = None,
+        events: bool = False,
+        events_maxlen: int = 10000,
+    ) -> None:
+        if not isinstance(key, str) or not key:
+            raise ValueError("key must be a non-empty str")
+        # Every period's board has the guards: idempotency, rate limit, events.
+        self.guards: dict[str, Any] = {
+            "submission_ttl": submission_ttl,
+            "rate_limit": rate_limit,
+            "events": events,
+            "events_maxlen": events_maxlen,
+        }
+        _core.Board(key, max_entries, order=order, ties=ties, **self.guards)  # validates them
+        self.periods_of = Periods(period, tz, anchor)
+        self.keep = _check_keep(keep)
+        self.grace = _check_grace(grace)
+        if clock is not None and not callable(clock):
+            raise TypeError("clock must be a callable returning an aware datetime")
+        self.clock: Clock = clock or _system_clock
+        self.redis = make_client(redis_client, url, self.client_class)
+        self.key = key
+        self.max_entries = max_entries
+        self.order: Order = order
+        self.ties: Ties = ties
+        self._boards: dict[datetime, B] = {}
+        # The current period's board: while the clock is within its bounds, current() needs
+        # no period arithmetic (the time zone's rules).
+        self._current: Optional[B] = None
+
+    @property
+    def period(self) -> Period:
+        return self.periods_of.period
+
+    @property
+    def tz(self) -> tzinfo:
+        return self.periods_of.tz
+
+    def now(self) -> datetime:
+        """The clock's time (an aware datetime, UTC)."""
+        return _aware(self.clock(), "clock()")
+
+    def expire_at(self, start: datetime) -> datetime:
+        """When the period starting at ``start`` expires: once ``keep`` newer periods... the
+        start of the ``keep``-th period after it, and never before its end plus ``grace``."""
+        end = self.periods_of.next_start(start)
+        deadline = end
+        for _ in range(self.keep - 1):
+            deadline = self.periods_of.next_start(deadline)
+        return max(deadline, end + self.grace)
+
+    def _board_at(self, start: datetime) -> B:
+        board = self._boards.get(start)
+        if board is None:
+            if len(self._boards) > 2 * self.keep + 8:
+                self._boards.clear()
+                self._current = None
+            board = self.board_class(
+                self.redis,
+                key=f"{self.key}:{self.periods_of.period_id(start)}",
+                max_entries=self.max_entries,
+                order=self.order,
+                ties=self.ties,
+                guards=self.guards,
+                periodic=self,
+                start=start,
+            )
+            self._boards[start] = board
+        return board
+
+    def current(self) -> B:
+        """The board of the period the clock is in now."""
+        now = self.now()
+        board = self._current
+        if board is not None and board.start <= now < board.end:
+            return board
+        board = self._board_at(self.periods_of.start_of(now))
+        self._current = board
+        return board
+
+    def at(self, when: datetime) -> B:
+        """The board of the period holding the aware datetime ``when`` (any period: reading an
+        expired one finds it empty; writing checks ``grace``)."""
+        return self._board_at(self.periods_of.start_of(when))
+
+    def previous(self, n: int = 1) -> B:
+        """The board of the ``n``-th period before the current one."""
+        if isinstance(n, bool) or not isinstance(n, int):
+            raise TypeError(f"n must be an int, not {type(n).__name__}")
+        if n < 0:
+            raise ValueError("n must not be negative")
+        start = self.periods_of.start_of(self.now())
+        for _ in range(n):
+            start = self.periods_of.previous_start(start)
+        return self._board_at(start)
+
+    def periods(self) -> list[str]:
+        """The ids of the kept periods, newest (the current one) first."""
+        start = self.periods_of.start_of(self.now())
+        ids = [self.periods_of.period_id(start)]
+        for _ in range(self.keep - 1):
+            start = self.periods_of.previous_start(start)
+            ids.append(self.periods_of.period_id(start))
+        return ids
+
+    def next_reset(self) -> datetime:
+        """When the current period ends (the next one begins): an aware datetime in ``tz``."""
+        start = self.periods_of.start_of(self.now())
+        return self.periods_of.next_start(start).astimezone(self.tz)
+
+    def period_id(self, when: Optional[datetime] = None) -> str:
+        """The id of the period holding ``when`` (default: now)."""
+        moment = self.now() if when is None else when
+        return self.periods_of.period_id(self.periods_of.start_of(moment))
+
+    def __repr__(self) -> str:
+        return (
+            f"{self._display_name}(key={self.key!r}, period={self.period!r}, "
+            f"tz={str(self.tz)!r}, keep={self.keep}, max_entries={self.max_entries})"
+        )
+
+    @property
+    def _display_name(self) -> str:
+        return _display_name(self)
+
+    def _group_member(self, mode: str) -> tuple[Any, str, int]:
+        """As one of a :class:`LeaderboardGroup`'s boards: the current period's board."""
+        return (self.current()._board, mode, 0)
+
+    # -- the guide's methods, on the current period's board --------------------------------
+
+    @plan
+    def upsert_user(
+        self, user_id: str, score: float, metadata: Optional[Mapping[str, Any]] = None
+    ) -> Plan[WriteResult]:
+        """As :meth:`RedisLeaderboard.upsert_user`, on the current period's board."""
+        return (yield from PeriodState.upsert_user.plan(self.current(), user_id, score, metadata))
+
+    @plan
+    def increment_score(
+        self, user_id: str, amount: float, metadata: Optional[Mapping[str, Any]] = None
+    ) -> Plan[WriteResult]:
+        """As :meth:`RedisLeaderboard.increment_score`, on the current period's board."""
+        board = self.current()
+        return (yield from PeriodState.increment_score.plan(board, user_id, amount, metadata))
+
+    @plan
+    def submit(
+        self,
+        user_id: str,
+        score: float,
+        metadata: Optional[Mapping[str, Any]] = None,
+        *,
+        mode: WriteMode = "set",
+        submission_id: Optional[str] = None,
+        retries: int = 2,
+    ) -> Plan[SubmitResult]:
+        """As :meth:`RedisLeaderboard.submit`, on the current period's board; the result says
+        the ``"period"`` written. A ``submission_id`` is the periodic board's, whatever the
+        period: a resend after the period changed writes nothing and returns the first
+        result (``"duplicate": True``, ``"period"`` the first write's)."""
+        return (
+            yield from PeriodState.submit.plan(
+                self.current(),
+                user_id,
+                score,
+                metadata,
+                mode=mode,
+                submission_id=submission_id,
+                retries=retries,
+            )
+        )
+
+    @plan
+    def get_top(self, count: int = 10) -> Plan[list[Entry]]:
+        """The current period's :meth:`RedisLeaderboard.get_top`."""
+        result: list[Entry] = yield self.current()._board.get_top(count)
+        return result
+
+    @plan
+    def get_around_rank(self, rank: int, count: int = 5) -> Plan[list[Entry]]:
+        """The current period's :meth:`RedisLeaderboard.get_around_rank`."""
+        result: list[Entry] = yield self.current()._board.get_around_rank(rank, count)
+        return result
+
+    @plan
+    def get_rank(self, user_id: str) -> Plan[Optional[int]]:
+        """The current period's :meth:`RedisLeaderboard.get_rank`."""
+        result: Optional[int] = yield self.current()._board.get_rank(user_id)
+        return result
+
+    @plan
+    def get_user_metadata(self, user_id: str) -> Plan[dict[str, str]]:
+        """The current period's :meth:`RedisLeaderboard.get_user_metadata`."""
+        result: dict[str, str] = yield self.current()._board.get_user_metadata(user_id)
+        return result
+
+    @plan
+    def get_user_entry(self, user_id: str) -> Plan[Optional[Entry]]:
+        """The current period's :meth:`RedisLeaderboard.get_user_entry`."""
+        result: Optional[Entry] = yield self.current()._board.get_user_entry(user_id)
+        return result
+
+    @plan
+    def list_all(self) -> Plan[list[Entry]]:
+        """The current period's :meth:`RedisLeaderboard.list_all`."""
+        result: list[Entry] = yield self.current()._board.list_all()
+        return result
+
+    @plan
+    def get_size(self) -> Plan[int]:
+        """The current period's :meth:`RedisLeaderboard.get_size`."""
+        result: int = yield self.current()._board.get_size()
+        return result
+
+    @plan
+    def delete_user(self, user_id: str) -> Plan[bool]:
+        """The current period's :meth:`RedisLeaderboard.delete_user`."""
+        result: bool = yield self.current()._board.delete_user(user_id)
+        return result
+
+    @plan
+    def get_around_user(self, user_id: str, count: int = 5) -> Plan[list[Entry]]:
+        """The current period's :meth:`RedisLeaderboard.get_around_user`."""
+        result: list[Entry] = yield self.current()._board.get_around_user(user_id, count)
+        return result
+
+    @plan
+    def get_page(self, page: int, page_size: int = 10) -> Plan[Page]:
+        """The current period's :meth:`RedisLeaderboard.get_page`."""
+        result: Page = yield self.current()._board.get_page(page, page_size)
+        return result
+
+    @plan
+    def get_entries(self, user_ids: Iterable[str]) -> Plan[list[Optional[Entry]]]:
+        """The current period's :meth:`RedisLeaderboard.get_entries`."""
+        result: list[Optional[Entry]] = yield self.current()._board.get_entries(user_ids)
+        return result
+
+    @plan
+    def get_by_score(
+        self, min_score: float, max_score: float, *, offset: int = 0, limit: int = 100
+    ) -> Plan[list[Entry]]:
+        """The current period's :meth:`RedisLeaderboard.get_by_score`."""
+        board = self.current()._board
+        result: list[Entry] = yield board.get_by_score(
+            min_score, max_score, offset=offset, limit=limit
+        )
+        return result
+
+    @plan
+    def count_by_score(self, min_score: float, max_score: float) -> Plan[int]:
+        """The current period's :meth:`RedisLeaderboard.count_by_score`."""
+        result: int = yield self.current()._board.count_by_score(min_score, max_score)
+        return result
+
+    @plan
+    def rank_for_score(self, score: float) -> Plan[int]:
+        """The current period's :meth:`RedisLeaderboard.rank_for_score`."""
+        result: int = yield self.current()._board.rank_for_score(score)
+        return result
+
+    @plan
+    def get_percentile(self, user_id: str) -> Plan[Optional[float]]:
+        """The current period's :meth:`RedisLeaderboard.get_percentile`."""
+        result: Optional[float] = yield self.current()._board.get_percentile(user_id)
+        return result
+
+    @plan
+    def score_at_percentile(self, p: float) -> Plan[Optional[float]]:
+        """The current period's :meth:`RedisLeaderboard.score_at_percentile`."""
+        result: Optional[float] = yield self.current()._board.score_at_percentile(p)
+        return result
+
+    @plan
+    def get_histogram(
+        self,
+        bins: int = 10,
+        *,
+        min_score: Optional[float] = None,
+        max_score: Optional[float] = None,
+    ) -> Plan[list[HistogramBin]]:
+        """The current period's :meth:`RedisLeaderboard.get_histogram`."""
+        board = self.current()._board
+        result: list[HistogramBin] = yield board.get_histogram(
+            bins, min_score=min_score, max_score=max_score
+        )
+        return result
+
+    def events(
+        self, last_id: str = "$", *, block: Optional[float] = None, count: int = EVENTS_BATCH
+    ) -> Any:
+        """The current period's :meth:`RedisLeaderboard.events` (an ``EventStream``; under
+        asyncio an ``AsyncEventStream``): the change events of the period current when it is
+        called, from its stream ``f"{key}:{period_id}:events"`` (``events=True`` on the
+        periodic board). A stream follows that one period: after a rollover the new period's
+        writes go to the new period's stream, which this one never shows (it waits, or ends
+        once ``block`` passes without an event); to follow the board across periods, open
+        ``events("0")`` again after :meth:`next_reset` (``"0"``: from the new period's first
+        event). A period's stream expires with the period's other keys."""
+        stream: Any = self.current().events(  # type: ignore[attr-defined]  # the board class's
+            last_id, block=block, count=count
+        )
+        return stream
+
+
+def _display_name(obj: object) -> str:
+    """The class's name in reprs: ``redis_leaderboard.asyncio.<name>`` for the asyncio twins."""
+    name = type(obj).__name__
+    return f"redis_leaderboard.asyncio.{name}" if isinstance(obj, AsyncDriven) else name
+
+
+class PeriodState:
+    """A period's board (:class:`PeriodBoard`, sync or asyncio): its period's id, bounds and
+    deadline, and the writes, refused once the period takes no more."""
+
+    _board: _core.Board
+
+    def __init__(
+        self,
+        redis_client: Any,
+        key: str,
+        max_entries: Optional[int],
+        *,
+        order: Order,
+        ties: Ties,
+        guards: Mapping[str, Any],
+        periodic: PeriodicBase[Any],
+        start: datetime,
+    ) -> None:
+        self.periodic = periodic
+        self.start = start
+        self.end = periodic.periods_of.next_start(start)
+        self.period = periodic.periods_of.period_id(start)
+        self.expires = periodic.expire_at(start)
+        super().__init__(  # type: ignore[call-arg]  # the board class after this one
+            redis_client,
+            key,
+            max_entries,
+            order=order,
+            ties=ties,
+            _expire_at=_millis(self.expires),
+            # A submission id belongs to the submission, not to the period it landed on: every
+            # period records ids under the periodic board's key, so a resend after a boundary
+            # finds the first write's record and returns its result (and period).
+            _submission_scope=periodic.key,
+            **guards,
+        )
+
+    def check_writable(self) -> None:
+        """:class:`PeriodClosed` (a ValueError; before anything is sent) if the clock says this
+        period no longer (or not yet) takes writes: it ended more than ``grace`` ago, or it has
+        not begun."""
+        now = self.periodic.now()
+        if now < self.start:
+            raise _core.PeriodClosed(
+                f"period {self.period} of {self.periodic.key!r} begins at "
+                f"{self.start.astimezone(self.periodic.tz).isoformat()}; the clock says "
+                f"{now.astimezone(self.periodic.tz).isoformat()}"
+            )
+        if now >= self.end + self.periodic.grace:
+            raise _core.PeriodClosed(
+                f"period {self.period} of {self.periodic.key!r} ended at "
+                f"{self.end.astimezone(self.periodic.tz).isoformat()} and takes no writes after "
+                f"{(self.end + self.periodic.grace).astimezone(self.periodic.tz).isoformat()} "
+                f"(grace {self.periodic.grace}); the clock says "
+                f"{now.astimezone(self.periodic.tz).isoformat()}"
+            )
+
+    def _group_member(self, mode: str) -> tuple[Any, str, int]:
+        """As one of a :class:`LeaderboardGroup`'s boards, if the period takes writes."""
+        self.check_writable()
+        return (self._board, mode, 0)
+
+    @plan
+    def upsert_user(
+        self, user_id: str, score: float, metadata: Optional[Mapping[str, Any]] = None
+    ) -> Plan[WriteResult]:
+        """As :meth:`RedisLeaderboard.upsert_user`, if the period takes writes."""
+        self.check_writable()
+        result: WriteResult = yield self._board.upsert_user(user_id, score, metadata)
+        return result
+
+    @plan
+    def increment_score(
+        self, user_id: str, amount: float, metadata: Optional[Mapping[str, Any]] = None
+    ) -> Plan[WriteResult]:
+        """As :meth:`RedisLeaderboard.increment_score`, if the period takes writes."""
+        self.check_writable()
+        result: WriteResult = yield self._board.increment_score(user_id, amount, metadata)
+        return result
+
+    @plan
+    def submit(
+        self,
+        user_id: str,
+        score: float,
+        metadata: Optional[Mapping[str, Any]] = None,
+        *,
+        mode: WriteMode = "set",
+        submission_id: Optional[str] = None,
+        retries: int = 2,
+    ) -> Plan[SubmitResult]:
+        """As :meth:`RedisLeaderboard.submit`, if the period takes writes."""
+        self.check_writable()
+        operation = self._board.submit(
+            user_id, score, metadata, mode=mode, submission_id=submission_id, retries=retries
+        )
+        result: SubmitResult = yield operation
+        return result
+
+    @plan
+    def upsert_many(
+        self,
+        entries: Iterable[BulkEntry],
+        *,
+        chunk_size: int = DEFAULT_CHUNK_SIZE,
+        progress: Optional[Callable[[int], None]] = None,
+        retries: int = 2,
+    ) -> Plan[ImportSummary]:
+        """As :meth:`RedisLeaderboard.upsert_many`, if the period takes writes."""
+        self.check_writable()
+        return (
+            yield from Leaderboard.upsert_many.plan(
+                self, entries, chunk_size=chunk_size, progress=progress, retries=retries
+            )
+        )
+
+    def __repr__(self) -> str:
+        return f"{_display_name(self)}(key={self._board.key!r}, expires={self.expires.isoformat()})"
+
+
+# --- rolling windows ----------------------------------------------------------------------------
+
+
+def _whole_millis(value: timedelta, what: str) -> int:
+    if not isinstance(value, timedelta):
+        raise TypeError(f"{what} must be a timedelta, not {type(value).__name__}")
+    if value <= timedelta(0) or value % timedelta(milliseconds=1):
+        raise ValueError(f"{what} must be a positive whole number of milliseconds")
+    return value // timedelta(milliseconds=1)
+
+
+class RollingState:
+    """A rolling window (:class:`RollingLeaderboard`, sync or asyncio): the window, its
+    buckets, the clock, and the writes; the reads are the board class's, each run after the
+    window's refresh."""
+
+    _window: _core.Window
+    clock: Clock
+    redis: Any
+    _run: Callable[[_core.Operation[Any]], Any]
+
+    def __init__(
+        self,
+        redis_client: Any = None,
+        key: str = "leaderboard:demo",
+        window: timedelta = timedelta(days=7),
+        bucket: timedelta = timedelta(hours=1),
+        aggregate: Aggregate = "sum",
+        max_entries: Optional[int] = 100,
+        *,
+        order: Order = "desc",
+        clock: Optional[Clock] = None,
+        url: Optional[str] = None,
+        submission_ttl: float = 86400,
+    ) -> None:
+        super().__init__(  # type: ignore[call-arg]  # the board class after this one
+            redis_client, key, max_entries, url=url, order=order, submission_ttl=submission_ttl
+        )
+        bucket_ms = _whole_millis(bucket, "bucket")
+        window_ms = _whole_millis(window, "window")
+        if window_ms % bucket_ms:
+            raise ValueError("window must be a whole number of buckets")
+        self._window = _core.Window(
+            key,
+            bucket_ms,
+            window_ms,
+            aggregate=aggregate,
+            max_entries=max_entries,
+            order=order,
+            submission_ttl=submission_ttl,
+        )
+        if clock is not None and not callable(clock):
+            raise TypeError("clock must be a callable returning an aware datetime")
+        self.clock = clock or _system_clock
+        run = self.redis.run
+        self._run = lambda read: run(self._refreshed(read))
+
+    @property
+    def window(self) -> timedelta:
+        """How far back the board looks."""
+        return timedelta(milliseconds=self._window.window_ms)
+
+    @property
+    def bucket(self) -> timedelta:
+        """The length of a bucket: the window slides by whole buckets."""
+        return timedelta(milliseconds=self._window.bucket_ms)
+
+    @property
+    def aggregate(self) -> str:
+        """How a user's bucket scores combine: ``"sum"``, ``"max"`` or ``"min"``."""
+        return self._window.aggregate
+
+    def now(self) -> datetime:
+        return _aware(self.clock(), "clock()")
+
+    def bucket_at(self, when: Optional[datetime] = None) -> int:
+        """The bucket holding ``when`` (default: now): unix ms // bucket length."""
+        moment = self.now() if when is None else _aware(when, "when")
+        return _millis(moment) // self._window.bucket_ms
+
+    def bucket_start(self, bucket: int) -> datetime:
+        """When bucket ``bucket`` begins (UTC)."""
+        return _EPOCH + timedelta(milliseconds=bucket * self._window.bucket_ms)
+
+    def window_start(self) -> datetime:
+        """The start of the oldest bucket in the window now: scores written before it are out."""
+        return self.bucket_start(self.bucket_at() - self._window.buckets + 1)
+
+    def _refreshed(self, read: _core.Operation[T]) -> _core.Operation[T]:
+        return self._window.refreshed(self.bucket_at(), read)
+
+    @staticmethod
+    def _entry(result: SubmitResult) -> WriteResult:
+        if result["rank"] is None:  # the write itself was trimmed away: no "rank"
+            return {
+                "user_id": result["user_id"],
+                "score": result["score"],
+                "metadata": result["metadata"],
+                "trimmed_user_ids": result["trimmed_user_ids"],
+            }
+        return {
+            "rank": result["rank"],
+            "user_id": result["user_id"],
+            "score": result["score"],
+            "metadata": result["metadata"],
+            "trimmed_user_ids": result["trimmed_user_ids"],
+        }
+
+    def _refuse(self, method: str) -> TypeError:
+        return TypeError(
+            f"{method}() does not apply to a rolling window ({self._window.key!r}): its scores "
+            "land in the bucket of the moment, one write at a time (submit, upsert_user, "
+            "increment_score), and its max_entries is fixed when it is opened"
+        )
+
+    def _group_member(self, mode: str) -> tuple[Any, str, int]:
+        """As one of a :class:`LeaderboardGroup`'s boards: the bucket of the moment."""
+        return (self._window, mode, self.bucket_at())
+
+    @plan
+    def submit(
+        self,
+        user_id: str,
+        score: float,
+        metadata: Optional[Mapping[str, Any]] = None,
+        *,
+        mode: WriteMode = "set",
+        submission_id: Optional[str] = None,
+        retries: int = 2,
+    ) -> Plan[SubmitResult]:
+        """Write ``score`` to the user's score in the current bucket (``mode`` as
+        :meth:`RedisLeaderboard.submit`, within the bucket) and merge ``metadata``; the result
+        is about the window's board: the user's aggregate, rank, previous ones, and who the
+        write pushed out of its ``max_entries``.
+
+        ``submission_id`` and ``retries`` as :meth:`RedisLeaderboard.submit`: the write applies
+        once per id within ``submission_ttl`` (the id is the window's, whatever the bucket: a
+        repeat in a later bucket writes nothing and returns the stored result with
+        ``"duplicate": True``)."""
+        operation, results = _core.group_submit(  # positional: cheaper than keywords
+            [(self._window, mode, self.bucket_at())],
+            user_id,
+            score,
+            metadata,
+            submission_id,
+            retries,
+        )
+        yield operation
+        result: SubmitResult = results()[0]
+        return result
+
+    @plan
+    def upsert_user(
+        self, user_id: str, score: float, metadata: Optional[Mapping[str, Any]] = None
+    ) -> Plan[WriteResult]:
+        """Set the user's score in the current bucket; returns the window's entry."""
+        return self._entry((yield from RollingState.submit.plan(self, user_id, score, metadata)))
+
+    @plan
+    def increment_score(
+        self, user_id: str, amount: float, metadata: Optional[Mapping[str, Any]] = None
+    ) -> Plan[WriteResult]:
+        """Add ``amount`` to the user's score in the current bucket; returns the window's
+        entry."""
+        written = yield from RollingState.submit.plan(self, user_id, amount, metadata, mode="incr")
+        return self._entry(written)
+
+    @plan
+    def delete_user(self, user_id: str) -> Plan[bool]:
+        """Remove the user from the window's board, from every bucket, and its metadata."""
+        result: bool = yield self._window.delete_user(self.bucket_at(), user_id)
+        return result
+
+    @plan
+    def clear(self) -> Plan[None]:
+        """Remove every bucket, the window's board and the metadata of everyone in them."""
+        yield self._window.clear(self.bucket_at())
+
+    @plan
+    def set_max_entries(self, max_entries: Optional[int]) -> Plan[list[str]]:
+        """Refused (``TypeError``): a window's max_entries is fixed when it is opened."""
+        raise self._refuse("set_max_entries")  # at the call: no step to run
+
+    @plan
+    def upsert_many(
+        self,
+        entries: Iterable[BulkEntry],
+        *,
+        chunk_size: int = DEFAULT_CHUNK_SIZE,
+        progress: Optional[Callable[[int], None]] = None,
+        retries: int = 2,
+    ) -> Plan[ImportSummary]:
+        """Refused (``TypeError``): a window's scores land one write at a time."""
+        raise self._refuse("upsert_many")
+
+    def __repr__(self) -> str:
+        return (
+            f"{_display_name(self)}(key={self._window.key!r}, window={self.window!r}, "
+            f"bucket={self.bucket!r}, aggregate={self.aggregate!r}, "
+            f"max_entries={self._window.max_entries})"
+        )
+
+
+# --- one write, many boards ---------------------------------------------------------------------
+
+GroupMode = Union[WriteMode, Mapping[str, WriteMode]]
+
+
+class GroupBase:
+    """A group (:class:`LeaderboardGroup`, sync or asyncio): the boards and the write."""
+
+    client_class: Any  # the public class's
+
+    def __init__(self, redis_client: Any, boards: Sequence[Any], *, url: Optional[str] = None):
+        boards = list(boards)
+        if not boards:
+            raise ValueError("a group needs at least one board")
+        keys = []
+        for board in boards:
+            # A board joins a group by having _group_member(); sharded boards have none (their
+            # shards are in other slots, one script cannot write them).
+            same_api = isinstance(board, AsyncDriven) == isinstance(self, AsyncDriven)
+            if not hasattr(board, "_group_member") or not same_api:
+                raise TypeError(
+                    "a group's boards are RedisLeaderboard, PeriodicLeaderboard or "
+                    f"RollingLeaderboard objects of the same API (sync or asyncio), not "
+                    f"{type(board).__name__}"
+                )
+            keys.append(board.key)
+        if len(set(keys)) != len(keys):
+            raise ValueError(f"a board is twice in the group: {keys}")
+        self.boards = boards
+        self.keys = keys
+        self.redis = make_client(redis_client, url, self.client_class)
+
+    def _request(
+        self,
+        user_id: str,
+        score: float,
+        metadata: Any,
+        mode: GroupMode,
+        submission_id: Optional[str] = None,
+        retries: int = 2,
+    ) -> tuple[_core.Operation[Any], Any]:
+        modes: Mapping[str, Any]
+        if isinstance(mode, str):
+            modes = dict.fromkeys(self.keys, mode)
+        elif isinstance(mode, Mapping):
+            missing = [k for k in self.keys if k not in mode]
+            extra = [k for k in mode if k not in self.keys]
+            if missing or extra:
+                raise ValueError(
+                    f"mode must name every board of the group: missing {missing}, unknown {extra}"
+                )
+            modes = mode
+        else:
+            raise TypeError(f"mode must be a str or a mapping of keys to str, not {mode!r}")
+        members = [board._group_member(modes[board.key]) for board in self.boards]
+        return _core.group_submit(members, user_id, score, metadata, submission_id, retries)
+
+    @plan
+    def submit(
+        self,
+        user_id: str,
+        score: float,
+        metadata: Optional[Mapping[str, Any]] = None,
+        *,
+        mode: GroupMode = "set",
+        submission_id: Optional[str] = None,
+        retries: int = 2,
+    ) -> Plan[dict[str, SubmitResult]]:
+        """Returns ``{board key: submit()'s result}`` (a periodic board's with ``"period"``, the
+        period written; a rolling window's about the window's board).
+
+        ``submission_id``: every board applies the write once, as its own
+        :meth:`RedisLeaderboard.submit` with that id would (its record
+        ``f"{board key}:submission:{id}"``, kept for that board's ``submission_ttl``), all in
+        the one atomic script: a repeat writes nothing and returns each board's stored result
+        with ``"duplicate": True`` (``False`` the first time). A write whose reply was lost is
+        resent on a new connection, at most ``retries`` times, then raises
+        ``ConnectionError``. The id belongs to the submission, not to the period it landed on:
+        a periodic board records it under its own key, so a repeat after the period changed
+        returns the first result, its ``"period"`` the first write's. An id applied for
+        another user or payload raises :class:`SubmissionIdReused` and writes nothing.
+
+        Redis cost: one round trip, one script (every board planned, then written); per board,
+        a plain write's commands (O(log N) each) plus a GET and a SET of its id's record."""
+        operation, results = self._request(user_id, score, metadata, mode, submission_id, retries)
+        yield operation
+        return dict(zip(self.keys, results()))
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.keys!r})"
