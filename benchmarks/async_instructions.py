@@ -59,7 +59,11 @@ def worker(host: str, port: int, mode: str, n: int, method: str, loop_name: str)
     import redis_leaderboard
     import redis_leaderboard.asyncio
 
-    args: tuple[Any, ...] = {"get_size": (), "upsert_user": (USER, 5.0, META)}.get(method, (USER,))
+    args: tuple[Any, ...] = {
+        "get_size": (),
+        "get_top": (10,),
+        "upsert_user": (USER, 5.0, META),
+    }.get(method, (USER,))
     if mode == "sync":
         board = redis_leaderboard.RedisLeaderboard(
             redis_leaderboard.Client(host=host, port=port), key="lb"

@@ -21,10 +21,13 @@ class; reading one on a class that is neither raises ``TypeError``.
 """
 
 from __future__ import annotations
+import __future__
 
+import ast
 import asyncio
 import functools
 import inspect
+import textwrap
 from typing import (
     Any,
     Callable,
@@ -33,6 +36,7 @@ from typing import (
     Generator,
     Generic,
     Iterator,
+    Optional,
     ParamSpec,
     Protocol,
     TypeVar,
@@ -160,18 +164,75 @@ def _install(cls: type, sync: bool) -> None:
     for name in dir(cls):
         attribute = inspect.getattr_static(cls, name)
         if isinstance(attribute, one_trip):
+            _show_result(attribute.function)
             setattr(cls, name, attribute.function if sync else _async_one_trip(attribute.function))
         elif isinstance(attribute, plan):
+            _show_result(attribute.function)
             make = _sync_plan if sync else _async_plan
             setattr(cls, name, make(attribute.function))
 
 
+def _show_result(function: Callable[..., Any]) -> None:
+    """The return annotation a reader (``help()``, ``inspect.signature``, the API reference)
+    should see: ``Sent[X]`` and ``Plan[X]`` are how a method is written, X what it gives (the
+    awaited result of the asyncio method)."""
+    annotations = function.__annotations__
+    result = annotations.get("return")
+    for wrapper in ("Sent[", "Plan["):
+        if isinstance(result, str) and result.startswith(wrapper) and result.endswith("]"):
+            annotations["return"] = result[len(wrapper) : -1]
+
+
 def _async_one_trip(function: Callable[..., Any]) -> Callable[..., Any]:
+    coroutine = _awaiting_copy(function)
+    if coroutine is not None:
+        return coroutine
+
     @functools.wraps(function)
     async def method(self: Any, *args: Any, **kwargs: Any) -> Any:
         return await function(self, *args, **kwargs)
 
     return method
+
+
+def _awaiting_copy(function: Callable[..., Any]) -> Optional[Callable[..., Any]]:
+    """``function`` as a coroutine function that awaits what it returns, compiled from its own
+    source: the asyncio method then runs the very code of a hand-written
+    ``return await self._run(...)``, with no wrapper's call in between (a wrapper costs about
+    5% of an asyncio call's client CPU). None when that cannot be done faithfully (no source,
+    or a closure: the copy would not see the same names); the caller then wraps."""
+    code = function.__code__
+    if code.co_freevars:
+        return None
+    try:
+        source = textwrap.dedent(inspect.getsource(function))
+    except (OSError, TypeError):
+        return None
+    node = ast.parse(source).body[0]
+    if not isinstance(node, ast.FunctionDef):
+        return None
+    inner = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
+    if any(isinstance(child, inner) for child in ast.walk(node) if child is not node):
+        return None
+    for child in ast.walk(node):
+        if isinstance(child, ast.Return) and child.value is not None:
+            child.value = ast.copy_location(ast.Await(value=child.value), child.value)
+    copy = ast.AsyncFunctionDef(**{**vars(node), "decorator_list": []})
+    module = ast.Module(body=[copy], type_ignores=[])
+    # Its lines are the source's, so a traceback shows the method's own lines: the source
+    # begins at the first decorator, the code's first line.
+    ast.increment_lineno(module, code.co_firstlineno - 1)
+    compiled = compile(
+        ast.fix_missing_locations(module),
+        code.co_filename,
+        "exec",
+        flags=__future__.annotations.compiler_flag,
+        dont_inherit=True,
+    )
+    namespace: dict[str, Any] = {}
+    exec(compiled, function.__globals__, namespace)
+    coroutine: Callable[..., Any] = namespace[node.name]
+    return functools.update_wrapper(coroutine, function)
 
 
 def _sync_plan(function: Callable[..., Plan[Any]]) -> Callable[..., Any]:

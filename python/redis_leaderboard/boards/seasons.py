@@ -14,6 +14,7 @@ sent; the server only enforces the keys' deadlines. See README, "Seasons and win
 
 from __future__ import annotations
 
+import functools
 from datetime import datetime, timedelta, timezone, tzinfo
 from typing import (
     Any,
@@ -23,6 +24,7 @@ from typing import (
     Literal,
     Mapping,
     Optional,
+    ParamSpec,
     Sequence,
     TypeVar,
     Union,
@@ -30,14 +32,11 @@ from typing import (
 from zoneinfo import ZoneInfo
 
 from .. import _core
-from .._drive import AsyncDriven, Plan, plan
+from .._drive import AsyncDriven, Plan, Runner, Sent, one_trip, plan
 from .._types import (
     BulkEntry,
-    Entry,
-    HistogramBin,
     ImportSummary,
     Order,
-    Page,
     SubmitResult,
     Ties,
     WriteMode,
@@ -264,6 +263,21 @@ def _check_grace(grace: timedelta) -> timedelta:
 
 B = TypeVar("B", bound="PeriodState")
 T = TypeVar("T")
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+def on_current(method: one_trip[P, R]) -> one_trip[P, R]:
+    """A periodic board's ``method``: the plain board's one-trip ``method`` run on its current
+    period's board (same parameters, result and Redis cost; one more Python call)."""
+    function = method.function
+
+    def forwarded(self: Any, /, *args: P.args, **kwargs: P.kwargs) -> Sent[R]:
+        return function(self.current(), *args, **kwargs)
+
+    functools.update_wrapper(forwarded, function)  # name, signature (for help() and docs)
+    forwarded.__doc__ = f"The current period's :meth:`RedisLeaderboard.{function.__name__}`."
+    return one_trip(forwarded)
 
 
 class PeriodicBase(Generic[B]):
@@ -310,6 +324,7 @@ class PeriodicBase(Generic[B]):
             raise TypeError("clock must be a callable returning an aware datetime")
         self.clock: Clock = clock or _system_clock
         self.redis = make_client(redis_client, url, self.client_class)
+        self._run: Runner = self.redis.run
         self.key = key
         self.max_entries = max_entries
         self.order: Order = order
@@ -463,120 +478,40 @@ class PeriodicBase(Generic[B]):
         )
 
     @plan
-    def get_top(self, count: int = 10) -> Plan[list[Entry]]:
-        """The current period's :meth:`RedisLeaderboard.get_top`."""
-        result: list[Entry] = yield self.current()._board.get_top(count)
-        return result
-
-    @plan
-    def get_around_rank(self, rank: int, count: int = 5) -> Plan[list[Entry]]:
-        """The current period's :meth:`RedisLeaderboard.get_around_rank`."""
-        result: list[Entry] = yield self.current()._board.get_around_rank(rank, count)
-        return result
-
-    @plan
-    def get_rank(self, user_id: str) -> Plan[Optional[int]]:
-        """The current period's :meth:`RedisLeaderboard.get_rank`."""
-        result: Optional[int] = yield self.current()._board.get_rank(user_id)
-        return result
-
-    @plan
-    def get_user_metadata(self, user_id: str) -> Plan[dict[str, str]]:
-        """The current period's :meth:`RedisLeaderboard.get_user_metadata`."""
-        result: dict[str, str] = yield self.current()._board.get_user_metadata(user_id)
-        return result
-
-    @plan
-    def get_user_entry(self, user_id: str) -> Plan[Optional[Entry]]:
-        """The current period's :meth:`RedisLeaderboard.get_user_entry`."""
-        result: Optional[Entry] = yield self.current()._board.get_user_entry(user_id)
-        return result
-
-    @plan
-    def list_all(self) -> Plan[list[Entry]]:
-        """The current period's :meth:`RedisLeaderboard.list_all`."""
-        result: list[Entry] = yield self.current()._board.list_all()
-        return result
-
-    @plan
-    def get_size(self) -> Plan[int]:
-        """The current period's :meth:`RedisLeaderboard.get_size`."""
-        result: int = yield self.current()._board.get_size()
-        return result
-
-    @plan
-    def delete_user(self, user_id: str) -> Plan[bool]:
-        """The current period's :meth:`RedisLeaderboard.delete_user`."""
-        result: bool = yield self.current()._board.delete_user(user_id)
-        return result
-
-    @plan
-    def get_around_user(self, user_id: str, count: int = 5) -> Plan[list[Entry]]:
-        """The current period's :meth:`RedisLeaderboard.get_around_user`."""
-        result: list[Entry] = yield self.current()._board.get_around_user(user_id, count)
-        return result
-
-    @plan
-    def get_page(self, page: int, page_size: int = 10) -> Plan[Page]:
-        """The current period's :meth:`RedisLeaderboard.get_page`."""
-        result: Page = yield self.current()._board.get_page(page, page_size)
-        return result
-
-    @plan
-    def get_entries(self, user_ids: Iterable[str]) -> Plan[list[Optional[Entry]]]:
-        """The current period's :meth:`RedisLeaderboard.get_entries`."""
-        result: list[Optional[Entry]] = yield self.current()._board.get_entries(user_ids)
-        return result
-
-    @plan
-    def get_by_score(
-        self, min_score: float, max_score: float, *, offset: int = 0, limit: int = 100
-    ) -> Plan[list[Entry]]:
-        """The current period's :meth:`RedisLeaderboard.get_by_score`."""
-        board = self.current()._board
-        result: list[Entry] = yield board.get_by_score(
-            min_score, max_score, offset=offset, limit=limit
-        )
-        return result
-
-    @plan
-    def count_by_score(self, min_score: float, max_score: float) -> Plan[int]:
-        """The current period's :meth:`RedisLeaderboard.count_by_score`."""
-        result: int = yield self.current()._board.count_by_score(min_score, max_score)
-        return result
-
-    @plan
-    def rank_for_score(self, score: float) -> Plan[int]:
-        """The current period's :meth:`RedisLeaderboard.rank_for_score`."""
-        result: int = yield self.current()._board.rank_for_score(score)
-        return result
-
-    @plan
-    def get_percentile(self, user_id: str) -> Plan[Optional[float]]:
-        """The current period's :meth:`RedisLeaderboard.get_percentile`."""
-        result: Optional[float] = yield self.current()._board.get_percentile(user_id)
-        return result
-
-    @plan
-    def score_at_percentile(self, p: float) -> Plan[Optional[float]]:
-        """The current period's :meth:`RedisLeaderboard.score_at_percentile`."""
-        result: Optional[float] = yield self.current()._board.score_at_percentile(p)
-        return result
-
-    @plan
-    def get_histogram(
+    def upsert_many(
         self,
-        bins: int = 10,
+        entries: Iterable[BulkEntry],
         *,
-        min_score: Optional[float] = None,
-        max_score: Optional[float] = None,
-    ) -> Plan[list[HistogramBin]]:
-        """The current period's :meth:`RedisLeaderboard.get_histogram`."""
-        board = self.current()._board
-        result: list[HistogramBin] = yield board.get_histogram(
-            bins, min_score=min_score, max_score=max_score
+        chunk_size: int = DEFAULT_CHUNK_SIZE,
+        progress: Optional[Callable[[int], None]] = None,
+        retries: int = 2,
+    ) -> Plan[ImportSummary]:
+        """As :meth:`RedisLeaderboard.upsert_many`, into the current period's board (the
+        period current when it is called, for the whole load)."""
+        return (
+            yield from PeriodState.upsert_many.plan(
+                self.current(), entries, chunk_size=chunk_size, progress=progress, retries=retries
+            )
         )
-        return result
+
+    # The reads, delete_user and every query: the plain board's, on the current period's board.
+    get_top = on_current(Leaderboard.get_top)
+    get_around_rank = on_current(Leaderboard.get_around_rank)
+    get_rank = on_current(Leaderboard.get_rank)
+    get_user_metadata = on_current(Leaderboard.get_user_metadata)
+    get_user_entry = on_current(Leaderboard.get_user_entry)
+    list_all = on_current(Leaderboard.list_all)
+    get_size = on_current(Leaderboard.get_size)
+    delete_user = on_current(Leaderboard.delete_user)
+    get_around_user = on_current(Leaderboard.get_around_user)
+    get_page = on_current(Leaderboard.get_page)
+    get_entries = on_current(Leaderboard.get_entries)
+    get_by_score = on_current(Leaderboard.get_by_score)
+    count_by_score = on_current(Leaderboard.count_by_score)
+    rank_for_score = on_current(Leaderboard.rank_for_score)
+    get_percentile = on_current(Leaderboard.get_percentile)
+    score_at_percentile = on_current(Leaderboard.score_at_percentile)
+    get_histogram = on_current(Leaderboard.get_histogram)
 
     def events(
         self, last_id: str = "$", *, block: Optional[float] = None, count: int = EVENTS_BATCH

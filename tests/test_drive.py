@@ -1,10 +1,12 @@
 """The boards are written once (redis_leaderboard.boards: one-trip methods and plans) and run
-by a sync and an asyncio driver: the two APIs have the same methods, plain on one side and coroutines on the
-other; a period's board is built once; current() follows the clock across boundaries."""
+by a sync and an asyncio driver (redis_leaderboard._drive): the two APIs have the same methods,
+plain on one side and coroutines on the other, at the cost of hand-written ones; a period's
+board is built once; current() follows the clock across boundaries."""
 
 from __future__ import annotations
 
 import asyncio
+import dis
 import inspect
 from datetime import datetime, timedelta, timezone
 from typing import Any
@@ -116,3 +118,80 @@ def test_asyncio_periodic_writes_and_reads_run_through_the_driver(
                 await aio.RollingLeaderboard(aclient, key=f"{board_key}:recent").set_max_entries(3)
 
     asyncio.run(main())
+
+
+def instructions(function: Any) -> list[tuple[str, Any]]:
+    return [(i.opname, i.argval) for i in dis.get_instructions(function)]
+
+
+def one_trip_names() -> list[str]:
+    from redis_leaderboard.boards.plain import Leaderboard
+
+    return [
+        name
+        for name in dir(Leaderboard)
+        if isinstance(inspect.getattr_static(Leaderboard, name), one_trip)
+    ]
+
+
+def test_a_one_trip_method_is_the_written_function_itself_on_the_sync_class() -> None:
+    from redis_leaderboard.boards.plain import Leaderboard
+
+    names = one_trip_names()
+    assert {"get_rank", "get_top", "upsert_user", "submit", "get_histogram"} <= set(names)
+    for name in names:
+        written = inspect.getattr_static(Leaderboard, name).function
+        assert inspect.getattr_static(RedisLeaderboard, name) is written, name  # no wrapper
+
+
+def test_a_one_trip_method_on_the_asyncio_class_is_its_awaiting_copy() -> None:
+    # Compiled from the method's source with each return awaited: the same instructions as a
+    # hand-written `return await self._run(...)`, no wrapper's frame between (per-call CPU).
+    async def hand_written(self: Any, user_id: str) -> Any:
+        return await self._run(self._board.get_rank(user_id))
+
+    copy = aio.RedisLeaderboard.get_rank
+    assert inspect.iscoroutinefunction(copy)
+    assert instructions(copy) == instructions(hand_written)
+    for name in one_trip_names():
+        method = getattr(aio.RedisLeaderboard, name)
+        sync = getattr(RedisLeaderboard, name)
+        assert inspect.iscoroutinefunction(method), name
+        assert method.__code__.co_freevars == (), name  # not a wrapper around the function
+        assert method.__code__.co_filename == sync.__code__.co_filename, name
+        assert inspect.signature(method) == inspect.signature(sync), name
+        assert method.__doc__ == sync.__doc__ and sync.__doc__, name
+
+
+def test_signatures_show_what_a_method_gives_not_how_it_is_written() -> None:
+    for cls in (RedisLeaderboard, aio.RedisLeaderboard, PeriodicLeaderboard):
+        assert inspect.signature(cls.get_rank).return_annotation == "Optional[int]"
+        assert inspect.signature(cls.upsert_many).return_annotation == "ImportSummary"
+
+
+def test_an_error_in_a_step_reaches_the_plan_which_may_clean_up(
+    client: Any, board_key: str
+) -> None:
+    # upsert_many's plan trims after a failed chunk: the driver throws the error into it.
+    board = RedisLeaderboard(client, key=board_key, max_entries=2)
+    entries = [("a", 1.0), ("b", 2.0), ("c", 3.0), ("bad", "x")]
+    with pytest.raises(ValueError, match="entry 3"):
+        board.upsert_many(entries, chunk_size=3)
+    assert [e["user_id"] for e in board.list_all()] == ["c", "b"]  # written, then trimmed
+
+
+def test_a_method_written_once_cannot_be_called_on_an_undriven_class() -> None:
+    from redis_leaderboard.boards.plain import Leaderboard
+
+    with pytest.raises(TypeError, match="written once for both APIs"):
+        Leaderboard.__new__(Leaderboard).get_rank("x")
+
+
+def test_a_periodic_board_bulk_loads_into_its_current_period(client: Any, board_key: str) -> None:
+    clock = Clock(datetime(2031, 1, 1, 12, tzinfo=UTC))
+    hourly = PeriodicLeaderboard(client, key=board_key, period="hour", clock=clock, max_entries=2)
+    summary = hourly.upsert_many([("a", 1.0), ("b", 2.0), ("c", 3.0)])
+    assert summary == {"written": 3, "trimmed": 1, "trimmed_user_ids": ["a"]}
+    assert [e["user_id"] for e in hourly.at(clock.now).get_top()] == ["c", "b"]
+    clock.now += timedelta(hours=1)
+    assert hourly.get_size() == 0  # the next period's board
