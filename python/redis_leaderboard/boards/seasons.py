@@ -257,9 +257,9 @@ def _check_grace(grace: timedelta) -> timedelta:
 
 
 # --- periodic boards ----------------------------------------------------------------------------
-# Each class below is written once: its methods that talk to Redis are plans (see _plans), run
-# as plain methods by the sync classes at the end of this module and as coroutines by their
-# asyncio twins (_seasons_asyncio).
+# Each class below is written once: its methods that talk to Redis are one-trip methods and
+# plans (see _drive), run as plain methods by the sync classes (_sync) and as coroutines by the
+# asyncio ones (_async).
 
 B = TypeVar("B", bound="PeriodState")
 T = TypeVar("T")
