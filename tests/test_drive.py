@@ -166,6 +166,7 @@ def test_a_one_trip_method_on_the_asyncio_class_is_its_awaiting_copy() -> None:
 def test_signatures_show_what_a_method_gives_not_how_it_is_written() -> None:
     for cls in (RedisLeaderboard, aio.RedisLeaderboard, PeriodicLeaderboard):
         assert inspect.signature(cls.get_rank).return_annotation == "Optional[int]"
+    for cls in (RedisLeaderboard, aio.RedisLeaderboard, aio.PeriodicLeaderboard.board_class):
         assert inspect.signature(cls.upsert_many).return_annotation == "ImportSummary"
 
 
@@ -185,13 +186,3 @@ def test_a_method_written_once_cannot_be_called_on_an_undriven_class() -> None:
 
     with pytest.raises(TypeError, match="written once for both APIs"):
         Leaderboard.__new__(Leaderboard).get_rank("x")
-
-
-def test_a_periodic_board_bulk_loads_into_its_current_period(client: Any, board_key: str) -> None:
-    clock = Clock(datetime(2031, 1, 1, 12, tzinfo=UTC))
-    hourly = PeriodicLeaderboard(client, key=board_key, period="hour", clock=clock, max_entries=2)
-    summary = hourly.upsert_many([("a", 1.0), ("b", 2.0), ("c", 3.0)])
-    assert summary == {"written": 3, "trimmed": 1, "trimmed_user_ids": ["a"]}
-    assert [e["user_id"] for e in hourly.at(clock.now).get_top()] == ["c", "b"]
-    clock.now += timedelta(hours=1)
-    assert hourly.get_size() == 0  # the next period's board

@@ -477,23 +477,6 @@ class PeriodicBase(Generic[B]):
             )
         )
 
-    @plan
-    def upsert_many(
-        self,
-        entries: Iterable[BulkEntry],
-        *,
-        chunk_size: int = DEFAULT_CHUNK_SIZE,
-        progress: Optional[Callable[[int], None]] = None,
-        retries: int = 2,
-    ) -> Plan[ImportSummary]:
-        """As :meth:`RedisLeaderboard.upsert_many`, into the current period's board (the
-        period current when it is called, for the whole load)."""
-        return (
-            yield from PeriodState.upsert_many.plan(
-                self.current(), entries, chunk_size=chunk_size, progress=progress, retries=retries
-            )
-        )
-
     # The reads, delete_user and every query: the plain board's, on the current period's board.
     get_top = on_current(Leaderboard.get_top)
     get_around_rank = on_current(Leaderboard.get_around_rank)
