@@ -33,7 +33,7 @@ _T_co = TypeVar("_T_co", covariant=True)
 
 # The clients' keyword options, typed: the compiled constructors read every option through one
 # table (option_table(); cpp/bindings/conversions.cpp), which these follow name for name, with
-# redis_leaderboard.options.ClientOptions' types (tests/test_options.py checks both). The
+# redis_leaderboard.options.ClientOptions' types (tests/test_option_table.py checks both). The
 # positional options (host ... unix_socket_path) are the constructors' own parameters.
 
 class _TlsOptions(TypedDict, total=False):

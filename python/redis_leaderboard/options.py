@@ -6,7 +6,7 @@ how its value is read, and every client constructor reads its arguments through 
 :class:`ClientOptions` (:class:`redis_leaderboard.Client`'s options) and
 :class:`AsyncClientOptions` (two more, :class:`redis_leaderboard.asyncio.Client`'s) are that table
 as typed dataclasses, and the stub's ``_ClientOptions`` TypedDicts type the constructors' keyword
-arguments; ``tests/test_options.py`` fails if either drifts from the table.
+arguments; ``tests/test_option_table.py`` fails if either drifts from the table.
 :func:`parse_url` reads a Redis URL into them, :func:`client_options_from_redis_py` a redis-py
 client, and :func:`make_client` turns the leaderboards' ``redis_client``/``url`` arguments into a
 client. The clients check the values (types, ranges) when they are built.
