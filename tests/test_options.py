@@ -5,7 +5,6 @@ clients connect on their first call, not when they are made."""
 from __future__ import annotations
 
 import dataclasses
-import re
 import ssl
 from typing import Any
 
@@ -19,7 +18,6 @@ from redis_leaderboard import asyncio as rl_asyncio
 from redis_leaderboard.options import (
     DEFAULT_URL,
     URL_QUERY_ARGUMENT_PARSERS,
-    AsyncClientOptions,
     ClientOptions,
     client_options_from_redis_py,
     make_client,
@@ -244,20 +242,6 @@ def test_from_url_makes_the_class_it_is_called_on() -> None:
     assert type(aclient) is rl_asyncio.Client
     assert repr(aclient) == "redis_leaderboard.asyncio.Client(/tmp/x.sock)"
     aclient.close()
-
-
-def test_the_options_are_the_clients_keyword_arguments() -> None:
-    # The dataclasses and the compiled constructors name the same options.
-    def keywords(function: Any) -> set[str]:
-        signature = function.__doc__.splitlines()[0]
-        return set(re.findall(r"(\w+): ", signature)) - {"self"}
-
-    assert keywords(_core.Client.__init__) == set(ClientOptions().kwargs())
-    cache = {"client_cache", "client_cache_size", "client_cache_max_bytes"}
-    assert keywords(_core.AsyncCore.__init__) == set(AsyncClientOptions().kwargs()) - cache
-    assert keywords(_core.ClientCache.__init__) == set(ClientOptions().kwargs()) - {"client_cache"}
-    redis_leaderboard.Client(**ClientOptions().kwargs()).close()
-    rl_asyncio.Client(**AsyncClientOptions().kwargs()).close()
 
 
 def test_options_are_frozen() -> None:

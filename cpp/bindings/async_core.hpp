@@ -40,9 +40,11 @@ inline bool is_done(py::handle future) { return call_method(future, names->done)
 // operation's final result.
 class AsyncCore {
  public:
-  AsyncCore(connection::ClientOptions options, std::size_t max_in_flight, std::size_t max_pending)
+  AsyncCore(connection::ClientOptions options, std::size_t max_in_flight, std::size_t max_pending,
+            std::optional<connection::CacheOptions> cache = std::nullopt)
       : client_(transport::LoopClient::create(std::move(options), max_in_flight)),
         max_pending_(max_pending == 0 ? 1 : max_pending),
+        cache_options_(cache),
         self_(std::make_shared<AsyncCore*>(this)) {
     // The loop holds these callbacks; they hold no reference to this object.
     std::weak_ptr<AsyncCore*> self = self_;
@@ -173,6 +175,8 @@ class AsyncCore {
   connection::Stats stats() const { return client_->stats(); }
   std::uint64_t calls() const { return calls_; }
   const connection::ClientOptions& options() const { return client_->options(); }
+  // The client-side cache asked for (client_cache=True), built by the asyncio client.
+  const std::optional<connection::CacheOptions>& cache_options() const { return cache_options_; }
 
  private:
   struct AsyncNames {
@@ -468,6 +472,7 @@ class AsyncCore {
   const transport::ForkGuard fork_guard_;
   std::shared_ptr<transport::LoopClient> client_;
   const std::size_t max_pending_;
+  const std::optional<connection::CacheOptions> cache_options_;
   std::shared_ptr<AsyncCore*> self_;  // the callbacks' way back here; null once destroyed
   std::unordered_map<std::uint64_t, Pending> pending_;
   std::unordered_map<PyObject*, std::uint64_t> paged_ids_;  // a future lives until its callback

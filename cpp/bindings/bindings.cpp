@@ -39,30 +39,6 @@ struct CoreHarness {
   rlb::connection::Core core;
 };
 
-// TLS (redis-py's ssl_* names) and Sentinel, the same for both clients' constructors.
-#define RLB_SECURITY_PARAMETERS                                                              \
-  bool ssl, std::optional<std::string> ssl_ca_certs, std::optional<std::string> ssl_ca_path, \
-      std::optional<std::string> ssl_ca_data, std::optional<std::string> ssl_certfile,       \
-      std::optional<std::string> ssl_keyfile, std::optional<std::string> ssl_password,       \
-      py::object ssl_cert_reqs, bool ssl_check_hostname, py::object ssl_min_version,         \
-      std::optional<std::string> ssl_ciphers,                                                \
-      std::optional<std::vector<std::pair<std::string, int>>> sentinels,                     \
-      std::optional<std::string> service_name, std::optional<std::string> sentinel_username, \
-      std::optional<std::string> sentinel_password, bool sentinel_ssl
-#define RLB_SECURITY_OPTIONS                                                                \
-  tls_options(ssl, std::move(ssl_ca_certs), std::move(ssl_ca_path), std::move(ssl_ca_data), \
-              std::move(ssl_certfile), std::move(ssl_keyfile), std::move(ssl_password),     \
-              ssl_cert_reqs, ssl_check_hostname, ssl_min_version, std::move(ssl_ciphers)),  \
-      sentinel_options(std::move(sentinels), std::move(service_name),                       \
-                       std::move(sentinel_username), std::move(sentinel_password), sentinel_ssl)
-#define RLB_SECURITY_ARGUMENTS                                                                  \
-  "ssl"_a = false, "ssl_ca_certs"_a = py::none(), "ssl_ca_path"_a = py::none(),                 \
-  "ssl_ca_data"_a = py::none(), "ssl_certfile"_a = py::none(), "ssl_keyfile"_a = py::none(),    \
-  "ssl_password"_a = py::none(), "ssl_cert_reqs"_a = "required", "ssl_check_hostname"_a = true, \
-  "ssl_min_version"_a = py::none(), "ssl_ciphers"_a = py::none(), "sentinels"_a = py::none(),   \
-  "service_name"_a = py::none(), "sentinel_username"_a = py::none(),                            \
-  "sentinel_password"_a = py::none(), "sentinel_ssl"_a = false
-
 // The asyncio client's client-side cache: the invalidation connection, driven from the event
 // loop (and set up on an executor thread), with the options and resolver it refers to.
 struct AsyncClientCache {
@@ -495,32 +471,22 @@ PYBIND11_MODULE(_core, m) {
 
   declare_time(m);
 
-  py::class_<BlockingClient, std::shared_ptr<BlockingClient>>(
-      m, "Client", "A blocking, pipelined Redis client, safe to share between threads.")
-      .def(py::init([](const std::string& host, int port, long long db,
-                       std::optional<std::string> username, std::optional<std::string> password,
-                       std::optional<double> socket_timeout,
-                       std::optional<double> socket_connect_timeout,
-                       std::optional<std::string> client_name,
-                       std::optional<std::string> unix_socket_path,
-                       std::optional<std::size_t> max_reply_bytes, RLB_SECURITY_PARAMETERS,
-                       py::handle client_cache, py::handle client_cache_size,
-                       py::handle client_cache_max_bytes) {
-             ClientOptions options =
-                 client_options(host, port, db, std::move(username), std::move(password),
-                                socket_timeout, socket_connect_timeout, std::move(client_name),
-                                std::move(unix_socket_path), max_reply_bytes, RLB_SECURITY_OPTIONS);
-             auto cache = cache_options(client_cache, client_cache_size, client_cache_max_bytes);
-             py::gil_scoped_release release;  // loading CA files, starting Sentinel's watcher
-             return std::make_shared<BlockingClient>(std::move(options), cache);
-           }),
-           "host"_a = "localhost", "port"_a = 6379, "db"_a = 0, "username"_a = py::none(),
-           "password"_a = py::none(), "socket_timeout"_a = py::none(),
-           "socket_connect_timeout"_a = py::none(), "client_name"_a = py::none(),
-           "unix_socket_path"_a = py::none(), py::kw_only(), "max_reply_bytes"_a = py::none(),
-           RLB_SECURITY_ARGUMENTS, "client_cache"_a = false,
-           "client_cache_size"_a = connection::CacheOptions{}.max_entries,
-           "client_cache_max_bytes"_a = connection::CacheOptions{}.max_bytes)
+  py::class_<BlockingClient, std::shared_ptr<BlockingClient>> client(
+      m, "Client", "A blocking, pipelined Redis client, safe to share between threads.");
+  {
+    py::options signatures;  // the docstring's signature comes from the option table
+    signatures.disable_function_signatures();
+    client.def(
+        py::init([](const py::args& args, const py::kwargs& kwargs) {
+          auto arguments = client_arguments(kBlockingClient, args, kwargs);
+          auto cache = arguments.enabled_cache();
+          py::gil_scoped_release release;  // loading CA files, starting Sentinel's watcher
+          return std::make_shared<BlockingClient>(std::move(arguments.client), cache);
+        }),
+        constructor_doc(kBlockingClient, "", "Options: redis_leaderboard.options.ClientOptions.")
+            .c_str());
+  }
+  client
       .def("ping",
            [](BlockingClient& self) {
              py::gil_scoped_release release;
@@ -576,28 +542,21 @@ PYBIND11_MODULE(_core, m) {
                ")";
       });
 
-  py::class_<AsyncCore>(m, "AsyncCore",
-                        "The asyncio client's core; use redis_leaderboard.asyncio.Client.")
-      .def(py::init([](const std::string& host, int port, long long db,
-                       std::optional<std::string> username, std::optional<std::string> password,
-                       std::optional<double> socket_timeout,
-                       std::optional<double> socket_connect_timeout,
-                       std::optional<std::string> client_name,
-                       std::optional<std::string> unix_socket_path, std::size_t max_in_flight,
-                       std::size_t max_pending, std::optional<std::size_t> max_reply_bytes,
-                       RLB_SECURITY_PARAMETERS) {
-             return std::make_unique<AsyncCore>(
-                 client_options(host, port, db, std::move(username), std::move(password),
-                                socket_timeout, socket_connect_timeout, std::move(client_name),
-                                std::move(unix_socket_path), max_reply_bytes, RLB_SECURITY_OPTIONS),
-                 max_in_flight, max_pending);
-           }),
-           "host"_a = "localhost", "port"_a = 6379, "db"_a = 0, "username"_a = py::none(),
-           "password"_a = py::none(), "socket_timeout"_a = py::none(),
-           "socket_connect_timeout"_a = py::none(), "client_name"_a = py::none(),
-           "unix_socket_path"_a = py::none(), "max_in_flight"_a = 1024, "max_pending"_a = 10000,
-           "max_reply_bytes"_a = py::none(), py::kw_only(), RLB_SECURITY_ARGUMENTS)
-      .def("run", &AsyncCore::run, "operation"_a)
+  py::class_<AsyncCore> async_core(
+      m, "AsyncCore", "The asyncio client's core; use redis_leaderboard.asyncio.Client.");
+  {
+    py::options signatures;  // the docstring's signature comes from the option table
+    signatures.disable_function_signatures();
+    async_core.def(
+        py::init([](const py::args& args, const py::kwargs& kwargs) {
+          auto arguments = client_arguments(kAsyncClient, args, kwargs);
+          return std::make_unique<AsyncCore>(std::move(arguments.client), arguments.max_in_flight,
+                                             arguments.max_pending, arguments.enabled_cache());
+        }),
+        constructor_doc(kAsyncClient, "", "Options: redis_leaderboard.options.AsyncClientOptions.")
+            .c_str());
+  }
+  async_core.def("run", &AsyncCore::run, "operation"_a)
       .def("submit", &AsyncCore::submit, "operation"_a, "loop"_a)
       .def("run_pipelined", &AsyncCore::run_pipelined, "operations"_a, "on_result"_a, "window"_a,
            "loop"_a)
@@ -619,17 +578,16 @@ PYBIND11_MODULE(_core, m) {
           "that hold a connection, as reading events does (guards).")
       .def(
           "client_cache",
-          [](const AsyncCore& self, py::handle client_cache_size,
-             py::handle client_cache_max_bytes) {
-            auto cache = cache_options(py::bool_(true), client_cache_size, client_cache_max_bytes);
+          [](const AsyncCore& self) -> std::unique_ptr<AsyncClientCache> {
+            if (!self.cache_options()) return nullptr;
             ClientOptions options = self.options();
+            auto cache = *self.cache_options();
             py::gil_scoped_release release;  // loading CA files, starting Sentinel's watcher
-            return std::make_unique<AsyncClientCache>(std::move(options), *cache);
+            return std::make_unique<AsyncClientCache>(std::move(options), cache);
           },
-          "client_cache_size"_a = connection::CacheOptions{}.max_entries,
-          "client_cache_max_bytes"_a = connection::CacheOptions{}.max_bytes,
-          "A client-side cache whose invalidation connection has this core's options (TLS, "
-          "ACL, Sentinel, db...): every one of them, from the one options object.");
+          "The client-side cache the core was made with (client_cache=True), its invalidation "
+          "connection with this core's options (TLS, ACL, Sentinel, db...): every one of them, "
+          "from the one options object; None if the cache is off.");
 
   // A barrier crosses to Python as (generation, token): its PING is written already.
   using Barrier = connection::MetadataCache::Barrier;
@@ -649,28 +607,6 @@ PYBIND11_MODULE(_core, m) {
       m, "ClientCache",
       "The asyncio client's client-side cache of metadata and its invalidation connection "
       "(AsyncCore.client_cache makes one with the core's own options).")
-      .def(py::init([](const std::string& host, int port, long long db,
-                       std::optional<std::string> username, std::optional<std::string> password,
-                       std::optional<double> socket_timeout,
-                       std::optional<double> socket_connect_timeout,
-                       std::optional<std::string> client_name,
-                       std::optional<std::string> unix_socket_path,
-                       std::optional<std::size_t> max_reply_bytes, RLB_SECURITY_PARAMETERS,
-                       py::handle client_cache_size, py::handle client_cache_max_bytes) {
-             ClientOptions options =
-                 client_options(host, port, db, std::move(username), std::move(password),
-                                socket_timeout, socket_connect_timeout, std::move(client_name),
-                                std::move(unix_socket_path), max_reply_bytes, RLB_SECURITY_OPTIONS);
-             auto cache = cache_options(py::bool_(true), client_cache_size, client_cache_max_bytes);
-             py::gil_scoped_release release;
-             return std::make_unique<AsyncClientCache>(std::move(options), *cache);
-           }),
-           "host"_a = "localhost", "port"_a = 6379, "db"_a = 0, "username"_a = py::none(),
-           "password"_a = py::none(), "socket_timeout"_a = py::none(),
-           "socket_connect_timeout"_a = py::none(), "client_name"_a = py::none(),
-           "unix_socket_path"_a = py::none(), py::kw_only(), "max_reply_bytes"_a = py::none(),
-           RLB_SECURITY_ARGUMENTS, "client_cache_size"_a = connection::CacheOptions{}.max_entries,
-           "client_cache_max_bytes"_a = connection::CacheOptions{}.max_bytes)
       .def(
           "begin",
           [barrier_id](AsyncClientCache& self, const std::string& prefix) {
@@ -732,19 +668,14 @@ PYBIND11_MODULE(_core, m) {
   py::class_<CoreHarness>(m, "ConnectionCore",
                           "The connection core without I/O (for tests): feed it events, bytes "
                           "and time; read what it wants written, closed and completed.")
-      .def(py::init([](std::optional<std::string> username, std::optional<std::string> password,
-                       long long db, std::optional<std::string> client_name,
-                       std::optional<double> socket_timeout,
-                       std::optional<std::size_t> max_reply_bytes, std::size_t max_in_flight) {
-             return std::make_unique<CoreHarness>(
-                 client_options("localhost", 6379, db, std::move(username), std::move(password),
-                                socket_timeout, std::nullopt, std::move(client_name), std::nullopt,
-                                max_reply_bytes),
-                 max_in_flight);
+      .def(py::init([](const py::kwargs& options) {
+             auto arguments = client_arguments(kAsyncClient, py::args(), options);
+             return std::make_unique<CoreHarness>(std::move(arguments.client),
+                                                  arguments.max_in_flight);
            }),
-           py::kw_only(), "username"_a = py::none(), "password"_a = py::none(), "db"_a = 0,
-           "client_name"_a = py::none(), "socket_timeout"_a = py::none(),
-           "max_reply_bytes"_a = py::none(), "max_in_flight"_a = 1024)
+           "The asyncio client's keyword options (only those of the handshake and the window "
+           "matter: username, password, db, client_name, socket_timeout, max_reply_bytes, "
+           "max_in_flight).")
       .def(
           "submit",
           [](CoreHarness& self, std::uint64_t id, PyOperation& operation, double started) {
@@ -818,6 +749,10 @@ PYBIND11_MODULE(_core, m) {
 
   declare_cluster(m);
 
+  m.def("option_table", &option_table,
+        "Every client option: [(name, default, positional, (the _core classes that take it, "
+        "...)), ...], in ClientOptions' order. The clients' constructors read their arguments "
+        "through this one table; redis_leaderboard.options checks its dataclasses against it.");
   m.def(
       "ping", [] { return wrap(leaderboard::ping()); }, "The PING operation.");
   m.def(

@@ -28,53 +28,25 @@ using transport::AsyncClusterTransport;
 using transport::ClusterClient;
 using transport::ClusterOptions;
 
-ClusterOptions cluster_options(std::vector<std::pair<std::string, int>> startup_nodes,
-                               std::optional<std::string> username,
-                               std::optional<std::string> password,
-                               std::optional<double> socket_timeout,
-                               std::optional<double> socket_connect_timeout,
-                               std::optional<std::string> client_name, bool read_from_replicas,
-                               std::optional<std::size_t> max_reply_bytes,
-                               connection::TlsOptions tls) {
+// The cluster clients' arguments: startup_nodes, then the options of the table (conversions.hpp)
+// that every node's connections share.
+ClusterOptions cluster_options(py::handle startup_nodes, const py::kwargs& kwargs) {
+  auto arguments = client_arguments(kClusterClient, py::args(), kwargs);
   ClusterOptions options;
-  const auto first = startup_nodes.empty() ? std::pair<std::string, int>{"localhost", 6379}
-                                           : startup_nodes.front();
-  options.node =
-      client_options(first.first, first.second, 0, std::move(username), std::move(password),
-                     socket_timeout, socket_connect_timeout, std::move(client_name), std::nullopt,
-                     max_reply_bytes, std::move(tls));
-  options.startup_nodes = std::move(startup_nodes);
-  options.read_from_replicas = read_from_replicas;
+  options.startup_nodes = address_pairs(startup_nodes, "startup_nodes");
+  options.node = std::move(arguments.client);
+  if (!options.startup_nodes.empty()) {
+    std::tie(options.node.host, options.node.port) = options.startup_nodes.front();
+  }
+  options.read_from_replicas = arguments.read_from_replicas;
   options.validate();
   return options;
 }
 
-#define RLB_CLUSTER_PARAMETERS                                                                 \
-  std::vector<std::pair<std::string, int>> startup_nodes, std::optional<std::string> username, \
-      std::optional<std::string> password, std::optional<double> socket_timeout,               \
-      std::optional<double> socket_connect_timeout, std::optional<std::string> client_name,    \
-      bool read_from_replicas, std::optional<std::size_t> max_reply_bytes, bool ssl,           \
-      std::optional<std::string> ssl_ca_certs, std::optional<std::string> ssl_ca_path,         \
-      std::optional<std::string> ssl_ca_data, std::optional<std::string> ssl_certfile,         \
-      std::optional<std::string> ssl_keyfile, std::optional<std::string> ssl_password,         \
-      py::object ssl_cert_reqs, bool ssl_check_hostname, py::object ssl_min_version,           \
-      std::optional<std::string> ssl_ciphers
-#define RLB_CLUSTER_OPTIONS                                                                     \
-  cluster_options(                                                                              \
-      std::move(startup_nodes), std::move(username), std::move(password), socket_timeout,       \
-      socket_connect_timeout, std::move(client_name), read_from_replicas, max_reply_bytes,      \
-      tls_options(ssl, std::move(ssl_ca_certs), std::move(ssl_ca_path), std::move(ssl_ca_data), \
-                  std::move(ssl_certfile), std::move(ssl_keyfile), std::move(ssl_password),     \
-                  ssl_cert_reqs, ssl_check_hostname, ssl_min_version, std::move(ssl_ciphers)))
-#define RLB_CLUSTER_ARGUMENTS                                                                     \
-  "startup_nodes"_a, py::kw_only(),                                                               \
-      "username"_a = py::none(), "password"_a = py::none(), "socket_timeout"_a = py::none(),      \
-      "socket_connect_timeout"_a = py::none(), "client_name"_a = py::none(),                      \
-      "read_from_replicas"_a = false, "max_reply_bytes"_a = py::none(), "ssl"_a = false,          \
-      "ssl_ca_certs"_a = py::none(), "ssl_ca_path"_a = py::none(), "ssl_ca_data"_a = py::none(),  \
-      "ssl_certfile"_a = py::none(), "ssl_keyfile"_a = py::none(), "ssl_password"_a = py::none(), \
-      "ssl_cert_reqs"_a = "required", "ssl_check_hostname"_a = true,                              \
-      "ssl_min_version"_a = py::none(), "ssl_ciphers"_a = py::none()
+const char* const kClusterDoc =
+    "startup_nodes: [(host, port), ...], any nodes of the cluster (the others are learnt from "
+    "them); the options: redis_leaderboard.options.ClientOptions.cluster_kwargs() and "
+    "read_from_replicas.";
 
 py::list shards_list(ClusterClient& client) {
   std::vector<ClusterClient::ShardView> shards;
@@ -219,16 +191,31 @@ void declare_cluster(py::module_& m) {
       "True when `key` has a hash tag (a non-empty {...}, the first '{' to the next '}'): every "
       "key starting with it is in its slot.");
 
-  py::class_<ClusterClient, std::shared_ptr<ClusterClient>>(
+  py::class_<ClusterClient, std::shared_ptr<ClusterClient>> client(
       m, "ClusterClient",
       "A blocking Redis Cluster client, safe to share between threads: one connection pool per "
-      "node, requests routed by their keys' hash slot.")
-      .def(py::init([](RLB_CLUSTER_PARAMETERS) {
-             ClusterOptions options = RLB_CLUSTER_OPTIONS;
-             py::gil_scoped_release release;  // loading CA files
-             return std::make_shared<ClusterClient>(std::move(options));
-           }),
-           RLB_CLUSTER_ARGUMENTS)
+      "node, requests routed by their keys' hash slot.");
+  py::class_<AsyncClusterCore> async_core(
+      m, "AsyncClusterCore",
+      "The asyncio cluster client's core; use redis_leaderboard.asyncio.ClusterClient.");
+  {
+    py::options signatures;  // the docstring's signature comes from the option table
+    signatures.disable_function_signatures();
+    const auto doc = constructor_doc(kClusterClient, "startup_nodes, ", kClusterDoc);
+    client.def(py::init([](py::handle startup_nodes, const py::kwargs& kwargs) {
+                 ClusterOptions options = cluster_options(startup_nodes, kwargs);
+                 py::gil_scoped_release release;  // loading CA files
+                 return std::make_shared<ClusterClient>(std::move(options));
+               }),
+               "startup_nodes"_a, doc.c_str());
+    async_core.def(py::init([](py::handle startup_nodes, const py::kwargs& kwargs) {
+                     ClusterOptions options = cluster_options(startup_nodes, kwargs);
+                     py::gil_scoped_release release;
+                     return std::make_unique<AsyncClusterCore>(std::move(options));
+                   }),
+                   "startup_nodes"_a, doc.c_str());
+  }
+  client
       .def(
           "run",
           [](ClusterClient& self, PyOperation& operation) {
@@ -310,16 +297,7 @@ void declare_cluster(py::module_& m) {
         return "ClusterClient(" + nodes + ")";
       });
 
-  py::class_<AsyncClusterCore>(
-      m, "AsyncClusterCore",
-      "The asyncio cluster client's core; use redis_leaderboard.asyncio.ClusterClient.")
-      .def(py::init([](RLB_CLUSTER_PARAMETERS) {
-             ClusterOptions options = RLB_CLUSTER_OPTIONS;
-             py::gil_scoped_release release;
-             return std::make_unique<AsyncClusterCore>(std::move(options));
-           }),
-           RLB_CLUSTER_ARGUMENTS)
-      .def("submit", &AsyncClusterCore::submit, "operation"_a, "loop"_a)
+  async_core.def("submit", &AsyncClusterCore::submit, "operation"_a, "loop"_a)
       .def("submit_many", &AsyncClusterCore::submit_many, "operations"_a, "loop"_a)
       .def("drain", &AsyncClusterCore::drain)
       .def("close", &AsyncClusterCore::close)

@@ -1,10 +1,15 @@
 // Python values to C++ arguments, C++ results to the guide's dicts, exceptions both ways.
 #include "bindings/conversions.hpp"
 
+#include <pybind11/stl.h>
+
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <iterator>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <unordered_map>
 #include <variant>
 #include <vector>
@@ -16,7 +21,6 @@ namespace rlb::bindings {
 
 using codec::Reply;
 using codec::ReplyType;
-using connection::ClientOptions;
 using leaderboard::Board;
 using leaderboard::Entry;
 using leaderboard::Metadata;
@@ -615,104 +619,331 @@ PyOperation& operation_arg(py::handle value) {
   return value.cast<PyOperation&>();
 }
 
-ClientOptions client_options(
-    const std::string& host, int port, long long db, std::optional<std::string> username,
-    std::optional<std::string> password, std::optional<double> socket_timeout,
-    std::optional<double> socket_connect_timeout, std::optional<std::string> client_name,
-    std::optional<std::string> unix_socket_path, std::optional<std::size_t> max_reply_bytes,
-    connection::TlsOptions tls, connection::SentinelOptions sentinel) {
-  ClientOptions options;
-  options.host = host;
-  options.port = port;
-  options.db = db;
-  options.username = std::move(username);
-  options.password = std::move(password);
-  options.socket_timeout = socket_timeout;
-  options.socket_connect_timeout = socket_connect_timeout;
-  options.client_name = std::move(client_name);
-  options.unix_socket_path = unix_socket_path.value_or("");
-  if (max_reply_bytes) options.max_reply_bytes = *max_reply_bytes;
-  options.tls = std::move(tls);
-  options.sentinel = std::move(sentinel);
-  options.validate();
-  return options;
+// ---- Client options: the table ---------------------------------------------------------------
+
+namespace {
+
+template <class T>
+struct is_integer : std::is_integral<T> {};
+template <class T>
+struct is_integer<std::optional<T>> : std::is_integral<T> {};
+
+// `value` as T with pybind11's own conversions (those the constructors' typed parameters used);
+// TypeError naming the option otherwise (with the value for an int out of T's range).
+template <class T>
+T option_value(py::handle value, const char* name, const char* expected) {
+  try {
+    return py::cast<T>(value);
+  } catch (const py::cast_error&) {
+    const bool integer = PyLong_Check(value.ptr()) && !PyBool_Check(value.ptr());
+    throw py::type_error(
+        std::string(name) + " must be " + expected + ", not " +
+        (integer && is_integer<T>::value ? utf8(py::repr(value)) : type_name(value)));
+  }
 }
 
-connection::TlsOptions tls_options(
-    bool ssl, std::optional<std::string> ca_certs, std::optional<std::string> ca_path,
-    std::optional<std::string> ca_data, std::optional<std::string> certfile,
-    std::optional<std::string> keyfile, std::optional<std::string> password, py::handle cert_reqs,
-    bool check_hostname, py::handle min_version, std::optional<std::string> ciphers) {
-  using CertReqs = connection::TlsOptions::CertReqs;
-  connection::TlsOptions tls;
-  tls.enabled = ssl;
-  tls.ca_certs = std::move(ca_certs);
-  tls.ca_path = std::move(ca_path);
-  tls.ca_data = std::move(ca_data);
-  tls.certfile = std::move(certfile);
-  tls.keyfile = std::move(keyfile);
-  tls.password = std::move(password);
-  tls.check_hostname = check_hostname;
-  tls.ciphers = std::move(ciphers);
-  // Strings as redis-py's URLs give them, or the ssl module's enums (IntEnums: checked first).
-  if (cert_reqs.is_none()) {
-    tls.cert_reqs = CertReqs::Required;
-  } else if (py::isinstance<py::int_>(cert_reqs) && !py::isinstance<py::bool_>(cert_reqs)) {
-    long value = cert_reqs.cast<long>();  // ssl.CERT_NONE, CERT_OPTIONAL, CERT_REQUIRED
-    if (value < 0 || value > 2) throw py::value_error("ssl_cert_reqs: unknown ssl.VerifyMode");
-    tls.cert_reqs = value == 0   ? CertReqs::None
-                    : value == 1 ? CertReqs::Optional
-                                 : CertReqs::Required;
-  } else if (py::isinstance<py::str>(cert_reqs)) {
-    auto text = cert_reqs.cast<std::string>();
-    if (text == "required") {
-      tls.cert_reqs = CertReqs::Required;
-    } else if (text == "optional") {
-      tls.cert_reqs = CertReqs::Optional;
-    } else if (text == "none") {
-      tls.cert_reqs = CertReqs::None;
-    } else {
-      throw py::value_error("ssl_cert_reqs must be 'required', 'optional' or 'none', not '" + text +
-                            "'");
-    }
-  } else {
+using CertReqs = connection::TlsOptions::CertReqs;
+
+// ssl_cert_reqs: "required", "optional", "none" (redis-py's URLs), an ssl.VerifyMode (an IntEnum:
+// checked first) or None (required, as redis-py).
+CertReqs cert_reqs_arg(py::handle value) {
+  if (value.is_none()) return CertReqs::Required;
+  if (PyLong_Check(value.ptr()) && !PyBool_Check(value.ptr())) {
+    long mode = value.cast<long>();  // ssl.CERT_NONE, CERT_OPTIONAL, CERT_REQUIRED
+    if (mode < 0 || mode > 2) throw py::value_error("ssl_cert_reqs: unknown ssl.VerifyMode");
+    return mode == 0 ? CertReqs::None : mode == 1 ? CertReqs::Optional : CertReqs::Required;
+  }
+  if (!PyUnicode_Check(value.ptr())) {
     throw py::type_error("ssl_cert_reqs must be a str or an ssl.VerifyMode");
   }
-  if (!min_version.is_none()) {
-    if (py::isinstance<py::int_>(min_version) && !py::isinstance<py::bool_>(min_version)) {
-      long value = min_version.cast<long>();  // ssl.TLSVersion: TLSv1_2 = 0x303, TLSv1_3 = 0x304
-      if (value != 0x303 && value != 0x304) {
-        throw py::value_error("ssl_min_version must be TLSv1.2 or TLSv1.3");
-      }
-      tls.min_version = value == 0x303 ? "TLSv1.2" : "TLSv1.3";
-    } else if (py::isinstance<py::str>(min_version)) {
-      auto text = min_version.cast<std::string>();
-      for (auto& c : text) c = c == '_' ? '.' : c;  // "TLSv1_2" as the enum's name
-      tls.min_version = text;
-    } else {
-      throw py::type_error("ssl_min_version must be a str or an ssl.TLSVersion");
-    }
-  }
-  return tls;
+  auto text = utf8(value);
+  if (text == "required") return CertReqs::Required;
+  if (text == "optional") return CertReqs::Optional;
+  if (text == "none") return CertReqs::None;
+  throw py::value_error("ssl_cert_reqs must be 'required', 'optional' or 'none', not '" + text +
+                        "'");
 }
 
-connection::SentinelOptions sentinel_options(
-    std::optional<std::vector<std::pair<std::string, int>>> sentinels,
-    std::optional<std::string> service_name, std::optional<std::string> username,
-    std::optional<std::string> password, bool ssl) {
-  connection::SentinelOptions sentinel;
-  if (sentinels) {
-    if (sentinels->empty()) throw py::value_error("sentinels must name at least one sentinel");
-    if (!service_name) throw py::value_error("sentinels need a service_name");
-    sentinel.sentinels = std::move(*sentinels);
-    sentinel.service_name = std::move(*service_name);
-  } else if (service_name) {
+const char* cert_reqs_name(CertReqs reqs) {
+  return reqs == CertReqs::None ? "none" : reqs == CertReqs::Optional ? "optional" : "required";
+}
+
+// ssl_min_version: "TLSv1.2", "TLSv1.3" (also as the enum's names, "TLSv1_2"), an ssl.TLSVersion
+// or None (OpenSSL's default). The value itself is checked by ClientOptions::validate.
+std::optional<std::string> min_version_arg(py::handle value) {
+  if (value.is_none()) return std::nullopt;
+  if (PyLong_Check(value.ptr()) && !PyBool_Check(value.ptr())) {
+    long version = value.cast<long>();  // ssl.TLSVersion: TLSv1_2 = 0x303, TLSv1_3 = 0x304
+    if (version != 0x303 && version != 0x304) {
+      throw py::value_error("ssl_min_version must be TLSv1.2 or TLSv1.3");
+    }
+    return version == 0x303 ? "TLSv1.2" : "TLSv1.3";
+  }
+  if (!PyUnicode_Check(value.ptr())) {
+    throw py::type_error("ssl_min_version must be a str or an ssl.TLSVersion");
+  }
+  auto text = utf8(value);
+  for (auto& c : text) c = c == '_' ? '.' : c;
+  return text;
+}
+
+// client_cache_size, client_cache_max_bytes: an int of at least 1.
+std::size_t cache_size_arg(py::handle value, const char* name) {
+  long long size = integer_arg(value, name);
+  if (size < 1) throw InvalidArgument(std::string(name) + " must be at least 1");
+  return static_cast<std::size_t>(size);
+}
+
+using Read = void (*)(ClientArguments&, py::handle value, const char* name);
+using Show = py::object (*)(const ClientArguments&);
+
+struct ClientOption {
+  const char* name;
+  unsigned kinds;   // ClientKind bits: the clients that take it
+  bool positional;  // may be given by position (in table order) to Client and AsyncCore; the
+                    // cluster clients take startup_nodes by position, every option by keyword
+  Read read;        // the Python value into the C++ options
+  Show show;        // the C++ value as Python sees it: of ClientArguments{}, the default
+};
+
+constexpr unsigned kOneServer = kBlockingClient | kAsyncClient;
+constexpr unsigned kEvery = kOneServer | kClusterClient;
+constexpr bool kPositional = true, kKeyword = false;
+
+// An option pybind11 converts and stored as it is, in `field` of ClientArguments.
+#define RLB_OPTION(name, kinds, positional, field, expected)                     \
+  ClientOption {                                                                 \
+    name, kinds, positional,                                                     \
+        [](ClientArguments& a, py::handle value, const char* option) {           \
+          a.field = option_value<decltype(a.field)>(value, option, expected);    \
+        },                                                                       \
+        [](const ClientArguments& a) -> py::object { return py::cast(a.field); } \
+  }
+
+// Every option, in ClientOptions' order (python/redis_leaderboard/options.py): the sync client's,
+// then the asyncio client's back-pressure, then the cluster clients' own.
+const ClientOption kClientOptions[] = {
+    RLB_OPTION("host", kOneServer, kPositional, client.host, "a str"),
+    RLB_OPTION("port", kOneServer, kPositional, client.port, "an int"),
+    RLB_OPTION("db", kOneServer, kPositional, client.db, "an int"),
+    RLB_OPTION("username", kEvery, kPositional, client.username, "a str or None"),
+    RLB_OPTION("password", kEvery, kPositional, client.password, "a str or None"),
+    RLB_OPTION("socket_timeout", kEvery, kPositional, client.socket_timeout, "a number or None"),
+    RLB_OPTION("socket_connect_timeout", kEvery, kPositional, client.socket_connect_timeout,
+               "a number or None"),
+    RLB_OPTION("client_name", kEvery, kPositional, client.client_name, "a str or None"),
+    {"unix_socket_path", kOneServer, kPositional,  // "": none
+     [](ClientArguments& a, py::handle value, const char* name) {
+       a.client.unix_socket_path =
+           option_value<std::optional<std::string>>(value, name, "a str or None").value_or("");
+     },
+     [](const ClientArguments& a) -> py::object {
+       if (a.client.unix_socket_path.empty()) return py::none();
+       return py::str(a.client.unix_socket_path);
+     }},
+    {"max_reply_bytes", kEvery, kKeyword,  // None: codec::kDefaultMaxReplyBytes
+     [](ClientArguments& a, py::handle value, const char* name) {
+       auto bytes = option_value<std::optional<std::size_t>>(value, name, "an int >= 0 or None");
+       a.client.max_reply_bytes = bytes.value_or(codec::kDefaultMaxReplyBytes);
+     },
+     [](const ClientArguments& a) -> py::object {
+       if (a.client.max_reply_bytes == codec::kDefaultMaxReplyBytes) return py::none();
+       return py::int_(a.client.max_reply_bytes);
+     }},
+    RLB_OPTION("ssl", kEvery, kKeyword, client.tls.enabled, "a bool"),
+    RLB_OPTION("ssl_ca_certs", kEvery, kKeyword, client.tls.ca_certs, "a str or None"),
+    RLB_OPTION("ssl_ca_path", kEvery, kKeyword, client.tls.ca_path, "a str or None"),
+    RLB_OPTION("ssl_ca_data", kEvery, kKeyword, client.tls.ca_data, "a str or None"),
+    RLB_OPTION("ssl_certfile", kEvery, kKeyword, client.tls.certfile, "a str or None"),
+    RLB_OPTION("ssl_keyfile", kEvery, kKeyword, client.tls.keyfile, "a str or None"),
+    RLB_OPTION("ssl_password", kEvery, kKeyword, client.tls.password, "a str or None"),
+    {"ssl_cert_reqs", kEvery, kKeyword,
+     [](ClientArguments& a, py::handle value, const char*) {
+       a.client.tls.cert_reqs = cert_reqs_arg(value);
+     },
+     [](const ClientArguments& a) -> py::object {
+       return py::str(cert_reqs_name(a.client.tls.cert_reqs));
+     }},
+    RLB_OPTION("ssl_check_hostname", kEvery, kKeyword, client.tls.check_hostname, "a bool"),
+    {"ssl_min_version", kEvery, kKeyword,
+     [](ClientArguments& a, py::handle value, const char*) {
+       a.client.tls.min_version = min_version_arg(value);
+     },
+     [](const ClientArguments& a) -> py::object { return py::cast(a.client.tls.min_version); }},
+    RLB_OPTION("ssl_ciphers", kEvery, kKeyword, client.tls.ciphers, "a str or None"),
+    {"sentinels", kOneServer, kKeyword,  // empty: no Sentinel
+     [](ClientArguments& a, py::handle value, const char* name) {
+       a.client.sentinel.sentinels.clear();
+       if (value.is_none()) return;
+       a.client.sentinel.sentinels = address_pairs(value, name);
+       if (a.client.sentinel.sentinels.empty()) {
+         throw py::value_error("sentinels must name at least one sentinel");
+       }
+     },
+     [](const ClientArguments& a) -> py::object {
+       if (!a.client.sentinel.enabled()) return py::none();
+       return py::cast(a.client.sentinel.sentinels);
+     }},
+    RLB_OPTION("service_name", kOneServer, kKeyword, service_name, "a str or None"),
+    RLB_OPTION("sentinel_username", kOneServer, kKeyword, client.sentinel.username,
+               "a str or None"),
+    RLB_OPTION("sentinel_password", kOneServer, kKeyword, client.sentinel.password,
+               "a str or None"),
+    RLB_OPTION("sentinel_ssl", kOneServer, kKeyword, client.sentinel.tls, "a bool"),
+    {"client_cache", kOneServer, kKeyword,  // True or False only: not a size
+     [](ClientArguments& a, py::handle value, const char* name) {
+       if (!PyBool_Check(value.ptr())) {
+         throw py::type_error(std::string(name) + " must be a bool, not " + type_name(value));
+       }
+       a.client_cache = value.ptr() == Py_True;
+     },
+     [](const ClientArguments& a) -> py::object { return py::bool_(a.client_cache); }},
+    {"client_cache_size", kOneServer, kKeyword,
+     [](ClientArguments& a, py::handle value, const char* name) {
+       a.cache.max_entries = cache_size_arg(value, name);
+     },
+     [](const ClientArguments& a) -> py::object { return py::int_(a.cache.max_entries); }},
+    {"client_cache_max_bytes", kOneServer, kKeyword,
+     [](ClientArguments& a, py::handle value, const char* name) {
+       a.cache.max_bytes = cache_size_arg(value, name);
+     },
+     [](const ClientArguments& a) -> py::object { return py::int_(a.cache.max_bytes); }},
+    RLB_OPTION("max_in_flight", kAsyncClient, kKeyword, max_in_flight, "an int >= 0"),
+    RLB_OPTION("max_pending", kAsyncClient, kKeyword, max_pending, "an int >= 0"),
+    RLB_OPTION("read_from_replicas", kClusterClient, kKeyword, read_from_replicas, "a bool"),
+};
+
+#undef RLB_OPTION
+
+const char* kind_name(ClientKind kind) {
+  return kind == kClusterClient ? "ClusterClient" : "Client";
+}
+
+// The option of `kind` closest to a misspelt name (at most two edits away), for the message.
+const ClientOption* closest(ClientKind kind, std::string_view name) {
+  const ClientOption* best = nullptr;
+  std::size_t best_distance = 3;
+  for (const auto& option : kClientOptions) {
+    if (!(option.kinds & kind)) continue;
+    std::string_view other = option.name;
+    std::vector<std::size_t> row(other.size() + 1);
+    for (std::size_t j = 0; j <= other.size(); ++j) row[j] = j;
+    for (std::size_t i = 1; i <= name.size(); ++i) {
+      std::size_t diagonal = row[0];
+      row[0] = i;
+      for (std::size_t j = 1; j <= other.size(); ++j) {
+        std::size_t above = row[j];
+        row[j] = std::min(
+            {row[j] + 1, row[j - 1] + 1, diagonal + (name[i - 1] == other[j - 1] ? 0 : 1)});
+        diagonal = above;
+      }
+    }
+    if (row[other.size()] < best_distance) {
+      best_distance = row[other.size()];
+      best = &option;
+    }
+  }
+  return best;
+}
+
+}  // namespace
+
+std::vector<std::pair<std::string, int>> address_pairs(py::handle value, const char* name) {
+  if (PyUnicode_Check(value.ptr()) || PyBytes_Check(value.ptr()) ||
+      !py::isinstance<py::iterable>(value)) {
+    throw py::type_error(std::string(name) + " must be (host, port) pairs, not " +
+                         type_name(value));
+  }
+  std::vector<std::pair<std::string, int>> pairs;
+  for (py::handle item : value) {
+    try {
+      pairs.push_back(py::cast<std::pair<std::string, int>>(item));
+    } catch (const py::cast_error&) {
+      throw py::type_error(std::string(name) + " must be (host, port) pairs, not " +
+                           utf8(py::repr(item)) + " in them");
+    }
+  }
+  return pairs;
+}
+
+ClientArguments client_arguments(ClientKind kind, const py::args& args, const py::kwargs& kwargs) {
+  ClientArguments arguments;
+  constexpr std::size_t count = std::size(kClientOptions);
+  bool given[count] = {};
+  std::size_t taken = 0, positional = 0;
+  for (std::size_t i = 0; i < count && kind != kClusterClient; ++i) {
+    const auto& option = kClientOptions[i];
+    if (!(option.kinds & kind) || !option.positional) continue;
+    ++positional;
+    if (taken < args.size()) {
+      option.read(arguments, args[taken++], option.name);
+      given[i] = true;
+    }
+  }
+  if (taken < args.size()) {
+    throw py::type_error(std::string(kind_name(kind)) + "() takes at most " +
+                         std::to_string(positional) + " positional arguments (" +
+                         std::to_string(args.size()) + " given)");
+  }
+  for (auto [key, value] : kwargs) {
+    auto name = utf8(key);  // keywords are always str
+    std::size_t i = 0;
+    while (i < count && (kClientOptions[i].name != name || !(kClientOptions[i].kinds & kind))) ++i;
+    if (i == count) {
+      std::string message =
+          std::string(kind_name(kind)) + "() got an unexpected keyword argument '" + name + "'";
+      if (const auto* near = closest(kind, name)) {
+        message += std::string(" (did you mean '") + near->name + "'?)";
+      }
+      throw py::type_error(message);
+    }
+    if (given[i]) {
+      throw py::type_error(std::string(kind_name(kind)) + "() got multiple values for argument '" +
+                           name + "'");
+    }
+    kClientOptions[i].read(arguments, value, kClientOptions[i].name);
+    given[i] = true;
+  }
+  auto& sentinel = arguments.client.sentinel;
+  if (sentinel.enabled() && !arguments.service_name) {
+    throw py::value_error("sentinels need a service_name");
+  }
+  if (!sentinel.enabled() && arguments.service_name) {
     throw py::value_error("service_name needs sentinels");
   }
-  sentinel.username = std::move(username);
-  sentinel.password = std::move(password);
-  sentinel.tls = ssl;
-  return sentinel;
+  if (arguments.service_name) sentinel.service_name = *arguments.service_name;
+  if (kind != kClusterClient) arguments.client.validate();
+  return arguments;
+}
+
+py::list option_table() {
+  const ClientArguments defaults;
+  py::list table;
+  for (const auto& option : kClientOptions) {
+    py::list clients;
+    if (option.kinds & kBlockingClient) clients.append("Client");
+    if (option.kinds & kAsyncClient) clients.append("AsyncCore");
+    if (option.kinds & kClusterClient) clients.append("ClusterClient");
+    table.append(
+        py::make_tuple(option.name, option.show(defaults), option.positional, py::tuple(clients)));
+  }
+  return table;
+}
+
+std::string constructor_doc(ClientKind kind, const std::string& before, const std::string& doc) {
+  const ClientArguments defaults;
+  std::string signature = "__init__(self, " + before;
+  bool keyword_only = false;
+  for (const auto& option : kClientOptions) {
+    if (!(option.kinds & kind)) continue;
+    if (!(option.positional && kind != kClusterClient) && !keyword_only) {
+      signature += "*, ";
+      keyword_only = true;
+    }
+    signature += std::string(option.name) + "=" + utf8(py::repr(option.show(defaults))) + ", ";
+  }
+  signature.resize(signature.size() - 2);
+  return signature + ")\n\n" + doc;
 }
 
 py::dict stats_dict(const connection::Stats& s) {
@@ -722,22 +953,6 @@ py::dict stats_dict(const connection::Stats& s) {
   out["reconnects"] = s.reconnects;
   out["connections"] = s.connections;
   return out;
-}
-
-std::optional<connection::CacheOptions> cache_options(py::handle enabled, py::handle max_entries,
-                                                      py::handle max_bytes) {
-  if (!PyBool_Check(enabled.ptr())) {
-    throw py::type_error("client_cache must be a bool, not " + type_name(enabled));
-  }
-  connection::CacheOptions options;
-  long long entries = integer_arg(max_entries, "client_cache_size");
-  long long bytes = integer_arg(max_bytes, "client_cache_max_bytes");
-  if (entries < 1) throw InvalidArgument("client_cache_size must be at least 1");
-  if (bytes < 1) throw InvalidArgument("client_cache_max_bytes must be at least 1");
-  options.max_entries = static_cast<std::size_t>(entries);
-  options.max_bytes = static_cast<std::size_t>(bytes);
-  if (enabled.ptr() != Py_True) return std::nullopt;
-  return options;
 }
 
 py::dict cache_stats_dict(const connection::CacheStats& s, const connection::CacheOptions& o) {

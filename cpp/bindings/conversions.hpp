@@ -49,23 +49,47 @@ std::vector<leaderboard::BatchEntry> batch_arg(py::handle entries, long long fir
 // more than `limit` raises ValueError before any id is converted past it.
 std::vector<std::string> user_ids_arg(py::handle value, long long limit);
 std::string argument_bytes(py::handle arg);
-connection::ClientOptions client_options(
-    const std::string& host, int port, long long db, std::optional<std::string> username,
-    std::optional<std::string> password, std::optional<double> socket_timeout,
-    std::optional<double> socket_connect_timeout, std::optional<std::string> client_name,
-    std::optional<std::string> unix_socket_path, std::optional<std::size_t> max_reply_bytes,
-    connection::TlsOptions tls = {}, connection::SentinelOptions sentinel = {});
-// redis-py's ssl_* arguments. ssl_cert_reqs: "required", "optional", "none" or an
-// ssl.VerifyMode; ssl_min_version: "TLSv1.2", "TLSv1.3" or an ssl.TLSVersion.
-connection::TlsOptions tls_options(
-    bool ssl, std::optional<std::string> ca_certs, std::optional<std::string> ca_path,
-    std::optional<std::string> ca_data, std::optional<std::string> certfile,
-    std::optional<std::string> keyfile, std::optional<std::string> password, py::handle cert_reqs,
-    bool check_hostname, py::handle min_version, std::optional<std::string> ciphers);
-connection::SentinelOptions sentinel_options(
-    std::optional<std::vector<std::pair<std::string, int>>> sentinels,
-    std::optional<std::string> service_name, std::optional<std::string> username,
-    std::optional<std::string> password, bool ssl);
+// ---- Client options: every option a client's constructor takes is one row of one table
+// (conversions.cpp, kClientOptions): its name (redis-py's), the clients that take it, whether it
+// may be given by position, how a Python value is read into the C++ options (TypeError or
+// ValueError naming it) and its default, read back from the C++ defaults. The constructors take
+// (*args, **kwargs) and read them there, once; Python reads the table (option_table) to check its
+// ClientOptions dataclass and the stub against it.
+enum ClientKind : unsigned {
+  kBlockingClient = 1,  // _core.Client (redis_leaderboard.Client)
+  kAsyncClient = 2,     // _core.AsyncCore (redis_leaderboard.asyncio.Client)
+  kClusterClient = 4,   // _core.ClusterClient and AsyncClusterCore
+};
+
+// The C++ value of every option of the table.
+struct ClientArguments {
+  connection::ClientOptions client;
+  std::optional<std::string> service_name;  // into client.sentinel once every option is read
+  bool client_cache = false;
+  connection::CacheOptions cache;
+  std::size_t max_in_flight = 1024;  // the asyncio client's back-pressure
+  std::size_t max_pending = 10000;
+  bool read_from_replicas = false;  // cluster clients
+
+  std::optional<connection::CacheOptions> enabled_cache() const {
+    if (!client_cache) return std::nullopt;
+    return cache;
+  }
+};
+
+// A constructor's arguments read through the table: TypeError for an option `kind` does not take
+// (naming it), too many positional arguments or one given twice; TypeError/ValueError for a bad
+// value. A single-server client's options are validated (ClientOptions::validate); a cluster's
+// are validated with its startup nodes (ClusterOptions::validate).
+ClientArguments client_arguments(ClientKind kind, const py::args& args, const py::kwargs& kwargs);
+// sentinels, startup_nodes: any iterable but a str or bytes, of (host, port) pairs; TypeError
+// naming `name` otherwise.
+std::vector<std::pair<std::string, int>> address_pairs(py::handle value, const char* name);
+// [(name, default, positional, (the _core classes that take it, ...)), ...] in table order.
+py::list option_table();
+// A constructor's docstring: "__init__(self, <before>host='localhost', ...)" from the table (help()
+// shows it), then `doc`.
+std::string constructor_doc(ClientKind kind, const std::string& before, const std::string& doc);
 
 // ---- C++ -> Python
 py::object to_python(const leaderboard::Result& result);
@@ -73,9 +97,6 @@ py::object reply_to_python(const codec::Reply& reply, bool errors_as_values);
 // The Python exception for a C++ one: the one mapping, used for raising and for futures.
 py::object exception_object(const std::exception_ptr& error);
 py::dict stats_dict(const connection::Stats& stats);
-// client_cache=, client_cache_size=, client_cache_max_bytes=: none if the cache is off.
-std::optional<connection::CacheOptions> cache_options(py::handle enabled, py::handle max_entries,
-                                                      py::handle max_bytes);
 py::dict cache_stats_dict(const connection::CacheStats& stats,
                           const connection::CacheOptions& options);
 

@@ -6,11 +6,17 @@ from __future__ import annotations
 import asyncio
 import atexit
 import weakref
-from typing import Any, Awaitable, Callable, Iterable, Optional, TypeVar, Union
+from typing import Any, Awaitable, Callable, Iterable, Optional, TypeVar
 
 from . import _core
 from ._types import AsyncRun
-from .options import CHUNKS_IN_FLIGHT, sentinel_options, url_options
+from .options import (
+    CHUNKS_IN_FLIGHT,
+    constructor_signature,
+    sentinel_options,
+    takes_options_of,
+    url_options,
+)
 
 __all__ = ["Client"]
 
@@ -41,79 +47,17 @@ class Client:
     ``TimeoutError``.
     """
 
-    def __init__(
-        self,
-        host: str = "localhost",
-        port: int = 6379,
-        db: int = 0,
-        username: Optional[str] = None,
-        password: Optional[str] = None,
-        socket_timeout: Optional[float] = None,
-        socket_connect_timeout: Optional[float] = None,
-        client_name: Optional[str] = None,
-        unix_socket_path: Optional[str] = None,
-        *,
-        max_in_flight: int = 1024,
-        max_pending: int = 10000,
-        max_reply_bytes: Optional[int] = None,
-        ssl: bool = False,
-        ssl_ca_certs: Optional[str] = None,
-        ssl_ca_path: Optional[str] = None,
-        ssl_ca_data: Optional[str] = None,
-        ssl_certfile: Optional[str] = None,
-        ssl_keyfile: Optional[str] = None,
-        ssl_password: Optional[str] = None,
-        ssl_cert_reqs: Union[str, int] = "required",
-        ssl_check_hostname: bool = True,
-        ssl_min_version: Union[str, int, None] = None,
-        ssl_ciphers: Optional[str] = None,
-        sentinels: Optional[Iterable[tuple[str, int]]] = None,
-        service_name: Optional[str] = None,
-        sentinel_username: Optional[str] = None,
-        sentinel_password: Optional[str] = None,
-        sentinel_ssl: bool = False,
-        client_cache: bool = False,
-        client_cache_size: int = 10000,
-        client_cache_max_bytes: int = 64 << 20,
-        _core_client: Optional[_core.AsyncCore] = None,
-    ) -> None:
-        self._core = _core_client or _core.AsyncCore(
-            host=host,
-            port=port,
-            db=db,
-            username=username,
-            password=password,
-            socket_timeout=socket_timeout,
-            socket_connect_timeout=socket_connect_timeout,
-            client_name=client_name,
-            unix_socket_path=unix_socket_path,
-            max_in_flight=max_in_flight,
-            max_pending=max_pending,
-            max_reply_bytes=max_reply_bytes,
-            ssl=ssl,
-            ssl_ca_certs=ssl_ca_certs,
-            ssl_ca_path=ssl_ca_path,
-            ssl_ca_data=ssl_ca_data,
-            ssl_certfile=ssl_certfile,
-            ssl_keyfile=ssl_keyfile,
-            ssl_password=ssl_password,
-            ssl_cert_reqs=ssl_cert_reqs,
-            ssl_check_hostname=ssl_check_hostname,
-            ssl_min_version=ssl_min_version,
-            ssl_ciphers=ssl_ciphers,
-            sentinels=None if sentinels is None else [(h, p) for h, p in sentinels],
-            service_name=service_name,
-            sentinel_username=sentinel_username,
-            sentinel_password=sentinel_password,
-            sentinel_ssl=sentinel_ssl,
-        )
+    __signature__ = constructor_signature("AsyncCore")
+
+    @takes_options_of(_core.AsyncCore, __signature__)
+    def __init__(self, *args: Any, **options: Any) -> None:
+        self._start(_core.AsyncCore(*args, **options))
+
+    def _start(self, core: _core.AsyncCore) -> None:
+        self._core = core
         # The client-side cache (see redis_leaderboard.Client): built by the core, from its
         # own options object, so its connection has every one of the client's options.
-        self._cache: Optional[_core.ClientCache] = None
-        if not isinstance(client_cache, bool):
-            raise TypeError(f"client_cache must be a bool, not {type(client_cache).__name__}")
-        if client_cache:
-            self._cache = self._core.client_cache(client_cache_size, client_cache_max_bytes)
+        self._cache: Optional[_core.ClientCache] = core.client_cache()
         self._cache_setup: Optional[asyncio.Future[None]] = None
         _open_clients.add(self)
 
@@ -232,7 +176,9 @@ class Client:
     def dedicated(self) -> Client:
         """A new client with this one's options (its own connection), for
         calls that hold a connection, as reading events does (guards)."""
-        return Client(_core_client=self._core.dedicated())
+        client = Client.__new__(Client)
+        client._start(self._core.dedicated())
+        return client
 
     async def ping(self) -> bool:
         """PING the server."""

@@ -9,10 +9,14 @@ from typing import (
     Literal,
     Mapping,
     Optional,
-    Sequence,
+    TypedDict,
     TypeVar,
     Union,
 )
+
+# Unpack is typing's from Python 3.11; a stub is never run, so typing_extensions (bundled with
+# type checkers, not a dependency) serves every Python the package supports.
+from typing_extensions import Unpack
 
 from ._types import (
     Entry,
@@ -26,6 +30,60 @@ from ._types import (
 
 _T = TypeVar("_T")
 _T_co = TypeVar("_T_co", covariant=True)
+
+# The clients' keyword options, typed: the compiled constructors read every option through one
+# table (option_table(); cpp/bindings/conversions.cpp), which these follow name for name, with
+# redis_leaderboard.options.ClientOptions' types (tests/test_option_table.py checks both). The
+# positional options (host ... unix_socket_path) are the constructors' own parameters.
+
+class _TlsOptions(TypedDict, total=False):
+    ssl: bool
+    ssl_ca_certs: Optional[str]
+    ssl_ca_path: Optional[str]
+    ssl_ca_data: Optional[str]
+    ssl_certfile: Optional[str]
+    ssl_keyfile: Optional[str]
+    ssl_password: Optional[str]
+    ssl_cert_reqs: Union[str, int]
+    ssl_check_hostname: bool
+    ssl_min_version: Union[str, int, None]
+    ssl_ciphers: Optional[str]
+
+class _NodeOptions(_TlsOptions, total=False):
+    max_reply_bytes: Optional[int]
+
+class _ClientOptions(_NodeOptions, total=False):
+    """Client's keyword-only options."""
+
+    sentinels: Optional[Iterable[tuple[str, int]]]
+    service_name: Optional[str]
+    sentinel_username: Optional[str]
+    sentinel_password: Optional[str]
+    sentinel_ssl: bool
+    client_cache: bool
+    client_cache_size: int
+    client_cache_max_bytes: int
+
+class _AsyncClientOptions(_ClientOptions, total=False):
+    """AsyncCore's keyword-only options: Client's and the asyncio client's back-pressure."""
+
+    max_in_flight: int
+    max_pending: int
+
+class _ClusterOptions(_NodeOptions, total=False):
+    """The cluster clients' options (all keyword-only)."""
+
+    username: Optional[str]
+    password: Optional[str]
+    socket_timeout: Optional[float]
+    socket_connect_timeout: Optional[float]
+    client_name: Optional[str]
+    read_from_replicas: bool
+
+def option_table() -> list[tuple[str, Any, bool, tuple[str, ...]]]:
+    """Every client option: ``(name, default, positional, (the _core classes that take it,
+    ...))``, in ClientOptions' order; the clients' constructors read their arguments through
+    this one table."""
 
 class RedisError(Exception):
     """Base of every error this package raises for Redis (mirrors redis-py)."""
@@ -300,32 +358,12 @@ class AsyncCore:
         socket_connect_timeout: Optional[float] = None,
         client_name: Optional[str] = None,
         unix_socket_path: Optional[str] = None,
-        max_in_flight: int = 1024,
-        max_pending: int = 10000,
-        max_reply_bytes: Optional[int] = None,
-        *,
-        ssl: bool = False,
-        ssl_ca_certs: Optional[str] = None,
-        ssl_ca_path: Optional[str] = None,
-        ssl_ca_data: Optional[str] = None,
-        ssl_certfile: Optional[str] = None,
-        ssl_keyfile: Optional[str] = None,
-        ssl_password: Optional[str] = None,
-        ssl_cert_reqs: Union[str, int] = "required",
-        ssl_check_hostname: bool = True,
-        ssl_min_version: Union[str, int, None] = None,
-        ssl_ciphers: Optional[str] = None,
-        sentinels: Optional[Sequence[tuple[str, int]]] = None,
-        service_name: Optional[str] = None,
-        sentinel_username: Optional[str] = None,
-        sentinel_password: Optional[str] = None,
-        sentinel_ssl: bool = False,
+        **options: Unpack[_AsyncClientOptions],
     ) -> None: ...
-    def client_cache(
-        self, client_cache_size: int = 10000, client_cache_max_bytes: int = 67108864
-    ) -> ClientCache:
-        """A client-side cache whose invalidation connection has this core's options (every
-        one of them: TLS, ACL, Sentinel, db...)."""
+    def client_cache(self) -> Optional[ClientCache]:
+        """The client-side cache the core was made with (``client_cache=True``), whose
+        invalidation connection has this core's options (every one of them: TLS, ACL,
+        Sentinel, db...); None if the cache is off."""
     def run(self, operation: Operation[_T]) -> asyncio.Future[_T]:
         """Run ``operation`` on the running event loop; returns its future."""
     def submit(
@@ -378,27 +416,7 @@ class Client:
         socket_connect_timeout: Optional[float] = None,
         client_name: Optional[str] = None,
         unix_socket_path: Optional[str] = None,
-        *,
-        max_reply_bytes: Optional[int] = None,
-        ssl: bool = False,
-        ssl_ca_certs: Optional[str] = None,
-        ssl_ca_path: Optional[str] = None,
-        ssl_ca_data: Optional[str] = None,
-        ssl_certfile: Optional[str] = None,
-        ssl_keyfile: Optional[str] = None,
-        ssl_password: Optional[str] = None,
-        ssl_cert_reqs: Union[str, int] = "required",
-        ssl_check_hostname: bool = True,
-        ssl_min_version: Union[str, int, None] = None,
-        ssl_ciphers: Optional[str] = None,
-        sentinels: Optional[Sequence[tuple[str, int]]] = None,
-        service_name: Optional[str] = None,
-        sentinel_username: Optional[str] = None,
-        sentinel_password: Optional[str] = None,
-        sentinel_ssl: bool = False,
-        client_cache: bool = False,
-        client_cache_size: int = 10000,
-        client_cache_max_bytes: int = 67108864,
+        **options: Unpack[_ClientOptions],
     ) -> None: ...
     def ping(self) -> bool: ...
     def run(self, operation: Operation[_T]) -> _T:
@@ -428,38 +446,9 @@ class ClientCache:
     """The asyncio client's client-side cache of metadata and its invalidation connection
     (:meth:`AsyncCore.client_cache` makes one with the core's own options)."""
 
-    def __init__(
-        self,
-        host: str = "localhost",
-        port: int = 6379,
-        db: int = 0,
-        username: Optional[str] = None,
-        password: Optional[str] = None,
-        socket_timeout: Optional[float] = None,
-        socket_connect_timeout: Optional[float] = None,
-        client_name: Optional[str] = None,
-        unix_socket_path: Optional[str] = None,
-        *,
-        max_reply_bytes: Optional[int] = None,
-        ssl: bool = False,
-        ssl_ca_certs: Optional[str] = None,
-        ssl_ca_path: Optional[str] = None,
-        ssl_ca_data: Optional[str] = None,
-        ssl_certfile: Optional[str] = None,
-        ssl_keyfile: Optional[str] = None,
-        ssl_password: Optional[str] = None,
-        ssl_cert_reqs: Union[str, int] = "required",
-        ssl_check_hostname: bool = True,
-        ssl_min_version: Union[str, int, None] = None,
-        ssl_ciphers: Optional[str] = None,
-        sentinels: Optional[Sequence[tuple[str, int]]] = None,
-        service_name: Optional[str] = None,
-        sentinel_username: Optional[str] = None,
-        sentinel_password: Optional[str] = None,
-        sentinel_ssl: bool = False,
-        client_cache_size: int = 10000,
-        client_cache_max_bytes: int = 67108864,
-    ) -> None: ...
+    # pybind11's constructor of a class without one: it raises TypeError ("No constructor
+    # defined"), as AsyncCore.client_cache() makes every ClientCache.
+    def __init__(self, *args: Any, **kwargs: Any) -> None: ...
     def begin(self, prefix: str) -> Optional[tuple[int, int]]:
         """A barrier, (generation, token) of a PING written on the invalidation connection for a
         read now (never blocks); None: read uncached."""
@@ -485,17 +474,8 @@ class ConnectionCore:
     """The connection core without I/O (for tests): feed it events, bytes and time (seconds on
     any clock); read what it wants written, closed and completed."""
 
-    def __init__(
-        self,
-        *,
-        username: Optional[str] = None,
-        password: Optional[str] = None,
-        db: int = 0,
-        client_name: Optional[str] = None,
-        socket_timeout: Optional[float] = None,
-        max_reply_bytes: Optional[int] = None,
-        max_in_flight: int = 1024,
-    ) -> None: ...
+    def __init__(self, **options: Unpack[_AsyncClientOptions]) -> None:
+        """The asyncio client's options (those of the handshake and the window matter)."""
     def submit(self, id: int, operation: Operation[Any], started: float = 0.0) -> None: ...
     def submit_raw(self, id: int, wire: bytes, count: int, started: float = 0.0) -> None: ...
     def cancel(self, id: int) -> None: ...
@@ -533,27 +513,7 @@ class ClusterClient:
     CLUSTERDOWN and failovers waited out within ``socket_timeout`` (10 s without one)."""
 
     def __init__(
-        self,
-        startup_nodes: Sequence[tuple[str, int]],
-        *,
-        username: Optional[str] = None,
-        password: Optional[str] = None,
-        socket_timeout: Optional[float] = None,
-        socket_connect_timeout: Optional[float] = None,
-        client_name: Optional[str] = None,
-        read_from_replicas: bool = False,
-        max_reply_bytes: Optional[int] = None,
-        ssl: bool = False,
-        ssl_ca_certs: Optional[str] = None,
-        ssl_ca_path: Optional[str] = None,
-        ssl_ca_data: Optional[str] = None,
-        ssl_certfile: Optional[str] = None,
-        ssl_keyfile: Optional[str] = None,
-        ssl_password: Optional[str] = None,
-        ssl_cert_reqs: Union[str, int] = "required",
-        ssl_check_hostname: bool = True,
-        ssl_min_version: Union[str, int, None] = None,
-        ssl_ciphers: Optional[str] = None,
+        self, startup_nodes: Iterable[tuple[str, int]], **options: Unpack[_ClusterOptions]
     ) -> None: ...
     def run(self, operation: Operation[_T]) -> _T:
         """Run a :class:`Board` operation on the node serving its slot; its result."""
@@ -586,27 +546,7 @@ class AsyncClusterCore:
     """The asyncio cluster client's core; use :class:`redis_leaderboard.asyncio.ClusterClient`."""
 
     def __init__(
-        self,
-        startup_nodes: Sequence[tuple[str, int]],
-        *,
-        username: Optional[str] = None,
-        password: Optional[str] = None,
-        socket_timeout: Optional[float] = None,
-        socket_connect_timeout: Optional[float] = None,
-        client_name: Optional[str] = None,
-        read_from_replicas: bool = False,
-        max_reply_bytes: Optional[int] = None,
-        ssl: bool = False,
-        ssl_ca_certs: Optional[str] = None,
-        ssl_ca_path: Optional[str] = None,
-        ssl_ca_data: Optional[str] = None,
-        ssl_certfile: Optional[str] = None,
-        ssl_keyfile: Optional[str] = None,
-        ssl_password: Optional[str] = None,
-        ssl_cert_reqs: Union[str, int] = "required",
-        ssl_check_hostname: bool = True,
-        ssl_min_version: Union[str, int, None] = None,
-        ssl_ciphers: Optional[str] = None,
+        self, startup_nodes: Iterable[tuple[str, int]], **options: Unpack[_ClusterOptions]
     ) -> None: ...
     def submit(
         self, operation: Operation[_T], loop: asyncio.AbstractEventLoop

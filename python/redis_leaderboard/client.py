@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any, Iterable, Optional, TypeVar
 
 from . import _core
-from .options import sentinel_options, url_options
+from .options import constructor_signature, sentinel_options, url_options
 
 __all__ = ["Client"]
 
@@ -14,6 +14,9 @@ _Self = TypeVar("_Self", bound="Client")
 
 class Client(_core.Client):
     __doc__ = _core.Client.__doc__
+    # The options are the compiled constructor's (its one option table); inspect.signature and
+    # help() read them here.
+    __signature__ = constructor_signature("Client")
 
     @classmethod
     def from_url(cls: type[_Self], url: str, **overrides: Any) -> _Self:

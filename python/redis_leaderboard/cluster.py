@@ -11,29 +11,33 @@ from __future__ import annotations
 
 import asyncio
 import atexit
+import inspect
 import weakref
-from typing import Any, Callable, Concatenate, Iterable, Optional, ParamSpec, TypeVar
+from typing import Any, Callable, Iterable, Optional, TypeVar
 
 from . import _core
-from .options import _boolean, _host_and_port, parse_url, require_hash_tag
+from .options import (
+    _boolean,
+    _host_and_port,
+    constructor_signature,
+    parse_url,
+    require_hash_tag,
+    takes_options_of,
+)
 
 __all__ = ["AsyncClusterClient", "ClusterClient", "cluster_url_options", "require_hash_tag"]
 
 _Self = TypeVar("_Self", bound="ClusterClient")
 T = TypeVar("T")
-_P = ParamSpec("_P")
-
-
-def _takes_options_of(
-    core: Callable[_P, Any],
-) -> Callable[[Callable[..., None]], Callable[Concatenate[Any, _P], None]]:
-    """Declares that an ``__init__`` takes exactly ``core``'s arguments (it passes them on):
-    the options are listed once, by the compiled core (and its stub, for type checkers)."""
-
-    def declare(init: Callable[..., None]) -> Callable[Concatenate[Any, _P], None]:
-        return init
-
-    return declare
+# startup_nodes, then the cluster options of the compiled clients' option table.
+_SIGNATURE = constructor_signature(
+    "ClusterClient",
+    inspect.Parameter(
+        "startup_nodes",
+        inspect.Parameter.POSITIONAL_OR_KEYWORD,
+        annotation="Iterable[tuple[str, int]]",
+    ),
+)
 
 
 def cluster_url_options(url: str, **overrides: Any) -> dict[str, Any]:
@@ -108,6 +112,7 @@ class ClusterClient(_core.ClusterClient):
     """
 
     is_cluster = True
+    __signature__ = _SIGNATURE
 
     @classmethod
     def from_url(cls: type[_Self], url: str, **overrides: Any) -> _Self:
@@ -127,14 +132,13 @@ class AsyncClusterClient:
     client is bound to the event loop it is first used on."""
 
     is_cluster = True
+    __signature__ = _SIGNATURE
 
-    @_takes_options_of(_core.AsyncClusterCore)
-    def __init__(self, startup_nodes: Any, **options: Any) -> None:
+    @takes_options_of(_core.AsyncClusterCore, _SIGNATURE)
+    def __init__(self, *args: Any, **options: Any) -> None:
         """``AsyncClusterClient(startup_nodes=[(host, port), ...], **options)``, the options
         of :class:`ClusterClient`."""
-        self._core = _core.AsyncClusterCore(
-            [(host, port) for host, port in startup_nodes], **options
-        )
+        self._core = _core.AsyncClusterCore(*args, **options)
         self._loop: Optional[asyncio.AbstractEventLoop] = None
         _open_clients.add(self)
 

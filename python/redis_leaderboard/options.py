@@ -1,19 +1,34 @@
 """Client options in one place: the names, their defaults, Redis URLs, redis-py clients.
 
-Both clients take these options as keyword arguments: :class:`ClientOptions` for
-:class:`redis_leaderboard.Client`, :class:`AsyncClientOptions` (two more) for
-:class:`redis_leaderboard.asyncio.Client`. :func:`parse_url` reads a Redis URL into them,
-:func:`client_options_from_redis_py` a redis-py client, and :func:`make_client` turns the
-leaderboards' ``redis_client``/``url`` arguments into a client. The clients check the values
-(ranges, types) when they are built.
+The options are declared once, by the compiled clients: one table (``_core.option_table()``,
+``cpp/bindings/conversions.cpp``) gives each option's name, default, the clients that take it and
+how its value is read, and every client constructor reads its arguments through it.
+:class:`ClientOptions` (:class:`redis_leaderboard.Client`'s options) and
+:class:`AsyncClientOptions` (two more, :class:`redis_leaderboard.asyncio.Client`'s) are that table
+as typed dataclasses, and the stub's ``_ClientOptions`` TypedDicts type the constructors' keyword
+arguments; ``tests/test_option_table.py`` fails if either drifts from the table.
+:func:`parse_url` reads a Redis URL into them, :func:`client_options_from_redis_py` a redis-py
+client, and :func:`make_client` turns the leaderboards' ``redis_client``/``url`` arguments into a
+client. The clients check the values (types, ranges) when they are built.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import inspect
 import os
 import re
-from typing import Any, Callable, Mapping, Optional, TypeVar, Union
+from typing import (
+    Any,
+    Callable,
+    Concatenate,
+    Mapping,
+    NamedTuple,
+    Optional,
+    ParamSpec,
+    TypeVar,
+    Union,
+)
 from urllib.parse import unquote
 
 from . import _core
@@ -102,36 +117,11 @@ class ClientOptions:
 
     def cluster_kwargs(self) -> dict[str, Any]:
         """The options a cluster client gives each node's connections (its keyword arguments
-        beside ``startup_nodes``): every option but those naming one server or a feature a
-        cluster client has not (``_NOT_FOR_CLUSTER``), so a new connection option reaches the
-        cluster clients too (or they refuse it, TypeError, which a test shows)."""
-        return {
-            field.name: getattr(self, field.name)
-            for field in dataclasses.fields(self)
-            if field.name not in _NOT_FOR_CLUSTER
-        }
-
-
-# ClientOptions a cluster client does not take: the server (startup_nodes instead, database 0
-# only), Sentinel, the client-side cache (no cluster support yet) and the asyncio client's queue.
-_NOT_FOR_CLUSTER = frozenset(
-    {
-        "host",
-        "port",
-        "db",
-        "unix_socket_path",
-        "sentinels",
-        "service_name",
-        "sentinel_username",
-        "sentinel_password",
-        "sentinel_ssl",
-        "client_cache",
-        "client_cache_size",
-        "client_cache_max_bytes",
-        "max_in_flight",
-        "max_pending",
-    }
-)
+        beside ``startup_nodes``): those of the option table that the cluster clients take, so
+        a new connection option reaches them too. The others name one server (host, port, db,
+        socket path: ``startup_nodes`` instead, database 0 only) or a feature a cluster client
+        has not (Sentinel, the client-side cache, the asyncio client's queue)."""
+        return {name: getattr(self, name) for name in _CLUSTER_FIELDS}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -142,6 +132,75 @@ class AsyncClientOptions(ClientOptions):
     max_in_flight: int = 1024
     #: Requests handed to the transport; beyond them, calls wait in the client.
     max_pending: int = 10000
+
+
+# --- the compiled clients' option table ----------------------------------------------------------
+
+
+class CoreOption(NamedTuple):
+    """One row of the compiled clients' option table (``_core.option_table()``)."""
+
+    name: str
+    default: Any
+    #: May be given by position (in table order) to ``Client`` and ``AsyncCore``, else
+    #: keyword-only; the cluster clients take ``startup_nodes`` by position, every option by
+    #: keyword.
+    positional: bool
+    #: The ``_core`` classes that take it: ``"Client"``, ``"AsyncCore"`` (the asyncio
+    #: client's), ``"ClusterClient"`` (both cluster clients').
+    clients: tuple[str, ...]
+
+
+#: Every client option, in :class:`AsyncClientOptions`' order, then the cluster clients' own.
+OPTION_TABLE: tuple[CoreOption, ...] = tuple(CoreOption(*row) for row in _core.option_table())
+
+_CLUSTER_FIELDS = tuple(
+    option.name
+    for option in OPTION_TABLE
+    if "ClusterClient" in option.clients and option.name in ClientOptions.__dataclass_fields__
+)
+
+
+def constructor_signature(client: str, *leading: inspect.Parameter) -> inspect.Signature:
+    """The signature of a client class taking the options of ``client`` (a ``_core`` class
+    name of :attr:`CoreOption.clients`) after ``leading``, annotated as
+    :class:`AsyncClientOptions`' fields: for ``help()`` and :func:`inspect.signature`."""
+    fields = AsyncClientOptions.__dataclass_fields__
+    parameters = list(leading)
+    for option in OPTION_TABLE:
+        if client not in option.clients:
+            continue
+        field = fields.get(option.name)
+        by_position = option.positional and client != "ClusterClient"
+        kind = (
+            inspect.Parameter.POSITIONAL_OR_KEYWORD
+            if by_position
+            else inspect.Parameter.KEYWORD_ONLY
+        )
+        annotation = field.type if field is not None else type(option.default).__name__
+        parameters.append(
+            inspect.Parameter(option.name, kind, default=option.default, annotation=annotation)
+        )
+    return inspect.Signature(parameters, return_annotation="None")
+
+
+_P = ParamSpec("_P")
+
+
+def takes_options_of(
+    core: Callable[_P, Any], signature: inspect.Signature
+) -> Callable[[Callable[..., None]], Callable[Concatenate[Any, _P], None]]:
+    """Declares that an ``__init__(self, *args, **options)`` takes exactly ``core``'s
+    arguments (it passes them on): for type checkers, those of ``core``'s stub; at run time,
+    ``signature`` (:func:`constructor_signature`). The options are listed by neither."""
+
+    def declare(init: Callable[..., None]) -> Callable[Concatenate[Any, _P], None]:
+        self = inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD)
+        parameters = [self, *signature.parameters.values()]
+        init.__dict__["__signature__"] = signature.replace(parameters=parameters)
+        return init
+
+    return declare
 
 
 # --- URLs ----------------------------------------------------------------------------------------
