@@ -3,7 +3,7 @@ at 1 task and at 1,000 tasks, for one or more builds and event loops, next to ea
 floor (a bare future created, settled by ``call_soon`` and awaited by a task).
 
     python benchmarks/async_instructions.py [--builds NAME=PYTHON,...] [--methods get_rank,...]
-                                            [--loops asyncio,uvloop]
+                                            [--loops asyncio,uvloop] [--repeat K]
 
 Each figure is the difference between a run of N2 and of N1 calls, divided by N2 - N1, so start-up
 cancels out; every thread of the process is counted (an I/O thread included). Needs valgrind.
@@ -104,6 +104,13 @@ def main() -> int:
     parser.add_argument("--builds", default=f"this={sys.executable}", help="NAME=PYTHON,...")
     parser.add_argument("--methods", default="get_rank,get_size,upsert_user")
     parser.add_argument("--loops", default="asyncio", help="event loops: asyncio,uvloop")
+    parser.add_argument(
+        "--repeat",
+        type=int,
+        default=1,
+        help="measure each figure this many times, print the median (the 1,000-task figure "
+        "varies a few percent from run to run: scheduling order, allocation patterns)",
+    )
     parser.add_argument("--worker", nargs=6, help=argparse.SUPPRESS)
     opts = parser.parse_args()
     if opts.worker:
@@ -128,9 +135,12 @@ def main() -> int:
         first = next(iter(builds.values()))
 
         def per_call(python: str, mode: str, n1: int, n2: int, method: str, loop: str) -> int:
-            a = instructions(python, server.host, server.port, mode, n1, method, loop)
-            b = instructions(python, server.host, server.port, mode, n2, method, loop)
-            return (b - a) // (n2 - n1)
+            figures = []
+            for _ in range(opts.repeat):
+                a = instructions(python, server.host, server.port, mode, n1, method, loop)
+                b = instructions(python, server.host, server.port, mode, n2, method, loop)
+                figures.append((b - a) // (n2 - n1))
+            return sorted(figures)[len(figures) // 2]
 
         for loop in loops:
             floor = [per_call(first, *m, "floor", loop) for m in MODES[1:]]

@@ -446,9 +446,6 @@ class ClientCache:
     """The asyncio client's client-side cache of metadata and its invalidation connection
     (:meth:`AsyncCore.client_cache` makes one with the core's own options)."""
 
-    # pybind11's constructor of a class without one: it raises TypeError ("No constructor
-    # defined"), as AsyncCore.client_cache() makes every ClientCache.
-    def __init__(self, *args: Any, **kwargs: Any) -> None: ...
     def begin(self, prefix: str) -> Optional[tuple[int, int]]:
         """A barrier, (generation, token) of a PING written on the invalidation connection for a
         read now (never blocks); None: read uncached."""
