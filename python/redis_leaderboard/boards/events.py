@@ -1,6 +1,6 @@
 """A board's change events (``events=True``): a stream read with XREAD on a connection of its
 own. Reading is I/O by nature, so the sync and the asyncio streams both exist; everything but
-the loop that waits is :class:`StreamState`'s, written once."""
+the loop that waits is ``StreamState``'s, written once."""
 
 from __future__ import annotations
 
@@ -40,7 +40,7 @@ def events_slices(block: Optional[float]) -> Generator[Optional[float], Optional
     EVENTS_BLOCK_SLICE seconds; ``block=None`` waits for ever (slice after slice), a number
     gives up once that long has passed without an event (0: no wait). ``send(True)`` (an
     event came) starts the wait again; it yields None (the value of that send) first.
-    ``block`` is checked by :func:`check_block` before this generator starts."""
+    ``block`` is checked by ``check_block`` before this generator starts."""
     until = None if block is None else time.monotonic() + block
     first = True
     while True:
@@ -107,7 +107,9 @@ class StreamState:
 
 
 class EventStream(StreamState):
-    """A board's change events (:meth:`RedisLeaderboard.events`): iterate, or ``read()``."""
+    """A board's change events
+    ([`RedisLeaderboard.events`][redis_leaderboard.RedisLeaderboard.events]): iterate, or
+    ``read()``."""
 
     def read(self, block: Optional[float] = None) -> list[Event]:
         """One round trip: the events after ``last_id`` (at most ``count``), waiting up to
@@ -140,11 +142,12 @@ class EventStream(StreamState):
 
 
 class AsyncEventStream(StreamState):
-    """A board's change events (:meth:`redis_leaderboard.asyncio.RedisLeaderboard.events`):
+    """A board's change events
+    ([`redis_leaderboard.asyncio.RedisLeaderboard.events`][redis_leaderboard.asyncio.RedisLeaderboard.events]):
     ``async for``, or ``await read()``."""
 
     async def read(self, block: Optional[float] = None) -> list[Event]:
-        """As :meth:`EventStream.read`."""
+        """As ``EventStream.read``."""
         operation = self._operation(block)
         return self._received(await self._reader.run(operation))
 
