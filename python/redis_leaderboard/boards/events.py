@@ -107,14 +107,28 @@ class StreamState:
 
 
 class EventStream(StreamState):
-    """A board's change events
-    ([`RedisLeaderboard.events`][redis_leaderboard.RedisLeaderboard.events]): iterate, or
-    ``read()``."""
+    """A board's change events, from
+    [`RedisLeaderboard.events`][redis_leaderboard.RedisLeaderboard.events].
+
+    Iterate it (each ``next`` waits as ``events(block=...)`` said), or call ``read()`` for one
+    round trip. ``last_id`` is where the next read resumes. A context manager: ``with`` closes its
+    connection.
+    """
 
     def read(self, block: Optional[float] = None) -> list[Event]:
-        """One round trip: the events after ``last_id`` (at most ``count``), waiting up to
-        ``block`` seconds for one (None or 0: no wait, XREAD without BLOCK); ``[]`` if none
-        came."""
+        """One round trip: the events after ``last_id`` (at most ``count``).
+
+        Args:
+            block: Seconds to wait for an event. None or 0: no wait at all (an XREAD without BLOCK),
+                unlike ``events(block=None)``, whose iteration waits for ever.
+
+        Returns:
+            The events, oldest first; ``[]`` if none came. ``last_id`` moves past them.
+
+        Redis cost:
+            One round trip on the stream's own connection: XREAD (BLOCK when ``block`` > 0).
+            O(count).
+        """
         operation = self._operation(block)
         return self._received(self._reader.run(operation))
 
@@ -142,12 +156,24 @@ class EventStream(StreamState):
 
 
 class AsyncEventStream(StreamState):
-    """A board's change events
-    ([`redis_leaderboard.asyncio.RedisLeaderboard.events`][redis_leaderboard.asyncio.RedisLeaderboard.events]):
-    ``async for``, or ``await read()``."""
+    """A board's change events, from
+    [`redis_leaderboard.asyncio.RedisLeaderboard.events`][redis_leaderboard.asyncio.RedisLeaderboard.events].
+
+    ``async for`` it, or ``await read()``; ``async with`` closes its connection.
+    """
 
     async def read(self, block: Optional[float] = None) -> list[Event]:
-        """As ``EventStream.read``."""
+        """As [`EventStream.read`][redis_leaderboard.leaderboard.EventStream.read], awaited.
+
+        Args:
+            block: Seconds to wait for an event; None or 0: no wait.
+
+        Returns:
+            The events, oldest first; ``[]`` if none came.
+
+        Redis cost:
+            One round trip: XREAD (BLOCK when ``block`` > 0).
+        """
         operation = self._operation(block)
         return self._received(await self._reader.run(operation))
 
@@ -169,6 +195,7 @@ class AsyncEventStream(StreamState):
         return self._buffer.pop(0)
 
     async def aclose(self) -> None:
+        """Close the reading connection (as ``close()``)."""
         self.close()
 
     async def __aenter__(self) -> AsyncEventStream:
