@@ -31,6 +31,8 @@ from .sharded import ShardedLeaderboard
 
 if TYPE_CHECKING:
     __version__: str
+    """The installed package's version (``"0.1.0"``), read from its metadata when first asked
+    for."""
 else:
 
     def __getattr__(name: str) -> str:

@@ -23,10 +23,12 @@ __all__ = [
 
 
 class RedisLeaderboard(Leaderboard[AsyncEventStream], AsyncDriven):
-    """The asyncio twin of :class:`redis_leaderboard.RedisLeaderboard`: same constructor,
+    """The asyncio twin of
+    [`redis_leaderboard.RedisLeaderboard`][redis_leaderboard.RedisLeaderboard]: same constructor,
     methods, results and errors, each method a coroutine.
 
-    ``redis_client`` may be a :class:`Client`, a ``redis.asyncio.Redis`` or ``redis.Redis``
+    ``redis_client`` may be a [`Client`][redis_leaderboard.asyncio.Client], a
+    ``redis.asyncio.Redis`` or ``redis.Redis``
     (its options are reused) or None: then ``url``, else ``$REDIS_URL``, else
     ``redis://localhost:6379/0``.
     """
@@ -38,23 +40,30 @@ class RedisLeaderboard(Leaderboard[AsyncEventStream], AsyncDriven):
 
 
 class PeriodBoard(PeriodState, RedisLeaderboard):
-    """The asyncio twin of :class:`redis_leaderboard.seasons.PeriodBoard`."""
+    """The asyncio twin of
+    [`redis_leaderboard.seasons.PeriodBoard`][redis_leaderboard.seasons.PeriodBoard]."""
 
 
 class PeriodicLeaderboard(PeriodicBase[PeriodBoard], AsyncDriven):
-    """The asyncio twin of :class:`redis_leaderboard.seasons.PeriodicLeaderboard`:
-    :meth:`current`, :meth:`at`, :meth:`previous` return asyncio boards."""
+    """The asyncio twin of
+    [`redis_leaderboard.seasons.PeriodicLeaderboard`][redis_leaderboard.PeriodicLeaderboard]:
+    [`current`][redis_leaderboard.asyncio.PeriodicLeaderboard.current],
+    [`at`][redis_leaderboard.asyncio.PeriodicLeaderboard.at],
+    [`previous`][redis_leaderboard.asyncio.PeriodicLeaderboard.previous] return asyncio boards."""
 
     board_class = PeriodBoard
     client_class = Client
 
 
 class RollingLeaderboard(RollingState, RedisLeaderboard):
-    """The asyncio twin of :class:`redis_leaderboard.seasons.RollingLeaderboard`."""
+    """The asyncio twin of
+    [`redis_leaderboard.seasons.RollingLeaderboard`][redis_leaderboard.RollingLeaderboard]."""
 
 
 class LeaderboardGroup(GroupBase, AsyncDriven):
-    """The asyncio twin of :class:`redis_leaderboard.seasons.LeaderboardGroup`: its boards are
+    """The asyncio twin of
+    [`redis_leaderboard.seasons.LeaderboardGroup`][redis_leaderboard.LeaderboardGroup]: its boards
+    are
     asyncio ones."""
 
     client_class = Client

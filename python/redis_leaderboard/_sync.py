@@ -27,7 +27,8 @@ class RedisLeaderboard(Leaderboard[EventStream], SyncDriven):
     hash ``f"{key}:user:{user_id}"``. Every method is one round trip; writes, their trimming and
     the read-back of the entry run atomically in one server-side script.
 
-    ``redis_client`` may be a :class:`Client`, a redis-py ``redis.Redis`` (its host, port, db,
+    ``redis_client`` may be a [`Client`][redis_leaderboard.Client], a redis-py ``redis.Redis`` (its
+    host, port, db,
     credentials and timeouts are reused) or None: then ``url``, else ``$REDIS_URL``, else
     ``redis://localhost:6379/0``.
 
@@ -41,9 +42,11 @@ class RedisLeaderboard(Leaderboard[EventStream], SyncDriven):
     Guards (keyword-only): ``submission_ttl`` (seconds, default 24 h) keeps the
     result of a write made with a ``submission_id``; ``rate_limit=(max_writes, per_seconds)``
     refuses a user's writes beyond that many in any sliding window of that length
-    (:class:`RateLimited`); ``events=True`` appends a change event to the stream
+    ([`RateLimited`][redis_leaderboard.RateLimited]); ``events=True`` appends a change event to the
+    stream
     ``f"{key}:events"`` (capped at about ``events_maxlen``) on every change of the board
-    (writes, deletions, trims, clears), read with :meth:`events`. ``rate_limit`` and ``events``
+    (writes, deletions, trims, clears), read with
+    [`events`][redis_leaderboard.RedisLeaderboard.events]. ``rate_limit`` and ``events``
     are recorded in ``f"{key}:options"`` by the first write carrying them; a client writing
     with others gets ``ValueError``, and so does one without ``events`` deleting, trimming or
     clearing a board that records them.
@@ -56,7 +59,8 @@ class RedisLeaderboard(Leaderboard[EventStream], SyncDriven):
 
 
 class PeriodBoard(PeriodState, RedisLeaderboard):
-    """One period of a :class:`PeriodicLeaderboard`: a plain :class:`RedisLeaderboard` at
+    """One period of a [`PeriodicLeaderboard`][redis_leaderboard.PeriodicLeaderboard]: a plain
+    [`RedisLeaderboard`][redis_leaderboard.RedisLeaderboard] at
     ``f"{key}:{period}"`` whose writes set every key's deadline (``expires``) and are refused
     (``ValueError``) once the period ended more than ``grace`` ago."""
 
@@ -66,9 +70,14 @@ class PeriodicLeaderboard(PeriodicBase[PeriodBoard], SyncDriven):
     time zone ``tz``, each the guide's layout at ``f"{key}:{period_id}"``
     (``lb:weekly:2026-W48``, ``lb:daily:2026-11-23``).
 
-    Writes, the guide's reads, every query of :class:`RedisLeaderboard` and :meth:`events`
-    go to the current period (:meth:`current`); :meth:`at`, :meth:`previous` and
-    :meth:`periods` reach older ones. ``max_entries=None``: every period's board is unlimited.
+    Writes, the guide's reads, every query of
+    [`RedisLeaderboard`][redis_leaderboard.RedisLeaderboard] and
+    [`events`][redis_leaderboard.PeriodicLeaderboard.events]
+    go to the current period ([`current`][redis_leaderboard.PeriodicLeaderboard.current]);
+    [`at`][redis_leaderboard.PeriodicLeaderboard.at],
+    [`previous`][redis_leaderboard.PeriodicLeaderboard.previous] and
+    [`periods`][redis_leaderboard.PeriodicLeaderboard.periods] reach older ones.
+    ``max_entries=None``: every period's board is unlimited.
     The newest ``keep`` periods (the current one included) are kept; an older one expires by
     itself: every write sets the deadline of every key it writes (sorted set, option keys, the
     user's metadata hash), so all keys of a period expire together, when the ``keep``-th
@@ -96,11 +105,13 @@ class RollingLeaderboard(RollingState, RedisLeaderboard):
     not their buckets: they come back if they climb). A score leaves the window exactly when
     its bucket does.
 
-    Every read of :class:`RedisLeaderboard` (the guide's and the queries) works, in one round
+    Every read of [`RedisLeaderboard`][redis_leaderboard.RedisLeaderboard] (the guide's and the
+    queries) works, in one round
     trip: it first brings the window's board to the current bucket (rebuilt once per bucket
     with ZUNIONSTORE; writes keep it up to date in between), so reads are exact, not stale.
     ``set_max_entries`` and ``upsert_many`` raise ``TypeError``. ``submission_ttl``: seconds
-    the result of a write with a ``submission_id`` is kept (as :class:`RedisLeaderboard`).
+    the result of a write with a ``submission_id`` is kept (as
+    [`RedisLeaderboard`][redis_leaderboard.RedisLeaderboard]).
     """
 
 
@@ -109,9 +120,12 @@ class LeaderboardGroup(GroupBase, SyncDriven):
     writes to every board in one round trip, atomically (one script: every board's write is
     checked before any is applied, so a refused one writes nothing anywhere).
 
-    ``boards``: :class:`RedisLeaderboard` (each with its own ``order``, ``ties``,
-    ``max_entries``), :class:`PeriodicLeaderboard` (its current period, by its clock; or a
-    period's board from ``at()``, within its grace) and :class:`RollingLeaderboard` (the bucket
+    ``boards``: [`RedisLeaderboard`][redis_leaderboard.RedisLeaderboard] (each with its own
+    ``order``, ``ties``,
+    ``max_entries``), [`PeriodicLeaderboard`][redis_leaderboard.PeriodicLeaderboard] (its current
+    period, by its clock; or a
+    period's board from ``at()``, within its grace) and
+    [`RollingLeaderboard`][redis_leaderboard.RollingLeaderboard] (the bucket
     of its clock) objects. ``mode``: one for every board, or a mapping of board keys to modes.
     """
 

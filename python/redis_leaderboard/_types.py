@@ -109,7 +109,8 @@ class _ShardedSubmitRequired(TypedDict):
 
 
 class ShardedSubmitResult(_ShardedSubmitRequired, total=False):
-    """A sharded board's ``submit``: as :class:`SubmitResult`, with ``"shard"``, and the ranks
+    """A sharded board's ``submit``: as [`SubmitResult`][redis_leaderboard._types.SubmitResult],
+    with ``"shard"``, and the ranks
     on that shard (``"shard_rank"``, ``"previous_shard_rank"``) in place of the ranks."""
 
     duplicate: bool

@@ -118,9 +118,10 @@ class BadRow:
 
 
 def read_csv(stream: TextIO, path: str) -> Iterator[Union[Row, BadRow]]:
-    """A :data:`Row` per good row of a CSV whose header names ``user_id`` and ``score`` (every
-    other non-empty column becomes a metadata field), a :class:`BadRow` per row that
-    :meth:`RedisLeaderboard.upsert_many` would refuse or that has more fields than the header."""
+    """A ``Row`` per good row of a CSV whose header names ``user_id`` and ``score`` (every
+    other non-empty column becomes a metadata field), a ``BadRow`` per row that
+    [`RedisLeaderboard.upsert_many`][redis_leaderboard.RedisLeaderboard.upsert_many] would refuse or
+    that has more fields than the header."""
     reader = csv.reader(stream)
     try:
         header = next(reader, [])

@@ -1,6 +1,6 @@
 """A board's change events (``events=True``): a stream read with XREAD on a connection of its
 own. Reading is I/O by nature, so the sync and the asyncio streams both exist; everything but
-the loop that waits is :class:`StreamState`'s, written once."""
+the loop that waits is ``StreamState``'s, written once."""
 
 from __future__ import annotations
 
@@ -40,7 +40,7 @@ def events_slices(block: Optional[float]) -> Generator[Optional[float], Optional
     EVENTS_BLOCK_SLICE seconds; ``block=None`` waits for ever (slice after slice), a number
     gives up once that long has passed without an event (0: no wait). ``send(True)`` (an
     event came) starts the wait again; it yields None (the value of that send) first.
-    ``block`` is checked by :func:`check_block` before this generator starts."""
+    ``block`` is checked by ``check_block`` before this generator starts."""
     until = None if block is None else time.monotonic() + block
     first = True
     while True:
@@ -107,12 +107,28 @@ class StreamState:
 
 
 class EventStream(StreamState):
-    """A board's change events (:meth:`RedisLeaderboard.events`): iterate, or ``read()``."""
+    """A board's change events, from
+    [`RedisLeaderboard.events`][redis_leaderboard.RedisLeaderboard.events].
+
+    Iterate it (each ``next`` waits as ``events(block=...)`` said), or call ``read()`` for one
+    round trip. ``last_id`` is where the next read resumes. A context manager: ``with`` closes its
+    connection.
+    """
 
     def read(self, block: Optional[float] = None) -> list[Event]:
-        """One round trip: the events after ``last_id`` (at most ``count``), waiting up to
-        ``block`` seconds for one (None or 0: no wait, XREAD without BLOCK); ``[]`` if none
-        came."""
+        """One round trip: the events after ``last_id`` (at most ``count``).
+
+        Args:
+            block: Seconds to wait for an event. None or 0: no wait at all (an XREAD without BLOCK),
+                unlike ``events(block=None)``, whose iteration waits for ever.
+
+        Returns:
+            The events, oldest first; ``[]`` if none came. ``last_id`` moves past them.
+
+        Redis cost:
+            One round trip on the stream's own connection: XREAD (BLOCK when ``block`` > 0).
+            O(count).
+        """
         operation = self._operation(block)
         return self._received(self._reader.run(operation))
 
@@ -140,11 +156,24 @@ class EventStream(StreamState):
 
 
 class AsyncEventStream(StreamState):
-    """A board's change events (:meth:`redis_leaderboard.asyncio.RedisLeaderboard.events`):
-    ``async for``, or ``await read()``."""
+    """A board's change events, from
+    [`redis_leaderboard.asyncio.RedisLeaderboard.events`][redis_leaderboard.asyncio.RedisLeaderboard.events].
+
+    ``async for`` it, or ``await read()``; ``async with`` closes its connection.
+    """
 
     async def read(self, block: Optional[float] = None) -> list[Event]:
-        """As :meth:`EventStream.read`."""
+        """As [`EventStream.read`][redis_leaderboard.leaderboard.EventStream.read], awaited.
+
+        Args:
+            block: Seconds to wait for an event; None or 0: no wait.
+
+        Returns:
+            The events, oldest first; ``[]`` if none came.
+
+        Redis cost:
+            One round trip: XREAD (BLOCK when ``block`` > 0).
+        """
         operation = self._operation(block)
         return self._received(await self._reader.run(operation))
 
@@ -166,6 +195,7 @@ class AsyncEventStream(StreamState):
         return self._buffer.pop(0)
 
     async def aclose(self) -> None:
+        """Close the reading connection (as ``close()``)."""
         self.close()
 
     async def __aenter__(self) -> AsyncEventStream:

@@ -1,5 +1,5 @@
 """The guide's board, every method written once for both APIs (``redis_leaderboard._drive``):
-the constructor and options (:class:`BoardBase`) and the methods (:class:`Leaderboard`). The
+the constructor and options (``BoardBase``) and the methods (``Leaderboard``). The
 public ``RedisLeaderboard`` classes add a driver and their client types."""
 
 from __future__ import annotations
@@ -103,7 +103,7 @@ S = TypeVar("S", bound=StreamState)
 
 class BoardBase:
     """What the sync and asyncio leaderboards share: the constructor, ``key``,
-    ``max_entries``, ``order``, ``ties``; their methods run the same :class:`_core.Board`
+    ``max_entries``, ``order``, ``ties``; their methods run the same ``_core.Board``
     operations."""
 
     # Set by the public classes: the client this class makes from a url or a redis-py client,
@@ -194,11 +194,13 @@ class BoardBase:
     @property
     def events_enabled(self) -> bool:
         """Whether writes append change events to ``f"{key}:events"`` (``events=True``);
-        :meth:`events` reads them."""
+        [`events`][redis_leaderboard.RedisLeaderboard.events] reads them.
+        """
         return self._board.events
 
     def _group_member(self, mode: str) -> tuple[Any, str, int]:
-        """As one of a :class:`LeaderboardGroup`'s boards: what the group's script writes
+        """As one of a [`LeaderboardGroup`][redis_leaderboard.LeaderboardGroup]'s boards: what the
+        group's script writes
         (this board, the mode, no bucket)."""
         return (self._board, mode, 0)
 
@@ -225,11 +227,30 @@ class Leaderboard(BoardBase, Generic[S]):
     def upsert_user(
         self, user_id: str, score: float, metadata: Optional[Mapping[str, Any]] = None
     ) -> Sent[WriteResult]:
-        """Set ``user_id``'s score (ZADD), merge ``metadata`` into its hash (HSET), trim the board
-        and return the entry with ``"trimmed_user_ids"``, atomically and in one round trip.
+        """Set a user's score and merge its metadata, trim the board, and return the entry.
 
-        If the write itself was trimmed away, the result has no ``"rank"`` and its
-        ``"metadata"`` is the payload sent.
+        The guide's method. Atomic: the score, the metadata, the trim, the metadata clean-up of the
+        users trimmed and the read-back of the entry happen in one script.
+
+        Args:
+            user_id: The user (a non-empty ``str``; an ``int`` is converted with ``str()``).
+            score: Its new score (finite).
+            metadata: Fields merged into the user's hash (values stored as ``str(value)``).
+
+        Returns:
+            The entry (``"rank"``, ``"user_id"``, ``"score"``, ``"metadata"``) with
+            ``"trimmed_user_ids"``, the ids the write trimmed away. If the write itself was trimmed
+            away, there is no ``"rank"`` and ``"metadata"`` is the payload sent.
+
+        Raises:
+            ValueError: An empty ``user_id``, a NaN or infinite score (nothing is sent).
+            RateLimited: The board's ``rate_limit`` refused the write (nothing changed).
+            OutOfMemoryError: The server is at ``maxmemory`` (refused before the script runs).
+
+        Redis cost:
+            One round trip: a script (no flags, so refused up front when out of memory) that checks
+            ACL permissions and key types, then ZADD, HSET (merge), the trim and the read-back.
+            O(log N) plus the users trimmed.
         """
         return self._run(self._board.upsert_user(user_id, score, metadata))
 
@@ -237,7 +258,20 @@ class Leaderboard(BoardBase, Generic[S]):
     def increment_score(
         self, user_id: str, amount: float, metadata: Optional[Mapping[str, Any]] = None
     ) -> Sent[WriteResult]:
-        """Add ``amount`` to ``user_id``'s score (ZINCRBY); otherwise as :meth:`upsert_user`."""
+        """Add to a user's score (ZINCRBY); otherwise as
+        [`upsert_user`][redis_leaderboard.RedisLeaderboard.upsert_user].
+
+        Args:
+            user_id: The user.
+            amount: Added to its score (finite; may be negative). A new user starts from 0.
+            metadata: Fields merged into the user's hash.
+
+        Returns:
+            As [`upsert_user`][redis_leaderboard.RedisLeaderboard.upsert_user].
+
+        Redis cost:
+            One round trip: the script of ``upsert_user``, with ZINCRBY. O(log N).
+        """
         return self._run(self._board.increment_score(user_id, amount, metadata))
 
     @one_trip
@@ -251,33 +285,56 @@ class Leaderboard(BoardBase, Generic[S]):
         submission_id: Optional[str] = None,
         retries: int = 2,
     ) -> Sent[SubmitResult]:
-        """Write ``user_id``'s score and merge ``metadata``, atomically in one round trip, and
-        report what changed.
+        """Write a user's score and merge its metadata, and report what changed.
 
-        With ``submission_id`` the write applies once: its result is stored under the board
-        for ``submission_ttl`` seconds, and a repeat within that time writes nothing and returns
-        the stored result with ``"duplicate": True`` (``False`` the first time). The id belongs
-        to one user and one payload: reusing it for another user, or with another score, mode
-        or metadata, raises :class:`SubmissionIdReused` (a ValueError) and changes nothing; it
-        never answers with another user's data.
-        Such a write whose reply was lost (the connection dropped) is sent again on a new
-        connection, at most ``retries`` times, then raises ``ConnectionError``; a resend
-        whose first attempt had applied returns ``"duplicate": True``. Without an id, a write
-        is never resent. An id applied by :meth:`upsert_many`, which keeps no result per entry,
-        also returns ``"duplicate": True`` and writes nothing: the user's entry now
-        (``"score"``, ``"rank"``, ``"metadata"``), ``"previous_score"`` and
-        ``"previous_rank"`` None, ``"changed"`` False, no trimmed ids; if the user is no longer
-        on the board, the score upsert_many wrote with ``"rank"`` None and ``"metadata"``
-        ``{}``. On a board with ``rate_limit``, a write beyond the limit raises
-        :class:`RateLimited` (``retry_after`` seconds) and changes nothing.
+        ``mode="set"`` stores ``score``; ``"best"`` stores it only if it is strictly better than the
+        current score in the board's order (a new user is always stored); ``"incr"`` adds it.
 
-        ``mode="set"`` stores ``score``; ``"best"`` stores it only if it is strictly better
-        than the current score in the board's order (a new user is always stored); ``"incr"``
-        adds it. Returns ``{"user_id", "score" (stored now), "rank" (None if not on the board),
-        "previous_score", "previous_rank" (None if new), "changed" (the stored score changed),
-        "metadata" (the whole hash now), "trimmed_user_ids"}``. If the write itself was trimmed
-        away: ``"rank"`` is None, ``"metadata"`` ``{}`` and the user's id is in
-        ``"trimmed_user_ids"``.
+        With ``submission_id`` the write applies once: its result is stored under the board for
+        ``submission_ttl`` seconds, and a repeat within that time writes nothing and returns the
+        stored
+        result with ``"duplicate": True`` (``False`` the first time). The id belongs to one user and
+        one payload: reusing it for another user, or with another score, mode or metadata, raises
+        [`SubmissionIdReused`][redis_leaderboard.SubmissionIdReused] and changes nothing; it never
+        answers with another user's data. Such a write whose reply was lost (the connection dropped)
+        is sent again on a new connection, at most ``retries`` times, then raises
+        ``ConnectionError``; a resend whose first attempt had applied returns ``"duplicate": True``.
+        Without an id, a write is never resent. An id applied by
+        [`upsert_many`][redis_leaderboard.RedisLeaderboard.upsert_many], which keeps no result per
+        entry, also returns ``"duplicate": True`` and writes nothing: the user's entry now
+        (``"score"``, ``"rank"``, ``"metadata"``), ``"previous_score"`` and ``"previous_rank"``
+        None,
+        ``"changed"`` False, no trimmed ids; if the user is no longer on the board, the score
+        upsert_many wrote with ``"rank"`` None and ``"metadata"`` ``{}``.
+
+        Args:
+            user_id: The user.
+            score: The score sent (finite).
+            metadata: Fields merged into the user's hash.
+            mode: ``"set"``, ``"best"`` or ``"incr"``.
+            submission_id: An idempotency key, unique per submission (``f"{match}:{player}"``).
+            retries: How many times a write with a ``submission_id`` is resent after a lost reply.
+
+        Returns:
+            ``{"user_id", "score" (stored now), "rank" (None if not on the board), "previous_score",
+            "previous_rank" (None if new), "changed" (the stored score changed), "metadata" (the
+            whole
+            hash now), "trimmed_user_ids"}``, and ``"duplicate"`` with a ``submission_id``. If the
+            write itself was trimmed away: ``"rank"`` is None, ``"metadata"`` ``{}`` and the user's
+            id
+            is in ``"trimmed_user_ids"``.
+
+        Raises:
+            SubmissionIdReused: The id was applied before with another user or payload.
+            RateLimited: On a board with ``rate_limit``, a write beyond the limit (``retry_after``
+                seconds); nothing changed.
+            OptionsMismatch: The board was recorded with other options.
+
+        Redis cost:
+            One round trip: one script, as ``upsert_user`` (with a submission id it also reads and
+            writes ``f"{key}:submission:{id}"``; with a rate limit, the user's
+            ``f"{key}:rate:{id}"``).
+            O(log N).
         """
         return self._run(
             self._board.submit(
@@ -292,150 +349,384 @@ class Leaderboard(BoardBase, Generic[S]):
         block: Optional[float] = None,
         count: int = EVENTS_BATCH,
     ) -> S:
-        """The board's change events after ``last_id`` (``"$"``: from now on; ``"0"``: every
-        event the stream still holds), oldest first, as they come: ``{"id", "kind", "user_id",
-        "score", "rank", "previous_score", "previous_rank", "trimmed_user_ids", "overtaken"}``,
-        ranks 1-based. ``"kind"`` says what changed the board, each change appending its
-        events atomically with it:
+        """The board's change events after ``last_id``, oldest first, as they come.
 
-        - ``"score"``: a write (upsert_user, increment_score, submit, a group write, an
-          upsert_many entry) changed the user's score or trimmed someone; ``"rank"`` None if
-          the write was trimmed away; ``"overtaken"``: up to 10 ids the write passed, nearest
-          first; ``"trimmed_user_ids"``: whom it trimmed;
-        - ``"delete"``: :meth:`delete_user` removed the user: ``"score"`` and
-          ``"previous_score"`` the score it had, ``"previous_rank"`` its rank, ``"rank"`` None
-          (deleting a user not on the board appends nothing);
-        - ``"trim"``: :meth:`set_max_entries` or upsert_many's closing trim removed
-          ``"trimmed_user_ids"`` (worst first, at most 1,000 an event); ``"user_id"``,
-          ``"score"`` and the ranks None;
-        - ``"clear"``: one page of :meth:`clear` (5,000 entries a page) removed ``"removed"``
-          entries, leaving ``"size"`` (0: the board is empty); no ids are listed (a big board
-          appends one event a page, never one per entry); ``"user_id"``, ``"score"`` and the
-          ranks None.
+        Each event is ``{"id", "kind", "user_id", "score", "rank", "previous_score",
+        "previous_rank",
+        "trimmed_user_ids", "overtaken"}``, ranks 1-based. ``"kind"`` says what changed the board,
+        each change appending its events atomically with it:
 
-        Other users' ranks move with a change (those below a deleted user go up one): the
-        events name only the users they list. Pass the last ``"id"`` seen to resume after a
-        disconnect without missing any (while the stream still holds it: it keeps about
-        ``events_maxlen``). ``block=None`` waits for ever; a number of seconds ends the
-        iteration once that long passes without an event (``0``: what is there now).
+        - ``"score"``: a write (upsert_user, increment_score, submit, a group write, an upsert_many
+          entry) changed the user's score or trimmed someone; ``"rank"`` None if the write was
+          trimmed away; ``"overtaken"``: up to 10 ids the write passed, nearest first;
+          ``"trimmed_user_ids"``: whom it trimmed;
+        - ``"delete"``: [`delete_user`][redis_leaderboard.RedisLeaderboard.delete_user] removed the
+          user: ``"score"`` and ``"previous_score"`` the score it had, ``"previous_rank"`` its rank,
+          ``"rank"`` None (deleting a user not on the board appends nothing);
+        - ``"trim"``: [`set_max_entries`][redis_leaderboard.RedisLeaderboard.set_max_entries] or
+          upsert_many's closing trim removed ``"trimmed_user_ids"`` (worst first, at most 1,000 an
+          event); ``"user_id"``, ``"score"`` and the ranks None;
+        - ``"clear"``: one page of [`clear`][redis_leaderboard.RedisLeaderboard.clear] (5,000
+          entries
+          a page) removed ``"removed"`` entries, leaving ``"size"`` (0: the board is empty); no ids
+          are listed (a big board appends one event a page, never one per entry); ``"user_id"``,
+          ``"score"`` and the ranks None.
 
-        Reading holds a connection (XREAD BLOCK), so it runs on a connection of its own with
-        the client's options, opened on the first read and closed with the stream
-        (``close()``, ``with``, or the end of the iteration). ``read(block)`` is one round
-        trip (a list, maybe empty); ``last_id`` is where the next read resumes."""
+        Other users' ranks move with a change (those below a deleted user go up one): the events
+        name
+        only the users they list. Pass the last ``"id"`` seen to resume after a disconnect without
+        missing any (while the stream still holds it: it keeps about ``events_maxlen``).
+
+        Reading holds a connection (XREAD BLOCK), so it runs on a connection of its own with the
+        client's options, opened on the first read and closed with the stream (``close()``,
+        ``with``,
+        or the end of the iteration). ``read(block)`` is one round trip (a list, maybe empty);
+        ``last_id`` is where the next read resumes.
+
+        Args:
+            last_id: ``"$"``: the events after now; ``"0"``: every event the stream still holds; an
+                event's ``"id"``: those after it.
+            block: Seconds the iteration waits for the next event before it ends (``0``: what is
+                there now); None waits for ever.
+            count: How many events one read asks for at most.
+
+        Returns:
+            An iterator of events (an ``EventStream``; under asyncio an async iterator, an
+            ``AsyncEventStream``), also a context manager.
+
+        Redis cost:
+            Nothing until the first read; then one XREAD (BLOCK) per batch of at most ``count``
+            events
+            on the stream's own connection, waiting in slices of 2 s.
+        """
         return self.event_stream_class(self, last_id, block, count)
 
     @one_trip
     def set_max_entries(self, max_entries: Optional[int]) -> Sent[list[str]]:
-        """Change the board's size limit and trim to it; returns the trimmed ids, worst first.
-        The new limit applies to this object once the trim has finished (if it raises, the old
-        limit stays). With ``events``, appends ``"trim"`` events listing the trimmed ids."""
+        """Change the board's size limit and trim to it.
+
+        The new limit applies to this object once the trim has finished (if it raises, the old limit
+        stays). With ``events``, appends ``"trim"`` events listing the trimmed ids.
+
+        Args:
+            max_entries: The new limit (at least 1), or None for an unlimited board.
+
+        Returns:
+            The trimmed ids, worst first.
+
+        Redis cost:
+            One round trip per page of 5,000 trimmed entries: a script flagged ``allow-oom`` (it
+            only
+            deletes) that checks, then trims (ZREMRANGEBYRANK, UNLINK of the metadata). O(log N + M)
+            for M trimmed.
+        """
         return self._run(self._board.set_max_entries(max_entries))
 
     @one_trip
     def get_top(self, count: int = 10) -> Sent[list[Entry]]:
-        """The ``count`` highest entries, best first (ZRANGE REV WITHSCORES + HGETALL each)."""
+        """The best ``count`` entries, best first.
+
+        Args:
+            count: How many (at least 1).
+
+        Returns:
+            Entries ``{"rank", "user_id", "score", "metadata"}``, best first.
+
+        Redis cost:
+            One round trip: a ``no-writes`` script, ZRANGE (REV) WITHSCORES and one HGETALL per
+            entry.
+            O(log N + count).
+        """
         return self._run(self._board.get_top(count))
 
     @one_trip
     def get_around_rank(self, rank: int, count: int = 5) -> Sent[list[Entry]]:
-        """``count`` entries centred on the 1-based ``rank``, the window clamped to the board."""
+        """``count`` entries centred on the 1-based ``rank``, the window clamped to the board.
+
+        A window that would pass an end of the board is moved inside it, so it is full whenever the
+        board holds ``count`` entries; ``[]`` on an empty board, the whole board if it has at most
+        ``count``.
+
+        Args:
+            rank: The 1-based rank to centre on (at least 1).
+            count: How many entries (at least 1).
+
+        Returns:
+            Entries, best first.
+
+        Redis cost:
+            One round trip: a ``no-writes`` script, ZCARD, one ZRANGE and one HGETALL per entry.
+            O(log N + count).
+        """
         return self._run(self._board.get_around_rank(rank, count))
 
     @one_trip
     def get_rank(self, user_id: str) -> Sent[Optional[int]]:
-        """``user_id``'s 1-based rank from the top (ZREVRANK), or None if absent."""
+        """A user's 1-based rank (under the board's tie rule), or None if it is not on the board.
+
+        Args:
+            user_id: The user.
+
+        Returns:
+            The rank, or None.
+
+        Redis cost:
+            One round trip: ZREVRANK (ZRANK on ``asc`` boards; a script on boards with ``ties``).
+            O(log N).
+        """
         return self._run(self._board.get_rank(user_id))
 
     @one_trip
     def get_user_metadata(self, user_id: str) -> Sent[dict[str, str]]:
-        """``user_id``'s metadata hash (HGETALL); ``{}`` if it has none."""
+        """A user's metadata hash; ``{}`` if it has none.
+
+        Args:
+            user_id: The user.
+
+        Returns:
+            The hash's fields and values.
+
+        Redis cost:
+            One round trip: HGETALL. O(fields).
+        """
         return self._run(self._board.get_user_metadata(user_id))
 
     @one_trip
     def get_user_entry(self, user_id: str) -> Sent[Optional[Entry]]:
-        """``user_id``'s entry (rank, score, metadata), or None if it is not on the board."""
+        """A user's entry (rank, score, metadata), or None if it is not on the board.
+
+        Args:
+            user_id: The user.
+
+        Returns:
+            The entry, or None.
+
+        Redis cost:
+            One round trip: a ``no-writes`` script, ZSCORE, ZREVRANK, HGETALL. O(log N).
+        """
         return self._run(self._board.get_user_entry(user_id))
 
     @one_trip
     def list_all(self) -> Sent[list[Entry]]:
-        """Every entry, best first. Large boards are read in pages (not one snapshot)."""
+        """Every entry, best first.
+
+        Boards over 5,000 entries are read in pages (not one snapshot); a board that keeps growing
+        past what the first page saw raises ``RedisError`` rather than looping.
+
+        Returns:
+            Every entry, best first.
+
+        Redis cost:
+            One round trip per page of 5,000 entries (at most 2 x the pages left after the first,
+            plus
+            one): a ``no-writes`` script, as ``get_top``. O(N).
+        """
         return self._run(self._board.list_all())
 
     @one_trip
     def get_size(self) -> Sent[int]:
-        """How many entries the board holds (ZCARD)."""
+        """How many entries the board holds.
+
+        Returns:
+            The board's size.
+
+        Redis cost:
+            One round trip: ZCARD. O(1).
+        """
         return self._run(self._board.get_size())
 
     @one_trip
     def delete_user(self, user_id: str) -> Sent[bool]:
-        """Remove ``user_id`` and its metadata; True if it was on the board. With ``events``,
-        a removal appends a ``"delete"`` event, atomically with it."""
+        """Remove a user and its metadata.
+
+        With ``events``, a removal appends a ``"delete"`` event, atomically with it.
+
+        Args:
+            user_id: The user.
+
+        Returns:
+            True if it was on the board (its metadata goes either way).
+
+        Redis cost:
+            One round trip: a script flagged ``allow-oom`` (it frees memory) that checks, then ZREM
+            and
+            UNLINK. O(log N).
+        """
         return self._run(self._board.delete_user(user_id))
 
     @one_trip
     def clear(self) -> Sent[None]:
-        """Delete the board and every member's metadata hash (in pages on large boards). With
-        ``events``, each page appends one ``"clear"`` event (``"removed"``, ``"size"``); the
-        stream itself stays."""
+        """Delete the board and every member's metadata hash.
+
+        Large boards are cleared in pages. With ``events``, each page appends one ``"clear"`` event
+        (``"removed"``, ``"size"``); the stream itself stays.
+
+        Redis cost:
+            One round trip per page of 5,000 entries: a script flagged ``allow-oom`` that checks,
+            then
+            ZREMRANGEBYRANK and UNLINK. O(N).
+        """
         return self._run(self._board.clear())
 
     # -- queries: one round trip each, atomic; every "rank" follows the board's tie rule ----
 
     @one_trip
     def get_around_user(self, user_id: str, count: int = 5) -> Sent[list[Entry]]:
-        """``count`` entries centred on ``user_id``'s position, the window clamped to the board
-        as :meth:`get_around_rank`'s (a full window at both ends); ``[]`` if the user is not on
-        the board. O(log N + count)."""
+        """``count`` entries centred on a user's position, the window clamped to the board.
+
+        Centred on the user's position, not its rank (tied users have distinct positions), and
+        clamped
+        as [`get_around_rank`][redis_leaderboard.RedisLeaderboard.get_around_rank]'s (a full window
+        at both ends).
+
+        Args:
+            user_id: The user.
+            count: How many entries (at least 1).
+
+        Returns:
+            Entries, best first; ``[]`` if the user is not on the board.
+
+        Redis cost:
+            One round trip: a ``no-writes`` script, ZREVRANK (ZRANK for ``asc``), ZCARD, one ZRANGE
+            and one HGETALL per entry. O(log N + count).
+        """
         return self._run(self._board.get_around_user(user_id, count))
 
     @one_trip
     def get_entries(self, user_ids: Iterable[str]) -> Sent[list[Optional[Entry]]]:
-        """One item per id, in the order given: its entry, or None if it is not on the board
-        (a friends list). At most 1,000 ids (more raise ``ValueError``). O(k log N)."""
+        """One item per id, in the order given: its entry, or None if it is not on the board.
+
+        For a friends list.
+
+        Args:
+            user_ids: At most 1,000 ids (not a ``str``).
+
+        Returns:
+            An entry or None per id.
+
+        Raises:
+            ValueError: More than 1,000 ids.
+            TypeError: A ``str`` instead of a collection of ids.
+
+        Redis cost:
+            One round trip: a ``no-writes`` script, ZSCORE, the rank and HGETALL per id.
+            O(k log N) for k ids.
+        """
         return self._run(self._board.get_entries(user_ids))
 
     @one_trip
     def get_page(self, page: int, page_size: int = 10) -> Sent[Page]:
-        """The 1-based ``page`` of ``page_size`` entries (1 to 1,000), best first:
-        ``{"page", "page_size", "total_pages", "size", "entries"}``, ``total_pages`` being
-        ``ceil(size / page_size)`` (0 on an empty board); a page past the end has no entries.
-        O(log N + page_size)."""
+        """The 1-based ``page`` of ``page_size`` entries, best first.
+
+        ``total_pages`` is ``ceil(size / page_size)`` (0 on an empty board); a page past the end has
+        no
+        entries (never a short page borrowed from the one before).
+
+        Args:
+            page: The page, from 1.
+            page_size: Entries per page, 1 to 1,000.
+
+        Returns:
+            ``{"page", "page_size", "total_pages", "size", "entries"}``.
+
+        Redis cost:
+            One round trip: a ``no-writes`` script, the rank window of ``get_top``.
+            O(log N + page_size).
+        """
         return self._run(self._board.get_page(page, page_size))
 
     @one_trip
     def get_by_score(
         self, min_score: float, max_score: float, *, offset: int = 0, limit: int = 100
     ) -> Sent[list[Entry]]:
-        """The entries with ``min_score <= score <= max_score``, best first in the board's
-        order, skipping ``offset`` and returning at most ``limit``. ``float("-inf")`` and
-        ``float("inf")`` are allowed; ``min_score > max_score`` gives ``[]``.
-        O(log N + limit), whatever the offset."""
+        """The entries with ``min_score <= score <= max_score``, best first in the board's order.
+
+        Args:
+            min_score: The lowest score (``float("-inf")`` allowed; NaN raises).
+            max_score: The highest score (``float("inf")`` allowed); below ``min_score`` gives
+                ``[]``.
+            offset: Entries of the range skipped first.
+            limit: At most this many entries.
+
+        Returns:
+            Entries, best first.
+
+        Redis cost:
+            One round trip: a ``no-writes`` script, two ZCOUNTs find the range's positions, one
+            ZRANGE
+            reads it by position, one HGETALL per entry. O(log N + limit), whatever the offset.
+        """
         return self._run(self._board.get_by_score(min_score, max_score, offset=offset, limit=limit))
 
     @one_trip
     def count_by_score(self, min_score: float, max_score: float) -> Sent[int]:
-        """How many entries have ``min_score <= score <= max_score`` (ZCOUNT, O(log N))."""
+        """How many entries have ``min_score <= score <= max_score``.
+
+        Args:
+            min_score: The lowest score (``-inf`` allowed).
+            max_score: The highest score (``inf`` allowed).
+
+        Returns:
+            The count.
+
+        Redis cost:
+            One round trip: ZCOUNT. O(log N).
+        """
         return self._run(self._board.count_by_score(min_score, max_score))
 
     @one_trip
     def rank_for_score(self, score: float) -> Sent[int]:
-        """The rank an entry with ``score`` would have now: 1 + the entries strictly better
-        (what ``ties="competition"`` reports). One ZCOUNT, O(log N)."""
+        """The rank an entry with ``score`` would be reported with now.
+
+        1 + the entries strictly better (competition's rank); on a ``dense`` board, 1 + the distinct
+        scores strictly better.
+
+        Args:
+            score: A score (finite).
+
+        Returns:
+            The rank.
+
+        Redis cost:
+            One round trip: ZCOUNT (a script on a board's first call, which checks the recorded
+            options). O(log N).
+        """
         return self._run(self._board.rank_for_score(score))
 
     @one_trip
     def get_percentile(self, user_id: str) -> Sent[Optional[float]]:
-        """The share of the other entries whose score is strictly worse than ``user_id``'s,
-        0.0 to 100.0 (tied users share it; a board of one gives 100.0); None if absent.
-        O(log N)."""
+        """The share of the other entries whose score is strictly worse than a user's.
+
+        0.0 to 100.0; tied users share a value; the best user, and the only user of a board of one,
+        get 100.0.
+
+        Args:
+            user_id: The user.
+
+        Returns:
+            The percentile, or None if the user is not on the board.
+
+        Redis cost:
+            One round trip: a ``no-writes`` script, ZSCORE, ZCOUNT, ZCARD. O(log N).
+        """
         return self._run(self._board.get_percentile(user_id))
 
     @one_trip
     def score_at_percentile(self, p: float) -> Sent[Optional[float]]:
-        """The nearest-rank score at percentile ``p`` (0 to 100): of the scores sorted worst
-        to best, the one at 1-based position ``max(1, ceil(p / 100 * size))``; None on an
-        empty board. O(log N)."""
+        """The nearest-rank score at percentile ``p``.
+
+        Of the scores sorted worst to best, the one at 1-based position ``max(1, ceil(p / 100 *
+        size))``.
+
+        Args:
+            p: The percentile, 0 to 100.
+
+        Returns:
+            The score, or None on an empty board.
+
+        Redis cost:
+            One round trip: a ``no-writes`` script, ZCARD and a ZRANGE of one element. O(log N).
+        """
         return self._run(self._board.score_at_percentile(p))
 
     @one_trip
@@ -446,11 +737,27 @@ class Leaderboard(BoardBase, Generic[S]):
         min_score: Optional[float] = None,
         max_score: Optional[float] = None,
     ) -> Sent[list[HistogramBin]]:
-        """The score distribution: ``bins`` (1 to 1,000) equal-width bins
-        ``{"min", "max", "count"}`` in ascending score order over ``[min_score, max_score]``
-        (by default the board's lowest and highest score), each ``[min, max)`` but the last,
-        which is closed; ``[]`` on an empty board. One ZCOUNT per bin: O(bins log N), the
-        board is never scanned."""
+        """The score distribution, in ascending score order whatever the board's order.
+
+        ``bins`` bins of equal width over ``[min_score, max_score]``; edges ``min + (max - min) * i
+        /
+        bins`` in doubles, the last exactly ``max``; each bin ``[min, max)`` but the last, which is
+        closed, so the counts add up (all scores equal: the last bin holds them all).
+
+        Args:
+            bins: How many bins, 1 to 1,000.
+            min_score: The lowest edge; default the board's lowest score (never past a given
+                ``max_score``).
+            max_score: The highest edge; default the board's highest score.
+
+        Returns:
+            ``[{"min", "max", "count"}, ...]``, ascending; ``[]`` on an empty board.
+
+        Redis cost:
+            One round trip: a ``no-writes`` script, ZCARD, the two extremes and one ZCOUNT from
+            ``-inf`` per edge (a bin is the difference of two): O(bins log N); the board is never
+            scanned.
+        """
         return self._run(self._board.get_histogram(bins, min_score=min_score, max_score=max_score))
 
     @plan
@@ -465,38 +772,59 @@ class Leaderboard(BoardBase, Generic[S]):
         """Bulk-load ``(user_id, score)`` or ``(user_id, score, metadata)`` entries.
 
         Streams ``entries`` (any iterable, read lazily: memory stays bounded) in chunks of
-        ``chunk_size``: one variadic ZADD and one HSET per entry with metadata per chunk, in a
-        MULTI/EXEC, up to 4 chunks in flight on one connection, so the next chunk is converted
-        while the server applies the previous ones and the server never waits for the client.
-        The board is trimmed once, at the end. ``progress(written_so_far)`` is called after
-        each chunk. Not atomic as a whole: other clients may see the board grow while it loads.
+        ``chunk_size``, up to 4 chunks in flight on one connection, so the next chunk is converted
+        while the server applies the previous ones and the server never waits for the client. The
+        board is trimmed once, at the end. Not atomic as a whole: other clients may see the board
+        grow while it loads.
 
-        ``chunk_size`` and ``progress`` are checked before anything is read or written; each
-        entry is validated as :meth:`upsert_user` validates its arguments, a bad one raising
-        ``ValueError``/``TypeError`` naming its position (``"entry 41: ..."``).
+        ``chunk_size`` and ``progress`` are checked before anything is read or written; each entry
+        is
+        validated as [`upsert_user`][redis_leaderboard.RedisLeaderboard.upsert_user] validates its
+        arguments, a bad one raising ``ValueError``/``TypeError`` naming its position
+        (``"entry 41: ..."``).
 
-        If it raises once chunks were sent (a bad entry in a later chunk, ``progress``
-        raising, a Redis error), the chunks the server applied stay written: every chunk
-        before the failing one, and with several in flight possibly some after it; nothing of
-        the chunk holding a bad entry; of a chunk Redis failed, nothing if it refused the chunk
-        (out of memory, OOM), else every command but the failing one (a WRONGTYPE or NOPERM
-        HSET leaves that entry's score written without its metadata). The board is then
-        trimmed to ``max_entries`` before the error propagates; if that trim fails too (the
-        connection is gone), the board may hold more than ``max_entries`` entries until the
-        next write or :meth:`set_max_entries` trims it (on Python 3.11+ the error carries a
-        note saying so). A ``KeyboardInterrupt`` (or, in asyncio, cancellation) stops at once,
-        without the trim.
+        If it raises once chunks were sent (a bad entry in a later chunk, ``progress`` raising, a
+        Redis error), the chunks the server applied stay written: every chunk before the failing
+        one,
+        and with several in flight possibly some after it; nothing of the chunk holding a bad entry;
+        of a chunk Redis failed, nothing if it refused the chunk (out of memory, OOM), else every
+        command but the failing one (a WRONGTYPE or NOPERM HSET leaves that entry's score written
+        without its metadata). The board is then trimmed to ``max_entries`` before the error
+        propagates; if that trim fails too (the connection is gone), the board may hold more than
+        ``max_entries`` entries until the next write or
+        [`set_max_entries`][redis_leaderboard.RedisLeaderboard.set_max_entries] trims it (on Python
+        3.11+ the error carries a note saying so). A ``KeyboardInterrupt`` (or, in asyncio,
+        cancellation) stops at once, without the trim.
 
-        Returns ``{"written": n, "trimmed": count, "trimmed_user_ids": [...]}``, listing at
-        most the 1,000 lowest trimmed ids.
+        Guards: an entry may be ``(user_id, score, metadata_or_None, submission_id)``; an entry
+            whose
+        id was applied before (by upsert_many, within ``submission_ttl``) is skipped, and the
+        summary
+        then has ``"duplicates": n``. A chunk whose entries all carry ids is resent after a lost
+        reply, at most ``retries`` times. Events are appended per changed entry (``"score"``) and
+        for
+        the closing trim (``"trim"``); rate limits do not apply to a bulk load. An id already used
+        by
+        [`submit`][redis_leaderboard.RedisLeaderboard.submit] is skipped too.
 
-        Guards: an entry may be ``(user_id, score, metadata_or_None, submission_id)``; an
-        entry whose id was applied before (by upsert_many, within ``submission_ttl``) is
-        skipped, and the summary then has ``"duplicates": n``. A chunk whose entries all carry
-        ids is resent after a lost reply, at most ``retries`` times. Entries with ids, and
-        boards with ``events``/``rate_limit``, go as scripts (bulk.lua); events are appended
-        per changed entry (``"score"``) and for the closing trim (``"trim"``); rate limits do
-        not apply to a bulk load. An id already used by :meth:`submit` is skipped too.
+        Args:
+            entries: The entries, any iterable.
+            chunk_size: Entries per chunk (at least 1).
+            progress: Called with the number of entries written so far after each chunk.
+            retries: How many times a chunk whose entries all carry ids is resent after a lost
+                reply.
+
+        Returns:
+            ``{"written": n, "trimmed": count, "trimmed_user_ids": [...]}``, listing at most the
+            1,000 lowest trimmed ids (and ``"duplicates"`` when entries were skipped).
+
+        Redis cost:
+            Per chunk, pipelined (up to 4 in flight): MULTI, one variadic ZADD and one HSET per
+            entry
+            with metadata, EXEC; entries with ids, and boards with ``events`` or ``rate_limit``, go
+            as
+            scripts (bulk.lua) instead. One trim at the end (and after a failure). O(M log N) for M
+            entries.
         """
         check_bulk_arguments(chunk_size, progress)
         operations = ChunkOperations(self._board, entries, chunk_size, retries)

@@ -1,11 +1,14 @@
 """Time (seasons): periodic boards with archives, rolling windows, and one write for many boards.
 
-* :class:`PeriodicLeaderboard`: one plain board (the guide's layout) per period, at
+* [`PeriodicLeaderboard`][redis_leaderboard.PeriodicLeaderboard]: one plain board (the guide's
+layout) per period, at
   ``f"{key}:{period_id}"``; a period's keys (its sorted set, option keys and every metadata
   hash) expire together once ``keep`` newer periods have begun.
-* :class:`RollingLeaderboard`: scores land in per-bucket sorted sets; reads see the union of
+* [`RollingLeaderboard`][redis_leaderboard.RollingLeaderboard]: scores land in per-bucket sorted
+sets; reads see the union of
   the buckets inside the window, kept at ``key`` (metadata at ``f"{key}:user:{user_id}"``).
-* :class:`LeaderboardGroup`: one atomic write (one script, one round trip) to several boards.
+* [`LeaderboardGroup`][redis_leaderboard.LeaderboardGroup]: one atomic write (one script, one round
+trip) to several boards.
 
 The clock rule: the period (or bucket) a write lands in is decided by the *client's* clock
 (``clock``, injectable), because its id is part of the key name, chosen before the command is
@@ -276,12 +279,13 @@ def on_current(method: one_trip[P, R]) -> one_trip[P, R]:
         return function(self.current(), *args, **kwargs)
 
     functools.update_wrapper(forwarded, function)  # name, signature (for help() and docs)
-    forwarded.__doc__ = f"The current period's :meth:`RedisLeaderboard.{function.__name__}`."
+    forwarded.__doc__ = f"The current period's ``RedisLeaderboard.{function.__name__}``."
     return one_trip(forwarded)
 
 
 class PeriodicBase(Generic[B]):
-    """A periodic board (:class:`PeriodicLeaderboard`, sync or asyncio): the periods, the
+    """A periodic board ([`PeriodicLeaderboard`][redis_leaderboard.PeriodicLeaderboard], sync or
+    asyncio): the periods, the
     clock, the boards, and the guide's methods on the current period's board."""
 
     board_class: type[B]
@@ -319,16 +323,24 @@ class PeriodicBase(Generic[B]):
         _core.Board(key, max_entries, order=order, ties=ties, **self.guards)  # validates them
         self.periods_of = Periods(period, tz, anchor)
         self.keep = _check_keep(keep)
+        """How many periods are kept, the current one included."""
         self.grace = _check_grace(grace)
+        """How long after its end a period still takes writes sent to it explicitly."""
         if clock is not None and not callable(clock):
             raise TypeError("clock must be a callable returning an aware datetime")
         self.clock: Clock = clock or _system_clock
+        """The clock deciding the current period (an aware datetime)."""
         self.redis = make_client(redis_client, url, self.client_class)
         self._run: Runner = self.redis.run
         self.key = key
+        """The periodic board's key: each period's board is at ``f"{key}:{period_id}"``."""
         self.max_entries = max_entries
+        """Each period's board's size limit (None: unlimited)."""
         self.order: Order = order
+        """``"desc"`` or ``"asc"``, as
+        [`RedisLeaderboard.order`][redis_leaderboard.RedisLeaderboard.order]."""
         self.ties: Ties = ties
+        """The tie rule of every period's board."""
         self._boards: dict[datetime, B] = {}
         # The current period's board: while the clock is within its bounds, current() needs
         # no period arithmetic (the time zone's rules).
@@ -336,10 +348,12 @@ class PeriodicBase(Generic[B]):
 
     @property
     def period(self) -> Period:
+        """The period: ``"hour"``, ``"day"``, ``"week"``, ``"month"`` or a ``timedelta``."""
         return self.periods_of.period
 
     @property
     def tz(self) -> tzinfo:
+        """The time zone periods are named and begin in."""
         return self.periods_of.tz
 
     def now(self) -> datetime:
@@ -430,7 +444,8 @@ class PeriodicBase(Generic[B]):
         return _display_name(self)
 
     def _group_member(self, mode: str) -> tuple[Any, str, int]:
-        """As one of a :class:`LeaderboardGroup`'s boards: the current period's board."""
+        """As one of a [`LeaderboardGroup`][redis_leaderboard.LeaderboardGroup]'s boards: the
+        current period's board."""
         return (self.current()._board, mode, 0)
 
     # -- the guide's methods, on the current period's board --------------------------------
@@ -439,14 +454,26 @@ class PeriodicBase(Generic[B]):
     def upsert_user(
         self, user_id: str, score: float, metadata: Optional[Mapping[str, Any]] = None
     ) -> Plan[WriteResult]:
-        """As :meth:`RedisLeaderboard.upsert_user`, on the current period's board."""
+        """As [`RedisLeaderboard.upsert_user`][redis_leaderboard.RedisLeaderboard.upsert_user], on
+        the current period's board.
+
+        Redis cost:
+            As ``RedisLeaderboard.upsert_user`` (one round trip, one script), plus a PEXPIREAT of
+            every key it writes at the period's deadline.
+        """
         return (yield from PeriodState.upsert_user.plan(self.current(), user_id, score, metadata))
 
     @plan
     def increment_score(
         self, user_id: str, amount: float, metadata: Optional[Mapping[str, Any]] = None
     ) -> Plan[WriteResult]:
-        """As :meth:`RedisLeaderboard.increment_score`, on the current period's board."""
+        """As
+        [`RedisLeaderboard.increment_score`][redis_leaderboard.RedisLeaderboard.increment_score], on
+        the current period's board.
+
+        Redis cost:
+            As ``RedisLeaderboard.increment_score``, plus a PEXPIREAT of every key it writes.
+        """
         board = self.current()
         return (yield from PeriodState.increment_score.plan(board, user_id, amount, metadata))
 
@@ -461,10 +488,19 @@ class PeriodicBase(Generic[B]):
         submission_id: Optional[str] = None,
         retries: int = 2,
     ) -> Plan[SubmitResult]:
-        """As :meth:`RedisLeaderboard.submit`, on the current period's board; the result says
-        the ``"period"`` written. A ``submission_id`` is the periodic board's, whatever the
-        period: a resend after the period changed writes nothing and returns the first
-        result (``"duplicate": True``, ``"period"`` the first write's)."""
+        """As [`RedisLeaderboard.submit`][redis_leaderboard.RedisLeaderboard.submit], on the current
+        period's board.
+
+        The result says the ``"period"`` written. A ``submission_id`` is the periodic board's,
+        whatever
+        the period: a resend after the period changed writes nothing and returns the first result
+        (``"duplicate": True``, ``"period"`` the first write's).
+
+        Redis cost:
+            As ``RedisLeaderboard.submit`` (one round trip, one script), plus a PEXPIREAT of every
+            key
+            it writes.
+        """
         return (
             yield from PeriodState.submit.plan(
                 self.current(),
@@ -499,13 +535,16 @@ class PeriodicBase(Generic[B]):
     def events(
         self, last_id: str = "$", *, block: Optional[float] = None, count: int = EVENTS_BATCH
     ) -> Any:
-        """The current period's :meth:`RedisLeaderboard.events` (an ``EventStream``; under
+        """The current period's
+        [`RedisLeaderboard.events`][redis_leaderboard.RedisLeaderboard.events] (an ``EventStream``;
+        under
         asyncio an ``AsyncEventStream``): the change events of the period current when it is
         called, from its stream ``f"{key}:{period_id}:events"`` (``events=True`` on the
         periodic board). A stream follows that one period: after a rollover the new period's
         writes go to the new period's stream, which this one never shows (it waits, or ends
         once ``block`` passes without an event); to follow the board across periods, open
-        ``events("0")`` again after :meth:`next_reset` (``"0"``: from the new period's first
+        ``events("0")`` again after [`next_reset`][redis_leaderboard.PeriodicLeaderboard.next_reset]
+        (``"0"``: from the new period's first
         event). A period's stream expires with the period's other keys."""
         stream: Any = self.current().events(  # type: ignore[attr-defined]  # the board class's
             last_id, block=block, count=count
@@ -520,7 +559,8 @@ def _display_name(obj: object) -> str:
 
 
 class PeriodState:
-    """A period's board (:class:`PeriodBoard`, sync or asyncio): its period's id, bounds and
+    """A period's board ([`PeriodBoard`][redis_leaderboard.seasons.PeriodBoard], sync or asyncio):
+    its period's id, bounds and
     deadline, and the writes, refused once the period takes no more."""
 
     _board: _core.Board
@@ -557,7 +597,8 @@ class PeriodState:
         )
 
     def check_writable(self) -> None:
-        """:class:`PeriodClosed` (a ValueError; before anything is sent) if the clock says this
+        """[`PeriodClosed`][redis_leaderboard.PeriodClosed] (a ValueError; before anything is sent)
+        if the clock says this
         period no longer (or not yet) takes writes: it ended more than ``grace`` ago, or it has
         not begun."""
         now = self.periodic.now()
@@ -577,7 +618,8 @@ class PeriodState:
             )
 
     def _group_member(self, mode: str) -> tuple[Any, str, int]:
-        """As one of a :class:`LeaderboardGroup`'s boards, if the period takes writes."""
+        """As one of a [`LeaderboardGroup`][redis_leaderboard.LeaderboardGroup]'s boards, if the
+        period takes writes."""
         self.check_writable()
         return (self._board, mode, 0)
 
@@ -585,7 +627,8 @@ class PeriodState:
     def upsert_user(
         self, user_id: str, score: float, metadata: Optional[Mapping[str, Any]] = None
     ) -> Plan[WriteResult]:
-        """As :meth:`RedisLeaderboard.upsert_user`, if the period takes writes."""
+        """As [`RedisLeaderboard.upsert_user`][redis_leaderboard.RedisLeaderboard.upsert_user], if
+        the period takes writes."""
         self.check_writable()
         result: WriteResult = yield self._board.upsert_user(user_id, score, metadata)
         return result
@@ -594,7 +637,9 @@ class PeriodState:
     def increment_score(
         self, user_id: str, amount: float, metadata: Optional[Mapping[str, Any]] = None
     ) -> Plan[WriteResult]:
-        """As :meth:`RedisLeaderboard.increment_score`, if the period takes writes."""
+        """As
+        [`RedisLeaderboard.increment_score`][redis_leaderboard.RedisLeaderboard.increment_score], if
+        the period takes writes."""
         self.check_writable()
         result: WriteResult = yield self._board.increment_score(user_id, amount, metadata)
         return result
@@ -610,7 +655,8 @@ class PeriodState:
         submission_id: Optional[str] = None,
         retries: int = 2,
     ) -> Plan[SubmitResult]:
-        """As :meth:`RedisLeaderboard.submit`, if the period takes writes."""
+        """As [`RedisLeaderboard.submit`][redis_leaderboard.RedisLeaderboard.submit], if the period
+        takes writes."""
         self.check_writable()
         operation = self._board.submit(
             user_id, score, metadata, mode=mode, submission_id=submission_id, retries=retries
@@ -627,7 +673,8 @@ class PeriodState:
         progress: Optional[Callable[[int], None]] = None,
         retries: int = 2,
     ) -> Plan[ImportSummary]:
-        """As :meth:`RedisLeaderboard.upsert_many`, if the period takes writes."""
+        """As [`RedisLeaderboard.upsert_many`][redis_leaderboard.RedisLeaderboard.upsert_many], if
+        the period takes writes."""
         self.check_writable()
         return (
             yield from Leaderboard.upsert_many.plan(
@@ -651,7 +698,8 @@ def _whole_millis(value: timedelta, what: str) -> int:
 
 
 class RollingState:
-    """A rolling window (:class:`RollingLeaderboard`, sync or asyncio): the window, its
+    """A rolling window ([`RollingLeaderboard`][redis_leaderboard.RollingLeaderboard], sync or
+    asyncio): the window, its
     buckets, the clock, and the writes; the reads are the board class's, each run after the
     window's refresh."""
 
@@ -693,6 +741,7 @@ class RollingState:
         if clock is not None and not callable(clock):
             raise TypeError("clock must be a callable returning an aware datetime")
         self.clock = clock or _system_clock
+        """The clock deciding the current bucket (an aware datetime)."""
         run = self.redis.run
         self._run = lambda read: run(self._refreshed(read))
 
@@ -712,6 +761,7 @@ class RollingState:
         return self._window.aggregate
 
     def now(self) -> datetime:
+        """The clock's time (an aware datetime, UTC)."""
         return _aware(self.clock(), "clock()")
 
     def bucket_at(self, when: Optional[datetime] = None) -> int:
@@ -755,7 +805,8 @@ class RollingState:
         )
 
     def _group_member(self, mode: str) -> tuple[Any, str, int]:
-        """As one of a :class:`LeaderboardGroup`'s boards: the bucket of the moment."""
+        """As one of a [`LeaderboardGroup`][redis_leaderboard.LeaderboardGroup]'s boards: the bucket
+        of the moment."""
         return (self._window, mode, self.bucket_at())
 
     @plan
@@ -769,15 +820,23 @@ class RollingState:
         submission_id: Optional[str] = None,
         retries: int = 2,
     ) -> Plan[SubmitResult]:
-        """Write ``score`` to the user's score in the current bucket (``mode`` as
-        :meth:`RedisLeaderboard.submit`, within the bucket) and merge ``metadata``; the result
-        is about the window's board: the user's aggregate, rank, previous ones, and who the
-        write pushed out of its ``max_entries``.
+        """Write to the user's score in the current bucket and merge ``metadata``; the result is
+        about the window's board.
 
-        ``submission_id`` and ``retries`` as :meth:`RedisLeaderboard.submit`: the write applies
-        once per id within ``submission_ttl`` (the id is the window's, whatever the bucket: a
-        repeat in a later bucket writes nothing and returns the stored result with
-        ``"duplicate": True``)."""
+        ``mode`` as [`RedisLeaderboard.submit`][redis_leaderboard.RedisLeaderboard.submit], within
+        the
+        bucket. The result gives the user's aggregate over the window, its rank, the previous ones,
+        and who the write pushed out of the window's ``max_entries``. ``submission_id`` and
+        ``retries`` as ``RedisLeaderboard.submit``: the write applies once per id within
+        ``submission_ttl`` (the id is the window's, whatever the bucket: a repeat in a later bucket
+        writes nothing and returns the stored result with ``"duplicate": True``).
+
+        Redis cost:
+            One round trip, one script: the bucket's ZADD/ZINCRBY, the window board's update (the
+            user's aggregate read from the board, or counted from the buckets for a user it does not
+            hold: one ZSCORE per bucket), PEXPIREATs; once per bucket, the window's rebuild
+            (ZUNIONSTORE of its buckets: O(entries in the window)).
+        """
         operation, results = _core.group_submit(  # positional: cheaper than keywords
             [(self._window, mode, self.bucket_at())],
             user_id,
@@ -794,32 +853,51 @@ class RollingState:
     def upsert_user(
         self, user_id: str, score: float, metadata: Optional[Mapping[str, Any]] = None
     ) -> Plan[WriteResult]:
-        """Set the user's score in the current bucket; returns the window's entry."""
+        """Set the user's score in the current bucket; returns the window's entry.
+
+        Redis cost:
+            As [`submit`][redis_leaderboard.RollingLeaderboard.submit].
+        """
         return self._entry((yield from RollingState.submit.plan(self, user_id, score, metadata)))
 
     @plan
     def increment_score(
         self, user_id: str, amount: float, metadata: Optional[Mapping[str, Any]] = None
     ) -> Plan[WriteResult]:
-        """Add ``amount`` to the user's score in the current bucket; returns the window's
-        entry."""
+        """Add ``amount`` to the user's score in the current bucket; returns the window's entry.
+
+        Redis cost:
+            As [`submit`][redis_leaderboard.RollingLeaderboard.submit].
+        """
         written = yield from RollingState.submit.plan(self, user_id, amount, metadata, mode="incr")
         return self._entry(written)
 
     @plan
     def delete_user(self, user_id: str) -> Plan[bool]:
-        """Remove the user from the window's board, from every bucket, and its metadata."""
+        """Remove the user from the window's board, from every bucket, and its metadata.
+
+        Redis cost:
+            One round trip, one script: a ZREM per bucket in the window, and the metadata's UNLINK.
+        """
         result: bool = yield self._window.delete_user(self.bucket_at(), user_id)
         return result
 
     @plan
     def clear(self) -> Plan[None]:
-        """Remove every bucket, the window's board and the metadata of everyone in them."""
+        """Remove every bucket, the window's board and the metadata of everyone in them.
+
+        Redis cost:
+            One round trip, one script: O(entries in the window).
+        """
         yield self._window.clear(self.bucket_at())
 
     @plan
     def set_max_entries(self, max_entries: Optional[int]) -> Plan[list[str]]:
-        """Refused (``TypeError``): a window's max_entries is fixed when it is opened."""
+        """Refused (``TypeError``): a window's max_entries is fixed when it is opened.
+
+        Redis cost:
+            None: it raises before anything is sent.
+        """
         raise self._refuse("set_max_entries")  # at the call: no step to run
 
     @plan
@@ -831,7 +909,11 @@ class RollingState:
         progress: Optional[Callable[[int], None]] = None,
         retries: int = 2,
     ) -> Plan[ImportSummary]:
-        """Refused (``TypeError``): a window's scores land one write at a time."""
+        """Refused (``TypeError``): a window's scores land one write at a time.
+
+        Redis cost:
+            None: it raises before anything is sent.
+        """
         raise self._refuse("upsert_many")
 
     def __repr__(self) -> str:
@@ -848,7 +930,8 @@ GroupMode = Union[WriteMode, Mapping[str, WriteMode]]
 
 
 class GroupBase:
-    """A group (:class:`LeaderboardGroup`, sync or asyncio): the boards and the write."""
+    """A group ([`LeaderboardGroup`][redis_leaderboard.LeaderboardGroup], sync or asyncio): the
+    boards and the write."""
 
     client_class: Any  # the public class's
 
@@ -871,7 +954,9 @@ class GroupBase:
         if len(set(keys)) != len(keys):
             raise ValueError(f"a board is twice in the group: {keys}")
         self.boards = boards
+        """The group's boards, in the order given."""
         self.keys = keys
+        """The boards' keys, in the same order (the keys of ``submit``'s result)."""
         self.redis = make_client(redis_client, url, self.client_class)
 
     def _request(
@@ -914,7 +999,8 @@ class GroupBase:
         period written; a rolling window's about the window's board).
 
         ``submission_id``: every board applies the write once, as its own
-        :meth:`RedisLeaderboard.submit` with that id would (its record
+        [`RedisLeaderboard.submit`][redis_leaderboard.RedisLeaderboard.submit] with that id would
+        (its record
         ``f"{board key}:submission:{id}"``, kept for that board's ``submission_ttl``), all in
         the one atomic script: a repeat writes nothing and returns each board's stored result
         with ``"duplicate": True`` (``False`` the first time). A write whose reply was lost is
@@ -922,10 +1008,13 @@ class GroupBase:
         ``ConnectionError``. The id belongs to the submission, not to the period it landed on:
         a periodic board records it under its own key, so a repeat after the period changed
         returns the first result, its ``"period"`` the first write's. An id applied for
-        another user or payload raises :class:`SubmissionIdReused` and writes nothing.
+        another user or payload raises [`SubmissionIdReused`][redis_leaderboard.SubmissionIdReused]
+        and writes nothing.
 
-        Redis cost: one round trip, one script (every board planned, then written); per board,
-        a plain write's commands (O(log N) each) plus a GET and a SET of its id's record."""
+        Redis cost:
+            One round trip, one script (every board planned, then written); per board, a plain
+            write's commands (O(log N) each), plus a GET and a SET of its id's record with a
+            ``submission_id``."""
         operation, results = self._request(user_id, score, metadata, mode, submission_id, retries)
         yield operation
         return dict(zip(self.keys, results()))

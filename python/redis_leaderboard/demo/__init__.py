@@ -1,4 +1,5 @@
-"""The leaderboard demo: a small web page over a :class:`~redis_leaderboard.RedisLeaderboard`.
+"""The leaderboard demo: a small web page over a
+[`redis_leaderboard.RedisLeaderboard`][redis_leaderboard.RedisLeaderboard].
 
 Run it with ``python -m redis_leaderboard.demo`` or ``redis-leaderboard demo`` and open
 http://127.0.0.1:8080. With no Redis configured and none on localhost:6379 it starts a private

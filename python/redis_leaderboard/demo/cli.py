@@ -3,7 +3,7 @@
 Which Redis the demo uses:
 
 1. ``--embedded-redis``: a private ``redis-server`` child (see
-   :mod:`redis_leaderboard._redis_server`);
+   ``redis_leaderboard._redis_server``);
 2. ``--redis-url``, else ``--redis-host``/``--redis-port``, else ``$REDIS_URL``: that Redis,
    which must answer (an error otherwise, never a silent fallback);
 3. nothing configured: Redis on localhost:6379 if it answers, else a private ``redis-server``.

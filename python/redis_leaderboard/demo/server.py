@@ -1,5 +1,5 @@
 """The demo's HTTP server: the standard library's ``ThreadingHTTPServer`` around a
-:class:`~redis_leaderboard.RedisLeaderboard`.
+[`redis_leaderboard.RedisLeaderboard`][redis_leaderboard.RedisLeaderboard].
 
 The routes of the guide's ``demo_server.py``, answering with its fields (a client written
 against the guide works unchanged), ours beside them. Bodies are form-encoded, as the guide's
@@ -430,7 +430,7 @@ class DemoApp:
 
 
 class DemoServer(ThreadingHTTPServer):
-    """A threading HTTP server holding the :class:`DemoApp`."""
+    """A threading HTTP server holding the ``DemoApp``."""
 
     daemon_threads = True
     allow_reuse_address = True

@@ -1,4 +1,4 @@
-"""Checks for every field the demo accepts: each bad value becomes a :class:`BadRequest`
+"""Checks for every field the demo accepts: each bad value becomes a ``BadRequest``
 with a message meant for a person, before anything reaches the leaderboard.
 
 Messages name a field by its label on the page (``LABELS``), so the page can show them as
