@@ -47,21 +47,6 @@ ROLE = re.compile(r":(?:class|meth|func|attr|mod|exc|data|obj):`~?([^`]+)`")
 # Objects (by their canonical path) whose docstrings live in files edited by others: what each
 # still needs. Reported as information; the build fails once an entry is fixed (remove it).
 PENDING: dict[str, str] = {
-    "redis_leaderboard._async_client.Client": "roles to Markdown references: redis_leaderboard.Client",
-    "redis_leaderboard._async_client.Client.cache_info": "roles to Markdown references: redis_leaderboard.Client.cache_info",
-    "redis_leaderboard._async_client.Client.close": "no docstring",
-    "redis_leaderboard._async_client.Client.from_sentinel": "roles to Markdown references: redis_leaderboard.Client.from_sentinel",
-    "redis_leaderboard._async_client.Client.from_url": "roles to Markdown references: redis_leaderboard.Client.from_url",
-    "redis_leaderboard._async_client.Client.run": "roles to Markdown references: redis_leaderboard._core.Board",
-    "redis_leaderboard._core.RateLimited.retry_after": "no docstring",
-    "redis_leaderboard.client.Client.from_url": "roles to Markdown references: redis_leaderboard.options.parse_url",
-    "redis_leaderboard.cluster.AsyncClusterClient": "roles to Markdown references: ClusterClient",
-    "redis_leaderboard.cluster.AsyncClusterClient.close": "no docstring",
-    "redis_leaderboard.cluster.AsyncClusterClient.from_url": "roles to Markdown references: ClusterClient.from_url",
-    "redis_leaderboard.cluster.AsyncClusterClient.run": "roles to Markdown references: redis_leaderboard._core.Board",
-    "redis_leaderboard.cluster.AsyncClusterClient.run_pipelined": "roles to Markdown references: redis_leaderboard.asyncio.Client.run_pipelined",
-    "redis_leaderboard.cluster.AsyncClusterClient.shards": "roles to Markdown references: ClusterClient.shards",
-    "redis_leaderboard.cluster.ClusterClient": "roles to Markdown references: redis_leaderboard.Client",
     "redis_leaderboard.sharded.AsyncShardedLeaderboard": "roles to Markdown references: ShardedLeaderboard, redis_leaderboard.asyncio.ClusterClient",
     "redis_leaderboard.sharded.AsyncShardedLeaderboard.clear": "no docstring",
     "redis_leaderboard.sharded.AsyncShardedLeaderboard.count_by_score": "no docstring",

@@ -1,4 +1,4 @@
-"""The asyncio client (:class:`redis_leaderboard.asyncio.Client`, re-exported there): one
+"""The asyncio client (``redis_leaderboard.asyncio.Client``, re-exported there): one
 socket driven by the event loop, any number of tasks. A transport only: no board logic."""
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ class Client:
     """A multiplexed asyncio Redis client: one socket driven by the event loop, any number of
     tasks.
 
-    Options as :class:`redis_leaderboard.Client`. ``max_in_flight`` caps the requests written
+    Options as ``redis_leaderboard.Client``. ``max_in_flight`` caps the requests written
     and unanswered at once; ``max_pending`` caps those handed to the transport, beyond which
     calls wait in the client (back-pressure). A client is bound to the event loop it is first
     used on.
@@ -63,7 +63,7 @@ class Client:
 
     @classmethod
     def from_url(cls, url: str, **overrides: Any) -> Client:
-        """As :meth:`redis_leaderboard.Client.from_url` (``max_in_flight`` and
+        """As ``redis_leaderboard.Client.from_url`` (``max_in_flight`` and
         ``max_pending`` too)."""
         return cls(**url_options(url, **overrides))
 
@@ -78,7 +78,7 @@ class Client:
         sentinel_ssl: bool = False,
         **client_options: Any,
     ) -> Client:
-        """As :meth:`redis_leaderboard.Client.from_sentinel`. After a failover the client
+        """As ``redis_leaderboard.Client.from_sentinel``. After a failover the client
         reconnects at once on Sentinel's ``+switch-master``; requests in flight on the old
         primary get their replies or fail, those not yet sent go to the new one."""
         return cls(
@@ -94,7 +94,7 @@ class Client:
 
     @property
     def run(self) -> AsyncRun:
-        """``run(operation)``: submit a :class:`redis_leaderboard._core.Board` operation; await
+        """``run(operation)``: submit a ``redis_leaderboard._core.Board`` operation; await
         the result. The C++ core's own method (a call costs no Python frame of ours), unless
         the client-side cache is on: then reads of entries go through it."""
         if self._cache is None:
@@ -159,7 +159,7 @@ class Client:
 
     def cache_info(self) -> Optional[dict[str, Any]]:
         """The client-side cache's counters and size (as
-        :meth:`redis_leaderboard.Client.cache_info`), or None if the cache is off."""
+        ``redis_leaderboard.Client.cache_info``), or None if the cache is off."""
         return None if self._cache is None else self._cache.info()
 
     def run_pipelined(
@@ -194,6 +194,8 @@ class Client:
         self.close()
 
     def close(self) -> None:
+        """Close the connection (and the cache's); calls in flight fail with
+        ``ConnectionError``."""
         if self._cache is not None:
             self._cache.close()
         self._core.close()

@@ -123,6 +123,7 @@ class RateLimited(ResponseError):
     retry_after is the seconds until the user's window has room."""
 
     retry_after: float
+    """Seconds until the user's sliding window has room for another write."""
 
 class OptionsMismatch(ValueError):
     """The board's options (order, ties, rate_limit, events) differ from those recorded in
@@ -140,7 +141,7 @@ class SubmissionIdReused(ValueError):
 class Operation(Generic[_T_co]):
     """One leaderboard operation: the requests it sends and how it reads their replies.
 
-    Built by :class:`Board`, run by a client; it carries no connection of its own. Generic in
+    Built by ``Board``, run by a client; it carries no connection of its own. Generic in
     the stub only (``Operation[list[Entry]]``): what its result is, for a type checker.
     """
 
@@ -235,7 +236,7 @@ class Board:
         self, user_id: str, amount: float, metadata: Optional[Mapping[str, Any]] = None
     ) -> Operation[WriteResult]: ...
     def set_max_entries(self, max_entries: Optional[int]) -> Operation[list[str]]:
-        """Validates and returns the trim to run; :attr:`max_entries` changes once it has
+        """Validates and returns the trim to run; ``max_entries`` changes once it has
         finished. With ``events``, each page appends ``"trim"`` events."""
     def get_top(self, count: int = 10) -> Operation[list[Entry]]: ...
     def get_around_rank(self, rank: int, count: int = 5) -> Operation[list[Entry]]: ...
@@ -279,7 +280,7 @@ class Board:
     ) -> Operation[int]:
         """upsert_many's request for one chunk (validated here; errors name ``first_index + i``)."""
     def trim_to_max_entries(self, report: int = 1000) -> Operation[TrimSummary]:
-        """Trim to :attr:`max_entries` in pages; the result lists at most ``report`` ids. With
+        """Trim to ``max_entries`` in pages; the result lists at most ``report`` ids. With
         ``events``, each page appends ``"trim"`` events."""
 
 class Window:
@@ -316,7 +317,7 @@ class Window:
         """Seconds the result of a write with a submission id is kept (guards)."""
     def bucket_key(self, bucket: int) -> str: ...
     def refreshed(self, bucket: int, read: Operation[_T]) -> Operation[_T]:
-        """``read`` (a :class:`Board` operation on the window's key), led by the refresh of the
+        """``read`` (a ``Board`` operation on the window's key), led by the refresh of the
         window's union for ``bucket``, in the same round trip."""
     def delete_user(self, bucket: int, user_id: str) -> Operation[bool]:
         """Result: True if the user was in the window."""
@@ -342,10 +343,10 @@ def encode_command(*args: str | bytes | int | float) -> bytes:
     """RESP bytes of one command."""
 
 def decode_replies(data: bytes) -> list[Any]:
-    """Every reply in ``data``; error replies become :class:`ResponseError` instances."""
+    """Every reply in ``data``; error replies become ``ResponseError`` instances."""
 
 class AsyncCore:
-    """The asyncio client's core; use :class:`redis_leaderboard.asyncio.Client`."""
+    """The asyncio client's core; use ``redis_leaderboard.asyncio.Client``."""
 
     def __init__(
         self,
@@ -396,13 +397,13 @@ class Client:
 
     Safe to share between threads: each call borrows a pooled connection and releases the
     GIL while it waits. A dropped connection is reopened on the next call; a write whose
-    reply was lost raises :class:`ConnectionError` and is never resent, unless it carries an
+    reply was lost raises ``ConnectionError`` and is never resent, unless it carries an
     idempotency key (a ``submission_id``): then it is resent on a new connection, at most
-    ``retries`` times, and raises :class:`ConnectionError` after the last attempt. A read may
+    ``retries`` times, and raises ``ConnectionError`` after the last attempt. A read may
     be retried once on a fresh connection within its timeout.
     Timeouts are in seconds; None waits without limit (as redis-py). ``max_reply_bytes``
     (default 512 MiB) caps the memory one reply may take; a larger reply drops the connection
-    with :class:`ConnectionError`.
+    with ``ConnectionError``.
     """
 
     def __init__(
@@ -418,9 +419,10 @@ class Client:
         unix_socket_path: Optional[str] = None,
         **options: Unpack[_ClientOptions],
     ) -> None: ...
-    def ping(self) -> bool: ...
+    def ping(self) -> bool:
+        """PING; True when answered."""
     def run(self, operation: Operation[_T]) -> _T:
-        """Run a :class:`Board` operation and return its result (the guide's shapes)."""
+        """Run a ``Board`` operation and return its result (the guide's shapes)."""
     def run_pipelined(
         self,
         operations: Iterable[Operation[Any]],
@@ -438,13 +440,14 @@ class Client:
         """A new client with this one's options (TLS, ACL, Sentinel)."""
     def cache_info(self) -> Optional[dict[str, Any]]:
         """The client-side cache's counters and size, or None if the cache is off."""
-    def close(self) -> None: ...
+    def close(self) -> None:
+        """Close every connection of the pool (idle or not); the client is not used after."""
     def __enter__(self) -> Client: ...
     def __exit__(self, *exc: object) -> None: ...
 
 class ClientCache:
     """The asyncio client's client-side cache of metadata and its invalidation connection
-    (:meth:`AsyncCore.client_cache` makes one with the core's own options)."""
+    (``AsyncCore.client_cache`` makes one with the core's own options)."""
 
     def begin(self, prefix: str) -> Optional[tuple[int, int]]:
         """A barrier, (generation, token) of a PING written on the invalidation connection for a
@@ -513,7 +516,7 @@ class ClusterClient:
         self, startup_nodes: Iterable[tuple[str, int]], **options: Unpack[_ClusterOptions]
     ) -> None: ...
     def run(self, operation: Operation[_T]) -> _T:
-        """Run a :class:`Board` operation on the node serving its slot; its result."""
+        """Run a ``Board`` operation on the node serving its slot; its result."""
     def run_many(self, operations: Iterable[Operation[Any]]) -> list[Any]:
         """Run operations at once (one pipelined batch per node, every node written before any
         reply is read); their results in order. The first error is raised once all are done."""
@@ -522,10 +525,13 @@ class ClusterClient:
         operations: Iterable[Operation[Any]],
         on_result: Callable[[Any], object],
         window: int = 4,
-    ) -> None: ...
+    ) -> None:
+        """As ``Client.run_pipelined``, each operation on the node serving its slot (one
+        connection per node, ``window`` requests ahead of their replies on each)."""
     def execute_command(self, *args: str | bytes | int | float) -> Any:
         """One command, routed by its key (a keyless one to any primary)."""
-    def ping(self) -> bool: ...
+    def ping(self) -> bool:
+        """PING one primary; True when answered."""
     def refresh(self) -> None:
         """Read the slot map again now."""
     def shards(self) -> list[dict[str, Any]]:
@@ -535,12 +541,13 @@ class ClusterClient:
     def stats(self) -> dict[str, int]:
         """``round_trips``, ``commands``, ``reconnects``, ``connections``, ``redirects``,
         ``retries``, ``calls``."""
-    def close(self) -> None: ...
+    def close(self) -> None:
+        """Close every connection of the pool (idle or not); the client is not used after."""
     def __enter__(self) -> ClusterClient: ...
     def __exit__(self, *exc: object) -> None: ...
 
 class AsyncClusterCore:
-    """The asyncio cluster client's core; use :class:`redis_leaderboard.asyncio.ClusterClient`."""
+    """The asyncio cluster client's core; use ``redis_leaderboard.asyncio.ClusterClient``."""
 
     def __init__(
         self, startup_nodes: Iterable[tuple[str, int]], **options: Unpack[_ClusterOptions]

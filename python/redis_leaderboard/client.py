@@ -1,4 +1,4 @@
-"""The blocking :class:`Client`: the compiled client, with URLs read in Python."""
+"""The blocking ``Client``: the compiled client, with URLs read in Python."""
 
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ class Client(_core.Client):
         """A client for ``redis://[[user]:password@]host[:port][/db][?key=value...]``,
         ``rediss://...`` (TLS), ``unix://[[user]:password@]/path[?db=N...]`` or
         ``redis+sentinel://[[user]:password@]host[:port][,host[:port]...]/service_name[/db]``
-        (see :func:`redis_leaderboard.options.parse_url`); keyword arguments (any of the
+        (see ``redis_leaderboard.options.parse_url``); keyword arguments (any of the
         constructor's) that are not None win over the URL's."""
         return cls(**url_options(url, **overrides))
 

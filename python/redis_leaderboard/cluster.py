@@ -1,4 +1,4 @@
-"""Redis Cluster clients: :class:`ClusterClient` (blocking) and :class:`AsyncClusterClient`
+"""Redis Cluster clients: ``ClusterClient`` (blocking) and ``AsyncClusterClient``
 (asyncio, exported as ``redis_leaderboard.asyncio.ClusterClient``).
 
 Both route each request by its keys' hash slot (CRC16 of the key's hash tag), learn the slot map
@@ -44,7 +44,7 @@ def cluster_url_options(url: str, **overrides: Any) -> dict[str, Any]:
     """The cluster client's keyword arguments for
     ``redis://[[user]:password@]host:port[,host:port...]?cluster=true[&read_from_replicas=true]``
     (``rediss://`` for TLS), with each of ``overrides`` that is not None. Every host named is a
-    startup node; the other query keys are those of :func:`redis_leaderboard.options.parse_url`
+    startup node; the other query keys are those of ``redis_leaderboard.options.parse_url``
     (``db`` must be 0: a cluster has no other)."""
     if not isinstance(url, str):
         raise TypeError(f"url must be a str, not {type(url).__name__}")
@@ -96,7 +96,7 @@ class ClusterClient(_core.ClusterClient):
     ``ClusterClient(startup_nodes=[(host, port), ...], **options)``: any node of the cluster
     will do (the others are learnt from it). ``options``: ``username``, ``password``,
     ``socket_timeout``, ``socket_connect_timeout``, ``client_name``, ``max_reply_bytes``, the
-    ``ssl_*`` arguments of :class:`redis_leaderboard.Client` (the same for every node), and
+    ``ssl_*`` arguments of ``redis_leaderboard.Client`` (the same for every node), and
     ``read_from_replicas=True`` to send the requests that only read to a replica of their
     shard (``READONLY``; a replica may lag its primary by a few milliseconds).
 
@@ -126,7 +126,7 @@ _open_clients: weakref.WeakSet[AsyncClusterClient] = weakref.WeakSet()
 
 
 class AsyncClusterClient:
-    """The asyncio Redis Cluster client: the options and behaviour of :class:`ClusterClient`,
+    """The asyncio Redis Cluster client: the options and behaviour of ``ClusterClient``,
     each call a future. One C++ I/O thread routes the requests: those made while a batch is
     under way go together in the next (one pipelined write per node, all nodes at once). A
     client is bound to the event loop it is first used on."""
@@ -137,14 +137,14 @@ class AsyncClusterClient:
     @takes_options_of(_core.AsyncClusterCore, _SIGNATURE)
     def __init__(self, *args: Any, **options: Any) -> None:
         """``AsyncClusterClient(startup_nodes=[(host, port), ...], **options)``, the options
-        of :class:`ClusterClient`."""
+        of ``ClusterClient``."""
         self._core = _core.AsyncClusterCore(*args, **options)
         self._loop: Optional[asyncio.AbstractEventLoop] = None
         _open_clients.add(self)
 
     @classmethod
     def from_url(cls, url: str, **overrides: Any) -> AsyncClusterClient:
-        """As :meth:`ClusterClient.from_url`."""
+        """As ``ClusterClient.from_url``."""
         return cls(**cluster_url_options(url, **overrides))
 
     def _bound_loop(self) -> asyncio.AbstractEventLoop:
@@ -163,7 +163,7 @@ class AsyncClusterClient:
         return loop
 
     def run(self, operation: _core.Operation[T]) -> asyncio.Future[T]:
-        """Submit a :class:`redis_leaderboard._core.Board` operation; await the result."""
+        """Submit a ``redis_leaderboard._core.Board`` operation; await the result."""
         return self._core.submit(operation, self._bound_loop())
 
     def run_many(self, operations: Iterable[_core.Operation[Any]]) -> list[asyncio.Future[Any]]:
@@ -177,7 +177,7 @@ class AsyncClusterClient:
         on_result: Callable[[Any], object],
         window: int = 4,
     ) -> asyncio.Future[None]:
-        """As :meth:`redis_leaderboard.asyncio.Client.run_pipelined`: ``window`` operations
+        """As ``redis_leaderboard.asyncio.Client.run_pipelined``: ``window`` operations
         at a time, ``on_result`` getting each result in order; the first error is raised once
         the operations in flight are done."""
 
@@ -209,7 +209,7 @@ class AsyncClusterClient:
         return result
 
     def shards(self) -> list[dict[str, Any]]:
-        """The slot map, as :meth:`ClusterClient.shards` (blocking if it was not read yet)."""
+        """The slot map, as ``ClusterClient.shards`` (blocking if it was not read yet)."""
         return self._core.shards()
 
     def refresh(self) -> None:
@@ -225,6 +225,7 @@ class AsyncClusterClient:
         self.close()
 
     def close(self) -> None:
+        """Close every node's connection; calls in flight fail with ``ConnectionError``."""
         if self._core.closed:
             return
         if self._loop is not None and not self._loop.is_closed():

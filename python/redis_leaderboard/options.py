@@ -3,12 +3,12 @@
 The options are declared once, by the compiled clients: one table (``_core.option_table()``,
 ``cpp/bindings/conversions.cpp``) gives each option's name, default, the clients that take it and
 how its value is read, and every client constructor reads its arguments through it.
-:class:`ClientOptions` (:class:`redis_leaderboard.Client`'s options) and
-:class:`AsyncClientOptions` (two more, :class:`redis_leaderboard.asyncio.Client`'s) are that table
+``ClientOptions`` (``redis_leaderboard.Client``'s options) and
+``AsyncClientOptions`` (two more, ``redis_leaderboard.asyncio.Client``'s) are that table
 as typed dataclasses, and the stub's ``_ClientOptions`` TypedDicts type the constructors' keyword
 arguments; ``tests/test_option_table.py`` fails if either drifts from the table.
-:func:`parse_url` reads a Redis URL into them, :func:`client_options_from_redis_py` a redis-py
-client, and :func:`make_client` turns the leaderboards' ``redis_client``/``url`` arguments into a
+``parse_url`` reads a Redis URL into them, ``client_options_from_redis_py`` a redis-py
+client, and ``make_client`` turns the leaderboards' ``redis_client``/``url`` arguments into a
 client. The clients check the values (types, ranges) when they are built.
 """
 
@@ -58,7 +58,7 @@ CHUNKS_IN_FLIGHT = 4
 
 @dataclasses.dataclass(frozen=True)
 class ClientOptions:
-    """Where and how :class:`redis_leaderboard.Client` connects (redis-py's names)."""
+    """Where and how ``redis_leaderboard.Client`` connects (redis-py's names)."""
 
     host: str = "localhost"
     port: int = 6379
@@ -126,7 +126,7 @@ class ClientOptions:
 
 @dataclasses.dataclass(frozen=True)
 class AsyncClientOptions(ClientOptions):
-    """:class:`ClientOptions` plus the asyncio client's back-pressure."""
+    """``ClientOptions`` plus the asyncio client's back-pressure."""
 
     #: Requests written and unanswered at once.
     max_in_flight: int = 1024
@@ -151,7 +151,7 @@ class CoreOption(NamedTuple):
     clients: tuple[str, ...]
 
 
-#: Every client option, in :class:`AsyncClientOptions`' order, then the cluster clients' own.
+#: Every client option, in ``AsyncClientOptions``' order, then the cluster clients' own.
 OPTION_TABLE: tuple[CoreOption, ...] = tuple(CoreOption(*row) for row in _core.option_table())
 
 _CLUSTER_FIELDS = tuple(
@@ -163,8 +163,8 @@ _CLUSTER_FIELDS = tuple(
 
 def constructor_signature(client: str, *leading: inspect.Parameter) -> inspect.Signature:
     """The signature of a client class taking the options of ``client`` (a ``_core`` class
-    name of :attr:`CoreOption.clients`) after ``leading``, annotated as
-    :class:`AsyncClientOptions`' fields: for ``help()`` and :func:`inspect.signature`."""
+    name of ``CoreOption.clients``) after ``leading``, annotated as
+    ``AsyncClientOptions``' fields: for ``help()`` and ``inspect.signature``."""
     fields = AsyncClientOptions.__dataclass_fields__
     parameters = list(leading)
     for option in OPTION_TABLE:
@@ -192,7 +192,7 @@ def takes_options_of(
 ) -> Callable[[Callable[..., None]], Callable[Concatenate[Any, _P], None]]:
     """Declares that an ``__init__(self, *args, **options)`` takes exactly ``core``'s
     arguments (it passes them on): for type checkers, those of ``core``'s stub; at run time,
-    ``signature`` (:func:`constructor_signature`). The options are listed by neither."""
+    ``signature`` (``constructor_signature``). The options are listed by neither."""
 
     def declare(init: Callable[..., None]) -> Callable[Concatenate[Any, _P], None]:
         self = inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD)
@@ -337,8 +337,8 @@ def parse_url(url: str) -> ClientOptions:
     (``rediss+sentinel://``: TLS to the data nodes): the sentinels (port 26379 unless given)
     name the primary of ``service_name``; the credentials are the data nodes',
     ``?sentinel_username=&sentinel_password=`` the sentinels'. The query keys are those of
-    :data:`URL_QUERY_ARGUMENT_PARSERS` (``?db=`` wins over the path's db, ``?password=`` over
-    the one before ``@``), and :data:`SENTINEL_QUERY_ARGUMENT_PARSERS` for Sentinel URLs. User,
+    ``URL_QUERY_ARGUMENT_PARSERS`` (``?db=`` wins over the path's db, ``?password=`` over
+    the one before ``@``), and ``SENTINEL_QUERY_ARGUMENT_PARSERS`` for Sentinel URLs. User,
     password, host, socket path and query values are percent-decoded; the last ``@`` ends the
     credentials, so a password may hold ``/``, ``:`` or ``@`` unencoded. Unknown keys, a key
     given twice and malformed values raise ``ValueError`` naming what is wrong.
