@@ -4,6 +4,7 @@ for each tie rule and order, at 1, 3 and 16 shards; sync and asyncio."""
 
 from __future__ import annotations
 
+import inspect
 import random
 import uuid
 from typing import Any, Callable
@@ -13,6 +14,8 @@ import pytest
 from launchers import RedisCluster
 from redis_leaderboard import ClusterClient, RedisLeaderboard, ShardedLeaderboard, sharded
 from redis_leaderboard import asyncio as rl_asyncio
+from redis_leaderboard._drive import one_trip, plan
+from redis_leaderboard.boards import sharded as sharded_board
 
 
 @pytest.fixture
@@ -116,7 +119,7 @@ def test_sharded_matches_one_board(
         if step % 80 == 79:
             compare(plain, board, rng)
     # Deep windows: the bisection on scores, whatever the window's depth.
-    monkeypatch.setattr(sharded, "SHALLOW", 3)
+    monkeypatch.setattr(sharded_board, "SHALLOW", 3)
     compare(plain, board, rng)
     board.clear()
     assert board.get_size() == 0
@@ -214,7 +217,7 @@ def test_sharded_upsert_many_matches_one_board(
     options: dict[str, Any],
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr(sharded, "BULK_BATCH", 70)  # several batches
+    monkeypatch.setattr(sharded_board, "BULK_BATCH", 70)  # several batches
     tag = uuid.uuid4().hex[:10]
     plain = RedisLeaderboard(cluster_client, key=f"{{plain{tag}}}", max_entries=10_000, **options)
     board = ShardedLeaderboard(cluster_client, key=f"bulk{tag}", shards=shards, **options)
@@ -274,3 +277,78 @@ def test_a_write_trimmed_away_on_its_shard_returns_its_result(
     assert "shard_rank" not in written and written["shard"] == 0
     assert written["user_id"] == "low" and written["trimmed_user_ids"] == ["low"]
     assert board.get_rank("low") is None and board.get_size() == 1
+
+
+def methods(cls: type) -> set[str]:
+    """The public methods (the class attributes naming client and board classes aside)."""
+    return {
+        name
+        for name in dir(cls)
+        if not name.startswith("_")
+        and callable(attribute := inspect.getattr_static(cls, name))
+        and not isinstance(attribute, type)
+    }
+
+
+def test_the_twins_are_one_board_plain_and_coroutine() -> None:
+    # Written once (boards/sharded.py): the same methods on both APIs, plain on one side and
+    # coroutines on the other, with one docstring; the old import path is the asyncio class.
+    assert sharded.AsyncShardedLeaderboard is rl_asyncio.ShardedLeaderboard
+    names = methods(ShardedLeaderboard)
+    assert names == methods(rl_asyncio.ShardedLeaderboard)
+    talking = set()
+    for name in names:
+        ours = inspect.getattr_static(ShardedLeaderboard, name)
+        theirs = inspect.getattr_static(rl_asyncio.ShardedLeaderboard, name)
+        assert not isinstance(ours, (plan, one_trip)), name  # each got a driver
+        assert ours.__doc__ and ours.__doc__ == theirs.__doc__, name
+        if inspect.iscoroutinefunction(theirs):
+            talking.add(name)
+            assert not inspect.iscoroutinefunction(ours), name
+    # Everything but the routing helper and the refused event stream talks to Redis.
+    assert talking == names - {"shard_key", "events"}
+
+
+@pytest.mark.parametrize("api", ["sync", "asyncio"])
+def test_a_bad_entry_stops_upsert_many_once_every_shard_is_done(
+    redis_cluster: RedisCluster,
+    cluster_client: ClusterClient,
+    arun: Callable[..., Any],
+    api: str,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The shards' groups of a batch load at once; one failing raises only once the others are
+    # done (nothing is still being written when the caller sees the error), naming its position
+    # in the whole iterable, on either API.
+    monkeypatch.setattr(sharded_board, "BULK_BATCH", 200)
+    key = f"stop{uuid.uuid4().hex[:8]}"
+    shards = 4
+    good = [(f"u{i}", i) for i in range(1000)]
+    bad_at = 1000 + 150  # in the second batch
+    entries: list[Any] = [*good, *[(f"w{i}", i) for i in range(150)], ("w-bad", float("nan"))]
+    bad_shard = sharded_board.shard_of("w-bad", shards)
+    # Written: the first batches whole, then every shard's group of the last batch but the bad
+    # entry's (its one chunk, of the default 1,000 entries, is refused before it is sent).
+    expected = len(good) + sum(
+        1 for user, _ in entries[1000:bad_at] if sharded_board.shard_of(user, shards) != bad_shard
+    )
+    seen: list[int] = []
+    if api == "sync":
+        board = ShardedLeaderboard(cluster_client, key=key, shards=shards)
+        with pytest.raises(ValueError, match=rf"^entry {bad_at}:"):
+            board.upsert_many(entries, progress=seen.append)
+        size = board.get_size()
+    else:
+
+        async def main() -> int:
+            async with rl_asyncio.ClusterClient(redis_cluster.startup_nodes, socket_timeout=5) as c:
+                board = rl_asyncio.ShardedLeaderboard(c, key=key, shards=shards)
+                with pytest.raises(ValueError, match=rf"^entry {bad_at}:"):
+                    await board.upsert_many(entries, progress=seen.append)
+                size: int = await board.get_size()
+                return size
+
+        size = arun(main())
+    assert size == expected
+    assert seen == sorted(seen) and seen[-1] == expected
+    ShardedLeaderboard(cluster_client, key=key, shards=shards).clear()

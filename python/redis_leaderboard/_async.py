@@ -10,6 +10,7 @@ from ._drive import AsyncDriven
 from .boards.events import AsyncEventStream
 from .boards.plain import Leaderboard
 from .boards.seasons import GroupBase, PeriodicBase, PeriodState, RollingState
+from .boards.sharded import ShardedBase
 from .cluster import AsyncClusterClient
 
 __all__ = [
@@ -19,6 +20,7 @@ __all__ = [
     "PeriodicLeaderboard",
     "RedisLeaderboard",
     "RollingLeaderboard",
+    "ShardedLeaderboard",
 ]
 
 
@@ -67,3 +69,12 @@ class LeaderboardGroup(GroupBase, AsyncDriven):
     asyncio ones."""
 
     client_class = Client
+
+
+class ShardedLeaderboard(ShardedBase, AsyncDriven):
+    """The asyncio twin of :class:`redis_leaderboard.ShardedLeaderboard` on a
+    :class:`redis_leaderboard.asyncio.ClusterClient`: same methods, each a coroutine."""
+
+    cluster_client_class = AsyncClusterClient
+    display_name = "redis_leaderboard.asyncio.ShardedLeaderboard"
+    board_class = RedisLeaderboard

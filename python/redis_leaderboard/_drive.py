@@ -10,9 +10,11 @@ A method is written in one of two shapes:
 - ``@plan``: a method of several steps, a generator that yields each step and receives its
   result. A step is a :class:`_core.Operation` (run by ``self.redis.run``), a list of operations
   (one batch: ``self.redis.run_many``, every node at once on a cluster) or a
-  :class:`Pipelined` stream of operations (``self.redis.run_pipelined``). A plan does no I/O
-  itself, so it is one algorithm whichever driver runs it; it validates its arguments before
-  its first step, so bad input raises before anything is sent.
+  :class:`Pipelined` stream of operations (``self.redis.run_pipelined``) or :class:`Concurrent`
+  plans (each run to its end on the same client, all at once: a thread each under the sync
+  driver, a task each under the asyncio one). A plan does no I/O itself, so it is one algorithm
+  whichever driver runs it; it validates its arguments before its first step, so bad input
+  raises before anything is sent.
 
 A class deriving from :class:`SyncDriven` or :class:`AsyncDriven` gets, for each method so
 marked (its own or inherited), a plain method or a coroutine method, made once when the class is
@@ -28,6 +30,7 @@ import asyncio
 import functools
 import inspect
 import textwrap
+from concurrent.futures import ThreadPoolExecutor
 from typing import (
     Any,
     Callable,
@@ -48,6 +51,7 @@ from . import _core
 
 __all__ = [
     "AsyncDriven",
+    "Concurrent",
     "Pipelined",
     "Plan",
     "Runner",
@@ -95,7 +99,21 @@ class Pipelined:
         self.in_flight = in_flight
 
 
-Step = Union["_core.Operation[Any]", "list[_core.Operation[Any]]", Pipelined]
+class Concurrent:
+    """A plan step: ``plans``, each run to its end on the board's client, all at once (the sync
+    driver gives each a thread, at most :data:`CONCURRENT_THREADS` at a time; the asyncio
+    driver a task). Its result is their results, in order. Once every plan has ended, the first
+    error (in order) is raised, so nothing is still being sent when it is."""
+
+    __slots__ = ("plans",)
+
+    def __init__(self, plans: list[Plan[Any]]) -> None:
+        self.plans = plans
+
+
+CONCURRENT_THREADS = 16
+
+Step = Union["_core.Operation[Any]", "list[_core.Operation[Any]]", Pipelined, Concurrent]
 Plan = Generator[Step, Any, R]
 
 
@@ -247,10 +265,12 @@ def _sync_plan(function: Callable[..., Plan[Any]]) -> Callable[..., Any]:
                         result = self.redis.run(step)
                     elif isinstance(step, list):
                         result = self.redis.run_many(step)
-                    else:
+                    elif isinstance(step, Pipelined):
                         result = self.redis.run_pipelined(
                             step.operations, step.on_reply, step.in_flight
                         )
+                    else:
+                        result = _concurrent_sync(self, step.plans)
                 except BaseException as error:  # the plan sees it (and may clean up)
                     step = steps.throw(error)
                 else:
@@ -259,6 +279,23 @@ def _sync_plan(function: Callable[..., Plan[Any]]) -> Callable[..., Any]:
             return done.value
 
     return method
+
+
+def _given(owner: Any, steps: Plan[Any]) -> Plan[Any]:
+    return steps
+
+
+# ``_drive_sync(owner, steps)``: runs a plan already made on ``owner.redis`` (a Concurrent
+# step's), by the very loop of a method.
+_drive_sync = _sync_plan(_given)
+
+
+def _concurrent_sync(owner: Any, plans: list[Plan[Any]]) -> list[Any]:
+    if not plans:
+        return []
+    with ThreadPoolExecutor(max_workers=min(len(plans), CONCURRENT_THREADS)) as pool:
+        futures = [pool.submit(_drive_sync, owner, steps) for steps in plans]
+    return [future.result() for future in futures]  # every one done: the first error, if any
 
 
 def _async_plan(function: Callable[..., Plan[Any]]) -> Callable[..., Any]:
@@ -273,10 +310,12 @@ def _async_plan(function: Callable[..., Plan[Any]]) -> Callable[..., Any]:
                         result = await self.redis.run(step)
                     elif isinstance(step, list):
                         result = list(await asyncio.gather(*self.redis.run_many(step)))
-                    else:
+                    elif isinstance(step, Pipelined):
                         result = await self.redis.run_pipelined(
                             step.operations, step.on_reply, step.in_flight
                         )
+                    else:
+                        result = await _concurrent_async(self, step.plans)
                 except BaseException as error:  # the plan sees it (and may clean up)
                     step = steps.throw(error)
                 else:
@@ -285,3 +324,16 @@ def _async_plan(function: Callable[..., Plan[Any]]) -> Callable[..., Any]:
             return done.value
 
     return method
+
+
+_drive_async = _async_plan(_given)  # as _drive_sync, a coroutine
+
+
+async def _concurrent_async(owner: Any, plans: list[Plan[Any]]) -> list[Any]:
+    results = await asyncio.gather(
+        *(_drive_async(owner, steps) for steps in plans), return_exceptions=True
+    )
+    for result in results:  # every one done: the first error, if any
+        if isinstance(result, BaseException):
+            raise result
+    return list(results)

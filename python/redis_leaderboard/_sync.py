@@ -8,6 +8,7 @@ from ._drive import SyncDriven
 from .boards.events import EventStream
 from .boards.plain import Leaderboard
 from .boards.seasons import GroupBase, PeriodicBase, PeriodState, RollingState
+from .boards.sharded import ShardedBase
 from .client import Client
 
 __all__ = [
@@ -17,6 +18,7 @@ __all__ = [
     "PeriodicLeaderboard",
     "RedisLeaderboard",
     "RollingLeaderboard",
+    "ShardedLeaderboard",
 ]
 
 
@@ -130,3 +132,34 @@ class LeaderboardGroup(GroupBase, SyncDriven):
     """
 
     client_class = Client
+
+
+class ShardedLeaderboard(ShardedBase, SyncDriven):
+    """A leaderboard spread over ``shards`` shard boards ``{key:0}`` ... on a
+    :class:`redis_leaderboard.ClusterClient`, for boards bigger than one node.
+
+    ``max_entries`` is per shard (a shard trims its own lowest; None: no limit). Guards:
+    ``submission_ttl`` and ``rate_limit`` as :class:`RedisLeaderboard`'s, kept by each shard
+    board (a user's writes all go to its shard); ``events`` are refused
+    (``NotImplementedError``: the shards' streams are in different slots).
+
+    Round trips and server work per call (``S`` shards, ``k`` entries asked, ``N`` entries on
+    a shard):
+
+    - ``upsert_user``/``increment_score``/``submit``/``delete_user``/``get_user_metadata``: 1,
+      on the user's shard (atomic there). Writes return the shard's result with
+      ``"shard"`` and ``"shard_rank"`` instead of ``"rank"`` (a global rank needs every
+      shard: :meth:`get_rank`).
+    - ``get_size``: 1 (S ZCARDs). ``get_top(k)``: 1 (S x top k, merged): O(S k log N).
+    - ``get_rank``/``get_user_entry``: 2 (the user's entry, then one ZCOUNT pair per shard);
+      ``lexicographic`` with tied scores: 3 (the tied entries are read); ``dense``: plus the
+      distinct better scores, every better entry read (O(rank)).
+    - ``get_around_rank``/``get_around_user``/``get_page``: a window ending within the top
+      1,000: 2-3 (every shard's top, merged); deeper: about 64 round trips of S ZCOUNTs
+      (bisection on the score) and one read of at most ``count`` entries per shard; ``dense``
+      deep windows also read every better entry.
+    """
+
+    cluster_client_class = _core.ClusterClient
+    display_name = "ShardedLeaderboard"
+    board_class = RedisLeaderboard
