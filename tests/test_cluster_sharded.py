@@ -307,6 +307,11 @@ def test_the_twins_are_one_board_plain_and_coroutine() -> None:
             assert not inspect.iscoroutinefunction(ours), name
     # Everything but the routing helper and the refused event stream talks to Redis.
     assert talking == names - {"shard_key", "events"}
+    for name in ("delete_user", "get_user_metadata"):  # one trip: the awaiting copy, no wrapper
+        assert getattr(rl_asyncio.ShardedLeaderboard, name).__code__.co_freevars == (), name
+    for cls in (ShardedLeaderboard, rl_asyncio.ShardedLeaderboard):
+        assert inspect.signature(cls.get_top).return_annotation == "list[Entry]"
+        assert inspect.signature(cls.delete_user).return_annotation == "bool"
 
 
 @pytest.mark.parametrize("api", ["sync", "asyncio"])
@@ -320,23 +325,26 @@ def test_a_bad_entry_stops_upsert_many_once_every_shard_is_done(
     # The shards' groups of a batch load at once; one failing raises only once the others are
     # done (nothing is still being written when the caller sees the error), naming its position
     # in the whole iterable, on either API.
-    monkeypatch.setattr(sharded_board, "BULK_BATCH", 200)
+    monkeypatch.setattr(sharded_board, "BULK_BATCH", 400)
     key = f"stop{uuid.uuid4().hex[:8]}"
     shards = 4
-    good = [(f"u{i}", i) for i in range(1000)]
-    bad_at = 1000 + 150  # in the second batch
-    entries: list[Any] = [*good, *[(f"w{i}", i) for i in range(150)], ("w-bad", float("nan"))]
+    good = [(f"u{i}", i) for i in range(800)]
+    bad_at = len(good)  # the first entry of the last batch
+    late = [(f"w{i}", i) for i in range(300)]
+    entries: list[Any] = [*good, ("w-bad", float("nan")), *late]
     bad_shard = sharded_board.shard_of("w-bad", shards)
     # Written: the first batches whole, then every shard's group of the last batch but the bad
-    # entry's (its one chunk, of the default 1,000 entries, is refused before it is sent).
+    # entry's (its first chunk holds the bad entry: refused before it is sent). The other
+    # groups take several round trips each (chunks of 7, 4 in flight), so they are still being
+    # written when the bad one fails.
     expected = len(good) + sum(
-        1 for user, _ in entries[1000:bad_at] if sharded_board.shard_of(user, shards) != bad_shard
+        1 for user, _ in late if sharded_board.shard_of(user, shards) != bad_shard
     )
     seen: list[int] = []
     if api == "sync":
         board = ShardedLeaderboard(cluster_client, key=key, shards=shards)
         with pytest.raises(ValueError, match=rf"^entry {bad_at}:"):
-            board.upsert_many(entries, progress=seen.append)
+            board.upsert_many(entries, chunk_size=7, progress=seen.append)
         size = board.get_size()
     else:
 
@@ -344,7 +352,7 @@ def test_a_bad_entry_stops_upsert_many_once_every_shard_is_done(
             async with rl_asyncio.ClusterClient(redis_cluster.startup_nodes, socket_timeout=5) as c:
                 board = rl_asyncio.ShardedLeaderboard(c, key=key, shards=shards)
                 with pytest.raises(ValueError, match=rf"^entry {bad_at}:"):
-                    await board.upsert_many(entries, progress=seen.append)
+                    await board.upsert_many(entries, chunk_size=7, progress=seen.append)
                 size: int = await board.get_size()
                 return size
 
