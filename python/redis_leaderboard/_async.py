@@ -72,8 +72,9 @@ class LeaderboardGroup(GroupBase, AsyncDriven):
 
 
 class ShardedLeaderboard(ShardedBase, AsyncDriven):
-    """The asyncio twin of :class:`redis_leaderboard.ShardedLeaderboard` on a
-    :class:`redis_leaderboard.asyncio.ClusterClient`: same methods, each a coroutine."""
+    """The asyncio twin of [`ShardedLeaderboard`][redis_leaderboard.ShardedLeaderboard] on a
+    [`ClusterClient`][redis_leaderboard.asyncio.ClusterClient] of asyncio: same constructor,
+    methods, results and errors, each method that talks to Redis a coroutine."""
 
     cluster_client_class = AsyncClusterClient
     display_name = "redis_leaderboard.asyncio.ShardedLeaderboard"

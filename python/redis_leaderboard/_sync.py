@@ -136,12 +136,13 @@ class LeaderboardGroup(GroupBase, SyncDriven):
 
 class ShardedLeaderboard(ShardedBase, SyncDriven):
     """A leaderboard spread over ``shards`` shard boards ``{key:0}`` ... on a
-    :class:`redis_leaderboard.ClusterClient`, for boards bigger than one node.
+    [`ClusterClient`][redis_leaderboard.ClusterClient], for boards bigger than one node.
 
     ``max_entries`` is per shard (a shard trims its own lowest; None: no limit). Guards:
-    ``submission_ttl`` and ``rate_limit`` as :class:`RedisLeaderboard`'s, kept by each shard
-    board (a user's writes all go to its shard); ``events`` are refused
-    (``NotImplementedError``: the shards' streams are in different slots).
+    ``submission_ttl`` and ``rate_limit`` as
+    [`RedisLeaderboard`][redis_leaderboard.RedisLeaderboard]'s, kept by each shard board (a
+    user's writes all go to its shard); ``events`` are refused (``NotImplementedError``: the
+    shards' streams are in different slots).
 
     Round trips and server work per call (``S`` shards, ``k`` entries asked, ``N`` entries on
     a shard):
@@ -149,7 +150,7 @@ class ShardedLeaderboard(ShardedBase, SyncDriven):
     - ``upsert_user``/``increment_score``/``submit``/``delete_user``/``get_user_metadata``: 1,
       on the user's shard (atomic there). Writes return the shard's result with
       ``"shard"`` and ``"shard_rank"`` instead of ``"rank"`` (a global rank needs every
-      shard: :meth:`get_rank`).
+      shard: [`get_rank`][redis_leaderboard.ShardedLeaderboard.get_rank]).
     - ``get_size``: 1 (S ZCARDs). ``get_top(k)``: 1 (S x top k, merged): O(S k log N).
     - ``get_rank``/``get_user_entry``: 2 (the user's entry, then one ZCOUNT pair per shard);
       ``lexicographic`` with tied scores: 3 (the tied entries are read); ``dense``: plus the

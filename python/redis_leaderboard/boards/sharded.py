@@ -7,9 +7,9 @@ Each user lives in one shard, chosen by ``zlib.crc32(user_id) % shards`` (stable
 processes, machines and versions; changing ``shards`` moves users, so a board keeps its count).
 Writes go to the user's shard in one round trip and are atomic there. Reads that need every
 shard send one request per shard in one batch (one pipelined write per node, every node at
-once), then merge. The costs, per method, are in the README ("Sharded boards") and the
-docstrings. ``ties="first"`` is refused: each shard numbers achievements on its own, so their
-order across shards is unknown.
+once), then merge. The costs, per method, are in the docstrings (and the docs' deployment
+page, docs/pages/deployment/sharded.md). ``ties="first"`` is refused: each shard numbers
+achievements on its own, so their order across shards is unknown.
 """
 
 from __future__ import annotations
@@ -150,12 +150,21 @@ class ShardedBase:
         self.redis = redis_client
         self._run = redis_client.run
         self.key = key
+        """The board's name; its shard boards are ``{key:0}``, ``{key:1}``, ..."""
         self.shards = shards
+        """How many shard boards (1 to 1,024); a user's is ``crc32(user_id) % shards``."""
         self.order = self._boards[0].order
+        """``"desc"`` (higher scores are better) or ``"asc"``."""
         self.ties = self._boards[0].ties
+        """How equal scores rank: ``"lexicographic"``, ``"competition"`` or ``"dense"``."""
         self.max_entries = self._boards[0].max_entries
+        """Each shard's size limit (None: unlimited); see
+        [`set_shard_max_entries`][redis_leaderboard.ShardedLeaderboard.set_shard_max_entries]."""
         self.submission_ttl = self._boards[0].submission_ttl
+        """Seconds the result of a write with a ``submission_id`` is kept (on the user's
+        shard)."""
         self.rate_limit = self._boards[0].rate_limit
+        """``(max_writes, per_seconds)`` per user, or None."""
 
     def __repr__(self) -> str:
         return (
@@ -164,7 +173,11 @@ class ShardedBase:
         )
 
     def shard_key(self, user_id: str) -> str:
-        """The key of ``user_id``'s shard board."""
+        """The key of ``user_id``'s shard board (``{key:i}``); sends nothing.
+
+        Raises:
+            TypeError: A ``user_id`` that is not a ``str``.
+        """
         return self._board_of(user_id).key
 
     def _board_of(self, user_id: str) -> _core.Board:
@@ -188,7 +201,28 @@ class ShardedBase:
     def upsert_user(
         self, user_id: str, score: float, metadata: Optional[Mapping[str, Any]] = None
     ) -> Plan[ShardedWriteResult]:
-        """As :meth:`RedisLeaderboard.upsert_user`, on the user's shard (one round trip)."""
+        """Set a user's score and merge its metadata on its shard, as
+        [`RedisLeaderboard.upsert_user`][redis_leaderboard.RedisLeaderboard.upsert_user].
+
+        Args:
+            user_id: The user (a ``str``).
+            score: Its new score (finite).
+            metadata: Fields merged into the user's hash.
+
+        Returns:
+            The shard's result, with ``"shard"`` (the shard's index) and ``"shard_rank"`` (the
+            rank on that shard) instead of ``"rank"``; no ``"shard_rank"`` if the write's own
+            trim removed it. A rank over every shard is
+            [`get_rank`][redis_leaderboard.ShardedLeaderboard.get_rank]'s.
+
+        Raises:
+            TypeError: A ``user_id`` that is not a ``str`` (nothing is sent).
+            RateLimited: The board's ``rate_limit`` refused the write (nothing changed).
+
+        Redis cost:
+            One round trip, to the user's shard: the plain board's script, atomic there (the
+            shard's trim included). O(log N), N the shard's entries.
+        """
         result = yield self._board_of(user_id).upsert_user(user_id, score, metadata)
         written: ShardedWriteResult = self._written(user_id, result)
         return written
@@ -197,7 +231,21 @@ class ShardedBase:
     def increment_score(
         self, user_id: str, amount: float, metadata: Optional[Mapping[str, Any]] = None
     ) -> Plan[ShardedWriteResult]:
-        """As :meth:`RedisLeaderboard.increment_score`, on the user's shard."""
+        """Add to a user's score on its shard; otherwise as
+        [`upsert_user`][redis_leaderboard.ShardedLeaderboard.upsert_user].
+
+        Args:
+            user_id: The user (a ``str``).
+            amount: Added to its score (finite; may be negative).
+            metadata: Fields merged into the user's hash.
+
+        Returns:
+            As [`upsert_user`][redis_leaderboard.ShardedLeaderboard.upsert_user].
+
+        Redis cost:
+            One round trip, to the user's shard: the plain board's script, with ZINCRBY.
+            O(log N).
+        """
         result = yield self._board_of(user_id).increment_score(user_id, amount, metadata)
         written: ShardedWriteResult = self._written(user_id, result)
         return written
@@ -213,13 +261,37 @@ class ShardedBase:
         submission_id: Optional[str] = None,
         retries: int = 2,
     ) -> Plan[ShardedSubmitResult]:
-        """As :meth:`RedisLeaderboard.submit`, on the user's shard (one round trip).
+        """Write a user's score on its shard and report what changed, as
+        [`RedisLeaderboard.submit`][redis_leaderboard.RedisLeaderboard.submit].
 
-        ``submission_id`` and ``retries`` as :meth:`RedisLeaderboard.submit`: the id's result
-        is kept on the user's shard (``f"{shard key}:submission:..."``, for
-        ``submission_ttl``), where every resend of the same user's write goes, so the write
-        applies once; a write whose reply was lost is resent at most ``retries`` times (to the
-        node serving the shard then), then raises ``ConnectionError``."""
+        ``submission_id`` and ``retries`` as there: the id's result is kept on the user's shard
+        (``f"{shard key}:submission:..."``, for ``submission_ttl``), where every resend of the
+        same user's write goes, so the write applies once; a write whose reply was lost is
+        resent at most ``retries`` times (to the node serving the shard then), then raises
+        ``ConnectionError``.
+
+        Args:
+            user_id: The user (a ``str``).
+            score: The score sent (finite).
+            metadata: Fields merged into the user's hash.
+            mode: ``"set"``, ``"best"`` or ``"incr"``.
+            submission_id: An idempotency key, unique per submission.
+            retries: How many times a write with a ``submission_id`` is resent after a lost
+                reply.
+
+        Returns:
+            The shard's result (as
+            [`RedisLeaderboard.submit`][redis_leaderboard.RedisLeaderboard.submit]'s) with
+            ``"shard"``, and ``"shard_rank"``/``"previous_shard_rank"`` (ranks on that shard)
+            instead of ``"rank"``/``"previous_rank"``.
+
+        Raises:
+            SubmissionIdReused: The id was applied before with another user or payload.
+            RateLimited: On a board with ``rate_limit``, a write beyond the limit.
+
+        Redis cost:
+            One round trip, to the user's shard: the plain board's script. O(log N).
+        """
         result = yield self._board_of(user_id).submit(
             user_id, score, metadata, mode=mode, submission_id=submission_id, retries=retries
         )
@@ -228,12 +300,32 @@ class ShardedBase:
 
     @one_trip
     def delete_user(self, user_id: str) -> Sent[bool]:
-        """Remove ``user_id`` from its shard; True if it was there."""
+        """Remove a user and its metadata from its shard.
+
+        Args:
+            user_id: The user (a ``str``).
+
+        Returns:
+            True if it was on the board.
+
+        Redis cost:
+            One round trip, to the user's shard: the plain board's script. O(log N).
+        """
         return self._run(self._board_of(user_id).delete_user(user_id))
 
     @one_trip
     def get_user_metadata(self, user_id: str) -> Sent[dict[str, str]]:
-        """The user's metadata hash (its shard's)."""
+        """A user's metadata hash (HGETALL on its shard); ``{}`` if it has none.
+
+        Args:
+            user_id: The user (a ``str``).
+
+        Returns:
+            The hash, values as ``str``.
+
+        Redis cost:
+            One round trip, to the user's shard: HGETALL. O(fields).
+        """
         return self._run(self._board_of(user_id).get_user_metadata(user_id))
 
     # -- ordering ------------------------------------------------------------------------------
@@ -456,13 +548,35 @@ class ShardedBase:
 
     @plan
     def get_size(self) -> Plan[int]:
-        """Entries over every shard (one round trip)."""
+        """How many entries the board holds, over every shard.
+
+        Returns:
+            The sum of the shards' sizes.
+
+        Redis cost:
+            One round trip: a ZCARD per shard, in one batch (one pipelined write per node,
+            every node at once). O(S), S the shards.
+        """
         sizes: list[int] = yield [board.get_size() for board in self._boards]
         return sum(sizes)
 
     @plan
     def get_top(self, count: int = 10) -> Plan[list[Entry]]:
-        """The ``count`` best entries over every shard, ranked (one round trip)."""
+        """The ``count`` best entries over every shard, best first, ranked as one board's.
+
+        Args:
+            count: How many, at least 1.
+
+        Returns:
+            The entries (``"rank"``, ``"user_id"``, ``"score"``, ``"metadata"``).
+
+        Raises:
+            ValueError: ``count`` below 1 (nothing is sent).
+
+        Redis cost:
+            One round trip: every shard's top ``count``, in one batch, merged.
+            O(S count log N).
+        """
         _check_count(count, "count")
         tops: list[list[Entry]] = yield [board.get_top(count) for board in self._boards]
         merged = self._sort([e for top in tops for e in top])[:count]
@@ -470,7 +584,20 @@ class ShardedBase:
 
     @plan
     def get_rank(self, user_id: str) -> Plan[Optional[int]]:
-        """The user's rank over every shard under the board's tie rule; None if absent."""
+        """A user's 1-based rank over every shard, under the board's tie rule.
+
+        Args:
+            user_id: The user (a ``str``).
+
+        Returns:
+            The rank, or None if the user is not on the board.
+
+        Redis cost:
+            2 round trips: the user's entry (its shard), then a ZCOUNT pair per shard (the
+            entries strictly better and those tied); ``lexicographic`` with tied scores: 3 (the
+            tied entries are read); ``dense``: plus the distinct better scores, every better
+            entry read, 1,000 per shard per round trip (O(rank)).
+        """
         found = yield from self._position(user_id)
         if found is None:
             return None
@@ -482,7 +609,18 @@ class ShardedBase:
 
     @plan
     def get_user_entry(self, user_id: str) -> Plan[Optional[Entry]]:
-        """The user's entry with its rank over every shard; None if absent."""
+        """A user's entry (rank over every shard, score, metadata).
+
+        Args:
+            user_id: The user (a ``str``).
+
+        Returns:
+            The entry, or None if the user is not on the board.
+
+        Redis cost:
+            As [`get_rank`][redis_leaderboard.ShardedLeaderboard.get_rank]: 2 round trips (3 with
+            lexicographic ties; dense reads every better entry).
+        """
         found = yield from self._position(user_id)
         if found is None:
             return None
@@ -494,7 +632,22 @@ class ShardedBase:
 
     @plan
     def get_around_rank(self, rank: int, count: int = 5) -> Plan[list[Entry]]:
-        """``count`` entries centred on ``rank``, clamped to the board as one board's."""
+        """``count`` entries centred on the 1-based ``rank``, the window clamped to the board as
+        one board's (a full window at both ends).
+
+        Args:
+            rank: The rank at the centre, from 1.
+            count: How many entries, at least 1.
+
+        Returns:
+            The entries, best first, ranked.
+
+        Redis cost:
+            A window ending within the top 1,000: 2 round trips (the size; every shard's top,
+            merged). Deeper: about 64 round trips of a ZCOUNT per shard (bisection on the
+            score), then one read of at most ``count`` entries per shard; ``dense`` deep
+            windows also read every better entry.
+        """
         _check_count(rank, "rank")
         _check_count(count, "count")
         size = yield from ShardedBase.get_size.plan(self)
@@ -503,7 +656,21 @@ class ShardedBase:
 
     @plan
     def get_around_user(self, user_id: str, count: int = 5) -> Plan[list[Entry]]:
-        """``count`` entries centred on the user's position; ``[]`` if absent."""
+        """``count`` entries centred on a user's position, clamped as
+        [`get_around_rank`][redis_leaderboard.ShardedLeaderboard.get_around_rank]'s.
+
+        Args:
+            user_id: The user (a ``str``).
+            count: How many entries, at least 1.
+
+        Returns:
+            The entries, best first, ranked; ``[]`` if the user is not on the board.
+
+        Redis cost:
+            The user's position (2 or 3 round trips, as
+            [`get_rank`][redis_leaderboard.ShardedLeaderboard.get_rank]), then as
+            [`get_around_rank`][redis_leaderboard.ShardedLeaderboard.get_around_rank].
+        """
         self._board_of(user_id)
         _check_count(count, "count")
         found = yield from self._position(user_id)
@@ -515,7 +682,19 @@ class ShardedBase:
 
     @plan
     def get_page(self, page: int, page_size: int = 10) -> Plan[Page]:
-        """The 1-based ``page`` of ``page_size`` (1 to 1,000) entries, as one board's."""
+        """The 1-based ``page`` of ``page_size`` entries, best first, as one board's.
+
+        Args:
+            page: The page, from 1.
+            page_size: Entries per page, 1 to 1,000.
+
+        Returns:
+            ``{"page", "page_size", "total_pages", "size", "entries"}``.
+
+        Redis cost:
+            As [`get_around_rank`][redis_leaderboard.ShardedLeaderboard.get_around_rank]: 2
+            round trips for a page ending within the top 1,000, about 66 deeper.
+        """
         _check_count(page, "page")
         _check_count(page_size, "page_size", 1, 1000)
         size = yield from ShardedBase.get_size.plan(self)
@@ -530,13 +709,26 @@ class ShardedBase:
 
     @plan
     def clear(self) -> Plan[None]:
-        """Clear every shard (each shard's clear; not one atomic step)."""
+        """Delete every shard board and its members' metadata (each shard's clear; together,
+        not one atomic step).
+
+        Redis cost:
+            One round trip: every shard's clear, in one batch (a large shard is cleared in
+            pages). O(entries).
+        """
         yield [board.clear() for board in self._boards]
 
     @plan
     def list_all(self) -> Plan[list[Entry]]:
-        """Every entry over every shard, best first, ranked (one round trip: each shard's
-        list_all, paged on the server side as one board's, then merged)."""
+        """Every entry over every shard, best first, ranked.
+
+        Returns:
+            The entries.
+
+        Redis cost:
+            One round trip: every shard's list_all (paged on the server as one board's), in one
+            batch, then merged. O(entries log entries) on the client.
+        """
         lists: list[list[Entry]] = yield [board.list_all() for board in self._boards]
         return self._ranked(self._sort([e for entries in lists for e in entries]), 1, 0, 0)
 
@@ -544,10 +736,23 @@ class ShardedBase:
 
     @plan
     def get_entries(self, user_ids: Iterable[str]) -> Plan[list[Optional[Entry]]]:
-        """One item per id (at most 1,000), in the order given: its entry ranked over every
-        shard, or None. 2 round trips (each shard's get_entries for its ids; one ZCOUNT pair
-        per shard per distinct score), +1 for lexicographic tied scores, dense: every entry
-        better than the worst read."""
+        """One item per id, in the order given: its entry ranked over every shard, or None.
+
+        Args:
+            user_ids: At most 1,000 ids (not a ``str``).
+
+        Returns:
+            An entry or None per id.
+
+        Raises:
+            ValueError: More than 1,000 ids.
+            TypeError: A ``str`` instead of a collection of ids, or an id that is not a ``str``.
+
+        Redis cost:
+            2 round trips: each shard's get_entries for its ids, then a ZCOUNT pair per shard
+            per distinct score; +1 for lexicographic tied scores; ``dense``: every entry better
+            than the worst found is read.
+        """
         if isinstance(user_ids, str):
             raise TypeError("user_ids must be an iterable of str, not a str")
         ids = list(user_ids)
@@ -576,9 +781,23 @@ class ShardedBase:
     def get_by_score(
         self, min_score: float, max_score: float, *, offset: int = 0, limit: int = 100
     ) -> Plan[list[Entry]]:
-        """As one board's: entries with ``min_score <= score <= max_score``, best first,
-        ranked. One round trip (each shard's first ``offset + limit`` of the range and its
-        count of better entries): O(S (offset + limit)) read; dense adds the better scores."""
+        """The entries with ``min_score <= score <= max_score``, best first, ranked, skipping
+        ``offset`` and returning at most ``limit``, as one board's.
+
+        Args:
+            min_score: The lowest score (``float("-inf")`` allowed).
+            max_score: The highest score (``float("inf")`` allowed); below ``min_score``: ``[]``.
+            offset: Entries of the range skipped.
+            limit: At most this many entries.
+
+        Returns:
+            The entries.
+
+        Redis cost:
+            One round trip: each shard's first ``offset + limit`` entries of the range and its
+            count of better entries, in one batch: O(S (offset + limit)) entries read; ``dense``
+            also reads every better entry.
+        """
         self._check_range(min_score, max_score, offset, limit)
         if limit == 0 or min_score > max_score:
             return []
@@ -606,7 +825,18 @@ class ShardedBase:
 
     @plan
     def count_by_score(self, min_score: float, max_score: float) -> Plan[int]:
-        """Entries with ``min_score <= score <= max_score``: S ZCOUNTs summed, one round trip."""
+        """How many entries have ``min_score <= score <= max_score``.
+
+        Args:
+            min_score: The lowest score.
+            max_score: The highest score.
+
+        Returns:
+            The count over every shard.
+
+        Redis cost:
+            One round trip: a ZCOUNT per shard, in one batch. O(S log N).
+        """
         self._check_range(min_score, max_score, 0, 0)
         counts: list[int] = yield [
             board.count_by_score(min_score, max_score) for board in self._boards
@@ -615,8 +845,19 @@ class ShardedBase:
 
     @plan
     def rank_for_score(self, score: float) -> Plan[int]:
-        """As one board's: 1 + the entries (dense: distinct scores) strictly better. One
-        round trip of S ZCOUNTs; dense reads every better entry."""
+        """The rank an entry with ``score`` would have now: 1 + the entries (``dense``: the
+        distinct scores) strictly better, as one board's.
+
+        Args:
+            score: The score.
+
+        Returns:
+            The rank.
+
+        Redis cost:
+            One round trip: a ZCOUNT per shard, in one batch; ``dense`` reads every better
+            entry instead (O(rank)).
+        """
         self._check_range(score, score, 0, 0)
         if self.ties == "dense":
             distinct = yield from self._distinct_better(score)
@@ -628,8 +869,18 @@ class ShardedBase:
 
     @plan
     def get_percentile(self, user_id: str) -> Plan[Optional[float]]:
-        """As one board's: the share of the other entries strictly worse; None if absent.
-        2 round trips (the entry; S ZCOUNT + ZCARD pairs): exact."""
+        """The share of the other entries whose score is strictly worse than the user's, 0.0 to
+        100.0 (exact, as one board's).
+
+        Args:
+            user_id: The user (a ``str``).
+
+        Returns:
+            The percentile, or None if the user is not on the board.
+
+        Redis cost:
+            2 round trips: the user's entry, then a ZCOUNT and a ZCARD per shard. O(S log N).
+        """
         entry: Optional[Entry] = yield self._board_of(user_id).get_user_entry(user_id)
         if entry is None:
             return None
@@ -645,8 +896,19 @@ class ShardedBase:
 
     @plan
     def score_at_percentile(self, p: float) -> Plan[Optional[float]]:
-        """As one board's (nearest rank). The size, then the window of one entry at that
-        position (a deep one by bisection, as get_page)."""
+        """The nearest-rank score at percentile ``p``, as one board's.
+
+        Args:
+            p: The percentile, 0 to 100.
+
+        Returns:
+            The score, or None on an empty board.
+
+        Redis cost:
+            The size (one round trip), then the window of one entry at that position, as
+            [`get_page`][redis_leaderboard.ShardedLeaderboard.get_page] (a deep one by
+            bisection: about 66 round trips).
+        """
         self._boards[0].score_at_percentile(p)  # validates p, sends nothing
         size = yield from ShardedBase.get_size.plan(self)
         if size == 0:
@@ -663,8 +925,21 @@ class ShardedBase:
         min_score: Optional[float] = None,
         max_score: Optional[float] = None,
     ) -> Plan[list[HistogramBin]]:
-        """As one board's, exact: every shard's histogram over the same edges, summed. 1 round
-        trip with both bounds given, else 2 (each shard's lowest and highest first)."""
+        """The score distribution in ``bins`` equal-width bins, as one board's (exact).
+
+        Args:
+            bins: How many bins, 1 to 1,000.
+            min_score: The first bin's lower edge (default: the board's lowest score).
+            max_score: The last bin's upper edge (default: the board's highest score).
+
+        Returns:
+            ``{"min", "max", "count"}`` per bin, in ascending score order; ``[]`` on an empty
+            board.
+
+        Redis cost:
+            One round trip with both bounds given (every shard's histogram over the same edges,
+            summed), else 2 (each shard's lowest and highest score first). O(S bins log N).
+        """
         self._boards[0].get_histogram(bins, min_score=min_score, max_score=max_score)  # checks
         low, high = min_score, max_score
         if low is None or high is None:
@@ -698,8 +973,15 @@ class ShardedBase:
 
     @plan
     def set_max_entries(self, max_entries: Optional[int]) -> Plan[list[str]]:
-        """Refused (NotImplementedError): a sharded board's limit is per shard (see
-        :meth:`set_shard_max_entries`)."""
+        """Refused: a sharded board's limit is per shard; see
+        [`set_shard_max_entries`][redis_leaderboard.ShardedLeaderboard.set_shard_max_entries].
+
+        Raises:
+            NotImplementedError: Always, saying why (nothing is sent).
+
+        Redis cost:
+            None: nothing is sent.
+        """
         raise NotImplementedError(  # at the call: no step to run
             "a sharded board has no global max_entries: each write trims its own shard in its "
             "own script, which cannot see the other shards (they are in other slots, on other "
@@ -710,8 +992,18 @@ class ShardedBase:
 
     @plan
     def set_shard_max_entries(self, max_entries: Optional[int]) -> Plan[list[str]]:
-        """Every shard's limit set to ``max_entries`` and trimmed to it (one round trip, each
-        shard's own atomic trim); the trimmed ids, shard after shard."""
+        """Set every shard's size limit to ``max_entries`` and trim each shard to it.
+
+        Args:
+            max_entries: Each shard's limit (about ``max_entries * shards`` entries in all), or
+                None for no limit.
+
+        Returns:
+            The trimmed ids, shard after shard (each shard's worst first).
+
+        Redis cost:
+            One round trip: every shard's own atomic trim, in one batch. O(entries trimmed).
+        """
         self._boards[0].set_max_entries(max_entries)  # validates, sends nothing
         results: list[list[str]] = yield [
             board.set_max_entries(max_entries) for board in self._boards
@@ -731,8 +1023,12 @@ class ShardedBase:
         )
 
     def events(self, *args: Any, **kwargs: Any) -> Any:
-        """Refused (``NotImplementedError``, saying why): a sharded board has no one stream of
-        change events."""
+        """Refused: a sharded board has no one stream of change events (each shard's would be in
+        its own slot, and XREAD cannot span slots on a cluster).
+
+        Raises:
+            NotImplementedError: Always, saying why.
+        """
         raise self._refuse_events()
 
     # -- bulk load -------------------------------------------------------------------------------
@@ -746,12 +1042,37 @@ class ShardedBase:
         progress: Optional[Callable[[int], None]] = None,
         retries: int = 2,
     ) -> Plan[ImportSummary]:
-        """As one board's, per shard: the entries are read in batches of 50,000, grouped by
-        shard, and every shard's group loaded at once (each running that shard's upsert_many:
-        pipelined chunks, then its trim; a thread per shard on the blocking client, a task per
-        shard on asyncio). ``progress`` gets the total written so far. A bad entry raises
-        naming its position in ``entries``; the batches before it, and the other shards' groups
-        of its batch, may have been written (the call returns once none is being written)."""
+        """Bulk-load entries, as
+        [`RedisLeaderboard.upsert_many`][redis_leaderboard.RedisLeaderboard.upsert_many] per shard.
+
+        The entries are read in batches of 50,000, grouped by shard, and every shard's group of
+        a batch is loaded at once (each by that shard's upsert_many: pipelined chunks, then its
+        trim; a thread per shard on the blocking client, a task per shard on asyncio).
+
+        Args:
+            entries: ``(user_id, score)``, ``(user_id, score, metadata)`` or ``(user_id, score,
+                metadata_or_None, submission_id)`` tuples, read lazily.
+            chunk_size: Entries per chunk, at least 1.
+            progress: Called with the total written so far, after each chunk.
+            retries: How many times a chunk whose entries all carry ids is resent after a lost
+                reply.
+
+        Returns:
+            ``{"written", "trimmed", "trimmed_user_ids"}`` summed over the shards (at most
+            1,000 ids listed), and ``"duplicates"`` if entries were skipped as applied before.
+
+        Raises:
+            ValueError: A bad entry, naming its position in ``entries`` (``"entry 41: ..."``).
+                The batches before it, and the other shards' groups of its batch, may have been
+                written; the call returns once nothing is being written any more.
+            TypeError: A bad ``chunk_size`` or ``progress`` (before anything is read), or an
+                entry that is not a tuple or whose user id is not a ``str``.
+
+        Redis cost:
+            Per shard with entries in a batch, what a plain board's upsert_many costs for them
+            (chunks of ``chunk_size``, 4 in flight), every shard at once; then each shard's
+            trim.
+        """
         check_bulk_arguments(chunk_size, progress)
         boards = [
             self.board_class(self.redis, key=b.key, **self._shard_board_kwargs())
