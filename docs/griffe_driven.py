@@ -41,49 +41,17 @@ import griffe
 PACKAGE = "redis_leaderboard"
 DRIVE = f"{PACKAGE}._drive"
 # Modules whose board methods must state their Redis cost (a "Redis cost:" section).
-COST_CHECKED = (f"{PACKAGE}.boards.plain", f"{PACKAGE}.boards.seasons", f"{PACKAGE}.boards.events")
+COST_CHECKED = (
+    f"{PACKAGE}.boards.plain",
+    f"{PACKAGE}.boards.seasons",
+    f"{PACKAGE}.boards.events",
+    f"{PACKAGE}.boards.sharded",
+)
 ROLE = re.compile(r":(?:class|meth|func|attr|mod|exc|data|obj):`~?([^`]+)`")
 
 # Objects (by their canonical path) whose docstrings live in files edited by others: what each
 # still needs. Reported as information; the build fails once an entry is fixed (remove it).
-PENDING: dict[str, str] = {
-    "redis_leaderboard.sharded.AsyncShardedLeaderboard": "roles to Markdown references: ShardedLeaderboard, redis_leaderboard.asyncio.ClusterClient",
-    "redis_leaderboard.sharded.AsyncShardedLeaderboard.clear": "no docstring",
-    "redis_leaderboard.sharded.AsyncShardedLeaderboard.count_by_score": "no docstring",
-    "redis_leaderboard.sharded.AsyncShardedLeaderboard.delete_user": "no docstring",
-    "redis_leaderboard.sharded.AsyncShardedLeaderboard.get_around_rank": "no docstring",
-    "redis_leaderboard.sharded.AsyncShardedLeaderboard.get_around_user": "no docstring",
-    "redis_leaderboard.sharded.AsyncShardedLeaderboard.get_by_score": "no docstring",
-    "redis_leaderboard.sharded.AsyncShardedLeaderboard.get_entries": "no docstring",
-    "redis_leaderboard.sharded.AsyncShardedLeaderboard.get_histogram": "no docstring",
-    "redis_leaderboard.sharded.AsyncShardedLeaderboard.get_page": "no docstring",
-    "redis_leaderboard.sharded.AsyncShardedLeaderboard.get_percentile": "no docstring",
-    "redis_leaderboard.sharded.AsyncShardedLeaderboard.get_rank": "no docstring",
-    "redis_leaderboard.sharded.AsyncShardedLeaderboard.get_size": "no docstring",
-    "redis_leaderboard.sharded.AsyncShardedLeaderboard.get_top": "no docstring",
-    "redis_leaderboard.sharded.AsyncShardedLeaderboard.get_user_entry": "no docstring",
-    "redis_leaderboard.sharded.AsyncShardedLeaderboard.get_user_metadata": "no docstring",
-    "redis_leaderboard.sharded.AsyncShardedLeaderboard.increment_score": "no docstring",
-    "redis_leaderboard.sharded.AsyncShardedLeaderboard.list_all": "no docstring",
-    "redis_leaderboard.sharded.AsyncShardedLeaderboard.rank_for_score": "no docstring",
-    "redis_leaderboard.sharded.AsyncShardedLeaderboard.score_at_percentile": "no docstring",
-    "redis_leaderboard.sharded.AsyncShardedLeaderboard.set_max_entries": "no docstring",
-    "redis_leaderboard.sharded.AsyncShardedLeaderboard.set_shard_max_entries": "no docstring",
-    "redis_leaderboard.sharded.AsyncShardedLeaderboard.submit": "no docstring",
-    "redis_leaderboard.sharded.AsyncShardedLeaderboard.upsert_user": "no docstring",
-    "redis_leaderboard.sharded.ShardedBase.key": "no docstring",
-    "redis_leaderboard.sharded.ShardedBase.max_entries": "no docstring",
-    "redis_leaderboard.sharded.ShardedBase.order": "no docstring",
-    "redis_leaderboard.sharded.ShardedBase.rate_limit": "no docstring",
-    "redis_leaderboard.sharded.ShardedBase.shards": "no docstring",
-    "redis_leaderboard.sharded.ShardedBase.submission_ttl": "no docstring",
-    "redis_leaderboard.sharded.ShardedBase.ties": "no docstring",
-    "redis_leaderboard.sharded.ShardedLeaderboard": "roles to Markdown references: redis_leaderboard.ClusterClient, RedisLeaderboard, get_rank",
-    "redis_leaderboard.sharded.ShardedLeaderboard.increment_score": "roles to Markdown references: RedisLeaderboard.increment_score",
-    "redis_leaderboard.sharded.ShardedLeaderboard.set_max_entries": "roles to Markdown references: set_shard_max_entries",
-    "redis_leaderboard.sharded.ShardedLeaderboard.submit": "roles to Markdown references: RedisLeaderboard.submit, RedisLeaderboard.submit",
-    "redis_leaderboard.sharded.ShardedLeaderboard.upsert_user": "roles to Markdown references: RedisLeaderboard.upsert_user",
-}
+PENDING: dict[str, str] = {}
 
 logger = griffe.get_logger("griffe_driven")
 
