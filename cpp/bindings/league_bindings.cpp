@@ -52,7 +52,8 @@ struct FieldToPython {
 
 py::object record_to_python(const LeagueRecord& record) {
   py::dict out;
-  for (const auto& [name, value] : record.fields) out[py::str(name)] = std::visit(FieldToPython{}, value);
+  for (const auto& [name, value] : record.fields)
+    out[py::str(name)] = std::visit(FieldToPython{}, value);
   return out;
 }
 
@@ -61,15 +62,18 @@ Cutoff cutoff_arg(py::handle value, const char* what) {
   if (PyBool_Check(value.ptr())) {
     throw py::type_error(std::string(what) + " must be an int (a count) or a float (a fraction)");
   }
-  if (PyLong_Check(value.ptr())) return Cutoff{false, static_cast<double>(integer_arg(value, what))};
+  if (PyLong_Check(value.ptr()))
+    return Cutoff{false, static_cast<double>(integer_arg(value, what))};
   if (PyFloat_Check(value.ptr())) return Cutoff{true, number_arg(value, what)};
-  throw py::type_error(std::string(what) + " must be an int (a count) or a float (a fraction), not " +
+  throw py::type_error(std::string(what) +
+                       " must be an int (a count) or a float (a fraction), not " +
                        std::string(Py_TYPE(value.ptr())->tp_name));
 }
 
 std::string text_arg(py::handle value, const char* what) {
   if (!PyUnicode_Check(value.ptr())) {
-    throw py::type_error(std::string(what) + " must be a str, not " + Py_TYPE(value.ptr())->tp_name);
+    throw py::type_error(std::string(what) + " must be a str, not " +
+                         Py_TYPE(value.ptr())->tp_name);
   }
   return value.cast<std::string>();
 }
@@ -129,11 +133,11 @@ void declare_league(py::module_& m) {
             std::optional<std::string> id;
             if (!submission_id.is_none()) id = text_arg(submission_id, "submission_id");
             auto reply = std::make_shared<LeagueReply>();
-            return with_reply(self.submit(period_arg(period), user_id_arg(user_id),
-                                          number_arg(score, "score"), metadata_arg(metadata),
-                                          text_arg(bracket, "bracket"), std::move(id),
-                                          static_cast<int>(integer_arg(retries, "retries")), reply),
-                              reply);
+            return with_reply(
+                self.submit(period_arg(period), user_id_arg(user_id), number_arg(score, "score"),
+                            metadata_arg(metadata), text_arg(bracket, "bracket"), std::move(id),
+                            static_cast<int>(integer_arg(retries, "retries")), reply),
+                reply);
           },
           "period"_a, "user_id"_a, "score"_a, "metadata"_a, "bracket"_a, "submission_id"_a,
           "retries"_a)
@@ -165,8 +169,8 @@ void declare_league(py::module_& m) {
           "standings",
           [](const League& self, py::handle period, py::handle user_id, bool check) {
             auto reply = std::make_shared<LeagueReply>();
-            return with_reply(self.standings(period_arg(period), user_id_arg(user_id), check, reply),
-                              reply);
+            return with_reply(
+                self.standings(period_arg(period), user_id_arg(user_id), check, reply), reply);
           },
           "period"_a, "user_id"_a, "check"_a)
       .def(

@@ -180,9 +180,8 @@ std::string League::cohort_key(const std::string& period, long long cohort) cons
 std::vector<std::string> League::keys(const LeaguePeriod& period) const {
   if (period.id.empty()) throw InvalidArgument("a period id must not be empty");
   const std::string prefix = base_ + ":" + period.id;
-  return {base_ + ":options", base_ + ":tier",      base_ + ":tiers",
-          base_ + ":open",    base_ + ":events",    prefix + ":state",
-          prefix + ":where",  prefix + ":result"};
+  return {base_ + ":options", base_ + ":tier",   base_ + ":tiers",  base_ + ":open",
+          base_ + ":events",  prefix + ":state", prefix + ":where", prefix + ":result"};
 }
 
 std::vector<std::string> League::args(const char* op, const LeaguePeriod& period) const {
@@ -205,15 +204,14 @@ namespace {
 std::string config_text(long long tiers, long long size, const Cutoff& promote,
                         const Cutoff& demote, bool idle, Order order, Ties ties, WriteMode mode) {
   return "tiers=" + std::to_string(tiers) + " size=" + std::to_string(size) +
-         " promote=" + promote.word() + " demote=" + demote.word() +
-         " idle=" + (idle ? "1" : "0") + " order=" + name_of(order) + " ties=" + name_of(ties) +
-         " mode=" + name_of(mode);
+         " promote=" + promote.word() + " demote=" + demote.word() + " idle=" + (idle ? "1" : "0") +
+         " order=" + name_of(order) + " ties=" + name_of(ties) + " mode=" + name_of(mode);
 }
 }  // namespace
 
-#define RLB_LEAGUE_CALL(name, command, parse, out, resends)                                   \
-  std::make_unique<LeagueCall>(                                                               \
-      name, command, parse, std::move(out), base_,                                            \
+#define RLB_LEAGUE_CALL(name, command, parse, out, resends)                                     \
+  std::make_unique<LeagueCall>(                                                                 \
+      name, command, parse, std::move(out), base_,                                              \
       config_text(tiers_, cohort_size_, promote_, demote_, demote_idle_, order_, ties_, mode_), \
       resends)
 
@@ -253,8 +251,9 @@ std::unique_ptr<Operation> League::submit(const LeaguePeriod& period, std::strin
     record.add("size", integer_of(reply.elements[6], what));
     return record;
   };
-  return RLB_LEAGUE_CALL("submit", script_command(scripts::league, std::move(keys), std::move(args)),
-                         parse, out, idempotent ? retries : 0);
+  return RLB_LEAGUE_CALL("submit",
+                         script_command(scripts::league, std::move(keys), std::move(args)), parse,
+                         out, idempotent ? retries : 0);
 }
 
 std::unique_ptr<Operation> League::join(const LeaguePeriod& period, std::string user_id,
@@ -274,9 +273,8 @@ std::unique_ptr<Operation> League::join(const LeaguePeriod& period, std::string 
     record.add("placed", integer_of(reply.elements[4], what) == 1);
     return record;
   };
-  return RLB_LEAGUE_CALL("join",
-                         script_command(scripts::league, keys(period), std::move(args)), parse,
-                         out, 0);
+  return RLB_LEAGUE_CALL("join", script_command(scripts::league, keys(period), std::move(args)),
+                         parse, out, 0);
 }
 
 std::unique_ptr<Operation> League::close(const LeaguePeriod& period,
@@ -288,9 +286,8 @@ std::unique_ptr<Operation> League::close(const LeaguePeriod& period,
     return record;
   };
   // Closing twice changes nothing more: it may be resent after a lost reply.
-  return RLB_LEAGUE_CALL("close",
-                         script_command(scripts::league, keys(period), args("close", period)),
-                         parse, out, 2);
+  return RLB_LEAGUE_CALL(
+      "close", script_command(scripts::league, keys(period), args("close", period)), parse, out, 2);
 }
 
 std::unique_ptr<Operation> League::settle(const LeaguePeriod& period, long long cohort,
@@ -312,9 +309,8 @@ std::unique_ptr<Operation> League::settle(const LeaguePeriod& period, long long 
     return record;
   };
   // A cohort is settled once (its script checks): a resend after a lost reply answers "already".
-  return RLB_LEAGUE_CALL("settle",
-                         script_command(scripts::league, keys(period), std::move(args)), parse,
-                         out, 2);
+  return RLB_LEAGUE_CALL("settle", script_command(scripts::league, keys(period), std::move(args)),
+                         parse, out, 2);
 }
 
 std::unique_ptr<Operation> League::standings(const LeaguePeriod& period, std::string user_id,
@@ -355,9 +351,9 @@ std::unique_ptr<Operation> League::standings(const LeaguePeriod& period, std::st
     record.add("entries", std::move(entries));
     return record;
   };
-  return RLB_LEAGUE_CALL(
-      "standings", script_command(scripts::league_read, keys(period), std::move(args)), parse, out,
-      1);
+  return RLB_LEAGUE_CALL("standings",
+                         script_command(scripts::league_read, keys(period), std::move(args)), parse,
+                         out, 1);
 }
 
 std::unique_ptr<Operation> League::tier_of(const LeaguePeriod& period, std::string user_id,
@@ -371,8 +367,8 @@ std::unique_ptr<Operation> League::tier_of(const LeaguePeriod& period, std::stri
     return record;
   };
   return RLB_LEAGUE_CALL("tier_of",
-                         script_command(scripts::league_read, keys(period), std::move(args)),
-                         parse, out, 1);
+                         script_command(scripts::league_read, keys(period), std::move(args)), parse,
+                         out, 1);
 }
 
 std::unique_ptr<Operation> League::tiers(const LeaguePeriod& period, bool check,
@@ -393,9 +389,8 @@ std::unique_ptr<Operation> League::tiers(const LeaguePeriod& period, bool check,
     record.add("tiers", std::move(counts));
     return record;
   };
-  return RLB_LEAGUE_CALL("tiers",
-                         script_command(scripts::league_read, keys(period), std::move(args)),
-                         parse, out, 1);
+  return RLB_LEAGUE_CALL(
+      "tiers", script_command(scripts::league_read, keys(period), std::move(args)), parse, out, 1);
 }
 
 std::unique_ptr<Operation> League::results(const LeaguePeriod& period, std::string user_id,
@@ -424,8 +419,8 @@ std::unique_ptr<Operation> League::results(const LeaguePeriod& period, std::stri
     return record;
   };
   return RLB_LEAGUE_CALL("results",
-                         script_command(scripts::league_read, keys(period), std::move(args)),
-                         parse, out, 1);
+                         script_command(scripts::league_read, keys(period), std::move(args)), parse,
+                         out, 1);
 }
 
 #undef RLB_LEAGUE_CALL

@@ -22,9 +22,9 @@ extern const Script league_read;  // a league's reads: standings, tier_of, tiers
 
 // A league operation's result: named fields, in order (the bindings make a dict of them).
 struct LeagueRecord;
-using LeagueField = std::variant<std::monostate, bool, long long, double, std::string,
-                                 std::vector<std::string>, Metadata, SubmitResult,
-                                 std::vector<LeagueRecord>>;
+using LeagueField =
+    std::variant<std::monostate, bool, long long, double, std::string, std::vector<std::string>,
+                 Metadata, SubmitResult, std::vector<LeagueRecord>>;
 struct LeagueRecord {
   std::vector<std::pair<std::string, LeagueField>> fields;
   void add(std::string name, LeagueField value) {
