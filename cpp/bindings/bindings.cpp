@@ -27,7 +27,7 @@ using namespace py::literals;
 namespace rlb::bindings {
 void declare_cluster(py::module_& m);  // cluster_bindings.cpp
 void declare_league(py::module_& m);   // league_bindings.cpp
-}
+}  // namespace rlb::bindings
 
 namespace {
 
