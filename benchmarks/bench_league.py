@@ -67,7 +67,7 @@ def main(argv: Optional[list[str]] = None) -> int:
         board = redis_leaderboard.RedisLeaderboard(client, "bench:plain", None)
         board.upsert_many((f"p{i}", i) for i in range(args.players))
         league_times, plain_times = [], []
-        for i in range(args.calls):
+        for _ in range(args.calls):
             user = f"p{rng.randrange(args.players)}"
             t0 = time.perf_counter()
             league.submit(user, 1)
