@@ -89,6 +89,10 @@ void raise_server_error(const std::string& message) {
   if (starts_with(message, kReused)) {
     throw SubmissionIdReused("submission id: " + message.substr(kReused.size()));
   }
+  // "PERIODCLOSED period <id> of league <key> ..." (leagues: league.lua): a write to a period
+  // that takes no more writes, a ValueError as a periodic board's.
+  static constexpr std::string_view kClosed = "PERIODCLOSED ";
+  if (starts_with(message, kClosed)) throw PeriodClosed(message.substr(kClosed.size()));
   if (const Prefix* entry = match(message)) entry->raise(message);
   throw ResponseError(message);
 }

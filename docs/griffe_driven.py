@@ -46,6 +46,7 @@ COST_CHECKED = (
     f"{PACKAGE}.boards.seasons",
     f"{PACKAGE}.boards.events",
     f"{PACKAGE}.boards.sharded",
+    f"{PACKAGE}.boards.league",
 )
 ROLE = re.compile(r":(?:class|meth|func|attr|mod|exc|data|obj):`~?([^`]+)`")
 

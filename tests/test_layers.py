@@ -23,6 +23,7 @@ LAYERS: list[set[str]] = [
     {"boards.__init__", "boards.events"},
     {"boards.plain"},
     {"boards.seasons", "boards.sharded"},
+    {"boards.league"},
     # the public classes: algorithms + a driver + client types
     {"_sync", "_async"},
     # façades: re-exports only

@@ -26,7 +26,8 @@ using namespace py::literals;
 
 namespace rlb::bindings {
 void declare_cluster(py::module_& m);  // cluster_bindings.cpp
-}
+void declare_league(py::module_& m);   // league_bindings.cpp
+}  // namespace rlb::bindings
 
 namespace {
 
@@ -748,6 +749,7 @@ PYBIND11_MODULE(_core, m) {
       .def("stats", [](const CoreHarness& self) { return stats_dict(self.counters.snapshot()); });
 
   declare_cluster(m);
+  declare_league(m);
 
   m.def("option_table", &option_table,
         "Every client option: [(name, default, positional, (the _core classes that take it, "

@@ -23,7 +23,13 @@ from ._core import (
     SubmissionIdReused,
     TimeoutError,
 )
-from ._sync import LeaderboardGroup, PeriodicLeaderboard, RedisLeaderboard, RollingLeaderboard
+from ._sync import (
+    LeaderboardGroup,
+    League,
+    PeriodicLeaderboard,
+    RedisLeaderboard,
+    RollingLeaderboard,
+)
 from .asyncio import RedisLeaderboard as AsyncRedisLeaderboard
 from .client import Client
 from .cluster import ClusterClient
@@ -55,6 +61,7 @@ __all__ = [
     "ConnectionError",
     "ExecAbortError",
     "LeaderboardGroup",
+    "League",
     "NoPermissionError",
     "NoScriptError",
     "OptionsMismatch",

@@ -8,6 +8,7 @@ from __future__ import annotations
 from ._async_client import Client
 from ._drive import AsyncDriven
 from .boards.events import AsyncEventStream
+from .boards.league import LeagueBase
 from .boards.plain import Leaderboard
 from .boards.seasons import GroupBase, PeriodicBase, PeriodState, RollingState
 from .boards.sharded import ShardedBase
@@ -16,6 +17,7 @@ from .cluster import AsyncClusterClient
 __all__ = [
     "AsyncEventStream",
     "LeaderboardGroup",
+    "League",
     "PeriodBoard",
     "PeriodicLeaderboard",
     "RedisLeaderboard",
@@ -79,3 +81,11 @@ class ShardedLeaderboard(ShardedBase, AsyncDriven):
     cluster_client_class = AsyncClusterClient
     display_name = "redis_leaderboard.asyncio.ShardedLeaderboard"
     board_class = RedisLeaderboard
+
+
+class League(LeagueBase, AsyncDriven):
+    """The asyncio twin of :class:`redis_leaderboard.League`."""
+
+    client_class = Client
+    cluster_client_class = AsyncClusterClient
+    display_name = "redis_leaderboard.asyncio.League"

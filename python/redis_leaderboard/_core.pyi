@@ -569,3 +569,56 @@ class AsyncClusterCore:
     def shards(self) -> list[dict[str, Any]]: ...
     def stats(self) -> dict[str, int]: ...
     def address(self) -> str: ...
+
+# --- leagues ----------------------------------------------------------------------------------
+
+_LeaguePeriod = tuple[str, int, int]  # (period id, start unix ms, deadline unix ms)
+_LeagueTake = Callable[[], Any]  # the record as a dict, None, or {"unsettled", "unsettled_start"}
+
+class League:
+    """One partition of a league (leagues); builds validated operations, no I/O. Each method
+    returns ``(operation, take)``: ``take()`` gives the operation's record once it has run."""
+
+    def __init__(
+        self,
+        base: str,
+        *,
+        tiers: int,
+        cohort_size: int,
+        promote: Union[int, float],
+        demote: Union[int, float],
+        demote_idle: bool,
+        mode: str,
+        order: str,
+        ties: str,
+        events_maxlen: int = 100000,
+        submission_ttl: float = 86400,
+    ) -> None: ...
+    @property
+    def base(self) -> str: ...
+    def cohort_key(self, period: str, cohort: int) -> str: ...
+    def submit(
+        self,
+        period: _LeaguePeriod,
+        user_id: str,
+        score: float,
+        metadata: Optional[Mapping[str, Any]],
+        bracket: str,
+        submission_id: Optional[str],
+        retries: int,
+    ) -> tuple[Operation[None], _LeagueTake]: ...
+    def join(
+        self, period: _LeaguePeriod, user_id: str, bracket: str
+    ) -> tuple[Operation[None], _LeagueTake]: ...
+    def close(self, period: _LeaguePeriod) -> tuple[Operation[None], _LeagueTake]: ...
+    def settle(self, period: _LeaguePeriod, cohort: int) -> tuple[Operation[None], _LeagueTake]: ...
+    def standings(
+        self, period: _LeaguePeriod, user_id: str, check: bool
+    ) -> tuple[Operation[None], _LeagueTake]: ...
+    def tier_of(
+        self, period: _LeaguePeriod, user_id: str, check: bool
+    ) -> tuple[Operation[None], _LeagueTake]: ...
+    def tiers(self, period: _LeaguePeriod, check: bool) -> tuple[Operation[None], _LeagueTake]: ...
+    def results(
+        self, period: _LeaguePeriod, user_id: str
+    ) -> tuple[Operation[None], _LeagueTake]: ...

@@ -6,6 +6,7 @@ from __future__ import annotations
 from . import _core
 from ._drive import SyncDriven
 from .boards.events import EventStream
+from .boards.league import LeagueBase
 from .boards.plain import Leaderboard
 from .boards.seasons import GroupBase, PeriodicBase, PeriodState, RollingState
 from .boards.sharded import ShardedBase
@@ -14,6 +15,7 @@ from .client import Client
 __all__ = [
     "EventStream",
     "LeaderboardGroup",
+    "League",
     "PeriodBoard",
     "PeriodicLeaderboard",
     "RedisLeaderboard",
@@ -164,3 +166,17 @@ class ShardedLeaderboard(ShardedBase, SyncDriven):
     cluster_client_class = _core.ClusterClient
     display_name = "ShardedLeaderboard"
     board_class = RedisLeaderboard
+
+
+class League(LeagueBase, SyncDriven):
+    """A league: players compete in cohorts of ``cohort_size`` within ``tiers`` (names, lowest
+    first); each period (``period``, ``tz``, as :class:`PeriodicLeaderboard`'s) ends with a
+    settlement that moves the top ``promote`` of every cohort up a tier and the bottom
+    ``demote`` down (counts, or fractions of the cohort), exactly once. A player's first write
+    of a period places them, atomically with the score. See ``docs/guides/leagues.md`` and
+    :mod:`redis_leaderboard.boards.league` for every rule (ties at cutoffs, idle players,
+    brackets, partitions)."""
+
+    client_class = Client
+    cluster_client_class = _core.ClusterClient
+    display_name = "League"

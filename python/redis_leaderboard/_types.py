@@ -192,3 +192,78 @@ class AsyncRun(Protocol):
     """An asyncio client's ``run``: an awaitable of an operation's result."""
 
     def __call__(self, operation: _core.Operation[T], /) -> Awaitable[T]: ...
+
+
+# --- leagues ---------------------------------------------------------------------------------
+
+LeagueZone = Literal["promote", "stay", "demote"]
+
+
+class _LeagueSubmitRequired(_SubmitRequired):
+    period: str
+    tier: str
+    cohort: int
+    bracket: Optional[str]
+    zone: LeagueZone
+    size: int
+
+
+class LeagueSubmitResult(_LeagueSubmitRequired, total=False):
+    """``League.submit``: submit()'s result on the player's cohort (``"rank"`` is the rank in
+    the cohort), the period, tier, cohort, bracket, zone and the cohort's placed players;
+    ``"duplicate"`` with a submission id."""
+
+    duplicate: bool
+
+
+class LeagueEntry(TypedDict):
+    """One player of a cohort's standings; ``rank`` and ``score`` None for a player placed who
+    never scored."""
+
+    rank: Optional[int]
+    user_id: str
+    score: Optional[float]
+    zone: LeagueZone
+    metadata: dict[str, str]
+
+
+class LeagueStandings(TypedDict):
+    """``League.standings``: the player's cohort in a period."""
+
+    period: str
+    tier: str
+    cohort: int
+    bracket: Optional[str]
+    size: int
+    settled: bool
+    entries: list[LeagueEntry]
+
+
+class TierCount(TypedDict):
+    """``League.tiers``: a tier and how many players are in it."""
+
+    tier: str
+    players: int
+
+
+class LeagueResult(TypedDict):
+    """``League.results``: a player's outcome of a settled period."""
+
+    period: str
+    cohort: int
+    tier: str
+    new_tier: str
+    zone: LeagueZone
+    rank: Optional[int]
+    score: Optional[float]
+
+
+class LeagueSettlement(TypedDict):
+    """``League.settle``: the periods settled and what this call did."""
+
+    periods: list[str]
+    cohorts: int
+    settled: int
+    already_settled: int
+    promoted: int
+    demoted: int

@@ -7,6 +7,7 @@ and decodes on the loop's thread, with no thread hand-off.
 
 from ._async import (
     LeaderboardGroup,
+    League,
     PeriodicLeaderboard,
     RedisLeaderboard,
     RollingLeaderboard,
@@ -19,6 +20,7 @@ __all__ = [
     "Client",
     "ClusterClient",
     "LeaderboardGroup",
+    "League",
     "PeriodicLeaderboard",
     "RedisLeaderboard",
     "RollingLeaderboard",

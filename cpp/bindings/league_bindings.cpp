@@ -1,0 +1,200 @@
+// Leagues (leaderboard/league.hpp): pybind11 declarations and the conversion of their records to
+// dicts. Each operation method returns (operation, take): take() gives the record once the
+// operation has run (as group_submit's results).
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <memory>
+#include <string>
+
+#include "bindings/conversions.hpp"
+#include "errors.hpp"
+#include "leaderboard/league.hpp"
+
+namespace py = pybind11;
+using namespace py::literals;
+
+namespace rlb::bindings {
+namespace {
+
+using leaderboard::Cutoff;
+using leaderboard::League;
+using leaderboard::LeagueField;
+using leaderboard::LeaguePeriod;
+using leaderboard::LeagueRecord;
+using leaderboard::LeagueReply;
+
+py::object record_to_python(const LeagueRecord& record);
+
+struct FieldToPython {
+  py::object operator()(std::monostate) const { return py::none(); }
+  py::object operator()(bool value) const { return py::bool_(value); }
+  py::object operator()(long long value) const { return py::int_(value); }
+  py::object operator()(double value) const { return py::float_(value); }
+  py::object operator()(const std::string& value) const { return py::str(value); }
+  py::object operator()(const std::vector<std::string>& value) const {
+    py::list out;
+    for (const auto& item : value) out.append(py::str(item));
+    return out;
+  }
+  py::object operator()(const leaderboard::Metadata& value) const {
+    return to_python(leaderboard::Result(value));
+  }
+  py::object operator()(const leaderboard::SubmitResult& value) const {
+    return to_python(leaderboard::Result(value));
+  }
+  py::object operator()(const std::vector<LeagueRecord>& value) const {
+    py::list out;
+    for (const auto& item : value) out.append(record_to_python(item));
+    return out;
+  }
+};
+
+py::object record_to_python(const LeagueRecord& record) {
+  py::dict out;
+  for (const auto& [name, value] : record.fields)
+    out[py::str(name)] = std::visit(FieldToPython{}, value);
+  return out;
+}
+
+// A cutoff: an int is a count, a float a fraction of the cohort.
+Cutoff cutoff_arg(py::handle value, const char* what) {
+  if (PyBool_Check(value.ptr())) {
+    throw py::type_error(std::string(what) + " must be an int (a count) or a float (a fraction)");
+  }
+  if (PyLong_Check(value.ptr()))
+    return Cutoff{false, static_cast<double>(integer_arg(value, what))};
+  if (PyFloat_Check(value.ptr())) return Cutoff{true, number_arg(value, what)};
+  throw py::type_error(std::string(what) +
+                       " must be an int (a count) or a float (a fraction), not " +
+                       std::string(Py_TYPE(value.ptr())->tp_name));
+}
+
+std::string text_arg(py::handle value, const char* what) {
+  if (!PyUnicode_Check(value.ptr())) {
+    throw py::type_error(std::string(what) + " must be a str, not " +
+                         Py_TYPE(value.ptr())->tp_name);
+  }
+  return value.cast<std::string>();
+}
+
+LeaguePeriod period_arg(py::handle value) {
+  auto tuple = value.cast<py::tuple>();
+  if (tuple.size() != 3) throw py::type_error("a period is (id, start ms, expire ms)");
+  return LeaguePeriod{text_arg(tuple[0], "period"), integer_arg(tuple[1], "start"),
+                      integer_arg(tuple[2], "expire")};
+}
+
+// (operation, take): take() is None (nothing), the record as a dict, or {"unsettled": period,
+// "unsettled_start": ms}.
+py::tuple with_reply(std::unique_ptr<leaderboard::Operation> operation,
+                     std::shared_ptr<LeagueReply> reply) {
+  auto wrapped = wrap(std::move(operation));
+  py::cpp_function take([reply]() -> py::object {
+    if (reply->unsettled) {
+      py::dict out;
+      out["unsettled"] = py::str(reply->unsettled->second);
+      out["unsettled_start"] = py::int_(reply->unsettled->first);
+      return out;
+    }
+    if (!reply->record) return py::none();
+    return record_to_python(*reply->record);
+  });
+  return py::make_tuple(py::cast(std::move(wrapped)), std::move(take));
+}
+
+}  // namespace
+
+void declare_league(py::module_& m) {
+  py::class_<League>(m, "League", "One partition of a league; builds validated operations.")
+      .def(py::init([](std::string base, py::handle tiers, py::handle cohort_size,
+                       py::handle promote, py::handle demote, bool demote_idle, py::handle mode,
+                       py::handle order, py::handle ties, py::handle events_maxlen,
+                       py::handle submission_ttl) {
+             return League(std::move(base), integer_arg(tiers, "tiers"),
+                           integer_arg(cohort_size, "cohort_size"), cutoff_arg(promote, "promote"),
+                           cutoff_arg(demote, "demote"), demote_idle,
+                           leaderboard::parse_write_mode(text_arg(mode, "mode")),
+                           leaderboard::parse_order(text_arg(order, "order")),
+                           leaderboard::parse_ties(text_arg(ties, "ties")),
+                           integer_arg(events_maxlen, "events_maxlen"),
+                           number_arg(submission_ttl, "submission_ttl"));
+           }),
+           "base"_a, py::kw_only(), "tiers"_a, "cohort_size"_a, "promote"_a, "demote"_a,
+           "demote_idle"_a, "mode"_a, "order"_a, "ties"_a, "events_maxlen"_a = 100000,
+           "submission_ttl"_a = 86400)
+      .def_property_readonly("base", &League::base)
+      .def("cohort_key", &League::cohort_key, "period"_a, "cohort"_a)
+      .def(
+          "submit",
+          [](const League& self, py::handle period, py::handle user_id, py::handle score,
+             py::handle metadata, py::handle bracket, py::handle submission_id,
+             py::handle retries) {
+            std::optional<std::string> id;
+            if (!submission_id.is_none()) id = text_arg(submission_id, "submission_id");
+            auto reply = std::make_shared<LeagueReply>();
+            return with_reply(
+                self.submit(period_arg(period), user_id_arg(user_id), number_arg(score, "score"),
+                            metadata_arg(metadata), text_arg(bracket, "bracket"), std::move(id),
+                            static_cast<int>(integer_arg(retries, "retries")), reply),
+                reply);
+          },
+          "period"_a, "user_id"_a, "score"_a, "metadata"_a, "bracket"_a, "submission_id"_a,
+          "retries"_a)
+      .def(
+          "join",
+          [](const League& self, py::handle period, py::handle user_id, py::handle bracket) {
+            auto reply = std::make_shared<LeagueReply>();
+            return with_reply(self.join(period_arg(period), user_id_arg(user_id),
+                                        text_arg(bracket, "bracket"), reply),
+                              reply);
+          },
+          "period"_a, "user_id"_a, "bracket"_a)
+      .def(
+          "close",
+          [](const League& self, py::handle period) {
+            auto reply = std::make_shared<LeagueReply>();
+            return with_reply(self.close(period_arg(period), reply), reply);
+          },
+          "period"_a)
+      .def(
+          "settle",
+          [](const League& self, py::handle period, py::handle cohort) {
+            auto reply = std::make_shared<LeagueReply>();
+            return with_reply(self.settle(period_arg(period), integer_arg(cohort, "cohort"), reply),
+                              reply);
+          },
+          "period"_a, "cohort"_a)
+      .def(
+          "standings",
+          [](const League& self, py::handle period, py::handle user_id, bool check) {
+            auto reply = std::make_shared<LeagueReply>();
+            return with_reply(
+                self.standings(period_arg(period), user_id_arg(user_id), check, reply), reply);
+          },
+          "period"_a, "user_id"_a, "check"_a)
+      .def(
+          "tier_of",
+          [](const League& self, py::handle period, py::handle user_id, bool check) {
+            auto reply = std::make_shared<LeagueReply>();
+            return with_reply(self.tier_of(period_arg(period), user_id_arg(user_id), check, reply),
+                              reply);
+          },
+          "period"_a, "user_id"_a, "check"_a)
+      .def(
+          "tiers",
+          [](const League& self, py::handle period, bool check) {
+            auto reply = std::make_shared<LeagueReply>();
+            return with_reply(self.tiers(period_arg(period), check, reply), reply);
+          },
+          "period"_a, "check"_a)
+      .def(
+          "results",
+          [](const League& self, py::handle period, py::handle user_id) {
+            auto reply = std::make_shared<LeagueReply>();
+            return with_reply(self.results(period_arg(period), user_id_arg(user_id), reply), reply);
+          },
+          "period"_a, "user_id"_a);
+}
+
+}  // namespace rlb::bindings

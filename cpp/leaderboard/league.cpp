@@ -1,0 +1,428 @@
+#include "leaderboard/league.hpp"
+
+#include <cmath>
+#include <functional>
+#include <utility>
+
+#include "errors.hpp"
+
+namespace rlb::leaderboard {
+namespace {
+
+using codec::ReplyType;
+
+[[noreturn]] void unexpected(const char* what) {
+  throw RedisError(std::string("unexpected reply from Redis for a league's ") + what);
+}
+
+Command script_command(const Script& script, std::vector<std::string> keys,
+                       std::vector<std::string> args) {
+  Command command{&script, {}};
+  command.argv.reserve(1 + keys.size() + args.size());
+  command.argv.push_back(std::to_string(keys.size()));
+  for (auto& key : keys) command.argv.push_back(std::move(key));
+  for (auto& arg : args) command.argv.push_back(std::move(arg));
+  return command;
+}
+
+long long integer_of(const Reply& reply, const char* what) {
+  if (reply.type != ReplyType::Integer) unexpected(what);
+  return reply.integer;
+}
+
+std::string text_of(const Reply& reply, const char* what) {
+  if (reply.type != ReplyType::String && reply.type != ReplyType::Status) unexpected(what);
+  return reply.str;
+}
+
+double score_of(const Reply& reply, const char* what) {
+  std::string text = text_of(reply, what);
+  char* end = nullptr;
+  double value = std::strtod(text.c_str(), &end);
+  if (text.empty() || *end != '\0') unexpected(what);
+  return value;
+}
+
+std::vector<std::string> strings_of(const Reply& reply, const char* what) {
+  if (!reply.is_array()) unexpected(what);
+  std::vector<std::string> out;
+  out.reserve(reply.elements.size());
+  for (const auto& element : reply.elements) out.push_back(text_of(element, what));
+  return out;
+}
+
+Metadata metadata_of(const Reply& reply, const char* what) {
+  if (!reply.is_array() || reply.elements.size() % 2 != 0) unexpected(what);
+  Metadata out;
+  for (std::size_t i = 0; i < reply.elements.size(); i += 2) {
+    out.emplace_back(text_of(reply.elements[i], what), text_of(reply.elements[i + 1], what));
+  }
+  return out;
+}
+
+const Reply& part(const Reply& reply, std::size_t size, std::size_t index, const char* what) {
+  if (!reply.is_array() || reply.elements.size() != size) unexpected(what);
+  return reply.elements[index];
+}
+
+// One script call whose reply goes, parsed, to a LeagueReply. The statuses every league script
+// may answer are handled here: 'OPTIONS <recorded>' raises OptionsMismatch, 'UNSETTLED <start>
+// <period>' is handed over; a nil reply is "nothing".
+class LeagueCall final : public Operation {
+ public:
+  using Parser = std::function<LeagueRecord(Reply&)>;
+  LeagueCall(const char* name, Command command, Parser parse, std::shared_ptr<LeagueReply> out,
+             std::string base, std::string config, int resends = 0)
+      : name_(name),
+        command_(std::move(command)),
+        parse_(std::move(parse)),
+        out_(std::move(out)),
+        base_(std::move(base)),
+        config_(std::move(config)),
+        resends_(resends) {}
+  const char* name() const override { return name_; }
+  std::vector<Command> next() override { return {command_}; }
+  int resend_limit() const override { return resends_; }
+  bool feed(std::vector<Reply>& replies) override {
+    if (replies.size() != 1) unexpected(name_);
+    Reply& reply = replies[0];
+    LeagueReply result;
+    if (reply.type == ReplyType::Status) {
+      const std::string& status = reply.str;
+      if (status.compare(0, 8, "OPTIONS ") == 0) {
+        throw OptionsMismatch("league '" + base_ + "' has options " + status.substr(8) +
+                              " (recorded in Redis); this client has " + config_ +
+                              "; nothing was changed");
+      }
+      if (status.compare(0, 10, "UNSETTLED ") == 0) {
+        auto space = status.find(' ', 10);
+        if (space == std::string::npos) unexpected(name_);
+        try {
+          result.unsettled.emplace(std::stoll(status.substr(10, space - 10)),
+                                   status.substr(space + 1));
+        } catch (const std::exception&) {
+          unexpected(name_);
+        }
+      } else {
+        unexpected(name_);
+      }
+    } else if (!reply.is_nil()) {
+      result.record = parse_(reply);
+    }
+    if (out_) *out_ = std::move(result);
+    return true;
+  }
+  Result take_result() override { return None{}; }
+
+ private:
+  const char* name_;
+  Command command_;
+  Parser parse_;
+  std::shared_ptr<LeagueReply> out_;
+  std::string base_, config_;
+  int resends_;
+};
+
+void require_user_id(const std::string& user_id) {
+  if (user_id.empty()) throw InvalidArgument("user_id must not be empty");
+}
+
+Cutoff checked(Cutoff cutoff, const char* what, long long cohort_size) {
+  if (cutoff.fraction) {
+    if (!(cutoff.value >= 0 && cutoff.value <= 1)) {
+      throw InvalidArgument(std::string(what) + " as a fraction must be from 0.0 to 1.0");
+    }
+  } else if (!(cutoff.value >= 0 && cutoff.value <= static_cast<double>(cohort_size) &&
+               cutoff.value == std::floor(cutoff.value))) {
+    throw InvalidArgument(std::string(what) + " as a count must be from 0 to cohort_size (" +
+                          std::to_string(cohort_size) + ")");
+  }
+  return cutoff;
+}
+
+}  // namespace
+
+std::string Cutoff::word() const {
+  if (fraction) return "f" + format_score(value);
+  return std::to_string(static_cast<long long>(value));
+}
+
+League::League(std::string base, long long tiers, long long cohort_size, Cutoff promote,
+               Cutoff demote, bool demote_idle, WriteMode mode, Order order, Ties ties,
+               long long events_maxlen, double submission_ttl)
+    : base_(std::move(base)),
+      tiers_(tiers),
+      cohort_size_(cohort_size),
+      demote_idle_(demote_idle),
+      mode_(mode),
+      order_(order),
+      ties_(ties),
+      events_maxlen_(events_maxlen),
+      submission_ttl_(require_submission_ttl(submission_ttl)) {
+  if (base_.empty()) throw InvalidArgument("key must not be empty");
+  if (tiers < 1 || tiers > kMaxTiers) {
+    throw InvalidArgument("a league has 1 to " + std::to_string(kMaxTiers) + " tiers, not " +
+                          std::to_string(tiers));
+  }
+  if (cohort_size < 2 || cohort_size > kMaxCohortSize) {
+    throw InvalidArgument("cohort_size must be from 2 to " + std::to_string(kMaxCohortSize) +
+                          ", not " + std::to_string(cohort_size));
+  }
+  promote_ = checked(promote, "promote", cohort_size);
+  demote_ = checked(demote, "demote", cohort_size);
+  if (events_maxlen < 1) throw InvalidArgument("events_maxlen must be at least 1");
+}
+
+std::string League::cohort_key(const std::string& period, long long cohort) const {
+  return base_ + ":" + period + ":c:" + std::to_string(cohort);
+}
+
+std::vector<std::string> League::keys(const LeaguePeriod& period) const {
+  if (period.id.empty()) throw InvalidArgument("a period id must not be empty");
+  const std::string prefix = base_ + ":" + period.id;
+  return {base_ + ":options", base_ + ":tier",   base_ + ":tiers",  base_ + ":open",
+          base_ + ":events",  prefix + ":state", prefix + ":where", prefix + ":result"};
+}
+
+std::vector<std::string> League::args(const char* op, const LeaguePeriod& period) const {
+  return {op,
+          std::to_string(tiers_),
+          std::to_string(cohort_size_),
+          promote_.word(),
+          demote_.word(),
+          demote_idle_ ? "1" : "0",
+          name_of(order_),
+          name_of(ties_),
+          name_of(mode_),
+          std::to_string(events_maxlen_),
+          period.id,
+          std::to_string(period.start_ms),
+          std::to_string(period.expire_ms)};
+}
+
+namespace {
+std::string config_text(long long tiers, long long size, const Cutoff& promote,
+                        const Cutoff& demote, bool idle, Order order, Ties ties, WriteMode mode) {
+  return "tiers=" + std::to_string(tiers) + " size=" + std::to_string(size) +
+         " promote=" + promote.word() + " demote=" + demote.word() + " idle=" + (idle ? "1" : "0") +
+         " order=" + name_of(order) + " ties=" + name_of(ties) + " mode=" + name_of(mode);
+}
+}  // namespace
+
+#define RLB_LEAGUE_CALL(name, command, parse, out, resends)                                     \
+  std::make_unique<LeagueCall>(                                                                 \
+      name, command, parse, std::move(out), base_,                                              \
+      config_text(tiers_, cohort_size_, promote_, demote_, demote_idle_, order_, ties_, mode_), \
+      resends)
+
+std::unique_ptr<Operation> League::submit(const LeaguePeriod& period, std::string user_id,
+                                          double score, Metadata metadata, std::string bracket,
+                                          std::optional<std::string> submission_id, int retries,
+                                          std::shared_ptr<LeagueReply> out) const {
+  require_user_id(user_id);
+  if (!std::isfinite(score)) throw InvalidArgument("score must be a finite number");
+  require_submission_id(submission_id);
+  if (retries < 0) throw InvalidArgument("retries must be at least 0");
+  auto keys = this->keys(period);
+  auto args = this->args("submit", period);
+  std::string words;
+  if (submission_id) add_submission_guard(words, keys, base_, submission_ttl_, *submission_id);
+  args.insert(args.end(), {user_id, format_score(score), std::move(bracket),
+                           words.empty() ? words : words.substr(1)});
+  for (auto& [field, value] : metadata) {
+    args.push_back(std::move(field));
+    args.push_back(std::move(value));
+  }
+  const bool idempotent = submission_id.has_value();
+  auto parse = [user_id, idempotent](Reply& reply) {
+    const char* what = "submit";
+    LeagueRecord record;
+    part(reply, 7, 0, what);
+    record.add("submit", parse_submit_reply(reply.elements[0], user_id, idempotent));
+    record.add("tier", integer_of(reply.elements[1], what));
+    record.add("cohort", integer_of(reply.elements[2], what));
+    record.add("bracket", text_of(reply.elements[3], what));
+    if (reply.elements[4].is_nil()) {
+      record.add("cutoff_rank", std::monostate{});
+    } else {
+      record.add("cutoff_rank", integer_of(reply.elements[4], what));
+    }
+    record.add("zone", text_of(reply.elements[5], what));
+    record.add("size", integer_of(reply.elements[6], what));
+    return record;
+  };
+  return RLB_LEAGUE_CALL("submit",
+                         script_command(scripts::league, std::move(keys), std::move(args)), parse,
+                         out, idempotent ? retries : 0);
+}
+
+std::unique_ptr<Operation> League::join(const LeaguePeriod& period, std::string user_id,
+                                        std::string bracket,
+                                        std::shared_ptr<LeagueReply> out) const {
+  require_user_id(user_id);
+  auto args = this->args("join", period);
+  args.insert(args.end(), {std::move(user_id), std::move(bracket)});
+  auto parse = [](Reply& reply) {
+    const char* what = "join";
+    LeagueRecord record;
+    part(reply, 5, 0, what);
+    record.add("tier", integer_of(reply.elements[0], what));
+    record.add("cohort", integer_of(reply.elements[1], what));
+    record.add("bracket", text_of(reply.elements[2], what));
+    record.add("size", integer_of(reply.elements[3], what));
+    record.add("placed", integer_of(reply.elements[4], what) == 1);
+    return record;
+  };
+  return RLB_LEAGUE_CALL("join", script_command(scripts::league, keys(period), std::move(args)),
+                         parse, out, 0);
+}
+
+std::unique_ptr<Operation> League::close(const LeaguePeriod& period,
+                                         std::shared_ptr<LeagueReply> out) const {
+  auto parse = [](Reply& reply) {
+    LeagueRecord record;
+    record.add("cohorts", integer_of(part(reply, 2, 0, "close"), "close"));
+    record.add("settled", integer_of(part(reply, 2, 1, "close"), "close"));
+    return record;
+  };
+  // Closing twice changes nothing more: it may be resent after a lost reply.
+  return RLB_LEAGUE_CALL(
+      "close", script_command(scripts::league, keys(period), args("close", period)), parse, out, 2);
+}
+
+std::unique_ptr<Operation> League::settle(const LeaguePeriod& period, long long cohort,
+                                          std::shared_ptr<LeagueReply> out) const {
+  if (cohort < 1) throw InvalidArgument("a cohort number is at least 1");
+  auto args = this->args("settle", period);
+  args.push_back(std::to_string(cohort));
+  auto parse = [](Reply& reply) {
+    const char* what = "settle";
+    LeagueRecord record;
+    part(reply, 7, 0, what);
+    record.add("cohort", integer_of(reply.elements[0], what));
+    record.add("tier", integer_of(reply.elements[1], what));
+    record.add("bracket", text_of(reply.elements[2], what));
+    record.add("already", integer_of(reply.elements[3], what) == 1);
+    record.add("promoted", strings_of(reply.elements[4], what));
+    record.add("demoted", strings_of(reply.elements[5], what));
+    record.add("stayed", strings_of(reply.elements[6], what));
+    return record;
+  };
+  // A cohort is settled once (its script checks): a resend after a lost reply answers "already".
+  return RLB_LEAGUE_CALL("settle", script_command(scripts::league, keys(period), std::move(args)),
+                         parse, out, 2);
+}
+
+std::unique_ptr<Operation> League::standings(const LeaguePeriod& period, std::string user_id,
+                                             bool check, std::shared_ptr<LeagueReply> out) const {
+  require_user_id(user_id);
+  auto args = this->args("standings", period);
+  args.insert(args.end(), {check ? "check" : "", std::move(user_id)});
+  auto parse = [](Reply& reply) {
+    const char* what = "standings";
+    LeagueRecord record;
+    part(reply, 6, 0, what);
+    record.add("tier", integer_of(reply.elements[0], what));
+    record.add("cohort", integer_of(reply.elements[1], what));
+    record.add("bracket", text_of(reply.elements[2], what));
+    record.add("size", integer_of(reply.elements[3], what));
+    record.add("settled", integer_of(reply.elements[4], what) == 1);
+    const Reply& flat = reply.elements[5];
+    if (!flat.is_array() || flat.elements.size() % 5 != 0) unexpected(what);
+    std::vector<LeagueRecord> entries;
+    for (std::size_t i = 0; i < flat.elements.size(); i += 5) {
+      LeagueRecord entry;
+      const Reply* e = &flat.elements[i];
+      entry.add("user_id", text_of(e[0], what));
+      if (e[1].is_nil()) {
+        entry.add("score", std::monostate{});
+      } else {
+        entry.add("score", score_of(e[1], what));
+      }
+      if (e[2].is_nil()) {
+        entry.add("rank", std::monostate{});
+      } else {
+        entry.add("rank", integer_of(e[2], what));
+      }
+      entry.add("zone", text_of(e[3], what));
+      entry.add("metadata", metadata_of(e[4], what));
+      entries.push_back(std::move(entry));
+    }
+    record.add("entries", std::move(entries));
+    return record;
+  };
+  return RLB_LEAGUE_CALL("standings",
+                         script_command(scripts::league_read, keys(period), std::move(args)), parse,
+                         out, 1);
+}
+
+std::unique_ptr<Operation> League::tier_of(const LeaguePeriod& period, std::string user_id,
+                                           bool check, std::shared_ptr<LeagueReply> out) const {
+  require_user_id(user_id);
+  auto args = this->args("tier_of", period);
+  args.insert(args.end(), {check ? "check" : "", std::move(user_id)});
+  auto parse = [](Reply& reply) {
+    LeagueRecord record;
+    record.add("tier", integer_of(reply, "tier_of"));
+    return record;
+  };
+  return RLB_LEAGUE_CALL("tier_of",
+                         script_command(scripts::league_read, keys(period), std::move(args)), parse,
+                         out, 1);
+}
+
+std::unique_ptr<Operation> League::tiers(const LeaguePeriod& period, bool check,
+                                         std::shared_ptr<LeagueReply> out) const {
+  auto args = this->args("tiers", period);
+  args.push_back(check ? "check" : "");
+  auto parse = [](Reply& reply) {
+    const char* what = "tiers";
+    if (!reply.is_array() || reply.elements.size() % 2 != 0) unexpected(what);
+    std::vector<LeagueRecord> counts;
+    for (std::size_t i = 0; i < reply.elements.size(); i += 2) {
+      LeagueRecord count;
+      count.add("tier", static_cast<long long>(score_of(reply.elements[i], what)));
+      count.add("players", static_cast<long long>(score_of(reply.elements[i + 1], what)));
+      counts.push_back(std::move(count));
+    }
+    LeagueRecord record;
+    record.add("tiers", std::move(counts));
+    return record;
+  };
+  return RLB_LEAGUE_CALL(
+      "tiers", script_command(scripts::league_read, keys(period), std::move(args)), parse, out, 1);
+}
+
+std::unique_ptr<Operation> League::results(const LeaguePeriod& period, std::string user_id,
+                                           std::shared_ptr<LeagueReply> out) const {
+  require_user_id(user_id);
+  auto args = this->args("results", period);
+  args.insert(args.end(), {"", std::move(user_id)});
+  auto parse = [](Reply& reply) {
+    const char* what = "results";
+    LeagueRecord record;
+    part(reply, 6, 0, what);
+    record.add("cohort", integer_of(reply.elements[0], what));
+    record.add("tier", integer_of(reply.elements[1], what));
+    record.add("new_tier", integer_of(reply.elements[2], what));
+    record.add("zone", text_of(reply.elements[3], what));
+    if (reply.elements[4].is_nil()) {
+      record.add("rank", std::monostate{});
+    } else {
+      record.add("rank", integer_of(reply.elements[4], what));
+    }
+    if (reply.elements[5].is_nil()) {
+      record.add("score", std::monostate{});
+    } else {
+      record.add("score", score_of(reply.elements[5], what));
+    }
+    return record;
+  };
+  return RLB_LEAGUE_CALL("results",
+                         script_command(scripts::league_read, keys(period), std::move(args)), parse,
+                         out, 1);
+}
+
+#undef RLB_LEAGUE_CALL
+
+}  // namespace rlb::leaderboard

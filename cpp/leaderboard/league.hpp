@@ -1,0 +1,117 @@
+// Leagues, without I/O: cohorts of players in tiers, promoted and demoted when a period is
+// settled (see python/redis_leaderboard/boards/league.py for the design, scripts/league.lua and
+// scripts/league_read.lua for the data layout). The periods themselves are computed in Python
+// (zoneinfo), which hands these operations the period of the moment.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <variant>
+#include <vector>
+
+#include "leaderboard/operations.hpp"
+
+namespace rlb::leaderboard {
+
+namespace scripts {
+extern const Script league;       // a league's writes: submit, join, close, settle (one cohort)
+extern const Script league_read;  // a league's reads: standings, tier_of, tiers, results
+}  // namespace scripts
+
+// A league operation's result: named fields, in order (the bindings make a dict of them).
+struct LeagueRecord;
+using LeagueField =
+    std::variant<std::monostate, bool, long long, double, std::string, std::vector<std::string>,
+                 Metadata, SubmitResult, std::vector<LeagueRecord>>;
+struct LeagueRecord {
+  std::vector<std::pair<std::string, LeagueField>> fields;
+  void add(std::string name, LeagueField value) {
+    fields.emplace_back(std::move(name), std::move(value));
+  }
+};
+
+// What a league operation received: nothing (the user has no cohort, no result), a record, or
+// the period that must be settled first (its start, unix ms, and id): no one is placed in a
+// period, and no read of the current period answers, while an earlier period with players is
+// not settled.
+struct LeagueReply {
+  std::optional<LeagueRecord> record;
+  std::optional<std::pair<long long, std::string>> unsettled;
+};
+
+// A cutoff: the top (promote) or bottom (demote) players of a cohort, a count or a fraction of
+// the cohort's placed players (rounded down).
+struct Cutoff {
+  bool fraction = false;
+  double value = 0;
+  std::string word() const;  // "<count>" or "f<fraction>", as the scripts read it
+};
+
+// The period an operation is about: its id (in keys), start (unix ms: periods are ordered by
+// it) and the deadline of its keys (unix ms).
+struct LeaguePeriod {
+  std::string id;
+  long long start_ms = 0;
+  long long expire_ms = 0;
+};
+
+// One partition of a league: every key under `base` (one hash tag on a cluster).
+class League {
+ public:
+  static constexpr long long kMaxTiers = 100;
+  static constexpr long long kMaxCohortSize = 1000;
+
+  League(std::string base, long long tiers, long long cohort_size, Cutoff promote, Cutoff demote,
+         bool demote_idle, WriteMode mode, Order order, Ties ties, long long events_maxlen = 100000,
+         double submission_ttl = 86400);
+
+  const std::string& base() const { return base_; }
+  // The board of cohort `cohort` in `period`: "<base>:<period>:c:<cohort>".
+  std::string cohort_key(const std::string& period, long long cohort) const;
+
+  // The player's write: placed in a cohort on their first write of the period (in `bracket`),
+  // then the score written with the league's mode, atomically. Record: "submit" (submit()'s
+  // result on the cohort's board), "tier", "cohort", "bracket", "cutoff_rank", "zone", "size".
+  std::unique_ptr<Operation> submit(const LeaguePeriod& period, std::string user_id, double score,
+                                    Metadata metadata, std::string bracket,
+                                    std::optional<std::string> submission_id, int retries,
+                                    std::shared_ptr<LeagueReply> out) const;
+  // A placement without a score. Record: "tier", "cohort", "bracket", "size", "placed".
+  std::unique_ptr<Operation> join(const LeaguePeriod& period, std::string user_id,
+                                  std::string bracket, std::shared_ptr<LeagueReply> out) const;
+  // Closes the period to writes. Record: "cohorts", "settled".
+  std::unique_ptr<Operation> close(const LeaguePeriod& period,
+                                   std::shared_ptr<LeagueReply> out) const;
+  // Settles one cohort (once: a settled cohort answers "already"). Record: "cohort", "tier",
+  // "bracket", "already", "promoted", "demoted", "stayed".
+  std::unique_ptr<Operation> settle(const LeaguePeriod& period, long long cohort,
+                                    std::shared_ptr<LeagueReply> out) const;
+  // Reads; `check`: the read is of the current period (reply `unsettled` if one must be
+  // settled first).
+  std::unique_ptr<Operation> standings(const LeaguePeriod& period, std::string user_id, bool check,
+                                       std::shared_ptr<LeagueReply> out) const;
+  std::unique_ptr<Operation> tier_of(const LeaguePeriod& period, std::string user_id, bool check,
+                                     std::shared_ptr<LeagueReply> out) const;
+  std::unique_ptr<Operation> tiers(const LeaguePeriod& period, bool check,
+                                   std::shared_ptr<LeagueReply> out) const;
+  std::unique_ptr<Operation> results(const LeaguePeriod& period, std::string user_id,
+                                     std::shared_ptr<LeagueReply> out) const;
+
+ private:
+  std::vector<std::string> keys(const LeaguePeriod& period) const;
+  std::vector<std::string> args(const char* op, const LeaguePeriod& period) const;
+
+  std::string base_;
+  long long tiers_, cohort_size_;
+  Cutoff promote_, demote_;
+  bool demote_idle_;
+  WriteMode mode_;
+  Order order_;
+  Ties ties_;
+  long long events_maxlen_;
+  double submission_ttl_;
+};
+
+}  // namespace rlb::leaderboard

@@ -1,0 +1,338 @@
+#!lua
+-- A league's writes (see python/redis_leaderboard/boards/league.py for the design): a player's
+-- write (placement in a cohort and the score, atomically), a placement alone, closing a
+-- period, and settling one cohort. No flags: Redis 7 refuses it up front when out of memory.
+-- Every check that can fail (key types, permissions, the league's recorded options, the
+-- period's state) runs before the first write, so a refused call changes nothing.
+-- KEYS (one partition "<B>", all in its hash tag): <B>:options, <B>:tier (user -> tier index),
+-- <B>:tiers (tier index -> players), <B>:open ("<start ms> <period id>": the newest period with
+-- players), <B>:events, then the period's <B>:<P>:state, <B>:<P>:where (user -> cohort),
+-- <B>:<P>:result (user -> "<new tier> <zone> <rank|-> <score|->"), then with a submission id its
+-- record. A cohort n is the board "<B>:<P>:c:<n>" (the guide's layout: metadata at
+-- "<B>:<P>:c:<n>:user:<id>", option keys after it, see board_spec), its placed players the set
+-- "<B>:<P>:c:<n>:placed"; those keys are named here, in the partition's hash tag.
+-- ARGV: op ('submit' | 'join' | 'close' | 'settle'), tiers (count), cohort size, promote,
+-- demote ('<count>' or 'f<fraction>'), demote_idle ('1' | '0'), order, ties, write mode,
+-- events maxlen, period id, period start (unix ms), the period's deadline (unix ms), then:
+--   submit: user_id, score, bracket, spec words ('' or 'sid:<ttl ms>'), field, value, ...
+--   join:   user_id, bracket
+--   settle: cohort number
+-- Replies: a status 'OPTIONS <recorded>' (the league records other options), 'UNSETTLED
+-- <start ms> <period id>' (an earlier period must be settled before anyone is placed in this
+-- one: the client settles it and sends the call again); an error 'PERIODCLOSED ...' (the
+-- period takes no more writes); else
+--   submit: {submit()'s reply (see apply_write), tier, cohort, bracket, cutoff rank or false,
+--            zone, placed players}
+--   join:   {tier, cohort, bracket, placed players, 1 if placed now else 0}
+--   close:  {cohorts, cohorts settled}
+--   settle: {cohort, tier, bracket, 1 if it was settled before else 0, {promoted ids},
+--            {demoted ids}, {ids staying}}
+local OPTIONS, TIER, TIERS, OPEN, EVENTS = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
+local STATE, WHERE, RESULT = KEYS[6], KEYS[7], KEYS[8]
+local op = ARGV[1]
+local cfg = {tiers = tonumber(ARGV[2]), size = tonumber(ARGV[3]), promote = ARGV[4],
+  demote = ARGV[5], idle = ARGV[6] == '1', order = ARGV[7], ties = ARGV[8], mode = ARGV[9],
+  maxlen = ARGV[10]}
+local period, start, expire = ARGV[11], tonumber(ARGV[12]), ARGV[13]
+local base = string.sub(OPTIONS, 1, #OPTIONS - 8)  -- "<B>"
+local prefix = base .. ':' .. period  -- "<B>:<P>"
+local config = table.concat({'tiers=' .. ARGV[2], 'size=' .. ARGV[3], 'promote=' .. ARGV[4],
+  'demote=' .. ARGV[5], 'idle=' .. ARGV[6], 'order=' .. ARGV[7], 'ties=' .. ARGV[8],
+  'mode=' .. ARGV[9]}, ' ')
+
+local function cohort_key(n) return prefix .. ':c:' .. n end
+
+-- The cohort's board spec (see board_spec), its option keys declared after the others.
+local function cohort_board(n)
+  local board = cohort_key(n)
+  local k = #KEYS + 1
+  KEYS[k] = board .. ':options'
+  if cfg.ties == 'first' then
+    KEYS[k + 1], KEYS[k + 2] = board .. ':first', board .. ':first:keys'
+  elseif cfg.ties == 'dense' then
+    KEYS[k + 1] = board .. ':dense'
+  end
+  return board, k
+end
+
+-- How many a cutoff spec ('<count>' or 'f<fraction>') takes from a cohort of `size` players.
+local function cut(spec, size)
+  if string.sub(spec, 1, 1) == 'f' then
+    return math.floor(tonumber(string.sub(spec, 2)) * size + 1e-9)
+  end
+  return tonumber(spec)
+end
+
+-- The zone of a player of tier `tier` whose cutoff rank (1 + the players strictly ahead under
+-- a rule where equal scores share a rank, else the position) is `rank` (nil: placed, never
+-- scored) among `scored` players of a cohort of `size` placed: promotion wins an overlap, and
+-- nobody leaves the ends.
+local function zone_of(tier, rank, scored, size)
+  if not rank then return (cfg.idle and tier > 0) and 'demote' or 'stay' end
+  if tier < cfg.tiers - 1 and rank <= cut(cfg.promote, size) then return 'promote' end
+  if tier > 0 and rank > scored - cut(cfg.demote, size) then return 'demote' end
+  return 'stay'
+end
+
+-- nil, or the reply to return: an error (a key of another type, a denied command), or the
+-- OPTIONS status if the league records other options. `record`: the caller writes, and
+-- records the options if none are.
+local function check_league(writes)
+  local err = check_type(OPTIONS, 'hash') or check_type(TIER, 'hash')
+    or check_type(TIERS, 'hash') or check_type(OPEN, 'string') or check_type(STATE, 'hash')
+    or check_type(WHERE, 'hash') or check_type(RESULT, 'hash') or check_type(EVENTS, 'stream')
+    or check_acl('HGET', OPTIONS, 'config') or check_acl('HGET', STATE, 'x')
+    or check_acl('HGET', WHERE, 'x') or check_acl('HGET', TIER, 'x')
+  if err then return err end
+  if writes then
+    err = check_acl('HSET', OPTIONS, 'config', 'x') or check_acl('HSET', STATE, 'x', 'x')
+      or check_acl('HINCRBY', STATE, 'x', '1') or check_acl('HSET', WHERE, 'x', 'x')
+      or check_acl('HSET', TIER, 'x', 'x') or check_acl('HINCRBY', TIERS, 'x', '1')
+      or check_acl('SET', OPEN, 'x') or check_acl('GET', OPEN)
+      or check_acl('PEXPIREAT', STATE, expire) or check_acl('PEXPIREAT', WHERE, expire)
+      or check_acl('PEXPIREAT', RESULT, expire) or check_acl('HSET', RESULT, 'x', 'x')
+      or check_acl('XADD', EVENTS, 'MAXLEN', '~', '1', '*', 'x', 'x')
+    if err then return err end
+  end
+  local recorded = redis.call('HGET', OPTIONS, 'config')
+  if recorded and recorded ~= config then return redis.status_reply('OPTIONS ' .. recorded) end
+  return nil
+end
+
+local function closed(why)
+  return redis.error_reply('PERIODCLOSED period ' .. period .. ' of league ' .. base .. ' '
+    .. why .. '; nothing was changed')
+end
+
+-- nil, or the reply refusing a placement in this period: closed, a newer period has players,
+-- or an earlier one is not settled yet (UNSETTLED: the client settles it, then sends again).
+local function check_placement()
+  if redis.call('HGET', STATE, 'closed') then return closed('is closed (settling)') end
+  local open = redis.call('GET', OPEN)
+  if not open then return nil end
+  local at = string.find(open, ' ', 1, true)
+  local open_start, open_period = tonumber(string.sub(open, 1, at - 1)), string.sub(open, at + 1)
+  if open_period == period then return nil end
+  if open_start > start then return closed('has ended: period ' .. open_period .. ' has begun') end
+  local open_state = base .. ':' .. open_period .. ':state'
+  local err = check_type(open_state, 'hash')
+  if err then return err end
+  if redis.call('EXISTS', open_state) == 1 and not redis.call('HGET', open_state, 'done') then
+    return redis.status_reply('UNSETTLED ' .. open)
+  end
+  return nil
+end
+
+-- Where a placement puts `user_id` (nothing written): {tier, cohort, new player, new cohort,
+-- open field, placed set}; or nil and the reply to return.
+local function plan_placement(user_id, bracket)
+  local err = check_placement()
+  if err then return nil, err end
+  local known = redis.call('HGET', TIER, user_id)
+  local tier = tonumber(known or '0')
+  local field = 'open:' .. tier .. ':' .. bracket
+  local n = tonumber(redis.call('HGET', STATE, field) or '0')
+  local fresh = n == 0
+  if not fresh then
+    local placed = cohort_key(n) .. ':placed'
+    err = check_type(placed, 'set') or check_acl('SCARD', placed)
+    if err then return nil, err end
+    fresh = redis.call('SCARD', placed) >= cfg.size
+  end
+  if fresh then n = tonumber(redis.call('HGET', STATE, 'cohorts') or '0') + 1 end
+  local placed = cohort_key(n) .. ':placed'
+  err = check_type(placed, 'set') or check_acl('SADD', placed, user_id)
+    or check_acl('PEXPIREAT', placed, expire)
+  if err then return nil, err end
+  return {tier = tier, n = n, new_player = not known, fresh = fresh, field = field,
+    placed = placed, bracket = bracket}
+end
+
+local function apply_placement(p, user_id)
+  if p.fresh then
+    redis.call('HSET', STATE, 'cohorts', p.n, p.field, p.n, 't:' .. p.n, p.tier,
+      'b:' .. p.n, p.bracket)
+  end
+  redis.call('SADD', p.placed, user_id)
+  redis.call('HSET', WHERE, user_id, p.n)
+  if p.new_player then
+    redis.call('HSET', TIER, user_id, p.tier)
+    redis.call('HINCRBY', TIERS, p.tier, 1)
+  end
+  redis.call('SET', OPEN, string.format('%d', start) .. ' ' .. period)
+  redis.call('PEXPIREAT', STATE, expire)
+  redis.call('PEXPIREAT', WHERE, expire)
+  redis.call('PEXPIREAT', p.placed, expire)
+end
+
+-- The recorded options, once: the first write of a league records them.
+local function record_config()
+  redis.call('HSET', OPTIONS, 'config', config)
+end
+
+-- A placed player's cohort n and tier, or nil.
+local function placement_of(user_id)
+  local n = redis.call('HGET', WHERE, user_id)
+  if not n then return nil end
+  return tonumber(n), tonumber(redis.call('HGET', STATE, 't:' .. n))
+end
+
+-- The cutoff rank of `score` on board spec `b` (see zone_of).
+local function cutoff_rank(b, user_id, score)
+  if b.shared then return count_better(b, b.board, score) + 1 end
+  return rank_of(b, user_id, score) + 1
+end
+
+if op == 'submit' then
+  local err = check_league(true)
+  if err then return err end
+  local user_id, number, bracket, words = ARGV[14], ARGV[15], ARGV[16], ARGV[17]
+  local n, tier = placement_of(user_id)
+  local placement
+  if n then
+    if redis.call('HGET', STATE, 'closed') then return closed('is closed (settling)') end
+  else
+    placement, err = plan_placement(user_id, bracket)
+    if not placement then return err end
+    n, tier = placement.n, placement.tier
+  end
+  local board, k = cohort_board(n)
+  local w = {board = board, user_key = board .. ':user:' .. user_id, k = k, mode = cfg.mode,
+    order = cfg.order, ties = cfg.ties, submit = true, number = number, user_id = user_id,
+    max_entries = 4294967296, fields = ARGV, first_field = 18, expire_at = expire}
+  if words ~= '' then
+    local spec = {}
+    for word in string.gmatch(words, '%S+') do spec[#spec + 1] = word end
+    guard_fields(w, spec, 1, 9)  -- the submission id's record: KEYS[9]
+  end
+  local plan, reply = plan_write(w)
+  if not plan then
+    if type(reply) ~= 'table' or reply.err or reply.ok then return reply end
+    -- The stored result of an earlier write with this submission id: nothing is written; the
+    -- placement it reports is the one of the cohort it landed on.
+    local applied = reply[#reply]
+    local at = string.find(applied, ':c:', #base + 2, true)
+    local state = string.sub(applied, 1, at - 1) .. ':state'
+    local cohort = string.sub(applied, at + 3)
+    return {reply, tonumber(redis.call('HGET', state, 't:' .. cohort) or '0'), tonumber(cohort),
+      redis.call('HGET', state, 'b:' .. cohort) or '', false, 'stay', 0}
+  end
+  if not redis.call('HGET', OPTIONS, 'config') then record_config() end
+  if placement then apply_placement(placement, user_id) end
+  reply = apply_write(plan)
+  local b = plan.b
+  local size = redis.call('SCARD', cohort_key(n) .. ':placed')
+  local scored = redis.call('ZCARD', board)
+  local stored = redis.call('ZSCORE', board, user_id)
+  local rank = stored and cutoff_rank(b, user_id, tonumber(stored))
+  return {reply, tier, n, redis.call('HGET', STATE, 'b:' .. n) or bracket, rank or false,
+    zone_of(tier, rank, scored, size), size}
+end
+
+if op == 'join' then
+  local err = check_league(true)
+  if err then return err end
+  local user_id, bracket = ARGV[14], ARGV[15]
+  local n, tier = placement_of(user_id)
+  local now = 0
+  if not n then
+    local placement
+    placement, err = plan_placement(user_id, bracket)
+    if not placement then return err end
+    if not redis.call('HGET', OPTIONS, 'config') then record_config() end
+    apply_placement(placement, user_id)
+    n, tier, now = placement.n, placement.tier, 1
+  elseif redis.call('HGET', STATE, 'closed') then
+    return closed('is closed (settling)')
+  end
+  return {tier, n, redis.call('HGET', STATE, 'b:' .. n) or bracket,
+    redis.call('SCARD', cohort_key(n) .. ':placed'), now}
+end
+
+if op == 'close' then
+  local err = check_league(true)
+  if err then return err end
+  if redis.call('EXISTS', STATE) == 0 then return {0, 0} end
+  redis.call('HSET', STATE, 'closed', '1')
+  return {tonumber(redis.call('HGET', STATE, 'cohorts') or '0'),
+    tonumber(redis.call('HGET', STATE, 'settled') or '0')}
+end
+
+if op == 'settle' then
+  local err = check_league(true)
+  if err then return err end
+  local n = ARGV[14]
+  local tier = tonumber(redis.call('HGET', STATE, 't:' .. n) or '-1')
+  if tier < 0 then return redis.error_reply('ERR league ' .. base .. ' has no cohort ' .. n
+    .. ' in period ' .. period) end
+  local bracket = redis.call('HGET', STATE, 'b:' .. n) or ''
+  if redis.call('HGET', STATE, 's:' .. n) then return {tonumber(n), tier, bracket, 1, {}, {}, {}} end
+  if not redis.call('HGET', STATE, 'closed') then
+    return redis.error_reply('ERR period ' .. period .. ' of league ' .. base .. ' is not closed')
+  end
+  local board, k = cohort_board(n)
+  local b = board_spec(board, k, cfg.order, cfg.ties)
+  local placed = board .. ':placed'
+  err = check_type(board, 'zset') or check_type(placed, 'set') or check_type(b.options, 'hash')
+    or (b.first and (check_type(b.first, 'zset') or check_type(b.first_keys, 'hash')))
+    or (b.dense and check_type(b.dense, 'zset')) or check_acl('ZRANGE', b.ranked, '0', '0')
+    or check_acl('SMEMBERS', placed)
+  if err then return err end
+  local ranked = range_best(b, 0, -1)
+  local ids, scores = split_range(b, ranked)
+  local members = redis.call('SMEMBERS', placed)
+  local scored, size = #ids, #members
+  local seen, idle = {}, {}
+  for _, id in ipairs(ids) do seen[id] = true end
+  for _, id in ipairs(members) do if not seen[id] then idle[#idle + 1] = id end end
+  table.sort(idle)
+  local moves = {promote = {}, demote = {}, stay = {}}
+  local fields, counts = {}, {}
+  local group_start, dense, previous = 1, 0, nil
+  local function settle_one(id, rank, shown, score)
+    local zone = zone_of(tier, rank, scored, size)
+    local new = tier + (zone == 'promote' and 1 or zone == 'demote' and -1 or 0)
+    local list = moves[zone]
+    list[#list + 1] = id
+    fields[#fields + 1] = id
+    fields[#fields + 1] = new .. ' ' .. zone .. ' ' .. (shown or '-') .. ' ' .. (score or '-')
+    if new ~= tier then counts[new] = (counts[new] or 0) + 1 end
+  end
+  for i, id in ipairs(ids) do
+    local score = tonumber(scores[i])
+    if score ~= previous then group_start, dense = i, dense + 1 end
+    previous = score
+    local cutoff = b.shared and group_start or i
+    local shown = (cfg.ties == 'dense' and dense) or (cfg.ties == 'competition' and group_start) or i
+    settle_one(id, cutoff, shown, scores[i])
+  end
+  for _, id in ipairs(idle) do settle_one(id, nil, nil, nil) end
+  -- The writes: nothing below fails but on a server fault.
+  for i = 1, #fields, 2 do
+    local new = string.sub(fields[i + 1], 1, string.find(fields[i + 1], ' ', 1, true) - 1)
+    if tonumber(new) ~= tier then redis.call('HSET', TIER, fields[i], new) end
+  end
+  for new, count in pairs(counts) do
+    redis.call('HINCRBY', TIERS, new, count)
+    redis.call('HINCRBY', TIERS, tier, -count)
+  end
+  call_sliced('HSET', RESULT, fields)
+  redis.call('PEXPIREAT', RESULT, expire)
+  redis.call('HSET', STATE, 's:' .. n, '1')
+  local settled = redis.call('HINCRBY', STATE, 'settled', 1)
+  if settled >= tonumber(redis.call('HGET', STATE, 'cohorts') or '0') then
+    redis.call('HSET', STATE, 'done', '1')
+  end
+  local event = {'kind', 'settled', 'period', period, 'cohort', n, 'tier', tier,
+    'bracket', bracket}
+  for _, zone in ipairs({'promote', 'demote'}) do
+    for _, id in ipairs(moves[zone]) do
+      event[#event + 1] = zone == 'promote' and 'promoted' or 'demoted'
+      event[#event + 1] = id
+    end
+  end
+  redis.call('XADD', EVENTS, 'MAXLEN', '~', cfg.maxlen, '*', unpack(event))
+  return {tonumber(n), tier, bracket, 0, moves.promote, moves.demote, moves.stay}
+end
+
+return redis.error_reply('ERR unknown league operation ' .. tostring(op))

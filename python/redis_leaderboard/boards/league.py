@@ -1,0 +1,604 @@
+"""Leagues: players compete in small cohorts within tiers; at the end of each period the top of
+every cohort moves up a tier and the bottom down, exactly once. Written once for both APIs.
+
+Design
+------
+Tiers and periods. A league has ``tiers`` (names, lowest first) and periods (``Periods`` of the
+seasons: ``"week"`` by default, in ``tz``; the clock is the client's, injectable). A player
+unknown to the league starts in the lowest tier; their tier persists across periods.
+
+Placement. A player's first write of a period (``submit``; or ``join``, a placement without a
+score) places them in the open cohort of their tier and ``bracket`` (e.g. a region: cohorts never
+mix brackets); a cohort fills to ``cohort_size`` placed players, then the next one opens (first
+come, first served). Placement and the score are one script (``league.lua``), so a player is in
+exactly one cohort per period. A late joiner simply lands in the open cohort of the moment; a
+player who does not play in a period is in no cohort and keeps their tier.
+
+A cohort is a board. Cohort ``n`` of period ``P`` is the guide's layout at
+``f"{base}:{P}:c:{n}"`` (metadata at ``...:user:<id>``) with the league's ``order`` and
+``ties``: the league's write is the plain board's write (``plan_write``/``apply_write`` of
+``_lib.lua``), so a cohort's ranks are exactly a board's. The league's other keys are
+``{base}:options`` (its recorded options: two clients cannot disagree silently, as boards),
+``:tier`` (user -> tier), ``:tiers`` (tier -> players), ``:open`` (the newest period with
+players), ``:events`` (a stream: one ``"settled"`` event per cohort) and, per period,
+``:{P}:state`` (cohorts, their tier and bracket, settled flags), ``:{P}:where`` (user ->
+cohort), ``:{P}:result`` (user -> the settlement's outcome). A period's keys expire together
+once ``keep`` newer periods have begun; the tiers stay.
+
+Zones. In a cohort of ``size`` placed players, ``m`` of whom scored, ``promote`` and ``demote``
+are counts, or fractions of ``size`` (rounded down). A player whose cutoff rank is at most
+``promote`` is in the ``"promote"`` zone, one whose cutoff rank is above ``m - demote`` in the
+``"demote"`` zone, else ``"stay"``; promotion wins an overlap, and nobody leaves the ends (no
+promote zone in the top tier, no demote zone in the lowest). The cutoff rank is the position
+under ``ties="lexicographic"`` or ``"first"`` (exactly ``promote`` players move) and
+``1 + the players strictly ahead`` under ``"competition"`` or ``"dense"``: a tie at a cutoff
+moves everyone tied up (promotion) or keeps everyone tied (demotion). Placed players who never
+scored rank after everyone, without a rank; with ``demote_idle`` they are in the demote zone
+(except in the lowest tier), else they stay. Every submit result and standings entry carries
+the zone it would have if the period ended now.
+
+Settlement, exactly once. ``settle(period)`` first closes the period (``close``: no placement
+and no write into it after that, ``PeriodClosed``), then settles each cohort with one script
+(``settle``): it reads the cohort, moves its players' tiers from the cohort's tier (never from
+their current one), records each player's outcome and a ``"settled"`` event, and marks the
+cohort settled; a settled cohort answers ``already`` and writes nothing. So two processes
+settling at once, or a settle run again after a crash part-way, promote nobody twice and miss
+nobody; a cohort whose script fails (a key of another type) changes nothing and stays to
+settle, while the others settle (the first error is raised at the end). The last cohort marks
+the period done. A cohort's script reads at most ``cohort_size`` (<= 1,000) players, so no
+script blocks Redis for long, whatever the league's size.
+
+Lazy settlement. Nobody is placed in a period while an earlier period with players is not
+settled: the placement's script answers ``UNSETTLED <period>``, and the plan settles that
+period, then places the player. Reads of the current period (``standings``, ``tier_of``,
+``tiers``) do the same. So a league works without a scheduler; a large one should still run
+``settle()`` from a job right after each boundary, so that no player's write waits for it.
+
+Partitions. On a cluster a league is ``partitions`` whole leagues, each under its own hash tag
+``{<key>:<i>}`` (a player belongs to partition ``crc32(user_id) % partitions``), so every script
+touches one slot; with one partition the key is the base (a cluster needs a hash tag in it).
+"""
+
+from __future__ import annotations
+
+import zlib
+from datetime import datetime, timedelta, tzinfo
+from typing import Any, Iterator, Mapping, Optional, Sequence, Union, cast
+
+from .. import _core
+from .._drive import Pipelined, Plan, plan
+from .._types import (
+    LeagueResult,
+    LeagueSettlement,
+    LeagueStandings,
+    LeagueSubmitResult,
+    Order,
+    TierCount,
+    Ties,
+    WriteMode,
+)
+from ..options import make_client, public_name, require_hash_tag
+from .seasons import Clock, Period, Periods, _aware, _millis, _system_clock
+
+__all__ = ["LeagueBase"]
+
+# Cohort settlements in flight on one connection while a period is settled.
+SETTLE_IN_FLIGHT = 64
+# How many times a write or read settles an earlier period and tries again before giving up.
+MAX_SETTLE_ROUNDS = 8
+
+PeriodArg = Union[None, str, datetime]
+
+
+def _check_tiers(tiers: Sequence[str]) -> tuple[str, ...]:
+    if isinstance(tiers, str) or not isinstance(tiers, Sequence):
+        raise TypeError("tiers must be a sequence of tier names, lowest first")
+    names = tuple(tiers)
+    if not names:
+        raise ValueError("a league needs at least one tier")
+    for name in names:
+        if not isinstance(name, str) or not name:
+            raise ValueError(f"a tier name must be a non-empty str, not {name!r}")
+    if len(set(names)) != len(names):
+        raise ValueError(f"tier names must differ: {list(names)}")
+    return names
+
+
+def _check_int(value: Any, what: str, low: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"{what} must be an int, not {type(value).__name__}")
+    if value < low:
+        raise ValueError(f"{what} must be at least {low}")
+    return value
+
+
+def _bracket(bracket: Optional[str]) -> str:
+    if bracket is None:
+        return ""
+    if not isinstance(bracket, str):
+        raise TypeError(f"bracket must be a str or None, not {type(bracket).__name__}")
+    if not bracket:
+        raise ValueError("bracket must not be empty (None: no bracket)")
+    return bracket
+
+
+def _user(user_id: Any) -> str:
+    if not isinstance(user_id, str):
+        raise TypeError(f"user_id must be a str, not {type(user_id).__name__}")
+    if not user_id:
+        raise ValueError("user_id must not be empty")
+    return user_id
+
+
+class LeagueBase:
+    """A league (:class:`League`, sync or asyncio): its options, periods, partitions and
+    methods, each written once (see the module for the design)."""
+
+    client_class: Any  # the public class's
+    cluster_client_class: Any
+    display_name: str = "League"
+    redis: Any
+
+    def __init__(
+        self,
+        redis_client: Any = None,
+        key: str = "league:demo",
+        *,
+        tiers: Sequence[str] = ("bronze", "silver", "gold"),
+        period: Period = "week",
+        tz: Union[str, tzinfo] = "UTC",
+        anchor: Optional[datetime] = None,
+        cohort_size: int = 30,
+        promote: Union[int, float] = 5,
+        demote: Union[int, float] = 5,
+        demote_idle: bool = True,
+        mode: WriteMode = "incr",
+        order: Order = "desc",
+        ties: Ties = "lexicographic",
+        keep: int = 4,
+        partitions: int = 1,
+        clock: Optional[Clock] = None,
+        url: Optional[str] = None,
+        submission_ttl: float = 86400,
+        events_maxlen: int = 100000,
+    ) -> None:
+        if not isinstance(key, str) or not key:
+            raise ValueError("key must be a non-empty str")
+        self.tier_names = _check_tiers(tiers)
+        self.keep = _check_int(keep, "keep", 2)  # the previous period is settled in the next
+        self.partitions = _check_int(partitions, "partitions", 1)
+        if not isinstance(demote_idle, bool):
+            raise TypeError(f"demote_idle must be a bool, not {type(demote_idle).__name__}")
+        if partitions > 1:
+            if "{" in key or "}" in key:
+                raise ValueError(
+                    "a league of several partitions puts each under its own hash tag "
+                    f"{{<key>:<i>}}: its key must have no braces, not {key!r}"
+                )
+            bases = [f"{{{key}:{i}}}" for i in range(partitions)]
+        else:
+            bases = [key]
+        self._leagues = [
+            _core.League(
+                base,
+                tiers=len(self.tier_names),
+                cohort_size=cohort_size,
+                promote=promote,
+                demote=demote,
+                demote_idle=demote_idle,
+                mode=mode,
+                order=order,
+                ties=ties,
+                events_maxlen=events_maxlen,
+                submission_ttl=submission_ttl,
+            )
+            for base in bases
+        ]
+        self.periods_of = Periods(period, tz, anchor)
+        if clock is not None and not callable(clock):
+            raise TypeError("clock must be a callable returning an aware datetime")
+        self.clock: Clock = clock or _system_clock
+        if getattr(type(redis_client), "is_cluster", False) or isinstance(
+            redis_client, _core.ClusterClient
+        ):
+            if not isinstance(redis_client, self.cluster_client_class):
+                raise TypeError(
+                    f"{self.display_name} runs on a {public_name(self.cluster_client_class)}, "
+                    f"not a {public_name(type(redis_client))}"
+                )
+            if url is not None:
+                raise TypeError("pass either redis_client or url, not both")
+            if partitions == 1:
+                require_hash_tag(key)
+            self.redis = redis_client
+        else:
+            self.redis = make_client(redis_client, url, self.client_class)
+        self.key = key
+        self.cohort_size = cohort_size
+        self.promote = promote
+        self.demote = demote
+        self.demote_idle = demote_idle
+        self.mode: WriteMode = mode
+        self.order: Order = order
+        self.ties: Ties = ties
+
+    # -- periods -------------------------------------------------------------------------
+
+    @property
+    def period(self) -> Period:
+        return self.periods_of.period
+
+    @property
+    def tz(self) -> tzinfo:
+        return self.periods_of.tz
+
+    def now(self) -> datetime:
+        """The clock's time (an aware datetime, UTC)."""
+        return _aware(self.clock(), "clock()")
+
+    def period_id(self, when: Optional[datetime] = None) -> str:
+        """The id of the period holding ``when`` (default: now)."""
+        moment = self.now() if when is None else when
+        return self.periods_of.period_id(self.periods_of.start_of(moment))
+
+    def next_settlement(self) -> datetime:
+        """When the current period ends (and may be settled): an aware datetime in ``tz``."""
+        start = self.periods_of.start_of(self.now())
+        return self.periods_of.next_start(start).astimezone(self.tz)
+
+    def _period(self, start: datetime) -> tuple[str, int, int]:
+        """(id, start ms, deadline ms) of the period starting at ``start``: its keys expire when
+        the ``keep``-th period after it begins."""
+        deadline = self.periods_of.next_start(start)
+        for _ in range(self.keep - 1):
+            deadline = self.periods_of.next_start(deadline)
+        return (self.periods_of.period_id(start), _millis(start), _millis(deadline))
+
+    def _start_of(self, period: PeriodArg) -> datetime:
+        """The start of the period ``period`` names: None (the current one), an aware datetime
+        in it, or its id among the kept periods (``ValueError`` otherwise)."""
+        current = self.periods_of.start_of(self.now())
+        if period is None:
+            return current
+        if isinstance(period, datetime):
+            return self.periods_of.start_of(period)
+        if not isinstance(period, str):
+            raise TypeError(f"period must be a period id, a datetime or None, not {period!r}")
+        start = current
+        for _ in range(self.keep + 1):
+            if self.periods_of.period_id(start) == period:
+                return start
+            start = self.periods_of.previous_start(start)
+        raise ValueError(
+            f"period {period!r} is not one of the league's kept periods ({self.keep}, the "
+            f"current one {self.periods_of.period_id(current)!r} included)"
+        )
+
+    def _start_at_ms(self, start_ms: int) -> datetime:
+        from .seasons import _EPOCH
+
+        return self.periods_of.start_of(_EPOCH + timedelta(milliseconds=start_ms))
+
+    def _partition(self, user_id: str) -> _core.League:
+        if self.partitions == 1:
+            return self._leagues[0]
+        return self._leagues[zlib.crc32(user_id.encode("utf-8")) % self.partitions]
+
+    def _tier_name(self, index: int) -> str:
+        return self.tier_names[min(max(index, 0), len(self.tier_names) - 1)]
+
+    # -- settlement ----------------------------------------------------------------------
+
+    def _settle_partition(
+        self, league: _core.League, start: datetime, tally: dict[str, Any]
+    ) -> Plan[None]:
+        """Closes one partition's period, then settles each of its cohorts (one script each,
+        pipelined); a cohort whose script fails is noted in ``tally`` and the others go on."""
+        period = self._period(start)
+        operation, take = league.close(period)
+        yield operation
+        closed = take()
+        cohorts = closed["cohorts"] if closed else 0
+        tally["cohorts"] += cohorts
+        first = 1
+        while first <= cohorts:
+            takes: list[Any] = []
+            replies = 0
+
+            def operations(
+                begin: int = first, takes: list[Any] = takes
+            ) -> Iterator[_core.Operation[Any]]:
+                for cohort in range(begin, cohorts + 1):
+                    operation, take = league.settle(period, cohort)
+                    takes.append(take)
+                    yield operation
+
+            def on_reply(_: Any, takes: list[Any] = takes) -> None:
+                nonlocal replies
+                record = takes[replies]()
+                replies += 1
+                if record["already"]:
+                    tally["already_settled"] += 1
+                else:
+                    tally["settled"] += 1
+                    tally["promoted"] += len(record["promoted"])
+                    tally["demoted"] += len(record["demoted"])
+
+            try:
+                yield Pipelined(operations(), on_reply, SETTLE_IN_FLIGHT)
+                break
+            except _core.ResponseError as error:  # that cohort's script refused: it changed nothing
+                tally["errors"].append((period[0], first + replies, error))
+                first += replies + 1
+
+    def _settle_pending(
+        self, league: _core.League, reply: Any, tally: dict[str, Any]
+    ) -> Plan[None]:
+        start = self._start_at_ms(reply["unsettled_start"])
+        tally["periods"].append(reply["unsettled"])
+        yield from self._settle_partition(league, start, tally)
+        self._raise_errors(tally)
+
+    @staticmethod
+    def _new_tally() -> dict[str, Any]:
+        return {
+            "periods": [],
+            "cohorts": 0,
+            "settled": 0,
+            "already_settled": 0,
+            "promoted": 0,
+            "demoted": 0,
+            "errors": [],
+        }
+
+    @staticmethod
+    def _raise_errors(tally: dict[str, Any]) -> None:
+        errors = tally["errors"]
+        if not errors:
+            return
+        period, cohort, error = errors[0]
+        if hasattr(error, "add_note"):
+            error.add_note(
+                f"settling period {period}: cohort {cohort} failed and changed nothing; "
+                f"{len(errors)} cohort(s) failed in all, the others were settled; settle() "
+                "again settles what is left"
+            )
+        raise error
+
+    @plan
+    def settle(self, period: PeriodArg = None) -> Plan[LeagueSettlement]:
+        """Settle a finished period: in every cohort the promote zone moves up one tier, the
+        demote zone down one (see the module), exactly once per cohort, whoever else settles
+        at the same time and however often it is run. ``period``: a period id or a datetime
+        in it (it must have ended: ``ValueError`` otherwise); None: every period that ended
+        and is not settled yet. Returns ``{"periods", "cohorts", "settled" (cohorts settled by
+        this call), "already_settled", "promoted", "demoted"}``. A cohort whose script fails
+        changes nothing and stays to settle; the others are settled, then its error is raised
+        (with a note saying how many failed)."""
+        tally = self._new_tally()
+        if period is None:
+            for league in self._leagues:
+                for _ in range(MAX_SETTLE_ROUNDS):
+                    operation, take = league.tiers(self._period(self._start_of(None)), True)
+                    yield operation
+                    reply = take()
+                    if not (reply and "unsettled" in reply):
+                        break
+                    start = self._start_at_ms(reply["unsettled_start"])
+                    tally["periods"].append(reply["unsettled"])
+                    yield from self._settle_partition(league, start, tally)
+                    if tally["errors"]:
+                        break
+        else:
+            start = self._start_of(period)
+            if start >= self.periods_of.start_of(self.now()):
+                raise ValueError(
+                    f"period {self.periods_of.period_id(start)} of league {self.key!r} has not "
+                    f"ended: it ends at {self.periods_of.next_start(start).isoformat()}"
+                )
+            tally["periods"].append(self.periods_of.period_id(start))
+            for league in self._leagues:
+                yield from self._settle_partition(league, start, tally)
+        self._raise_errors(tally)
+        result: LeagueSettlement = {
+            "periods": sorted(set(tally["periods"])),
+            "cohorts": tally["cohorts"],
+            "settled": tally["settled"],
+            "already_settled": tally["already_settled"],
+            "promoted": tally["promoted"],
+            "demoted": tally["demoted"],
+        }
+        return result
+
+    # -- writes --------------------------------------------------------------------------
+
+    @plan
+    def submit(
+        self,
+        user_id: str,
+        score: float,
+        metadata: Optional[Mapping[str, Any]] = None,
+        *,
+        bracket: Optional[str] = None,
+        submission_id: Optional[str] = None,
+        retries: int = 2,
+    ) -> Plan[LeagueSubmitResult]:
+        """Write the player's score in the current period with the league's ``mode``
+        (``"incr"``: add it; ``"best"``; ``"set"``) and merge ``metadata``, in one atomic script;
+        the player's first write of the period places them in the open cohort of their tier and
+        ``bracket``. Returns submit()'s result on the cohort's board (``"rank"`` is the rank in
+        the cohort) plus ``"period"``, ``"tier"`` (its name), ``"cohort"``, ``"bracket"``,
+        ``"zone"`` (``"promote"``, ``"stay"``, ``"demote"`` if the period ended now) and
+        ``"size"`` (placed players in the cohort). ``submission_id``/``retries`` as
+        :meth:`RedisLeaderboard.submit` (the id is the league partition's, whatever the period).
+        Refused with :class:`PeriodClosed` when the period is being settled, or a newer one has
+        players (a client whose clock lags)."""
+        league = self._partition(_user(user_id))
+        room = _bracket(bracket)
+        for _ in range(MAX_SETTLE_ROUNDS):
+            start = self._start_of(None)
+            period = self._period(start)
+            operation, take = league.submit(
+                period, user_id, score, metadata, room, submission_id, retries
+            )
+            yield operation
+            reply = take()
+            if "unsettled" in reply:
+                yield from self._settle_pending(league, reply, self._new_tally())
+                continue
+            # submit()'s result on the cohort (a dict from the core), with the league's keys.
+            result = cast(
+                LeagueSubmitResult,
+                {
+                    **reply["submit"],
+                    "period": period[0],
+                    "tier": self._tier_name(reply["tier"]),
+                    "cohort": reply["cohort"],
+                    "bracket": reply["bracket"] or None,
+                    "zone": reply["zone"],
+                    "size": reply["size"],
+                },
+            )
+            return result
+        raise RuntimeError(f"league {self.key!r}: earlier periods kept needing settlement")
+
+    @plan
+    def join(self, user_id: str, *, bracket: Optional[str] = None) -> Plan[dict[str, Any]]:
+        """Place the player in the current period without a score (as a first write would);
+        nothing if already placed. Returns ``{"period", "tier", "cohort", "bracket", "size",
+        "placed" (True if placed now)}``. A placed player who never scores is idle: see
+        ``demote_idle``."""
+        league = self._partition(_user(user_id))
+        room = _bracket(bracket)
+        for _ in range(MAX_SETTLE_ROUNDS):
+            period = self._period(self._start_of(None))
+            operation, take = league.join(period, user_id, room)
+            yield operation
+            reply = take()
+            if "unsettled" in reply:
+                yield from self._settle_pending(league, reply, self._new_tally())
+                continue
+            return {
+                "period": period[0],
+                "tier": self._tier_name(reply["tier"]),
+                "cohort": reply["cohort"],
+                "bracket": reply["bracket"] or None,
+                "size": reply["size"],
+                "placed": reply["placed"],
+            }
+        raise RuntimeError(f"league {self.key!r}: earlier periods kept needing settlement")
+
+    # -- reads ---------------------------------------------------------------------------
+
+    def _read(self, league: _core.League, build: Any, period: PeriodArg) -> Plan[Any]:
+        """Runs ``build(period, check)``; a read of the current period settles a pending earlier
+        one first."""
+        current = period is None
+        start = self._start_of(period)
+        for _ in range(MAX_SETTLE_ROUNDS):
+            operation, take = build(self._period(start), current)
+            yield operation
+            reply = take()
+            if reply is not None and "unsettled" in reply:
+                yield from self._settle_pending(league, reply, self._new_tally())
+                continue
+            return reply
+        raise RuntimeError(f"league {self.key!r}: earlier periods kept needing settlement")
+
+    @plan
+    def standings(self, user_id: str, period: PeriodArg = None) -> Plan[Optional[LeagueStandings]]:
+        """The player's cohort in ``period`` (None: the current one; a period id or a datetime
+        in a kept one): ``{"period", "tier", "cohort", "bracket", "size", "settled",
+        "entries"}``, each entry ``{"rank", "user_id", "score", "zone", "metadata"}`` best
+        first (ranks under the league's tie rule; players who never scored last, with
+        ``"rank"`` and ``"score"`` None). A settled cohort's zones are the settlement's. None
+        if the player has no cohort in that period."""
+        league = self._partition(_user(user_id))
+        start = self._start_of(period)
+        reply = yield from self._read(
+            league, lambda p, check: league.standings(p, user_id, check), period
+        )
+        if reply is None:
+            return None
+        result: LeagueStandings = {
+            "period": self.periods_of.period_id(start),
+            "tier": self._tier_name(reply["tier"]),
+            "cohort": reply["cohort"],
+            "bracket": reply["bracket"] or None,
+            "size": reply["size"],
+            "settled": reply["settled"],
+            "entries": [
+                {
+                    "rank": entry["rank"],
+                    "user_id": entry["user_id"],
+                    "score": entry["score"],
+                    "zone": entry["zone"],
+                    "metadata": entry["metadata"],
+                }
+                for entry in reply["entries"]
+            ],
+        }
+        return result
+
+    @plan
+    def tier_of(self, user_id: str) -> Plan[Optional[str]]:
+        """The player's tier now (after any pending settlement); None for a player never placed."""
+        league = self._partition(_user(user_id))
+        reply = yield from self._read(
+            league, lambda p, check: league.tier_of(p, user_id, check), None
+        )
+        return None if reply is None else self._tier_name(reply["tier"])
+
+    @plan
+    def tiers(self) -> Plan[list[TierCount]]:
+        """Every tier, lowest first, with the number of players in it: ``[{"tier",
+        "players"}, ...]`` (every player ever placed has a tier)."""
+        counts = [0] * len(self.tier_names)
+        for league in self._leagues:
+            reply = yield from self._read(
+                league, lambda p, check, lg=league: lg.tiers(p, check), None
+            )
+            for item in reply["tiers"]:
+                if 0 <= item["tier"] < len(counts):
+                    counts[item["tier"]] += item["players"]
+        return [{"tier": name, "players": count} for name, count in zip(self.tier_names, counts)]
+
+    @plan
+    def results(self, user_id: str, period: PeriodArg) -> Plan[Optional[LeagueResult]]:
+        """The player's outcome of a settled period (an id or a datetime in a kept one):
+        ``{"period", "cohort", "tier" (then), "new_tier", "zone", "rank", "score"}``; None if
+        the player had no cohort then or it is not settled yet."""
+        league = self._partition(_user(user_id))
+        if period is None:
+            raise TypeError("results() needs the period: an id or a datetime in it")
+        start = self._start_of(period)
+        operation, take = league.results(self._period(start), user_id)
+        yield operation
+        reply = take()
+        if reply is None:
+            return None
+        result: LeagueResult = {
+            "period": self.periods_of.period_id(start),
+            "cohort": reply["cohort"],
+            "tier": self._tier_name(reply["tier"]),
+            "new_tier": self._tier_name(reply["new_tier"]),
+            "zone": reply["zone"],
+            "rank": reply["rank"],
+            "score": reply["score"],
+        }
+        return result
+
+    def events_key(self, user_id: Optional[str] = None) -> str:
+        """The stream of ``"settled"`` events (one per cohort: ``period``, ``cohort``,
+        ``tier``, ``bracket``, repeated ``promoted`` and ``demoted`` ids) of the partition of
+        ``user_id`` (the only one without partitions)."""
+        league = self._leagues[0] if user_id is None else self._partition(_user(user_id))
+        return f"{league.base}:events"
+
+    def __repr__(self) -> str:
+        return (
+            f"{self.display_name}(key={self.key!r}, tiers={list(self.tier_names)!r}, "
+            f"period={self.period!r}, cohort_size={self.cohort_size}, promote={self.promote!r}, "
+            f"demote={self.demote!r}, mode={self.mode!r}, order={self.order!r}, "
+            f"ties={self.ties!r}, partitions={self.partitions})"
+        )

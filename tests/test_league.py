@@ -1,0 +1,492 @@
+"""Leagues (redis_leaderboard.League, sync and asyncio): placement with the first write,
+zones, settlement exactly once (also lazily, and under faults), and a differential test against
+the plain-Python model in ``league_model.py`` over random seeded sequences."""
+
+from __future__ import annotations
+
+import asyncio
+import multiprocessing
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from datetime import datetime, timedelta, timezone
+from typing import Any, Callable
+
+import pytest
+
+import redis_leaderboard.asyncio as aio
+from conftest import RedisServer, unique_key
+from league_model import Closed, LeagueModel
+from redis_leaderboard import Client, League, OptionsMismatch, PeriodClosed, ResponseError
+
+UTC = timezone.utc
+# Noon on Monday of the current ISO week (a period's keys expire by the real clock: the test's
+# weeks must be now or later), and that week's id.
+_today = datetime.now(UTC).replace(hour=12, minute=0, second=0, microsecond=0)
+MONDAY = _today - timedelta(days=_today.weekday())
+W0 = "{}-W{:02d}".format(*MONDAY.isocalendar()[:2])
+W2 = "{}-W{:02d}".format(*(MONDAY + timedelta(days=14)).isocalendar()[:2])
+TIERS = ("bronze", "silver", "gold", "diamond")
+
+
+class FakeClock:
+    def __init__(self, now: datetime) -> None:
+        self.now = now
+
+    def __call__(self) -> datetime:
+        return self.now
+
+
+@pytest.fixture
+def key(redis_server: RedisServer) -> Iterator[str]:
+    with unique_key(redis_server, "league") as k:
+        yield k
+
+
+class Api:
+    """One league API, sync or asyncio, called the same way: ``api.call(league.method, ...)``."""
+
+    def __init__(self, name: str, server: RedisServer) -> None:
+        self.name = name
+        self.server = server
+        self.loop = asyncio.new_event_loop() if name == "asyncio" else None
+        self.clients: list[Any] = []
+
+    def league(self, key: str, clock: FakeClock, **options: Any) -> Any:
+        if self.loop is None:
+            client = Client(host=self.server.host, port=self.server.port)
+            self.clients.append(client)
+            return League(client, key, clock=clock, **options)
+
+        async def make() -> Any:
+            client = aio.Client(host=self.server.host, port=self.server.port)
+            self.clients.append(client)
+            return aio.League(client, key, clock=clock, **options)
+
+        return self.loop.run_until_complete(make())
+
+    def call(self, method: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        result = method(*args, **kwargs)
+        if self.loop is None:
+            return result
+        return self.loop.run_until_complete(result)
+
+    def close(self) -> None:
+        for client in self.clients:
+            if self.loop is None:
+                client.close()
+            else:
+                self.loop.run_until_complete(client.aclose()) if hasattr(
+                    client, "aclose"
+                ) else client.close()
+        if self.loop is not None:
+            self.loop.close()
+
+
+@pytest.fixture(params=["sync", "asyncio"])
+def api(request: pytest.FixtureRequest, redis_server: RedisServer) -> Iterator[Api]:
+    a = Api(request.param, redis_server)
+    yield a
+    a.close()
+
+
+# -- stories ---------------------------------------------------------------------------------
+
+
+def test_first_write_places_then_settlement_promotes_and_demotes(api: Api, key: str) -> None:
+    clock = FakeClock(MONDAY)
+    league = api.league(key, clock, tiers=TIERS, cohort_size=4, promote=1, demote=1)
+    results = [api.call(league.submit, f"p{i}", 10 * i, {"n": str(i)}) for i in range(6)]
+    assert [(r["tier"], r["cohort"], r["size"]) for r in results] == [
+        ("bronze", 1, 1), ("bronze", 1, 2), ("bronze", 1, 3), ("bronze", 1, 4),
+        ("bronze", 2, 1), ("bronze", 2, 2),
+    ]  # fmt: skip
+    assert results[3]["rank"] == 1 and results[3]["zone"] == "promote"
+    assert results[3]["period"] == W0 and results[3]["metadata"] == {"n": "3"}
+    standings = api.call(league.standings, "p0")
+    assert [(e["user_id"], e["rank"], e["zone"]) for e in standings["entries"]] == [
+        ("p3", 1, "promote"),
+        ("p2", 2, "stay"),
+        ("p1", 3, "stay"),
+        ("p0", 4, "stay"),
+    ]  # fmt: skip  (the lowest tier has no demote zone)
+    again = api.call(league.submit, "p0", 100)  # incr: 0 + 100
+    assert (again["score"], again["rank"], again["zone"]) == (100.0, 1, "promote")
+    with pytest.raises(ValueError, match="has not ended"):
+        api.call(league.settle, W0)
+    clock.now += timedelta(days=7)
+    summary = api.call(league.settle)
+    assert summary == {
+        "periods": [W0], "cohorts": 2, "settled": 2, "already_settled": 0,
+        "promoted": 2, "demoted": 0,
+    }  # fmt: skip
+    assert api.call(league.tier_of, "p0") == "silver"
+    assert api.call(league.tier_of, "p5") == "silver"
+    assert api.call(league.tier_of, "p3") == "bronze"
+    assert api.call(league.tier_of, "nobody") is None
+    assert api.call(league.tiers) == [
+        {"tier": "bronze", "players": 4}, {"tier": "silver", "players": 2},
+        {"tier": "gold", "players": 0}, {"tier": "diamond", "players": 0},
+    ]  # fmt: skip
+    assert api.call(league.results, "p0", W0) == {
+        "period": W0, "cohort": 1, "tier": "bronze", "new_tier": "silver",
+        "zone": "promote", "rank": 1, "score": 100.0,
+    }  # fmt: skip
+    assert api.call(league.settle) == {
+        "periods": [], "cohorts": 0, "settled": 0, "already_settled": 0, "promoted": 0,
+        "demoted": 0,
+    }  # fmt: skip
+    past = api.call(league.standings, "p0", W0)
+    assert past["settled"] is True and past["entries"][0]["zone"] == "promote"
+    # The next week: p0 plays in silver.
+    assert api.call(league.submit, "p0", 1)["tier"] == "silver"
+    with pytest.raises(PeriodClosed):  # a client whose clock lags writes into the settled week
+        api.call(api.league(key, FakeClock(MONDAY), tiers=TIERS, cohort_size=4, promote=1,
+                            demote=1).submit, "p1", 5)  # fmt: skip
+
+
+def test_lazy_settlement_on_the_first_write_of_the_next_period(api: Api, key: str) -> None:
+    clock = FakeClock(MONDAY)
+    league = api.league(key, clock, tiers=TIERS, cohort_size=3, promote=1, demote=1)
+    for i in range(3):
+        api.call(league.submit, f"p{i}", i)
+    clock.now += timedelta(days=14)  # a week with nobody in between
+    result = api.call(league.submit, "p0", 1)
+    assert result["tier"] == "bronze" and result["period"] == W2
+    assert api.call(league.tier_of, "p2") == "silver"
+    assert api.call(league.results, "p2", W0)["new_tier"] == "silver"
+
+
+def test_idle_players_brackets_and_fractions(api: Api, key: str) -> None:
+    clock = FakeClock(MONDAY)
+    options = dict(tiers=TIERS, cohort_size=4, promote=0.5, demote=0.25, demote_idle=True)
+    league = api.league(key, clock, **options)
+    for i in range(4):
+        api.call(league.submit, f"eu{i}", i, bracket="eu")
+    us = api.call(league.submit, "us0", 1, bracket="us")
+    assert us["cohort"] == 2 and us["bracket"] == "us"
+    clock.now += timedelta(days=7)
+    api.call(league.settle)
+    assert [api.call(league.tier_of, f"eu{i}") for i in range(4)] == [
+        "bronze", "bronze", "silver", "silver"]  # fmt: skip
+    # Week 2: silver players, one idle (joined, never scored): demoted with demote_idle.
+    api.call(league.join, "eu2", bracket="eu")
+    api.call(league.submit, "eu3", 5, bracket="eu")
+    standings = api.call(league.standings, "eu2")
+    assert standings["tier"] == "silver"
+    assert [(e["user_id"], e["rank"], e["zone"]) for e in standings["entries"]] == [
+        ("eu3", 1, "promote"), ("eu2", None, "demote")]  # fmt: skip
+    clock.now += timedelta(days=7)
+    api.call(league.settle)
+    assert api.call(league.tier_of, "eu2") == "bronze"
+    assert api.call(league.tier_of, "eu3") == "gold"
+
+
+def test_ties_at_a_cutoff_follow_the_tie_rule(api: Api, key: str) -> None:
+    clock = FakeClock(MONDAY)
+    league = api.league(key, clock, tiers=TIERS, cohort_size=5, promote=1, demote=0,
+                        ties="competition")  # fmt: skip
+    for user, score in [("a", 5), ("b", 5), ("c", 1)]:
+        api.call(league.submit, user, score)
+    clock.now += timedelta(days=7)
+    assert api.call(league.settle)["promoted"] == 2  # a shared first place moves both up
+
+
+def test_bad_input_raises_before_anything_is_sent(api: Api, key: str) -> None:
+    clock = FakeClock(MONDAY)
+    league = api.league(key, clock, tiers=TIERS)
+    with pytest.raises(TypeError):
+        api.call(league.submit, 5, 1)
+    with pytest.raises(ValueError):
+        api.call(league.submit, "", 1)
+    with pytest.raises(ValueError):
+        api.call(league.submit, "u", float("nan"))
+    with pytest.raises(ValueError):
+        api.call(league.submit, "u", 1, bracket="")
+    with pytest.raises(ValueError):
+        api.call(league.standings, "u", "1999-W01")
+    for bad in (dict(tiers=()), dict(tiers=("a", "a")), dict(cohort_size=1),
+                dict(promote=1.5), dict(promote=31), dict(keep=1), dict(mode="max"),
+                dict(partitions=0)):  # fmt: skip
+        with pytest.raises((ValueError, TypeError)):
+            api.league(key, clock, **bad)
+    assert api.server.redis_py().keys(f"{key}*") == []
+
+
+def test_options_are_recorded_so_two_clients_cannot_disagree(api: Api, key: str) -> None:
+    clock = FakeClock(MONDAY)
+    api.call(api.league(key, clock, tiers=TIERS, cohort_size=10).submit, "a", 1)
+    with pytest.raises(OptionsMismatch, match="size=10"):
+        api.call(api.league(key, clock, tiers=TIERS, cohort_size=20).submit, "b", 1)
+
+
+def test_submission_ids_apply_once(api: Api, key: str) -> None:
+    clock = FakeClock(MONDAY)
+    league = api.league(key, clock, tiers=TIERS)
+    first = api.call(league.submit, "a", 5, submission_id="s1")
+    again = api.call(league.submit, "a", 5, submission_id="s1")
+    assert first["duplicate"] is False and again["duplicate"] is True
+    assert api.call(league.standings, "a")["entries"][0]["score"] == 5.0
+
+
+def test_settled_events_one_per_cohort(api: Api, key: str) -> None:
+    clock = FakeClock(MONDAY)
+    league = api.league(key, clock, tiers=TIERS, cohort_size=2, promote=1, demote=0)
+    for i in range(5):
+        api.call(league.submit, f"p{i}", i)
+    clock.now += timedelta(days=7)
+    api.call(league.settle)
+    api.call(league.settle)
+    events = api.server.redis_py().xrange(league.events_key())
+    assert len(events) == 3
+    assert [e[1]["kind"] for e in events] == ["settled"] * 3
+    assert events[0][1]["promoted"] == "p1" and events[0][1]["period"] == W0
+
+
+def test_partitions_put_each_in_its_own_hash_tag(api: Api, key: str) -> None:
+    clock = FakeClock(MONDAY)
+    league = api.league(key, clock, tiers=TIERS, partitions=3, cohort_size=3, promote=1, demote=1)
+    for i in range(12):
+        api.call(league.submit, f"p{i}", i)
+    assert sum(t["players"] for t in api.call(league.tiers)) == 12
+    names = api.server.redis_py().keys(f"{{{key}*")
+    assert {n[: n.index("}") + 1] for n in names} == {f"{{{key}:{i}}}" for i in range(3)}
+    for name in names:
+        api.server.redis_py().delete(name)
+    with pytest.raises(ValueError, match="braces"):
+        api.league("{x}", clock, partitions=2)
+
+
+# -- differential ---------------------------------------------------------------------------
+
+CONFIGS = [
+    dict(cohort_size=4, promote=1, demote=1, demote_idle=True, mode="incr", order="desc",
+         ties="lexicographic"),
+    dict(cohort_size=5, promote=0.4, demote=0.2, demote_idle=False, mode="best", order="asc",
+         ties="first"),
+    dict(cohort_size=3, promote=1, demote=1, demote_idle=True, mode="set", order="desc",
+         ties="competition"),
+    dict(cohort_size=6, promote=2, demote=2, demote_idle=True, mode="incr", order="desc",
+         ties="dense"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_differential_against_the_model(api: Api, redis_server: RedisServer, seed: int) -> None:
+    rng = random.Random(seed)
+    config = CONFIGS[seed % len(CONFIGS)]
+    model = LeagueModel(len(TIERS), **config)  # type: ignore[arg-type]
+    mismatches: list[str] = []
+    with unique_key(redis_server, "league-diff") as key:
+        clock = FakeClock(MONDAY)
+        league = api.league(key, clock, tiers=TIERS, **config)
+        users = [f"u{i:02d}" for i in range(rng.randint(8, 20))]
+        home = {u: rng.choice(["", "", "eu"]) for u in users}
+        for week in range(4):
+            period = (week, league.period_id())
+            for _ in range(rng.randint(15, 40)):
+                user = rng.choice(users)
+                roll = rng.random()
+                if roll < 0.1:
+                    model_pending(model, period)
+                    got = api.call(league.standings, user)
+                    want = model.standings(period, user)
+                    if not same_standings(got, want):
+                        mismatches.append(f"week {week} standings {user}: {got} != {want}")
+                elif roll < 0.15:
+                    api.call(league.join, user, bracket=home[user] or None)
+                    model.join(period, user, home[user])
+                else:
+                    score = rng.randint(-3, 9)
+                    got = api.call(league.submit, user, score, bracket=home[user] or None)
+                    want = model.submit(period, user, score, home[user])
+                    seen = {k: got[k] for k in ("cohort", "rank", "score", "zone", "size")}
+                    seen["tier"] = TIERS.index(got["tier"])
+                    if seen != want:
+                        mismatches.append(f"week {week} submit {user} {score}: {seen} != {want}")
+            model_pending(model, period)
+            counts = [t["players"] for t in api.call(league.tiers)]
+            if counts != model.tier_counts():
+                mismatches.append(f"week {week} tiers {counts} != {model.tier_counts()}")
+            clock.now += timedelta(days=7)
+            if rng.random() < 0.5:  # else lazily, by the next week's first write or read
+                api.call(league.settle)
+                model.settle(period[1])
+                for user in users:
+                    got_result = api.call(league.results, user, period[1])
+                    want_result = model.periods[period[1]].results.get(user)
+                    seen_result = (
+                        None if got_result is None
+                        else (TIERS.index(got_result["new_tier"]), got_result["zone"],
+                              got_result["rank"], got_result["score"])
+                    )  # fmt: skip
+                    if seen_result != want_result:
+                        mismatches.append(f"week {week} results {user}: {seen_result} != "
+                                          f"{want_result}")  # fmt: skip
+    assert mismatches == []
+
+
+def model_pending(model: LeagueModel, period: tuple[int, str]) -> None:
+    """A read of the current period settles a pending earlier one first (as the league)."""
+    pending = model.pending(period)
+    if pending is not None:
+        model.settle(pending)
+
+
+def same_standings(got: Any, want: Any) -> bool:
+    if got is None or want is None:
+        return got is None and want is None
+    entries = [(e["user_id"], e["score"], e["rank"], e["zone"]) for e in got["entries"]]
+    return (
+        TIERS.index(got["tier"]) == want["tier"]
+        and got["cohort"] == want["cohort"]
+        and got["size"] == want["size"]
+        and got["settled"] == want["settled"]
+        and entries
+        == [(u, None if s is None else float(s), r, z) for u, s, r, z in want["entries"]]
+    )
+
+
+# -- settlement under faults ------------------------------------------------------------------
+
+
+def fill(client: Client, key: str, players: int, cohort_size: int) -> tuple[League, FakeClock]:
+    clock = FakeClock(MONDAY)
+    league = League(client, key, clock=clock, tiers=TIERS, cohort_size=cohort_size, promote=1,
+                    demote=1)  # fmt: skip
+    rng = random.Random(7)
+    for i in range(players):
+        league.submit(f"p{i:04d}", rng.randint(0, 1000))
+    clock.now += timedelta(days=7)
+    return league, clock
+
+
+def expected_tiers(league: League, players: int) -> dict[str, str]:
+    """Each player's tier after the first week, from the standings (every cohort's zones)."""
+    out: dict[str, str] = {}
+    for i in range(players):
+        user = f"p{i:04d}"
+        if user in out:
+            continue
+        standings = league.standings(user, W0)
+        for entry in standings["entries"]:
+            out[entry["user_id"]] = "silver" if entry["zone"] == "promote" else "bronze"
+    return out
+
+
+def check_settled_once(server: RedisServer, league: League, players: int, cohorts: int,
+                       expected: dict[str, str]) -> None:  # fmt: skip
+    r = server.redis_py()
+    assert {f"p{i:04d}": league.tier_of(f"p{i:04d}") for i in range(players)} == expected
+    assert sum(t["players"] for t in league.tiers()) == players  # nobody counted twice
+    events = r.xrange(league.events_key())
+    assert sorted(int(e[1]["cohort"]) for e in events) == list(range(1, cohorts + 1))
+
+
+def settle_in_process(host: str, port: int, key: str) -> None:
+    client = Client(host=host, port=port)
+    league = League(client, key, clock=FakeClock(MONDAY + timedelta(days=7)), tiers=TIERS,
+                    cohort_size=5, promote=1, demote=1)  # fmt: skip
+    league.settle()
+    client.close()
+
+
+@pytest.mark.slow
+def test_four_processes_settling_at_once(client: Client, redis_server: RedisServer,
+                                         key: str) -> None:  # fmt: skip
+    players = 400
+    league, _ = fill(client, key, players, 5)
+    expected = expected_tiers(league, players)
+    context = multiprocessing.get_context("spawn")
+    processes = [
+        context.Process(target=settle_in_process, args=(redis_server.host, redis_server.port, key))
+        for _ in range(4)
+    ]
+    for process in processes:
+        process.start()
+    for process in processes:
+        process.join(60)
+        assert process.exitcode == 0
+    check_settled_once(redis_server, league, players, players // 5, expected)
+
+
+@pytest.mark.parametrize("k", [0, 1, 7, 40])
+def test_a_crash_after_k_cohorts_then_settle_again(client: Client, redis_server: RedisServer,
+                                                   key: str, k: int) -> None:  # fmt: skip
+    players = 200
+    league, _ = fill(client, key, players, 5)
+    expected = expected_tiers(league, players)
+    # What a process that died after k cohorts had done: closed the period, settled k cohorts.
+    partition = league._leagues[0]
+    period = league._period(league._start_of(W0))
+    operation, _ = partition.close(period)
+    client.run(operation)
+    for cohort in range(1, k + 1):
+        client.run(partition.settle(period, cohort)[0])
+    summary = league.settle()
+    # A period whose every cohort is settled is done: settle() has nothing left to visit.
+    assert (summary["settled"], summary["already_settled"]) == ((40 - k, k) if k < 40 else (0, 0))
+    check_settled_once(redis_server, league, players, 40, expected)
+
+
+@pytest.mark.slow
+def test_a_client_killed_mid_settlement_then_settle_again(client: Client,
+                                                          redis_server: RedisServer,
+                                                          key: str) -> None:  # fmt: skip
+    players = 2000
+    league, _ = fill(client, key, players, 5)
+    expected = expected_tiers(league, players)
+    code = (
+        "import sys; sys.path.insert(0, 'tests'); import test_league as t; "
+        f"t.settle_in_process({redis_server.host!r}, {redis_server.port}, {key!r})"
+    )
+    process = subprocess.Popen([sys.executable, "-c", code], cwd=os.path.dirname(os.path.dirname(
+        __file__)))  # fmt: skip
+    r = redis_server.redis_py()
+    deadline = time.monotonic() + 30
+    while r.xlen(league.events_key()) < 20 and time.monotonic() < deadline:
+        time.sleep(0.001)
+    process.send_signal(signal.SIGKILL)
+    process.wait()
+    league.settle()
+    check_settled_once(redis_server, league, players, players // 5, expected)
+
+
+def test_a_wrongtype_key_in_one_cohort(client: Client, redis_server: RedisServer,
+                                       key: str) -> None:  # fmt: skip
+    players = 50
+    league, _ = fill(client, key, players, 5)
+    expected = expected_tiers(league, players)
+    r = redis_server.redis_py()
+    placed = f"{key}:{W0}:c:3:placed"
+    members = sorted(r.smembers(placed))
+    r.rename(placed, placed + ":aside")
+    r.set(placed, "not a set")
+    with pytest.raises(ResponseError, match="WRONGTYPE"):
+        league.settle()
+    # Nothing of cohort 3 was settled; every other cohort was. (Read in Redis: the league's own
+    # reads of the current period settle the pending period first, and raise until it can.)
+    tier_of = {u: TIERS[int(t)] for u, t in r.hgetall(f"{key}:tier").items()}
+    assert all(tier_of[u] == "bronze" for u in members)
+    assert all(league.results(u, W0) is None for u in members)
+    others = {u: t for u, t in expected.items() if u not in members}
+    assert {u: tier_of[u] for u in others} == others
+    with pytest.raises(ResponseError, match="WRONGTYPE"):
+        league.tier_of(members[0])
+    assert r.xlen(league.events_key()) == 9
+    r.delete(placed)
+    r.rename(placed + ":aside", placed)
+    assert league.settle()["settled"] == 1
+    check_settled_once(redis_server, league, players, 10, expected)
+
+
+def test_closed_models_agree_on_a_lagging_writer() -> None:
+    model = LeagueModel(2, 3, 1, 1, True, "incr", "desc", "lexicographic")
+    model.submit((0, "a"), "x", 1)
+    model.submit((1, "b"), "y", 1)
+    with pytest.raises(Closed):
+        model.submit((0, "a"), "z", 1)
