@@ -84,7 +84,7 @@ class ShardedLeaderboard(ShardedBase, AsyncDriven):
 
 
 class League(LeagueBase, AsyncDriven):
-    """The asyncio twin of :class:`redis_leaderboard.League`."""
+    """The asyncio twin of [`League`][redis_leaderboard.League]."""
 
     client_class = Client
     cluster_client_class = AsyncClusterClient

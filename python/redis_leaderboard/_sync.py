@@ -169,13 +169,15 @@ class ShardedLeaderboard(ShardedBase, SyncDriven):
 
 
 class League(LeagueBase, SyncDriven):
-    """A league: players compete in cohorts of ``cohort_size`` within ``tiers`` (names, lowest
-    first); each period (``period``, ``tz``, as :class:`PeriodicLeaderboard`'s) ends with a
-    settlement that moves the top ``promote`` of every cohort up a tier and the bottom
-    ``demote`` down (counts, or fractions of the cohort), exactly once. A player's first write
-    of a period places them, atomically with the score. See ``docs/guides/leagues.md`` and
-    :mod:`redis_leaderboard.boards.league` for every rule (ties at cutoffs, idle players,
-    brackets, partitions)."""
+    """A league: players compete in cohorts of ``cohort_size`` within ``tiers``.
+
+    ``tiers`` are names, lowest first. Each period (``period``, ``tz``, as
+    [`PeriodicLeaderboard`][redis_leaderboard.PeriodicLeaderboard]'s) ends with a settlement that
+    moves the top ``promote`` of every cohort up a tier and the bottom ``demote`` down (counts,
+    or fractions of the cohort), exactly once. A player's first write of a period places them,
+    atomically with the score. The Leagues guide states every rule (ties at cutoffs, idle
+    players, brackets, partitions).
+    """
 
     client_class = Client
     cluster_client_class = _core.ClusterClient

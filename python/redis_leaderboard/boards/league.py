@@ -165,8 +165,11 @@ class LeagueBase:
         if not isinstance(key, str) or not key:
             raise ValueError("key must be a non-empty str")
         self.tier_names = _check_tiers(tiers)
+        """The tier names, lowest first."""
         self.keep = _check_int(keep, "keep", 2)  # the previous period is settled in the next
+        """Periods whose keys are kept (the current one included); at least 2."""
         self.partitions = _check_int(partitions, "partitions", 1)
+        """Whole leagues the players are hashed to, each under its own hash tag."""
         if not isinstance(demote_idle, bool):
             raise TypeError(f"demote_idle must be a bool, not {type(demote_idle).__name__}")
         if partitions > 1:
@@ -198,6 +201,7 @@ class LeagueBase:
         if clock is not None and not callable(clock):
             raise TypeError("clock must be a callable returning an aware datetime")
         self.clock: Clock = clock or _system_clock
+        """The clock deciding the current period (the system clock by default)."""
         if getattr(type(redis_client), "is_cluster", False) or isinstance(
             redis_client, _core.ClusterClient
         ):
@@ -214,22 +218,32 @@ class LeagueBase:
         else:
             self.redis = make_client(redis_client, url, self.client_class)
         self.key = key
+        """The league's key (its keys start with it, or with ``{key:i}`` per partition)."""
         self.cohort_size = cohort_size
+        """Placed players a cohort holds before the next one opens."""
         self.promote = promote
+        """How many of each cohort move up at a settlement: a count, or a fraction of the cohort."""
         self.demote = demote
+        """How many of each cohort move down: a count, or a fraction of the cohort."""
         self.demote_idle = demote_idle
+        """Whether placed players who never scored are demoted."""
         self.mode: WriteMode = mode
+        """How ``submit`` writes a score: ``"incr"``, ``"best"`` or ``"set"``."""
         self.order: Order = order
+        """``"desc"`` (higher is better) or ``"asc"``."""
         self.ties: Ties = ties
+        """How equal scores rank in a cohort (as a board's ``ties``)."""
 
     # -- periods -------------------------------------------------------------------------
 
     @property
     def period(self) -> Period:
+        """The league's period: ``"hour"``, ``"day"``, ``"week"``, ``"month"`` or a timedelta."""
         return self.periods_of.period
 
     @property
     def tz(self) -> tzinfo:
+        """The time zone periods begin in."""
         return self.periods_of.tz
 
     def now(self) -> datetime:
@@ -374,7 +388,13 @@ class LeagueBase:
         and is not settled yet. Returns ``{"periods", "cohorts", "settled" (cohorts settled by
         this call), "already_settled", "promoted", "demoted"}``. A cohort whose script fails
         changes nothing and stays to settle; the others are settled, then its error is raised
-        (with a note saying how many failed)."""
+        (with a note saying how many failed).
+
+        Redis cost:
+            One round trip to close each partition's period, then one script per cohort
+            (pipelined, 64 in flight), each reading at most ``cohort_size`` players:
+            O(cohort_size log cohort_size) per cohort.
+        """
         tally = self._new_tally()
         if period is None:
             for league in self._leagues:
@@ -430,9 +450,15 @@ class LeagueBase:
         the cohort) plus ``"period"``, ``"tier"`` (its name), ``"cohort"``, ``"bracket"``,
         ``"zone"`` (``"promote"``, ``"stay"``, ``"demote"`` if the period ended now) and
         ``"size"`` (placed players in the cohort). ``submission_id``/``retries`` as
-        :meth:`RedisLeaderboard.submit` (the id is the league partition's, whatever the period).
-        Refused with :class:`PeriodClosed` when the period is being settled, or a newer one has
-        players (a client whose clock lags)."""
+        [`RedisLeaderboard.submit`][redis_leaderboard.RedisLeaderboard.submit] (the id is the
+        league partition's, whatever the period). Refused with ``PeriodClosed`` when the period is being settled, or a newer one has
+        players (a client whose clock lags).
+
+        Redis cost:
+            One round trip, one script: the placement (the first write of a period) and the
+            plain board's write on the cohort (O(log cohort_size)); more only if an earlier
+            period must be settled first (lazy settlement).
+        """
         league = self._partition(_user(user_id))
         room = _bracket(bracket)
         for _ in range(MAX_SETTLE_ROUNDS):
@@ -467,7 +493,12 @@ class LeagueBase:
         """Place the player in the current period without a score (as a first write would);
         nothing if already placed. Returns ``{"period", "tier", "cohort", "bracket", "size",
         "placed" (True if placed now)}``. A placed player who never scores is idle: see
-        ``demote_idle``."""
+        ``demote_idle``.
+
+        Redis cost:
+            One round trip, one script (as submit's placement), unless an earlier period must be
+            settled first.
+        """
         league = self._partition(_user(user_id))
         room = _bracket(bracket)
         for _ in range(MAX_SETTLE_ROUNDS):
@@ -512,7 +543,11 @@ class LeagueBase:
         "entries"}``, each entry ``{"rank", "user_id", "score", "zone", "metadata"}`` best
         first (ranks under the league's tie rule; players who never scored last, with
         ``"rank"`` and ``"score"`` None). A settled cohort's zones are the settlement's. None
-        if the player has no cohort in that period."""
+        if the player has no cohort in that period.
+
+        Redis cost:
+            One round trip: one script reading the cohort (O(cohort_size)).
+        """
         league = self._partition(_user(user_id))
         start = self._start_of(period)
         reply = yield from self._read(
@@ -542,7 +577,11 @@ class LeagueBase:
 
     @plan
     def tier_of(self, user_id: str) -> Plan[Optional[str]]:
-        """The player's tier now (after any pending settlement); None for a player never placed."""
+        """The player's tier now (after any pending settlement); None for a player never placed.
+
+        Redis cost:
+            One round trip (an HGET), unless an earlier period must be settled first.
+        """
         league = self._partition(_user(user_id))
         reply = yield from self._read(
             league, lambda p, check: league.tier_of(p, user_id, check), None
@@ -552,7 +591,11 @@ class LeagueBase:
     @plan
     def tiers(self) -> Plan[list[TierCount]]:
         """Every tier, lowest first, with the number of players in it: ``[{"tier",
-        "players"}, ...]`` (every player ever placed has a tier)."""
+        "players"}, ...]`` (every player ever placed has a tier).
+
+        Redis cost:
+            One round trip per partition (an HGETALL of the tier counts).
+        """
         counts = [0] * len(self.tier_names)
         for league in self._leagues:
             reply = yield from self._read(
@@ -567,7 +610,11 @@ class LeagueBase:
     def results(self, user_id: str, period: PeriodArg) -> Plan[Optional[LeagueResult]]:
         """The player's outcome of a settled period (an id or a datetime in a kept one):
         ``{"period", "cohort", "tier" (then), "new_tier", "zone", "rank", "score"}``; None if
-        the player had no cohort then or it is not settled yet."""
+        the player had no cohort then or it is not settled yet.
+
+        Redis cost:
+            One round trip: one script of a few HGETs.
+        """
         league = self._partition(_user(user_id))
         if period is None:
             raise TypeError("results() needs the period: an id or a datetime in it")
