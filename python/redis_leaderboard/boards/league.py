@@ -451,8 +451,8 @@ class LeagueBase:
         ``"zone"`` (``"promote"``, ``"stay"``, ``"demote"`` if the period ended now) and
         ``"size"`` (placed players in the cohort). ``submission_id``/``retries`` as
         [`RedisLeaderboard.submit`][redis_leaderboard.RedisLeaderboard.submit] (the id is the
-        league partition's, whatever the period). Refused with ``PeriodClosed`` when the period is being settled, or a newer one has
-        players (a client whose clock lags).
+        league partition's, whatever the period). Refused with ``PeriodClosed`` when the period
+        is being settled, or a newer one has players (a client whose clock lags).
 
         Redis cost:
             One round trip, one script: the placement (the first write of a period) and the
