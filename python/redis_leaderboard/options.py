@@ -40,6 +40,7 @@ __all__ = [
     "URL_QUERY_ARGUMENT_PARSERS",
     "AsyncClientOptions",
     "ClientOptions",
+    "board_client",
     "client_options_from_redis_py",
     "make_client",
     "parse_url",
@@ -574,6 +575,35 @@ def make_client(redis_client: Any, url: Optional[str], client_class: type[_Clien
             + _api_hint(client_class, given)
         )
     return client_class(**resolve_client_options(redis_client, url).kwargs())
+
+
+def board_client(
+    board_name: str,
+    redis_client: Any,
+    url: Optional[str],
+    key: str,
+    client_class: type[_Client],
+    cluster_client_class: type,
+    *,
+    needs_hash_tag: bool = True,
+) -> Any:
+    """The client a board (``board_name`` in errors) runs on: a cluster client of the board's
+    API as it is (its ``key`` then needs a hash tag, so that the board is in one slot, unless
+    ``needs_hash_tag`` is False), else :func:`make_client`'s."""
+    if getattr(type(redis_client), "is_cluster", False) or isinstance(
+        redis_client, _core.ClusterClient
+    ):
+        if not isinstance(redis_client, cluster_client_class):
+            raise TypeError(
+                f"{board_name} runs on a {public_name(cluster_client_class)}, "
+                f"not a {public_name(type(redis_client))}"
+            )
+        if url is not None:
+            raise TypeError("pass either redis_client or url, not both")
+        if needs_hash_tag:
+            require_hash_tag(key)
+        return redis_client
+    return make_client(redis_client, url, client_class)
 
 
 def public_name(cls: type) -> str:

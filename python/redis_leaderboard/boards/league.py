@@ -77,8 +77,8 @@ from .._types import (
     Ties,
     WriteMode,
 )
-from ..options import make_client, public_name, require_hash_tag
-from .seasons import Clock, Period, Periods, _aware, _millis, _system_clock
+from ..options import board_client
+from .seasons import Clock, Period, PeriodClock, _millis
 
 __all__ = ["LeagueBase"]
 
@@ -130,7 +130,7 @@ def _user(user_id: Any) -> str:
     return user_id
 
 
-class LeagueBase:
+class LeagueBase(PeriodClock):
     """A league (:class:`League`, sync or asyncio): its options, periods, partitions and
     methods, each written once (see the module for the design)."""
 
@@ -197,26 +197,16 @@ class LeagueBase:
             )
             for base in bases
         ]
-        self.periods_of = Periods(period, tz, anchor)
-        if clock is not None and not callable(clock):
-            raise TypeError("clock must be a callable returning an aware datetime")
-        self.clock: Clock = clock or _system_clock
-        """The clock deciding the current period (the system clock by default)."""
-        if getattr(type(redis_client), "is_cluster", False) or isinstance(
-            redis_client, _core.ClusterClient
-        ):
-            if not isinstance(redis_client, self.cluster_client_class):
-                raise TypeError(
-                    f"{self.display_name} runs on a {public_name(self.cluster_client_class)}, "
-                    f"not a {public_name(type(redis_client))}"
-                )
-            if url is not None:
-                raise TypeError("pass either redis_client or url, not both")
-            if partitions == 1:
-                require_hash_tag(key)
-            self.redis = redis_client
-        else:
-            self.redis = make_client(redis_client, url, self.client_class)
+        self._start_clock(period, tz, anchor, clock)
+        self.redis = board_client(
+            self.display_name,
+            redis_client,
+            url,
+            key,
+            self.client_class,
+            self.cluster_client_class,
+            needs_hash_tag=partitions == 1,  # each partition has its own
+        )
         self.key = key
         """The league's key (its keys start with it, or with ``{key:i}`` per partition)."""
         self.cohort_size = cohort_size
@@ -236,29 +226,9 @@ class LeagueBase:
 
     # -- periods -------------------------------------------------------------------------
 
-    @property
-    def period(self) -> Period:
-        """The league's period: ``"hour"``, ``"day"``, ``"week"``, ``"month"`` or a timedelta."""
-        return self.periods_of.period
-
-    @property
-    def tz(self) -> tzinfo:
-        """The time zone periods begin in."""
-        return self.periods_of.tz
-
-    def now(self) -> datetime:
-        """The clock's time (an aware datetime, UTC)."""
-        return _aware(self.clock(), "clock()")
-
-    def period_id(self, when: Optional[datetime] = None) -> str:
-        """The id of the period holding ``when`` (default: now)."""
-        moment = self.now() if when is None else when
-        return self.periods_of.period_id(self.periods_of.start_of(moment))
-
     def next_settlement(self) -> datetime:
         """When the current period ends (and may be settled): an aware datetime in ``tz``."""
-        start = self.periods_of.start_of(self.now())
-        return self.periods_of.next_start(start).astimezone(self.tz)
+        return self._next_start()
 
     def _period(self, start: datetime) -> tuple[str, int, int]:
         """(id, start ms, deadline ms) of the period starting at ``start``: its keys expire when

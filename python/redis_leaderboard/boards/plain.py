@@ -22,7 +22,7 @@ from .._types import (
     WriteMode,
     WriteResult,
 )
-from ..options import CHUNKS_IN_FLIGHT, make_client, public_name, require_hash_tag
+from ..options import CHUNKS_IN_FLIGHT, board_client
 from .events import EVENTS_BATCH, StreamState
 
 DEFAULT_CHUNK_SIZE = 1000
@@ -142,20 +142,14 @@ class BoardBase:
             expire_at=_expire_at,  # a period's board (seasons.PeriodBoard): its deadline
             submission_scope=_submission_scope,  # and where its submission ids are recorded
         )
-        if getattr(type(redis_client), "is_cluster", False) or isinstance(
-            redis_client, _core.ClusterClient
-        ):
-            if not isinstance(redis_client, self.cluster_client_class):
-                raise TypeError(
-                    f"{self.display_name} runs on a {public_name(self.cluster_client_class)}, "
-                    f"not a {public_name(type(redis_client))}"
-                )
-            if url is not None:
-                raise TypeError("pass either redis_client or url, not both")
-            require_hash_tag(key)
-            self.redis = redis_client
-        else:
-            self.redis = make_client(redis_client, url, self.client_class)
+        self.redis = board_client(
+            self.display_name,
+            redis_client,
+            url,
+            key,
+            self.client_class,
+            self.cluster_client_class,
+        )
         self._board = board
         self._run = self.redis.run
 

@@ -54,6 +54,7 @@ __all__ = [
     "Clock",
     "GroupBase",
     "Period",
+    "PeriodClock",
     "PeriodState",
     "PeriodicBase",
     "Periods",
@@ -259,6 +260,48 @@ def _check_grace(grace: timedelta) -> timedelta:
     return grace
 
 
+class PeriodClock:
+    """What a board of periods (a periodic board, a league) holds about time: its ``Periods``,
+    its clock, and the questions answered from them."""
+
+    periods_of: Periods
+    clock: Clock
+    """The clock deciding the current period: a callable returning an aware datetime."""
+
+    def _start_clock(
+        self, period: Period, tz: Union[str, tzinfo], anchor: Optional[datetime], clock: Any
+    ) -> None:
+        """Checks and keeps the periods and the clock (the constructor's arguments)."""
+        self.periods_of = Periods(period, tz, anchor)
+        if clock is not None and not callable(clock):
+            raise TypeError("clock must be a callable returning an aware datetime")
+        self.clock = clock or _system_clock
+
+    @property
+    def period(self) -> Period:
+        """The period: ``"hour"``, ``"day"``, ``"week"``, ``"month"`` or a ``timedelta``."""
+        return self.periods_of.period
+
+    @property
+    def tz(self) -> tzinfo:
+        """The time zone periods are named and begin in."""
+        return self.periods_of.tz
+
+    def now(self) -> datetime:
+        """The clock's time (an aware datetime, UTC)."""
+        return _aware(self.clock(), "clock()")
+
+    def period_id(self, when: Optional[datetime] = None) -> str:
+        """The id of the period holding ``when`` (default: now)."""
+        moment = self.now() if when is None else when
+        return self.periods_of.period_id(self.periods_of.start_of(moment))
+
+    def _next_start(self) -> datetime:
+        """When the current period ends (the next one begins): an aware datetime in ``tz``."""
+        start = self.periods_of.start_of(self.now())
+        return self.periods_of.next_start(start).astimezone(self.tz)
+
+
 # --- periodic boards ----------------------------------------------------------------------------
 # Each class below is written once: its methods that talk to Redis are one-trip methods and
 # plans (see _drive), run as plain methods by the sync classes (_sync) and as coroutines by the
@@ -283,7 +326,7 @@ def on_current(method: one_trip[P, R]) -> one_trip[P, R]:
     return one_trip(forwarded)
 
 
-class PeriodicBase(Generic[B]):
+class PeriodicBase(PeriodClock, Generic[B]):
     """A periodic board ([`PeriodicLeaderboard`][redis_leaderboard.PeriodicLeaderboard], sync or
     asyncio): the periods, the
     clock, the boards, and the guide's methods on the current period's board."""
@@ -321,15 +364,11 @@ class PeriodicBase(Generic[B]):
             "events_maxlen": events_maxlen,
         }
         _core.Board(key, max_entries, order=order, ties=ties, **self.guards)  # validates them
-        self.periods_of = Periods(period, tz, anchor)
+        self._start_clock(period, tz, anchor, clock)
         self.keep = _check_keep(keep)
         """How many periods are kept, the current one included."""
         self.grace = _check_grace(grace)
         """How long after its end a period still takes writes sent to it explicitly."""
-        if clock is not None and not callable(clock):
-            raise TypeError("clock must be a callable returning an aware datetime")
-        self.clock: Clock = clock or _system_clock
-        """The clock deciding the current period (an aware datetime)."""
         self.redis = make_client(redis_client, url, self.client_class)
         self._run: Runner = self.redis.run
         self.key = key
@@ -345,20 +384,6 @@ class PeriodicBase(Generic[B]):
         # The current period's board: while the clock is within its bounds, current() needs
         # no period arithmetic (the time zone's rules).
         self._current: Optional[B] = None
-
-    @property
-    def period(self) -> Period:
-        """The period: ``"hour"``, ``"day"``, ``"week"``, ``"month"`` or a ``timedelta``."""
-        return self.periods_of.period
-
-    @property
-    def tz(self) -> tzinfo:
-        """The time zone periods are named and begin in."""
-        return self.periods_of.tz
-
-    def now(self) -> datetime:
-        """The clock's time (an aware datetime, UTC)."""
-        return _aware(self.clock(), "clock()")
 
     def expire_at(self, start: datetime) -> datetime:
         """When the period starting at ``start`` expires: once ``keep`` newer periods... the
@@ -425,13 +450,7 @@ class PeriodicBase(Generic[B]):
 
     def next_reset(self) -> datetime:
         """When the current period ends (the next one begins): an aware datetime in ``tz``."""
-        start = self.periods_of.start_of(self.now())
-        return self.periods_of.next_start(start).astimezone(self.tz)
-
-    def period_id(self, when: Optional[datetime] = None) -> str:
-        """The id of the period holding ``when`` (default: now)."""
-        moment = self.now() if when is None else when
-        return self.periods_of.period_id(self.periods_of.start_of(moment))
+        return self._next_start()
 
     def __repr__(self) -> str:
         return (
