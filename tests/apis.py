@@ -15,7 +15,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import sys
-from collections.abc import Awaitable
+from collections.abc import Coroutine
 from typing import Any, Callable, Optional, TypeVar
 
 import pytest
@@ -43,6 +43,12 @@ ASYNC_OBJECTS = (
 # Restricts a board test to the sync API and asyncio on its own loop (not uvloop): for the few
 # whose cost is their size or their sleeps, where a second loop adds time and no coverage.
 sync_and_one_loop = pytest.mark.parametrize("api", ["sync", "asyncio"], indirect=True)
+# The sync API only: for tests of threads sharing the sync client (the asyncio client's
+# concurrency is tasks on one loop: those tests use it directly).
+sync_only = pytest.mark.parametrize("api", ["sync"], indirect=True)
+# The asyncio API only, on each loop: for tests of tasks sharing its connection, which take the
+# asyncio objects behind the API's boards (``unwrap``) and run their coroutines with ``api.run``.
+asyncio_only = pytest.mark.parametrize("api", ["asyncio", "uvloop"], indirect=True)
 
 
 class Api:
@@ -104,11 +110,11 @@ class Api:
 
     # --- running ---
 
-    def run(self, value: Awaitable[T] | T) -> T:
-        """``value``'s result: awaited on the test's loop (asyncio), or as it is (sync)."""
-        if self._runner is None or not inspect.isawaitable(value):
-            return value  # type: ignore[return-value]
-        return self._runner.run(_await(value))
+    def run(self, main: Coroutine[Any, Any, T]) -> T:
+        """Runs ``main`` to its end on the test's loop (asyncio API only): for tests that run
+        tasks of their own on the asyncio objects behind the boards (``unwrap``)."""
+        assert self._runner is not None, "the sync API has no event loop"
+        return self._runner.run(main)
 
     def call(self, method: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         """``method(*args, **kwargs)`` made on the test's loop (asyncio objects bind to the
@@ -140,10 +146,6 @@ class Api:
         finally:
             if self._runner is not None:
                 self._runner.close()
-
-
-async def _await(value: Awaitable[T]) -> T:
-    return await value
 
 
 async def _call_and_await(
