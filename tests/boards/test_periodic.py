@@ -391,11 +391,6 @@ def test_week_53_across_new_year_in_new_york(api: Api, board_key: str, r: Any) -
     assert r.pexpiretime(f"{board_key}:2032-W53:user:ada") == deadline
 
 
-def test_exports() -> None:
-    assert redis_leaderboard.PeriodicLeaderboard is PeriodicLeaderboard
-    assert aio.PeriodicLeaderboard.board_class.__module__ == "redis_leaderboard._seasons_asyncio"
-
-
 # --- every query of a plain board, on the current period ----------------------------------------
 
 # Public methods of RedisLeaderboard a periodic board does not forward, and why: writes that
@@ -498,3 +493,8 @@ def test_periodic_query_arguments_are_checked_before_sending(api: Api, board_key
         board.get_histogram(0)
     with pytest.raises(TypeError):
         board.get_entries("p1")
+
+
+def test_exports() -> None:
+    assert redis_leaderboard.PeriodicLeaderboard is PeriodicLeaderboard
+    assert aio.PeriodicLeaderboard.board_class.__module__ == "redis_leaderboard._seasons_asyncio"
