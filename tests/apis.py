@@ -65,6 +65,9 @@ class Api:
         self.asynchronous = loop_factory is not None
         self.module: Any = aio if self.asynchronous else redis_leaderboard
         self._runner = Runner(loop_factory=loop_factory) if loop_factory else None
+        # Calls run with the loop's own run_until_complete: Runner.run would also install and
+        # remove a SIGINT handler each time, which costs more than most calls.
+        self._loop = self._runner.get_loop() if self._runner else None
         self._host, self._port = host, port
         self._clients: list[Any] = []
         self.client = self.connect()
@@ -113,15 +116,15 @@ class Api:
     def run(self, main: Coroutine[Any, Any, T]) -> T:
         """Runs ``main`` to its end on the test's loop (asyncio API only): for tests that run
         tasks of their own on the asyncio objects behind the boards (``unwrap``)."""
-        assert self._runner is not None, "the sync API has no event loop"
-        return self._runner.run(main)
+        assert self._loop is not None, "the sync API has no event loop"
+        return self._loop.run_until_complete(main)
 
     def call(self, method: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         """``method(*args, **kwargs)`` made on the test's loop (asyncio objects bind to the
         loop they are first used on), awaited if it is a coroutine, its result wrapped."""
-        if self._runner is None:
+        if self._loop is None:
             return method(*args, **kwargs)
-        return self.wrap(self._runner.run(_call_and_await(method, args, kwargs)))
+        return self.wrap(self._loop.run_until_complete(_call_and_await(method, args, kwargs)))
 
     def wrap(self, value: Any) -> Any:
         """An asyncio board, group, client or event stream wrapped to be called like the sync
@@ -141,7 +144,7 @@ class Api:
                 if self._runner is None:
                     client.close()
                 else:
-                    self._runner.run(client.aclose())
+                    self.run(client.aclose())
                     assert client._core.pending == 0  # nothing left unanswered
         finally:
             if self._runner is not None:

@@ -11,6 +11,10 @@ server binary; sentinels are the same binary run with ``--sentinel`` unless
 version. ``tests/servers/fetch.sh`` fetches the matrix's servers. Tests of behaviour that differs
 between servers ask the ``server_version`` fixture. A server built without TLS skips the TLS
 tests.
+
+Board tests (tests/boards/, one file per method family) take the ``api`` fixture: each runs over
+the sync API and the asyncio API on each event loop (tests/apis.py). Helpers shared by several
+files (result shapes, ``FakeClock``, snapshots, ``ReplyDropper``) are in tests/helpers.py.
 """
 
 from __future__ import annotations

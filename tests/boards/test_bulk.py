@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from apis import Api
+from apis import Api, sync_and_one_loop
 from helpers import contents
 from redis_leaderboard import Client, ConnectionError, RedisLeaderboard, ResponseError
 from redis_leaderboard.options import CHUNKS_IN_FLIGHT
@@ -28,6 +28,7 @@ def metadata_keys(r: Any, key: str) -> set[str]:
     return set(r.scan_iter(match=f"{key}:user:*", count=1000))
 
 
+@sync_and_one_loop
 def test_writes_the_guide_layout_one_round_trip_per_chunk(api: Api, board_key: str, r: Any) -> None:
     board = api.leaderboard(key=board_key, max_entries=10_000)
     entries = (
@@ -93,6 +94,7 @@ def test_later_duplicates_win_and_metadata_merges(api: Api, board_key: str) -> N
     ]
 
 
+@sync_and_one_loop
 def test_trims_once_and_reports_at_most_1000_lowest_ids(api: Api, board_key: str, r: Any) -> None:
     board = api.leaderboard(key=board_key, max_entries=100)
     summary = board.upsert_many(((f"u{i:05d}", i, {"i": i}) for i in range(5000)), chunk_size=700)
@@ -103,6 +105,7 @@ def test_trims_once_and_reports_at_most_1000_lowest_ids(api: Api, board_key: str
     assert metadata_keys(r, board_key) == {f"{board_key}:user:u{i:05d}" for i in range(4900, 5000)}
 
 
+@sync_and_one_loop
 def test_reads_the_iterable_lazily(api: Api, board_key: str) -> None:
     board = api.leaderboard(key=board_key, max_entries=100_000)
     consumed = 0
@@ -120,6 +123,7 @@ def test_reads_the_iterable_lazily(api: Api, board_key: str) -> None:
     assert max(ahead) <= CHUNKS_IN_FLIGHT * 1000
 
 
+@sync_and_one_loop
 def test_an_error_mid_import_leaves_the_connection_in_step(
     api: Api, board_key: str, r: Any
 ) -> None:
@@ -197,6 +201,7 @@ def test_bad_arguments_raise_before_anything_is_read_or_written(
     assert r.exists(board_key) == 0
 
 
+@sync_and_one_loop
 def test_a_progress_callback_raising_leaves_the_board_trimmed(
     api: Api, board_key: str, r: Any
 ) -> None:
@@ -216,6 +221,7 @@ def test_a_progress_callback_raising_leaves_the_board_trimmed(
     assert metadata_keys(r, board_key) == {f"{board_key}:user:{u}" for u in kept}
 
 
+@sync_and_one_loop
 def test_a_chunk_failing_on_the_server_leaves_the_board_trimmed(
     api: Api, board_key: str, r: Any
 ) -> None:

@@ -43,6 +43,7 @@ def overtaken_model(before: list[str], after: list[str], user: str) -> list[str]
     return [u for u in behind if u in ahead_before][:10]
 
 
+@sync_and_one_loop
 def test_events_match_a_model_over_random_writes(api: Api, key: str) -> None:
     rng = random.Random(17)
     board = api.leaderboard(key, 15, events=True)
@@ -93,6 +94,7 @@ def test_a_reader_resumes_from_its_last_id_and_misses_nothing(api: Api, key: str
     assert [e["user_id"] for e in seen + rest] == [f"u{i}" for i in range(8)]
 
 
+@sync_and_one_loop
 def test_the_stream_stays_capped(api: Api, key: str, r: Any) -> None:
     board = api.leaderboard(key, 2000, events=True, events_maxlen=100)
     board.upsert_many((f"u{i}", i) for i in range(1000))
@@ -331,6 +333,7 @@ def without_ids(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 @pytest.mark.parametrize("seed", [171, 172])
+@sync_and_one_loop
 def test_every_change_appends_the_models_events(api: Api, key: str, seed: int) -> None:
     board = api.leaderboard(key, 12, events=True)
     model = drive_model(board, seed=seed)
@@ -400,6 +403,7 @@ def test_a_deletion_reports_the_rank_under_the_boards_tie_rule(
     assert r.keys(f"{key}*") == [f"{key}:events"]
 
 
+@sync_and_one_loop
 def test_a_big_clear_appends_one_event_a_page_not_one_an_entry(api: Api, key: str, r: Any) -> None:
     # Loaded by a client without events (the board records none), cleared by one with them.
     api.leaderboard(key, 20_000).upsert_many((f"u{i}", i) for i in range(12_000))
@@ -415,6 +419,7 @@ def test_a_big_clear_appends_one_event_a_page_not_one_an_entry(api: Api, key: st
     assert r.exists(key) == 0
 
 
+@sync_and_one_loop
 def test_a_big_trim_lists_every_id_a_thousand_an_event(api: Api, key: str) -> None:
     api.leaderboard(key, 20_000).upsert_many((f"u{i:05}", i) for i in range(12_000))
     board = api.leaderboard(key, 20_000, events=True)
@@ -569,6 +574,7 @@ def test_events_are_parsed_by_kind_and_an_old_event_is_a_score_event() -> None:
     assert (trim["kind"], trim["trimmed_user_ids"], trim["user_id"]) == ("trim", ["a", "b"], None)
 
 
+@sync_and_one_loop
 def test_a_write_trimming_more_than_a_thousand_lists_the_rest_in_trim_events(
     api: Api, key: str
 ) -> None:

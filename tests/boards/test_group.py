@@ -12,7 +12,7 @@ from typing import Any, Callable
 
 import pytest
 
-from apis import Api
+from apis import Api, sync_and_one_loop
 from helpers import UTC, FakeClock, snapshot
 from ranking_model import RankingModel
 from redis_leaderboard import ResponseError
@@ -139,6 +139,7 @@ def test_refusals_before_anything_is_sent(api: Api, board_key: str, r: Any) -> N
     assert snapshot(r, board_key) == before
 
 
+@sync_and_one_loop
 def test_differential_against_models(api: Api, board_key: str) -> None:
     rng = random.Random(1616)
     clock = FakeClock(T0 - timedelta(hours=8))  # 17:58 in Amsterdam, 200 writes in ~13 hours

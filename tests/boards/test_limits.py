@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from apis import Api
+from apis import Api, sync_and_one_loop
 from helpers import entry, keys_under, small_board, small_board_entry, trimmed_away, written
 from redis_leaderboard import _core
 
@@ -126,6 +126,7 @@ def test_max_entries_is_per_instance(api: Api, board_key: str) -> None:
 LARGE = 10_000
 
 
+@sync_and_one_loop
 def test_set_max_entries_trims_ten_thousand_users(api: Api, board_key: str, r: Any) -> None:
     board = api.leaderboard(key=board_key, max_entries=LARGE + 1)
     pipe = r.pipeline(transaction=False)

@@ -17,7 +17,7 @@ import pytest
 from benchmarks.guide_leaderboard import GuideLeaderboard
 
 import redis_leaderboard.asyncio as aio
-from apis import Api
+from apis import Api, sync_and_one_loop
 from helpers import contents
 from redis_leaderboard import Client, RedisLeaderboard
 
@@ -171,6 +171,7 @@ def read_everything(board: Any) -> dict[str, Any]:
 
 
 @pytest.mark.parametrize("seed", [1, 2, 3, 4, 5, 6])
+@sync_and_one_loop
 def test_random_sequences_match_the_guide(api: Api, board_key: str, r: Any, seed: int) -> None:
     rng = random.Random(seed)
     max_entries = rng.randint(3, 8)
@@ -257,6 +258,7 @@ def test_the_guide_reads_what_the_package_wrote(api: Api, board_key: str, r: Any
     assert read_everything(guide) == read_everything(ours)
 
 
+@sync_and_one_loop
 def test_both_write_the_same_board_in_turn(api: Api, board_key: str, r: Any) -> None:
     """Either implementation may do any write on a shared board; reads agree throughout."""
     rng = random.Random(13)

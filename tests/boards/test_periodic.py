@@ -325,6 +325,7 @@ def apply_mode(old: Any, score: float, mode: str, desc: bool) -> float:
     return max(old, score) if desc else min(old, score)
 
 
+@sync_and_one_loop
 def test_differential_against_a_model(api: Api, board_key: str, r: Any) -> None:
     """Random writes at random times of a month (hours in Amsterdam across the fall-back
     transition) against a dict per period; every kept period read back, every expiry checked."""

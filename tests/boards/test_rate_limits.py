@@ -62,6 +62,7 @@ def test_tasks_at_once_get_exactly_max_writes(api: Api, board_key: str) -> None:
     assert all(isinstance(o, RateLimited) for o in outcomes[3:])
 
 
+@sync_and_one_loop
 def test_an_idle_user_leaves_no_key(api: Api, board_key: str, r: Any) -> None:
     board = api.leaderboard(board_key, 10, rate_limit=(3, 0.2))
     board.upsert_user("u", 1)
@@ -97,6 +98,7 @@ def test_guards_are_recorded_and_a_client_without_them_is_refused(
 # --- groups --------------------------------------------------------------------------------------
 
 
+@sync_and_one_loop
 def test_group_write_honours_rate_limits_and_events_all_or_nothing(
     api: Api, board_key: str, r: Any
 ) -> None:

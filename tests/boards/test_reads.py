@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from apis import Api
+from apis import Api, sync_and_one_loop
 from helpers import ADA, entry, keys_under, small_board, small_board_entry, written
 
 
@@ -220,6 +220,7 @@ def test_get_rank_and_entry(api: Api, board_key: str) -> None:
 LARGE = 10_000
 
 
+@sync_and_one_loop
 def test_list_all_and_clear_on_ten_thousand_users(api: Api, board_key: str, r: Any) -> None:
     board = api.leaderboard(key=board_key, max_entries=LARGE)
     pipe = r.pipeline(transaction=False)

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from apis import Api
+from apis import Api, sync_and_one_loop
 from helpers import UTC, FakeClock, millis
 from redis_leaderboard import ResponseError
 from window_model import WindowModel
@@ -231,6 +231,7 @@ def test_delete_user_and_clear(api: Api, board_key: str, r: Any) -> None:
     assert r.keys(f"{board_key}*") == []
 
 
+@sync_and_one_loop
 def test_differential_against_a_model(api: Api, board_key: str) -> None:
     """Random writes (every mode, small max_entries, negative increments) at random times: each
     result and the window's board after each step as the model says."""

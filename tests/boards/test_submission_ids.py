@@ -26,7 +26,7 @@ from typing import Any
 
 import pytest
 
-from apis import Api, asyncio_only, sync_only, unwrap
+from apis import Api, asyncio_only, sync_and_one_loop, sync_only, unwrap
 from conftest import RedisServer
 from helpers import UTC, FakeClock, ReplyDropper, snapshot
 from redis_leaderboard import (
@@ -106,6 +106,7 @@ def test_the_same_id_from_500_tasks_applies_once(api: Api, board_key: str, r: An
     assert r.zscore(board_key, "u") == 1.0
 
 
+@sync_and_one_loop
 def test_ids_expire_after_the_ttl(api: Api, board_key: str, r: Any) -> None:
     board = api.leaderboard(board_key, 10, submission_ttl=0.2)
     assert board.submit("u", 1, mode="incr", submission_id="x")["duplicate"] is False
