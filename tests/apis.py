@@ -144,8 +144,9 @@ class Api:
                 if self._runner is None:
                     client.close()
                 else:
+                    assert client._core.pending == 0  # every call of the test answered
                     self.run(client.aclose())
-                    assert client._core.pending == 0  # nothing left unanswered
+                    assert client._core.pending == 0
         finally:
             if self._runner is not None:
                 self._runner.close()
