@@ -11,6 +11,10 @@ server binary; sentinels are the same binary run with ``--sentinel`` unless
 version. ``tests/servers/fetch.sh`` fetches the matrix's servers. Tests of behaviour that differs
 between servers ask the ``server_version`` fixture. A server built without TLS skips the TLS
 tests.
+
+Board tests (tests/boards/, one file per method family) take the ``api`` fixture: each runs over
+the sync API and the asyncio API on each event loop (tests/apis.py). Helpers shared by several
+files (result shapes, ``FakeClock``, snapshots, ``ReplyDropper``) are in tests/helpers.py.
 """
 
 from __future__ import annotations
@@ -21,20 +25,17 @@ import datetime
 import os
 import sys
 import uuid
-from collections.abc import Coroutine, Sequence
+from collections.abc import AsyncIterator, Coroutine, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterator, Optional, TypeVar
 
 import pytest
+import pytest_asyncio
 
 import launchers
+from apis import Api, Runner
 from redis_leaderboard import _redis_server
-
-if sys.version_info >= (3, 11):
-    from asyncio import Runner
-else:  # pytest-asyncio's own dependency there
-    from backports.asyncio.runner import Runner
 
 ROOT = Path(__file__).resolve().parent.parent
 # The guide's reference algorithm lives in benchmarks/ and is shared with the tests.
@@ -214,6 +215,26 @@ def board(client: object, board_key: str) -> object:
     return redis_leaderboard.RedisLeaderboard(client, key=board_key, max_entries=100)
 
 
+@pytest_asyncio.fixture
+async def aclient(redis_server: RedisServer) -> AsyncIterator[Any]:
+    """A redis_leaderboard.asyncio.Client on the session's server, closed after the test (with
+    nothing left pending)."""
+    from redis_leaderboard.asyncio import Client
+
+    client = Client(host=redis_server.host, port=redis_server.port)
+    yield client
+    await client.aclose()
+    assert client._core.pending == 0
+
+
+@pytest.fixture
+def r(redis_server: RedisServer) -> Iterator[Any]:
+    """redis-py on the session's server, to look at what a board wrote."""
+    client = redis_server.redis_py()
+    yield client
+    client.close()
+
+
 # --- Event loops ----------------------------------------------------------------------------------
 # The asyncio client is driven by the event loop it runs on (add_reader, add_writer, call_later,
 # create_future), so its tests run on asyncio's own loop and on uvloop: every pytest-asyncio test
@@ -262,6 +283,17 @@ def arun(loop_factory: LoopFactory) -> Callable[[Coroutine[Any, Any, T]], T]:
             return runner.run(main)
 
     return run
+
+
+@pytest.fixture(params=["sync", *EVENT_LOOPS])
+def api(request: pytest.FixtureRequest, redis_server: RedisServer) -> Iterator[Api]:
+    """Each API in turn, with a client on the session's server: ``sync``, then the asyncio API
+    on each event loop (``asyncio``, ``uvloop``). A board test takes it to run over both APIs
+    (tests/apis.py); ``@sync_and_one_loop`` leaves uvloop out."""
+    name = str(request.param)
+    api = Api(name, redis_server.host, redis_server.port, EVENT_LOOPS.get(name))
+    yield api
+    api.close()
 
 
 def watched_fds(loop: asyncio.AbstractEventLoop) -> set[int]:

@@ -7,25 +7,18 @@ import json
 import os
 import threading
 import urllib.request
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timedelta
 from typing import Any
 from zoneinfo import ZoneInfo
 
 import pytest
 
 import redis_leaderboard
+from helpers import FakeClock
 from redis_leaderboard.demo import DemoServer, make_server
 
 AMS = ZoneInfo("Europe/Amsterdam")
 CHROMIUM = "/usr/bin/chromium"
-
-
-class FakeClock:
-    def __init__(self, now: datetime) -> None:
-        self.now = now.astimezone(timezone.utc)
-
-    def __call__(self) -> datetime:
-        return self.now
 
 
 class Running:

@@ -1,55 +1,32 @@
-"""Periodic boards (issue 16): period boundaries in UTC and in zones with daylight saving, month
-ends, ISO week 53, keep expiry (a deadline on every key, metadata included), grace, the clock
-rule, sync and asyncio, and a differential test against a plain-Python model."""
+"""Periodic boards: period boundaries in UTC and in zones with daylight saving, month ends, ISO
+week 53, keep expiry (a deadline on every key, metadata included), grace, the clock rule, a
+differential test against a plain-Python model, and every query of a plain board forwarded to
+the current period (``events()`` too), sync and asyncio."""
 
 from __future__ import annotations
 
-import asyncio
+import inspect
 import random
 import time
-from datetime import datetime, timedelta, timezone
-from typing import Any, Iterator
+from datetime import datetime, timedelta
+from typing import Any
 from zoneinfo import ZoneInfo
 
 import pytest
 
 import redis_leaderboard
 import redis_leaderboard.asyncio as aio
-from redis_leaderboard import PeriodicLeaderboard
+from apis import Api, sync_and_one_loop
+from helpers import UTC, FakeClock, keys_under, millis
+from redis_leaderboard import PeriodicLeaderboard, RedisLeaderboard
 from redis_leaderboard.seasons import Periods
 
-UTC = timezone.utc
 AMS = ZoneInfo("Europe/Amsterdam")
 NYC = ZoneInfo("America/New_York")
 
 
 def utc(*args: int) -> datetime:
     return datetime(*args, tzinfo=UTC)  # type: ignore[misc]
-
-
-def millis(moment: datetime) -> int:
-    return round(moment.timestamp() * 1000)
-
-
-class FakeClock:
-    """An injectable clock: an aware datetime that tests move (in UTC: adding a timedelta to
-    a datetime in a zone with daylight saving adds wall time, and would skip a repeated hour)."""
-
-    def __init__(self, now: datetime) -> None:
-        self.now = now.astimezone(UTC)
-
-    def __call__(self) -> datetime:
-        return self.now
-
-    def advance(self, delta: timedelta) -> None:
-        self.now += delta
-
-
-@pytest.fixture
-def r(redis_server: Any) -> Iterator[Any]:
-    client = redis_server.redis_py()
-    yield client
-    client.close()
 
 
 def walk(periods: Periods, start: datetime, n: int) -> list[tuple[str, datetime]]:
@@ -199,12 +176,10 @@ def test_timedelta_periods_count_from_the_anchor() -> None:
 # --- boards -------------------------------------------------------------------------------------
 
 
-def test_writes_and_reads_go_to_the_current_period(client: Any, board_key: str, r: Any) -> None:
+def test_writes_and_reads_go_to_the_current_period(api: Api, board_key: str, r: Any) -> None:
     # Keys expire by the server's real clock: the tests that keep them use dates to come.
     clock = FakeClock(datetime(2027, 11, 28, 23, 30, tzinfo=AMS))  # Sunday of 2027-W47
-    weekly = PeriodicLeaderboard(
-        client, key=board_key, period="week", tz="Europe/Amsterdam", keep=8, clock=clock
-    )
+    weekly = api.periodic(key=board_key, period="week", tz="Europe/Amsterdam", keep=8, clock=clock)
     assert weekly.submit("ada", 10, {"name": "Ada"})["rank"] == 1
     assert weekly.current().key == f"{board_key}:2027-W47"
     assert weekly.next_reset() == datetime(2027, 11, 29, tzinfo=AMS)
@@ -238,16 +213,15 @@ def test_writes_and_reads_go_to_the_current_period(client: Any, board_key: str, 
 
 
 def every_key(r: Any, key: str) -> list[str]:
-    return sorted(r.keys(f"{key}*"))
+    return sorted(keys_under(r, key))
 
 
 @pytest.mark.parametrize("ties", ["lexicographic", "first", "dense"])
 def test_every_key_of_a_period_carries_its_deadline(
-    client: Any, board_key: str, r: Any, ties: str
+    api: Api, board_key: str, r: Any, ties: str
 ) -> None:
     clock = FakeClock(datetime(2027, 1, 31, 22, tzinfo=AMS))
-    daily = PeriodicLeaderboard(
-        client,
+    daily = api.periodic(
         key=board_key,
         period="day",
         tz="Europe/Amsterdam",
@@ -273,12 +247,11 @@ def test_every_key_of_a_period_carries_its_deadline(
     assert all(0 < r.ttl(k) for k in keys)
 
 
-def test_keys_of_an_old_period_expire_by_themselves(client: Any, board_key: str, r: Any) -> None:
+@sync_and_one_loop  # its cost is its waits
+def test_keys_of_an_old_period_expire_by_themselves(api: Api, board_key: str, r: Any) -> None:
     """Real time, real expiry: periods of 300 ms, keep=2."""
     anchor = datetime.now(UTC)
-    ticks = PeriodicLeaderboard(
-        client, key=board_key, period=timedelta(milliseconds=300), anchor=anchor, keep=2
-    )
+    ticks = api.periodic(key=board_key, period=timedelta(milliseconds=300), anchor=anchor, keep=2)
     board = ticks.current()
     board.submit("ada", 1, {"name": "Ada"})
     assert len(every_key(r, board.key)) == 2
@@ -295,11 +268,10 @@ def test_keys_of_an_old_period_expire_by_themselves(client: Any, board_key: str,
 
 
 def test_grace_accepts_a_late_write_and_refuses_a_later_one(
-    client: Any, board_key: str, r: Any
+    api: Api, board_key: str, r: Any
 ) -> None:
     clock = FakeClock(datetime(2027, 3, 28, 23, 59, 50, tzinfo=AMS))  # a 23-hour day
-    daily = PeriodicLeaderboard(
-        client,
+    daily = api.periodic(
         key=board_key,
         period="day",
         tz="Europe/Amsterdam",
@@ -330,17 +302,17 @@ def test_grace_accepts_a_late_write_and_refuses_a_later_one(
     assert every_key(r, f"{board_key}:2027-03-30") == []
 
 
-def test_arguments_are_checked_before_anything_is_sent(client: Any, board_key: str) -> None:
+def test_arguments_are_checked_before_anything_is_sent(api: Api, board_key: str) -> None:
     with pytest.raises(ValueError, match="keep"):
-        PeriodicLeaderboard(client, key=board_key, keep=0)
+        api.periodic(key=board_key, keep=0)
     with pytest.raises(ValueError, match="grace"):
-        PeriodicLeaderboard(client, key=board_key, grace=timedelta(seconds=-1))
+        api.periodic(key=board_key, grace=timedelta(seconds=-1))
     with pytest.raises(ValueError, match="order"):
-        PeriodicLeaderboard(client, key=board_key, order="up")  # type: ignore[arg-type]
-    naive = PeriodicLeaderboard(client, key=board_key, clock=lambda: datetime(2026, 1, 1))
+        api.periodic(key=board_key, order="up")  # type: ignore[arg-type]
+    naive = api.periodic(key=board_key, clock=lambda: datetime(2026, 1, 1))
     with pytest.raises(ValueError, match="aware"):
         naive.submit("ada", 1)
-    board = PeriodicLeaderboard(client, key=board_key)
+    board = api.periodic(key=board_key)
     with pytest.raises(ValueError, match="aware"):
         board.at(datetime(2026, 1, 1))
 
@@ -353,14 +325,15 @@ def apply_mode(old: Any, score: float, mode: str, desc: bool) -> float:
     return max(old, score) if desc else min(old, score)
 
 
-def test_differential_against_a_model(client: Any, board_key: str, r: Any) -> None:
+@sync_and_one_loop
+def test_differential_against_a_model(api: Api, board_key: str, r: Any) -> None:
     """Random writes at random times of a month (hours in Amsterdam across the fall-back
     transition) against a dict per period; every kept period read back, every expiry checked."""
     rng = random.Random(16)
     clock = FakeClock(datetime(2027, 10, 30, 20, tzinfo=AMS))
     order = "asc"
-    hourly = PeriodicLeaderboard(
-        client, key=board_key, period="hour", tz="Europe/Amsterdam", keep=3, order=order,
+    hourly = api.periodic(
+        key=board_key, period="hour", tz="Europe/Amsterdam", keep=3, order=order,
         max_entries=1000, clock=clock,
     )  # fmt: skip
     model: dict[str, dict[str, float]] = {}
@@ -394,33 +367,133 @@ def test_differential_against_a_model(client: Any, board_key: str, r: Any) -> No
     assert [(e["user_id"], e["score"]) for e in hourly.list_all()] == expected_top
 
 
-def test_asyncio_twin(redis_server: Any, board_key: str, r: Any) -> None:
-    async def main() -> None:
-        async with aio.Client(host=redis_server.host, port=redis_server.port) as aclient:
-            clock = FakeClock(datetime(2032, 12, 31, 23, 59, 59, tzinfo=NYC))
-            weekly = aio.PeriodicLeaderboard(
-                aclient, key=board_key, period="week", tz="America/New_York", keep=2,
-                grace=timedelta(seconds=5), clock=clock,
-            )  # fmt: skip
-            assert (await weekly.submit("ada", 1, {"n": "a"}))["rank"] == 1
-            assert weekly.current().key == f"{board_key}:2032-W53"
-            stamp = clock()
-            clock.advance(timedelta(days=3))  # Monday 3 January 2033, 23:59:59
-            assert weekly.period_id() == "2033-W01"
-            with pytest.raises(ValueError, match="takes no writes after"):
-                await weekly.at(stamp).submit("bob", 1)
-            await weekly.upsert_user("bob", 2)
-            await weekly.increment_score("bob", 2)
-            assert [e["user_id"] for e in await weekly.get_top()] == ["bob"]
-            assert (await weekly.previous().get_user_entry("ada"))["metadata"] == {"n": "a"}
-            assert await weekly.get_rank("bob") == 1
-            assert await weekly.get_size() == 1
-            assert weekly.next_reset() == datetime(2033, 1, 10, tzinfo=NYC)
-            assert await weekly.delete_user("bob")
-            deadline = millis(datetime(2033, 1, 10, tzinfo=NYC))
-            assert r.pexpiretime(f"{board_key}:2032-W53:user:ada") == deadline
+def test_week_53_across_new_year_in_new_york(api: Api, board_key: str, r: Any) -> None:
+    clock = FakeClock(datetime(2032, 12, 31, 23, 59, 59, tzinfo=NYC))
+    weekly = api.periodic(
+        key=board_key, period="week", tz="America/New_York", keep=2,
+        grace=timedelta(seconds=5), clock=clock,
+    )  # fmt: skip
+    assert weekly.submit("ada", 1, {"n": "a"})["rank"] == 1
+    assert weekly.current().key == f"{board_key}:2032-W53"
+    stamp = clock()
+    clock.advance(timedelta(days=3))  # Monday 3 January 2033, 23:59:59
+    assert weekly.period_id() == "2033-W01"
+    with pytest.raises(ValueError, match="takes no writes after"):
+        weekly.at(stamp).submit("bob", 1)
+    weekly.upsert_user("bob", 2)
+    weekly.increment_score("bob", 2)
+    assert [e["user_id"] for e in weekly.get_top()] == ["bob"]
+    assert weekly.previous().get_user_entry("ada")["metadata"] == {"n": "a"}
+    assert weekly.get_rank("bob") == 1
+    assert weekly.get_size() == 1
+    assert weekly.next_reset() == datetime(2033, 1, 10, tzinfo=NYC)
+    assert weekly.delete_user("bob")
+    deadline = millis(datetime(2033, 1, 10, tzinfo=NYC))
+    assert r.pexpiretime(f"{board_key}:2032-W53:user:ada") == deadline
 
-    asyncio.run(main())
+
+# --- every query of a plain board, on the current period ----------------------------------------
+
+# Public methods of RedisLeaderboard a periodic board does not forward, and why: writes that
+# act on a whole board, reached on a period's board (``board.current()``, ``board.at(...)``).
+NOT_FORWARDED = {
+    "clear": "clears one period: current().clear() or at(when).clear()",
+    "set_max_entries": "a period's limit: current().set_max_entries(n)",
+    "upsert_many": "a bulk load into one period: current().upsert_many(...)",
+}
+
+# (method, args, kwargs) of every query, called on the periodic board and on current().
+QUERIES: list[tuple[str, tuple[Any, ...], dict[str, Any]]] = [
+    ("get_top", (5,), {}),
+    ("get_around_rank", (3, 3), {}),
+    ("get_rank", ("p4",), {}),
+    ("get_user_metadata", ("p4",), {}),
+    ("get_user_entry", ("p4",), {}),
+    ("list_all", (), {}),
+    ("get_size", (), {}),
+    ("get_around_user", ("p4", 3), {}),
+    ("get_page", (2, 3), {}),
+    ("get_entries", (["p1", "absent", "p7"],), {}),
+    ("get_by_score", (2, 8), {"offset": 1, "limit": 4}),
+    ("count_by_score", (2, 8), {}),
+    ("rank_for_score", (5,), {}),
+    ("get_percentile", ("p4",), {}),
+    ("score_at_percentile", (40,), {}),
+    ("get_histogram", (4,), {"min_score": 0, "max_score": 12}),
+]
+
+
+def public_methods(cls: type) -> set[str]:
+    return {
+        name
+        for name, member in inspect.getmembers(cls)
+        if not name.startswith("_") and callable(member) and not isinstance(member, type)
+    }
+
+
+@pytest.mark.parametrize(
+    ("plain", "periodic"),
+    [(RedisLeaderboard, PeriodicLeaderboard), (aio.RedisLeaderboard, aio.PeriodicLeaderboard)],
+    ids=["sync", "asyncio"],
+)
+def test_a_periodic_board_has_every_query_of_a_plain_board(plain: type, periodic: type) -> None:
+    missing = public_methods(plain) - public_methods(periodic)
+    assert missing == set(NOT_FORWARDED), (
+        "a method of RedisLeaderboard a periodic board neither forwards to its current period "
+        "nor lists in NOT_FORWARDED with a reason"
+    )
+    for name, *_ in QUERIES:  # same parameters as the plain board's
+        assert inspect.signature(getattr(periodic, name)).parameters.keys() == (
+            inspect.signature(getattr(plain, name)).parameters.keys()
+        ), name
+    assert inspect.signature(periodic.events).parameters.keys() == (
+        inspect.signature(plain.events).parameters.keys()
+    )
+
+
+def fill(board: Any) -> None:
+    for i in range(10):
+        board.upsert_user(f"p{i}", i + (i % 3) * 0.5, {"n": str(i)})
+
+
+def test_queries_go_to_the_current_period(api: Api, board_key: str) -> None:
+    clock = FakeClock(datetime.now(UTC))
+    board = api.periodic(board_key, "day", clock=clock)
+    fill(board)
+    current = board.current()
+    for name, args, kwargs in QUERIES:
+        expected = getattr(current, name)(*args, **kwargs)
+        assert getattr(board, name)(*args, **kwargs) == expected, name
+    assert board.get_percentile("p0") == 0.0
+    assert board.count_by_score(float("-inf"), float("inf")) == 10
+    # The next day: the queries see the new (empty) period, the old one stays readable.
+    clock.now += timedelta(days=1)
+    assert board.count_by_score(float("-inf"), float("inf")) == 0
+    assert board.get_entries(["p1"]) == [None]
+    assert board.get_histogram(3) == []
+    assert board.previous().count_by_score(float("-inf"), float("inf")) == 10
+
+
+def test_events_follow_the_current_period(api: Api, board_key: str) -> None:
+    clock = FakeClock(datetime.now(UTC))
+    board = api.periodic(board_key, "day", clock=clock, events=True)
+    board.upsert_user("a", 1)
+    with board.events("0", block=0) as stream:
+        assert [e["user_id"] for e in stream] == ["a"]
+    clock.now += timedelta(days=1)  # a rollover: the new period has its own stream
+    board.upsert_user("b", 2)
+    assert [e["user_id"] for e in board.events("0", block=0)] == ["b"]
+    assert [e["user_id"] for e in board.previous().events("0", block=0)] == ["a"]
+
+
+def test_periodic_query_arguments_are_checked_before_sending(api: Api, board_key: str) -> None:
+    board = api.periodic(board_key, "day")
+    with pytest.raises(ValueError):
+        board.score_at_percentile(101)
+    with pytest.raises(ValueError):
+        board.get_histogram(0)
+    with pytest.raises(TypeError):
+        board.get_entries("p1")
 
 
 def test_exports() -> None:

@@ -1,6 +1,6 @@
-"""The queries (issue 13) beyond the differential test: validation before anything is sent, one
-round trip each, the options check, the Redis work (the histogram never scans the board), and
-the README's examples."""
+"""The queries beyond the differential test (tests/test_queries_differential.py), sync and
+asyncio: validation before anything is sent, one round trip each, the options check, the Redis
+work (the histogram never scans the board), and the README's examples."""
 
 from __future__ import annotations
 
@@ -10,11 +10,10 @@ from typing import Any, Callable
 
 import pytest
 
-import redis_leaderboard
+import redis_leaderboard.asyncio as aio
+from apis import Api
 from conftest import RedisServer
-from redis_leaderboard import RedisLeaderboard
-from redis_leaderboard.asyncio import Client as AsyncClient
-from redis_leaderboard.asyncio import RedisLeaderboard as AsyncRedisLeaderboard
+from redis_leaderboard import Client, RedisLeaderboard
 
 INF = float("inf")
 NAN = float("nan")
@@ -63,24 +62,24 @@ BAD_CALLS: list[tuple[str, tuple, dict, type[Exception], str]] = [
 ]
 
 
-def fill(board: RedisLeaderboard) -> None:
+def fill(board: Any) -> None:
     board.upsert_many([("a", 3.0), ("b", 1.0), ("c", 2.0), ("d", 2.0)])
 
 
 @pytest.mark.parametrize(("method", "args", "kwargs", "error", "message"), BAD_CALLS)
 def test_bad_arguments_raise_before_anything_is_sent(
-    client: Any, board_key: str, method: str, args: tuple, kwargs: dict, error: type, message: str
+    api: Api, board_key: str, method: str, args: tuple, kwargs: dict, error: type, message: str
 ) -> None:
-    board = RedisLeaderboard(client, key=board_key)
-    before = client.stats()["commands"]
+    board = api.leaderboard(key=board_key)
+    before = api.client.stats()["commands"]
     with pytest.raises(error) as raised:
         getattr(board, method)(*args, **kwargs)
     assert message in str(raised.value)
-    assert client.stats()["commands"] == before
+    assert api.client.stats()["commands"] == before
 
 
-def test_get_entries_takes_up_to_1000_ids_and_any_iterable(client: Any, board_key: str) -> None:
-    board = RedisLeaderboard(client, key=board_key)
+def test_get_entries_takes_up_to_1000_ids_and_any_iterable(api: Api, board_key: str) -> None:
+    board = api.leaderboard(key=board_key)
     fill(board)
     got = board.get_entries(f"u{i}" for i in range(1000))
     assert got == [None] * 1000
@@ -95,23 +94,23 @@ def test_get_entries_takes_up_to_1000_ids_and_any_iterable(client: Any, board_ke
 @pytest.mark.parametrize("order", ["desc", "asc"])
 @pytest.mark.parametrize("ties", ["lexicographic", "first", "competition", "dense"])
 def test_each_query_is_one_round_trip_and_one_command(
-    client: Any, board_key: str, order: str, ties: str
+    api: Api, board_key: str, order: str, ties: str
 ) -> None:
-    board = RedisLeaderboard(client, key=board_key, order=order, ties=ties)
+    board = api.leaderboard(key=board_key, order=order, ties=ties)
     fill(board)
     for method, args, kwargs in QUERIES:  # loads the scripts (EVALSHA's NOSCRIPT, then EVAL)
         getattr(board, method)(*args, **kwargs)
     for method, args, kwargs in QUERIES:
-        before = client.stats()
+        before = api.client.stats()
         getattr(board, method)(*args, **kwargs)
-        after = client.stats()
+        after = api.client.stats()
         assert after["round_trips"] - before["round_trips"] == 1, method
         assert after["commands"] - before["commands"] == 1, method
 
 
-def test_queries_refuse_a_board_recorded_with_other_options(client: Any, board_key: str) -> None:
-    RedisLeaderboard(client, key=board_key, order="asc").upsert_user("a", 1)
-    other = RedisLeaderboard(client, key=board_key)
+def test_queries_refuse_a_board_recorded_with_other_options(api: Api, board_key: str) -> None:
+    api.leaderboard(key=board_key, order="asc").upsert_user("a", 1)
+    other = api.leaderboard(key=board_key)
     for method, args, kwargs in QUERIES:
         if method == "count_by_score":  # the same whatever the options: one ZCOUNT
             continue
@@ -120,38 +119,28 @@ def test_queries_refuse_a_board_recorded_with_other_options(client: Any, board_k
 
 
 def test_rank_for_score_checks_options_once_then_sends_zcount(
-    redis_server: RedisServer, client: Any, board_key: str
+    api: Api, board_key: str, r: Any
 ) -> None:
-    board = RedisLeaderboard(client, key=board_key, order="asc", ties="dense")
+    board = api.leaderboard(key=board_key, order="asc", ties="dense")
     fill(board)
-    fresh = RedisLeaderboard(client, key=board_key, order="asc", ties="dense")
-    r = redis_server.redis_py()
-    try:
-        r.config_resetstat()
-        assert fresh.rank_for_score(2) == 2  # the script checks the recorded options
-        # then the plain ZCOUNT, on the distinct scores: dense reports 1, 2, 2, 3
-        assert fresh.rank_for_score(2.5) == 3
-        assert fresh.rank_for_score(3) == 3
-        stats = r.info("commandstats")
-        assert stats["cmdstat_evalsha"]["calls"] == 1
-        assert stats["cmdstat_zcount"]["calls"] == 3
-        assert fresh.get_rank("a") == 3  # the rank a score of 3 is reported with
-    finally:
-        r.close()
+    fresh = api.leaderboard(key=board_key, order="asc", ties="dense")
+    r.config_resetstat()
+    assert fresh.rank_for_score(2) == 2  # the script checks the recorded options
+    # then the plain ZCOUNT, on the distinct scores: dense reports 1, 2, 2, 3
+    assert fresh.rank_for_score(2.5) == 3
+    assert fresh.rank_for_score(3) == 3
+    stats = r.info("commandstats")
+    assert stats["cmdstat_evalsha"]["calls"] == 1
+    assert stats["cmdstat_zcount"]["calls"] == 3
+    assert fresh.get_rank("a") == 3  # the rank a score of 3 is reported with
 
 
-def test_histogram_is_one_zcount_per_edge_and_never_scans(
-    redis_server: RedisServer, client: Any, board_key: str
-) -> None:
-    board = RedisLeaderboard(client, key=board_key, max_entries=10_000)
+def test_histogram_is_one_zcount_per_edge_and_never_scans(api: Api, board_key: str, r: Any) -> None:
+    board = api.leaderboard(key=board_key, max_entries=10_000)
     board.upsert_many((f"u{i}", i % 1000) for i in range(10_000))
-    r = redis_server.redis_py()
-    try:
-        r.config_resetstat()
-        bins = board.get_histogram(25)
-        stats = r.info("commandstats")
-    finally:
-        r.close()
+    r.config_resetstat()
+    bins = board.get_histogram(25)
+    stats = r.info("commandstats")
     assert sum(b["count"] for b in bins) == 10_000
     assert stats["cmdstat_zcount"]["calls"] == 25 + 1  # cumulative: one per edge
     # ZCARD and the two extremes; no ZRANGE of the board beyond one entry each.
@@ -159,8 +148,8 @@ def test_histogram_is_one_zcount_per_edge_and_never_scans(
     assert stats["cmdstat_zcard"]["calls"] == 1
 
 
-def test_readme_examples(client: Any, board_key: str) -> None:
-    board = RedisLeaderboard(client, key=board_key, ties="competition")
+def test_readme_examples(api: Api, board_key: str) -> None:
+    board = api.leaderboard(key=board_key, ties="competition")
     for user_id, score in [("ann", 90), ("bob", 80), ("cat", 80), ("dan", 70), ("eve", 50)]:
         board.upsert_user(user_id, score, {"name": user_id.title()})
     assert [(e["user_id"], e["rank"]) for e in board.get_around_user("dan", 3)] == [
@@ -201,8 +190,8 @@ def test_readme_examples(client: Any, board_key: str) -> None:
     ]
 
 
-def test_empty_board(client: Any, board_key: str) -> None:
-    board = RedisLeaderboard(client, key=board_key, order="asc", ties="first")
+def test_empty_board(api: Api, board_key: str) -> None:
+    board = api.leaderboard(key=board_key, order="asc", ties="first")
     assert board.get_around_user("a") == []
     assert board.get_entries(["a"]) == [None]
     assert board.get_page(1) == {
@@ -222,17 +211,16 @@ def test_empty_board(client: Any, board_key: str) -> None:
 
 
 def test_asyncio_queries_pipeline_on_one_connection(
-    redis_server: RedisServer, board_key: str
+    redis_server: RedisServer, client: Client, board_key: str, arun: Callable[..., Any]
 ) -> None:
-    sync_client = redis_leaderboard.Client(host=redis_server.host, port=redis_server.port)
-    sync = RedisLeaderboard(sync_client, key=board_key, ties="dense")
+    """Many queries at once on the asyncio client's one connection: each its own answer."""
+    sync = RedisLeaderboard(client, key=board_key, ties="dense")
     fill(sync)
     expected = [getattr(sync, m)(*a, **k) for m, a, k in QUERIES]
-    sync_client.close()
 
     async def main() -> list[Any]:
-        async with AsyncClient(host=redis_server.host, port=redis_server.port) as client:
-            board = AsyncRedisLeaderboard(client, key=board_key, ties="dense")
+        async with aio.Client(host=redis_server.host, port=redis_server.port) as aclient:
+            board = aio.RedisLeaderboard(aclient, key=board_key, ties="dense")
             calls: list[Callable[[], Any]] = [
                 lambda m=m, a=a, k=k: getattr(board, m)(*a, **k) for m, a, k in QUERIES
             ]
@@ -241,6 +229,6 @@ def test_asyncio_queries_pipeline_on_one_connection(
                 await board.get_histogram(0)
             return results
 
-    results = asyncio.run(main())
+    results = arun(main())
     assert results == expected * 20
     assert math.isclose(expected[6], 100.0)  # get_percentile("a"): the best of four

@@ -1,20 +1,24 @@
-"""Parity with the guide: the same operations give the same results and the same Redis contents.
+"""Parity with the guide: the same operations give the same results and the same Redis contents,
+sync and asyncio.
 
 ``GuideLeaderboard`` (benchmarks/guide_leaderboard.py) is the guide's redis-py algorithm. Random
 operation sequences with fixed seeds run against it and against this package on two keys; every
 result and the final keys (with the key prefix taken off) must be identical. Data written by one
-is then read back by the other.
+is then read back by the other; and the sync and asyncio classes write one board in turn.
 """
 
 from __future__ import annotations
 
+import asyncio
 import random
-from collections.abc import Iterator
 from typing import Any, Callable
 
 import pytest
 from benchmarks.guide_leaderboard import GuideLeaderboard
 
+import redis_leaderboard.asyncio as aio
+from apis import Api, sync_and_one_loop
+from helpers import contents
 from redis_leaderboard import Client, RedisLeaderboard
 
 USERS = [
@@ -37,13 +41,6 @@ FIELDS = ["name", "team", "bio", "emoji 🎉"]
 VALUES = ["Ada", "Mina", "", "tab\there", "new\nline", "{}", "ünï", "🏁", "a:b", "x" * 50]
 
 Op = tuple[str, tuple[Any, ...]]
-
-
-@pytest.fixture
-def r(redis_server: Any) -> Iterator[Any]:
-    client = redis_server.redis_py()
-    yield client
-    client.close()
 
 
 def random_metadata(rng: random.Random) -> dict[str, str] | None:
@@ -101,25 +98,61 @@ def random_ops(rng: random.Random, n: int) -> list[Op]:
     return ops
 
 
+# Another generator: int user ids (7, converted with str()), metadata values that are not str.
+MIXED_USERS = ["p0", "p1", "p2", "p3", "p4", "with space", "emoji🏆", "{tag}", "中文", "Zed", "7"]
+MIXED_VALUES = ["Ada", "Mina", "", "tab\there", "new\nline", "ünï", "x" * 40, 5, 1.25]
+
+
+def random_mixed_ops(rng: random.Random, n: int) -> list[Op]:
+    kinds = {
+        "upsert_user": 30,
+        "increment_score": 30,
+        "get_top": 5,
+        "get_around_rank": 8,
+        "get_rank": 5,
+        "get_user_metadata": 4,
+        "get_user_entry": 6,
+        "list_all": 3,
+        "get_size": 2,
+        "delete_user": 6,
+        "set_max_entries": 3,
+        "clear": 1,
+    }
+    ops: list[Op] = []
+    for _ in range(n):
+        kind = rng.choices(list(kinds), list(kinds.values()))[0]
+        user: Any = rng.choice(MIXED_USERS)
+        if user == "7" and rng.random() < 0.5:
+            user = 7
+        if kind in ("upsert_user", "increment_score"):
+            score = (
+                float(rng.randint(-3, 12))
+                if rng.random() < 0.5
+                else round(rng.uniform(-20, 40), rng.randint(0, 3))
+            )
+            metadata = (
+                None
+                if rng.random() < 0.4
+                else {f: rng.choice(MIXED_VALUES) for f in rng.sample(FIELDS, rng.randint(0, 3))}
+            )
+            ops.append((kind, (user, score, metadata)))
+        elif kind == "get_top":
+            ops.append((kind, (rng.randint(1, 14),)))
+        elif kind == "get_around_rank":
+            ops.append((kind, (rng.randint(1, 14), rng.randint(1, 8))))
+        elif kind == "set_max_entries":
+            ops.append((kind, (rng.randint(1, 10),)))
+        elif kind in ("list_all", "get_size", "clear"):
+            ops.append((kind, ()))
+        else:
+            ops.append((kind, (user,)))
+    return ops
+
+
 def apply(board: Any, op: Op) -> Any:
     name, args = op
     method: Callable[..., Any] = getattr(board, name)
     return method(*args)
-
-
-def contents(r: Any, key: str) -> dict[str, Any]:
-    """Every key of the board (its sorted set and metadata hashes), named without ``key``."""
-    out: dict[str, Any] = {}
-    for name in r.scan_iter(match=f"{key}*", count=1000):
-        assert name.startswith(key)
-        kind = r.type(name)
-        if kind == "zset":
-            out[name[len(key) :]] = ("zset", r.zrange(name, 0, -1, withscores=True))
-        elif kind == "hash":
-            out[name[len(key) :]] = ("hash", r.hgetall(name))
-        else:
-            out[name[len(key) :]] = (kind, None)
-    return out
 
 
 def read_everything(board: Any) -> dict[str, Any]:
@@ -138,13 +171,12 @@ def read_everything(board: Any) -> dict[str, Any]:
 
 
 @pytest.mark.parametrize("seed", [1, 2, 3, 4, 5, 6])
-def test_random_sequences_match_the_guide(
-    client: Client, redis_server: Any, board_key: str, r: Any, seed: int
-) -> None:
+@sync_and_one_loop
+def test_random_sequences_match_the_guide(api: Api, board_key: str, r: Any, seed: int) -> None:
     rng = random.Random(seed)
     max_entries = rng.randint(3, 8)
     ours_key, guide_key = f"{board_key}:ours", f"{board_key}:guide"
-    ours = RedisLeaderboard(client, key=ours_key, max_entries=max_entries)
+    ours = api.leaderboard(key=ours_key, max_entries=max_entries)
     guide = GuideLeaderboard(r, key=guide_key, max_entries=max_entries)
 
     for step, op in enumerate(random_ops(rng, 250)):
@@ -158,8 +190,22 @@ def test_random_sequences_match_the_guide(
     assert read_everything(ours) == read_everything(guide)
 
 
-def test_the_guide_walkthrough_matches(client: Client, board_key: str, r: Any) -> None:
-    ours = RedisLeaderboard(client, key=f"{board_key}:ours", max_entries=100)
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_random_sequences_with_int_ids_match_the_guide(
+    api: Api, board_key: str, r: Any, seed: int
+) -> None:
+    ours_key, guide_key = f"{board_key}:ours", f"{board_key}:guide"
+    ours = api.leaderboard(key=ours_key, max_entries=8)
+    guide = GuideLeaderboard(r, key=guide_key, max_entries=8)
+    for op in random_mixed_ops(random.Random(seed), 150):
+        expected = apply(guide, op)
+        assert apply(ours, op) == expected, op
+        assert ours.max_entries == guide.max_entries
+    assert contents(r, ours_key) == contents(r, guide_key)
+
+
+def test_the_guide_walkthrough_matches(api: Api, board_key: str, r: Any) -> None:
+    ours = api.leaderboard(key=f"{board_key}:ours", max_entries=100)
     guide = GuideLeaderboard(r, key=f"{board_key}:guide", max_entries=100)
     ada = {"name": "Ada", "description": "Solves production incidents before breakfast."}
     sample = [
@@ -196,26 +242,27 @@ def populate(board: Any, rng: random.Random) -> None:
             apply(board, op)
 
 
-def test_the_package_reads_what_the_guide_wrote(client: Client, board_key: str, r: Any) -> None:
+def test_the_package_reads_what_the_guide_wrote(api: Api, board_key: str, r: Any) -> None:
     guide = GuideLeaderboard(r, key=board_key, max_entries=8)
     populate(guide, random.Random(11))
-    ours = RedisLeaderboard(client, key=board_key, max_entries=guide.max_entries)
+    ours = api.leaderboard(key=board_key, max_entries=guide.max_entries)
     assert ours.get_size() >= 1
     assert read_everything(ours) == read_everything(guide)
 
 
-def test_the_guide_reads_what_the_package_wrote(client: Client, board_key: str, r: Any) -> None:
-    ours = RedisLeaderboard(client, key=board_key, max_entries=8)
+def test_the_guide_reads_what_the_package_wrote(api: Api, board_key: str, r: Any) -> None:
+    ours = api.leaderboard(key=board_key, max_entries=8)
     populate(ours, random.Random(12))
     guide = GuideLeaderboard(r, key=board_key, max_entries=ours.max_entries)
     assert guide.get_size() >= 1
     assert read_everything(guide) == read_everything(ours)
 
 
-def test_both_write_the_same_board_in_turn(client: Client, board_key: str, r: Any) -> None:
+@sync_and_one_loop
+def test_both_write_the_same_board_in_turn(api: Api, board_key: str, r: Any) -> None:
     """Either implementation may do any write on a shared board; reads agree throughout."""
     rng = random.Random(13)
-    ours = RedisLeaderboard(client, key=board_key, max_entries=5)
+    ours = api.leaderboard(key=board_key, max_entries=5)
     guide = GuideLeaderboard(r, key=board_key, max_entries=5)
     mirror_key = f"{board_key}:mirror"
     mirror = GuideLeaderboard(r, key=mirror_key, max_entries=5)
@@ -229,3 +276,51 @@ def test_both_write_the_same_board_in_turn(client: Client, board_key: str, r: An
     assert read_everything(ours) == read_everything(mirror)
     board_keys = {k: v for k, v in contents(r, board_key).items() if not k.startswith(":mirror")}
     assert board_keys == contents(r, mirror_key)
+
+
+# --- the sync and asyncio classes on one board ---
+
+READS: list[Op] = [
+    ("get_size", ()),
+    ("list_all", ()),
+    ("get_top", ()),
+    ("get_top", (1,)),
+    ("get_top", (3,)),
+    *[("get_around_rank", (rank, count)) for rank in (1, 2, 5, 9, 40) for count in (1, 4)],
+    ("get_around_rank", (3,)),
+    *[
+        (m, (u,))
+        for u in [*MIXED_USERS, 7]
+        for m in ("get_rank", "get_user_entry", "get_user_metadata")
+    ],
+]
+
+
+def calls_and_trips(client: aio.Client) -> tuple[int, int, int]:
+    stats = client.stats()
+    return stats["calls"], stats["round_trips"], stats["commands"]
+
+
+@pytest.mark.asyncio
+async def test_both_classes_read_the_same_data_alike(
+    aclient: aio.Client, client: Client, board_key: str
+) -> None:
+    async_board = aio.RedisLeaderboard(aclient, key=board_key, max_entries=8)
+    sync_board = RedisLeaderboard(client, key=board_key, max_entries=8)
+    for i, (name, args) in enumerate(random_mixed_ops(random.Random(9), 120)):
+        # the two classes take turns writing the same board
+        if name not in ("clear", "delete_user", "set_max_entries"):
+            if i % 2:
+                await getattr(async_board, name)(*args)
+            else:
+                getattr(sync_board, name)(*args)
+    assert sync_board.get_size() > 3
+    expected = [getattr(sync_board, name)(*args) for name, args in READS]
+    assert [await getattr(async_board, name)(*args) for name, args in READS] == expected
+    # the same reads, all at once on the shared connection
+    before = calls_and_trips(aclient)
+    concurrent = await asyncio.gather(*(getattr(async_board, n)(*a) for n, a in READS))
+    after = calls_and_trips(aclient)
+    assert concurrent == expected
+    assert after[0] - before[0] == len(READS)
+    assert after[1] - before[1] < len(READS)  # pipelined

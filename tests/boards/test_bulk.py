@@ -1,17 +1,15 @@
-"""``upsert_many``: the bulk import of both classes, against the private redis-server.
+"""``upsert_many``: the bulk import, sync and asyncio, against the private redis-server.
 
 Checked: the guide's key layout, one round trip per chunk plus one trim, a single trim at the
 end with at most 1,000 reported ids, lazy reading of the iterable, arguments checked before
 anything is written, error positions counted over the whole iterable (with the chunks before
-the bad one written, nothing after, and the board trimmed), the trim after any failure once
-chunks were sent, and for asyncio, cancellation and a dying server leaving no orphaned futures
-behind.
+the bad one written, nothing after, and the board trimmed), and the trim after any failure once
+chunks were sent. Cancellation and a dying server under the asyncio client:
+tests/test_async_transport.py.
 """
 
 from __future__ import annotations
 
-import asyncio
-import gc
 import math
 import re
 import sys
@@ -20,37 +18,34 @@ from typing import Any
 
 import pytest
 
-import redis_leaderboard
-from redis_leaderboard import ConnectionError, RedisLeaderboard, ResponseError
-from redis_leaderboard.asyncio import Client as AsyncClient
-from redis_leaderboard.asyncio import RedisLeaderboard as AsyncRedisLeaderboard
-from redis_leaderboard.leaderboard import CHUNKS_IN_FLIGHT
-
-
-@pytest.fixture
-def r(redis_server: Any) -> Iterator[Any]:
-    client = redis_server.redis_py()
-    yield client
-    client.close()
+from apis import Api, sync_and_one_loop
+from helpers import contents
+from redis_leaderboard import Client, ConnectionError, RedisLeaderboard, ResponseError
+from redis_leaderboard.options import CHUNKS_IN_FLIGHT
 
 
 def metadata_keys(r: Any, key: str) -> set[str]:
     return set(r.scan_iter(match=f"{key}:user:*", count=1000))
 
 
-def test_writes_the_guide_layout_one_round_trip_per_chunk(
-    client: redis_leaderboard.Client, board_key: str, r: Any
-) -> None:
-    board = RedisLeaderboard(client, key=board_key, max_entries=10_000)
+@sync_and_one_loop
+def test_writes_the_guide_layout_one_round_trip_per_chunk(api: Api, board_key: str, r: Any) -> None:
+    board = api.leaderboard(key=board_key, max_entries=10_000)
     entries = (
         (f"user {i}", float(i * 10), {"name": f"P{i}", "level": i} if i % 2 else {})
         for i in range(2500)
     )
     progress: list[int] = []
     assert board.upsert_many([]) == {"written": 0, "trimmed": 0, "trimmed_user_ids": []}
-    before = client.stats()["round_trips"]  # the trim script is cached now: no NOSCRIPT retry
+    before = api.client.stats()  # the trim script is cached now: no NOSCRIPT retry
     summary = board.upsert_many(entries, chunk_size=1000, progress=progress.append)
-    assert client.stats()["round_trips"] - before == 3 + 1  # three chunks, one trim
+    after = api.client.stats()
+    trips = after["round_trips"] - before["round_trips"]
+    if api.asynchronous:  # one call a chunk, one for the trim; chunks in flight share writes
+        assert after["calls"] - before["calls"] == 3 + 1
+        assert trips <= 3 + 1
+    else:  # three chunks, one trim
+        assert trips == 3 + 1
     assert summary == {"written": 2500, "trimmed": 0, "trimmed_user_ids": []}
     assert progress == [1000, 2000, 2500]
     assert r.zcard(board_key) == 2500
@@ -65,10 +60,32 @@ def test_writes_the_guide_layout_one_round_trip_per_chunk(
     }
 
 
-def test_later_duplicates_win_and_metadata_merges(
-    client: redis_leaderboard.Client, board_key: str
+def test_matches_the_sync_class_chunk_by_chunk(
+    api: Api, client: Client, board_key: str, r: Any
 ) -> None:
-    board = RedisLeaderboard(client, key=board_key, max_entries=10)
+    entries = [(f"u{i:05d}", float(i % 977), {"n": str(i)} if i % 3 else {}) for i in range(2500)]
+    sync_board = RedisLeaderboard(client, key=f"{board_key}:s", max_entries=2000)
+    board = api.leaderboard(key=f"{board_key}:a", max_entries=2000)
+    sync_progress: list[int] = []
+    progress: list[int] = []
+    expected = sync_board.upsert_many(entries, chunk_size=300, progress=sync_progress.append)
+    got = board.upsert_many(entries, chunk_size=300, progress=progress.append)
+    assert got == expected
+    assert got["written"] == 2500 and got["trimmed"] == 500
+    assert progress == sync_progress == [*range(300, 2500, 300), 2500]
+    assert board.list_all() == sync_board.list_all()
+    assert contents(r, f"{board_key}:a") == contents(r, f"{board_key}:s")
+    # a bad entry: the same error as the sync class
+    bad = [("ok", 1), ("", 2)]
+    with pytest.raises(ValueError) as sync_error:
+        sync_board.upsert_many(bad)
+    with pytest.raises(ValueError) as error:
+        board.upsert_many(bad)
+    assert str(error.value) == str(sync_error.value)
+
+
+def test_later_duplicates_win_and_metadata_merges(api: Api, board_key: str) -> None:
+    board = api.leaderboard(key=board_key, max_entries=10)
     board.upsert_user("a", 1, {"name": "Ada", "team": "red"})
     board.upsert_many([("a", 5, {"team": "blue"}), ("b", 2), ("a", 7), ("b", 3, {"x": "y"})])
     assert board.list_all() == [
@@ -77,10 +94,9 @@ def test_later_duplicates_win_and_metadata_merges(
     ]
 
 
-def test_trims_once_and_reports_at_most_1000_lowest_ids(
-    client: redis_leaderboard.Client, board_key: str, r: Any
-) -> None:
-    board = RedisLeaderboard(client, key=board_key, max_entries=100)
+@sync_and_one_loop
+def test_trims_once_and_reports_at_most_1000_lowest_ids(api: Api, board_key: str, r: Any) -> None:
+    board = api.leaderboard(key=board_key, max_entries=100)
     summary = board.upsert_many(((f"u{i:05d}", i, {"i": i}) for i in range(5000)), chunk_size=700)
     assert summary["written"] == 5000
     assert summary["trimmed"] == 4900
@@ -89,8 +105,9 @@ def test_trims_once_and_reports_at_most_1000_lowest_ids(
     assert metadata_keys(r, board_key) == {f"{board_key}:user:u{i:05d}" for i in range(4900, 5000)}
 
 
-def test_reads_the_iterable_lazily(client: redis_leaderboard.Client, board_key: str) -> None:
-    board = RedisLeaderboard(client, key=board_key, max_entries=100_000)
+@sync_and_one_loop
+def test_reads_the_iterable_lazily(api: Api, board_key: str) -> None:
+    board = api.leaderboard(key=board_key, max_entries=100_000)
     consumed = 0
 
     def entries() -> Iterator[tuple[str, int]]:
@@ -106,12 +123,13 @@ def test_reads_the_iterable_lazily(client: redis_leaderboard.Client, board_key: 
     assert max(ahead) <= CHUNKS_IN_FLIGHT * 1000
 
 
+@sync_and_one_loop
 def test_an_error_mid_import_leaves_the_connection_in_step(
-    client: redis_leaderboard.Client, board_key: str, r: Any
+    api: Api, board_key: str, r: Any
 ) -> None:
-    board = RedisLeaderboard(client, key=board_key, max_entries=100_000)
+    board = api.leaderboard(key=board_key, max_entries=100_000)
     assert board.get_size() == 0
-    before = client.stats()["connections"]
+    before = api.client.stats()["connections"]
 
     def stop(written: int) -> None:
         if written == 1000:
@@ -124,14 +142,13 @@ def test_an_error_mid_import_leaves_the_connection_in_step(
     assert board.get_rank("u0") is not None
     # A Redis error in a chunk (the board key holds a string): ResponseError, still in step.
     r.set(f"{board_key}:s", "not a sorted set")
-    other = RedisLeaderboard(client, key=f"{board_key}:s", max_entries=10)
+    other = api.leaderboard(key=f"{board_key}:s", max_entries=10)
     with pytest.raises(ResponseError, match="WRONGTYPE"):
         other.upsert_many(((f"u{i}", i) for i in range(10_000)), chunk_size=1000)
     assert board.get_size() == r.zcard(board_key)
-    assert client.stats()["connections"] == before  # no connection was dropped
+    assert api.client.stats()["connections"] == before  # no connection was dropped
 
 
-@pytest.mark.parametrize("kind", ["sync", "asyncio"])
 @pytest.mark.parametrize(
     ("bad", "error", "message"),
     [
@@ -143,114 +160,19 @@ def test_an_error_mid_import_leaves_the_connection_in_step(
     ],
 )
 def test_a_bad_entry_names_its_position_over_the_whole_iterable(
-    redis_server: Any, board_key: str, r: Any, kind: str, bad: Any, error: type, message: str
+    api: Api, board_key: str, r: Any, bad: Any, error: type, message: str
 ) -> None:
     entries: list[Any] = [(f"u{i:04d}", i) for i in range(3000)]
     entries[1700] = bad
-    if kind == "sync":
-        with redis_leaderboard.Client(host=redis_server.host, port=redis_server.port) as c:
-            board = RedisLeaderboard(c, key=board_key, max_entries=10)
-            with pytest.raises(error) as raised:
-                board.upsert_many(iter(entries), chunk_size=500)
-    else:
-
-        async def load() -> None:
-            async with AsyncClient(host=redis_server.host, port=redis_server.port) as c:
-                board = AsyncRedisLeaderboard(c, key=board_key, max_entries=10)
-                await board.upsert_many(iter(entries), chunk_size=500)
-
-        with pytest.raises(error) as raised:
-            asyncio.run(load())
+    board = api.leaderboard(key=board_key, max_entries=10)
+    with pytest.raises(error) as raised:
+        board.upsert_many(iter(entries), chunk_size=500)
     assert str(raised.value).startswith(message)
     # The chunks before the bad entry's chunk (entries 0..1499) were written, then trimmed to
     # max_entries; nothing of its chunk or after it.
     assert r.zrange(board_key, 0, -1) == [f"u{i:04d}" for i in range(1490, 1500)]
 
 
-class UnretrievedFutures:
-    """Collects the event loop's "exception was never retrieved" reports."""
-
-    def __init__(self) -> None:
-        self.reports: list[str] = []
-        asyncio.get_running_loop().set_exception_handler(
-            lambda _loop, context: self.reports.append(context["message"])
-        )
-
-    async def close_and_check(self, client: AsyncClient) -> None:
-        """Close ``client``: nothing pending, no future left with an unread exception."""
-        await client.aclose()
-        assert client._core.pending == 0
-        gc.collect()
-        await asyncio.sleep(0)
-        assert self.reports == []
-
-
-@pytest.mark.asyncio
-async def test_cancelling_an_import_leaves_the_client_clean(
-    redis_server: Any, board_key: str
-) -> None:
-    reports = UnretrievedFutures()
-    client = AsyncClient(host=redis_server.host, port=redis_server.port)
-    board = AsyncRedisLeaderboard(client, key=board_key, max_entries=1_000_000)
-    started = asyncio.Event()
-    task = asyncio.create_task(
-        board.upsert_many(
-            ((f"u{i}", i, {"m": "x" * 50}) for i in range(200_000)),
-            chunk_size=500,
-            progress=lambda _n: started.set(),
-        )
-    )
-    await started.wait()
-    task.cancel()
-    with pytest.raises(asyncio.CancelledError):
-        await task
-    # The connection is still in step: a normal call answers correctly.
-    assert await board.upsert_user("after", 1e9) == {
-        "rank": 1,
-        "user_id": "after",
-        "score": 1e9,
-        "metadata": {},
-        "trimmed_user_ids": [],
-    }
-    await reports.close_and_check(client)
-
-
-@pytest.mark.asyncio
-async def test_a_server_dying_mid_import_raises_connection_error_and_orphans_nothing(
-    fresh_redis_server: Any, board_key: str
-) -> None:
-    reports = UnretrievedFutures()
-    client = AsyncClient(host=fresh_redis_server.host, port=fresh_redis_server.port)
-    board = AsyncRedisLeaderboard(client, key=board_key, max_entries=1_000_000)
-
-    def kill_after_first_chunk(written: int) -> None:
-        if written == 500:
-            fresh_redis_server.kill()
-
-    with pytest.raises(ConnectionError):
-        await board.upsert_many(
-            ((f"u{i}", i) for i in range(100_000)),
-            chunk_size=500,
-            progress=kill_after_first_chunk,
-        )
-    await reports.close_and_check(client)
-
-
-def run_import(server: Any, kind: str, key: str, max_entries: int, entries: Any, **kw: Any) -> Any:
-    """upsert_many on a new sync or asyncio client."""
-    if kind == "sync":
-        with redis_leaderboard.Client(host=server.host, port=server.port) as c:
-            return RedisLeaderboard(c, key=key, max_entries=max_entries).upsert_many(entries, **kw)
-
-    async def load() -> Any:
-        async with AsyncClient(host=server.host, port=server.port) as c:
-            board = AsyncRedisLeaderboard(c, key=key, max_entries=max_entries)
-            return await board.upsert_many(entries, **kw)
-
-    return asyncio.run(load())
-
-
-@pytest.mark.parametrize("kind", ["sync", "asyncio"])
 @pytest.mark.parametrize(
     ("kw", "error", "message"),
     [
@@ -262,7 +184,7 @@ def run_import(server: Any, kind: str, key: str, max_entries: int, entries: Any,
     ],
 )
 def test_bad_arguments_raise_before_anything_is_read_or_written(
-    redis_server: Any, board_key: str, r: Any, kind: str, kw: dict, error: type, message: str
+    api: Api, board_key: str, r: Any, kw: dict[str, Any], error: type, message: str
 ) -> None:
     read = 0
 
@@ -272,23 +194,25 @@ def test_bad_arguments_raise_before_anything_is_read_or_written(
             read += 1
             yield f"u{i}", i
 
+    board = api.leaderboard(key=board_key, max_entries=10)
     with pytest.raises(error, match=f"^{re.escape(message)}$"):
-        run_import(redis_server, kind, board_key, 10, entries(), **kw)
+        board.upsert_many(entries(), **kw)
     assert read == 0
     assert r.exists(board_key) == 0
 
 
-@pytest.mark.parametrize("kind", ["sync", "asyncio"])
+@sync_and_one_loop
 def test_a_progress_callback_raising_leaves_the_board_trimmed(
-    redis_server: Any, board_key: str, r: Any, kind: str
+    api: Api, board_key: str, r: Any
 ) -> None:
     def stop(written: int) -> None:
         if written >= 1000:
             raise RuntimeError("stop here")
 
     entries = ((f"u{i:05d}", i, {"i": i}) for i in range(20_000))
+    board = api.leaderboard(key=board_key, max_entries=50)
     with pytest.raises(RuntimeError, match="stop here"):
-        run_import(redis_server, kind, board_key, 50, entries, chunk_size=500, progress=stop)
+        board.upsert_many(entries, chunk_size=500, progress=stop)
     # At least the two chunks before the callback raised were written (more may have been in
     # flight); the board was trimmed to the 50 best of them, with exactly their metadata.
     kept = r.zrange(board_key, 0, -1)
@@ -297,9 +221,9 @@ def test_a_progress_callback_raising_leaves_the_board_trimmed(
     assert metadata_keys(r, board_key) == {f"{board_key}:user:{u}" for u in kept}
 
 
-@pytest.mark.parametrize("kind", ["sync", "asyncio"])
+@sync_and_one_loop
 def test_a_chunk_failing_on_the_server_leaves_the_board_trimmed(
-    redis_server: Any, board_key: str, r: Any, kind: str
+    api: Api, board_key: str, r: Any
 ) -> None:
     # Entry 1234's metadata key holds a string: its HSET fails inside the third chunk's
     # MULTI/EXEC (the chunk's other commands apply, as Redis runs them, its score included).
@@ -307,8 +231,9 @@ def test_a_chunk_failing_on_the_server_leaves_the_board_trimmed(
     bad = f"{board_key}:user:u01234"
     r.set(bad, "not a hash")
     entries = ((f"u{i:05d}", 1e9 if i == 1234 else i, {"i": i}) for i in range(20_000))
+    board = api.leaderboard(key=board_key, max_entries=30)
     with pytest.raises(ResponseError, match=r"^WRONGTYPE"):
-        run_import(redis_server, kind, board_key, 30, entries, chunk_size=500)
+        board.upsert_many(entries, chunk_size=500)
     kept = r.zrange(board_key, 0, -1)
     assert len(kept) == 30
     assert kept[-2:] == ["u01499", "u01234"] or kept[-2] > "u01499"
@@ -317,12 +242,12 @@ def test_a_chunk_failing_on_the_server_leaves_the_board_trimmed(
 
 
 def test_a_bad_entry_in_the_first_chunk_writes_and_trims_nothing(
-    client: redis_leaderboard.Client, board_key: str, r: Any
+    api: Api, board_key: str, r: Any
 ) -> None:
     # Over max_entries already (another client's larger limit): a failed import that sent
     # nothing does not trim it either.
     r.zadd(board_key, {f"old{i}": i for i in range(20)})
-    board = RedisLeaderboard(client, key=board_key, max_entries=5)
+    board = api.leaderboard(key=board_key, max_entries=5)
     with pytest.raises(ValueError, match=r"^entry 3: "):
         board.upsert_many([("a", 1), ("b", 2), ("c", 3), ("", 4)])
     assert r.zcard(board_key) == 20
@@ -330,10 +255,10 @@ def test_a_bad_entry_in_the_first_chunk_writes_and_trims_nothing(
 
 @pytest.mark.skipif(sys.version_info < (3, 11), reason="exception notes are Python 3.11+")
 def test_a_trim_that_fails_after_the_error_is_noted(
-    fresh_redis_server: Any, board_key: str
+    api: Api, fresh_redis_server: Any, board_key: str
 ) -> None:
-    client = redis_leaderboard.Client(host=fresh_redis_server.host, port=fresh_redis_server.port)
-    board = RedisLeaderboard(client, key=board_key, max_entries=10)
+    client = api.connect(host=fresh_redis_server.host, port=fresh_redis_server.port)
+    board = api.leaderboard(key=board_key, max_entries=10, client=client)
 
     def kill_after_first_chunk(written: int) -> None:
         if written == 500:
@@ -348,4 +273,3 @@ def test_a_trim_that_fails_after_the_error_is_noted(
     assert notes[0].startswith(
         "upsert_many could not trim the board to max_entries after this error: ConnectionError"
     )
-    client.close()

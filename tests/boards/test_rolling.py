@@ -1,60 +1,35 @@
-"""Rolling windows (issue 16): a score leaves the window exactly when its bucket does (injected
-clock, key deadlines checked, no sleeping), every read of the guide and of the queries on the
-window with metadata, one round trip per read, aggregates and orders, a differential test
-against a plain-Python model (window_model.py), and asyncio."""
+"""Rolling windows, sync and asyncio: a score leaves the window exactly when its bucket does
+(injected clock, key deadlines checked, no sleeping), every read of the guide and of the queries
+on the window with metadata, one round trip per read, aggregates and orders, and a differential
+test against a plain-Python model (window_model.py)."""
 
 from __future__ import annotations
 
-import asyncio
 import random
-from datetime import datetime, timedelta, timezone
-from typing import Any, Iterator
+from datetime import datetime, timedelta
+from typing import Any
 
 import pytest
 
-import redis_leaderboard.asyncio as aio
-from redis_leaderboard import ResponseError, RollingLeaderboard
+from apis import Api, sync_and_one_loop
+from helpers import UTC, FakeClock, millis
+from redis_leaderboard import ResponseError
 from window_model import WindowModel
 
-UTC = timezone.utc
 MINUTE = timedelta(minutes=1)
 # Keys expire by the server's real clock: the injected clocks run in the future.
 T0 = datetime(2031, 5, 4, 12, 0, tzinfo=UTC)
 
 
-class FakeClock:
-    def __init__(self, now: datetime) -> None:
-        self.now = now
-
-    def __call__(self) -> datetime:
-        return self.now
-
-    def advance(self, delta: timedelta) -> None:
-        self.now += delta
-
-
-def ms(moment: datetime) -> int:
-    return round(moment.timestamp() * 1000)
-
-
-@pytest.fixture
-def r(redis_server: Any) -> Iterator[Any]:
-    client = redis_server.redis_py()
-    yield client
-    client.close()
-
-
-def scores(board: RollingLeaderboard) -> list[tuple[str, float]]:
+def scores(board: Any) -> list[tuple[str, float]]:
     return [(e["user_id"], e["score"]) for e in board.list_all()]
 
 
 def test_a_score_leaves_the_window_exactly_when_its_bucket_does(
-    client: Any, board_key: str, r: Any
+    api: Api, board_key: str, r: Any
 ) -> None:
     clock = FakeClock(T0)
-    recent = RollingLeaderboard(
-        client, key=board_key, window=3 * MINUTE, bucket=MINUTE, clock=clock
-    )
+    recent = api.rolling(key=board_key, window=3 * MINUTE, bucket=MINUTE, clock=clock)
     first = recent.bucket_at()
     assert recent.bucket_start(first) == T0
     recent.increment_score("ada", 1, {"name": "Ada"})
@@ -66,11 +41,11 @@ def test_a_score_leaves_the_window_exactly_when_its_bucket_does(
     assert scores(recent) == [("ada", 7.0), ("bob", 5.0)]
     # Each bucket expires one bucket after it left the window: (i + 1) * bucket + window.
     for i in range(3):
-        deadline = ms(T0 + (i + 1) * MINUTE + 3 * MINUTE)
+        deadline = millis(T0 + (i + 1) * MINUTE + 3 * MINUTE)
         assert r.pexpiretime(f"{board_key}:bucket:{first + i}") == deadline
     # A user's metadata lives as long as their newest bucket.
-    assert r.pexpiretime(f"{board_key}:user:ada") == ms(T0 + 3 * MINUTE + 3 * MINUTE)
-    assert r.pexpiretime(f"{board_key}:user:bob") == ms(T0 + 2 * MINUTE + 3 * MINUTE)
+    assert r.pexpiretime(f"{board_key}:user:ada") == millis(T0 + 3 * MINUTE + 3 * MINUTE)
+    assert r.pexpiretime(f"{board_key}:user:bob") == millis(T0 + 2 * MINUTE + 3 * MINUTE)
 
     clock.now = T0 + 3 * MINUTE - timedelta(milliseconds=1)  # the first bucket's last instant
     assert scores(recent) == [("ada", 7.0), ("bob", 5.0)]
@@ -87,14 +62,14 @@ def test_a_score_leaves_the_window_exactly_when_its_bucket_does(
     # The deadlines do the rest: no score or metadata outlives the window by more than a
     # bucket; the (empty) window's marker lives as long as the window the reader built.
     keys = r.keys(f"{board_key}*")
-    assert max(r.pexpiretime(k) for k in keys if ":window" not in k) == ms(T0 + 6 * MINUTE)
-    assert r.pexpiretime(f"{board_key}:window") == ms(T0 + 6 * MINUTE + 3 * MINUTE)
+    assert max(r.pexpiretime(k) for k in keys if ":window" not in k) == millis(T0 + 6 * MINUTE)
+    assert r.pexpiretime(f"{board_key}:window") == millis(T0 + 6 * MINUTE + 3 * MINUTE)
 
 
-def test_every_read_sees_the_window_with_metadata(client: Any, board_key: str) -> None:
+def test_every_read_sees_the_window_with_metadata(api: Api, board_key: str) -> None:
     clock = FakeClock(T0)
-    recent = RollingLeaderboard(
-        client, key=board_key, window=timedelta(hours=2), bucket=timedelta(minutes=10),
+    recent = api.rolling(
+        key=board_key, window=timedelta(hours=2), bucket=timedelta(minutes=10),
         clock=clock,
     )  # fmt: skip
     model = WindowModel(buckets=12)
@@ -132,18 +107,16 @@ def test_every_read_sees_the_window_with_metadata(client: Any, board_key: str) -
 
 
 def test_a_read_is_one_round_trip_and_rebuilds_once_per_bucket(
-    client: Any, board_key: str, r: Any
+    api: Api, board_key: str, r: Any
 ) -> None:
     clock = FakeClock(T0)
-    recent = RollingLeaderboard(
-        client, key=board_key, window=5 * MINUTE, bucket=MINUTE, clock=clock
-    )
+    recent = api.rolling(key=board_key, window=5 * MINUTE, bucket=MINUTE, clock=clock)
     recent.submit("ada", 3)
     recent.get_size()  # the scripts are cached now
     clock.advance(MINUTE)
-    before = client.stats()["round_trips"]
+    before = api.client.stats()["round_trips"]
     recent.get_top()
-    assert client.stats()["round_trips"] - before == 1
+    assert api.client.stats()["round_trips"] - before == 1
     assert r.get(f"{board_key}:window") == str(recent.bucket_at())
     # Between rebuilds a read only checks the marker: a union changed behind its back stays.
     r.zadd(board_key, {"planted": 99})
@@ -151,8 +124,8 @@ def test_a_read_is_one_round_trip_and_rebuilds_once_per_bucket(
     clock.advance(MINUTE)  # a new bucket: rebuilt from the buckets
     assert [e["user_id"] for e in recent.get_top()] == ["ada"]
     # A reader whose clock lags never rebuilds an older window over a newer one.
-    lagging = RollingLeaderboard(
-        client, key=board_key, window=5 * MINUTE, bucket=MINUTE,
+    lagging = api.rolling(
+        key=board_key, window=5 * MINUTE, bucket=MINUTE,
         clock=lambda: T0 - timedelta(hours=1),
     )  # fmt: skip
     assert lagging.get_top() == recent.get_top()
@@ -168,11 +141,11 @@ def test_a_read_is_one_round_trip_and_rebuilds_once_per_bucket(
     ],
 )
 def test_aggregates_and_orders(
-    client: Any, board_key: str, aggregate: str, order: str, mode: str, expected: list[Any]
+    api: Api, board_key: str, aggregate: str, order: str, mode: str, expected: list[Any]
 ) -> None:
     clock = FakeClock(T0)
-    recent = RollingLeaderboard(
-        client, key=board_key, window=2 * MINUTE, bucket=MINUTE,
+    recent = api.rolling(
+        key=board_key, window=2 * MINUTE, bucket=MINUTE,
         aggregate=aggregate, order=order, clock=clock,  # type: ignore[arg-type]
     )  # fmt: skip
     for bucket_writes in ([("ada", 5), ("bob", 4), ("ada", 2)], [("ada", 7), ("bob", 9)]):
@@ -184,10 +157,10 @@ def test_aggregates_and_orders(
     assert recent.get_rank(expected[0][0]) == 1
 
 
-def test_max_entries_trims_the_window_not_the_buckets(client: Any, board_key: str, r: Any) -> None:
+def test_max_entries_trims_the_window_not_the_buckets(api: Api, board_key: str, r: Any) -> None:
     clock = FakeClock(T0)
-    recent = RollingLeaderboard(
-        client, key=board_key, window=3 * MINUTE, bucket=MINUTE, max_entries=2, clock=clock
+    recent = api.rolling(
+        key=board_key, window=3 * MINUTE, bucket=MINUTE, max_entries=2, clock=clock
     )
     recent.increment_score("ada", 5, {"name": "Ada"})
     recent.increment_score("bob", 4)
@@ -200,11 +173,9 @@ def test_max_entries_trims_the_window_not_the_buckets(client: Any, board_key: st
     assert r.zscore(f"{board_key}:bucket:{recent.bucket_at() - 1}", "bob") == 4.0
 
 
-def test_a_write_refused_changes_nothing(client: Any, board_key: str, r: Any) -> None:
+def test_a_write_refused_changes_nothing(api: Api, board_key: str, r: Any) -> None:
     clock = FakeClock(T0)
-    recent = RollingLeaderboard(
-        client, key=board_key, window=3 * MINUTE, bucket=MINUTE, clock=clock
-    )
+    recent = api.rolling(key=board_key, window=3 * MINUTE, bucket=MINUTE, clock=clock)
     recent.submit("ada", 1, {"name": "Ada"})
     clock.advance(MINUTE)  # the next write rebuilds the union, reading every bucket
     r.set(f"{board_key}:bucket:{recent.bucket_at() - 2}", "not a sorted set")
@@ -217,13 +188,13 @@ def test_a_write_refused_changes_nothing(client: Any, board_key: str, r: Any) ->
 
 
 def test_a_write_that_counts_the_buckets_checks_them_first(
-    client: Any, board_key: str, r: Any
+    api: Api, board_key: str, r: Any
 ) -> None:
     """A user outside a full window board: the write counts its other buckets (no rebuild), and a
     bucket of another type there fails it before anything is written."""
     clock = FakeClock(T0)
-    recent = RollingLeaderboard(
-        client, key=board_key, window=3 * MINUTE, bucket=MINUTE, max_entries=1, clock=clock
+    recent = api.rolling(
+        key=board_key, window=3 * MINUTE, bucket=MINUTE, max_entries=1, clock=clock
     )
     recent.increment_score("ada", 9)
     clock.advance(MINUTE)
@@ -239,16 +210,14 @@ def test_a_write_that_counts_the_buckets_checks_them_first(
         with pytest.raises(TypeError, match="rolling window"):
             getattr(recent, method)([] if method == "upsert_many" else 5)
     with pytest.raises(ValueError, match="whole number of buckets"):
-        RollingLeaderboard(client, key=board_key, window=90 * timedelta(seconds=1), bucket=MINUTE)
+        api.rolling(key=board_key, window=90 * timedelta(seconds=1), bucket=MINUTE)
     with pytest.raises(ValueError, match="aggregate"):
-        RollingLeaderboard(client, key=board_key, aggregate="avg")  # type: ignore[arg-type]
+        api.rolling(key=board_key, aggregate="avg")  # type: ignore[arg-type]
 
 
-def test_delete_user_and_clear(client: Any, board_key: str, r: Any) -> None:
+def test_delete_user_and_clear(api: Api, board_key: str, r: Any) -> None:
     clock = FakeClock(T0)
-    recent = RollingLeaderboard(
-        client, key=board_key, window=3 * MINUTE, bucket=MINUTE, clock=clock
-    )
+    recent = api.rolling(key=board_key, window=3 * MINUTE, bucket=MINUTE, clock=clock)
     for user in ("ada", "bob", "cy"):
         recent.increment_score(user, 1, {"name": user})
         clock.advance(MINUTE)
@@ -262,15 +231,16 @@ def test_delete_user_and_clear(client: Any, board_key: str, r: Any) -> None:
     assert r.keys(f"{board_key}*") == []
 
 
-def test_differential_against_a_model(client: Any, board_key: str) -> None:
+@sync_and_one_loop
+def test_differential_against_a_model(api: Api, board_key: str) -> None:
     """Random writes (every mode, small max_entries, negative increments) at random times: each
     result and the window's board after each step as the model says."""
     for seed, aggregate, order in [(1, "sum", "desc"), (2, "max", "desc"), (3, "min", "asc")]:
         rng = random.Random(seed)
         clock = FakeClock(T0 + timedelta(days=seed))
         key = f"{board_key}:{seed}"
-        recent = RollingLeaderboard(
-            client, key=key, window=4 * MINUTE, bucket=MINUTE, aggregate=aggregate,  # type: ignore[arg-type]
+        recent = api.rolling(
+            key=key, window=4 * MINUTE, bucket=MINUTE, aggregate=aggregate,  # type: ignore[arg-type]
             max_entries=4, order=order, clock=clock,  # type: ignore[arg-type]
         )  # fmt: skip
         model = WindowModel(4, aggregate, 4, order)
@@ -287,29 +257,23 @@ def test_differential_against_a_model(client: Any, board_key: str) -> None:
             assert got == model.submit(recent.bucket_at(), user, score, {"m": mode}, mode)
 
 
-def test_asyncio_twin(redis_server: Any, board_key: str, r: Any) -> None:
-    async def main() -> None:
-        async with aio.Client(host=redis_server.host, port=redis_server.port) as aclient:
-            clock = FakeClock(T0)
-            recent = aio.RollingLeaderboard(
-                aclient, key=board_key, window=2 * MINUTE, bucket=MINUTE, clock=clock
-            )
-            assert (await recent.increment_score("ada", 2, {"n": "a"}))["score"] == 2.0
-            await recent.upsert_user("bob", 1)
-            clock.advance(MINUTE)
-            await recent.increment_score("ada", 3)
-            assert (await recent.submit("bob", 9, mode="best"))["score"] == 10.0
-            assert [e["user_id"] for e in await recent.get_top()] == ["bob", "ada"]
-            clock.advance(MINUTE)
-            assert await recent.get_top() == [
-                {"rank": 1, "user_id": "bob", "score": 9.0, "metadata": {}},
-                {"rank": 2, "user_id": "ada", "score": 3.0, "metadata": {"n": "a"}},
-            ]
-            assert (await recent.get_page(1, 1))["total_pages"] == 2
-            assert await recent.delete_user("ada")
-            with pytest.raises(TypeError):
-                await recent.upsert_many([])
-            await recent.clear()
-            assert r.keys(f"{board_key}*") == []
-
-    asyncio.run(main())
+def test_a_window_of_two_buckets_end_to_end(api: Api, board_key: str, r: Any) -> None:
+    clock = FakeClock(T0)
+    recent = api.rolling(key=board_key, window=2 * MINUTE, bucket=MINUTE, clock=clock)
+    assert recent.increment_score("ada", 2, {"n": "a"})["score"] == 2.0
+    recent.upsert_user("bob", 1)
+    clock.advance(MINUTE)
+    recent.increment_score("ada", 3)
+    assert recent.submit("bob", 9, mode="best")["score"] == 10.0
+    assert [e["user_id"] for e in recent.get_top()] == ["bob", "ada"]
+    clock.advance(MINUTE)
+    assert recent.get_top() == [
+        {"rank": 1, "user_id": "bob", "score": 9.0, "metadata": {}},
+        {"rank": 2, "user_id": "ada", "score": 3.0, "metadata": {"n": "a"}},
+    ]
+    assert recent.get_page(1, 1)["total_pages"] == 2
+    assert recent.delete_user("ada")
+    with pytest.raises(TypeError):
+        recent.upsert_many([])
+    recent.clear()
+    assert r.keys(f"{board_key}*") == []

@@ -1,0 +1,170 @@
+"""Helpers the test files share: the shapes of results, a clock tests move, what a board's keys
+hold (to check what a call wrote, or that a refused call changed nothing), and a proxy that
+loses replies. The fixtures (servers, clients, ``r``, ``api``) are in conftest.py."""
+
+from __future__ import annotations
+
+import socket
+import threading
+from datetime import datetime, timedelta, timezone
+from typing import Any, Optional
+
+UTC = timezone.utc
+
+
+# --- Results ------------------------------------------------------------------------------------
+
+ADA = {"name": "Ada", "description": "Solves production incidents before breakfast."}
+
+
+def entry(
+    rank: int, user_id: str, score: float, metadata: Optional[dict[str, str]] = None
+) -> dict[str, Any]:
+    """An entry as every read returns it."""
+    return {"rank": rank, "user_id": user_id, "score": float(score), "metadata": metadata or {}}
+
+
+def written(
+    rank: int,
+    user_id: str,
+    score: float,
+    metadata: Optional[dict[str, str]] = None,
+    trimmed: Optional[list[str]] = None,
+) -> dict[str, Any]:
+    """What upsert_user / increment_score return when the user is still on the board."""
+    return {**entry(rank, user_id, score, metadata), "trimmed_user_ids": trimmed or []}
+
+
+def trimmed_away(
+    user_id: str, score: float, metadata: dict[str, str], trimmed: list[str]
+) -> dict[str, Any]:
+    """What they return when the write itself was trimmed away: no rank, the payload sent."""
+    return {
+        "user_id": user_id,
+        "score": float(score),
+        "metadata": metadata,
+        "trimmed_user_ids": trimmed,
+    }
+
+
+def small_board(board: Any) -> Any:
+    """``board`` with ten users u01..u10 scored 10..100 (u10 is rank 1, u01 rank 10)."""
+    for i in range(1, 11):
+        board.upsert_user(f"u{i:02d}", i * 10, {"n": str(i)})
+    return board
+
+
+def small_board_entry(rank: int) -> dict[str, Any]:
+    """The entry at ``rank`` of :func:`small_board`."""
+    i = 11 - rank
+    return entry(rank, f"u{i:02d}", i * 10, {"n": str(i)})
+
+
+# --- Time ---------------------------------------------------------------------------------------
+
+
+class FakeClock:
+    """An injectable clock: an aware datetime that tests move, kept in UTC (adding a timedelta
+    to a datetime in a zone with daylight saving adds wall time, and would skip a repeated
+    hour)."""
+
+    def __init__(self, now: datetime) -> None:
+        self.now = now.astimezone(UTC)
+
+    def __call__(self) -> datetime:
+        return self.now
+
+    def advance(self, delta: timedelta) -> None:
+        self.now += delta
+
+
+def millis(moment: datetime) -> int:
+    """A moment as Redis's PEXPIRETIME reports a deadline: Unix milliseconds."""
+    return round(moment.timestamp() * 1000)
+
+
+# --- What the server holds ----------------------------------------------------------------------
+
+
+def pattern(key: str) -> str:
+    """A SCAN/KEYS pattern matching ``key`` and every key that starts with it."""
+    escaped = "".join("\\" + c if c in "*?[]\\" else c for c in key)
+    return escaped + "*"
+
+
+def keys_under(r: Any, key: str) -> set[str]:
+    """The names of ``key`` and of every key under it (its metadata hashes, options, ...)."""
+    return set(r.scan_iter(match=pattern(key), count=1000))
+
+
+def snapshot(r: Any, key: str) -> dict[str, Any]:
+    """Every key under ``key``: its whole value (DUMP: type, content and encoding) and its
+    deadline (PEXPIRETIME). Equal snapshots before and after a call: it changed nothing."""
+    return {name: (r.dump(name), r.pexpiretime(name)) for name in sorted(keys_under(r, key))}
+
+
+def contents(r: Any, key: str) -> dict[str, Any]:
+    """Every key under ``key``, named without ``key``, with its type and content as redis-py
+    reads it: to compare two boards written by different code on different keys."""
+    out: dict[str, Any] = {}
+    for name in keys_under(r, key):
+        kind = r.type(name)
+        if kind == "zset":
+            value: Any = r.zrange(name, 0, -1, withscores=True)
+        elif kind == "hash":
+            value = r.hgetall(name)
+        else:
+            value = None
+        out[name[len(key) :]] = (kind, value)
+    return out
+
+
+# --- Lost replies -------------------------------------------------------------------------------
+
+
+class ReplyDropper:
+    """A TCP proxy to `port`: its first `drops` connections forward the client's bytes and
+    close as soon as the server answers (the reply is dropped); later ones pass through. A
+    write sent through it reached Redis; its reply never reaches the client."""
+
+    def __init__(self, port: int, drops: int) -> None:
+        self.port_to = port
+        self.drops = drops
+        self.dropped = 0
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.port = self.listener.getsockname()[1]
+        self.closing = False
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        while not self.closing:
+            try:
+                client, _ = self.listener.accept()
+            except OSError:
+                return
+            server = socket.create_connection(("127.0.0.1", self.port_to))
+            drop = self.dropped < self.drops
+            if drop:
+                self.dropped += 1
+            threading.Thread(target=self._pipe, args=(client, server, False), daemon=True).start()
+            threading.Thread(target=self._pipe, args=(server, client, drop), daemon=True).start()
+
+    @staticmethod
+    def _pipe(source: socket.socket, sink: socket.socket, drop: bool) -> None:
+        try:
+            while data := source.recv(65536):
+                if drop:  # the write ran; its reply goes nowhere
+                    break
+                sink.sendall(data)
+        except OSError:
+            pass
+        for s in (source, sink):
+            try:
+                s.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+            s.close()
+
+    def close(self) -> None:
+        self.closing = True
+        self.listener.close()
