@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 import redis_leaderboard.asyncio as aio
+from helpers import FakeClock
 from redis_leaderboard import (
     LeaderboardGroup,
     PeriodicLeaderboard,
@@ -66,16 +67,8 @@ def test_the_asyncio_board_methods_are_coroutines_where_the_plain_boards_are() -
             assert not inspect.iscoroutinefunction(getattr(cls, name)), (cls, name)
 
 
-class Clock:
-    def __init__(self, now: datetime) -> None:
-        self.now = now
-
-    def __call__(self) -> datetime:
-        return self.now
-
-
 def test_a_period_board_is_built_once_with_its_deadline(client: Any, board_key: str) -> None:
-    clock = Clock(datetime(2031, 3, 30, 0, 30, tzinfo=UTC))
+    clock = FakeClock(datetime(2031, 3, 30, 0, 30, tzinfo=UTC))
     daily = PeriodicLeaderboard(client, key=board_key, period="day", tz="Europe/Paris", clock=clock)
     board = daily.current()
     assert board._board.expire_at == int(daily.expire_at(board.start).timestamp() * 1000)
@@ -85,7 +78,7 @@ def test_a_period_board_is_built_once_with_its_deadline(client: Any, board_key: 
 
 def test_current_follows_the_clock_forward_and_back(client: Any, board_key: str) -> None:
     # Around the spring-forward day in Paris (23 hours long): current() must agree with at().
-    clock = Clock(datetime(2031, 3, 29, 22, 59, 59, tzinfo=UTC))
+    clock = FakeClock(datetime(2031, 3, 29, 22, 59, 59, tzinfo=UTC))
     daily = PeriodicLeaderboard(client, key=board_key, period="day", tz="Europe/Paris", clock=clock)
     steps = [timedelta(seconds=1), timedelta(hours=22, minutes=59, seconds=59), timedelta(0)]
     steps += [timedelta(seconds=1), -timedelta(seconds=1), -timedelta(days=3), timedelta(days=3)]
@@ -100,7 +93,7 @@ def test_asyncio_periodic_writes_and_reads_run_through_the_driver(
 ) -> None:
     async def main() -> None:
         async with aio.Client(host=redis_server.host, port=redis_server.port) as aclient:
-            clock = Clock(datetime(2031, 1, 1, 12, tzinfo=UTC))
+            clock = FakeClock(datetime(2031, 1, 1, 12, tzinfo=UTC))
             hourly = aio.PeriodicLeaderboard(
                 aclient, key=f"{board_key}:hourly", period="hour", clock=clock
             )

@@ -20,6 +20,7 @@ import pytest
 
 import redis_leaderboard.asyncio as aio
 from conftest import RedisServer, unique_key
+from helpers import FakeClock
 from league_model import Closed, LeagueModel
 from redis_leaderboard import Client, League, OptionsMismatch, PeriodClosed, ResponseError
 
@@ -31,14 +32,6 @@ MONDAY = _today - timedelta(days=_today.weekday())
 W0 = "{}-W{:02d}".format(*MONDAY.isocalendar()[:2])
 W2 = "{}-W{:02d}".format(*(MONDAY + timedelta(days=14)).isocalendar()[:2])
 TIERS = ("bronze", "silver", "gold", "diamond")
-
-
-class FakeClock:
-    def __init__(self, now: datetime) -> None:
-        self.now = now
-
-    def __call__(self) -> datetime:
-        return self.now
 
 
 @pytest.fixture
