@@ -1,7 +1,7 @@
 """What the clients' docstrings promise about a lost reply matches what they do: a write with a
 submission id is resent (tests/boards/test_submission_ids.py, tests/test_sharded_guards.py show
-it), so no client says writes are "never retried" without that exception, nor that every call ends in
-``TimeoutError``."""
+it), so no client says writes are "never retried" without that exception, nor that every call
+ends in ``TimeoutError``."""
 
 from __future__ import annotations
 
