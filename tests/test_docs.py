@@ -328,6 +328,12 @@ def test_examples_run(
                     assert "6379" not in code, (
                         f"{block.page}:{block.line}: names port 6379 after the rewrite"
                     )
+                    # A client made with no address connects to localhost:6379 (the
+                    # machine's own Redis), which no rewrite can redirect.
+                    assert not re.search(r"\bClient\(\s*\)", code), (
+                        f"{block.page}:{block.line}: Client() with no address; write "
+                        'Client(host="localhost", port=6379)'
+                    )
                 run_block(block, code, namespace, runner)
     finally:
         signal.alarm(0)
