@@ -370,3 +370,33 @@ def test_differential_against_the_model(api: Api, redis_server: RedisServer, see
                 if top != model.top(_now(t).period, 20):
                     mismatches.append(f"step {step} top {top} != {model.top(_now(t).period, 20)}")
     assert mismatches == []
+
+
+def test_with_the_system_clock_the_server_checks_the_window(api: Api, key: str) -> None:
+    open_now = api.tournament(key, None, schedule="hour")
+    assert api.call(open_now.submit, "ann", 1)["rank"] == 1
+    # A window of one millisecond from each hour: closed now (but within that millisecond).
+    closed = api.tournament(key + ":closed", None, schedule="hour",
+                            duration=timedelta(milliseconds=1))  # fmt: skip
+    if not api.call(closed.status, "ann")["active"]:
+        with pytest.raises(PeriodClosed, match="window closed"):  # the client's check
+            api.call(closed.submit, "ann", 1)
+        # A submission id is sent anyway: the script refuses it on the server's clock.
+        with pytest.raises(PeriodClosed, match="not active"):
+            api.call(closed.submit, "ann", 1, submission_id="s")
+        assert api.call(closed.get_size) == 0
+
+
+def test_two_players_racing_for_the_last_place(redis_server: RedisServer, key: str) -> None:
+    async def race() -> list[Any]:
+        clients = [aio.Client(host=redis_server.host, port=redis_server.port) for _ in range(2)]
+        boards = [aio.Tournament(c, key, schedule="day", max_size=5) for c in clients]
+        joins = [boards[i % 2].join(f"p{i}") for i in range(20)]
+        results = await asyncio.gather(*joins, return_exceptions=True)
+        for c in clients:
+            c.close()
+        return results
+
+    results = asyncio.run(race())
+    assert sum(1 for r in results if isinstance(r, dict)) == 5
+    assert all(isinstance(r, (dict, TournamentFull)) for r in results)
