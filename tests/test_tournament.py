@@ -400,3 +400,12 @@ def test_two_players_racing_for_the_last_place(redis_server: RedisServer, key: s
     results = asyncio.run(race())
     assert sum(1 for r in results if isinstance(r, dict)) == 5
     assert all(isinstance(r, (dict, TournamentFull)) for r in results)
+
+
+def test_the_refusals_are_value_errors_of_their_own() -> None:
+    import redis_leaderboard
+
+    for error in (TournamentFull, NotJoined, AttemptsExhausted, StalePeriod):
+        assert issubclass(error, ValueError) and error.__module__ == "redis_leaderboard._core"
+        assert getattr(redis_leaderboard, error.__name__) is error
+        assert error.__doc__ and "nothing was changed" in error.__doc__
