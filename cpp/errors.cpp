@@ -93,6 +93,18 @@ void raise_server_error(const std::string& message) {
   // that takes no more writes, a ValueError as a periodic board's.
   static constexpr std::string_view kClosed = "PERIODCLOSED ";
   if (starts_with(message, kClosed)) throw PeriodClosed(message.substr(kClosed.size()));
+  // Tournaments (tournament.lua): "<CODE> period <id> of tournament <key>: ...", the caller's
+  // (or the player's) mistake, so ValueErrors.
+  static constexpr struct {
+    std::string_view code;
+    void (*raise)(const std::string&);
+  } kTournament[] = {{"TOURNAMENTFULL ", raise<TournamentFull>},
+                     {"NOTJOINED ", raise<NotJoined>},
+                     {"NOATTEMPTS ", raise<AttemptsExhausted>},
+                     {"STALEPERIOD ", raise<StalePeriod>}};
+  for (const auto& entry : kTournament) {
+    if (starts_with(message, entry.code)) entry.raise(message.substr(entry.code.size()));
+  }
   if (const Prefix* entry = match(message)) entry->raise(message);
   throw ResponseError(message);
 }

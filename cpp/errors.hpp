@@ -94,6 +94,24 @@ struct SubmissionIdReused : InvalidArgument {
   using InvalidArgument::InvalidArgument;
 };
 
+// Tournaments (tournament.lua): a player refused by the tournament's rules; nothing was changed.
+// TOURNAMENTFULL: the period has max_size players; a join or first submission is refused.
+struct TournamentFull : InvalidArgument {
+  using InvalidArgument::InvalidArgument;
+};
+// NOTJOINED: a submission from a player who has not joined a join_required tournament.
+struct NotJoined : InvalidArgument {
+  using InvalidArgument::InvalidArgument;
+};
+// NOATTEMPTS: the player has used every attempt of the period (max_attempts plus those granted).
+struct AttemptsExhausted : InvalidArgument {
+  using InvalidArgument::InvalidArgument;
+};
+// STALEPERIOD: a submission meant for a period (named by the caller) that is not the current one.
+struct StalePeriod : InvalidArgument {
+  using InvalidArgument::InvalidArgument;
+};
+
 // Throws the exception for a server error reply, chosen by its prefix as redis-py's
 // _parsers/base.py does: the one table of server errors.
 [[noreturn]] void raise_server_error(const std::string& message);

@@ -47,6 +47,7 @@ COST_CHECKED = (
     f"{PACKAGE}.boards.events",
     f"{PACKAGE}.boards.sharded",
     f"{PACKAGE}.boards.league",
+    f"{PACKAGE}.boards.tournament",
 )
 ROLE = re.compile(r":(?:class|meth|func|attr|mod|exc|data|obj):`~?([^`]+)`")
 

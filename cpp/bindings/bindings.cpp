@@ -25,8 +25,9 @@ namespace py = pybind11;
 using namespace py::literals;
 
 namespace rlb::bindings {
-void declare_cluster(py::module_& m);  // cluster_bindings.cpp
-void declare_league(py::module_& m);   // league_bindings.cpp
+void declare_cluster(py::module_& m);     // cluster_bindings.cpp
+void declare_league(py::module_& m);      // league_bindings.cpp
+void declare_tournament(py::module_& m);  // league_bindings.cpp
 }  // namespace rlb::bindings
 
 namespace {
@@ -750,6 +751,7 @@ PYBIND11_MODULE(_core, m) {
 
   declare_cluster(m);
   declare_league(m);
+  declare_tournament(m);
 
   m.def("option_table", &option_table,
         "Every client option: [(name, default, positional, (the _core classes that take it, "

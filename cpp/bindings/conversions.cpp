@@ -496,6 +496,19 @@ constexpr PythonError kPythonErrors[] = {
      "The submission id was applied before for another user or another payload (score, mode, "
      "metadata); nothing was changed. A resend repeating the write exactly returns the first "
      "result instead. A ValueError."},
+    // Tournaments: the player is refused by the tournament's rules; nothing was changed.
+    {"TournamentFull", is_a<TournamentFull>, kValueError,
+     "The tournament's period has its max_size players: a join (or a first submission) is "
+     "refused, first come first served; nothing was changed. A ValueError."},
+    {"NotJoined", is_a<NotJoined>, kValueError,
+     "A submission from a player who has not joined a join_required tournament; nothing was "
+     "changed. A ValueError."},
+    {"AttemptsExhausted", is_a<AttemptsExhausted>, kValueError,
+     "The player has used every attempt of the period (max_attempts plus those granted with "
+     "add_attempts); nothing was changed. A ValueError."},
+    {"StalePeriod", is_a<StalePeriod>, kValueError,
+     "A submission meant for a period that is not the current one (the stale-client guard); "
+     "nothing was changed. A ValueError."},
 };
 constexpr std::size_t kErrorCount = sizeof kPythonErrors / sizeof kPythonErrors[0];
 static_assert(std::string_view(kPythonErrors[kRedisError].name) == "RedisError");

@@ -10,6 +10,7 @@
 #include "bindings/conversions.hpp"
 #include "errors.hpp"
 #include "leaderboard/league.hpp"
+#include "leaderboard/tournament.hpp"
 
 namespace py = pybind11;
 using namespace py::literals;
@@ -193,6 +194,91 @@ void declare_league(py::module_& m) {
           [](const League& self, py::handle period, py::handle user_id) {
             auto reply = std::make_shared<LeagueReply>();
             return with_reply(self.results(period_arg(period), user_id_arg(user_id), reply), reply);
+          },
+          "period"_a, "user_id"_a);
+}
+
+// Tournaments (leaderboard/tournament.hpp), with the league's records and (operation, take).
+namespace {
+
+using leaderboard::Tournament;
+using leaderboard::TournamentPeriod;
+
+std::optional<long long> optional_integer(py::handle value, const char* what) {
+  if (value.is_none()) return std::nullopt;
+  return integer_arg(value, what);
+}
+
+// (id, start ms, window end ms, next start ms, expire ms, now ms or None, named: 0, 1 or 2)
+TournamentPeriod tournament_period_arg(py::handle value) {
+  auto tuple = value.cast<py::tuple>();
+  if (tuple.size() != 7) {
+    throw py::type_error("a period is (id, start, window end, next start, expire, now, named)");
+  }
+  return TournamentPeriod{text_arg(tuple[0], "period"),
+                          integer_arg(tuple[1], "start"),
+                          integer_arg(tuple[2], "window end"),
+                          integer_arg(tuple[3], "next start"),
+                          integer_arg(tuple[4], "expire"),
+                          optional_integer(tuple[5], "now"),
+                          static_cast<int>(integer_arg(tuple[6], "named"))};
+}
+
+}  // namespace
+
+void declare_tournament(py::module_& m) {
+  py::class_<Tournament>(m, "Tournament", "A tournament; builds validated operations.")
+      .def(py::init([](std::string key, py::handle max_size, bool join_required,
+                       py::handle max_attempts, py::handle mode, py::handle order, py::handle ties,
+                       py::handle submission_ttl) {
+             return Tournament(std::move(key), optional_integer(max_size, "max_size"),
+                               join_required, optional_integer(max_attempts, "max_attempts"),
+                               leaderboard::parse_write_mode(text_arg(mode, "mode")),
+                               leaderboard::parse_order(text_arg(order, "order")),
+                               leaderboard::parse_ties(text_arg(ties, "ties")),
+                               number_arg(submission_ttl, "submission_ttl"));
+           }),
+           "key"_a, py::kw_only(), "max_size"_a, "join_required"_a, "max_attempts"_a, "mode"_a,
+           "order"_a, "ties"_a, "submission_ttl"_a = 86400)
+      .def_property_readonly("key", &Tournament::key)
+      .def("board_key", &Tournament::board_key, "period"_a)
+      .def(
+          "submit",
+          [](const Tournament& self, py::handle period, py::handle user_id, py::handle score,
+             py::handle metadata, py::handle submission_id, py::handle retries) {
+            std::optional<std::string> id;
+            if (!submission_id.is_none()) id = text_arg(submission_id, "submission_id");
+            auto reply = std::make_shared<LeagueReply>();
+            return with_reply(
+                self.submit(tournament_period_arg(period), user_id_arg(user_id),
+                            number_arg(score, "score"), metadata_arg(metadata), std::move(id),
+                            static_cast<int>(integer_arg(retries, "retries")), reply),
+                reply);
+          },
+          "period"_a, "user_id"_a, "score"_a, "metadata"_a, "submission_id"_a, "retries"_a)
+      .def(
+          "join",
+          [](const Tournament& self, py::handle period, py::handle user_id) {
+            auto reply = std::make_shared<LeagueReply>();
+            return with_reply(self.join(tournament_period_arg(period), user_id_arg(user_id), reply),
+                              reply);
+          },
+          "period"_a, "user_id"_a)
+      .def(
+          "add_attempts",
+          [](const Tournament& self, py::handle period, py::handle user_id, py::handle n) {
+            auto reply = std::make_shared<LeagueReply>();
+            return with_reply(self.add_attempts(tournament_period_arg(period), user_id_arg(user_id),
+                                                integer_arg(n, "n"), reply),
+                              reply);
+          },
+          "period"_a, "user_id"_a, "n"_a)
+      .def(
+          "status",
+          [](const Tournament& self, py::handle period, py::handle user_id) {
+            auto reply = std::make_shared<LeagueReply>();
+            return with_reply(
+                self.status(tournament_period_arg(period), user_id_arg(user_id), reply), reply);
           },
           "period"_a, "user_id"_a);
 }

@@ -7,12 +7,14 @@ operation takes one round trip and every write is atomic (a server-side script).
 from typing import TYPE_CHECKING
 
 from ._core import (
+    AttemptsExhausted,
     AuthenticationError,
     BusyLoadingError,
     ConnectionError,
     ExecAbortError,
     NoPermissionError,
     NoScriptError,
+    NotJoined,
     OptionsMismatch,
     OutOfMemoryError,
     PeriodClosed,
@@ -20,8 +22,10 @@ from ._core import (
     ReadOnlyError,
     RedisError,
     ResponseError,
+    StalePeriod,
     SubmissionIdReused,
     TimeoutError,
+    TournamentFull,
 )
 from ._sync import (
     LeaderboardGroup,
@@ -29,6 +33,7 @@ from ._sync import (
     PeriodicLeaderboard,
     RedisLeaderboard,
     RollingLeaderboard,
+    Tournament,
 )
 from .asyncio import RedisLeaderboard as AsyncRedisLeaderboard
 from .client import Client
@@ -54,6 +59,7 @@ else:
 
 __all__ = [
     "AsyncRedisLeaderboard",
+    "AttemptsExhausted",
     "AuthenticationError",
     "BusyLoadingError",
     "Client",
@@ -64,6 +70,7 @@ __all__ = [
     "League",
     "NoPermissionError",
     "NoScriptError",
+    "NotJoined",
     "OptionsMismatch",
     "OutOfMemoryError",
     "PeriodClosed",
@@ -75,7 +82,10 @@ __all__ = [
     "ResponseError",
     "RollingLeaderboard",
     "ShardedLeaderboard",
+    "StalePeriod",
     "SubmissionIdReused",
     "TimeoutError",
+    "Tournament",
+    "TournamentFull",
     "__version__",
 ]

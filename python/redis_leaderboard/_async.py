@@ -12,6 +12,7 @@ from .boards.league import LeagueBase
 from .boards.plain import Leaderboard
 from .boards.seasons import GroupBase, PeriodicBase, PeriodState, RollingState
 from .boards.sharded import ShardedBase
+from .boards.tournament import TournamentBase
 from .cluster import AsyncClusterClient
 
 __all__ = [
@@ -23,6 +24,7 @@ __all__ = [
     "RedisLeaderboard",
     "RollingLeaderboard",
     "ShardedLeaderboard",
+    "Tournament",
 ]
 
 
@@ -89,3 +91,13 @@ class League(LeagueBase, AsyncDriven):
     client_class = Client
     cluster_client_class = AsyncClusterClient
     display_name = "redis_leaderboard.asyncio.League"
+
+
+class Tournament(TournamentBase, AsyncDriven):
+    """The asyncio twin of :class:`redis_leaderboard.Tournament`: :meth:`at` and
+    :meth:`current` return asyncio boards."""
+
+    client_class = Client
+    cluster_client_class = AsyncClusterClient
+    board_class = RedisLeaderboard
+    display_name = "redis_leaderboard.asyncio.Tournament"

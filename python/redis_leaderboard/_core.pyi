@@ -138,6 +138,22 @@ class SubmissionIdReused(ValueError):
     metadata); nothing was changed. A resend repeating the write exactly returns the first
     result instead. A ValueError."""
 
+class TournamentFull(ValueError):
+    """The tournament's period has its max_size players: a join (or a first submission) is
+    refused, first come first served; nothing was changed. A ValueError."""
+
+class NotJoined(ValueError):
+    """A submission from a player who has not joined a join_required tournament; nothing was
+    changed. A ValueError."""
+
+class AttemptsExhausted(ValueError):
+    """The player has used every attempt of the period (max_attempts plus those granted with
+    add_attempts); nothing was changed. A ValueError."""
+
+class StalePeriod(ValueError):
+    """A submission meant for a period that is not the current one (the stale-client guard);
+    nothing was changed. A ValueError."""
+
 class Operation(Generic[_T_co]):
     """One leaderboard operation: the requests it sends and how it reads their replies.
 
@@ -621,4 +637,48 @@ class League:
     def tiers(self, period: _LeaguePeriod, check: bool) -> tuple[Operation[None], _LeagueTake]: ...
     def results(
         self, period: _LeaguePeriod, user_id: str
+    ) -> tuple[Operation[None], _LeagueTake]: ...
+
+# --- tournaments ------------------------------------------------------------------------------
+
+# (period id, start, window end, next start, deadline (unix ms), now (unix ms) or None: the
+# server's clock, named: 0 no, 1 this period, 2 another one)
+_TournamentPeriod = tuple[str, int, int, int, int, Optional[int], int]
+
+class Tournament:
+    """A tournament (tournaments); builds validated operations, no I/O. Each method returns
+    ``(operation, take)``: ``take()`` gives the operation's record once it has run."""
+
+    def __init__(
+        self,
+        key: str,
+        *,
+        max_size: Optional[int],
+        join_required: bool,
+        max_attempts: Optional[int],
+        mode: str,
+        order: str,
+        ties: str,
+        submission_ttl: float = 86400,
+    ) -> None: ...
+    @property
+    def key(self) -> str: ...
+    def board_key(self, period: str) -> str: ...
+    def submit(
+        self,
+        period: _TournamentPeriod,
+        user_id: str,
+        score: float,
+        metadata: Optional[Mapping[str, Any]],
+        submission_id: Optional[str],
+        retries: int,
+    ) -> tuple[Operation[None], _LeagueTake]: ...
+    def join(
+        self, period: _TournamentPeriod, user_id: str
+    ) -> tuple[Operation[None], _LeagueTake]: ...
+    def add_attempts(
+        self, period: _TournamentPeriod, user_id: str, n: int
+    ) -> tuple[Operation[None], _LeagueTake]: ...
+    def status(
+        self, period: _TournamentPeriod, user_id: str
     ) -> tuple[Operation[None], _LeagueTake]: ...

@@ -10,6 +10,7 @@ from .boards.league import LeagueBase
 from .boards.plain import Leaderboard
 from .boards.seasons import GroupBase, PeriodicBase, PeriodState, RollingState
 from .boards.sharded import ShardedBase
+from .boards.tournament import TournamentBase
 from .client import Client
 
 __all__ = [
@@ -21,6 +22,7 @@ __all__ = [
     "RedisLeaderboard",
     "RollingLeaderboard",
     "ShardedLeaderboard",
+    "Tournament",
 ]
 
 
@@ -182,3 +184,19 @@ class League(LeagueBase, SyncDriven):
     client_class = Client
     cluster_client_class = _core.ClusterClient
     display_name = "League"
+
+
+class Tournament(TournamentBase, SyncDriven):
+    """A tournament: a board per period of ``schedule`` (``"hour"``, ``"day"``, ``"week"``,
+    ``"month"``, a timedelta from ``anchor``, or a cron expression, in ``tz``), active for
+    ``duration`` from each start; ``max_size`` players (first come, first served),
+    ``join_required``, ``max_attempts`` submissions per player and period (more with
+    :meth:`add_attempts`), every check and the write in one atomic script. Every query of
+    :class:`RedisLeaderboard` reads the current period's board; :meth:`at` and
+    :meth:`standings` the kept past ones. See ``docs/guides/tournaments.md`` and
+    :mod:`redis_leaderboard.boards.tournament` for every rule."""
+
+    client_class = Client
+    cluster_client_class = _core.ClusterClient
+    board_class = RedisLeaderboard
+    display_name = "Tournament"

@@ -8,6 +8,7 @@ when the code runs. Nothing here imports the rest of the package (``_core`` only
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import (
     TYPE_CHECKING,
     Any,
@@ -267,3 +268,43 @@ class LeagueSettlement(TypedDict):
     already_settled: int
     promoted: int
     demoted: int
+
+
+# --- tournaments -----------------------------------------------------------------------------
+
+
+class _TournamentSubmitRequired(_SubmitRequired):
+    period: str
+    attempts_used: int
+    attempts_left: Optional[int]
+    size: int
+
+
+class TournamentSubmitResult(_TournamentSubmitRequired, total=False):
+    """``Tournament.submit``: submit()'s result on the period's board, the period written (a
+    duplicate's: the first write's), the attempts used and left in the current period (left
+    None: unlimited) and its players; ``"duplicate"`` with a submission id."""
+
+    duplicate: bool
+
+
+class TournamentJoin(TypedDict):
+    """``Tournament.join``: the period joined, whether this call joined, its players, the
+    attempts left (None: unlimited)."""
+
+    period: str
+    joined_now: bool
+    size: int
+    attempts_left: Optional[int]
+
+
+class TournamentStatus(TypedDict):
+    """``Tournament.status``: a player's state in the current period."""
+
+    active: bool
+    period: str
+    starts_at: datetime
+    ends_at: datetime
+    joined: bool
+    attempts_left: Optional[int]
+    size: int

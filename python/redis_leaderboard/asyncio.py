@@ -11,6 +11,7 @@ from ._async import (
     PeriodicLeaderboard,
     RedisLeaderboard,
     RollingLeaderboard,
+    Tournament,
 )
 from ._async_client import Client
 from .cluster import AsyncClusterClient as ClusterClient
@@ -25,4 +26,5 @@ __all__ = [
     "RedisLeaderboard",
     "RollingLeaderboard",
     "ShardedLeaderboard",
+    "Tournament",
 ]

@@ -78,7 +78,7 @@ from .._types import (
     WriteMode,
 )
 from ..options import board_client
-from .seasons import Clock, Period, PeriodClock, _millis
+from .seasons import Clock, Period, PeriodClock, Periods, _millis
 
 __all__ = ["LeagueBase"]
 
@@ -197,7 +197,7 @@ class LeagueBase(PeriodClock):
             )
             for base in bases
         ]
-        self._start_clock(period, tz, anchor, clock)
+        self._start_clock(Periods(period, tz, anchor), clock)
         self.redis = board_client(
             self.display_name,
             redis_client,

@@ -268,11 +268,9 @@ class PeriodClock:
     clock: Clock
     """The clock deciding the current period: a callable returning an aware datetime."""
 
-    def _start_clock(
-        self, period: Period, tz: Union[str, tzinfo], anchor: Optional[datetime], clock: Any
-    ) -> None:
-        """Checks and keeps the periods and the clock (the constructor's arguments)."""
-        self.periods_of = Periods(period, tz, anchor)
+    def _start_clock(self, periods: Periods, clock: Any) -> None:
+        """Keeps the periods and the clock (checked: the constructor's argument)."""
+        self.periods_of = periods
         if clock is not None and not callable(clock):
             raise TypeError("clock must be a callable returning an aware datetime")
         self.clock = clock or _system_clock
@@ -364,7 +362,7 @@ class PeriodicBase(PeriodClock, Generic[B]):
             "events_maxlen": events_maxlen,
         }
         _core.Board(key, max_entries, order=order, ties=ties, **self.guards)  # validates them
-        self._start_clock(period, tz, anchor, clock)
+        self._start_clock(Periods(period, tz, anchor), clock)
         self.keep = _check_keep(keep)
         """How many periods are kept, the current one included."""
         self.grace = _check_grace(grace)

@@ -1,0 +1,173 @@
+#!lua
+-- A tournament's writes (see python/redis_leaderboard/boards/tournament.py for the design): a
+-- player's submission (every check, then the attempt and the score, atomically), a join, and
+-- attempts granted. No flags: Redis 7 refuses it up front when out of memory. Every check that
+-- can fail (key types, permissions, the recorded options, the active window, the period, the
+-- capacity, the attempts) runs before the first write, so a refused call changes nothing: no
+-- attempt used, no join recorded.
+-- KEYS (a tournament "<T>", period "<P>"): <T>:options (the recorded options), <T>:current
+-- ("<start ms> <period id>": the newest period written), <T>:<P>:entrants (user -> attempts
+-- used: a field per player in the period), <T>:<P>:bonus (user -> attempts granted), <T>:<P>
+-- (the period's board, the guide's layout), then for submit: the user's metadata hash
+-- <T>:<P>:user:<id>, the board's option keys (see board_spec), and with a submission id its
+-- record <T>:submission:<id> (the tournament's, whatever the period).
+-- ARGV: op ('submit' | 'join' | 'add_attempts'), max_size ('' : none), join_required ('1' |
+-- '0'), max_attempts ('' : none), write mode, order, ties, period id, period start, the active
+-- window's end, the next period's start, the period's deadline (unix ms), now (unix ms; '' : the
+-- server's clock), whether the caller named the period (the stale-client guard: '0' no, '1' this
+-- one, '2' another one: refused unless the call is a resend of an applied submission id),
+-- user_id, then
+--   submit:       score, spec words ('' or 'sid:<ttl ms>'), field, value, ...
+--   add_attempts: n
+-- Replies: a status 'OPTIONS <recorded>' (the tournament records other options); an error
+-- 'PERIODCLOSED ...' (outside the active window, or a newer period has begun), 'STALEPERIOD ...'
+-- (the caller named a period that is not the current one), 'NOTJOINED ...', 'TOURNAMENTFULL ...',
+-- 'NOATTEMPTS ...'; else
+--   submit:       {submit()'s reply (see apply_write), period id written, attempts used,
+--                  attempts granted, players in the period}
+--   join:         {1 if joined now else 0, attempts used, attempts granted, players}
+--   add_attempts: {attempts used, attempts granted, players}
+local OPTIONS, CURRENT, ENTRANTS, BONUS, BOARD = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
+local op = ARGV[1]
+local max_size, join_required = tonumber(ARGV[2]), ARGV[3] == '1'
+local max_attempts = tonumber(ARGV[4])
+local mode, order, ties = ARGV[5], ARGV[6], ARGV[7]
+local period, start, window_end = ARGV[8], tonumber(ARGV[9]), tonumber(ARGV[10])
+local next_start, expire = tonumber(ARGV[11]), ARGV[12]
+local named, stale, user_id = ARGV[14] ~= '0', ARGV[14] == '2', ARGV[15]
+local base = string.sub(OPTIONS, 1, #OPTIONS - 8)  -- "<T>"
+local config = 'max_size=' .. ARGV[2] .. ' join_required=' .. ARGV[3] .. ' max_attempts='
+  .. ARGV[4] .. ' mode=' .. mode .. ' order=' .. order .. ' ties=' .. ties
+
+local err = check_type(OPTIONS, 'hash') or check_type(CURRENT, 'string')
+  or check_type(ENTRANTS, 'hash') or check_type(BONUS, 'hash')
+  or check_acl('HGET', OPTIONS, 'config') or check_acl('HSET', OPTIONS, 'config', 'x')
+  or check_acl('GET', CURRENT) or check_acl('SET', CURRENT, 'x')
+  or check_acl('HGET', ENTRANTS, 'x') or check_acl('HLEN', ENTRANTS)
+  or check_acl('HINCRBY', ENTRANTS, 'x', '1') or check_acl('HGET', BONUS, 'x')
+  or check_acl('HINCRBY', BONUS, 'x', '1') or check_acl('PEXPIREAT', ENTRANTS, expire)
+  or check_acl('PEXPIREAT', BONUS, expire)
+if err then return err end
+local recorded = redis.call('HGET', OPTIONS, 'config')
+if recorded and recorded ~= config then return redis.status_reply('OPTIONS ' .. recorded) end
+
+local function refuse(code, why)
+  return redis.error_reply(code .. ' period ' .. period .. ' of tournament ' .. base .. ': '
+    .. why .. '; nothing was changed')
+end
+
+-- nil, or the error refusing a write into this period now: outside its active window, or a
+-- newer period has begun (by the clock, or written by another client).
+local function check_period()
+  local now = tonumber(ARGV[13])
+  if not now then
+    local time = redis.call('TIME')
+    now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
+  end
+  local newer = now >= next_start
+  local current = redis.call('GET', CURRENT)
+  if current then
+    local at = string.find(current, ' ', 1, true)
+    local current_start = tonumber(string.sub(current, 1, at - 1))
+    if current_start > start then newer = string.sub(current, at + 1) end
+  end
+  if newer then
+    local which = newer == true and 'a newer period' or ('period ' .. newer)
+    if named then return refuse('STALEPERIOD', 'the submission was meant for this period, and '
+      .. which .. ' has begun') end
+    return refuse('PERIODCLOSED', 'has ended: ' .. which .. ' has begun')
+  end
+  if now < start then return refuse('PERIODCLOSED', 'has not begun') end
+  if now >= window_end then
+    return refuse('PERIODCLOSED', 'is not active: its window closed at ' .. ARGV[10] .. ' ms')
+  end
+  return nil
+end
+
+-- The player's state: joined, attempts used, attempts granted.
+local function entrant()
+  local used = redis.call('HGET', ENTRANTS, user_id)
+  return used ~= false, tonumber(used or '0'), tonumber(redis.call('HGET', BONUS, user_id) or '0')
+end
+
+-- nil, or the error refusing a player who is not in yet: join required, or the tournament full.
+local function check_entry(joined, submitting)
+  if joined then return nil end
+  if submitting and join_required then
+    return refuse('NOTJOINED', 'user ' .. user_id .. ' has not joined (join_required)')
+  end
+  if max_size and redis.call('HLEN', ENTRANTS) >= max_size then
+    return refuse('TOURNAMENTFULL', 'it has its ' .. ARGV[2] .. ' players (max_size)')
+  end
+  return nil
+end
+
+-- The writes every accepted call makes: the options recorded, the newest period, the deadline.
+local function mark()
+  if not recorded then redis.call('HSET', OPTIONS, 'config', config) end
+  redis.call('SET', CURRENT, ARGV[9] .. ' ' .. period)
+  redis.call('PEXPIREAT', ENTRANTS, expire)
+end
+
+if op == 'submit' then
+  local number, words = ARGV[16], ARGV[17]
+  local board = BOARD
+  local w = {board = board, user_key = KEYS[6], k = 7, mode = mode, order = order, ties = ties,
+    submit = true, number = number, user_id = user_id, max_entries = 4294967296, fields = ARGV,
+    first_field = 18, expire_at = expire}
+  if words ~= '' then
+    local spec = {}
+    for word in string.gmatch(words, '%S+') do spec[#spec + 1] = word end
+    guard_fields(w, spec, 1, #KEYS)  -- the submission id's record: the last key
+  end
+  local plan, reply = plan_write(w)
+  if not plan then
+    if type(reply) ~= 'table' or reply.err or reply.ok then return reply end
+    -- The stored result of an earlier write with this submission id: nothing is written, no
+    -- attempt used; its period is the one the write landed on.
+    local applied = reply[#reply]
+    local joined, used, bonus = entrant()
+    return {reply, string.sub(applied, #base + 2), used, bonus, redis.call('HLEN', ENTRANTS)}
+  end
+  if stale then
+    return refuse('STALEPERIOD', 'the submission was meant for another period')
+  end
+  err = check_period()
+  if err then return err end
+  local joined, used, bonus = entrant()
+  err = check_entry(joined, true)
+  if err then return err end
+  if max_attempts and used >= max_attempts + bonus then
+    return refuse('NOATTEMPTS', 'user ' .. user_id .. ' has used its ' .. (max_attempts + bonus)
+      .. ' attempts')
+  end
+  mark()
+  used = redis.call('HINCRBY', ENTRANTS, user_id, 1)
+  reply = apply_write(plan)
+  return {reply, period, used, bonus, redis.call('HLEN', ENTRANTS)}
+end
+
+if op == 'join' then
+  err = check_period()
+  if err then return err end
+  local joined, used, bonus = entrant()
+  local now = 0
+  if not joined then
+    err = check_entry(false, false)
+    if err then return err end
+    mark()
+    redis.call('HSET', ENTRANTS, user_id, 0)
+    now = 1
+  end
+  return {now, used, bonus, redis.call('HLEN', ENTRANTS)}
+end
+
+if op == 'add_attempts' then
+  local joined, used = entrant()
+  if not recorded then redis.call('HSET', OPTIONS, 'config', config) end
+  local bonus = redis.call('HINCRBY', BONUS, user_id, ARGV[16])
+  redis.call('PEXPIREAT', BONUS, expire)
+  return {used, bonus, redis.call('HLEN', ENTRANTS)}
+end
+
+return redis.error_reply('ERR unknown tournament operation ' .. tostring(op))

@@ -1,0 +1,79 @@
+// Tournaments, without I/O: a board per period with a capacity, join-required, a cap on
+// attempts per period and an active window (see python/redis_leaderboard/boards/tournament.py
+// for the design, scripts/tournament.lua for the data layout). The periods (a calendar period or
+// a cron schedule) are computed in Python, which hands these operations the period of the moment.
+// Results reuse the league's records (named fields; the bindings make a dict of them).
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "leaderboard/league.hpp"
+#include "leaderboard/operations.hpp"
+
+namespace rlb::leaderboard {
+
+namespace scripts {
+extern const Script tournament;       // a tournament's writes: submit, join, add_attempts
+extern const Script tournament_read;  // a player's state in a period
+}  // namespace scripts
+
+// The period an operation is about (unix ms): its start, the end of its active window, the
+// next period's start, the deadline of its keys; `now`: the client's clock (none: the server's
+// clock decides); `named`: whether the caller named the period (the stale-client guard): 0 no,
+// 1 this one, 2 another one (refused unless the call resends an applied submission id).
+struct TournamentPeriod {
+  std::string id;
+  long long start_ms = 0;
+  long long window_end_ms = 0;
+  long long next_start_ms = 0;
+  long long expire_ms = 0;
+  std::optional<long long> now_ms;
+  int named = 0;
+};
+
+class Tournament {
+ public:
+  Tournament(std::string key, std::optional<long long> max_size, bool join_required,
+             std::optional<long long> max_attempts, WriteMode mode, Order order, Ties ties,
+             double submission_ttl = 86400);
+
+  const std::string& key() const { return key_; }
+  // The board of a period: "<key>:<period>" (the guide's layout).
+  std::string board_key(const std::string& period) const { return key_ + ":" + period; }
+
+  // A submission: every check (window, period, join, capacity, attempts), then one attempt used
+  // and the score written with the tournament's mode, atomically. Record: "submit" (submit()'s
+  // result on the period's board), "period", "used", "bonus", "size".
+  std::unique_ptr<Operation> submit(const TournamentPeriod& period, std::string user_id,
+                                    double score, Metadata metadata,
+                                    std::optional<std::string> submission_id, int retries,
+                                    std::shared_ptr<LeagueReply> out) const;
+  // A join (refused past max_size). Record: "joined_now", "used", "bonus", "size".
+  std::unique_ptr<Operation> join(const TournamentPeriod& period, std::string user_id,
+                                  std::shared_ptr<LeagueReply> out) const;
+  // Attempts granted to a player in the period. Record: "used", "bonus", "size".
+  std::unique_ptr<Operation> add_attempts(const TournamentPeriod& period, std::string user_id,
+                                          long long n, std::shared_ptr<LeagueReply> out) const;
+  // A player's state in the period. Record: "joined", "used", "bonus", "size".
+  std::unique_ptr<Operation> status(const TournamentPeriod& period, std::string user_id,
+                                    std::shared_ptr<LeagueReply> out) const;
+
+ private:
+  std::vector<std::string> keys(const TournamentPeriod& period) const;
+  std::vector<std::string> args(const char* op, const TournamentPeriod& period,
+                                const std::string& user_id) const;
+  std::string config() const;
+
+  std::string key_;
+  std::optional<long long> max_size_, max_attempts_;
+  bool join_required_;
+  WriteMode mode_;
+  Order order_;
+  Ties ties_;
+  double submission_ttl_;
+};
+
+}  // namespace rlb::leaderboard

@@ -1,0 +1,502 @@
+"""Tournaments: a board per period with a capacity, join-required, a cap on attempts per period
+and an active window inside each period. Written once for both APIs.
+
+Design
+------
+Schedule. A tournament's periods are a calendar period (``"hour"``, ``"day"``, ``"week"``,
+``"month"`` in ``tz``, or a ``timedelta`` counted from ``anchor``: the seasons' ``Periods``) or
+a cron expression (the standard 5 fields, in ``tz``: a period begins at each time it names and
+lasts until the next). ``duration`` (a timedelta) is the active window from each start: writes
+outside it raise :class:`PeriodClosed`; None: the whole period. A window longer than its period
+ends with the period. The clock is the client's (injectable), as on periodic boards.
+
+A period is a board. Period ``P``'s board is the guide's layout at ``f"{key}:{P}"`` (metadata at
+``...:user:<id>``) with the tournament's ``order`` and ``ties``; the tournament's write is the
+plain board's (``plan_write``/``apply_write`` of ``_lib.lua``), so every query of a plain board
+reads it (the tournament forwards them to the current period's board, and :meth:`at` reaches a
+kept past one: its final standings). Beside it, ``f"{key}:{P}:entrants"`` (player -> attempts
+used: a field per player in the period) and ``f"{key}:{P}:bonus"`` (player -> attempts
+granted); and for the whole tournament ``f"{key}:options"`` (its recorded options: two clients
+cannot disagree silently) and ``f"{key}:current"`` (the newest period written). A period's keys
+expire together once ``keep`` newer periods have begun.
+
+One script a write. ``submit`` runs every check in one script before its first write: the
+submission id (a resend of an applied id returns the first result, and uses no attempt, whatever
+the period or the window now), the active window, the period (a newer one has begun: by the
+clock, or written by another client), the join (``join_required``: :class:`NotJoined`), the
+capacity (a player's first submission joins them when joining is not required:
+:class:`TournamentFull` past ``max_size``), the attempts (:class:`AttemptsExhausted` once
+``max_attempts`` plus those granted are used); then it counts the attempt and writes the score
+with the tournament's ``mode``. A refused write changes nothing: no attempt used, no join
+recorded. ``join`` is first come, first served under the same script: two players racing for the
+last place get one place. Every non-duplicate submission uses an attempt, improving or not.
+
+Whose clock. With the system clock, the script checks the window against the server's clock (the
+authority: a client whose clock is off cannot write outside the window); with an injected clock
+(tests, replays), against the client's. Either way the client checks first, so a write the
+clock already refuses raises before anything is sent (a submission carrying a submission id is
+sent anyway: its resend must return the first result).
+
+Stale clients. ``submit(..., period=P)`` names the period the write is meant for (the id the
+client read from :meth:`status`): if the current period is another, :class:`StalePeriod` (before
+anything is sent when the client's clock says so, else from the script).
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta, tzinfo
+from typing import Any, Mapping, Optional, Union, cast
+
+from .. import _core
+from .._drive import Plan, Sent, one_trip, plan
+from .._types import (
+    Entry,
+    Order,
+    Ties,
+    TournamentJoin,
+    TournamentStatus,
+    TournamentSubmitResult,
+    WriteMode,
+)
+from ..options import board_client
+from .plain import Leaderboard
+from .seasons import (
+    UTC,
+    Clock,
+    Period,
+    PeriodClock,
+    Periods,
+    _aware,
+    _millis,
+    _zone,
+    on_current,
+)
+
+__all__ = ["CronPeriods", "TournamentBase"]
+
+PeriodArg = Union[None, str, datetime]
+Schedule = Union[Period, str]
+
+
+class CronPeriods:
+    """The periods of a cron schedule (the standard 5 fields: minute, hour, day of month, month,
+    day of week; in the time zone ``tz``): a period begins at each time the expression names
+    and lasts until the next. The same interface as :class:`Periods`. Evaluated by ``cronsim``
+    (which also decides the daylight-saving rules: a time skipped by a gap fires at the gap's
+    end, a repeated one once)."""
+
+    def __init__(self, expression: str, tz: Union[str, tzinfo] = "UTC") -> None:
+        from cronsim import CronSim, CronSimError
+
+        self.tz = _zone(tz)
+        self.period = expression
+        self._cron = CronSim
+        if not expression.startswith("@") and len(expression.split()) != 5:
+            raise ValueError(
+                f"schedule {expression!r}: a cron expression has 5 fields (minute, hour, day of "
+                "month, month, day of week), or is one of @hourly, @daily, @weekly, ..."
+            )
+        try:
+            CronSim(expression, datetime(2000, 1, 1, tzinfo=self.tz))
+        except CronSimError as exc:
+            raise ValueError(
+                f"schedule {expression!r} is not a valid cron expression: {exc}"
+            ) from None
+
+    def _fire(self, moment: datetime, reverse: bool) -> datetime:
+        # cronsim steps from a local time, strictly: forward, the first fire after it; in
+        # reverse, the last fire before it.
+        local = moment.astimezone(self.tz)
+        try:
+            fire = next(self._cron(self.period, local, reverse=reverse))
+        except StopIteration:  # pragma: no cover - an expression that never fires is refused
+            raise ValueError(f"schedule {self.period!r} never fires") from None
+        return fire.astimezone(UTC)
+
+    def start_of(self, moment: datetime) -> datetime:
+        """The start of the period holding ``moment``: the latest time the schedule names at or
+        before it (UTC)."""
+        moment = _aware(moment, "moment").replace(microsecond=0)
+        return self._fire(moment + timedelta(seconds=1), reverse=True)
+
+    def next_start(self, start: datetime) -> datetime:
+        """The start of the period after the one starting at ``start``."""
+        return self._fire(_aware(start, "start"), reverse=False)
+
+    def previous_start(self, start: datetime) -> datetime:
+        """The start of the period before the one starting at ``start``."""
+        return self._fire(_aware(start, "start"), reverse=True)
+
+    def period_id(self, start: datetime) -> str:
+        """The period's name in keys: its local start, ``2026-11-23T1200+0100``."""
+        return _aware(start, "start").astimezone(self.tz).strftime("%Y-%m-%dT%H%M%z")
+
+
+def _periods(schedule: Schedule, tz: Union[str, tzinfo], anchor: Optional[datetime]) -> Any:
+    if isinstance(schedule, timedelta) or schedule in ("hour", "day", "week", "month"):
+        return Periods(cast(Period, schedule), tz, anchor)
+    if not isinstance(schedule, str):
+        raise TypeError(
+            "schedule must be 'hour', 'day', 'week', 'month', a timedelta or a cron expression, "
+            f"not {type(schedule).__name__}"
+        )
+    if anchor is not None:
+        raise ValueError("anchor is only for a timedelta schedule")
+    return CronPeriods(schedule, tz)
+
+
+def _optional_count(value: Any, what: str) -> Optional[int]:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"{what} must be an int or None, not {type(value).__name__}")
+    if value < 1:
+        raise ValueError(f"{what} must be at least 1 (or None)")
+    return value
+
+
+def _user(user_id: Any) -> str:
+    if not isinstance(user_id, str):
+        raise TypeError(f"user_id must be a str, not {type(user_id).__name__}")
+    if not user_id:
+        raise ValueError("user_id must not be empty")
+    return user_id
+
+
+class TournamentBase(PeriodClock):
+    """A tournament (:class:`Tournament`, sync or asyncio): its options, schedule and methods,
+    each written once (see the module for the design)."""
+
+    client_class: Any  # the public class's
+    cluster_client_class: Any
+    board_class: Any  # the plain board class of the same API
+    display_name: str = "Tournament"
+    redis: Any
+
+    def __init__(
+        self,
+        redis_client: Any = None,
+        key: str = "tournament:demo",
+        *,
+        schedule: Schedule,
+        duration: Optional[timedelta] = None,
+        tz: Union[str, tzinfo] = "UTC",
+        anchor: Optional[datetime] = None,
+        max_size: Optional[int] = None,
+        join_required: bool = False,
+        max_attempts: Optional[int] = None,
+        mode: WriteMode = "best",
+        order: Order = "desc",
+        ties: Ties = "lexicographic",
+        keep: int = 4,
+        clock: Optional[Clock] = None,
+        url: Optional[str] = None,
+        submission_ttl: float = 86400,
+    ) -> None:
+        if not isinstance(key, str) or not key:
+            raise ValueError("key must be a non-empty str")
+        self.max_size = _optional_count(max_size, "max_size")
+        self.max_attempts = _optional_count(max_attempts, "max_attempts")
+        if not isinstance(join_required, bool):
+            raise TypeError(f"join_required must be a bool, not {type(join_required).__name__}")
+        if isinstance(keep, bool) or not isinstance(keep, int):
+            raise TypeError(f"keep must be an int, not {type(keep).__name__}")
+        if keep < 1:
+            raise ValueError("keep must be at least 1 (the current period)")
+        self.keep = keep
+        if duration is not None:
+            if not isinstance(duration, timedelta):
+                raise TypeError(f"duration must be a timedelta or None, not {duration!r}")
+            if duration <= timedelta(0) or duration % timedelta(milliseconds=1):
+                raise ValueError("duration must be a positive whole number of milliseconds")
+        self.duration = duration
+        self._tournament = _core.Tournament(
+            key,
+            max_size=max_size,
+            join_required=join_required,
+            max_attempts=max_attempts,
+            mode=mode,
+            order=order,
+            ties=ties,
+            submission_ttl=submission_ttl,
+        )
+        self._start_clock(_periods(schedule, tz, anchor), clock)
+        # With the system clock, the script checks the window on the server's clock.
+        self._server_clock = clock is None
+        self.redis = board_client(
+            self.display_name,
+            redis_client,
+            url,
+            key,
+            self.client_class,
+            self.cluster_client_class,
+        )
+        self.key = key
+        self.join_required = join_required
+        self.mode: WriteMode = mode
+        self.order: Order = order
+        self.ties: Ties = ties
+        self._boards: dict[str, Any] = {}
+
+    # -- periods -------------------------------------------------------------------------
+
+    @property
+    def schedule(self) -> Schedule:
+        return cast(Schedule, self.periods_of.period)
+
+    def window(self, when: Optional[datetime] = None) -> tuple[datetime, datetime]:
+        """The active window (start, end) of the period holding ``when`` (default: now), aware
+        datetimes in ``tz``: writes are taken from start (included) to end (excluded)."""
+        moment = self.now() if when is None else _aware(when, "when")
+        start = self.periods_of.start_of(moment)
+        _, end, _ = self._bounds(start)
+        return start.astimezone(self.tz), end.astimezone(self.tz)
+
+    def periods(self) -> list[str]:
+        """The ids of the kept periods, newest (the current one) first."""
+        start = self.periods_of.start_of(self.now())
+        ids = [self.periods_of.period_id(start)]
+        for _ in range(self.keep - 1):
+            start = self.periods_of.previous_start(start)
+            ids.append(self.periods_of.period_id(start))
+        return ids
+
+    def _bounds(self, start: datetime) -> tuple[datetime, datetime, datetime]:
+        """(start, window end, next start) of the period starting at ``start``."""
+        following = self.periods_of.next_start(start)
+        end = following if self.duration is None else min(start + self.duration, following)
+        return start, end, following
+
+    def _period(
+        self, start: datetime, now: datetime, named: int = 0
+    ) -> tuple[str, int, int, int, int, Optional[int], int]:
+        """The core's period: (id, start, window end, next start, deadline, now or None: the
+        server's clock; unix ms), and ``named`` (0: no period named, 1: this one, 2: another,
+        refused unless the call resends an applied submission id). Its keys expire when the
+        ``keep``-th period after it begins."""
+        _, end, following = self._bounds(start)
+        deadline = following
+        for _ in range(self.keep - 1):
+            deadline = self.periods_of.next_start(deadline)
+        return (
+            self.periods_of.period_id(start),
+            _millis(start),
+            _millis(end),
+            _millis(following),
+            _millis(deadline),
+            None if self._server_clock else _millis(now),
+            named,
+        )
+
+    def _start_of(self, period: PeriodArg) -> datetime:
+        """The start of the period ``period`` names: None (the current one), an aware datetime
+        in it, or its id among the kept periods (``ValueError`` otherwise)."""
+        current = self.periods_of.start_of(self.now())
+        if period is None:
+            return current
+        if isinstance(period, datetime):
+            return self.periods_of.start_of(period)
+        if not isinstance(period, str):
+            raise TypeError(f"period must be a period id, a datetime or None, not {period!r}")
+        start = current
+        for _ in range(self.keep):
+            if self.periods_of.period_id(start) == period:
+                return start
+            start = self.periods_of.previous_start(start)
+        raise ValueError(
+            f"period {period!r} is not one of the tournament's kept periods ({self.keep}, the "
+            f"current one {self.periods_of.period_id(current)!r} included)"
+        )
+
+    def _writable(self, named: Optional[str], resend: bool) -> tuple[Any, ...]:
+        """The current period for a write; raises before anything is sent when the clock says
+        the write is refused: :class:`StalePeriod` if ``named`` is not the current period,
+        :class:`PeriodClosed` outside the active window. A ``resend`` (a submission id) is sent
+        anyway, for the script to decide: an applied id returns the first result."""
+        now = self.now()
+        start = self.periods_of.start_of(now)
+        current = self.periods_of.period_id(start)
+        flag = 0
+        if named is not None:
+            if not isinstance(named, str):
+                raise TypeError(f"period must be a period id (str) or None, not {named!r}")
+            flag = 1
+            if named != current:
+                if resend:
+                    flag = 2
+                else:
+                    raise _core.StalePeriod(
+                        f"period {named} of tournament {self.key}: the submission was meant "
+                        f"for this period, and the current one is {current}; nothing was sent"
+                    )
+        _, end, _ = self._bounds(start)
+        if not resend and now >= end:
+            raise _core.PeriodClosed(
+                f"period {current} of tournament {self.key}: its active window closed at "
+                f"{end.astimezone(self.tz).isoformat()}; the clock says "
+                f"{now.astimezone(self.tz).isoformat()}; nothing was sent"
+            )
+        return self._period(start, now, flag)
+
+    def _attempts_left(self, used: int, bonus: int) -> Optional[int]:
+        if self.max_attempts is None:
+            return None
+        return max(self.max_attempts + bonus - used, 0)
+
+    # -- the boards ----------------------------------------------------------------------
+
+    def at(self, period: PeriodArg = None) -> Any:
+        """The plain board (a :class:`RedisLeaderboard` of the same API, read it only) of a
+        period: None (the current one), a kept period's id, or a datetime in it: every query
+        of a board on that period's final (or current) standings."""
+        start = self._start_of(period)
+        board_key = self._tournament.board_key(self.periods_of.period_id(start))
+        board = self._boards.get(board_key)
+        if board is None:
+            if len(self._boards) > 2 * self.keep + 8:
+                self._boards.clear()
+            board = self.board_class(self.redis, board_key, None, order=self.order, ties=self.ties)
+            self._boards[board_key] = board
+        return board
+
+    def current(self) -> Any:
+        """The current period's board (see :meth:`at`)."""
+        return self.at(None)
+
+    # -- writes --------------------------------------------------------------------------
+
+    @plan
+    def submit(
+        self,
+        user_id: str,
+        score: float,
+        metadata: Optional[Mapping[str, Any]] = None,
+        *,
+        submission_id: Optional[str] = None,
+        period: Optional[str] = None,
+        retries: int = 2,
+    ) -> Plan[TournamentSubmitResult]:
+        """Write the player's score in the current period with the tournament's ``mode``
+        (``"best"``: keep the better; ``"set"``; ``"incr"``) and merge ``metadata``, using one
+        attempt, in one atomic script after every check (see the module): the active window
+        (:class:`PeriodClosed`), ``period`` if given (:class:`StalePeriod` unless it is the
+        current period's id), the join (:class:`NotJoined` with ``join_required``; otherwise a
+        first submission joins, :class:`TournamentFull` past ``max_size``), the attempts
+        (:class:`AttemptsExhausted`). Returns submit()'s result on the period's board plus
+        ``"period"``, ``"attempts_used"``, ``"attempts_left"`` (None: unlimited) and ``"size"``
+        (players in the period). ``submission_id``/``retries`` as
+        :meth:`RedisLeaderboard.submit`: a resend of an applied id returns the first result
+        (``"duplicate": True``, its ``"period"`` the first write's) and uses no attempt."""
+        user = _user(user_id)
+        core_period = self._writable(period, resend=submission_id is not None)
+        operation, take = self._tournament.submit(
+            core_period, user, score, metadata, submission_id, retries
+        )
+        yield operation
+        reply = take()
+        result = cast(
+            TournamentSubmitResult,
+            {
+                **reply["submit"],
+                "period": reply["period"],
+                "attempts_used": reply["used"],
+                "attempts_left": self._attempts_left(reply["used"], reply["bonus"]),
+                "size": reply["size"],
+            },
+        )
+        return result
+
+    @plan
+    def join(self, user_id: str) -> Plan[TournamentJoin]:
+        """Join the current period (first come, first served: :class:`TournamentFull` past
+        ``max_size``; :class:`PeriodClosed` outside the active window); nothing if already
+        in. Returns ``{"period", "joined_now" (True if joined by this call), "size",
+        "attempts_left"}``."""
+        user = _user(user_id)
+        core_period = self._writable(None, resend=False)
+        operation, take = self._tournament.join(core_period, user)
+        yield operation
+        reply = take()
+        result: TournamentJoin = {
+            "period": core_period[0],
+            "joined_now": reply["joined_now"],
+            "size": reply["size"],
+            "attempts_left": self._attempts_left(reply["used"], reply["bonus"]),
+        }
+        return result
+
+    @plan
+    def add_attempts(self, user_id: str, n: int = 1) -> Plan[Optional[int]]:
+        """Grant the player ``n`` more attempts in the current period (the tournament must have
+        ``max_attempts``); returns their attempts left. Allowed outside the active window (it
+        takes effect for the rest of the period); it joins no one."""
+        user = _user(user_id)
+        if isinstance(n, bool) or not isinstance(n, int):
+            raise TypeError(f"n must be an int, not {type(n).__name__}")
+        now = self.now()
+        core_period = self._period(self.periods_of.start_of(now), now)
+        operation, take = self._tournament.add_attempts(core_period, user, n)
+        yield operation
+        reply = take()
+        return self._attempts_left(reply["used"], reply["bonus"])
+
+    # -- reads ---------------------------------------------------------------------------
+
+    @plan
+    def status(self, user_id: str) -> Plan[TournamentStatus]:
+        """The player's state in the current period: ``{"active" (the window is open now),
+        "period", "starts_at", "ends_at" (the active window, aware datetimes in ``tz``),
+        "joined" (joined or submitted), "attempts_left" (None: unlimited), "size" (players
+        in the period)}``."""
+        user = _user(user_id)
+        now = self.now()
+        start = self.periods_of.start_of(now)
+        _, end, _ = self._bounds(start)
+        core_period = self._period(start, now)
+        operation, take = self._tournament.status(core_period, user)
+        yield operation
+        reply = take()
+        result: TournamentStatus = {
+            "active": start <= now < end,
+            "period": core_period[0],
+            "starts_at": start.astimezone(self.tz),
+            "ends_at": end.astimezone(self.tz),
+            "joined": reply["joined"],
+            "attempts_left": self._attempts_left(reply["used"], reply["bonus"]),
+            "size": reply["size"],
+        }
+        return result
+
+    @one_trip
+    def standings(self, period: PeriodArg = None, count: int = 10) -> Sent[list[Entry]]:
+        """The ``count`` best entries of a period (None: the current one; a kept period's id or
+        a datetime in it): a past period's final standings. Every other query of a past period:
+        :meth:`at`."""
+        board = self.at(period)
+        return cast(Sent[list[Entry]], board._run(board._board.get_top(count)))
+
+    # Every query of a plain board, on the current period's board.
+    get_top = on_current(Leaderboard.get_top)
+    get_around_rank = on_current(Leaderboard.get_around_rank)
+    get_rank = on_current(Leaderboard.get_rank)
+    get_user_metadata = on_current(Leaderboard.get_user_metadata)
+    get_user_entry = on_current(Leaderboard.get_user_entry)
+    list_all = on_current(Leaderboard.list_all)
+    get_size = on_current(Leaderboard.get_size)
+    get_around_user = on_current(Leaderboard.get_around_user)
+    get_page = on_current(Leaderboard.get_page)
+    get_entries = on_current(Leaderboard.get_entries)
+    get_by_score = on_current(Leaderboard.get_by_score)
+    count_by_score = on_current(Leaderboard.count_by_score)
+    rank_for_score = on_current(Leaderboard.rank_for_score)
+    get_percentile = on_current(Leaderboard.get_percentile)
+    score_at_percentile = on_current(Leaderboard.score_at_percentile)
+    get_histogram = on_current(Leaderboard.get_histogram)
+
+    def __repr__(self) -> str:
+        return (
+            f"{self.display_name}(key={self.key!r}, schedule={self.schedule!r}, "
+            f"duration={self.duration!r}, max_size={self.max_size}, "
+            f"join_required={self.join_required}, max_attempts={self.max_attempts}, "
+            f"mode={self.mode!r}, order={self.order!r}, ties={self.ties!r})"
+        )

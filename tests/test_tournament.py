@@ -1,0 +1,411 @@
+"""Tournaments (redis_leaderboard.Tournament, sync and asyncio): capacity, join-required,
+attempts, the active window, the stale-client guard, cron schedules, past standings, every query
+of a board on the current period, atomicity, and a differential test against the plain-Python
+model in ``tournament_model.py`` over random seeded sequences."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+from collections.abc import Iterator
+from datetime import datetime, timedelta, timezone
+from functools import partial
+from typing import Any, Callable, Optional
+
+import pytest
+
+import redis_leaderboard.asyncio as aio
+from conftest import RedisServer, unique_key
+from redis_leaderboard import (
+    AttemptsExhausted,
+    Client,
+    NotJoined,
+    OptionsMismatch,
+    PeriodClosed,
+    ResponseError,
+    StalePeriod,
+    Tournament,
+    TournamentFull,
+)
+from tournament_model import Now, Refused, TournamentModel
+
+UTC = timezone.utc
+# Today's midnight (UTC): a period's keys expire by the real clock, so the test's days must be
+# today or later.
+DAY0 = datetime.now(UTC).replace(hour=0, minute=0, second=0, microsecond=0)
+REFUSALS: dict[str, type[Exception]] = {
+    "closed": PeriodClosed,
+    "stale": StalePeriod,
+    "not_joined": NotJoined,
+    "full": TournamentFull,
+    "exhausted": AttemptsExhausted,
+}
+
+
+class FakeClock:
+    def __init__(self, now: datetime) -> None:
+        self.now = now
+
+    def __call__(self) -> datetime:
+        return self.now
+
+
+@pytest.fixture
+def key(redis_server: RedisServer) -> Iterator[str]:
+    with unique_key(redis_server, "tournament") as k:
+        yield k
+
+
+class Api:
+    """One API, sync or asyncio, called the same way: ``api.call(tournament.method, ...)``."""
+
+    def __init__(self, name: str, server: RedisServer) -> None:
+        self.name = name
+        self.server = server
+        self.loop = asyncio.new_event_loop() if name == "asyncio" else None
+        self.clients: list[Any] = []
+
+    def tournament(self, key: str, clock: Optional[FakeClock], **options: Any) -> Any:
+        if self.loop is None:
+            client = Client(host=self.server.host, port=self.server.port)
+            self.clients.append(client)
+            return Tournament(client, key, clock=clock, **options)
+
+        async def make() -> Any:
+            client = aio.Client(host=self.server.host, port=self.server.port)
+            self.clients.append(client)
+            return aio.Tournament(client, key, clock=clock, **options)
+
+        return self.loop.run_until_complete(make())
+
+    def call(self, method: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        result = method(*args, **kwargs)
+        if self.loop is None:
+            return result
+        return self.loop.run_until_complete(result)
+
+    def close(self) -> None:
+        for client in self.clients:
+            client.close()
+        if self.loop is not None:
+            self.loop.close()
+
+
+@pytest.fixture(params=["sync", "asyncio"])
+def api(request: pytest.FixtureRequest, redis_server: RedisServer) -> Iterator[Api]:
+    a = Api(request.param, redis_server)
+    yield a
+    a.close()
+
+
+# -- stories ---------------------------------------------------------------------------------
+
+
+def test_capacity_first_come_first_served_then_attempts(api: Api, key: str) -> None:
+    clock = FakeClock(DAY0 + timedelta(hours=1))
+    t = api.tournament(key, clock, schedule="day", max_size=2, max_attempts=2)
+    assert api.call(t.join, "ann")["joined_now"] is True
+    assert api.call(t.join, "ann")["joined_now"] is False  # joining twice: nothing more
+    first = api.call(t.submit, "bob", 10)  # a first submission joins
+    assert (first["rank"], first["attempts_used"], first["attempts_left"], first["size"]) == (
+        1, 1, 1, 2,
+    )  # fmt: skip
+    with pytest.raises(TournamentFull, match="max_size"):
+        api.call(t.join, "cid")
+    with pytest.raises(TournamentFull):
+        api.call(t.submit, "cid", 99)
+    assert api.call(t.submit, "bob", 5)["score"] == 10  # "best": the better stays
+    with pytest.raises(AttemptsExhausted):
+        api.call(t.submit, "bob", 50)
+    assert api.call(t.get_user_entry, "bob")["score"] == 10  # the refused write changed nothing
+    assert api.call(t.add_attempts, "bob", 1) == 1
+    assert api.call(t.submit, "bob", 50)["attempts_left"] == 0
+    status = api.call(t.status, "bob")
+    assert (status["active"], status["joined"], status["attempts_left"], status["size"]) == (
+        True, True, 0, 2,
+    )  # fmt: skip
+    assert status["period"] == DAY0.strftime("%Y-%m-%d")
+    assert status["starts_at"] == DAY0 and status["ends_at"] == DAY0 + timedelta(days=1)
+    assert api.call(t.status, "cid")["joined"] is False
+    # The next day: a new board, nobody in it, attempts anew; yesterday's final standings kept.
+    clock.now += timedelta(days=1)
+    assert api.call(t.status, "bob")["size"] == 0
+    assert api.call(t.submit, "cid", 1)["size"] == 1
+    yesterday = DAY0.strftime("%Y-%m-%d")
+    assert [e["user_id"] for e in api.call(t.standings, yesterday)] == ["bob"]
+    assert api.call(t.at(yesterday).get_size) == 1
+    assert api.call(t.get_top) == api.call(t.standings)
+
+
+def test_join_required(api: Api, key: str) -> None:
+    t = api.tournament(key, FakeClock(DAY0), schedule="day", join_required=True)
+    with pytest.raises(NotJoined, match="has not joined"):
+        api.call(t.submit, "ann", 1)
+    assert api.call(t.status, "ann")["joined"] is False  # nothing recorded
+    api.call(t.join, "ann")
+    assert api.call(t.submit, "ann", 1)["attempts_left"] is None  # unlimited
+
+
+def test_active_window_refuses_outside_it(api: Api, key: str) -> None:
+    clock = FakeClock(DAY0 + timedelta(hours=12, minutes=30))
+    t = api.tournament(key, clock, schedule="0 12 * * *", duration=timedelta(hours=1))
+    assert api.call(t.submit, "ann", 3)["period"] == (DAY0 + timedelta(hours=12)).strftime(
+        "%Y-%m-%dT%H%M%z"
+    )
+    clock.now += timedelta(hours=1)  # 13:30: the day's hour is over
+    with pytest.raises(PeriodClosed, match="window closed"):
+        api.call(t.submit, "ann", 4)
+    with pytest.raises(PeriodClosed):
+        api.call(t.join, "bob")
+    status = api.call(t.status, "ann")
+    assert status["active"] is False and status["joined"] is True
+    assert status["ends_at"] == DAY0 + timedelta(hours=13)
+    # A submission id is sent anyway: the script refuses it too (its clock is the client's).
+    with pytest.raises(PeriodClosed, match="not active"):
+        api.call(t.submit, "ann", 4, submission_id="late")
+    assert api.call(t.get_user_entry, "ann")["score"] == 3
+    clock.now = DAY0 + timedelta(days=1, hours=12)  # the next day's window
+    assert api.call(t.submit, "ann", 4)["rank"] == 1
+
+
+def test_stale_client_guard(api: Api, key: str) -> None:
+    clock = FakeClock(DAY0 + timedelta(hours=1))
+    t = api.tournament(key, clock, schedule="day")
+    period = api.call(t.status, "ann")["period"]
+    api.call(t.submit, "ann", 1, period=period)
+    clock.now += timedelta(days=1)
+    with pytest.raises(StalePeriod, match="meant for"):
+        api.call(t.submit, "ann", 2, period=period)
+    # A client whose clock lags: its period is the old one, which a newer one replaced.
+    api.call(t.submit, "bob", 1)
+    lagging = api.tournament(key, FakeClock(DAY0 + timedelta(hours=2)), schedule="day")
+    with pytest.raises(StalePeriod):
+        api.call(lagging.submit, "cid", 2, period=period)
+    with pytest.raises(PeriodClosed, match="has begun"):
+        api.call(lagging.submit, "cid", 2)
+    assert api.call(t.at(period).get_user_entry, "cid") is None
+
+
+def test_resend_uses_no_attempt_and_returns_the_first_result(api: Api, key: str) -> None:
+    clock = FakeClock(DAY0 + timedelta(hours=1))
+    t = api.tournament(key, clock, schedule="day", max_attempts=1)
+    first = api.call(t.submit, "ann", 7, submission_id="s1")
+    assert first["duplicate"] is False and first["attempts_left"] == 0
+    again = api.call(t.submit, "ann", 7, submission_id="s1")
+    assert again["duplicate"] is True and again["score"] == 7 and again["attempts_used"] == 1
+    clock.now += timedelta(days=1)  # across the boundary, naming the old period: the first result
+    late = api.call(t.submit, "ann", 7, submission_id="s1", period=first["period"])
+    assert late["duplicate"] is True and late["period"] == first["period"]
+
+
+def test_every_query_of_a_board_on_the_current_period(api: Api, key: str) -> None:
+    t = api.tournament(key, FakeClock(DAY0), schedule="week", order="asc", ties="competition")
+    for user, score in [("a", 3), ("b", 1), ("c", 3), ("d", 2)]:
+        api.call(t.submit, user, score, {"name": user.upper()})
+    assert [(e["user_id"], e["rank"]) for e in api.call(t.get_top, 4)] == [
+        ("b", 1), ("d", 2), ("a", 3), ("c", 3),
+    ]  # fmt: skip
+    assert api.call(t.get_rank, "c") == 3
+    assert api.call(t.get_size) == 4
+    assert api.call(t.get_user_metadata, "a") == {"name": "A"}
+    assert api.call(t.count_by_score, 2, 3) == 3
+    assert api.call(t.rank_for_score, 2.5) == 3
+    assert [e["user_id"] for e in api.call(t.get_page, 2, 2)["entries"]] == ["a", "c"]
+    assert [e["user_id"] for e in api.call(t.get_around_user, "d", 3)] == ["b", "d", "a"]
+    assert api.call(t.get_percentile, "b") is not None
+    assert api.call(t.get_histogram, 2)
+
+
+def test_options_are_recorded_and_bad_input_raises_first(api: Api, key: str) -> None:
+    clock = FakeClock(DAY0)
+    t = api.tournament(key, clock, schedule="day", max_size=3)
+    api.call(t.join, "ann")
+    other = api.tournament(key, clock, schedule="day", max_size=4)
+    with pytest.raises(OptionsMismatch, match="max_size=3"):
+        api.call(other.join, "bob")
+    with pytest.raises(ValueError, match="cron"):
+        api.tournament(key, clock, schedule="every day")
+    with pytest.raises(ValueError, match="max_attempts"):
+        api.tournament(key, clock, schedule="day", max_attempts=0)
+    with pytest.raises(TypeError):
+        api.call(t.submit, 5, 1)
+    with pytest.raises(ValueError, match="unlimited"):
+        api.call(t.add_attempts, "ann", 1)
+    with pytest.raises(ValueError, match="finite"):
+        api.call(t.submit, "ann", float("nan"))
+
+
+def test_a_refused_write_changes_nothing_on_a_wrongtype_key(
+    api: Api, key: str, redis_server: RedisServer
+) -> None:
+    clock = FakeClock(DAY0)
+    t = api.tournament(key, clock, schedule="day", max_attempts=3)
+    api.call(t.submit, "ann", 1)
+    r = redis_server.redis_py()
+    period = api.call(t.status, "ann")["period"]
+    board = f"{key}:{period}"
+    r.set(f"{board}:user:bob", "not a hash")  # bob's metadata hash: another type
+    before = {k: r.dump(k) for k in r.scan_iter(match=f"{key}*")}
+    with pytest.raises(ResponseError, match="WRONGTYPE"):
+        api.call(t.submit, "bob", 5, {"x": "1"})
+    # No attempt used, no join recorded, no score: every key as it was.
+    assert {k: r.dump(k) for k in r.scan_iter(match=f"{key}*")} == before
+    assert api.call(t.status, "bob")["joined"] is False
+
+
+def test_cron_periods() -> None:
+    from redis_leaderboard.boards.tournament import CronPeriods
+
+    every_6h = CronPeriods("0 */6 * * *", "Europe/Paris")
+    moment = datetime(2026, 3, 10, 13, 59, tzinfo=UTC)  # 14:59 in Paris
+    start = every_6h.start_of(moment)
+    assert start == datetime(2026, 3, 10, 11, 0, tzinfo=UTC)  # 12:00 Paris
+    assert every_6h.start_of(start) == start  # a start is in its own period
+    assert every_6h.next_start(start) == datetime(2026, 3, 10, 17, 0, tzinfo=UTC)
+    assert every_6h.previous_start(start) == datetime(2026, 3, 10, 5, 0, tzinfo=UTC)
+    assert every_6h.period_id(start) == "2026-03-10T1200+0100"
+    with pytest.raises(ValueError):
+        CronPeriods("61 * * * *")
+
+
+# -- the differential test --------------------------------------------------------------------
+
+CONFIGS: list[dict[str, Any]] = [
+    dict(schedule="day", duration=timedelta(hours=6), max_size=4, join_required=False,
+         max_attempts=3, mode="best", order="desc", ties="lexicographic"),
+    dict(schedule="day", duration=None, max_size=None, join_required=True, max_attempts=2,
+         mode="incr", order="asc", ties="competition"),
+    dict(schedule="0 */8 * * *", duration=timedelta(hours=3), max_size=3, join_required=False,
+         max_attempts=None, mode="set", order="desc", ties="first"),
+    dict(schedule=timedelta(hours=10), duration=timedelta(hours=4), max_size=5,
+         join_required=True, max_attempts=3, mode="best", order="desc", ties="dense"),
+]  # fmt: skip
+
+
+def _now(t: Any, named: Optional[str] = None) -> Now:
+    now = t.now()
+    start = t.periods_of.start_of(now)
+    _, end = t.window(now)
+    return Now(t.periods_of.period_id(start), int(start.timestamp()), now < end, named)
+
+
+def _expect(fn: Callable[[], Any], model_fn: Callable[[], Any]) -> tuple[Any, Any]:
+    """(got, want): each a result, or the refusal's code."""
+    try:
+        want = model_fn()
+    except Refused as refused:
+        want = refused.code
+    try:
+        got = fn()
+    except tuple(REFUSALS.values()) as error:
+        got = next(code for code, cls in REFUSALS.items() if type(error) is cls)
+    return got, want
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_differential_against_the_model(api: Api, redis_server: RedisServer, seed: int) -> None:
+    rng = random.Random(seed)
+    config = dict(CONFIGS[seed % len(CONFIGS)])
+    options = {k: config.pop(k) for k in ("schedule", "duration")}
+    if isinstance(options["schedule"], timedelta):
+        options["anchor"] = DAY0
+    model = TournamentModel(**config)
+    mismatches: list[str] = []
+    with unique_key(redis_server, "tournament-diff") as key:
+        clock = FakeClock(DAY0 + timedelta(minutes=rng.randint(0, 120)))
+        t = api.tournament(key, clock, **options, **config)
+        lag_clock = FakeClock(clock.now)
+        lagging = api.tournament(key, lag_clock, **options, **config)
+        users = [f"u{i}" for i in range(rng.randint(4, 9))]
+        sids: list[tuple[str, float, str]] = []
+        for step in range(rng.randint(60, 110)):
+            user = rng.choice(users)
+            roll = rng.random()
+            if roll < 0.1:
+                clock.now += timedelta(minutes=rng.choice([20, 45, 90, 200, 600]))
+                continue
+            client = t
+            if roll < 0.15:  # a client whose clock lags by a while
+                lag_clock.now = clock.now - timedelta(hours=rng.choice([1, 5, 9]))
+                client = lagging
+            named: Optional[str] = None
+            if rng.random() < 0.2:  # names a period: the current one, or one it read earlier
+                named = rng.choice(
+                    [_now(client).period, t.period_id(clock.now - timedelta(days=1))]
+                )
+            now = _now(client, named)
+            op = rng.random()
+            if op < 0.15:
+                got, want = _expect(
+                    partial(api.call, client.join, user), partial(model.join, now, user)
+                )
+            elif op < 0.22 and config["max_attempts"] is not None:
+                got, want = _expect(
+                    partial(api.call, client.add_attempts, user, 1),
+                    partial(model.add_attempts, now, user, 1),
+                )
+            elif op < 0.3:
+                got = api.call(client.status, user)
+                got = {k: got[k] for k in ("active", "period", "joined", "attempts_left", "size")}
+                want = model.status(now, user)
+            else:
+                sid: Optional[str]
+                if op < 0.4 and sids:  # a resend, exactly as sent
+                    user, score, sid = rng.choice(sids)
+                else:
+                    score = float(rng.randint(-3, 9))
+                    sid = f"s{step}" if rng.random() < 0.3 else None
+                    if sid is not None:
+                        sids.append((user, score, sid))
+                got, want = _expect(
+                    partial(api.call, client.submit, user, score, submission_id=sid, period=named),
+                    partial(model.submit, now, user, score, sid),
+                )
+            if isinstance(got, dict) and "score" in got:  # a submit's result
+                got = {k: got.get(k) for k in want}
+            if got != want:
+                mismatches.append(f"step {step} {now}: {got} != {want}")
+            if step % 10 == 0:
+                top = [(e["user_id"], e["score"], e["rank"]) for e in api.call(t.get_top, 20)]
+                if top != model.top(_now(t).period, 20):
+                    mismatches.append(f"step {step} top {top} != {model.top(_now(t).period, 20)}")
+    assert mismatches == []
+
+
+def test_with_the_system_clock_the_server_checks_the_window(api: Api, key: str) -> None:
+    open_now = api.tournament(key, None, schedule="hour")
+    assert api.call(open_now.submit, "ann", 1)["rank"] == 1
+    # A window of one millisecond from each hour: closed now (but within that millisecond).
+    closed = api.tournament(key + ":closed", None, schedule="hour",
+                            duration=timedelta(milliseconds=1))  # fmt: skip
+    if not api.call(closed.status, "ann")["active"]:
+        with pytest.raises(PeriodClosed, match="window closed"):  # the client's check
+            api.call(closed.submit, "ann", 1)
+        # A submission id is sent anyway: the script refuses it on the server's clock.
+        with pytest.raises(PeriodClosed, match="not active"):
+            api.call(closed.submit, "ann", 1, submission_id="s")
+        assert api.call(closed.get_size) == 0
+
+
+def test_two_players_racing_for_the_last_place(redis_server: RedisServer, key: str) -> None:
+    async def race() -> list[Any]:
+        clients = [aio.Client(host=redis_server.host, port=redis_server.port) for _ in range(2)]
+        boards = [aio.Tournament(c, key, schedule="day", max_size=5) for c in clients]
+        joins = [boards[i % 2].join(f"p{i}") for i in range(20)]
+        results = await asyncio.gather(*joins, return_exceptions=True)
+        for c in clients:
+            c.close()
+        return results
+
+    results = asyncio.run(race())
+    assert sum(1 for r in results if isinstance(r, dict)) == 5
+    assert all(isinstance(r, (dict, TournamentFull)) for r in results)
+
+
+def test_the_refusals_are_value_errors_of_their_own() -> None:
+    import redis_leaderboard
+
+    for error in (TournamentFull, NotJoined, AttemptsExhausted, StalePeriod):
+        assert issubclass(error, ValueError) and error.__module__ == "redis_leaderboard._core"
+        assert getattr(redis_leaderboard, error.__name__) is error
+        assert error.__doc__ and "nothing was changed" in error.__doc__
