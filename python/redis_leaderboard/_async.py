@@ -94,8 +94,8 @@ class League(LeagueBase, AsyncDriven):
 
 
 class Tournament(TournamentBase, AsyncDriven):
-    """The asyncio twin of :class:`redis_leaderboard.Tournament`: :meth:`at` and
-    :meth:`current` return asyncio boards."""
+    """The asyncio twin of ``redis_leaderboard.Tournament``: ``at`` and
+    ``current`` return asyncio boards."""
 
     client_class = Client
     cluster_client_class = AsyncClusterClient

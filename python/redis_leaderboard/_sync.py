@@ -188,13 +188,15 @@ class League(LeagueBase, SyncDriven):
 
 class Tournament(TournamentBase, SyncDriven):
     """A tournament: a board per period of ``schedule`` (``"hour"``, ``"day"``, ``"week"``,
-    ``"month"``, a timedelta from ``anchor``, or a cron expression, in ``tz``), active for
+    ``"month"``, a timedelta from ``anchor``, or a cron expression, in ``tz``).
+
+    Each period is active for
     ``duration`` from each start; ``max_size`` players (first come, first served),
     ``join_required``, ``max_attempts`` submissions per player and period (more with
-    :meth:`add_attempts`), every check and the write in one atomic script. Every query of
-    :class:`RedisLeaderboard` reads the current period's board; :meth:`at` and
-    :meth:`standings` the kept past ones. See ``docs/guides/tournaments.md`` and
-    :mod:`redis_leaderboard.boards.tournament` for every rule."""
+    ``add_attempts``), every check and the write in one atomic script. Every query of
+    ``RedisLeaderboard`` reads the current period's board; ``at`` and
+    ``standings`` the kept past ones. The Tournaments guide states every rule.
+    """
 
     client_class = Client
     cluster_client_class = _core.ClusterClient

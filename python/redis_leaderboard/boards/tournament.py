@@ -7,13 +7,13 @@ Schedule. A tournament's periods are a calendar period (``"hour"``, ``"day"``, `
 ``"month"`` in ``tz``, or a ``timedelta`` counted from ``anchor``: the seasons' ``Periods``) or
 a cron expression (the standard 5 fields, in ``tz``: a period begins at each time it names and
 lasts until the next). ``duration`` (a timedelta) is the active window from each start: writes
-outside it raise :class:`PeriodClosed`; None: the whole period. A window longer than its period
+outside it raise ``PeriodClosed``; None: the whole period. A window longer than its period
 ends with the period. The clock is the client's (injectable), as on periodic boards.
 
 A period is a board. Period ``P``'s board is the guide's layout at ``f"{key}:{P}"`` (metadata at
 ``...:user:<id>``) with the tournament's ``order`` and ``ties``; the tournament's write is the
 plain board's (``plan_write``/``apply_write`` of ``_lib.lua``), so every query of a plain board
-reads it (the tournament forwards them to the current period's board, and :meth:`at` reaches a
+reads it (the tournament forwards them to the current period's board, and ``at`` reaches a
 kept past one: its final standings). Beside it, ``f"{key}:{P}:entrants"`` (player -> attempts
 used: a field per player in the period) and ``f"{key}:{P}:bonus"`` (player -> attempts
 granted); and for the whole tournament ``f"{key}:options"`` (its recorded options: two clients
@@ -23,9 +23,9 @@ expire together once ``keep`` newer periods have begun.
 One script a write. ``submit`` runs every check in one script before its first write: the
 submission id (a resend of an applied id returns the first result, and uses no attempt, whatever
 the period or the window now), the active window, the period (a newer one has begun: by the
-clock, or written by another client), the join (``join_required``: :class:`NotJoined`), the
+clock, or written by another client), the join (``join_required``: ``NotJoined``), the
 capacity (a player's first submission joins them when joining is not required:
-:class:`TournamentFull` past ``max_size``), the attempts (:class:`AttemptsExhausted` once
+``TournamentFull`` past ``max_size``), the attempts (``AttemptsExhausted`` once
 ``max_attempts`` plus those granted are used); then it counts the attempt and writes the score
 with the tournament's ``mode``. A refused write changes nothing: no attempt used, no join
 recorded. ``join`` is first come, first served under the same script: two players racing for the
@@ -38,7 +38,7 @@ clock already refuses raises before anything is sent (a submission carrying a su
 sent anyway: its resend must return the first result).
 
 Stale clients. ``submit(..., period=P)`` names the period the write is meant for (the id the
-client read from :meth:`status`): if the current period is another, :class:`StalePeriod` (before
+client read from ``status``): if the current period is another, ``StalePeriod`` (before
 anything is sent when the client's clock says so, else from the script).
 """
 
@@ -81,7 +81,7 @@ Schedule = Union[Period, str]
 class CronPeriods:
     """The periods of a cron schedule (the standard 5 fields: minute, hour, day of month, month,
     day of week; in the time zone ``tz``): a period begins at each time the expression names
-    and lasts until the next. The same interface as :class:`Periods`. Evaluated by ``cronsim``
+    and lasts until the next. The same interface as ``Periods``. Evaluated by ``cronsim``
     (which also decides the daylight-saving rules: a time skipped by a gap fires at the gap's
     end, a repeated one once)."""
 
@@ -164,7 +164,7 @@ def _user(user_id: Any) -> str:
 
 
 class TournamentBase(PeriodClock):
-    """A tournament (:class:`Tournament`, sync or asyncio): its options, schedule and methods,
+    """A tournament (``Tournament``, sync or asyncio): its options, schedule and methods,
     each written once (see the module for the design)."""
 
     client_class: Any  # the public class's
@@ -196,7 +196,9 @@ class TournamentBase(PeriodClock):
         if not isinstance(key, str) or not key:
             raise ValueError("key must be a non-empty str")
         self.max_size = _optional_count(max_size, "max_size")
+        """Players a period takes (first come, first served); None: no limit."""
         self.max_attempts = _optional_count(max_attempts, "max_attempts")
+        """Submissions a player may make per period (plus ``add_attempts``); None: no limit."""
         if not isinstance(join_required, bool):
             raise TypeError(f"join_required must be a bool, not {type(join_required).__name__}")
         if isinstance(keep, bool) or not isinstance(keep, int):
@@ -204,12 +206,14 @@ class TournamentBase(PeriodClock):
         if keep < 1:
             raise ValueError("keep must be at least 1 (the current period)")
         self.keep = keep
+        """Periods whose boards are kept (the current one included)."""
         if duration is not None:
             if not isinstance(duration, timedelta):
                 raise TypeError(f"duration must be a timedelta or None, not {duration!r}")
             if duration <= timedelta(0) or duration % timedelta(milliseconds=1):
                 raise ValueError("duration must be a positive whole number of milliseconds")
         self.duration = duration
+        """The active window from each period's start; None: the whole period."""
         self._tournament = _core.Tournament(
             key,
             max_size=max_size,
@@ -232,16 +236,22 @@ class TournamentBase(PeriodClock):
             self.cluster_client_class,
         )
         self.key = key
+        """The tournament's key: a period's board is ``f"{key}:{period_id}"``."""
         self.join_required = join_required
+        """Whether a player must ``join`` before submitting."""
         self.mode: WriteMode = mode
+        """How ``submit`` writes a score: ``"best"``, ``"set"`` or ``"incr"``."""
         self.order: Order = order
+        """``"desc"`` (higher is better) or ``"asc"``."""
         self.ties: Ties = ties
+        """How equal scores rank (as a board's ``ties``)."""
         self._boards: dict[str, Any] = {}
 
     # -- periods -------------------------------------------------------------------------
 
     @property
     def schedule(self) -> Schedule:
+        """The schedule: a period name, a timedelta or a cron expression."""
         return cast(Schedule, self.periods_of.period)
 
     def window(self, when: Optional[datetime] = None) -> tuple[datetime, datetime]:
@@ -310,8 +320,8 @@ class TournamentBase(PeriodClock):
 
     def _writable(self, named: Optional[str], resend: bool) -> tuple[Any, ...]:
         """The current period for a write; raises before anything is sent when the clock says
-        the write is refused: :class:`StalePeriod` if ``named`` is not the current period,
-        :class:`PeriodClosed` outside the active window. A ``resend`` (a submission id) is sent
+        the write is refused: ``StalePeriod`` if ``named`` is not the current period,
+        ``PeriodClosed`` outside the active window. A ``resend`` (a submission id) is sent
         anyway, for the script to decide: an applied id returns the first result."""
         now = self.now()
         start = self.periods_of.start_of(now)
@@ -346,7 +356,7 @@ class TournamentBase(PeriodClock):
     # -- the boards ----------------------------------------------------------------------
 
     def at(self, period: PeriodArg = None) -> Any:
-        """The plain board (a :class:`RedisLeaderboard` of the same API, read it only) of a
+        """The plain board (a ``RedisLeaderboard`` of the same API, read it only) of a
         period: None (the current one), a kept period's id, or a datetime in it: every query
         of a board on that period's final (or current) standings."""
         start = self._start_of(period)
@@ -360,7 +370,7 @@ class TournamentBase(PeriodClock):
         return board
 
     def current(self) -> Any:
-        """The current period's board (see :meth:`at`)."""
+        """The current period's board (see ``at``)."""
         return self.at(None)
 
     # -- writes --------------------------------------------------------------------------
@@ -379,14 +389,19 @@ class TournamentBase(PeriodClock):
         """Write the player's score in the current period with the tournament's ``mode``
         (``"best"``: keep the better; ``"set"``; ``"incr"``) and merge ``metadata``, using one
         attempt, in one atomic script after every check (see the module): the active window
-        (:class:`PeriodClosed`), ``period`` if given (:class:`StalePeriod` unless it is the
-        current period's id), the join (:class:`NotJoined` with ``join_required``; otherwise a
-        first submission joins, :class:`TournamentFull` past ``max_size``), the attempts
-        (:class:`AttemptsExhausted`). Returns submit()'s result on the period's board plus
+        (``PeriodClosed``), ``period`` if given (``StalePeriod`` unless it is the
+        current period's id), the join (``NotJoined`` with ``join_required``; otherwise a
+        first submission joins, ``TournamentFull`` past ``max_size``), the attempts
+        (``AttemptsExhausted``). Returns submit()'s result on the period's board plus
         ``"period"``, ``"attempts_used"``, ``"attempts_left"`` (None: unlimited) and ``"size"``
         (players in the period). ``submission_id``/``retries`` as
-        :meth:`RedisLeaderboard.submit`: a resend of an applied id returns the first result
-        (``"duplicate": True``, its ``"period"`` the first write's) and uses no attempt."""
+        ``RedisLeaderboard.submit``: a resend of an applied id returns the first result
+        (``"duplicate": True``, its ``"period"`` the first write's) and uses no attempt.
+
+        Redis cost:
+            One round trip, one script: the checks (a few HGET/HLEN) and the plain board's
+            write (O(log N)).
+        """
         user = _user(user_id)
         core_period = self._writable(period, resend=submission_id is not None)
         operation, take = self._tournament.submit(
@@ -408,10 +423,14 @@ class TournamentBase(PeriodClock):
 
     @plan
     def join(self, user_id: str) -> Plan[TournamentJoin]:
-        """Join the current period (first come, first served: :class:`TournamentFull` past
-        ``max_size``; :class:`PeriodClosed` outside the active window); nothing if already
+        """Join the current period (first come, first served: ``TournamentFull`` past
+        ``max_size``; ``PeriodClosed`` outside the active window); nothing if already
         in. Returns ``{"period", "joined_now" (True if joined by this call), "size",
-        "attempts_left"}``."""
+        "attempts_left"}``.
+
+        Redis cost:
+            One round trip, one script (an HSET and a few HGET/HLEN).
+        """
         user = _user(user_id)
         core_period = self._writable(None, resend=False)
         operation, take = self._tournament.join(core_period, user)
@@ -429,7 +448,11 @@ class TournamentBase(PeriodClock):
     def add_attempts(self, user_id: str, n: int = 1) -> Plan[Optional[int]]:
         """Grant the player ``n`` more attempts in the current period (the tournament must have
         ``max_attempts``); returns their attempts left. Allowed outside the active window (it
-        takes effect for the rest of the period); it joins no one."""
+        takes effect for the rest of the period); it joins no one.
+
+        Redis cost:
+            One round trip, one script (an HINCRBY and a few reads).
+        """
         user = _user(user_id)
         if isinstance(n, bool) or not isinstance(n, int):
             raise TypeError(f"n must be an int, not {type(n).__name__}")
@@ -447,7 +470,11 @@ class TournamentBase(PeriodClock):
         """The player's state in the current period: ``{"active" (the window is open now),
         "period", "starts_at", "ends_at" (the active window, aware datetimes in ``tz``),
         "joined" (joined or submitted), "attempts_left" (None: unlimited), "size" (players
-        in the period)}``."""
+        in the period)}``.
+
+        Redis cost:
+            One round trip, one read-only script (a few HGET and an HLEN).
+        """
         user = _user(user_id)
         now = self.now()
         start = self.periods_of.start_of(now)
@@ -471,7 +498,11 @@ class TournamentBase(PeriodClock):
     def standings(self, period: PeriodArg = None, count: int = 10) -> Sent[list[Entry]]:
         """The ``count`` best entries of a period (None: the current one; a kept period's id or
         a datetime in it): a past period's final standings. Every other query of a past period:
-        :meth:`at`."""
+        ``at``.
+
+        Redis cost:
+            One round trip: the plain board's ``get_top`` (O(log N + count)).
+        """
         board = self.at(period)
         return cast(Sent[list[Entry]], board._run(board._board.get_top(count)))
 
