@@ -283,9 +283,16 @@ def test_failover_under_load_loses_no_acknowledged_write_twice(
 def test_client_cache_follows_the_primary_after_a_failover(
     sentinel_topology: SentinelTopology,
 ) -> None:
-    """A caching client through Sentinel: after a failover (SENTINEL FAILOVER: the primary
-    becomes a replica), a name written on the new primary is what cached reads show once the
-    write returned, and the invalidation connection moves to the new primary."""
+    """A caching client through Sentinel: after a failover (SENTINEL FAILOVER), once the writer
+    and the reader are both on the new primary, a name written there is what cached reads show
+    once the write returned, and the invalidation connection moves to the new primary.
+
+    Not before: Sentinel leaves the old primary a primary, taking writes, until it converts it
+    to a replica (about 10 s later), and each client moves on its own +switch-master (from its
+    own sentinel, on its own thread). Meanwhile the writer may write to one primary and the
+    reader read the other, cached or not: such a name is not stale on the server read (those
+    writes acknowledged by the old primary are lost when it is converted). So a write counts
+    only once the new primary has it."""
     topology = sentinel_topology
     options = dict(password=DATA_PASSWORD, sentinel_password=SENTINEL_PASSWORD)
     cached = Client.from_sentinel(
@@ -304,13 +311,24 @@ def test_client_cache_follows_the_primary_after_a_failover(
     while topology.primary_port() == old_port:
         assert time.monotonic() < deadline, "no failover"
         time.sleep(0.1)
+    new = topology.replica
+    assert topology.primary_port() == new.port
+    admin = new.redis_py()
+
+    def write(version: int) -> bool:
+        """The write, and whether it went to the new primary."""
+        writes.upsert_user("a", 1, {"name": f"after-{version}"})
+        return bool(admin.hget("lb:cache:user:a", "name") == f"after-{version}")
+
     version = 0
     while time.monotonic() < deadline:
         version += 1
         try:
-            writes.upsert_user("a", 1, {"name": f"after-{version}"})
+            if not write(version):
+                time.sleep(0.1)  # the writer is still on the old primary
+                continue
         except (redis_leaderboard.ConnectionError, redis_leaderboard.ReadOnlyError):
-            time.sleep(0.1)  # the old primary, until the writer follows
+            time.sleep(0.1)  # the old primary, converted, until the writer follows
             continue
         try:
             top = board.get_top(1)
@@ -318,14 +336,18 @@ def test_client_cache_follows_the_primary_after_a_failover(
             continue  # a pooled connection to the old primary, found dead
         if top[0]["metadata"]["name"] == f"after-{version}":
             break
-        time.sleep(0.1)  # reads still on the old primary (a replica now) until +switch-master
+        time.sleep(0.1)  # the reader is still on the old primary
     else:
         pytest.fail("cached reads never showed the names written on the new primary")
-    for _ in range(3):  # and the cache works there
+    # Both on the new primary now, for good (the sentinels name it): the cache works there.
+    for _ in range(3):
         version += 1
-        writes.upsert_user("a", 1, {"name": f"after-{version}"})
+        assert write(version)
         assert board.get_top(1)[0]["metadata"] == {"name": f"after-{version}"}
     assert cached.cache_info()["hits"] > 0  # type: ignore[index]
+    admin.close()
+    cached.close()
+    writer.close()
 
 
 # ---- The cache never keeps what another server than its invalidation connection's answered ----
