@@ -480,12 +480,13 @@ def test_asyncio_client_cache_keeps_nothing_another_server_answered(
         )
         board = rl_asyncio.RedisLeaderboard(cached, key="lb:split", max_entries=10)
         try:
-            old, _ = split_primaries(topology, "lb:split")
             deadline = time.monotonic() + 10
+            # Both connections on the old primary, the cache in use.
             while not cached.cache_info()["tracking"]:  # type: ignore[index]
-                assert (await board.get_top(1))[0]["metadata"] == {"name": "old"}
+                assert (await board.get_top(1))[0]["metadata"] == {"name": "x"}
                 assert time.monotonic() < deadline, "the invalidation connection never came up"
                 await asyncio.sleep(0.02)
+            old, _ = split_primaries(topology, "lb:split")
             assert (await board.get_top(1))[0]["metadata"] == {"name": "old"}
             assert kill_clients(old, "pubsub") >= 1
             # Long enough for the invalidation connection to be set up again (on the new
