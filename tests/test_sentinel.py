@@ -420,7 +420,7 @@ def test_client_cache_keeps_nothing_another_server_answered(
     assert kill_clients(old, "pubsub") >= 1
     assert board.get_top(1)[0]["metadata"] == {"name": "old"}  # finds it dead: uncached
     with old.redis_py() as admin:
-        admin.execute_command("CLIENT", "PAUSE", 1500)
+        admin.execute_command("CLIENT", "PAUSE", 3000)
     sent = cached.stats()["round_trips"]
     a_read: list[Any] = []
     thread_a = threading.Thread(target=lambda: a_read.append(board.get_top(1)))
@@ -432,6 +432,7 @@ def test_client_cache_keeps_nothing_another_server_answered(
     # B (this thread): a new connection (the pool's one is A's) and a new invalidation
     # connection, both on the new primary.
     assert board.get_top(1)[0]["metadata"] == {"name": "new"}
+    assert thread_a.is_alive(), "thread A's read was not held on the old primary"
     thread_a.join()
     assert a_read[0][0]["metadata"] == {"name": "old"}  # as an uncached read of the old one
     assert cached.cache_info()["tracking"]  # type: ignore[index]
