@@ -490,12 +490,16 @@ def test_asyncio_client_cache_keeps_nothing_another_server_answered(
             old, _ = split_primaries(topology, "lb:split")
             assert (await board.get_top(1))[0]["metadata"] == {"name": "old"}
             assert kill_clients(old, "pubsub") >= 1
-            # Long enough for the invalidation connection to be set up again (on the new
-            # primary) and reads to go through it.
-            until = time.monotonic() + 1.5
-            while time.monotonic() < until:
+            # Reads until the kill is seen, then until two reads found the invalidation
+            # connection set up again (on the new primary, where the sentinels point).
+            seen, through_new = False, 0
+            while through_new < 2:
+                assert time.monotonic() < deadline + 10, "no invalidation connection again"
+                tracking = cached.cache_info()["tracking"]  # type: ignore[index]
+                through_new += seen and tracking
                 assert (await board.get_top(1))[0]["metadata"] == {"name": "old"}
-                await asyncio.sleep(0.05)
+                seen = seen or not cached.cache_info()["tracking"]  # type: ignore[index]
+                await asyncio.sleep(0.02)
             kill_clients(old, "normal")  # the data connection moves to the new primary
             shown = []
             for _ in range(5):
