@@ -448,13 +448,6 @@ def test_client_cache_keeps_nothing_another_server_answered(
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(
-    strict=True,
-    reason="the asyncio client's core and its invalidation connection each follow Sentinel on "
-    "their own and nothing checks that a cached read's query went to the invalidation "
-    "connection's server (the sync client does: CacheChannel::on_server); the names the old "
-    "primary answers are cached under the new primary's invalidation connection",
-)
 def test_asyncio_client_cache_keeps_nothing_another_server_answered(
     sentinel_topology: SentinelTopology,
 ) -> None:

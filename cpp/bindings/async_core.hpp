@@ -173,6 +173,9 @@ class AsyncCore {
   connection::Stats stats() const { return client_->stats(); }
   std::uint64_t calls() const { return calls_; }
   const connection::ClientOptions& options() const { return client_->options(); }
+  std::optional<std::pair<transport::Endpoint, std::uint64_t>> server() const {
+    return client_->server();
+  }
 
  private:
   struct AsyncNames {

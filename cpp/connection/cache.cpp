@@ -146,6 +146,11 @@ bool MetadataCache::passed(const Barrier& barrier) const {
   return tracking_ && barrier.generation == generation_ && pong_ >= barrier.token;
 }
 
+bool MetadataCache::hopeless(const Barrier& barrier) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return !tracking_ || barrier.generation != generation_;
+}
+
 // ---- Entries ---------------------------------------------------------------------------------
 
 MetadataCache::Ticket MetadataCache::ticket(const Barrier& barrier, const std::string& prefix) {
@@ -320,6 +325,11 @@ std::unique_ptr<Operation> CachedRead::fetch(const std::optional<MetadataCache::
   return leaderboard::read_hashes(std::move(keys), [self](std::vector<Metadata>&& hashes) {
     if (auto read = self.lock()) read->fetched_ = std::move(hashes);
   });
+}
+
+void CachedRead::moved() {
+  cache_->release(ticket_);
+  ticket_ = {};
 }
 
 Result CachedRead::result() {

@@ -95,6 +95,8 @@ class MetadataCache {
   std::optional<Barrier> barrier();
   // Its PONG was read on the same connection, so every invalidation before it was applied.
   bool passed(const Barrier& barrier) const;
+  // Its connection is gone or replaced: it can never pass (waiting for it is pointless).
+  bool hopeless(const Barrier& barrier) const;
 
   // ---- Entries.
   struct Ticket {
@@ -170,6 +172,9 @@ class CachedRead : public std::enable_shared_from_this<CachedRead> {
   // it has passed, on the connection it was written on; without it the read is uncached.
   std::unique_ptr<leaderboard::Operation> fetch(
       const std::optional<MetadataCache::Barrier>& barrier);
+  // The driver found that fetch()'s operation did not run (only) on the server the barrier
+  // passed on (a connection lost and the read sent again elsewhere): nothing it read is cached.
+  void moved();
   // After fetch()'s operation (if any) finished: the read's result, as the uncached read's.
   leaderboard::Result result();
 
