@@ -283,9 +283,16 @@ def test_failover_under_load_loses_no_acknowledged_write_twice(
 def test_client_cache_follows_the_primary_after_a_failover(
     sentinel_topology: SentinelTopology,
 ) -> None:
-    """A caching client through Sentinel: after a failover (SENTINEL FAILOVER: the primary
-    becomes a replica), a name written on the new primary is what cached reads show once the
-    write returned, and the invalidation connection moves to the new primary."""
+    """A caching client through Sentinel: after a failover (SENTINEL FAILOVER), once the writer
+    and the reader are both on the new primary, a name written there is what cached reads show
+    once the write returned, and the invalidation connection moves to the new primary.
+
+    Not before: Sentinel leaves the old primary a primary, taking writes, until it converts it
+    to a replica (about 10 s later), and each client moves on its own +switch-master (from its
+    own sentinel, on its own thread). Meanwhile the writer may write to one primary and the
+    reader read the other, cached or not: such a name is not stale on the server read (those
+    writes acknowledged by the old primary are lost when it is converted). So a write counts
+    only once the new primary has it."""
     topology = sentinel_topology
     options = dict(password=DATA_PASSWORD, sentinel_password=SENTINEL_PASSWORD)
     cached = Client.from_sentinel(
@@ -304,13 +311,24 @@ def test_client_cache_follows_the_primary_after_a_failover(
     while topology.primary_port() == old_port:
         assert time.monotonic() < deadline, "no failover"
         time.sleep(0.1)
+    new = topology.replica
+    assert topology.primary_port() == new.port
+    admin = new.redis_py()
+
+    def write(version: int) -> bool:
+        """The write, and whether it went to the new primary."""
+        writes.upsert_user("a", 1, {"name": f"after-{version}"})
+        return bool(admin.hget("lb:cache:user:a", "name") == f"after-{version}")
+
     version = 0
     while time.monotonic() < deadline:
         version += 1
         try:
-            writes.upsert_user("a", 1, {"name": f"after-{version}"})
+            if not write(version):
+                time.sleep(0.1)  # the writer is still on the old primary
+                continue
         except (redis_leaderboard.ConnectionError, redis_leaderboard.ReadOnlyError):
-            time.sleep(0.1)  # the old primary, until the writer follows
+            time.sleep(0.1)  # the old primary, converted, until the writer follows
             continue
         try:
             top = board.get_top(1)
@@ -318,14 +336,176 @@ def test_client_cache_follows_the_primary_after_a_failover(
             continue  # a pooled connection to the old primary, found dead
         if top[0]["metadata"]["name"] == f"after-{version}":
             break
-        time.sleep(0.1)  # reads still on the old primary (a replica now) until +switch-master
+        time.sleep(0.1)  # the reader is still on the old primary
     else:
         pytest.fail("cached reads never showed the names written on the new primary")
-    for _ in range(3):  # and the cache works there
+    # Both on the new primary now, for good (the sentinels name it): the cache works there.
+    for _ in range(3):
         version += 1
-        writes.upsert_user("a", 1, {"name": f"after-{version}"})
+        assert write(version)
         assert board.get_top(1)[0]["metadata"] == {"name": f"after-{version}"}
     assert cached.cache_info()["hits"] > 0  # type: ignore[index]
+    admin.close()
+    cached.close()
+    writer.close()
+
+
+# ---- The cache never keeps what another server than its invalidation connection's answered ----
+#
+# Two primaries at once (the window between Sentinel promoting a replica and converting the old
+# primary, about 10 s, made here at will): the replica becomes a primary of its own with a newer
+# name, and the sentinels are pointed at it with SENTINEL REMOVE and MONITOR, which send no
+# +switch-master, so a client moves to it only when it opens a connection. A read of the old
+# primary may show its old name (an uncached read does too); what it read must never be cached
+# under the invalidation connection of the new one, which will never invalidate it.
+
+
+def split_primaries(topology: SentinelTopology, key: str) -> tuple[RedisServer, RedisServer]:
+    """The board's user "a" is named "old" on the primary; the replica becomes a primary where
+    "a" is named "new", and the sentinels name it. Returns (old primary, new primary)."""
+    old, new = topology.primary, topology.replica
+    plain = dict(password=DATA_PASSWORD)
+    with Client(host=old.host, port=old.port, **plain) as client:
+        RedisLeaderboard(client, key=key, max_entries=10).upsert_user("a", 1, {"name": "old"})
+    with old.redis_py() as admin:
+        assert admin.execute_command("WAIT", 1, 5000) == 1
+    with new.redis_py() as admin:
+        admin.execute_command("REPLICAOF", "NO", "ONE")
+    with Client(host=new.host, port=new.port, **plain) as client:
+        RedisLeaderboard(client, key=key, max_entries=10).upsert_user("a", 1, {"name": "new"})
+    for index in range(len(topology.sentinels)):
+        with topology.sentinel_py(index) as s:
+            s.execute_command("SENTINEL", "REMOVE", SENTINEL_SERVICE)
+            s.execute_command("SENTINEL", "MONITOR", SENTINEL_SERVICE, new.host, new.port, 2)
+            s.execute_command("SENTINEL", "SET", SENTINEL_SERVICE, "auth-pass", DATA_PASSWORD)
+    assert topology.primary_port() == new.port
+    return old, new
+
+
+def kill_clients(server: RedisServer, kind: str) -> int:
+    with server.redis_py() as admin:
+        return int(admin.execute_command("CLIENT", "KILL", "TYPE", kind))
+
+
+@pytest.mark.slow
+def test_client_cache_keeps_nothing_another_server_answered(
+    sentinel_topology: SentinelTopology,
+) -> None:
+    """Thread A's read leases a pooled connection to the old primary while the invalidation
+    connection is on the new one (so A reads uncached, from the old primary, held there by
+    CLIENT PAUSE); meanwhile thread B's read sets up a new invalidation connection on the new
+    primary. A's names must not be cached under it: once every connection is on the new primary,
+    reads show its name."""
+    topology = sentinel_topology
+    cached = Client.from_sentinel(
+        topology.addresses,
+        SENTINEL_SERVICE,
+        client_cache=True,
+        password=DATA_PASSWORD,
+        sentinel_password=SENTINEL_PASSWORD,
+    )
+    board = RedisLeaderboard(cached, key="lb:split", max_entries=10)
+    with Client.from_sentinel(
+        topology.addresses,
+        SENTINEL_SERVICE,
+        password=DATA_PASSWORD,
+        sentinel_password=SENTINEL_PASSWORD,
+    ) as setup:
+        RedisLeaderboard(setup, key="lb:split", max_entries=10).upsert_user("a", 1, {"name": "x"})
+    for _ in range(2):  # the pool's one connection and the invalidation connection, cached
+        assert board.get_top(1)[0]["metadata"] == {"name": "x"}
+    old, _ = split_primaries(topology, "lb:split")
+    # Both still on the old primary; then its invalidation connection is killed.
+    assert board.get_top(1)[0]["metadata"] == {"name": "old"}
+    assert kill_clients(old, "pubsub") >= 1
+    assert board.get_top(1)[0]["metadata"] == {"name": "old"}  # finds it dead: uncached
+    with old.redis_py() as admin:
+        admin.execute_command("CLIENT", "PAUSE", 3000)
+    sent = cached.stats()["round_trips"]
+    a_read: list[Any] = []
+    thread_a = threading.Thread(target=lambda: a_read.append(board.get_top(1)))
+    thread_a.start()
+    deadline = time.monotonic() + 5
+    while cached.stats()["round_trips"] == sent:  # until A's query is written (and held)
+        assert time.monotonic() < deadline, "thread A never sent its query"
+        time.sleep(0.005)
+    # B (this thread): a new connection (the pool's one is A's) and a new invalidation
+    # connection, both on the new primary.
+    assert board.get_top(1)[0]["metadata"] == {"name": "new"}
+    assert thread_a.is_alive(), "thread A's read was not held on the old primary"
+    thread_a.join()
+    assert a_read[0][0]["metadata"] == {"name": "old"}  # as an uncached read of the old one
+    assert cached.cache_info()["tracking"]  # type: ignore[index]
+    kill_clients(old, "normal")  # A's connection: from now on, every read goes to the new one
+    for _ in range(3):
+        try:
+            assert board.get_top(1)[0]["metadata"] == {"name": "new"}
+        except redis_leaderboard.ConnectionError:
+            continue  # A's pooled connection, found dead
+    assert board.get_top(1)[0]["metadata"] == {"name": "new"}
+    assert cached.cache_info()["hits"] > 0  # type: ignore[index]
+    cached.close()
+
+
+@pytest.mark.slow
+def test_asyncio_client_cache_keeps_nothing_another_server_answered(
+    sentinel_topology: SentinelTopology,
+) -> None:
+    """The asyncio client's invalidation connection is killed and set up again on the new
+    primary while its data connection stays on the old one; reads show the old primary's name
+    meanwhile (as uncached reads would), but once the data connection too is on the new
+    primary, reads show its name, not one cached from the old primary."""
+    topology = sentinel_topology
+    with Client.from_sentinel(
+        topology.addresses,
+        SENTINEL_SERVICE,
+        password=DATA_PASSWORD,
+        sentinel_password=SENTINEL_PASSWORD,
+    ) as setup:
+        RedisLeaderboard(setup, key="lb:split", max_entries=10).upsert_user("a", 1, {"name": "x"})
+
+    async def main() -> None:
+        cached = rl_asyncio.Client.from_sentinel(
+            topology.addresses,
+            SENTINEL_SERVICE,
+            client_cache=True,
+            password=DATA_PASSWORD,
+            sentinel_password=SENTINEL_PASSWORD,
+        )
+        board = rl_asyncio.RedisLeaderboard(cached, key="lb:split", max_entries=10)
+        try:
+            deadline = time.monotonic() + 10
+            # Both connections on the old primary, the cache in use.
+            while not cached.cache_info()["tracking"]:  # type: ignore[index]
+                assert (await board.get_top(1))[0]["metadata"] == {"name": "x"}
+                assert time.monotonic() < deadline, "the invalidation connection never came up"
+                await asyncio.sleep(0.02)
+            old, _ = split_primaries(topology, "lb:split")
+            assert (await board.get_top(1))[0]["metadata"] == {"name": "old"}
+            assert kill_clients(old, "pubsub") >= 1
+            # Reads until the kill is seen, then until two reads found the invalidation
+            # connection set up again (on the new primary, where the sentinels point).
+            seen, through_new = False, 0
+            while through_new < 2:
+                assert time.monotonic() < deadline + 10, "no invalidation connection again"
+                tracking = cached.cache_info()["tracking"]  # type: ignore[index]
+                through_new += seen and tracking
+                assert (await board.get_top(1))[0]["metadata"] == {"name": "old"}
+                seen = seen or not cached.cache_info()["tracking"]  # type: ignore[index]
+                await asyncio.sleep(0.02)
+            kill_clients(old, "normal")  # the data connection moves to the new primary
+            shown = []
+            for _ in range(5):
+                try:
+                    shown.append((await board.get_top(1))[0]["metadata"]["name"])
+                except redis_leaderboard.ConnectionError:
+                    continue  # a read written before the kill
+                await asyncio.sleep(0.05)
+            assert shown and set(shown) == {"new"}, shown
+        finally:
+            await cached.aclose()
+
+    asyncio.run(main())
 
 
 # ---- Closing a Sentinel client ends within a bound, whatever the sentinel does ------------------

@@ -177,6 +177,9 @@ class AsyncCore {
   const connection::ClientOptions& options() const { return client_->options(); }
   // The client-side cache asked for (client_cache=True), built by the asyncio client.
   const std::optional<connection::CacheOptions>& cache_options() const { return cache_options_; }
+  std::optional<std::pair<transport::Endpoint, std::uint64_t>> server() const {
+    return client_->server();
+  }
 
  private:
   struct AsyncNames {

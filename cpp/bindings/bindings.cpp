@@ -574,6 +574,16 @@ PYBIND11_MODULE(_core, m) {
            })
       .def("address", [](const AsyncCore& self) { return self.options().address(); })
       .def(
+          "server",
+          [](const AsyncCore& self) -> std::optional<py::tuple> {
+            auto server = self.server();
+            if (!server) return std::nullopt;
+            const auto& [endpoint, number] = *server;
+            return py::make_tuple(endpoint.host, endpoint.port, endpoint.unix_socket_path, number);
+          },
+          "(host, port, unix socket path, number) of the connection in place (the number changes "
+          "with every connection), or None while not connected.")
+      .def(
           "dedicated",
           [](const AsyncCore& self) { return std::make_unique<AsyncCore>(self.options(), 16, 16); },
           "A new core with this one's options (its own connection): for calls "
@@ -635,6 +645,17 @@ PYBIND11_MODULE(_core, m) {
              return self.channel.poll(barrier_of(barrier));
            })
       .def("drain", [](AsyncClientCache& self) { return self.channel.drain(); })
+      .def(
+          "on_server",
+          [](AsyncClientCache& self, const std::string& host, int port,
+             const std::string& unix_socket_path) {
+            return self.channel.on_server_nowait(
+                rlb::transport::Endpoint{host, port, unix_socket_path});
+          },
+          "host"_a, "port"_a, "unix_socket_path"_a,
+          "Whether the invalidation connection is on this server (else it is dropped, the cache "
+          "flushed, and set up again where the resolver points); never blocks (False while it "
+          "is being set up).")
       .def("fileno", [](AsyncClientCache& self) { return self.channel.fileno(); })
       .def(
           "close", [](AsyncClientCache& self) { self.channel.close(); },
@@ -663,6 +684,9 @@ PYBIND11_MODULE(_core, m) {
             return wrap(std::move(fetch));
           },
           "barrier"_a)
+      .def("moved", &connection::CachedRead::moved,
+           "The fetch did not run (only) on the server the barrier passed on: nothing it read "
+           "is cached.")
       .def("result", [](connection::CachedRead& self) { return to_python(self.result()); });
 
   // The connection core without I/O, for tests: events, bytes and time in; bytes to write,

@@ -146,11 +146,22 @@ bool MetadataCache::passed(const Barrier& barrier) const {
   return tracking_ && barrier.generation == generation_ && pong_ >= barrier.token;
 }
 
+bool MetadataCache::hopeless(const Barrier& barrier) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return !tracking_ || barrier.generation != generation_;
+}
+
 // ---- Entries ---------------------------------------------------------------------------------
 
-MetadataCache::Ticket MetadataCache::ticket(const std::string& prefix) {
+MetadataCache::Ticket MetadataCache::ticket(const Barrier& barrier, const std::string& prefix) {
   std::lock_guard<std::mutex> lock(mutex_);
-  if (!tracking_ || !covered(subscribed_, prefix)) return {};
+  // The barrier's connection is the one whose server the driver checked the read went to: a
+  // connection set up since (by another thread, after this read's own was dropped) may be on
+  // another server.
+  if (!tracking_ || barrier.generation != generation_ || pong_ < barrier.token ||
+      !covered(subscribed_, prefix)) {
+    return {};
+  }
   ++tickets_out_;
   return {generation_, seq_};
 }
@@ -307,11 +318,18 @@ std::unique_ptr<Operation> CachedRead::fetch(const std::optional<MetadataCache::
   keys.reserve(missing_.size());
   for (Entry* entry : missing_) keys.push_back(prefix_ + entry->user_id);
   cache_->release(ticket_);
-  ticket_ = cache_->ticket(prefix_);  // before the HGETALLs are sent
+  // Before the HGETALLs are sent. Without a passed barrier they may go to another server than
+  // the invalidation connection's: nothing they read is cached.
+  ticket_ = barrier ? cache_->ticket(*barrier, prefix_) : MetadataCache::Ticket{};
   std::weak_ptr<CachedRead> self = weak_from_this();
   return leaderboard::read_hashes(std::move(keys), [self](std::vector<Metadata>&& hashes) {
     if (auto read = self.lock()) read->fetched_ = std::move(hashes);
   });
+}
+
+void CachedRead::moved() {
+  cache_->release(ticket_);
+  ticket_ = {};
 }
 
 Result CachedRead::result() {

@@ -18,9 +18,12 @@
 // flushes the cache: the connection lost or replaced, a flush message (FLUSHALL, FLUSHDB), an
 // unknown message, a new prefix to track (the connection is set up again).
 //
-// An entry read from Redis is cached only if nothing invalidated its key (or flushed the cache)
-// between the moment its read was sent (the Ticket) and its insertion, on a connection that
-// already tracked its prefix then.
+// An entry read from Redis is cached only by a read whose barrier passed (the driver passes a
+// barrier to fetch() only if its query ran on the invalidation connection's server), on that
+// same connection (generation), and only if nothing invalidated its key (or flushed the cache)
+// between the moment its read was sent (the Ticket) and its insertion. A read without a passed
+// barrier may have read another server (the old primary after a failover, whose names the new
+// primary's invalidations never cover): what it read is returned, never cached.
 #pragma once
 
 #include <cstddef>
@@ -92,14 +95,19 @@ class MetadataCache {
   std::optional<Barrier> barrier();
   // Its PONG was read on the same connection, so every invalidation before it was applied.
   bool passed(const Barrier& barrier) const;
+  // Its connection is gone or replaced: it can never pass (waiting for it is pointless).
+  bool hopeless(const Barrier& barrier) const;
 
   // ---- Entries.
   struct Ticket {
     std::uint64_t generation = 0;  // 0: nothing read under it may be cached
     std::uint64_t seq = 0;
   };
-  // Taken just before reading keys under `prefix` from Redis; hand it back with release().
-  Ticket ticket(const std::string& prefix);
+  // Taken just before reading keys under `prefix` from Redis, by a read whose `barrier` has
+  // passed; hand it back with release(). None (nothing read under it is cached) if the barrier
+  // has not passed or its connection is gone or replaced, or the connection does not track
+  // `prefix`.
+  Ticket ticket(const Barrier& barrier, const std::string& prefix);
   void release(const Ticket& ticket);
   // The cached hash of `key`, if `barrier` has passed on the connection that tracked it.
   bool lookup(const Barrier& barrier, const std::string& key, Metadata& out);
@@ -159,9 +167,14 @@ class CachedRead : public std::enable_shared_from_this<CachedRead> {
   // The read without metadata; once.
   std::unique_ptr<leaderboard::Operation> query();
   // After query() finished: the HGETALLs of the entries the cache cannot give, or nullptr.
-  // Cached entries are used only if `barrier` (written before the query) has passed.
+  // `barrier` (written before the query): given only if the query ran on the invalidation
+  // connection's server. Cached entries are used, and what the HGETALLs read is cached, only if
+  // it has passed, on the connection it was written on; without it the read is uncached.
   std::unique_ptr<leaderboard::Operation> fetch(
       const std::optional<MetadataCache::Barrier>& barrier);
+  // The driver found that fetch()'s operation did not run (only) on the server the barrier
+  // passed on (a connection lost and the read sent again elsewhere): nothing it read is cached.
+  void moved();
   // After fetch()'s operation (if any) finished: the read's result, as the uncached read's.
   leaderboard::Result result();
 

@@ -581,9 +581,12 @@ Result BlockingClient::run_cached(std::unique_ptr<Operation> operation) {
   }
   auto read = connection::CachedRead::make(cache_channel_->cache(), std::move(operation));
   Lease connection(*this);
-  // Both connections on one server, or the barrier proves nothing (after a failover, say).
-  const bool same_server = cache_channel_->on_server((*connection).endpoint());
+  // Both connections on one server, or the barrier proves nothing (after a failover, say). The
+  // data connection may reconnect within a call (a read sent again after a lost reply), to
+  // where the resolver points then: checked again after each run.
+  bool same_server = cache_channel_->on_server((*connection).endpoint());
   (*connection).run(read->query());
+  same_server = same_server && cache_channel_->on_server((*connection).endpoint());
   // The PONG was written before the query: it is normally there already. A late one is doubt.
   auto wait = std::chrono::duration<double>(std::min(options_.socket_timeout.value_or(1.0), 1.0));
   const bool passed =
@@ -592,6 +595,7 @@ Result BlockingClient::run_cached(std::unique_ptr<Operation> operation) {
                             Clock::now() + std::chrono::duration_cast<Clock::duration>(wait));
   if (auto fetch = read->fetch(passed ? barrier : std::nullopt)) {
     (*connection).run(std::move(fetch));
+    if (passed && !cache_channel_->on_server((*connection).endpoint())) read->moved();
   }
   return read->result();
 }

@@ -128,6 +128,9 @@ std::optional<MetadataCache::Barrier> CacheChannel::begin_locked(const std::stri
 bool CacheChannel::await(const MetadataCache::Barrier& barrier, Clock::time_point until) {
   std::lock_guard<std::mutex> lock(mutex_);
   while (!cache_->passed(barrier)) {
+    // Written on a connection dropped since (another thread's read found it on another server,
+    // or broken): it will never pass, and the connection now in place is not in doubt.
+    if (cache_->hopeless(barrier)) return false;
     if (Clock::now() >= until) {  // late: doubt
       drop_locked();
       return false;
@@ -153,6 +156,15 @@ bool CacheChannel::drain() {
 
 bool CacheChannel::on_server(const Endpoint& endpoint) {
   std::lock_guard<std::mutex> lock(mutex_);
+  return on_server_locked(endpoint);
+}
+
+bool CacheChannel::on_server_nowait(const Endpoint& endpoint) {
+  std::unique_lock<std::mutex> lock(mutex_, std::try_to_lock);
+  return lock.owns_lock() && on_server_locked(endpoint);
+}
+
+bool CacheChannel::on_server_locked(const Endpoint& endpoint) {
   if (!connection_) return false;
   if (endpoint.host == endpoint_.host && endpoint.port == endpoint_.port &&
       endpoint.unix_socket_path == endpoint_.unix_socket_path) {

@@ -46,7 +46,8 @@ class CacheChannel {
   // begin() on another thread).
   bool needs_setup(const std::string& prefix);
   // Reads the connection's messages until the barrier's PONG, at most until `until`: true if it
-  // passed. A connection that fails or is late is dropped (the cache flushed).
+  // passed. A connection that fails or is late is dropped (the cache flushed); a barrier whose
+  // connection was replaced meanwhile fails at once.
   bool await(const MetadataCache::Barrier& barrier, Clock::time_point until);
   // Reads what has arrived, without waiting (nor waiting for the mutex); true if the barrier
   // has passed.
@@ -58,6 +59,9 @@ class CacheChannel {
   // cache: then the connection is dropped (the cache flushed) and set up again on the server
   // the resolver names now.
   bool on_server(const Endpoint& endpoint);
+  // As on_server(), for an event loop: never waits for the mutex (false, nothing dropped, if
+  // it is held: a set-up under way).
+  bool on_server_nowait(const Endpoint& endpoint);
   // The connection's socket (-1: none), for an event loop to watch.
   int fileno();
   // Drops the connection (the cache is flushed); the next begin() sets a new one up.
@@ -67,6 +71,7 @@ class CacheChannel {
   void connect_locked();
   std::optional<MetadataCache::Barrier> begin_locked(const std::string& prefix, bool may_connect);
   void drop_locked();
+  bool on_server_locked(const Endpoint& endpoint);
   // The connection is broken, inherited from a parent process, or on a former primary.
   bool stale_locked() const;
   // Applies the messages that have arrived (waiting until `until` for some if given); false if

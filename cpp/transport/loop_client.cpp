@@ -466,6 +466,7 @@ void LoopClient::on_connected() {
   backoff_ = std::chrono::milliseconds(0);
   counters_.connected(ever_connected_);
   ever_connected_ = true;
+  ++connections_;
   core_.connected(Clock::now());
 }
 

@@ -27,6 +27,7 @@
 #include <optional>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "connection/core.hpp"
@@ -93,6 +94,13 @@ class LoopClient {
   void close();
   bool closed() const { return closed_; }
   const ClientOptions& options() const { return options_; }
+  // The server of the connection in place, and its number (each connection gets a new one):
+  // a request sent while it was in place ran there if the number is the same once it is done.
+  // None while not connected.
+  std::optional<std::pair<Endpoint, std::uint64_t>> server() const {
+    if (state_ != State::Connected) return std::nullopt;
+    return std::make_pair(target_, connections_);
+  }
 
  private:
   LoopClient(ClientOptions options, std::size_t max_in_flight);
@@ -135,6 +143,7 @@ class LoopClient {
   std::chrono::milliseconds backoff_{0};
   Clock::time_point next_attempt_{};
   bool ever_connected_ = false;
+  std::uint64_t connections_ = 0;  // connections made: server()'s number
   bool closed_ = false;
   std::unique_ptr<connection::TlsSession> tls_;  // none: plaintext
   std::string plain_;                            // TLS: what the last read decrypted

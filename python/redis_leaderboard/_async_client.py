@@ -122,11 +122,22 @@ class Client:
                 self._cache_setup.add_done_callback(self._cache_setup_done)
             return await self._core.run(operation)
         read = _core.CachedRead(cache, operation)
+        # The barrier proves something only if the query goes to the invalidation connection's
+        # server, and the connection in place now is where it goes if it is still in place
+        # once the query is done (a failover moves each on its own).
+        server = self._core.server()
+        same_server = server is not None and cache.on_server(*server[:3])
         await self._core.run(read.query())
-        passed = cache.poll(barrier) or await self._await_barrier(cache, barrier, loop)
+        passed = (
+            same_server
+            and self._core.server() == server
+            and (cache.poll(barrier) or await self._await_barrier(cache, barrier, loop))
+        )
         fetch = read.fetch(barrier if passed else None)
         if fetch is not None:
             await self._core.run(fetch)
+            if passed and self._core.server() != server:
+                read.moved()  # sent again on another connection: nothing it read is cached
         return read.result()
 
     def _cache_setup_done(self, future: asyncio.Future[None]) -> None:
