@@ -622,3 +622,23 @@ def test_list_all_against_endless_pages_raises() -> None:
         assert answer(op, window_reply(step * PAGE, size, rows)) is False
     assert answer(op, window_reply(3 * PAGE, sizes[-1], [("last", "0", {})])) is True
     assert len(op.result()) == 3 * PAGE + 1
+
+
+# A str option holding a lone surrogate (os.fsdecode of undecodable bytes, a URL with one) cannot
+# be sent as UTF-8: UnicodeEncodeError (a ValueError), as a user id's, not "must be a str, not
+# str" (found by cpp/fuzz/fuzz_url.py).
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: redis_leaderboard.Client.from_url("redis://h\udcffx:1"),
+        lambda: redis_leaderboard.Client(host="h\udcff"),
+        lambda: redis_leaderboard.Client(password="\udcff"),
+        lambda: redis_leaderboard.Client.from_url("unix:///tmp/\udc95s"),
+        lambda: redis_leaderboard.Client(sentinels=[("h\udcff", 1)], service_name="m"),
+        lambda: _core.ConnectionCore(client_name="\ud800"),
+    ],
+    ids=["url host", "host", "password", "socket path", "sentinel host", "client name"],
+)
+def test_an_option_that_is_not_utf8_raises_unicode_encode_error(make: Any) -> None:
+    with pytest.raises(UnicodeEncodeError, match="surrogates not allowed"):
+        make()
