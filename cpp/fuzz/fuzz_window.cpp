@@ -67,7 +67,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
                       (mode & 4) ? rlb::leaderboard::Order::Asc : rlb::leaderboard::Order::Desc,
                       kTies[mode & 3]);
     rlb::connection::Exchange exchange(operation(board, pick));
-    rlb::codec::ReplyReader reader((mode & 0x20) ? rlb::codec::kDefaultMaxReplyBytes : 64 * 1024);
+    rlb::codec::ReplyReader reader((mode & 0x20) ? 64 * 1024 : rlb::codec::kDefaultMaxReplyBytes);
     std::vector<Reply> replies;
     std::size_t at = 0;
     int steps = 0;
