@@ -7,6 +7,8 @@ server's reply. Nothing here opens a socket.
 
 from __future__ import annotations
 
+import ctypes
+import os
 import re
 from typing import Any
 
@@ -622,3 +624,63 @@ def test_list_all_against_endless_pages_raises() -> None:
         assert answer(op, window_reply(step * PAGE, size, rows)) is False
     assert answer(op, window_reply(3 * PAGE, sizes[-1], [("last", "0", {})])) is True
     assert len(op.result()) == 3 * PAGE + 1
+
+
+# A str option holding a lone surrogate (os.fsdecode of undecodable bytes, a URL with one) cannot
+# be sent as UTF-8: UnicodeEncodeError (a ValueError), as a user id's, not "must be a str, not
+# str" (found by cpp/fuzz/fuzz_url.py).
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: redis_leaderboard.Client.from_url("redis://h\udcffx:1"),
+        lambda: redis_leaderboard.Client(host="h\udcff"),
+        lambda: redis_leaderboard.Client(password="\udcff"),
+        lambda: redis_leaderboard.Client.from_url("unix:///tmp/\udc95s"),
+        lambda: redis_leaderboard.Client(sentinels=[("h\udcff", 1)], service_name="m"),
+        lambda: _core.ConnectionCore(client_name="\ud800"),
+    ],
+    ids=["url host", "host", "password", "socket path", "sentinel host", "client name"],
+)
+def test_an_option_that_is_not_utf8_raises_unicode_encode_error(make: Any) -> None:
+    with pytest.raises(UnicodeEncodeError, match="surrogates not allowed"):
+        make()
+
+
+class _MallInfo2(ctypes.Structure):
+    _fields_ = [(name, ctypes.c_size_t) for name in ("arena", "ordblks", "smblks", "hblks",
+                "hblkhd", "usmblks", "fsmblks", "uordblks", "fordblks", "keepcost")]  # fmt: skip
+
+
+def _mapped_bytes() -> int:
+    """glibc's bytes in mmap'd blocks: where a large allocation goes, touched or not."""
+    mallinfo2 = ctypes.CDLL(None).mallinfo2
+    mallinfo2.restype = _MallInfo2
+    return int(mallinfo2().hblkhd)
+
+
+# A rank window whose header announces millions of entries, ranks or metadata fields takes no
+# more memory than the bytes that came (a few dozen here): the reader reserved what the header
+# announced, 160 MB and more (found by cpp/fuzz/fuzz_window.cpp under -malloc_limit_mb).
+@pytest.mark.skipif(
+    "libasan" in os.environ.get("LD_PRELOAD", ""), reason="ASan's allocator is not glibc's"
+)
+@pytest.mark.parametrize(
+    "header",
+    [
+        b"*3\r\n:0\r\n:0\r\n*6000000\r\n",
+        b"*4\r\n:0\r\n:0\r\n*0\r\n*6000000\r\n",
+        b"*3\r\n:0\r\n:0\r\n*3\r\n$1\r\na\r\n$1\r\n1\r\n*6000000\r\n",
+    ],
+    ids=["entries", "ranks", "metadata"],
+)
+def test_a_window_header_takes_no_memory_before_its_elements_come(header: bytes) -> None:
+    core = _core.ConnectionCore()
+    core.connected(0.0)
+    core.submit(1, Board("lb", 100).get_top(3), 0.0)
+    assert core.take_write()
+    core.wrote()
+    before = _mapped_bytes()
+    core.received(header, 0.0)
+    grown = _mapped_bytes() - before
+    assert core.take_completions() == [] and core.outstanding == 1  # the reply is still coming
+    assert grown < 16 << 20, f"{grown} bytes taken for {len(header)} bytes of reply"

@@ -641,6 +641,13 @@ struct is_integer : std::is_integral<T> {};
 template <class T>
 struct is_integer<std::optional<T>> : std::is_integral<T> {};
 
+// A str pybind11 could not convert holds a lone surrogate (UTF-8 cannot encode it): raises
+// UnicodeEncodeError (a ValueError), as a user id or metadata does, rather than a TypeError
+// saying that a str must be a str.
+void raise_unless_utf8(py::handle value) {
+  if (PyUnicode_Check(value.ptr())) (void)value.attr("encode")("utf-8");
+}
+
 // `value` as T with pybind11's own conversions (those the constructors' typed parameters used);
 // TypeError naming the option otherwise (with the value for an int out of T's range).
 template <class T>
@@ -648,6 +655,7 @@ T option_value(py::handle value, const char* name, const char* expected) {
   try {
     return py::cast<T>(value);
   } catch (const py::cast_error&) {
+    raise_unless_utf8(value);
     const bool integer = PyLong_Check(value.ptr()) && !PyBool_Check(value.ptr());
     throw py::type_error(
         std::string(name) + " must be " + expected + ", not " +
@@ -872,6 +880,9 @@ std::vector<std::pair<std::string, int>> address_pairs(py::handle value, const c
     try {
       pairs.push_back(py::cast<std::pair<std::string, int>>(item));
     } catch (const py::cast_error&) {
+      if (py::isinstance<py::tuple>(item) && py::len(item) == 2) {
+        raise_unless_utf8(py::reinterpret_borrow<py::tuple>(item)[0]);
+      }
       throw py::type_error(std::string(name) + " must be (host, port) pairs, not " +
                            utf8(py::repr(item)) + " in them");
     }

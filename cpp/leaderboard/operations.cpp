@@ -159,13 +159,16 @@ class WindowReader final : public codec::ReplySink {
   }
   void array(int depth, std::size_t index, std::size_t parent, std::size_t count) override {
     if (bad_) return;
+    // A count is what a header announces, not what arrived: up front, at most kReserved
+    // elements (memory follows the bytes, as in the codec); a longer array grows as it comes.
     if (depth == 1 && index == 2 && count % 3 == 0) {
-      entries_.reserve(count / 3);
+      entries_.reserve(std::min(count / 3, kReserved));
       seen_ |= kEntries;
     } else if (depth == 1 && index == 3) {
-      ranks_.reserve(count);
+      ranks_.reserve(std::min(count, kReserved));
     } else if (depth == 2 && parent == 2 && index % 3 == 2 && count % 2 == 0) {
-      entries_.back().metadata.reserve(count / 2);  // its user id and score came first
+      // Its user id and score came first.
+      entries_.back().metadata.reserve(std::min(count / 2, kReserved));
     } else {
       bad_ = true;
     }
@@ -226,6 +229,7 @@ class WindowReader final : public codec::ReplySink {
 
  private:
   static constexpr int kStart = 1, kSize = 2, kEntries = 4;
+  static constexpr std::size_t kReserved = 4096;
   std::vector<Entry> entries_;
   std::vector<long long> ranks_;
   long long start_ = 0, size_ = 0;
