@@ -426,10 +426,16 @@ def test_noscript_forever_falls_back_to_eval_once_asyncio() -> None:
 # ---- 5. The timeout holds while reply bytes keep arriving -----------------------------------
 
 
+# The flooding reply announces more than any machine can send within the tests' timeouts (a
+# quiet one brought 400 MB over loopback in under 0.3 s), within FLOOD_REPLY_LIMIT.
+FLOOD_BYTES = 64 << 30
+FLOOD_REPLY_LIMIT = 1 << 40
+
+
 def flooding_bulk() -> Iterator[bytes]:
-    # 400 MB announced (within the default max_reply_bytes), sent as fast as the socket takes:
-    # faster than the client decodes it, so its socket always has bytes to read.
-    yield b"$400000000\r\n"
+    # FLOOD_BYTES announced, sent as fast as the socket takes: faster than the client decodes
+    # it, so its socket always has bytes to read, and never all of it before the timeout.
+    yield b"$%d\r\n" % FLOOD_BYTES
     chunk = b"x" * (1 << 20)
     while True:
         yield chunk
@@ -469,7 +475,12 @@ def flooding_server() -> Iterator[int]:
 def test_sync_timeout_holds_while_bytes_keep_arriving() -> None:
     timeout = 0.3
     with flooding_server() as port:
-        client = redis_leaderboard.Client(host="127.0.0.1", port=port, socket_timeout=timeout)
+        client = redis_leaderboard.Client(
+            host="127.0.0.1",
+            port=port,
+            socket_timeout=timeout,
+            max_reply_bytes=FLOOD_REPLY_LIMIT,
+        )
         board = redis_leaderboard.RedisLeaderboard(client, key="lb")
         started = time.monotonic()
         with pytest.raises(redis_leaderboard.TimeoutError):
@@ -482,7 +493,9 @@ def test_asyncio_flooding_reply_neither_freezes_the_loop_nor_outlives_its_timeou
     timeout = 0.3
 
     async def main(port: int) -> tuple[float, float]:
-        client = rl_asyncio.Client(host="127.0.0.1", port=port, socket_timeout=timeout)
+        client = rl_asyncio.Client(
+            host="127.0.0.1", port=port, socket_timeout=timeout, max_reply_bytes=FLOOD_REPLY_LIMIT
+        )
         board = rl_asyncio.RedisLeaderboard(client, key="lb")
         gaps: list[float] = []
         stop = False
