@@ -234,6 +234,13 @@ def test_positional_options(cls: Any) -> None:
 BAD_VALUES = [
     ("host", 5, TypeError, "host must be a str, not int"),
     ("host", "", ValueError, "host must not be empty"),
+    # A NUL in any text option: C would read "h\0x" as host "h", another server.
+    ("host", "h\x00x", ValueError, "host must not contain a NUL character"),
+    ("unix_socket_path", "/tmp/s\x00", ValueError, "unix_socket_path must not contain a NUL"),
+    ("password", "p\x00w", ValueError, "password must not contain a NUL character"),
+    ("client_name", "n\x00", ValueError, "client_name must not contain a NUL character"),
+    ("ssl_ca_certs", "/ca\x00", ValueError, "ssl_ca_certs must not contain a NUL character"),
+    ("ssl_ciphers", "A\x00B", ValueError, "ssl_ciphers must not contain a NUL character"),
     ("port", "6379", TypeError, "port must be an int, not str"),
     ("port", 1.5, TypeError, "port must be an int, not float"),
     ("port", 70000, ValueError, "port must be between 1 and 65535"),

@@ -179,6 +179,16 @@ BAD_URLS: list[tuple[str, str]] = [
     ("redis://h?db", "'db'"),
     ("redis://h?db=1&db=1", "'db' is given twice"),
     ("redis://h?password=%ff", "'password'"),
+    # A NUL, raw or percent-encoded, in any part: C would read "h\0x" as host "h".
+    ("redis://h\x00x:6379", "NUL"),
+    ("redis://h%00x:6379", "the host must not contain a NUL"),
+    ("redis://u%00:p@h", "the username must not contain a NUL"),
+    ("redis://:p%00w@h", "the password must not contain a NUL"),
+    ("unix:///tmp/s%00ock", "the socket path must not contain a NUL"),
+    ("redis+sentinel://h%00x/s", "the host must not contain a NUL"),
+    ("redis+sentinel://h/s%00", "the service name must not contain a NUL"),
+    ("redis://h?ssl_certfile=/c%00rt", "query key 'ssl_certfile' must not contain a NUL"),
+    ("redis://h?client_name=n%00", "query key 'client_name' must not contain a NUL"),
 ]
 for key, bad_values in {
     "db": ["", "x", "-1", "1.5", "+1", " 1", "1234567890", "\u0661"],

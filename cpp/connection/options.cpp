@@ -6,6 +6,23 @@
 
 namespace rlb::connection {
 
+namespace {
+
+// A NUL would end the text where the C APIs read it (getaddrinfo, connect's path, OpenSSL's
+// files), so "h\0x" would reach host "h": a different server than the one named. Every text
+// option is refused with one, whichever way it came (a URL's %00 included).
+void refuse_nul(const std::string& value, const char* name) {
+  if (value.find('\0') != std::string::npos) {
+    throw InvalidArgument(std::string(name) + " must not contain a NUL character");
+  }
+}
+
+void refuse_nul(const std::optional<std::string>& value, const char* name) {
+  if (value) refuse_nul(*value, name);
+}
+
+}  // namespace
+
 std::string ClientOptions::address() const {
   if (sentinel.enabled()) return "'" + sentinel.service_name + "' via Sentinel";
   if (!unix_socket_path.empty()) return unix_socket_path;
@@ -14,6 +31,23 @@ std::string ClientOptions::address() const {
 }
 
 void ClientOptions::validate() const {
+  refuse_nul(host, "host");
+  refuse_nul(unix_socket_path, "unix_socket_path");
+  refuse_nul(username, "username");
+  refuse_nul(password, "password");
+  refuse_nul(client_name, "client_name");
+  refuse_nul(tls.ca_certs, "ssl_ca_certs");
+  refuse_nul(tls.ca_path, "ssl_ca_path");
+  refuse_nul(tls.ca_data, "ssl_ca_data");
+  refuse_nul(tls.certfile, "ssl_certfile");
+  refuse_nul(tls.keyfile, "ssl_keyfile");
+  refuse_nul(tls.password, "ssl_password");
+  refuse_nul(tls.min_version, "ssl_min_version");
+  refuse_nul(tls.ciphers, "ssl_ciphers");
+  refuse_nul(sentinel.service_name, "service_name");
+  refuse_nul(sentinel.username, "sentinel_username");
+  refuse_nul(sentinel.password, "sentinel_password");
+  for (const auto& address : sentinel.sentinels) refuse_nul(address.first, "a sentinel's host");
   if (unix_socket_path.empty() && host.empty()) throw InvalidArgument("host must not be empty");
   if (port < 1 || port > 65535) throw InvalidArgument("port must be between 1 and 65535");
   if (db < 0) throw InvalidArgument("db must not be negative");

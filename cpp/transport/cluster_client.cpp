@@ -73,6 +73,9 @@ void ClusterOptions::validate() const {
   if (startup_nodes.empty()) throw InvalidArgument("startup_nodes must name at least one node");
   for (const auto& [host, port] : startup_nodes) {
     if (host.empty()) throw InvalidArgument("a startup node's host must not be empty");
+    if (host.find('\0') != std::string::npos) {
+      throw InvalidArgument("a startup node's host must not contain a NUL character");
+    }
     if (port < 1 || port > 65535) {
       throw InvalidArgument("a startup node's port must be between 1 and 65535");
     }

@@ -282,9 +282,13 @@ _SCHEMES = "redis:// or unix:// (or rediss://, redis+sentinel://, rediss+sentine
 
 def _decode(text: str, what: str) -> str:
     try:
-        return unquote(text, errors="strict")
+        decoded = unquote(text, errors="strict")
     except UnicodeDecodeError:
         raise ValueError(f"Redis URL: the {what} is not percent-encoded UTF-8") from None
+    if "\0" in decoded:
+        # A C API would read the text only up to it ("h%00x" would reach host "h").
+        raise ValueError(f"Redis URL: the {what} must not contain a NUL character")
+    return decoded
 
 
 def _port(text: str) -> int:
@@ -346,6 +350,8 @@ def parse_url(url: str) -> ClientOptions:
     """
     if not isinstance(url, str):
         raise TypeError(f"url must be a str, not {type(url).__name__}")
+    if "\0" in url:
+        raise ValueError("Redis URL must not contain a NUL character (%00 in a part neither)")
     scheme, separator, rest = url.partition("://")
     scheme = scheme.lower()
     if not separator:
