@@ -5,127 +5,22 @@
 #include <utility>
 
 #include "errors.hpp"
+#include "leaderboard/script_call.hpp"
 
 namespace rlb::leaderboard {
 namespace {
 
-using codec::ReplyType;
-
-[[noreturn]] void unexpected(const char* what) {
-  throw RedisError(std::string("unexpected reply from Redis for a league's ") + what);
-}
-
-Command script_command(const Script& script, std::vector<std::string> keys,
-                       std::vector<std::string> args) {
-  Command command{&script, {}};
-  command.argv.reserve(1 + keys.size() + args.size());
-  command.argv.push_back(std::to_string(keys.size()));
-  for (auto& key : keys) command.argv.push_back(std::move(key));
-  for (auto& arg : args) command.argv.push_back(std::move(arg));
-  return command;
-}
-
-long long integer_of(const Reply& reply, const char* what) {
-  if (reply.type != ReplyType::Integer) unexpected(what);
-  return reply.integer;
-}
-
-std::string text_of(const Reply& reply, const char* what) {
-  if (reply.type != ReplyType::String && reply.type != ReplyType::Status) unexpected(what);
-  return reply.str;
-}
-
-double score_of(const Reply& reply, const char* what) {
-  std::string text = text_of(reply, what);
-  char* end = nullptr;
-  double value = std::strtod(text.c_str(), &end);
-  if (text.empty() || *end != '\0') unexpected(what);
-  return value;
-}
-
-std::vector<std::string> strings_of(const Reply& reply, const char* what) {
-  if (!reply.is_array()) unexpected(what);
-  std::vector<std::string> out;
-  out.reserve(reply.elements.size());
-  for (const auto& element : reply.elements) out.push_back(text_of(element, what));
-  return out;
-}
-
-Metadata metadata_of(const Reply& reply, const char* what) {
-  if (!reply.is_array() || reply.elements.size() % 2 != 0) unexpected(what);
-  Metadata out;
-  for (std::size_t i = 0; i < reply.elements.size(); i += 2) {
-    out.emplace_back(text_of(reply.elements[i], what), text_of(reply.elements[i + 1], what));
-  }
-  return out;
-}
-
-const Reply& part(const Reply& reply, std::size_t size, std::size_t index, const char* what) {
-  if (!reply.is_array() || reply.elements.size() != size) unexpected(what);
-  return reply.elements[index];
-}
-
-// One script call whose reply goes, parsed, to a LeagueReply. The statuses every league script
-// may answer are handled here: 'OPTIONS <recorded>' raises OptionsMismatch, 'UNSETTLED <start>
-// <period>' is handed over; a nil reply is "nothing".
-class LeagueCall final : public Operation {
- public:
-  using Parser = std::function<LeagueRecord(Reply&)>;
-  LeagueCall(const char* name, Command command, Parser parse, std::shared_ptr<LeagueReply> out,
-             std::string base, std::string config, int resends = 0)
-      : name_(name),
-        command_(std::move(command)),
-        parse_(std::move(parse)),
-        out_(std::move(out)),
-        base_(std::move(base)),
-        config_(std::move(config)),
-        resends_(resends) {}
-  const char* name() const override { return name_; }
-  std::vector<Command> next() override { return {command_}; }
-  int resend_limit() const override { return resends_; }
-  bool feed(std::vector<Reply>& replies) override {
-    if (replies.size() != 1) unexpected(name_);
-    Reply& reply = replies[0];
-    LeagueReply result;
-    if (reply.type == ReplyType::Status) {
-      const std::string& status = reply.str;
-      if (status.compare(0, 8, "OPTIONS ") == 0) {
-        throw OptionsMismatch("league '" + base_ + "' has options " + status.substr(8) +
-                              " (recorded in Redis); this client has " + config_ +
-                              "; nothing was changed");
-      }
-      if (status.compare(0, 10, "UNSETTLED ") == 0) {
-        auto space = status.find(' ', 10);
-        if (space == std::string::npos) unexpected(name_);
-        try {
-          result.unsettled.emplace(std::stoll(status.substr(10, space - 10)),
-                                   status.substr(space + 1));
-        } catch (const std::exception&) {
-          unexpected(name_);
-        }
-      } else {
-        unexpected(name_);
-      }
-    } else if (!reply.is_nil()) {
-      result.record = parse_(reply);
-    }
-    if (out_) *out_ = std::move(result);
-    return true;
-  }
-  Result take_result() override { return None{}; }
-
- private:
-  const char* name_;
-  Command command_;
-  Parser parse_;
-  std::shared_ptr<LeagueReply> out_;
-  std::string base_, config_;
-  int resends_;
-};
-
-void require_user_id(const std::string& user_id) {
-  if (user_id.empty()) throw InvalidArgument("user_id must not be empty");
-}
+using script_call::Call;
+using script_call::Caller;
+using script_call::command;
+using script_call::integer_of;
+using script_call::metadata_of;
+using script_call::part;
+using script_call::require_user_id;
+using script_call::score_of;
+using script_call::strings_of;
+using script_call::text_of;
+using script_call::unexpected;
 
 Cutoff checked(Cutoff cutoff, const char* what, long long cohort_size) {
   if (cutoff.fraction) {
@@ -209,9 +104,9 @@ std::string config_text(long long tiers, long long size, const Cutoff& promote,
 }
 }  // namespace
 
-#define RLB_LEAGUE_CALL(name, command, parse, out, resends)                                     \
-  std::make_unique<LeagueCall>(                                                                 \
-      name, command, parse, std::move(out), base_,                                              \
+#define RLB_LEAGUE_CALL(name, cmd, parse, out, resends)                                         \
+  std::make_unique<Call>(                                                                       \
+      Caller::League, name, cmd, parse, std::move(out), base_,                                  \
       config_text(tiers_, cohort_size_, promote_, demote_, demote_idle_, order_, ties_, mode_), \
       resends)
 
@@ -235,7 +130,7 @@ std::unique_ptr<Operation> League::submit(const LeaguePeriod& period, std::strin
   }
   const bool idempotent = submission_id.has_value();
   auto parse = [user_id, idempotent](Reply& reply) {
-    const char* what = "submit";
+    const char* what = "League.submit";
     LeagueRecord record;
     part(reply, 7, 0, what);
     record.add("submit", parse_submit_reply(reply.elements[0], user_id, idempotent));
@@ -251,9 +146,9 @@ std::unique_ptr<Operation> League::submit(const LeaguePeriod& period, std::strin
     record.add("size", integer_of(reply.elements[6], what));
     return record;
   };
-  return RLB_LEAGUE_CALL("submit",
-                         script_command(scripts::league, std::move(keys), std::move(args)), parse,
-                         out, idempotent ? retries : 0);
+  return RLB_LEAGUE_CALL("League.submit",
+                         command(scripts::league, std::move(keys), std::move(args)), parse, out,
+                         idempotent ? retries : 0);
 }
 
 std::unique_ptr<Operation> League::join(const LeaguePeriod& period, std::string user_id,
@@ -263,7 +158,7 @@ std::unique_ptr<Operation> League::join(const LeaguePeriod& period, std::string 
   auto args = this->args("join", period);
   args.insert(args.end(), {std::move(user_id), std::move(bracket)});
   auto parse = [](Reply& reply) {
-    const char* what = "join";
+    const char* what = "League.join";
     LeagueRecord record;
     part(reply, 5, 0, what);
     record.add("tier", integer_of(reply.elements[0], what));
@@ -273,7 +168,7 @@ std::unique_ptr<Operation> League::join(const LeaguePeriod& period, std::string 
     record.add("placed", integer_of(reply.elements[4], what) == 1);
     return record;
   };
-  return RLB_LEAGUE_CALL("join", script_command(scripts::league, keys(period), std::move(args)),
+  return RLB_LEAGUE_CALL("League.join", command(scripts::league, keys(period), std::move(args)),
                          parse, out, 0);
 }
 
@@ -281,13 +176,13 @@ std::unique_ptr<Operation> League::close(const LeaguePeriod& period,
                                          std::shared_ptr<LeagueReply> out) const {
   auto parse = [](Reply& reply) {
     LeagueRecord record;
-    record.add("cohorts", integer_of(part(reply, 2, 0, "close"), "close"));
-    record.add("settled", integer_of(part(reply, 2, 1, "close"), "close"));
+    record.add("cohorts", integer_of(part(reply, 2, 0, "League.close"), "League.close"));
+    record.add("settled", integer_of(part(reply, 2, 1, "League.close"), "League.close"));
     return record;
   };
   // Closing twice changes nothing more: it may be resent after a lost reply.
-  return RLB_LEAGUE_CALL(
-      "close", script_command(scripts::league, keys(period), args("close", period)), parse, out, 2);
+  return RLB_LEAGUE_CALL("close", command(scripts::league, keys(period), args("close", period)),
+                         parse, out, 2);
 }
 
 std::unique_ptr<Operation> League::settle(const LeaguePeriod& period, long long cohort,
@@ -296,7 +191,7 @@ std::unique_ptr<Operation> League::settle(const LeaguePeriod& period, long long 
   auto args = this->args("settle", period);
   args.push_back(std::to_string(cohort));
   auto parse = [](Reply& reply) {
-    const char* what = "settle";
+    const char* what = "League.settle";
     LeagueRecord record;
     part(reply, 7, 0, what);
     record.add("cohort", integer_of(reply.elements[0], what));
@@ -309,7 +204,7 @@ std::unique_ptr<Operation> League::settle(const LeaguePeriod& period, long long 
     return record;
   };
   // A cohort is settled once (its script checks): a resend after a lost reply answers "already".
-  return RLB_LEAGUE_CALL("settle", script_command(scripts::league, keys(period), std::move(args)),
+  return RLB_LEAGUE_CALL("League.settle", command(scripts::league, keys(period), std::move(args)),
                          parse, out, 2);
 }
 
@@ -319,7 +214,7 @@ std::unique_ptr<Operation> League::standings(const LeaguePeriod& period, std::st
   auto args = this->args("standings", period);
   args.insert(args.end(), {check ? "check" : "", std::move(user_id)});
   auto parse = [](Reply& reply) {
-    const char* what = "standings";
+    const char* what = "League.standings";
     LeagueRecord record;
     part(reply, 6, 0, what);
     record.add("tier", integer_of(reply.elements[0], what));
@@ -351,9 +246,9 @@ std::unique_ptr<Operation> League::standings(const LeaguePeriod& period, std::st
     record.add("entries", std::move(entries));
     return record;
   };
-  return RLB_LEAGUE_CALL("standings",
-                         script_command(scripts::league_read, keys(period), std::move(args)), parse,
-                         out, 1);
+  return RLB_LEAGUE_CALL("League.standings",
+                         command(scripts::league_read, keys(period), std::move(args)), parse, out,
+                         1);
 }
 
 std::unique_ptr<Operation> League::tier_of(const LeaguePeriod& period, std::string user_id,
@@ -363,12 +258,12 @@ std::unique_ptr<Operation> League::tier_of(const LeaguePeriod& period, std::stri
   args.insert(args.end(), {check ? "check" : "", std::move(user_id)});
   auto parse = [](Reply& reply) {
     LeagueRecord record;
-    record.add("tier", integer_of(reply, "tier_of"));
+    record.add("tier", integer_of(reply, "League.tier_of"));
     return record;
   };
-  return RLB_LEAGUE_CALL("tier_of",
-                         script_command(scripts::league_read, keys(period), std::move(args)), parse,
-                         out, 1);
+  return RLB_LEAGUE_CALL("League.tier_of",
+                         command(scripts::league_read, keys(period), std::move(args)), parse, out,
+                         1);
 }
 
 std::unique_ptr<Operation> League::tiers(const LeaguePeriod& period, bool check,
@@ -376,7 +271,7 @@ std::unique_ptr<Operation> League::tiers(const LeaguePeriod& period, bool check,
   auto args = this->args("tiers", period);
   args.push_back(check ? "check" : "");
   auto parse = [](Reply& reply) {
-    const char* what = "tiers";
+    const char* what = "League.tiers";
     if (!reply.is_array() || reply.elements.size() % 2 != 0) unexpected(what);
     std::vector<LeagueRecord> counts;
     for (std::size_t i = 0; i < reply.elements.size(); i += 2) {
@@ -389,8 +284,8 @@ std::unique_ptr<Operation> League::tiers(const LeaguePeriod& period, bool check,
     record.add("tiers", std::move(counts));
     return record;
   };
-  return RLB_LEAGUE_CALL(
-      "tiers", script_command(scripts::league_read, keys(period), std::move(args)), parse, out, 1);
+  return RLB_LEAGUE_CALL("tiers", command(scripts::league_read, keys(period), std::move(args)),
+                         parse, out, 1);
 }
 
 std::unique_ptr<Operation> League::results(const LeaguePeriod& period, std::string user_id,
@@ -399,7 +294,7 @@ std::unique_ptr<Operation> League::results(const LeaguePeriod& period, std::stri
   auto args = this->args("results", period);
   args.insert(args.end(), {"", std::move(user_id)});
   auto parse = [](Reply& reply) {
-    const char* what = "results";
+    const char* what = "League.results";
     LeagueRecord record;
     part(reply, 6, 0, what);
     record.add("cohort", integer_of(reply.elements[0], what));
@@ -418,9 +313,9 @@ std::unique_ptr<Operation> League::results(const LeaguePeriod& period, std::stri
     }
     return record;
   };
-  return RLB_LEAGUE_CALL("results",
-                         script_command(scripts::league_read, keys(period), std::move(args)), parse,
-                         out, 1);
+  return RLB_LEAGUE_CALL("League.results",
+                         command(scripts::league_read, keys(period), std::move(args)), parse, out,
+                         1);
 }
 
 #undef RLB_LEAGUE_CALL

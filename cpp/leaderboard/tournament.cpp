@@ -5,88 +5,19 @@
 #include <utility>
 
 #include "errors.hpp"
+#include "leaderboard/script_call.hpp"
 
 namespace rlb::leaderboard {
 namespace {
 
-using codec::ReplyType;
-
-[[noreturn]] void unexpected(const char* what) {
-  throw RedisError(std::string("unexpected reply from Redis for a tournament's ") + what);
-}
-
-long long integer_of(const Reply& reply, const char* what) {
-  if (reply.type != ReplyType::Integer) unexpected(what);
-  return reply.integer;
-}
-
-std::string text_of(const Reply& reply, const char* what) {
-  if (reply.type != ReplyType::String && reply.type != ReplyType::Status) unexpected(what);
-  return reply.str;
-}
-
-const Reply& parts(const Reply& reply, std::size_t size, const char* what) {
-  if (!reply.is_array() || reply.elements.size() != size) unexpected(what);
-  return reply;
-}
-
-// One script call whose reply goes, parsed, to a LeagueReply: 'OPTIONS <recorded>' raises
-// OptionsMismatch; the error replies raise through the one error table.
-class TournamentCall final : public Operation {
- public:
-  using Parser = std::function<LeagueRecord(Reply&)>;
-  TournamentCall(const char* name, Command command, Parser parse, std::shared_ptr<LeagueReply> out,
-                 std::string key, std::string config, int resends)
-      : name_(name),
-        command_(std::move(command)),
-        parse_(std::move(parse)),
-        out_(std::move(out)),
-        key_(std::move(key)),
-        config_(std::move(config)),
-        resends_(resends) {}
-  const char* name() const override { return name_; }
-  std::vector<Command> next() override { return {command_}; }
-  int resend_limit() const override { return resends_; }
-  bool feed(std::vector<Reply>& replies) override {
-    if (replies.size() != 1) unexpected(name_);
-    Reply& reply = replies[0];
-    if (reply.type == ReplyType::Status) {
-      if (reply.str.compare(0, 8, "OPTIONS ") == 0) {
-        throw OptionsMismatch("tournament '" + key_ + "' has options " + reply.str.substr(8) +
-                              " (recorded in Redis); this client has " + config_ +
-                              "; nothing was changed");
-      }
-      unexpected(name_);
-    }
-    LeagueReply result;
-    result.record = parse_(reply);
-    if (out_) *out_ = std::move(result);
-    return true;
-  }
-  Result take_result() override { return None{}; }
-
- private:
-  const char* name_;
-  Command command_;
-  Parser parse_;
-  std::shared_ptr<LeagueReply> out_;
-  std::string key_, config_;
-  int resends_;
-};
-
-void require_user_id(const std::string& user_id) {
-  if (user_id.empty()) throw InvalidArgument("user_id must not be empty");
-}
-
-Command script_command(const Script& script, std::vector<std::string> keys,
-                       std::vector<std::string> args) {
-  Command command{&script, {}};
-  command.argv.reserve(1 + keys.size() + args.size());
-  command.argv.push_back(std::to_string(keys.size()));
-  for (auto& key : keys) command.argv.push_back(std::move(key));
-  for (auto& arg : args) command.argv.push_back(std::move(arg));
-  return command;
-}
+using script_call::Call;
+using script_call::Caller;
+using script_call::command;
+using script_call::integer_of;
+using script_call::part;
+using script_call::require_user_id;
+using script_call::text_of;
+using script_call::unexpected;
 
 std::string optional_text(const std::optional<long long>& value) {
   return value ? std::to_string(*value) : std::string();
@@ -144,9 +75,9 @@ std::vector<std::string> Tournament::args(const char* op, const TournamentPeriod
           user_id};
 }
 
-#define RLB_TOURNAMENT_CALL(name, script, keys, args, parse, out, resends)          \
-  std::make_unique<TournamentCall>(name, script_command(script, keys, args), parse, \
-                                   std::move(out), key_, config(), resends)
+#define RLB_TOURNAMENT_CALL(name, script, keys, args, parse, out, resends)             \
+  std::make_unique<Call>(Caller::Tournament, name, command(script, keys, args), parse, \
+                         std::move(out), key_, config(), resends)
 
 std::unique_ptr<Operation> Tournament::submit(const TournamentPeriod& period, std::string user_id,
                                               double score, Metadata metadata,
@@ -175,8 +106,8 @@ std::unique_ptr<Operation> Tournament::submit(const TournamentPeriod& period, st
   }
   const bool idempotent = submission_id.has_value();
   auto parse = [user_id, idempotent](Reply& reply) {
-    const char* what = "submit";
-    parts(reply, 5, what);
+    const char* what = "Tournament.submit";
+    part(reply, 5, 0, what);
     LeagueRecord record;
     record.add("submit", parse_submit_reply(reply.elements[0], user_id, idempotent));
     record.add("period", text_of(reply.elements[1], what));
@@ -187,16 +118,16 @@ std::unique_ptr<Operation> Tournament::submit(const TournamentPeriod& period, st
   };
   // Only a write carrying a submission id may be resent after a lost reply: it cannot apply
   // (nor use an attempt) twice.
-  return RLB_TOURNAMENT_CALL("submit", scripts::tournament, std::move(keys), std::move(args), parse,
-                             out, idempotent ? retries : 0);
+  return RLB_TOURNAMENT_CALL("Tournament.submit", scripts::tournament, std::move(keys),
+                             std::move(args), parse, out, idempotent ? retries : 0);
 }
 
 std::unique_ptr<Operation> Tournament::join(const TournamentPeriod& period, std::string user_id,
                                             std::shared_ptr<LeagueReply> out) const {
   auto args = this->args("join", period, user_id);
   auto parse = [](Reply& reply) {
-    const char* what = "join";
-    parts(reply, 4, what);
+    const char* what = "Tournament.join";
+    part(reply, 4, 0, what);
     LeagueRecord record;
     record.add("joined_now", integer_of(reply.elements[0], what) == 1);
     record.add("used", integer_of(reply.elements[1], what));
@@ -205,8 +136,8 @@ std::unique_ptr<Operation> Tournament::join(const TournamentPeriod& period, std:
     return record;
   };
   // Joining twice changes nothing more: it may be resent after a lost reply.
-  return RLB_TOURNAMENT_CALL("join", scripts::tournament, keys(period), std::move(args), parse, out,
-                             2);
+  return RLB_TOURNAMENT_CALL("Tournament.join", scripts::tournament, keys(period), std::move(args),
+                             parse, out, 2);
 }
 
 std::unique_ptr<Operation> Tournament::add_attempts(const TournamentPeriod& period,
@@ -220,8 +151,8 @@ std::unique_ptr<Operation> Tournament::add_attempts(const TournamentPeriod& peri
   auto args = this->args("add_attempts", period, user_id);
   args.push_back(std::to_string(n));
   auto parse = [](Reply& reply) {
-    const char* what = "add_attempts";
-    parts(reply, 3, what);
+    const char* what = "Tournament.add_attempts";
+    part(reply, 3, 0, what);
     LeagueRecord record;
     record.add("used", integer_of(reply.elements[0], what));
     record.add("bonus", integer_of(reply.elements[1], what));
@@ -229,16 +160,16 @@ std::unique_ptr<Operation> Tournament::add_attempts(const TournamentPeriod& peri
     return record;
   };
   // An increment: never resent.
-  return RLB_TOURNAMENT_CALL("add_attempts", scripts::tournament, keys(period), std::move(args),
-                             parse, out, 0);
+  return RLB_TOURNAMENT_CALL("Tournament.add_attempts", scripts::tournament, keys(period),
+                             std::move(args), parse, out, 0);
 }
 
 std::unique_ptr<Operation> Tournament::status(const TournamentPeriod& period, std::string user_id,
                                               std::shared_ptr<LeagueReply> out) const {
   auto args = this->args("status", period, user_id);
   auto parse = [](Reply& reply) {
-    const char* what = "status";
-    parts(reply, 4, what);
+    const char* what = "Tournament.status";
+    part(reply, 4, 0, what);
     LeagueRecord record;
     record.add("joined", integer_of(reply.elements[0], what) == 1);
     record.add("used", integer_of(reply.elements[1], what));
@@ -246,8 +177,8 @@ std::unique_ptr<Operation> Tournament::status(const TournamentPeriod& period, st
     record.add("size", integer_of(reply.elements[3], what));
     return record;
   };
-  return RLB_TOURNAMENT_CALL("status", scripts::tournament_read, keys(period), std::move(args),
-                             parse, out, 1);
+  return RLB_TOURNAMENT_CALL("Tournament.status", scripts::tournament_read, keys(period),
+                             std::move(args), parse, out, 1);
 }
 
 #undef RLB_TOURNAMENT_CALL

@@ -1,0 +1,109 @@
+#include "leaderboard/script_call.hpp"
+
+#include <cstdlib>
+#include <exception>
+#include <utility>
+
+#include "errors.hpp"
+
+namespace rlb::leaderboard::script_call {
+
+using codec::ReplyType;
+
+void unexpected(const char* what) {
+  throw RedisError(std::string("unexpected reply from Redis for ") + what);
+}
+
+Command command(const Script& script, std::vector<std::string> keys,
+                std::vector<std::string> args) {
+  Command out{&script, {}};
+  out.argv.reserve(1 + keys.size() + args.size());
+  out.argv.push_back(std::to_string(keys.size()));
+  for (auto& key : keys) out.argv.push_back(std::move(key));
+  for (auto& arg : args) out.argv.push_back(std::move(arg));
+  return out;
+}
+
+long long integer_of(const Reply& reply, const char* what) {
+  if (reply.type != ReplyType::Integer) unexpected(what);
+  return reply.integer;
+}
+
+std::string text_of(const Reply& reply, const char* what) {
+  if (reply.type != ReplyType::String && reply.type != ReplyType::Status) unexpected(what);
+  return reply.str;
+}
+
+double score_of(const Reply& reply, const char* what) {
+  std::string text = text_of(reply, what);
+  char* end = nullptr;
+  double value = std::strtod(text.c_str(), &end);
+  if (text.empty() || *end != '\0') unexpected(what);
+  return value;
+}
+
+std::vector<std::string> strings_of(const Reply& reply, const char* what) {
+  if (!reply.is_array()) unexpected(what);
+  std::vector<std::string> out;
+  out.reserve(reply.elements.size());
+  for (const auto& element : reply.elements) out.push_back(text_of(element, what));
+  return out;
+}
+
+Metadata metadata_of(const Reply& reply, const char* what) {
+  if (!reply.is_array() || reply.elements.size() % 2 != 0) unexpected(what);
+  Metadata out;
+  for (std::size_t i = 0; i < reply.elements.size(); i += 2) {
+    out.emplace_back(text_of(reply.elements[i], what), text_of(reply.elements[i + 1], what));
+  }
+  return out;
+}
+
+const Reply& part(const Reply& reply, std::size_t size, std::size_t index, const char* what) {
+  if (!reply.is_array() || reply.elements.size() != size) unexpected(what);
+  return reply.elements[index];
+}
+
+void require_user_id(const std::string& user_id) {
+  if (user_id.empty()) throw InvalidArgument("user_id must not be empty");
+}
+
+Call::Call(Caller caller, const char* what, Command command, Parser parse,
+           std::shared_ptr<LeagueReply> out, std::string key, std::string config, int resends)
+    : caller_(caller),
+      what_(what),
+      command_(std::move(command)),
+      parse_(std::move(parse)),
+      out_(std::move(out)),
+      key_(std::move(key)),
+      config_(std::move(config)),
+      resends_(resends) {}
+
+bool Call::feed(std::vector<Reply>& replies) {
+  if (replies.size() != 1) unexpected(what_);
+  Reply& reply = replies[0];
+  LeagueReply result;
+  if (reply.type == ReplyType::Status) {
+    const std::string& status = reply.str;
+    if (status.compare(0, 8, "OPTIONS ") == 0) {
+      throw OptionsMismatch(std::string(caller_ == Caller::League ? "league '" : "tournament '") +
+                            key_ + "' has options " + status.substr(8) +
+                            " (recorded in Redis); this client has " + config_ +
+                            "; nothing was changed");
+    }
+    if (caller_ != Caller::League || status.compare(0, 10, "UNSETTLED ") != 0) unexpected(what_);
+    auto space = status.find(' ', 10);
+    if (space == std::string::npos) unexpected(what_);
+    try {
+      result.unsettled.emplace(std::stoll(status.substr(10, space - 10)), status.substr(space + 1));
+    } catch (const std::exception&) {
+      unexpected(what_);
+    }
+  } else if (caller_ != Caller::League || !reply.is_nil()) {
+    result.record = parse_(reply);
+  }
+  if (out_) *out_ = std::move(result);
+  return true;
+}
+
+}  // namespace rlb::leaderboard::script_call

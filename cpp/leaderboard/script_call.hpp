@@ -1,0 +1,61 @@
+// One script call of a league or a tournament, and the reading of its reply: what league.cpp
+// and tournament.cpp share. `what` names the operation as the user calls it ("League.submit"):
+// it is the operation's name (in timeout messages) and appears in unexpected-reply errors.
+#pragma once
+
+#include <cstddef>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "leaderboard/league.hpp"
+
+namespace rlb::leaderboard::script_call {
+
+[[noreturn]] void unexpected(const char* what);
+
+// EVALSHA's arguments for `script`: the number of keys, the keys, the arguments.
+Command command(const Script& script, std::vector<std::string> keys, std::vector<std::string> args);
+
+long long integer_of(const Reply& reply, const char* what);
+std::string text_of(const Reply& reply, const char* what);
+double score_of(const Reply& reply, const char* what);  // a score sent as text
+std::vector<std::string> strings_of(const Reply& reply, const char* what);
+Metadata metadata_of(const Reply& reply, const char* what);  // a flat field/value array
+// Element `index` of `reply`, an array of exactly `size` elements.
+const Reply& part(const Reply& reply, std::size_t size, std::size_t index, const char* what);
+
+void require_user_id(const std::string& user_id);
+
+// Whose script it is: the noun of OptionsMismatch, and which statuses it may answer.
+enum class Caller {
+  League,     // also 'UNSETTLED <start> <period>' (handed over) and nil (nothing)
+  Tournament  // every reply but 'OPTIONS ...' goes to the parser
+};
+
+// One script call whose reply goes, parsed, to a LeagueReply. 'OPTIONS <recorded>' raises
+// OptionsMismatch naming the board `key` and this client's `config`; the error replies raise
+// through the one error table.
+class Call final : public Operation {
+ public:
+  using Parser = std::function<LeagueRecord(Reply&)>;
+  Call(Caller caller, const char* what, Command command, Parser parse,
+       std::shared_ptr<LeagueReply> out, std::string key, std::string config, int resends);
+  const char* name() const override { return what_; }
+  std::vector<Command> next() override { return {command_}; }
+  int resend_limit() const override { return resends_; }
+  bool feed(std::vector<Reply>& replies) override;
+  Result take_result() override { return None{}; }
+
+ private:
+  Caller caller_;
+  const char* what_;
+  Command command_;
+  Parser parse_;
+  std::shared_ptr<LeagueReply> out_;
+  std::string key_, config_;
+  int resends_;
+};
+
+}  // namespace rlb::leaderboard::script_call
