@@ -38,6 +38,9 @@ ASYNC_OBJECTS = (
     aio.PeriodicLeaderboard,
     aio.RollingLeaderboard,
     aio.LeaderboardGroup,
+    aio.ShardedLeaderboard,
+    aio.League,
+    aio.Tournament,
 )
 
 # Restricts a board test to the sync API and asyncio on its own loop (not uvloop): for the few
@@ -97,6 +100,14 @@ class Api:
     def rolling(self, *args: Any, client: Any = None, **options: Any) -> Any:
         return self.make("RollingLeaderboard", *args, client=client, **options)
 
+    def league(self, key: str, clock: Any, **options: Any) -> Any:
+        """``League(client, key, clock=clock, **options)`` of this API."""
+        return self.make("League", key, clock=clock, **options)
+
+    def tournament(self, key: str, clock: Any, **options: Any) -> Any:
+        """``Tournament(client, key, clock=clock, **options)`` of this API."""
+        return self.make("Tournament", key, clock=clock, **options)
+
     def group(self, boards: list[Any], client: Any = None) -> Any:
         """``LeaderboardGroup(client, boards)`` of this API, over boards made by it."""
         return self.make("LeaderboardGroup", [unwrap(b) for b in boards], client=client)
@@ -121,8 +132,9 @@ class Api:
 
     def call(self, method: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         """``method(*args, **kwargs)`` made on the test's loop (asyncio objects bind to the
-        loop they are first used on), awaited if it is a coroutine, its result wrapped."""
-        if self._loop is None:
+        loop they are first used on), awaited if it is a coroutine, its result wrapped. A
+        :class:`Blocking` board's method (``api.call(board.submit, ...)``) blocks already."""
+        if self._loop is None or getattr(method, "blocks", False):
             return method(*args, **kwargs)
         return self.wrap(self._loop.run_until_complete(_call_and_await(method, args, kwargs)))
 
@@ -179,7 +191,12 @@ class Blocking:
         value = getattr(self._target, name)
         if not inspect.ismethod(value):
             return value
-        return lambda *args, **kwargs: self._api.call(value, *args, **kwargs)
+
+        def blocking(*args: Any, **kwargs: Any) -> Any:
+            return self._api.call(value, *args, **kwargs)
+
+        blocking.blocks = True  # type: ignore[attr-defined]
+        return blocking
 
     def __repr__(self) -> str:
         return repr(self._target)

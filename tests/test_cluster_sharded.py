@@ -27,7 +27,8 @@ def cluster_client(redis_cluster: RedisCluster):  # -> ClusterClient
 
 def writes(seed: int, count: int) -> list[tuple[str, tuple[Any, ...], dict[str, Any]]]:
     rng = random.Random(seed)
-    users = [f"p{i}" for i in range(60)] + ["zé", "{x}", "a"]
+    # 7 and "7": one player (an int id is its str() on every board type).
+    users: list[Any] = [f"p{i}" for i in range(60)] + ["zé", "{x}", "a", 7, "7"]
     out: list[tuple[str, tuple[Any, ...], dict[str, Any]]] = []
     for _ in range(count):
         user = rng.choice(users)
@@ -58,7 +59,7 @@ def compare(plain: RedisLeaderboard, board: ShardedLeaderboard, rng: random.Rand
     assert board.get_size() == size
     for k in (1, 5, size + 3):
         assert board.get_top(k) == plain.get_top(k)
-    users = [e["user_id"] for e in plain.list_all()] + ["absent"]
+    users: list[Any] = [e["user_id"] for e in plain.list_all()] + ["absent", 7]
     for user in users:
         assert board.get_rank(user) == plain.get_rank(user), user
         assert board.get_user_entry(user) == plain.get_user_entry(user), user
@@ -194,8 +195,11 @@ def test_sharded_board_arguments(cluster_client: ClusterClient) -> None:
     with pytest.raises(TypeError, match="shards"):
         ShardedLeaderboard(cluster_client, key="lb", shards=2.0)  # type: ignore[arg-type]
     board = ShardedLeaderboard(cluster_client, key=f"args{uuid.uuid4().hex[:6]}", shards=4)
-    with pytest.raises(TypeError, match="user_id"):
-        board.upsert_user(5, 1)  # type: ignore[arg-type]
+    for bad in (5.0, True, b"u", None):
+        with pytest.raises(TypeError, match=r"^user_id must be str, not "):
+            board.upsert_user(bad, 1)  # type: ignore[arg-type]
+        with pytest.raises(TypeError, match=r"^entry 1: user_id must be str, not "):
+            board.upsert_many([("ok", 1), (bad, 1)])  # type: ignore[list-item]
     with pytest.raises(ValueError, match="count"):
         board.get_top(0)
     with pytest.raises(ValueError, match="page_size"):
@@ -236,7 +240,7 @@ def test_sharded_upsert_many_matches_one_board(
     with pytest.raises(ValueError, match=r"^entry 100:"):
         board.upsert_many(bad)
     with pytest.raises(TypeError, match=r"^entry 2: user_id"):
-        board.upsert_many([("a", 1), ("b", 2), (3, 3)])  # type: ignore[list-item]
+        board.upsert_many([("a", 1), ("b", 2), (3.0, 3)])  # type: ignore[list-item]
     with pytest.raises(ValueError, match="chunk_size"):
         board.upsert_many([("a", 1)], chunk_size=0)
 

@@ -4,7 +4,6 @@ the plain-Python model in ``league_model.py`` over random seeded sequences."""
 
 from __future__ import annotations
 
-import asyncio
 import multiprocessing
 import os
 import random
@@ -14,11 +13,11 @@ import sys
 import time
 from collections.abc import Iterator
 from datetime import datetime, timedelta, timezone
-from typing import Any, Callable
+from typing import Any
 
 import pytest
 
-import redis_leaderboard.asyncio as aio
+from apis import Api
 from conftest import RedisServer, unique_key
 from helpers import FakeClock
 from league_model import Closed, LeagueModel
@@ -38,53 +37,6 @@ TIERS = ("bronze", "silver", "gold", "diamond")
 def key(redis_server: RedisServer) -> Iterator[str]:
     with unique_key(redis_server, "league") as k:
         yield k
-
-
-class Api:
-    """One league API, sync or asyncio, called the same way: ``api.call(league.method, ...)``."""
-
-    def __init__(self, name: str, server: RedisServer) -> None:
-        self.name = name
-        self.server = server
-        self.loop = asyncio.new_event_loop() if name == "asyncio" else None
-        self.clients: list[Any] = []
-
-    def league(self, key: str, clock: FakeClock, **options: Any) -> Any:
-        if self.loop is None:
-            client = Client(host=self.server.host, port=self.server.port)
-            self.clients.append(client)
-            return League(client, key, clock=clock, **options)
-
-        async def make() -> Any:
-            client = aio.Client(host=self.server.host, port=self.server.port)
-            self.clients.append(client)
-            return aio.League(client, key, clock=clock, **options)
-
-        return self.loop.run_until_complete(make())
-
-    def call(self, method: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
-        result = method(*args, **kwargs)
-        if self.loop is None:
-            return result
-        return self.loop.run_until_complete(result)
-
-    def close(self) -> None:
-        for client in self.clients:
-            if self.loop is None:
-                client.close()
-            else:
-                self.loop.run_until_complete(client.aclose()) if hasattr(
-                    client, "aclose"
-                ) else client.close()
-        if self.loop is not None:
-            self.loop.close()
-
-
-@pytest.fixture(params=["sync", "asyncio"])
-def api(request: pytest.FixtureRequest, redis_server: RedisServer) -> Iterator[Api]:
-    a = Api(request.param, redis_server)
-    yield a
-    a.close()
 
 
 # -- stories ---------------------------------------------------------------------------------
@@ -189,11 +141,13 @@ def test_ties_at_a_cutoff_follow_the_tie_rule(api: Api, key: str) -> None:
     assert api.call(league.settle)["promoted"] == 2  # a shared first place moves both up
 
 
-def test_bad_input_raises_before_anything_is_sent(api: Api, key: str) -> None:
+def test_bad_input_raises_before_anything_is_sent(
+    api: Api, key: str, redis_server: RedisServer
+) -> None:
     clock = FakeClock(MONDAY)
     league = api.league(key, clock, tiers=TIERS)
     with pytest.raises(TypeError):
-        api.call(league.submit, 5, 1)
+        api.call(league.submit, 5.5, 1)
     with pytest.raises(ValueError):
         api.call(league.submit, "", 1)
     with pytest.raises(ValueError):
@@ -207,7 +161,7 @@ def test_bad_input_raises_before_anything_is_sent(api: Api, key: str) -> None:
                 dict(partitions=0)):  # fmt: skip
         with pytest.raises((ValueError, TypeError)):
             api.league(key, clock, **bad)
-    assert api.server.redis_py().keys(f"{key}*") == []
+    assert redis_server.redis_py().keys(f"{key}*") == []
 
 
 def test_options_are_recorded_so_two_clients_cannot_disagree(api: Api, key: str) -> None:
@@ -226,7 +180,7 @@ def test_submission_ids_apply_once(api: Api, key: str) -> None:
     assert api.call(league.standings, "a")["entries"][0]["score"] == 5.0
 
 
-def test_settled_events_one_per_cohort(api: Api, key: str) -> None:
+def test_settled_events_one_per_cohort(api: Api, key: str, redis_server: RedisServer) -> None:
     clock = FakeClock(MONDAY)
     league = api.league(key, clock, tiers=TIERS, cohort_size=2, promote=1, demote=0)
     for i in range(5):
@@ -234,22 +188,24 @@ def test_settled_events_one_per_cohort(api: Api, key: str) -> None:
     clock.now += timedelta(days=7)
     api.call(league.settle)
     api.call(league.settle)
-    events = api.server.redis_py().xrange(league.events_key())
+    events = redis_server.redis_py().xrange(league.events_key())
     assert len(events) == 3
     assert [e[1]["kind"] for e in events] == ["settled"] * 3
     assert events[0][1]["promoted"] == "p1" and events[0][1]["period"] == W0
 
 
-def test_partitions_put_each_in_its_own_hash_tag(api: Api, key: str) -> None:
+def test_partitions_put_each_in_its_own_hash_tag(
+    api: Api, key: str, redis_server: RedisServer
+) -> None:
     clock = FakeClock(MONDAY)
     league = api.league(key, clock, tiers=TIERS, partitions=3, cohort_size=3, promote=1, demote=1)
     for i in range(12):
         api.call(league.submit, f"p{i}", i)
     assert sum(t["players"] for t in api.call(league.tiers)) == 12
-    names = api.server.redis_py().keys(f"{{{key}*")
+    names = redis_server.redis_py().keys(f"{{{key}*")
     assert {n[: n.index("}") + 1] for n in names} == {f"{{{key}:{i}}}" for i in range(3)}
     for name in names:
-        api.server.redis_py().delete(name)
+        redis_server.redis_py().delete(name)
     with pytest.raises(ValueError, match="braces"):
         api.league("{x}", clock, partitions=2)
 

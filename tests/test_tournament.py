@@ -15,16 +15,16 @@ from typing import Any, Callable, Optional
 import pytest
 
 import redis_leaderboard.asyncio as aio
+from apis import Api
 from conftest import RedisServer, unique_key
+from helpers import FakeClock
 from redis_leaderboard import (
     AttemptsExhausted,
-    Client,
     NotJoined,
     OptionsMismatch,
     PeriodClosed,
     ResponseError,
     StalePeriod,
-    Tournament,
     TournamentFull,
 )
 from tournament_model import Now, Refused, TournamentModel
@@ -42,60 +42,10 @@ REFUSALS: dict[str, type[Exception]] = {
 }
 
 
-class FakeClock:
-    def __init__(self, now: datetime) -> None:
-        self.now = now
-
-    def __call__(self) -> datetime:
-        return self.now
-
-
 @pytest.fixture
 def key(redis_server: RedisServer) -> Iterator[str]:
     with unique_key(redis_server, "tournament") as k:
         yield k
-
-
-class Api:
-    """One API, sync or asyncio, called the same way: ``api.call(tournament.method, ...)``."""
-
-    def __init__(self, name: str, server: RedisServer) -> None:
-        self.name = name
-        self.server = server
-        self.loop = asyncio.new_event_loop() if name == "asyncio" else None
-        self.clients: list[Any] = []
-
-    def tournament(self, key: str, clock: Optional[FakeClock], **options: Any) -> Any:
-        if self.loop is None:
-            client = Client(host=self.server.host, port=self.server.port)
-            self.clients.append(client)
-            return Tournament(client, key, clock=clock, **options)
-
-        async def make() -> Any:
-            client = aio.Client(host=self.server.host, port=self.server.port)
-            self.clients.append(client)
-            return aio.Tournament(client, key, clock=clock, **options)
-
-        return self.loop.run_until_complete(make())
-
-    def call(self, method: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
-        result = method(*args, **kwargs)
-        if self.loop is None:
-            return result
-        return self.loop.run_until_complete(result)
-
-    def close(self) -> None:
-        for client in self.clients:
-            client.close()
-        if self.loop is not None:
-            self.loop.close()
-
-
-@pytest.fixture(params=["sync", "asyncio"])
-def api(request: pytest.FixtureRequest, redis_server: RedisServer) -> Iterator[Api]:
-    a = Api(request.param, redis_server)
-    yield a
-    a.close()
 
 
 # -- stories ---------------------------------------------------------------------------------
@@ -228,7 +178,7 @@ def test_options_are_recorded_and_bad_input_raises_first(api: Api, key: str) -> 
     with pytest.raises(ValueError, match="max_attempts"):
         api.tournament(key, clock, schedule="day", max_attempts=0)
     with pytest.raises(TypeError):
-        api.call(t.submit, 5, 1)
+        api.call(t.submit, 5.5, 1)
     with pytest.raises(ValueError, match="unlimited"):
         api.call(t.add_attempts, "ann", 1)
     with pytest.raises(ValueError, match="finite"):

@@ -67,3 +67,24 @@ def test_constructor_validates_before_connecting(api: Api) -> None:
         api.module.RedisLeaderboard(url="redis://127.0.0.1:1/0", max_entries=0)
     with pytest.raises(TypeError):
         api.module.RedisLeaderboard(url="redis://127.0.0.1:1/0", key=5)
+
+
+def test_an_int_user_id_is_its_str_on_every_board_type(api: Api, board_key: str) -> None:
+    # 7 and "7" are one player on every board, as the guide's f-strings write str(7): the
+    # boards that route by the id in Python (league, tournament; sharded boards in
+    # test_cluster_sharded.py) included.
+    plain = api.leaderboard(key=board_key, max_entries=10)
+    plain.upsert_user(7, 5)
+    assert plain.get_user_entry("7")["user_id"] == "7"
+    league = api.league(f"{board_key}:league", None, tiers=("low", "high"))
+    league.submit(7, 5)
+    assert [e["user_id"] for e in league.standings("7")["entries"]] == ["7"]
+    assert league.tier_of(7) == league.tier_of("7") == "low"
+    tournament = api.tournament(f"{board_key}:tournament", None, schedule="day")
+    tournament.submit(7, 5)
+    assert tournament.status("7")["joined"] is True
+    assert tournament.get_user_entry(7)["user_id"] == "7"
+    for bad in (7.0, True, b"7", None):
+        for call in (league.submit, tournament.submit):
+            with pytest.raises(TypeError, match=r"^user_id must be str, not "):
+                call(bad, 1)

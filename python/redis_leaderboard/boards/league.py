@@ -78,6 +78,7 @@ from .._types import (
     WriteMode,
 )
 from ..options import board_client
+from .plain import user_id_text
 from .seasons import Clock, Period, PeriodClock, Periods, _millis
 
 __all__ = ["LeagueBase"]
@@ -120,14 +121,6 @@ def _bracket(bracket: Optional[str]) -> str:
     if not bracket:
         raise ValueError("bracket must not be empty (None: no bracket)")
     return bracket
-
-
-def _user(user_id: Any) -> str:
-    if not isinstance(user_id, str):
-        raise TypeError(f"user_id must be a str, not {type(user_id).__name__}")
-    if not user_id:
-        raise ValueError("user_id must not be empty")
-    return user_id
 
 
 class LeagueBase(PeriodClock):
@@ -429,7 +422,7 @@ class LeagueBase(PeriodClock):
             plain board's write on the cohort (O(log cohort_size)); more only if an earlier
             period must be settled first (lazy settlement).
         """
-        league = self._partition(_user(user_id))
+        league = self._partition(user_id_text(user_id))
         room = _bracket(bracket)
         for _ in range(MAX_SETTLE_ROUNDS):
             start = self._start_of(None)
@@ -469,7 +462,7 @@ class LeagueBase(PeriodClock):
             One round trip, one script (as submit's placement), unless an earlier period must be
             settled first.
         """
-        league = self._partition(_user(user_id))
+        league = self._partition(user_id_text(user_id))
         room = _bracket(bracket)
         for _ in range(MAX_SETTLE_ROUNDS):
             period = self._period(self._start_of(None))
@@ -518,7 +511,7 @@ class LeagueBase(PeriodClock):
         Redis cost:
             One round trip: one script reading the cohort (O(cohort_size)).
         """
-        league = self._partition(_user(user_id))
+        league = self._partition(user_id_text(user_id))
         start = self._start_of(period)
         reply = yield from self._read(
             league, lambda p, check: league.standings(p, user_id, check), period
@@ -552,7 +545,7 @@ class LeagueBase(PeriodClock):
         Redis cost:
             One round trip (an HGET), unless an earlier period must be settled first.
         """
-        league = self._partition(_user(user_id))
+        league = self._partition(user_id_text(user_id))
         reply = yield from self._read(
             league, lambda p, check: league.tier_of(p, user_id, check), None
         )
@@ -585,7 +578,7 @@ class LeagueBase(PeriodClock):
         Redis cost:
             One round trip: one script of a few HGETs.
         """
-        league = self._partition(_user(user_id))
+        league = self._partition(user_id_text(user_id))
         if period is None:
             raise TypeError("results() needs the period: an id or a datetime in it")
         start = self._start_of(period)
@@ -609,7 +602,7 @@ class LeagueBase(PeriodClock):
         """The stream of ``"settled"`` events (one per cohort: ``period``, ``cohort``,
         ``tier``, ``bracket``, repeated ``promoted`` and ``demoted`` ids) of the partition of
         ``user_id`` (the only one without partitions)."""
-        league = self._leagues[0] if user_id is None else self._partition(_user(user_id))
+        league = self._leagues[0] if user_id is None else self._partition(user_id_text(user_id))
         return f"{league.base}:events"
 
     def __repr__(self) -> str:

@@ -30,6 +30,18 @@ DEFAULT_CHUNK_SIZE = 1000
 MAX_REPORTED_TRIMMED = 1000
 
 
+def user_id_text(user_id: Any) -> str:
+    """A user id as every board stores it: a ``str``, or an ``int`` as ``str()`` writes it
+    (as the guide's f-strings would; the C++ conversions do the same). The boards that route
+    by the id in Python (sharded, league, tournament) take it here first, so ``7`` and
+    ``"7"`` are one player on every board type."""
+    if isinstance(user_id, str):
+        return user_id
+    if isinstance(user_id, int) and not isinstance(user_id, bool):
+        return str(user_id)
+    raise TypeError(f"user_id must be str, not {type(user_id).__name__}")
+
+
 def check_bulk_arguments(chunk_size: int, progress: Optional[Callable[[int], None]]) -> None:
     """upsert_many's arguments, checked before anything is read or written."""
     if isinstance(chunk_size, bool) or not isinstance(chunk_size, int):

@@ -36,7 +36,7 @@ from .._types import (
     WriteMode,
 )
 from ..options import public_name
-from .plain import DEFAULT_CHUNK_SIZE, Leaderboard, check_bulk_arguments
+from .plain import DEFAULT_CHUNK_SIZE, Leaderboard, check_bulk_arguments, user_id_text
 
 __all__ = ["ShardedBase", "shard_of"]
 
@@ -54,8 +54,9 @@ _ENTRY_INDEX = re.compile(r"^entry (\d+):")
 
 
 def shard_of(user_id: str, shards: int) -> int:
-    """The shard of ``user_id``: ``crc32(user_id as UTF-8) % shards``."""
-    return zlib.crc32(user_id.encode("utf-8", "surrogatepass")) % shards
+    """The shard of ``user_id``: ``crc32(user_id as UTF-8) % shards`` (an ``int`` id as
+    ``str()`` writes it, as every board stores it)."""
+    return zlib.crc32(user_id_text(user_id).encode("utf-8", "surrogatepass")) % shards
 
 
 def _ordered(score: float) -> int:
@@ -176,13 +177,11 @@ class ShardedBase:
         """The key of ``user_id``'s shard board (``{key:i}``); sends nothing.
 
         Raises:
-            TypeError: A ``user_id`` that is not a ``str``.
+            TypeError: A ``user_id`` that is neither a ``str`` nor an ``int``.
         """
         return self._board_of(user_id).key
 
     def _board_of(self, user_id: str) -> _core.Board:
-        if not isinstance(user_id, str):
-            raise TypeError(f"user_id must be a str, not {type(user_id).__name__}")
         return self._boards[shard_of(user_id, self.shards)]
 
     # -- writes: one round trip, on the user's shard ----------------------------------------
@@ -216,7 +215,7 @@ class ShardedBase:
             [`get_rank`][redis_leaderboard.ShardedLeaderboard.get_rank]'s.
 
         Raises:
-            TypeError: A ``user_id`` that is not a ``str`` (nothing is sent).
+            TypeError: A ``user_id`` that is neither a ``str`` nor an ``int`` (nothing is sent).
             RateLimited: The board's ``rate_limit`` refused the write (nothing changed).
 
         Redis cost:
@@ -430,7 +429,7 @@ class ShardedBase:
         if sum(tied) == 1:
             return entry, better + 1, better, 1
         # Ties: count those before the user in member order (their entries are read).
-        name = user_id.encode("utf-8", "surrogatepass")
+        name = entry["user_id"].encode("utf-8", "surrogatepass")
         tied_shards = [i for i in range(self.shards) if tied[i]]
         lists = yield [
             self._boards[i].get_by_score(score, score, limit=tied[i]) for i in tied_shards
@@ -746,7 +745,8 @@ class ShardedBase:
 
         Raises:
             ValueError: More than 1,000 ids.
-            TypeError: A ``str`` instead of a collection of ids, or an id that is not a ``str``.
+            TypeError: A ``str`` instead of a collection of ids, or an id that is neither a
+                ``str`` nor an ``int``.
 
         Redis cost:
             2 round trips: each shard's get_entries for its ids, then a ZCOUNT pair per shard
@@ -1066,7 +1066,8 @@ class ShardedBase:
                 The batches before it, and the other shards' groups of its batch, may have been
                 written; the call returns once nothing is being written any more.
             TypeError: A bad ``chunk_size`` or ``progress`` (before anything is read), or an
-                entry that is not a tuple or whose user id is not a ``str``.
+                entry that is not a tuple or whose user id is neither a ``str`` nor an
+                ``int``.
 
         Redis cost:
             Per shard with entries in a batch, what a plain board's upsert_many costs for them
@@ -1144,12 +1145,10 @@ class ShardedBase:
         for position, entry in enumerate(entries):
             if not isinstance(entry, (tuple, list)) or not entry:
                 raise TypeError(f"entry {position}: an entry is a tuple (user_id, score, ...)")
-            user_id = entry[0]
-            if not isinstance(user_id, str):
-                raise TypeError(
-                    f"entry {position}: user_id must be a str, not {type(user_id).__name__}"
-                )
-            index = shard_of(user_id, self.shards)
+            try:
+                index = shard_of(entry[0], self.shards)
+            except TypeError as exc:
+                raise TypeError(f"entry {position}: {exc}") from None
             groups.setdefault(index, []).append(entry)
             positions.setdefault(index, []).append(position)
             count += 1

@@ -59,7 +59,7 @@ from .._types import (
     WriteMode,
 )
 from ..options import board_client
-from .plain import Leaderboard
+from .plain import Leaderboard, user_id_text
 from .seasons import (
     UTC,
     Clock,
@@ -153,14 +153,6 @@ def _optional_count(value: Any, what: str) -> Optional[int]:
     if value < 1:
         raise ValueError(f"{what} must be at least 1 (or None)")
     return value
-
-
-def _user(user_id: Any) -> str:
-    if not isinstance(user_id, str):
-        raise TypeError(f"user_id must be a str, not {type(user_id).__name__}")
-    if not user_id:
-        raise ValueError("user_id must not be empty")
-    return user_id
 
 
 class TournamentBase(PeriodClock):
@@ -402,7 +394,7 @@ class TournamentBase(PeriodClock):
             One round trip, one script: the checks (a few HGET/HLEN) and the plain board's
             write (O(log N)).
         """
-        user = _user(user_id)
+        user = user_id_text(user_id)
         core_period = self._writable(period, resend=submission_id is not None)
         operation, take = self._tournament.submit(
             core_period, user, score, metadata, submission_id, retries
@@ -431,7 +423,7 @@ class TournamentBase(PeriodClock):
         Redis cost:
             One round trip, one script (an HSET and a few HGET/HLEN).
         """
-        user = _user(user_id)
+        user = user_id_text(user_id)
         core_period = self._writable(None, resend=False)
         operation, take = self._tournament.join(core_period, user)
         yield operation
@@ -453,7 +445,7 @@ class TournamentBase(PeriodClock):
         Redis cost:
             One round trip, one script (an HINCRBY and a few reads).
         """
-        user = _user(user_id)
+        user = user_id_text(user_id)
         if isinstance(n, bool) or not isinstance(n, int):
             raise TypeError(f"n must be an int, not {type(n).__name__}")
         now = self.now()
@@ -475,7 +467,7 @@ class TournamentBase(PeriodClock):
         Redis cost:
             One round trip, one read-only script (a few HGET and an HLEN).
         """
-        user = _user(user_id)
+        user = user_id_text(user_id)
         now = self.now()
         start = self.periods_of.start_of(now)
         _, end, _ = self._bounds(start)
