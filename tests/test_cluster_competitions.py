@@ -1,0 +1,133 @@
+"""Leagues and tournaments on a Redis Cluster, sync and asyncio: a league of several partitions
+(each a whole league under its own hash tag, so on its own slot) places, settles and reads
+across them; a tournament (one hash tag) joins, submits and answers every board query; and
+both keep working while the slot of one partition migrates to another primary."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import uuid
+from datetime import datetime, timedelta, timezone
+from typing import Any
+
+import pytest
+
+from helpers import FakeClock
+from launchers import RedisCluster
+from redis_leaderboard import ClusterClient, League, Tournament, TournamentFull, _core
+from redis_leaderboard import asyncio as rl_asyncio
+
+UTC = timezone.utc
+# Noon on Monday of this ISO week: a period's keys expire by the real clock.
+_today = datetime.now(UTC).replace(hour=12, minute=0, second=0, microsecond=0)
+MONDAY = _today - timedelta(days=_today.weekday())
+TIERS = ("bronze", "silver", "gold")
+USERS = [f"p{i:02d}" for i in range(24)]
+
+
+def play_league(league: Any, clock: FakeClock, call: Any) -> dict[str, Any]:
+    """Two weeks of a league through `call` (the sync call, or one run on a loop): what a
+    player sees, for the two APIs to be compared with each other and with the rules."""
+    for i, user in enumerate(USERS):
+        placed = call(league.submit, user, i)
+        assert placed["tier"] == "bronze" and placed["size"] <= league.cohort_size
+    standings = {user: call(league.standings, user) for user in USERS}
+    for user, seen in standings.items():
+        assert user in [e["user_id"] for e in seen["entries"]]
+        assert len(seen["entries"]) == seen["size"] <= league.cohort_size
+    counts = call(league.tiers)
+    assert counts[0] == {"tier": "bronze", "players": len(USERS)}
+    clock.advance(timedelta(days=7))
+    settled = call(league.settle)
+    again = call(league.settle)  # exactly once: nothing more the second time
+    assert again["settled"] == 0 and again["promoted"] == again["demoted"] == 0
+    tiers = {user: call(league.tier_of, user) for user in USERS}
+    results = {user: call(league.results, user, standings[user]["period"]) for user in USERS}
+    for user in USERS:
+        assert results[user] is not None and results[user]["new_tier"] == tiers[user]
+    return {"settled": settled, "tiers": tiers, "cohorts": settled["cohorts"]}
+
+
+def test_a_partitioned_league_sync_and_asyncio(redis_cluster: RedisCluster) -> None:
+    tag = uuid.uuid4().hex[:8]
+    options: dict[str, Any] = dict(
+        tiers=TIERS, cohort_size=5, promote=1, demote=1, partitions=3, period="week"
+    )
+    with ClusterClient(redis_cluster.startup_nodes, socket_timeout=5) as client:
+        clock = FakeClock(MONDAY)
+        league = League(client, f"lg{tag}s", clock=clock, **options)
+        slots = {_core.key_slot(league.events_key(user)) for user in USERS}
+        assert len(slots) == 3  # one slot per partition
+        # One partition's slot moves to another primary while the sync league plays: its
+        # scripts are redirected (ASK, TRYAGAIN) and retried, the outcome the same.
+        events = league.events_key(USERS[0])
+        slot = _core.key_slot(events)
+        source = redis_cluster.owner(slot)
+        partition_tag = events[: events.index("}") + 1]
+        for i in range(100):  # keys that move first, one every 10 ms: the play overlaps
+            redis_cluster.node_command(source, "SET", f"{partition_tag}:filler{i}", i)
+        target = next(n for n in redis_cluster.primaries_running() if n is not source)
+        moving = threading.Thread(
+            target=redis_cluster.migrate_slot,
+            args=(slot, target),
+            kwargs={"keys_per_migrate": 1, "pause": 0.01},
+        )
+        moving.start()
+        try:
+            sync = play_league(league, clock, lambda f, *a: f(*a))
+        finally:
+            moving.join()
+        assert redis_cluster.owner(slot) is target
+        stats = client.stats()
+        assert stats["redirects"] + stats["retries"] > 0  # the play did meet the migration
+
+    async def run() -> dict[str, Any]:
+        async with rl_asyncio.ClusterClient(redis_cluster.startup_nodes, socket_timeout=5) as c:
+            clock = FakeClock(MONDAY)
+            league = rl_asyncio.League(c, f"lg{tag}a", clock=clock, **options)
+            loop = asyncio.get_running_loop()
+
+            def call(f: Any, *args: Any) -> Any:  # the coroutine, run on this loop's thread
+                return asyncio.run_coroutine_threadsafe(f(*args), loop).result(30)
+
+            return await loop.run_in_executor(None, play_league, league, clock, call)
+
+    asynchronous = asyncio.run(run())
+    # The same players, the same rules: the same outcome whichever API.
+    assert asynchronous == sync
+    promoted = sum(1 for tier in sync["tiers"].values() if tier == "silver")
+    assert promoted == sync["settled"]["promoted"] == sync["cohorts"]  # the top of each cohort
+
+
+def test_a_tournament_on_a_cluster_while_its_slot_migrates(redis_cluster: RedisCluster) -> None:
+    key = f"{{tn{uuid.uuid4().hex[:8]}}}"
+    day0 = datetime.now(UTC).replace(hour=0, minute=0, second=0, microsecond=0)
+    clock = FakeClock(day0 + timedelta(hours=1))
+    with ClusterClient(redis_cluster.startup_nodes, socket_timeout=5) as client:
+        tournament = Tournament(client, key, clock=clock, schedule="day", max_size=30)
+        for i in range(10):
+            assert tournament.submit(f"p{i}", i)["size"] == i + 1
+        slot = _core.key_slot(key)
+        source = redis_cluster.owner(slot)
+        target = next(n for n in redis_cluster.primaries_running() if n is not source)
+        moving = threading.Thread(
+            target=redis_cluster.migrate_slot,
+            args=(slot, target),
+            kwargs={"keys_per_migrate": 1, "pause": 0.02},
+        )
+        moving.start()
+        try:
+            for i in range(10, 30):  # while the slot's keys move: redirected, retried
+                tournament.submit(f"p{i}", i)
+        finally:
+            moving.join()
+        assert redis_cluster.owner(slot) is target
+        stats = client.stats()
+        assert stats["redirects"] + stats["retries"] > 0  # the play did meet the migration
+        assert tournament.status("p0")["size"] == 30
+        assert [e["user_id"] for e in tournament.get_top(3)] == ["p29", "p28", "p27"]
+        assert tournament.get_rank("p0") == 30
+        assert tournament.get_size() == 30
+        with pytest.raises(TournamentFull, match="max_size"):
+            tournament.join("late")
