@@ -32,6 +32,11 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "around-user": (_CLI, "add_around_user_arguments", "print the entries around a user"),
     "page": (_CLI, "add_page_arguments", "print one page of the board (page 3 of 12)"),
     "histogram": (_CLI, "add_histogram_arguments", "print the score distribution as a bar chart"),
+    "league": (
+        _CLI,
+        "add_league_arguments",
+        "a league: a player's standings, the tiers' sizes, settle finished periods",
+    ),
     "bench": (
         _CLI,
         "add_bench_arguments",

@@ -53,6 +53,9 @@ def board_key(text: str) -> str:
 
 def add_redis_arguments(
     parser: argparse.ArgumentParser,
+    *,
+    key: str = "leaderboard:demo",
+    key_help: str = "the board's sorted set",
 ) -> tuple[argparse._ArgumentGroup, argparse._ArgumentGroup]:
     """Options naming the Redis and the board (for every command that uses a board); returns
     the "Redis" and "board" option groups so a command can add its own options to them."""
@@ -74,9 +77,9 @@ def add_redis_arguments(
     board = parser.add_argument_group("board")
     board.add_argument(
         "--key",
-        default="leaderboard:demo",
+        default=key,
         type=board_key,
-        help="the board's sorted set (default: %(default)s)",
+        help=f"{key_help} (default: %(default)s)",
     )
     return redis, board
 

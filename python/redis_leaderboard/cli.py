@@ -1,5 +1,5 @@
-"""``redis-leaderboard import | top | rank | around | around-user | page | histogram | bench``:
-a board from the command line.
+"""``redis-leaderboard import | top | rank | around | around-user | page | histogram | league |
+bench``: a board (or a league) from the command line.
 
 They use the Redis that ``--redis-url``, ``--redis-host``/``--redis-port`` or ``$REDIS_URL``
 name, else localhost:6379, and the board ``--key`` (default ``leaderboard:demo``); the reads take
@@ -24,7 +24,7 @@ from typing import Any, Iterator, Optional, Sequence, TextIO, Union
 
 from tqdm import tqdm
 
-from . import RedisError, RedisLeaderboard
+from . import League, RedisError, RedisLeaderboard
 from ._redis_target import (
     MAX_MAX_ENTRIES,
     RedisTarget,
@@ -62,8 +62,9 @@ def _positive(text: str) -> int:
     return value
 
 
-def open_board(args: argparse.Namespace, max_entries: int = NO_LIMIT) -> RedisLeaderboard:
-    """The board of ``--key``, with ``--order``/``--ties`` where the command takes them."""
+def connect(args: argparse.Namespace) -> RedisTarget:
+    """The Redis of ``--redis-url``/``--redis-host``/``--redis-port``/``$REDIS_URL``, else
+    localhost:6379, answering PING."""
     try:
         target: Optional[RedisTarget] = connect_configured(
             args, client_name="redis-leaderboard-cli"
@@ -74,8 +75,13 @@ def open_board(args: argparse.Namespace, max_entries: int = NO_LIMIT) -> RedisLe
     except StartupError as exc:
         raise CommandError(str(exc)) from None
     assert target is not None
+    return target
+
+
+def open_board(args: argparse.Namespace, max_entries: int = NO_LIMIT) -> RedisLeaderboard:
+    """The board of ``--key``, with ``--order``/``--ties`` where the command takes them."""
     return RedisLeaderboard(
-        target.client,
+        connect(args).client,
         key=period_key(args),
         max_entries=max_entries,
         order=getattr(args, "order", "desc"),
@@ -364,6 +370,94 @@ def run_histogram(args: argparse.Namespace) -> int:
     return 0
 
 
+# ---- league ------------------------------------------------------------------------------------
+
+LEAGUE_EPILOG = """\
+The league's options must be those of the program that writes it: the tiers, cohort size,
+promote/demote cutoffs, tie rule, order and mode are recorded in Redis with its first write, and
+a command given others is refused with the recorded ones named (nothing is changed). --period
+and --tz name which period is the current one: give the program's own."""
+
+
+def open_league(args: argparse.Namespace) -> League:
+    """The league of ``--key`` with the options given (see LEAGUE_EPILOG)."""
+    return League(
+        connect(args).client,
+        args.key,
+        tiers=args.tiers,
+        period=args.period,
+        tz=args.tz,
+        cohort_size=args.cohort_size,
+        promote=args.promote,
+        demote=args.demote,
+        demote_idle=not args.keep_idle,
+        mode=args.mode,
+        order=args.order,
+        ties=args.ties,
+        partitions=args.partitions,
+    )
+
+
+def _score_text(score: Optional[float]) -> str:
+    return "-" if score is None else exact(score)
+
+
+def run_league_standings(args: argparse.Namespace) -> int:
+    league = open_league(args)
+    standings = league.standings(args.user_id, args.period_id)
+    if args.json:
+        print(json.dumps(standings, ensure_ascii=False))
+        return 0 if standings is not None else 1
+    if standings is None:
+        where = f"period {args.period_id}" if args.period_id else "the current period"
+        print(f"{args.user_id} has no cohort in {where} of league {league.key}")
+        return 1
+    bracket = f" ({standings['bracket']})" if standings["bracket"] else ""
+    if standings["settled"]:
+        when = "settled"
+    else:
+        when = f"settles {league.next_settlement().isoformat()}"
+    print(
+        f"{league.key} {standings['period']}: tier {standings['tier']}, cohort "
+        f"{standings['cohort']}{bracket}, {standings['size']} players; {when}"
+    )
+    entries = standings["entries"]
+    ranks = [str(e["rank"]) if e["rank"] is not None else "-" for e in entries]
+    scores = [_score_text(e["score"]) for e in entries]
+    width = max(len(e["user_id"]) for e in entries)
+    score_width = max(len(score) for score in scores)
+    for e, rank, score in zip(entries, ranks, scores):
+        mark = "  <" if e["user_id"] == args.user_id else ""
+        print(f"{rank:>6}  {e['user_id']:<{width}}  {score:>{score_width}}  {e['zone']}{mark}")
+    return 0
+
+
+def run_league_tiers(args: argparse.Namespace) -> int:
+    counts = open_league(args).tiers()
+    if args.json:
+        print(json.dumps(counts, ensure_ascii=False))
+        return 0
+    width = max(len(t["tier"]) for t in counts)
+    for t in reversed(counts):  # the highest first
+        print(f"{t['tier']:<{width}}  {t['players']:>12,}")
+    return 0
+
+
+def run_league_settle(args: argparse.Namespace) -> int:
+    done = open_league(args).settle(args.period_id)
+    if args.json:
+        print(json.dumps(done, ensure_ascii=False))
+    elif not done["periods"]:
+        print("nothing to settle: every finished period with players is settled")
+    else:
+        print(
+            f"settled {', '.join(done['periods'])}: {done['cohorts']:,} cohorts "
+            f"({done['settled']:,} by this command, {done['already_settled']:,} already), "
+            f"promoted {done['promoted']:,}, demoted {done['demoted']:,}"
+        )
+    return 0
+
+
 # ---- bench -------------------------------------------------------------------------------------
 
 
@@ -567,3 +661,78 @@ def add_histogram_arguments(parser: argparse.ArgumentParser) -> None:
 def add_bench_arguments(parser: argparse.ArgumentParser) -> None:
     # No options of its own: __main__ passes every argument (--help too) to benchmarks/run.py.
     parser.set_defaults(run=_guarded(run_bench))
+
+
+def _tier_names(text: str) -> tuple[str, ...]:
+    names = tuple(name.strip() for name in text.split(","))
+    if not all(names):
+        raise argparse.ArgumentTypeError("tier names, lowest first, separated by commas")
+    return names
+
+
+def _cutoff(text: str) -> Union[int, float]:
+    """A count (``5``) or a fraction of the cohort (``0.2``)."""
+    try:
+        return int(text)
+    except ValueError:
+        pass
+    try:
+        return float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"a count or a fraction: {text!r}") from None
+
+
+def add_league_arguments(parser: argparse.ArgumentParser) -> None:
+    """``league standings USER | tiers | settle``, each with the league's options."""
+    actions = parser.add_subparsers(dest="league_command", metavar="ACTION")
+    actions.required = True
+    for name, run, summary in (
+        ("standings", run_league_standings, "print a player's cohort (exit 1 if none)"),
+        ("tiers", run_league_tiers, "print how many players each tier has"),
+        ("settle", run_league_settle, "settle every finished period not settled yet"),
+    ):
+        sub = actions.add_parser(
+            name,
+            help=summary,
+            description=summary,
+            epilog=LEAGUE_EPILOG,
+            formatter_class=argparse.RawDescriptionHelpFormatter,
+        )
+        if name == "standings":
+            sub.add_argument("user_id", metavar="USER")
+        if name in ("standings", "settle"):
+            sub.add_argument(
+                "--period-id",
+                metavar="ID",
+                help="a past period (2026-W47): its final standings, or only it settled",
+            )
+        _, board = add_redis_arguments(
+            sub, key="league:demo", key_help="the league's key (its keys start with it)"
+        )
+        board.add_argument(
+            "--tiers",
+            type=_tier_names,
+            default=("bronze", "silver", "gold"),
+            help="tier names, lowest first (default bronze,silver,gold)",
+        )
+        board.add_argument(
+            "--period",
+            choices=["hour", "day", "week", "month"],
+            default="week",
+            help="the league's period (default week)",
+        )
+        board.add_argument("--tz", default="UTC", help="its time zone (default UTC)")
+        board.add_argument("--cohort-size", type=_positive, default=30, help="default 30")
+        board.add_argument("--promote", type=_cutoff, default=5, help="count or fraction (5)")
+        board.add_argument("--demote", type=_cutoff, default=5, help="count or fraction (5)")
+        board.add_argument(
+            "--keep-idle",
+            action="store_true",
+            help="the league does not demote placed players who never scored",
+        )
+        board.add_argument("--mode", choices=["incr", "best", "set"], default="incr")
+        board.add_argument("--partitions", type=_positive, default=1, help="default 1")
+        add_ranking_arguments(sub)
+        sub.add_argument("--json", action="store_true", help="print JSON")
+        sub.set_defaults(league_run=run)
+    parser.set_defaults(run=_guarded(lambda args: args.league_run(args)))
