@@ -720,6 +720,8 @@ def test_forms_start_with_real_values_and_placeholders_look_like_hints(
         "form input[value]", "inputs => inputs.map(i => [i.id, i.value])"
     )
     assert dict(values) == {
+        "league-user-id": "player-1",
+        "league-score": "1500",
         "top-count": "5",
         "around-rank": "3",
         "around-count": "5",

@@ -33,6 +33,13 @@ GET      /api/periods            ours: ``?top=5``: ``top, tabs``: "Today", "This
                                  current periods of two PeriodicLeaderboards) and "All time"
                                  (the board), each ``name, label, key, period, next_reset,
                                  seconds_to_reset, size, entries``
+GET      /api/league             ours: ``?user_id=..``: the demo league (``League``: tiers
+                                 bronze, silver, gold; weekly cohorts of 5; top 1 up, bottom
+                                 1 down; each player's best score of the week): ``key,
+                                 period, next_settlement, seconds_to_settlement, tiers,
+                                 user_id, standings`` (the player's cohort, null if none)
+POST     /api/league             ours: ``user_id, score`` -> a week's match: the player is
+                                 placed with their first one; as GET, with ``submitted``
 =======  ======================  ==========================================================
 
 Every error is JSON ``{"error": "..."}`` (plus ``"field"``, the API name of the field at
@@ -56,7 +63,7 @@ from typing import Any, Callable, Iterable, Mapping, Optional
 from urllib.parse import parse_qsl, unquote, urlsplit
 
 from .. import ConnectionError as RedisConnectionError
-from .. import LeaderboardGroup, PeriodicLeaderboard, RedisError, RedisLeaderboard
+from .. import LeaderboardGroup, League, PeriodicLeaderboard, RedisError, RedisLeaderboard
 from .. import TimeoutError as RedisTimeoutError
 from ..seasons import Clock
 from . import validation as check
@@ -83,6 +90,8 @@ NO_DESCRIPTION = "No description provided."
 CREATED_BY_INCREMENT = "Created during score increment."
 
 #: The guide's six sample players: (user_id, name, score, description).
+LEAGUE_TIERS = ("bronze", "silver", "gold")
+
 SAMPLE_PLAYERS: tuple[tuple[str, str, int, str], ...] = (
     ("player-1", "Avery", 980, "Steady climber who never wastes a turn."),
     ("player-2", "Mina", 1310, "Always finds a way into the top three."),
@@ -157,6 +166,19 @@ class DemoApp:
             ),
         }
         self.group = LeaderboardGroup(board.redis, [board, *self.periodic.values()])
+        # The League card: small weekly cohorts, so that a handful of players shows the zones.
+        self.league = League(
+            board.redis,
+            f"{board.key}:league",
+            tiers=LEAGUE_TIERS,
+            period="week",
+            tz=tz,
+            cohort_size=5,
+            promote=1,
+            demote=1,
+            mode="best",
+            clock=clock,
+        )
 
     # -- live events (guards) --------------------------------------------------------------
 
@@ -323,6 +345,38 @@ class DemoApp:
         )
         return dict(json_safe({"top": top, "tabs": tabs}))
 
+    def league_view(self, query: dict[str, str]) -> dict[str, Any]:
+        """The demo league: its period, the time to its settlement, the players per tier, and
+        the cohort of ``user_id`` (when given; null if they have not played this week)."""
+        user_id = check.user_id(query) if query.get("user_id", "").strip() else None
+        return self._league_answer(user_id)
+
+    def league_play(self, fields: dict[str, Any]) -> dict[str, Any]:
+        """A league match: ``score`` counts if it is the player's best of the week (the
+        first one places them in a cohort of their tier)."""
+        user_id = check.user_id(fields)
+        score = check.number(fields, "score")
+        submitted = self.league.submit(user_id, score, {"name": self.remembered_name(user_id)})
+        answer = self._league_answer(user_id)
+        answer["submitted"] = json_safe(submitted)
+        return answer
+
+    def _league_answer(self, user_id: Optional[str]) -> dict[str, Any]:
+        league = self.league
+        settles = league.next_settlement()
+        standings = league.standings(user_id) if user_id is not None else None
+        if standings is not None:
+            self.remember_names(standings["entries"])
+        return {
+            "key": league.key,
+            "period": league.period_id(),
+            "next_settlement": settles.isoformat(),
+            "seconds_to_settlement": max(0.0, (settles - league.now()).total_seconds()),
+            "tiers": league.tiers(),
+            "user_id": user_id,
+            "standings": json_safe(standings),
+        }
+
     @staticmethod
     def _optional_integer(query: dict[str, str], name: str, default: int, maximum: int) -> int:
         if query.get(name, "").strip() == "":
@@ -420,6 +474,8 @@ class DemoApp:
                 user_id, score, {"name": name, "description": description}, "set"
             )
             trimmed.extend(result.get("trimmed_user_ids", []))
+            # The league keeps each one's best of the week: seeding again changes nothing.
+            self.league.submit(user_id, score, {"name": name})
         return trimmed
 
     def seed_if_empty(self) -> bool:
@@ -557,6 +613,11 @@ class DemoRequestHandler(BaseHTTPRequestHandler):
             return {"GET": lambda: app.periods(self._query())}
         if path == "/api/histogram":
             return {"GET": lambda: app.histogram(self._query())}
+        if path == "/api/league":
+            return {
+                "GET": lambda: app.league_view(self._query()),
+                "POST": lambda: app.league_play(self._body()),
+            }
         if path.startswith("/api/players/"):
             user_id = self._path_user_id(path[len("/api/players/") :])
             return {

@@ -33,6 +33,8 @@
     live: false, // the event stream is open (guards): no polling
     tab: "daily", // the seasons card's tab: daily, weekly or all
     seasons: null, // the last /api/periods answer
+    league: null, // the last /api/league answer, and when it came
+    leagueAt: 0,
     seasonsAt: 0,
     totalPages: 1,
     timer: null,
@@ -259,6 +261,7 @@
     renderTable($("around-table"), state.around_entries, state.around_rank);
     loadHistogram();
     loadSeasons();
+    loadLeague("GET", null, true);
   }
 
   // ---- seasons: Today / This week / All time (one group write feeds them) ------------------
@@ -301,6 +304,75 @@
     }
     $("season-reset").dataset.key = tab.key;
     renderTable($("season-table"), tab.entries, null);
+  }
+
+  // ---- the league: a player's cohort, zones coloured, the time to settlement ----------------
+
+  const ZONES = { promote: "Promotion", stay: "Stays", demote: "Relegation" };
+
+  // method "GET" by the card's View button (explicit: its status is cleared) or by a refresh
+  // of the page (quiet: a status shown stays); "POST" plays a match. True if it succeeded.
+  async function loadLeague(method, fields, quiet) {
+    const userId = $("league-user-id").value.trim();
+    try {
+      if (method === "POST") {
+        view.league = await api("POST", "/api/league", fields);
+        const done = view.league.submitted;
+        setStatus("league-status", "ok",
+          "Played: " + done.user_id + " is #" + done.rank + " of cohort " + done.cohort +
+          " in " + done.tier + ".");
+      } else {
+        const params = new URLSearchParams(userId ? { user_id: userId } : {});
+        view.league = await api("GET", "/api/league?" + params.toString());
+        if (!quiet) setStatus("league-status", null, "");
+      }
+      view.leagueAt = Date.now();
+      renderLeague();
+      return true;
+    } catch (err) {
+      if (quiet) return false; // the page's own banner tells when the server is unreachable
+      setStatus("league-status", "error", sentence(err.message));
+      if (err.field) markInvalid($("league-form"), err.field);
+      return false;
+    }
+  }
+
+  function renderLeague() {
+    const league = view.league;
+    if (!league) return;
+    const left = league.seconds_to_settlement - (Date.now() - view.leagueAt) / 1000;
+    const standings = league.standings;
+    const tbody = $("league-table").tBodies[0];
+    if (!standings) {
+      $("league-summary").textContent = (league.user_id ? league.user_id + " has not played" :
+        "Nobody chosen") + " this week (" + league.period + "); settles in " + untilText(left) + ".";
+      const tr = el("tr", "empty");
+      const td = el("td", null, "Play a match to join a cohort.");
+      td.colSpan = 4;
+      tr.append(td);
+      tbody.replaceChildren(tr);
+    } else {
+      $("league-summary").textContent =
+        "Tier " + standings.tier + ", cohort " + standings.cohort + " (" + standings.size +
+        " of 5), " + league.period + ": settles in " + untilText(left) + ", at " +
+        new Date(league.next_settlement).toLocaleString() + ".";
+      const rows = standings.entries.map((entry) => {
+        const tr = el("tr", "zone-" + entry.zone);
+        tr.dataset.userId = entry.user_id;
+        tr.dataset.zone = entry.zone;
+        if (entry.user_id === league.user_id) tr.classList.add("is-target");
+        const rankCell = el("td", "col-rank");
+        rankCell.append(el("span", "rank", entry.rank === null ? "–" : entry.rank));
+        const scoreCell = el("td", "col-score");
+        if (entry.score === null) scoreCell.textContent = "–";
+        else scoreCell.append(...scoreNodes(entry.score));
+        tr.append(rankCell, playerCell(entry), scoreCell, el("td", "col-zone", ZONES[entry.zone] || entry.zone));
+        return tr;
+      });
+      tbody.replaceChildren(...rows);
+    }
+    $("league-tiers").textContent = "Players per tier: " + league.tiers.slice().reverse()
+      .map((t) => t.tier + " " + numberFormat.format(t.players)).join(", ") + ".";
   }
 
   // ---- the top table's pages ----------------------------------------------------------------
@@ -654,6 +726,15 @@
     $("top-next").addEventListener("click", () => goToPage(view.page + 1));
 
     onSubmit("around-form", "around-status", () => changeQuery(["rank", "around"], "around-status"));
+
+    onSubmit("league-form", "league-status", () => loadLeague("GET"));
+    $("league-play").addEventListener("click", () => {
+      const form = $("league-form");
+      busy(form, async () => {
+        markInvalid(form, null);
+        if (await loadLeague("POST", formFields(form))) await refresh(true);
+      });
+    });
 
     document.addEventListener("visibilitychange", () => {
       if (!document.hidden) refresh(false);
