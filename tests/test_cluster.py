@@ -459,3 +459,35 @@ def test_acl_user_on_every_node(redis_cluster: RedisCluster, cluster_key: str) -
         for node in redis_cluster.nodes:
             if node.running():
                 redis_cluster.node_command(node, "ACL", "DELUSER", user)
+
+
+# ---- Change events -----------------------------------------------------------------------------
+
+
+def test_events_on_a_cluster_board_sync_and_asyncio(
+    cluster_client: ClusterClient, redis_cluster: RedisCluster, cluster_key: str
+) -> None:
+    # The reader holds a connection of its own (a dedicated cluster client) and its XREAD is
+    # routed by the stream's key (its first argument is COUNT): once an AttributeError, and a
+    # request sent to the slot of "COUNT".
+    board = RedisLeaderboard(cluster_client, key=cluster_key, events=True)
+    board.upsert_user("a", 1)
+    with board.events(last_id="0", block=0) as stream:
+        assert [(e["kind"], e["user_id"]) for e in stream.read()] == [("score", "a")]
+        woken = threading.Timer(0.3, lambda: board.upsert_user("b", 2))
+        woken.start()
+        started = time.monotonic()
+        assert [e["user_id"] for e in stream.read(block=5)] == ["b"]
+        assert time.monotonic() - started < 4
+        woken.join()
+
+    async def asynchronous() -> list[Any]:
+        async with rl_asyncio.ClusterClient(redis_cluster.startup_nodes, socket_timeout=5) as c:
+            board = rl_asyncio.RedisLeaderboard(c, key=cluster_key, events=True)
+            async with board.events(last_id="0", block=0) as stream:
+                seen = [e["user_id"] for e in await stream.read()]
+                await board.upsert_user("c", 3)
+                seen += [e["user_id"] async for e in stream]
+                return seen
+
+    assert asyncio.run(asynchronous()) == ["a", "b", "c"]

@@ -286,6 +286,15 @@ void declare_cluster(py::module_& m) {
           },
           "key"_a, "The (host, port) of the primary serving `key`'s slot now.")
       .def("stats", [](const ClusterClient& self) { return cluster_stats(self, 0); })
+      .def(
+          "dedicated",
+          [](const ClusterClient& self) {
+            ClusterOptions options = self.options();
+            py::gil_scoped_release release;  // loading CA files
+            return std::make_shared<ClusterClient>(std::move(options));
+          },
+          "A new client with this one's options (its own connections), for calls that hold a "
+          "connection, as reading events does.")
       .def("close", &ClusterClient::close, py::call_guard<py::gil_scoped_release>())
       .def("__enter__", [](py::object self) { return self; })
       .def("__exit__", [](ClusterClient& self, py::args) { self.close(); })
@@ -312,6 +321,14 @@ void declare_cluster(py::module_& m) {
       .def("shards", [](AsyncClusterCore& self) { return shards_list(self.client()); })
       .def("stats",
            [](AsyncClusterCore& self) { return cluster_stats(self.client(), self.calls()); })
+      .def(
+          "dedicated",
+          [](AsyncClusterCore& self) {
+            ClusterOptions options = self.client().options();
+            py::gil_scoped_release release;
+            return std::make_unique<AsyncClusterCore>(std::move(options));
+          },
+          "A new core with this one's options (its own connections and I/O thread).")
       .def("address", [](AsyncClusterCore& self) {
         std::string nodes;
         for (const auto& [host, port] : self.client().options().startup_nodes) {

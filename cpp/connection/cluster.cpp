@@ -83,6 +83,17 @@ std::vector<std::string_view> command_keys(const leaderboard::Command& command) 
   for (auto name : kKeyless) {
     if (iequals(command.argv[0], name)) return keys;
   }
+  // XREAD [COUNT n] [BLOCK ms] STREAMS key... id...: the keys are the first half of what
+  // follows STREAMS (the events reader's XREAD; its first argument is COUNT, not a key).
+  if (iequals(name0, "XREAD") || iequals(name0, "XREADGROUP")) {
+    for (std::size_t i = 1; i < command.argv.size(); ++i) {
+      if (!iequals(command.argv[i], "STREAMS")) continue;
+      const std::size_t rest = command.argv.size() - i - 1;
+      for (std::size_t k = 0; k < rest / 2; ++k) keys.push_back(command.argv[i + 1 + k]);
+      break;
+    }
+    return keys;
+  }
   keys.push_back(command.argv[1]);
   return keys;
 }

@@ -567,6 +567,8 @@ class ClusterClient:
     def stats(self) -> dict[str, int]:
         """``round_trips``, ``commands``, ``reconnects``, ``connections``, ``redirects``,
         ``retries``, ``calls``."""
+    def dedicated(self) -> ClusterClient:
+        """A new client with this one's options (its own connections)."""
     def close(self) -> None:
         """Close every connection of the pool (idle or not); the client is not used after."""
     def __enter__(self) -> ClusterClient: ...
@@ -594,6 +596,8 @@ class AsyncClusterCore:
     def refresh(self) -> None: ...
     def shards(self) -> list[dict[str, Any]]: ...
     def stats(self) -> dict[str, int]: ...
+    def dedicated(self) -> AsyncClusterCore:
+        """A new core with this one's options (its own connections and I/O thread)."""
     def address(self) -> str: ...
 
 # --- leagues ----------------------------------------------------------------------------------

@@ -147,6 +147,15 @@ class AsyncClusterClient:
         """As ``ClusterClient.from_url``."""
         return cls(**cluster_url_options(url, **overrides))
 
+    def dedicated(self) -> AsyncClusterClient:
+        """A new client with this one's options (its own connections and I/O thread), for
+        calls that hold a connection, as reading events does."""
+        client = AsyncClusterClient.__new__(AsyncClusterClient)
+        client._core = self._core.dedicated()
+        client._loop = None
+        _open_clients.add(client)
+        return client
+
     def _bound_loop(self) -> asyncio.AbstractEventLoop:
         loop = asyncio.get_running_loop()
         if loop is self._loop:
