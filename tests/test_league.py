@@ -183,15 +183,32 @@ def test_submission_ids_apply_once(api: Api, key: str) -> None:
 def test_settled_events_one_per_cohort(api: Api, key: str, redis_server: RedisServer) -> None:
     clock = FakeClock(MONDAY)
     league = api.league(key, clock, tiers=TIERS, cohort_size=2, promote=1, demote=0)
+    watching = league.events(block=0)  # "$": what comes from now on
+    assert watching.read() == []
     for i in range(5):
-        api.call(league.submit, f"p{i}", i)
+        api.call(league.submit, f"p{i}", i, bracket="eu" if i == 4 else None)
     clock.now += timedelta(days=7)
     api.call(league.settle)
-    api.call(league.settle)
-    events = redis_server.redis_py().xrange(league.events_key())
-    assert len(events) == 3
-    assert [e[1]["kind"] for e in events] == ["settled"] * 3
-    assert events[0][1]["promoted"] == "p1" and events[0][1]["period"] == W0
+    api.call(league.settle)  # exactly once: nothing more on the stream
+    raw = redis_server.redis_py().xrange(league.events_key())
+    assert len(raw) == 3 and [e[1]["kind"] for e in raw] == ["settled"] * 3
+    with league.events("0", block=0) as stream:
+        events = list(stream)
+    assert [(e["kind"], e["period"], e["cohort"], e["tier"], e["bracket"], e["promoted"],
+             e["demoted"]) for e in events] == [
+        ("settled", W0, 1, "bronze", None, ["p1"], []),
+        ("settled", W0, 2, "bronze", None, ["p3"], []),
+        ("settled", W0, 3, "bronze", "eu", ["p4"], []),
+    ]  # fmt: skip
+    assert [e["id"] for e in events] == [e[0] for e in raw]
+    assert [e["cohort"] for e in watching.read()] == [1, 2, 3]  # resumed where it stood
+    watching.close()
+    with pytest.raises(ValueError, match="partition must be from 0 to 0"):
+        league.events(partition=1)
+    with pytest.raises(ValueError, match="last_id must not be empty"):
+        league.events("")
+    with pytest.raises(ValueError, match="count must be between 1 and 1000"):
+        league.events(count=0)
 
 
 def test_partitions_put_each_in_its_own_hash_tag(

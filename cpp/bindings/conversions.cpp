@@ -386,6 +386,16 @@ struct ToPython {
       py::dict item;
       item["id"] = text(event.id);
       item["kind"] = text(event.kind);
+      if (event.kind == "settled") {  // a league's settlement of one cohort
+        item["period"] = event.period ? py::object(text(*event.period)) : py::none();
+        item["cohort"] = event.cohort ? py::object(py::int_(*event.cohort)) : py::none();
+        item["tier"] = event.tier ? py::object(py::int_(*event.tier)) : py::none();
+        item["bracket"] = event.bracket ? py::object(text(*event.bracket)) : py::none();
+        item["promoted"] = string_list(event.promoted);
+        item["demoted"] = string_list(event.demoted);
+        events[i] = std::move(item);
+        continue;
+      }
       item[names->user_id] = event.user_id ? py::object(text(*event.user_id)) : py::none();
       item[names->score] = event.score ? py::object(py::float_(*event.score)) : py::none();
       item[names->rank] = event.rank ? py::object(py::int_(*event.rank)) : py::none();

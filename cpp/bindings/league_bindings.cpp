@@ -127,6 +127,16 @@ void declare_league(py::module_& m) {
       .def_property_readonly("base", &League::base)
       .def("cohort_key", &League::cohort_key, "period"_a, "cohort"_a)
       .def(
+          "read_events",
+          [](const League& self, std::string last_id, py::handle count, py::handle block) {
+            std::optional<double> seconds;
+            if (!block.is_none()) seconds = number_arg(block, "block");
+            return wrap(leaderboard::read_stream_events(
+                self.base() + ":events", std::move(last_id), integer_arg(count, "count"), seconds));
+          },
+          "last_id"_a = "$", "count"_a = 100, "block"_a = py::none(),
+          "The settlements after `last_id` on this partition's stream (as Board.read_events).")
+      .def(
           "submit",
           [](const League& self, py::handle period, py::handle user_id, py::handle score,
              py::handle metadata, py::handle bracket, py::handle submission_id,

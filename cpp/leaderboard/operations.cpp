@@ -846,6 +846,18 @@ Event parse_event(Reply& entry) {
       event.removed = count_text(value);
     } else if (name == "size") {
       event.size = count_text(value);
+    } else if (name == "period") {  // a league's "settled"
+      event.period = take_string(value);
+    } else if (name == "cohort") {
+      event.cohort = count_text(value);
+    } else if (name == "tier") {
+      event.tier = count_text(value);
+    } else if (name == "bracket") {
+      event.bracket = take_string(value);
+    } else if (name == "promoted") {
+      event.promoted.push_back(take_string(value));
+    } else if (name == "demoted") {
+      event.demoted.push_back(take_string(value));
     }  // other fields: from a newer writer, ignored
   }
   return event;
@@ -910,14 +922,19 @@ class ReadEvents final : public Operation {
 
 std::unique_ptr<Operation> Board::read_events(std::string last_id, long long count,
                                               std::optional<double> block) const {
+  return read_stream_events(key() + ":events", std::move(last_id), count, block);
+}
+
+std::unique_ptr<Operation> read_stream_events(std::string stream, std::string last_id,
+                                              long long count, std::optional<double> block) {
   if (last_id.empty()) throw InvalidArgument("last_id must not be empty");
-  if (count < 1 || count > kMaxQueryItems) {
-    throw InvalidArgument("count must be between 1 and " + std::to_string(kMaxQueryItems));
+  if (count < 1 || count > Board::kMaxQueryItems) {
+    throw InvalidArgument("count must be between 1 and " + std::to_string(Board::kMaxQueryItems));
   }
   if (block && !(*block >= 0 && *block <= 1e6)) {
     throw InvalidArgument("block must be None or a number of seconds from 0 to 1e6");
   }
-  return std::make_unique<ReadEvents>(key() + ":events", std::move(last_id), count, block);
+  return std::make_unique<ReadEvents>(std::move(stream), std::move(last_id), count, block);
 }
 
 std::vector<std::string> Board::option_keys() const {

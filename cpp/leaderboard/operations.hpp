@@ -89,6 +89,12 @@ struct Event {
   std::vector<std::string> overtaken;  // at most 10, nearest first
   std::optional<long long> removed;    // "clear": how many entries the page removed
   std::optional<long long> size;       // "clear": how many entries were left after it
+  // "settled" (a league's stream, one event per cohort settled): none of the above but `id`.
+  std::optional<std::string> period;
+  std::optional<long long> cohort;
+  std::optional<long long> tier;  // the cohort's tier, 0 the lowest
+  std::optional<std::string> bracket;
+  std::vector<std::string> promoted, demoted;
 };
 // What read_events returns: the events after `last_id`, and the id to read after next (the
 // last event's, or the stream's last id when asked for '$' and nothing came).
@@ -171,6 +177,12 @@ class Operation {
   virtual const std::string* cached_metadata_prefix() const { return nullptr; }
   virtual std::unique_ptr<Operation> without_metadata() const { return nullptr; }
 };
+
+// The events of `stream` after `last_id` ('$': only those to come), at most `count`, waiting up
+// to `block` seconds for one (none: no BLOCK): a board's change events, a league's settlements.
+// Checks its arguments; sends nothing itself.
+std::unique_ptr<Operation> read_stream_events(std::string stream, std::string last_id,
+                                              long long count, std::optional<double> block);
 
 // The guards of a board: the options of writes that are not ranking rules.
 struct Guards {

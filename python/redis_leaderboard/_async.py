@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from ._async_client import Client
 from ._drive import AsyncDriven
+from ._types import Event, LeagueEvent
 from .boards.events import AsyncEventStream
 from .boards.league import LeagueBase
 from .boards.plain import Leaderboard
@@ -28,7 +29,7 @@ __all__ = [
 ]
 
 
-class RedisLeaderboard(Leaderboard[AsyncEventStream], AsyncDriven):
+class RedisLeaderboard(Leaderboard[AsyncEventStream[Event]], AsyncDriven):
     """The asyncio twin of
     [`redis_leaderboard.RedisLeaderboard`][redis_leaderboard.RedisLeaderboard]: same constructor,
     methods, results and errors, each method a coroutine.
@@ -42,7 +43,7 @@ class RedisLeaderboard(Leaderboard[AsyncEventStream], AsyncDriven):
     client_class = Client
     cluster_client_class = AsyncClusterClient
     display_name = "redis_leaderboard.asyncio.RedisLeaderboard"
-    event_stream_class = AsyncEventStream
+    event_stream_class = AsyncEventStream[Event]
 
 
 class PeriodBoard(PeriodState, RedisLeaderboard):
@@ -85,12 +86,13 @@ class ShardedLeaderboard(ShardedBase, AsyncDriven):
     board_class = RedisLeaderboard
 
 
-class League(LeagueBase, AsyncDriven):
+class League(LeagueBase[AsyncEventStream[LeagueEvent]], AsyncDriven):
     """The asyncio twin of [`League`][redis_leaderboard.League]."""
 
     client_class = Client
     cluster_client_class = AsyncClusterClient
     display_name = "redis_leaderboard.asyncio.League"
+    event_stream_class = AsyncEventStream[LeagueEvent]
 
 
 class Tournament(TournamentBase, AsyncDriven):

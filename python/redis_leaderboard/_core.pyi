@@ -627,6 +627,10 @@ class League:
     @property
     def base(self) -> str: ...
     def cohort_key(self, period: str, cohort: int) -> str: ...
+    def read_events(
+        self, last_id: str = "$", count: int = 100, block: Optional[float] = None
+    ) -> Operation[dict[str, Any]]:
+        """The settlements after `last_id` on this partition's stream (as Board.read_events)."""
     def submit(
         self,
         period: _LeaguePeriod,

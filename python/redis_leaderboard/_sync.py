@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from . import _core
 from ._drive import SyncDriven
+from ._types import Event, LeagueEvent
 from .boards.events import EventStream
 from .boards.league import LeagueBase
 from .boards.plain import Leaderboard
@@ -26,7 +27,7 @@ __all__ = [
 ]
 
 
-class RedisLeaderboard(Leaderboard[EventStream], SyncDriven):
+class RedisLeaderboard(Leaderboard[EventStream[Event]], SyncDriven):
     """A leaderboard in a Redis sorted set, with per-user metadata hashes.
 
     The guide's class, method for method: scores live in the sorted set ``key``, metadata in the
@@ -61,7 +62,7 @@ class RedisLeaderboard(Leaderboard[EventStream], SyncDriven):
     client_class = Client
     cluster_client_class = _core.ClusterClient
     display_name = "RedisLeaderboard"
-    event_stream_class = EventStream
+    event_stream_class = EventStream[Event]
 
 
 class PeriodBoard(PeriodState, RedisLeaderboard):
@@ -170,7 +171,7 @@ class ShardedLeaderboard(ShardedBase, SyncDriven):
     board_class = RedisLeaderboard
 
 
-class League(LeagueBase, SyncDriven):
+class League(LeagueBase[EventStream[LeagueEvent]], SyncDriven):
     """A league: players compete in cohorts of ``cohort_size`` within ``tiers``.
 
     ``tiers`` are names, lowest first. Each period (``period``, ``tz``, as
@@ -184,6 +185,7 @@ class League(LeagueBase, SyncDriven):
     client_class = Client
     cluster_client_class = _core.ClusterClient
     display_name = "League"
+    event_stream_class = EventStream[LeagueEvent]
 
 
 class Tournament(TournamentBase, SyncDriven):

@@ -259,6 +259,20 @@ class LeagueResult(TypedDict):
     score: Optional[float]
 
 
+class LeagueEvent(TypedDict):
+    """``League.events``: the settlement of one cohort, appended by the script that settled
+    it."""
+
+    id: str
+    kind: Literal["settled"]
+    period: str
+    cohort: int
+    tier: str
+    bracket: Optional[str]
+    promoted: list[str]
+    demoted: list[str]
+
+
 class LeagueSettlement(TypedDict):
     """``League.settle``: the periods settled and what this call did."""
 

@@ -5,10 +5,11 @@ the loop that waits is ``StreamState``'s, written once."""
 from __future__ import annotations
 
 import time
-from typing import Any, Generator, Optional
+from typing import Any, Callable, Generator, Generic, Mapping, Optional, TypeVar
 
 from .. import _core
-from .._types import Event, EventBatch
+
+E = TypeVar("E", bound=Mapping[str, Any])
 
 __all__ = [
     "EVENTS_BATCH",
@@ -58,43 +59,62 @@ def events_slices(block: Optional[float]) -> Generator[Optional[float], Optional
             yield None
 
 
-class StreamState:
+# One XREAD of a stream after an id: (last_id, count, block) -> its operation (a board's
+# ``read_events``, a league partition's).
+Reader = Callable[[str, int, Optional[float]], "_core.Operation[Any]"]
+
+
+class StreamState(Generic[E]):
     """What both streams hold and do: the arguments (every one checked when ``events()`` is
     called, before any connection or state exists), the position ``last_id``, the events read
-    and not handed out yet, the wait's slices, and the reading connection."""
+    and not handed out yet, the wait's slices, and the reading connection. ``owner`` is the
+    board (or league) whose client opens the reading connection; ``read`` makes each XREAD
+    (the board's ``read_events`` unless given), and ``convert`` turns each event read into
+    what the stream hands out."""
 
     _reader: Any = None  # what close() and __del__ see if __init__ raised
 
-    def __init__(self, board: Any, last_id: str, block: Optional[float], count: int) -> None:
+    def __init__(
+        self,
+        owner: Any,
+        last_id: str,
+        block: Optional[float],
+        count: int,
+        read: Optional[Reader] = None,
+        convert: Optional[Callable[[Any], E]] = None,
+    ) -> None:
         check_block(block)
-        board._board.read_events(last_id, count)  # validates last_id and count, sends nothing
+        self._read: Reader = read if read is not None else owner._board.read_events
+        self._read(last_id, count, None)  # validates last_id and count, sends nothing
+        self._convert = convert
         self._slices = events_slices(block)
-        self._board = board
+        self._redis = owner.redis
         self._count = count
-        self._buffer: list[Event] = []
+        self._buffer: list[E] = []
         self._reader = None
         self.last_id = last_id
 
-    def _operation(self, block: Optional[float]) -> _core.Operation[EventBatch]:
+    def _operation(self, block: Optional[float]) -> _core.Operation[Any]:
         """One XREAD after ``last_id``: ``block`` 0 (or None) sends no BLOCK at all, so it
         answers at once (``BLOCK 1`` would wait for the server's timer, about 100 ms on an
         idle stream). Opens the reading connection (the client's options) the first time."""
-        board: _core.Board = self._board._board
-        operation = board.read_events(self.last_id, self._count, check_block(block) or None)
+        operation = self._read(self.last_id, self._count, check_block(block) or None)
         if self._reader is None:
-            self._reader = self._board.redis.dedicated()
+            self._reader = self._redis.dedicated()
         return operation
 
-    def _received(self, batch: EventBatch) -> list[Event]:
+    def _received(self, batch: Mapping[str, Any]) -> list[E]:
         self.last_id = batch["last_id"]
-        events: list[Event] = batch["events"]
+        if self._convert is not None:
+            return [self._convert(event) for event in batch["events"]]
+        events: list[E] = batch["events"]
         return events
 
     def _next_wait(self) -> Optional[float]:
         """The next read's wait; StopIteration once ``block`` passed without an event."""
         return next(self._slices)
 
-    def _refilled(self, events: list[Event]) -> None:
+    def _refilled(self, events: list[E]) -> None:
         self._buffer = events
         if events:
             self._slices.send(True)  # an event came: the wait starts again
@@ -106,7 +126,7 @@ class StreamState:
             self._reader = None
 
 
-class EventStream(StreamState):
+class EventStream(StreamState[E]):
     """A board's change events, from
     [`RedisLeaderboard.events`][redis_leaderboard.RedisLeaderboard.events].
 
@@ -115,7 +135,7 @@ class EventStream(StreamState):
     connection.
     """
 
-    def read(self, block: Optional[float] = None) -> list[Event]:
+    def read(self, block: Optional[float] = None) -> list[E]:
         """One round trip: the events after ``last_id`` (at most ``count``).
 
         Args:
@@ -132,10 +152,10 @@ class EventStream(StreamState):
         operation = self._operation(block)
         return self._received(self._reader.run(operation))
 
-    def __iter__(self) -> EventStream:
+    def __iter__(self) -> EventStream[E]:
         return self
 
-    def __next__(self) -> Event:
+    def __next__(self) -> E:
         while not self._buffer:
             try:
                 wait = self._next_wait()
@@ -145,7 +165,7 @@ class EventStream(StreamState):
             self._refilled(self.read(wait))
         return self._buffer.pop(0)
 
-    def __enter__(self) -> EventStream:
+    def __enter__(self) -> EventStream[E]:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -155,14 +175,14 @@ class EventStream(StreamState):
         self.close()
 
 
-class AsyncEventStream(StreamState):
+class AsyncEventStream(StreamState[E]):
     """A board's change events, from
     [`redis_leaderboard.asyncio.RedisLeaderboard.events`][redis_leaderboard.asyncio.RedisLeaderboard.events].
 
     ``async for`` it, or ``await read()``; ``async with`` closes its connection.
     """
 
-    async def read(self, block: Optional[float] = None) -> list[Event]:
+    async def read(self, block: Optional[float] = None) -> list[E]:
         """As [`EventStream.read`][redis_leaderboard.leaderboard.EventStream.read], awaited.
 
         Args:
@@ -177,10 +197,10 @@ class AsyncEventStream(StreamState):
         operation = self._operation(block)
         return self._received(await self._reader.run(operation))
 
-    def __aiter__(self) -> AsyncEventStream:
+    def __aiter__(self) -> AsyncEventStream[E]:
         return self
 
-    async def __anext__(self) -> Event:
+    async def __anext__(self) -> E:
         try:
             while not self._buffer:
                 try:
@@ -198,7 +218,7 @@ class AsyncEventStream(StreamState):
         """Close the reading connection (as ``close()``)."""
         self.close()
 
-    async def __aenter__(self) -> AsyncEventStream:
+    async def __aenter__(self) -> AsyncEventStream[E]:
         return self
 
     async def __aexit__(self, *exc: object) -> None:

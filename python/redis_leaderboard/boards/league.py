@@ -63,11 +63,12 @@ from __future__ import annotations
 
 import zlib
 from datetime import datetime, timedelta, tzinfo
-from typing import Any, Iterator, Mapping, Optional, Sequence, Union, cast
+from typing import Any, Generic, Iterator, Mapping, Optional, Sequence, TypeVar, Union, cast
 
 from .. import _core
 from .._drive import Pipelined, Plan, plan
 from .._types import (
+    LeagueEvent,
     LeagueResult,
     LeagueSettlement,
     LeagueStandings,
@@ -78,6 +79,7 @@ from .._types import (
     WriteMode,
 )
 from ..options import board_client
+from .events import EVENTS_BATCH, StreamState
 from .plain import user_id_text
 from .seasons import Clock, Period, PeriodClock, Periods, _millis
 
@@ -123,11 +125,15 @@ def _bracket(bracket: Optional[str]) -> str:
     return bracket
 
 
-class LeagueBase(PeriodClock):
+S = TypeVar("S", bound="StreamState[LeagueEvent]")
+
+
+class LeagueBase(PeriodClock, Generic[S]):
     """A league (:class:`League`, sync or asyncio): its options, periods, partitions and
     methods, each written once (see the module for the design)."""
 
     client_class: Any  # the public class's
+    event_stream_class: type[S]  # the public class's
     cluster_client_class: Any
     display_name: str = "League"
     redis: Any
@@ -604,6 +610,72 @@ class LeagueBase(PeriodClock):
         ``user_id`` (the only one without partitions)."""
         league = self._leagues[0] if user_id is None else self._partition(user_id_text(user_id))
         return f"{league.base}:events"
+
+    def partition_of(self, user_id: str) -> int:
+        """The partition a player belongs to: ``crc32(user_id) % partitions``; sends nothing."""
+        return self._leagues.index(self._partition(user_id_text(user_id)))
+
+    def events(
+        self,
+        last_id: str = "$",
+        *,
+        block: Optional[float] = None,
+        count: int = EVENTS_BATCH,
+        partition: int = 0,
+    ) -> S:
+        """The league's settlements after ``last_id``, oldest first, as they come: one
+        ``"settled"`` event per cohort, appended by the script that settled it (so a cohort's
+        event is there exactly when its settlement is).
+
+        Each event is ``{"id", "kind": "settled", "period", "cohort", "tier", "bracket",
+        "promoted", "demoted"}``: the cohort's tier during the period, its bracket (None if
+        none) and the ids moved up and down. Read it as a board's
+        [`events`][redis_leaderboard.RedisLeaderboard.events] (the same stream object,
+        iterated or ``read()``, ``last_id`` to resume from, a connection of its own).
+
+        Args:
+            last_id: Read after this stream id; ``"$"``: only settlements to come, ``"0"``:
+                every one kept (``events_maxlen`` of them at least).
+            block: Seconds the iteration waits for the next event before it ends (``0``: what
+                is there now); None waits for ever.
+            count: How many events one read asks for at most.
+            partition: Which partition's stream (0 to ``partitions - 1``; each partition
+                settles its own cohorts): [`partition_of`][redis_leaderboard.League.partition_of]
+                names a player's.
+
+        Returns:
+            An iterator of events (an ``EventStream``; under asyncio an ``AsyncEventStream``),
+            also a context manager.
+
+        Raises:
+            ValueError: A ``partition`` out of range, a bad ``last_id``, ``block`` or ``count``.
+
+        Redis cost:
+            Nothing until the first read; then one XREAD (BLOCK) per batch of at most
+            ``count`` events on the stream's own connection, waiting in slices of 2 s.
+        """
+        if isinstance(partition, bool) or not isinstance(partition, int):
+            raise TypeError(f"partition must be an int, not {type(partition).__name__}")
+        if not 0 <= partition < self.partitions:
+            raise ValueError(f"partition must be from 0 to {self.partitions - 1}")
+        league = self._leagues[partition]
+
+        def settled(event: Mapping[str, Any]) -> LeagueEvent:
+            out: LeagueEvent = {
+                "id": event["id"],
+                "kind": "settled",
+                "period": event["period"],
+                "cohort": event["cohort"],
+                "tier": self._tier_name(event["tier"]),
+                "bracket": event["bracket"] or None,
+                "promoted": event["promoted"],
+                "demoted": event["demoted"],
+            }
+            return out
+
+        return self.event_stream_class(
+            self, last_id, block, count, read=league.read_events, convert=settled
+        )
 
     def __repr__(self) -> str:
         return (

@@ -110,7 +110,7 @@ def import_summary(written: int, trim: TrimSummary, skipped: int = 0) -> ImportS
     return summary
 
 
-S = TypeVar("S", bound=StreamState)
+S = TypeVar("S", bound="StreamState[Any]")
 
 
 class BoardBase:
