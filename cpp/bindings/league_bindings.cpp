@@ -131,8 +131,8 @@ void declare_league(py::module_& m) {
           [](const League& self, std::string last_id, py::handle count, py::handle block) {
             std::optional<double> seconds;
             if (!block.is_none()) seconds = number_arg(block, "block");
-            return wrap(leaderboard::read_stream_events(
-                self.base() + ":events", std::move(last_id), integer_arg(count, "count"), seconds));
+            return wrap(leaderboard::read_stream_events(self.base() + ":events", std::move(last_id),
+                                                        integer_arg(count, "count"), seconds));
           },
           "last_id"_a = "$", "count"_a = 100, "block"_a = py::none(),
           "The settlements after `last_id` on this partition's stream (as Board.read_events).")
