@@ -20,6 +20,7 @@ import pytest
 
 import redis_leaderboard
 from conftest import RedisServer
+from helpers import snapshot
 from redis_leaderboard import NoPermissionError, RedisLeaderboard, ResponseError
 from redis_leaderboard._redis_server import ServerVersion
 from redis_leaderboard.asyncio import Client as AsyncClient
@@ -34,24 +35,6 @@ DECLARED_KEYS_REFUSED = (
     "no permissions to access one of the keys",
     "No permissions to access a key",
 )
-
-
-def snapshot(r: Any, key: str) -> dict[str, Any]:
-    """Every key of the board ``key`` (itself and ``key:*``), with its type and whole value."""
-    names = set(r.scan_iter(match=f"{key}*", count=1000))
-    out: dict[str, Any] = {}
-    for name in sorted(names):
-        kind = r.type(name)
-        if kind == "zset":
-            value: Any = r.zrange(name, 0, -1, withscores=True)
-        elif kind == "hash":
-            value = r.hgetall(name)
-        elif kind == "string":
-            value = r.get(name)
-        else:
-            value = r.dump(name)
-        out[name] = (kind, value)
-    return out
 
 
 def call(
@@ -89,13 +72,6 @@ def assert_raises_and_changes_nothing(
     assert str(raised.value).startswith(prefix), str(raised.value)
     assert snapshot(r, key) == before
     return raised.value
-
-
-@pytest.fixture
-def r(redis_server: RedisServer) -> Iterator[Any]:
-    client = redis_server.redis_py()
-    yield client
-    client.close()
 
 
 def fill(r: Any, key: str) -> None:

@@ -19,13 +19,6 @@ from redis_leaderboard import Client, RedisLeaderboard
 
 
 @pytest.fixture
-def r(redis_server: Any) -> Iterator[Any]:
-    client = redis_server.redis_py()
-    yield client
-    client.close()
-
-
-@pytest.fixture
 def db_key(redis_server: Any) -> Iterator[str]:
     """A board key to be used in databases 0..3; removed from all of them after the test."""
     key = f"test:{uuid.uuid4().hex[:12]}"

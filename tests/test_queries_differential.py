@@ -234,13 +234,6 @@ async def run_asyncio(server: RedisServer, r: Any, key: str, order: str, ties: s
     return count, mismatches
 
 
-@pytest.fixture
-def r(redis_server: RedisServer) -> Iterator[Any]:
-    client = redis_server.redis_py()
-    yield client
-    client.close()
-
-
 COMBINATIONS = list(itertools.product(ORDERS, TIES))
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
-from typing import Any, Iterator
+from typing import Any
 
 import pytest
 
@@ -19,13 +19,6 @@ from redis_leaderboard.asyncio import RedisLeaderboard as AsyncRedisLeaderboard
 ORDERS = ["desc", "asc"]
 TIES = ["lexicographic", "first", "competition", "dense"]
 OPTIONS = list(itertools.product(ORDERS, TIES))
-
-
-@pytest.fixture
-def r(redis_server: RedisServer) -> Iterator[Any]:
-    client = redis_server.redis_py()
-    yield client
-    client.close()
 
 
 def open_board(client: Any, key: str, **options: Any) -> RedisLeaderboard:

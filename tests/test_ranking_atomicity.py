@@ -44,13 +44,6 @@ WRITES: list[tuple[str, tuple]] = [
 ]
 
 
-@pytest.fixture
-def r(redis_server: RedisServer) -> Iterator[Any]:
-    client = redis_server.redis_py()
-    yield client
-    client.close()
-
-
 def filled(client: Any, key: str, options: dict) -> RedisLeaderboard:
     board = RedisLeaderboard(client, key=key, max_entries=3, **options)
     for user_id, score in [("a", 10), ("b", 20), ("d", 40)]:

@@ -5,36 +5,17 @@ from __future__ import annotations
 import math
 import re
 from collections import OrderedDict
-from collections.abc import Iterator
 from types import MappingProxyType
 from typing import Any, Callable
 
 import pytest
 
+from helpers import snapshot
 from redis_leaderboard import Client, RedisLeaderboard
 
 
 def exactly(message: str) -> str:
     return f"^{re.escape(message)}$"
-
-
-@pytest.fixture
-def r(redis_server: Any) -> Iterator[Any]:
-    client = redis_server.redis_py()
-    yield client
-    client.close()
-
-
-def snapshot(r: Any, key: str) -> dict[str, Any]:
-    """Everything under the board's key prefix, as redis-py reads it."""
-    out: dict[str, Any] = {}
-    for name in r.scan_iter(match=f"{key}*", count=1000):
-        kind = r.type(name)
-        if kind == "zset":
-            out[name] = r.zrange(name, 0, -1, withscores=True)
-        else:
-            out[name] = r.hgetall(name)
-    return out
 
 
 @pytest.fixture
