@@ -94,6 +94,12 @@ struct SubmissionIdReused : InvalidArgument {
   using InvalidArgument::InvalidArgument;
 };
 
+// SCOREREJECTED (fair play): the board's score_range or max_increment refused the write, which
+// changed nothing (no rate-limit count, no event, no submission record).
+struct ScoreRejected : InvalidArgument {
+  using InvalidArgument::InvalidArgument;
+};
+
 // Tournaments (tournament.lua): a player refused by the tournament's rules; nothing was changed.
 // TOURNAMENTFULL: the period has max_size players; a join or first submission is refused.
 struct TournamentFull : InvalidArgument {

@@ -26,13 +26,25 @@ MAX_REPORTED_TRIMMED = 1000
 MAX_QUERY_ITEMS = 1000  # ids of get_entries, page_size, bins
 
 
+class Rejected(Exception):
+    """A write the board's score limits refuse (the library raises ScoreRejected)."""
+
+
 class RankingModel:
     def __init__(
-        self, max_entries: int = 100, order: str = "desc", ties: str = "lexicographic"
+        self,
+        max_entries: int = 100,
+        order: str = "desc",
+        ties: str = "lexicographic",
+        *,
+        score_range: Optional[tuple[Optional[float], Optional[float]]] = None,
+        max_increment: Optional[float] = None,
     ) -> None:
         self.max_entries = max_entries
         self.order = order
         self.ties = ties
+        self.score_range = score_range
+        self.max_increment = max_increment
         self.scores: dict[str, float] = {}
         self.achieved: dict[str, int] = {}  # ties="first": when the score was reached
         self.clock = 0
@@ -93,6 +105,23 @@ class RankingModel:
         self.achieved[user_id] = self.clock
         return True
 
+    def _check_limits(self, old: Optional[float], new: float, mode: str) -> None:
+        """Fair play: a write leaving the score outside score_range, or improving it (in the
+        board's order) by more than max_increment, is refused; one leaving it unchanged never
+        is. A new entry's improvement counts from 0 for "incr", and is not limited otherwise."""
+        if old is not None and new == old:
+            return
+        if self.score_range is not None:
+            low, high = self.score_range
+            if (low is not None and new < low) or (high is not None and new > high):
+                raise Rejected(f"{new} outside {self.score_range}")
+        if self.max_increment is not None:
+            start = old if old is not None else (0.0 if mode == "incr" else None)
+            if start is not None:
+                gain = new - start if self.order == "desc" else start - new
+                if gain > self.max_increment:
+                    raise Rejected(f"gain {gain} > {self.max_increment}")
+
     def _merge(self, user_id: str, metadata: Optional[Mapping[str, Any]]) -> dict[str, str]:
         sent = {str(k): str(v) for k, v in (metadata or {}).items()}
         if sent:
@@ -117,6 +146,7 @@ class RankingModel:
             new = old
         else:
             new = float(score)
+        self._check_limits(old, new, mode)
         changed = self._store(user_id, new)
         self._merge(user_id, metadata)
         trimmed = self._trim()
@@ -193,6 +223,12 @@ class RankingModel:
             self._remove(user_id)
 
     def upsert_many(self, entries: Iterable[tuple]) -> dict[str, Any]:
+        entries = list(entries)
+        planned: dict[str, float] = {}  # one chunk, all or nothing: each entry checked first
+        for entry in entries:
+            user_id, score = entry[0], float(entry[1])
+            self._check_limits(planned.get(user_id, self.scores.get(user_id)), score, "set")
+            planned[user_id] = score
         written = 0
         for entry in entries:
             user_id, score = entry[0], float(entry[1])

@@ -18,8 +18,8 @@ import pytest
 
 import redis_leaderboard
 from conftest import RedisServer
-from ranking_model import RankingModel
-from redis_leaderboard import RedisLeaderboard
+from ranking_model import RankingModel, Rejected
+from redis_leaderboard import RedisLeaderboard, ScoreRejected
 from redis_leaderboard.asyncio import Client as AsyncClient
 from redis_leaderboard.asyncio import RedisLeaderboard as AsyncRedisLeaderboard
 
@@ -102,16 +102,24 @@ def expected_state(model: RankingModel, key: str, r: Any) -> dict[str, Any]:
     for user_id, fields in model.metadata.items():
         if fields:
             out[f":user:{user_id}"] = fields
-    if (model.order, model.ties) == ("desc", "lexicographic"):
+    limited = model.score_range is not None or model.max_increment is not None
+    if (model.order, model.ties) == ("desc", "lexicographic") and not limited:
         return out
     # The options hash: recorded by the first write, gone with clear().
     options = r.hgetall(f"{key}:options")
     if options:
         out[":options"] = {k: v for k, v in options.items()}
-        assert {k: options[k] for k in ("order", "ties")} == {
-            "order": model.order,
-            "ties": model.ties,
-        }
+        if (model.order, model.ties) != ("desc", "lexicographic"):
+            assert {k: options[k] for k in ("order", "ties")} == {
+                "order": model.order,
+                "ties": model.ties,
+            }
+        if model.score_range is not None:  # fair play: "<min>/<max>", Lua's %.17g
+            low, high = model.score_range
+            texts = ["" if v is None else repr_score(v) for v in (low, high)]
+            assert options["score_range"] == "/".join(texts)
+        if model.max_increment is not None:
+            assert options["max_increment"] == repr_score(model.max_increment)
     if model.ties == "dense" and model.scores:
         distinct = sorted({0.0 if s == 0 else s for s in model.scores.values()})
         out[":dense"] = [(repr_score(s), s) for s in distinct]
@@ -135,30 +143,58 @@ def repr_score(score: float) -> str:
     return f"{score:.17g}"
 
 
+def outcome(call: Callable[[], Any]) -> Any:
+    """A call's result, or "rejected" if score limits refused it (library or model)."""
+    try:
+        return call()
+    except (ScoreRejected, Rejected):
+        return "rejected"
+
+
+async def async_outcome(call: Any) -> Any:
+    try:
+        return await call
+    except ScoreRejected:
+        return "rejected"
+
+
+def model_outcome(model: RankingModel, method: str, args: tuple, kwargs: dict) -> Any:
+    return outcome(lambda: getattr(model, method)(*args, **kwargs))
+
+
 def run_sync(
-    server: RedisServer, r: Any, key: str, order: str, ties: str, seed: int
-) -> tuple[int, list[str]]:
-    model = RankingModel(5, order, ties)
+    server: RedisServer,
+    r: Any,
+    key: str,
+    order: str,
+    ties: str,
+    seed: int,
+    limits: dict[str, Any] = {},  # noqa: B006  (read only)
+) -> tuple[int, list[str], int]:
+    model = RankingModel(5, order, ties, **limits)
     mismatches: list[str] = []
-    count = 0
+    count = refused = 0
     with redis_leaderboard.Client(host=server.host, port=server.port) as client:
-        board = RedisLeaderboard(client, key=key, max_entries=5, order=order, ties=ties)
+        board = RedisLeaderboard(client, key=key, max_entries=5, order=order, ties=ties, **limits)
         for step, (method, args, kwargs) in enumerate(random_steps(seed, OPERATIONS_PER_BOARD)):
             if step % 300 == 299:  # another object on the same board, another limit
                 model.max_entries = random.Random(seed + step).randint(1, 8)
                 board = RedisLeaderboard(
-                    client, key=key, max_entries=model.max_entries, order=order, ties=ties
-                )
-            got = getattr(board, method)(*args, **kwargs)
-            want = getattr(model, method)(*args, **kwargs)
+                    client, key=key, max_entries=model.max_entries, order=order, ties=ties,
+                    **limits,
+                )  # fmt: skip
+            call = getattr(board, method)
+            got = outcome(lambda: call(*args, **kwargs))  # noqa: B023  (called at once)
+            want = model_outcome(model, method, args, kwargs)
             count += 1
+            refused += want == "rejected"
             if got != want:
                 mismatches.append(f"step {step}: {method}{args}{kwargs}: {got!r} != {want!r}")
                 break
     state, expected = board_state(r, key), expected_state(model, key, r)
     if state != expected:
         mismatches.append(f"final state: got {state!r}, want {expected!r}")
-    return count, mismatches
+    return count, mismatches, refused
 
 
 SINGLE_ROUND_TRIP = {
@@ -168,15 +204,23 @@ SINGLE_ROUND_TRIP = {
 
 
 async def run_asyncio(
-    server: RedisServer, r: Any, key: str, order: str, ties: str, seed: int
-) -> tuple[int, list[str]]:
-    model = RankingModel(5, order, ties)
+    server: RedisServer,
+    r: Any,
+    key: str,
+    order: str,
+    ties: str,
+    seed: int,
+    limits: dict[str, Any] = {},  # noqa: B006  (read only)
+) -> tuple[int, list[str], int]:
+    model = RankingModel(5, order, ties, **limits)
     mismatches: list[str] = []
-    count = 0
+    count = refused = 0
     steps = list(random_steps(seed, OPERATIONS_PER_BOARD))
     rng = random.Random(seed)
     async with AsyncClient(host=server.host, port=server.port) as client:
-        board = AsyncRedisLeaderboard(client, key=key, max_entries=5, order=order, ties=ties)
+        board = AsyncRedisLeaderboard(
+            client, key=key, max_entries=5, order=order, ties=ties, **limits
+        )
         i = 0
         while i < len(steps) and not mismatches:
             # A run of one-round-trip calls issued together: pipelined on the one connection,
@@ -190,11 +234,15 @@ async def run_asyncio(
             ):
                 group.append(steps[i + len(group)])
             results = await asyncio.gather(
-                *(getattr(board, method)(*args, **kwargs) for method, args, kwargs in group)
+                *(
+                    async_outcome(getattr(board, method)(*args, **kwargs))
+                    for method, args, kwargs in group
+                )
             )
             for (method, args, kwargs), got in zip(group, results):
-                want = getattr(model, method)(*args, **kwargs)
+                want = model_outcome(model, method, args, kwargs)
                 count += 1
+                refused += want == "rejected"
                 if got != want and not mismatches:
                     mismatches.append(
                         f"step {i}: {method}{args}{kwargs}: got {got!r}, want {want!r}"
@@ -203,14 +251,7 @@ async def run_asyncio(
     state, expected = board_state(r, key), expected_state(model, key, r)
     if state != expected:
         mismatches.append(f"final state: got {state!r}, want {expected!r}")
-    return count, mismatches
-
-
-@pytest.fixture
-def r(redis_server: RedisServer) -> Iterator[Any]:
-    client = redis_server.redis_py()
-    yield client
-    client.close()
+    return count, mismatches, refused
 
 
 COMBINATIONS = list(itertools.product(ORDERS, TIES))
@@ -226,6 +267,34 @@ def test_every_method_matches_the_model(
     result = run(redis_server, r, board_key, order, ties, seed)
     if kind == "asyncio":
         result = asyncio.run(result)
-    count, mismatches = result
+    count, mismatches, _ = result
     assert mismatches == []
     assert count == OPERATIONS_PER_BOARD
+
+
+# Fair play: the same sequences on boards with score limits (tight enough that writes of every
+# mode are refused often: scores -2 to 3.5, increments up to 2), refusals compared too.
+LIMITS = [
+    {"score_range": (-1.0, 2.0)},
+    {"max_increment": 1.0},
+    {"score_range": (None, 2.5), "max_increment": 1.5},
+]
+
+
+@pytest.mark.parametrize(("order", "ties"), COMBINATIONS)
+@pytest.mark.parametrize("kind", ["sync", "asyncio"])
+def test_score_limits_match_the_model(
+    redis_server: RedisServer, r: Any, board_key: str, order: str, ties: str, kind: str
+) -> None:
+    seed = 7 + 1000 * ORDERS.index(order) + 10 * TIES.index(ties) + (kind == "asyncio")
+    limits = LIMITS[seed % len(LIMITS)]
+    run: Callable[..., Any] = run_sync if kind == "sync" else run_asyncio
+    result = run(redis_server, r, board_key, order, ties, seed, limits)
+    if kind == "asyncio":
+        result = asyncio.run(result)
+    count, mismatches, refused = result
+    assert mismatches == []
+    assert count == OPERATIONS_PER_BOARD
+    # The limits were met often (24 to 133 refusals a run): a board that refused nothing
+    # would agree with a model that refused nothing.
+    assert refused >= 20

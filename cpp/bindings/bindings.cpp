@@ -258,7 +258,8 @@ PYBIND11_MODULE(_core, m) {
       .def(py::init([option_arg](std::string key, py::handle max_entries, py::handle order,
                                  py::handle ties, py::handle submission_ttl, py::handle rate_limit,
                                  py::handle events, py::handle events_maxlen, py::handle expire_at,
-                                 std::optional<std::string> submission_scope) {
+                                 std::optional<std::string> submission_scope,
+                                 py::handle score_range, py::handle max_increment) {
              // The guards.
              leaderboard::Guards guards;
              guards.submission_ttl = number_arg(submission_ttl, "submission_ttl");
@@ -278,6 +279,19 @@ PYBIND11_MODULE(_core, m) {
              }
              guards.events = events.cast<bool>();
              guards.events_maxlen = integer_arg(events_maxlen, "events_maxlen");
+             // Score limits (fair play): score_range=(min, max), either side None.
+             if (!score_range.is_none()) {
+               if (!PyTuple_Check(score_range.ptr()) || PyTuple_Size(score_range.ptr()) != 2) {
+                 throw py::type_error("score_range must be None or a (min, max) tuple, not " +
+                                      std::string(Py_TYPE(score_range.ptr())->tp_name));
+               }
+               auto pair = py::reinterpret_borrow<py::tuple>(score_range);
+               if (!pair[0].is_none()) guards.score_min = number_arg(pair[0], "score_range's min");
+               if (!pair[1].is_none()) guards.score_max = number_arg(pair[1], "score_range's max");
+             }
+             if (!max_increment.is_none()) {
+               guards.max_increment = number_arg(max_increment, "max_increment");
+             }
              std::optional<long long> deadline;  // seasons: a periodic board's
              if (!expire_at.is_none()) deadline = integer_arg(expire_at, "expire_at");
              return Board(std::move(key), max_entries_arg(max_entries),
@@ -287,7 +301,8 @@ PYBIND11_MODULE(_core, m) {
            }),
            "key"_a, "max_entries"_a, py::kw_only(), "order"_a = "desc", "ties"_a = "lexicographic",
            "submission_ttl"_a = 86400, "rate_limit"_a = py::none(), "events"_a = false,
-           "events_maxlen"_a = 10000, "expire_at"_a = py::none(), "submission_scope"_a = py::none())
+           "events_maxlen"_a = 10000, "expire_at"_a = py::none(), "submission_scope"_a = py::none(),
+           "score_range"_a = py::none(), "max_increment"_a = py::none())
       .def_property_readonly("expire_at", &Board::expire_at)
       .def_property_readonly("submission_scope", &Board::submission_scope)
       .def_property_readonly("period", &Board::period)
@@ -309,6 +324,19 @@ PYBIND11_MODULE(_core, m) {
                                return py::make_tuple(*guards.rate_max, guards.rate_per);
                              })
       .def_property_readonly("events", [](const Board& self) { return self.guards().events; })
+      .def_property_readonly(
+          "guarded", [](const Board& self) { return self.guards().any(); },
+          "Whether the board has guards a write must carry (rate_limit, "
+          "events, score limits).")
+      .def_property_readonly("score_range",
+                             [](const Board& self) -> py::object {
+                               const auto& guards = self.guards();
+                               if (!guards.score_min && !guards.score_max) return py::none();
+                               return py::make_tuple(py::cast(guards.score_min),
+                                                     py::cast(guards.score_max));
+                             })
+      .def_property_readonly("max_increment",
+                             [](const Board& self) { return self.guards().max_increment; })
       .def_property_readonly("events_maxlen",
                              [](const Board& self) { return self.guards().events_maxlen; })
       .def(

@@ -506,6 +506,9 @@ constexpr PythonError kPythonErrors[] = {
      "The submission id was applied before for another user or another payload (score, mode, "
      "metadata); nothing was changed. A resend repeating the write exactly returns the first "
      "result instead. A ValueError."},
+    {"ScoreRejected", is_a<ScoreRejected>, kValueError,
+     "The board's score_range or max_increment refused the write; nothing was changed (no "
+     "rate-limit count, no event, no submission record). A ValueError."},
     // Tournaments: the player is refused by the tournament's rules; nothing was changed.
     {"TournamentFull", is_a<TournamentFull>, kValueError,
      "The tournament's period has its max_size players: a join (or a first submission) is "

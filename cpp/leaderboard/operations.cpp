@@ -665,6 +665,30 @@ std::string rate_text(const Guards& guards) {
   return std::to_string(*guards.rate_max) + "/" + milliseconds(guards.rate_per);
 }
 
+// A number as the scripts write it in the options hash (score_text): exact, "0" for -0.
+std::string limit_text(double value) { return value == 0 ? "0" : format_score(value); }
+
+// The score limits as recorded: score_range "<min>/<max>" (either empty), max_increment "<n>".
+std::string range_text(const Guards& guards) {
+  if (!guards.score_min && !guards.score_max) return "-";
+  return (guards.score_min ? limit_text(*guards.score_min) : "") + "/" +
+         (guards.score_max ? limit_text(*guards.score_max) : "");
+}
+std::string max_increment_text(const Guards& guards) {
+  return guards.max_increment ? limit_text(*guards.max_increment) : "-";
+}
+
+// The score limits' words of a write's spec (keyless): " range:<min>:<max> maxinc:<n>".
+std::string limit_words(const Guards& guards) {
+  std::string words;
+  if (guards.score_min || guards.score_max) {
+    words += " range:" + (guards.score_min ? limit_text(*guards.score_min) : "") + ":" +
+             (guards.score_max ? limit_text(*guards.score_max) : "");
+  }
+  if (guards.max_increment) words += " maxinc:" + limit_text(*guards.max_increment);
+  return words;
+}
+
 }  // namespace
 
 void require_submission_id(const std::optional<std::string>& id) {
@@ -707,12 +731,25 @@ void Board::Identity::accept(const Reply& reply) {
            format_score(std::strtod(text.c_str() + slash + 1, nullptr) / 1000) + ")";
   };
   auto events = [](const std::string& text) { return text == "1" ? "True" : "False"; };
+  // The score limits ('-' or '?': none; score_range "<min>/<max>", either side empty).
+  auto range = [](const std::string& text) -> std::string {
+    auto slash = text.find('/');
+    if (text == "-" || text == "?" || slash == std::string::npos) return "None";
+    auto side = [](const std::string& number) { return number.empty() ? "None" : number; };
+    return "(" + side(text.substr(0, slash)) + ", " + side(text.substr(slash + 1)) + ")";
+  };
+  auto increment = [](const std::string& text) {
+    return text == "-" || text == "?" ? std::string("None") : text;
+  };
   throw OptionsMismatch(
       "leaderboard '" + key + "' has order='" + field("order") + "', ties='" + field("ties") +
       "', rate_limit=" + rate(field("rate_limit")) + ", events=" + events(field("events")) +
+      ", score_range=" + range(field("score_range")) +
+      ", max_increment=" + increment(field("max_increment")) +
       " (recorded in Redis); this client opened it with order='" + name_of(order) + "', ties='" +
-      name_of(ties) + "', rate_limit=" + rate(rate_text(guards)) +
-      ", events=" + events(guards.events ? "1" : "-"));
+      name_of(ties) + "', rate_limit=" + rate(rate_text(guards)) + ", events=" +
+      events(guards.events ? "1" : "-") + ", score_range=" + range(range_text(guards)) +
+      ", max_increment=" + increment(max_increment_text(guards)));
 }
 
 std::vector<std::string> Board::Identity::with_options(std::vector<std::string> args) const {
@@ -755,6 +792,17 @@ Board::Board(std::string key, long long max_entries, Order order, Ties ties, Gua
     }
   }
   if (guards.events_maxlen < 1) throw InvalidArgument("events_maxlen must be at least 1");
+  for (auto limit : {guards.score_min, guards.score_max, guards.max_increment}) {
+    if (limit && !std::isfinite(*limit)) {
+      throw InvalidArgument("score_range and max_increment must be finite numbers");
+    }
+  }
+  if (guards.score_min && guards.score_max && *guards.score_min > *guards.score_max) {
+    throw InvalidArgument("score_range must be (min, max) with min <= max");
+  }
+  if (guards.max_increment && *guards.max_increment < 0) {
+    throw InvalidArgument("max_increment must not be negative");
+  }
   id_->scope = submission_scope ? std::move(*submission_scope) : key;
   id_->key = std::move(key);
   id_->order = order;
@@ -785,6 +833,7 @@ void Board::add_guards(std::string& spec, std::vector<std::string>& keys,
     keys.push_back(key() + ":events");
   }
   if (expire_at()) spec += " expire:" + std::to_string(*expire_at());  // seasons: no key
+  spec += limit_words(guards);                                         // fair play: no key
 }
 
 namespace {
@@ -1204,6 +1253,7 @@ std::unique_ptr<Operation> Board::upsert_chunk(std::vector<BatchEntry> entries,
     }
     if (guards.events) words += " events:" + std::to_string(guards.events_maxlen);
     if (expire_at()) words += " expire:" + std::to_string(*expire_at());
+    words += limit_words(guards);
     std::vector<std::string> user_keys,
         args{name_of(order()), name_of(ties()), words.empty() ? "" : words.substr(1)};
     for (auto& entry : entries) {

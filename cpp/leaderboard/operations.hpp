@@ -191,7 +191,11 @@ struct Guards {
   double rate_per = 0;                // ...per this many seconds (sliding window)
   bool events = false;                // append change events to f"{key}:events"
   long long events_maxlen = 10000;    // the stream is capped at about this many (MAXLEN ~)
-  bool any() const { return rate_max.has_value() || events; }
+  // Score limits (fair play): a write leaving a score outside [score_min, score_max], or
+  // improving one by more than max_increment in the board's order, is refused (SCOREREJECTED).
+  std::optional<double> score_min, score_max, max_increment;
+  bool limits() const { return score_min || score_max || max_increment; }
+  bool any() const { return rate_max.has_value() || events || limits(); }
 };
 
 // The entries a read's result holds (get_top's list, get_page's entries, get_entries' present

@@ -43,7 +43,7 @@ class RedisLeaderboard(Leaderboard[AsyncEventStream[Event]], AsyncDriven):
     client_class = Client
     cluster_client_class = AsyncClusterClient
     display_name = "redis_leaderboard.asyncio.RedisLeaderboard"
-    event_stream_class = AsyncEventStream[Event]
+    event_stream_class: type[AsyncEventStream[Event]] = AsyncEventStream
 
 
 class PeriodBoard(PeriodState, RedisLeaderboard):
@@ -92,7 +92,7 @@ class League(LeagueBase[AsyncEventStream[LeagueEvent]], AsyncDriven):
     client_class = Client
     cluster_client_class = AsyncClusterClient
     display_name = "redis_leaderboard.asyncio.League"
-    event_stream_class = AsyncEventStream[LeagueEvent]
+    event_stream_class: type[AsyncEventStream[LeagueEvent]] = AsyncEventStream
 
 
 class Tournament(TournamentBase, AsyncDriven):

@@ -129,6 +129,10 @@ class OptionsMismatch(ValueError):
     """The board's options (order, ties, rate_limit, events) differ from those recorded in
     Redis for it; nothing was changed. A ValueError."""
 
+class ScoreRejected(ValueError):
+    """The board's score_range or max_increment refused the write; nothing was changed (no
+    rate-limit count, no event, no submission record). A ValueError."""
+
 class PeriodClosed(ValueError):
     """A write to a period that no longer (or not yet) takes writes; nothing was sent. A
     ValueError."""
@@ -189,6 +193,8 @@ class Board:
         events_maxlen: int = 10000,
         expire_at: Optional[int] = None,
         submission_scope: Optional[str] = None,
+        score_range: Optional[tuple[Optional[float], Optional[float]]] = None,
+        max_increment: Optional[float] = None,
     ) -> None:
         """ValueError for an unknown ``order`` or ``ties``, TypeError if not a str; the guards
         checked too. ``expire_at`` (unix ms): every write PEXPIREATs the board's keys at it
@@ -218,6 +224,13 @@ class Board:
     def submission_ttl(self) -> float: ...
     @property
     def rate_limit(self) -> Optional[tuple[int, float]]: ...
+    @property
+    def score_range(self) -> Optional[tuple[Optional[float], Optional[float]]]: ...
+    @property
+    def max_increment(self) -> Optional[float]: ...
+    @property
+    def guarded(self) -> bool:
+        """Whether the board has guards a write must carry (rate_limit, events, score limits)."""
     @property
     def events(self) -> bool: ...
     @property

@@ -57,12 +57,17 @@ class RedisLeaderboard(Leaderboard[EventStream[Event]], SyncDriven):
     are recorded in ``f"{key}:options"`` by the first write carrying them; a client writing
     with others gets ``ValueError``, and so does one without ``events`` deleting, trimming or
     clearing a board that records them.
+
+    Fair play (keyword-only): ``score_range=(min, max)`` (either None: no bound) refuses a
+    write leaving a score outside it, ``max_increment`` one improving a score (in the board's
+    order) by more than that ([`ScoreRejected`][redis_leaderboard.ScoreRejected], nothing
+    changed); recorded with the board as ``rate_limit`` is. See the Fair play guide.
     """
 
     client_class = Client
     cluster_client_class = _core.ClusterClient
     display_name = "RedisLeaderboard"
-    event_stream_class = EventStream[Event]
+    event_stream_class: type[EventStream[Event]] = EventStream
 
 
 class PeriodBoard(PeriodState, RedisLeaderboard):
@@ -144,7 +149,7 @@ class ShardedLeaderboard(ShardedBase, SyncDriven):
     [`ClusterClient`][redis_leaderboard.ClusterClient], for boards bigger than one node.
 
     ``max_entries`` is per shard (a shard trims its own lowest; None: no limit). Guards:
-    ``submission_ttl`` and ``rate_limit`` as
+    ``submission_ttl``, ``rate_limit``, ``score_range`` and ``max_increment`` as
     [`RedisLeaderboard`][redis_leaderboard.RedisLeaderboard]'s, kept by each shard board (a
     user's writes all go to its shard); ``events`` are refused (``NotImplementedError``: the
     shards' streams are in different slots).
@@ -185,7 +190,7 @@ class League(LeagueBase[EventStream[LeagueEvent]], SyncDriven):
     client_class = Client
     cluster_client_class = _core.ClusterClient
     display_name = "League"
-    event_stream_class = EventStream[LeagueEvent]
+    event_stream_class: type[EventStream[LeagueEvent]] = EventStream
 
 
 class Tournament(TournamentBase, SyncDriven):

@@ -217,7 +217,9 @@ local function check_options(b, hgetall_checked)
     elseif field == 'ties' then ties = recorded[i + 1]
     elseif field == 'seq' then seq = tonumber(recorded[i + 1])
     elseif field == 'rate_limit' then b.recorded_rate = recorded[i + 1]  -- issue 17's guards
-    elseif field == 'events' then b.recorded_events = recorded[i + 1] end
+    elseif field == 'events' then b.recorded_events = recorded[i + 1]
+    elseif field == 'score_range' then b.recorded_range = recorded[i + 1]  -- fair play
+    elseif field == 'max_increment' then b.recorded_maxinc = recorded[i + 1] end
   end
   if not order then
     if b.default then return nil, false, 0 end
@@ -434,16 +436,25 @@ end
 
 -- Sets w's guard fields from the words spec[from], spec[from + 1], ... (see above), the keys of
 -- those that have one ending at KEYS[last_key]; and w.expire_at from a word 'expire:<unix ms>'
--- (issue 16: a periodic board's deadline, see expire_board), which has no key.
+-- (issue 16: a periodic board's deadline, see expire_board), which has no key; and the score
+-- limits (fair play), keyless too: 'range:<min>:<max>' (w.score_min, w.score_max: the lowest
+-- and highest score a write may leave; either may be empty) and 'maxinc:<n>' (w.max_increment:
+-- the most one write may improve a score by, in the board's order): see check_score_limits.
+local KEYLESS_WORDS = {expire = true, range = true, maxinc = true}
+
 local function guard_fields(w, spec, from, last_key)
   local k = last_key
   for i = from, #spec do
-    if string.sub(spec[i], 1, 7) ~= 'expire:' then k = k - 1 end
+    if not KEYLESS_WORDS[string.match(spec[i], '^(%a+)')] then k = k - 1 end
   end
   for i = from, #spec do
     local name, a, b = string.match(spec[i], '^(%a+):([^:]*):?(.*)$')
     if name == 'expire' then
       w.expire_at = a
+    elseif name == 'range' then  -- score limits (fair play): keyless, checked by plan_write
+      w.score_min, w.score_max, w.limits = tonumber(a), tonumber(b), true
+    elseif name == 'maxinc' then
+      w.max_increment, w.limits = tonumber(a), true
     else
       k = k + 1
       if name == 'sid' then
@@ -459,9 +470,16 @@ local function guard_fields(w, spec, from, last_key)
 end
 
 -- The 'OPTIONS ...' status naming the board's recorded options (the client raises ValueError).
-local function options_status(order, ties, rate, events)
+local function options_status(order, ties, rate, events, range, maxinc)
   return redis.status_reply('OPTIONS order=' .. order .. ' ties=' .. ties .. ' rate_limit='
-    .. (rate or '-') .. ' events=' .. (events or '-'))
+    .. (rate or '-') .. ' events=' .. (events or '-') .. ' score_range=' .. (range or '-')
+    .. ' max_increment=' .. (maxinc or '-'))
+end
+
+-- A board's recorded options as options_status says them.
+local function recorded_status(b)
+  return options_status(b.order, b.ties, b.recorded_rate, b.recorded_events, b.recorded_range,
+    b.recorded_maxinc)
 end
 
 -- The recorded rate_limit and events (b.recorded_rate, b.recorded_events: check_options read
@@ -471,15 +489,63 @@ local function check_guards(b, w)
   local rate = w.rate_key and (string.format('%d', w.rate_max) .. '/'
     .. string.format('%d', w.rate_per)) or nil
   local events = w.events_key and '1' or nil
+  local range = nil
+  if w.score_min or w.score_max then
+    range = (w.score_min and score_text(w.score_min) or '') .. '/'
+      .. (w.score_max and score_text(w.score_max) or '')
+  end
+  local maxinc = w.max_increment and score_text(w.max_increment) or nil
   local old_rate, old_events = b.recorded_rate, b.recorded_events
-  if (old_rate and old_rate ~= rate) or (old_events and old_events ~= events) then
-    return options_status(b.order, b.ties, old_rate, old_events)
+  local old_range, old_maxinc = b.recorded_range, b.recorded_maxinc
+  -- Every recorded guard must be carried (a client without a limit would bypass it); those no
+  -- write recorded yet are recorded by this one.
+  if (old_rate and old_rate ~= rate) or (old_events and old_events ~= events)
+      or (old_range and old_range ~= range) or (old_maxinc and old_maxinc ~= maxinc) then
+    return recorded_status(b)
   end
   local record = {}
   if rate and not old_rate then record[#record + 1] = 'rate_limit'; record[#record + 1] = rate end
   if events and not old_events then record[#record + 1] = 'events'; record[#record + 1] = events end
+  if range and not old_range then
+    record[#record + 1] = 'score_range'; record[#record + 1] = range
+  end
+  if maxinc and not old_maxinc then
+    record[#record + 1] = 'max_increment'; record[#record + 1] = maxinc
+  end
   if #record == 0 then return nil, nil end
   return nil, record
+end
+
+-- Whether the board records guards a write must carry (or be refused by check_guards).
+local function records_guards(b)
+  return b.recorded_rate or b.recorded_events or b.recorded_range or b.recorded_maxinc
+end
+
+-- Score limits (fair play): nil if a write leaving the user's score at `score` (from `old`, nil
+-- for a new entry, whose 'incr' counts from 0) is within w's limits, else the SCOREREJECTED
+-- error reply (the client raises ScoreRejected, a ValueError). A write that leaves the score as
+-- it was (a 'best' that is not better) is never refused.
+local function check_score_limits(b, w, score, old)
+  if old and score == old then return nil end
+  local what
+  if (w.score_min and score < w.score_min) or (w.score_max and score > w.score_max) then
+    what = 'score ' .. score_text(score) .. ' is outside score_range ['
+      .. (w.score_min and score_text(w.score_min) or '-inf') .. ', '
+      .. (w.score_max and score_text(w.score_max) or '+inf') .. ']'
+  elseif w.max_increment then
+    local from = old or (w.mode == 'incr' and 0 or nil)
+    if from then
+      local gain = b.desc and score - from or from - score
+      if gain > w.max_increment then
+        what = 'an improvement of ' .. score_text(gain) .. ' (from ' .. score_text(from)
+          .. ' to ' .. score_text(score) .. ') is more than max_increment '
+          .. score_text(w.max_increment)
+      end
+    end
+  end
+  if not what then return nil end
+  return redis.error_reply('SCOREREJECTED user ' .. w.user_id .. ' on ' .. b.board .. ': '
+    .. what .. '; nothing was changed')
 end
 
 -- ---- Submission ids: records ------------------------------------------------------------------
@@ -604,7 +670,8 @@ end
 -- write with the same submission id (check_submission), or RATELIMITED.
 local function plan_guards(b, w)
   local g = {}
-  local err = (w.rate_key or w.events_key) and check_acl('HSET', b.options, 'x', 'x')
+  local err = (w.rate_key or w.events_key or w.limits)
+    and check_acl('HSET', b.options, 'x', 'x')
   if err then return nil, err end
   err, g.record = check_guards(b, w)
   if err then return nil, err end
@@ -714,9 +781,7 @@ end
 -- them), else with events the checks of appending to the stream: its type, and the caller's
 -- permissions (XADD, PEXPIREAT with an expiry, the rank of a deleted user).
 local function check_removal_events(b, w)
-  if b.recorded_events and not w then
-    return options_status(b.order, b.ties, b.recorded_rate, b.recorded_events)
-  end
+  if b.recorded_events and not w then return recorded_status(b) end
   if not w then return nil end
   return check_acl('XADD', w.events_key, 'MAXLEN', '~', '1', '*', 'x', 'x')
     or check_type(w.events_key, 'stream') or check_acl(b.position_command, b.ranked, 'x')
@@ -834,10 +899,10 @@ local function plan_write(w)
   -- Guards (issue 17): idempotency, rate limit, events; checked here, applied by apply_guards
   -- (a write without them on a board that records some is refused).
   local guards
-  if w.submission_key or w.rate_key or w.events_key then
+  if w.submission_key or w.rate_key or w.events_key or w.limits then
     guards, err = plan_guards(b, w)
     if not guards then return nil, err end
-  elseif b.recorded_rate or b.recorded_events then
+  elseif records_guards(b) then
     return nil, check_guards(b, w)
   end
 
@@ -851,6 +916,10 @@ local function plan_write(w)
   end
   if score ~= score then
     return nil, redis.error_reply('ERR resulting score is not a number (NaN)')
+  end
+  if w.limits then  -- fair play: after the guards (a resend answers, a rate limit refuses)
+    err = check_score_limits(b, w, score, old)
+    if err then return nil, err end
   end
   local changed = not old or score ~= old
   local previous_rank = false

@@ -8,7 +8,8 @@
 -- ARGV: order, ties, guards (words, see guard_fields in _lib.lua: 'sid:<ttl ms>' (entries may
 -- carry ids), 'rate:<max>:<per ms>' (checked against the record only: a bulk load is not
 -- rate limited), 'events:<maxlen>', 'expire:<unix ms>' (a periodic board's deadline, see
--- expire_board); '' for none), then per entry: user_id, score, with 'sid'
+-- expire_board), 'range:<min>:<max>' and 'maxinc:<n>' (score limits: an entry out of them
+-- refuses the chunk, SCOREREJECTED); '' for none), then per entry: user_id, score, with 'sid'
 -- 1 or 0 (it carries an id), number of metadata fields, field, value, ...
 -- An entry whose id was applied before (by upsert_many or submit, or earlier in the chunk) for
 -- the same user and payload (mode 'set', its score, its metadata) is skipped; for another, the
@@ -32,8 +33,13 @@ for word in string.gmatch(ARGV[3], '%S+') do
     w.events_key, w.events_maxlen = KEYS[#KEYS], a
   elseif name == 'expire' then  -- issue 16
     expire_at = a
+  elseif name == 'range' then  -- fair play: each entry checked as upsert_user would be
+    w.score_min, w.score_max, w.limits = tonumber(a), tonumber(c), true
+  elseif name == 'maxinc' then
+    w.max_increment, w.limits = tonumber(a), true
   end
 end
+local planned = {}  -- fair play: each user's score after the chunk's earlier entries
 local entries, i, k, seen = {}, 4, first_user_key, {}
 while i <= #ARGV do
   local has_id = ids and ARGV[i + 2] == '1'
@@ -60,6 +66,18 @@ while i <= #ARGV do
       entry.skip = true
     end
     seen[entry.sid] = {user_id = entry.user_id, fingerprint = entry.fingerprint}
+  end
+  if w.limits and not entry.skip then
+    -- Score limits: an entry leaving its user's score out of them refuses the whole chunk.
+    local old = planned[entry.user_id]
+    if old == nil then
+      local text = redis.call('ZSCORE', board, entry.user_id)
+      old = text and tonumber(text) or false
+    end
+    w.user_id, w.mode = entry.user_id, 'set'
+    err = check_score_limits(b, w, tonumber(entry.number), old or nil)
+    if err then return err end
+    planned[entry.user_id] = tonumber(entry.number)
   end
   entries[#entries + 1] = entry
   i = entry.to + 1

@@ -139,6 +139,8 @@ class BoardBase:
         rate_limit: Optional[tuple[int, float]] = None,
         events: bool = False,
         events_maxlen: int = 10000,
+        score_range: Optional[tuple[Optional[float], Optional[float]]] = None,
+        max_increment: Optional[float] = None,
         _expire_at: Optional[int] = None,
         _submission_scope: Optional[str] = None,
     ) -> None:
@@ -153,6 +155,8 @@ class BoardBase:
             events_maxlen=events_maxlen,
             expire_at=_expire_at,  # a period's board (seasons.PeriodBoard): its deadline
             submission_scope=_submission_scope,  # and where its submission ids are recorded
+            score_range=score_range,
+            max_increment=max_increment,
         )
         self.redis = board_client(
             self.display_name,
@@ -198,6 +202,18 @@ class BoardBase:
         return self._board.rate_limit
 
     @property
+    def score_range(self) -> Optional[tuple[Optional[float], Optional[float]]]:
+        """``(min, max)``: the lowest and highest score a write may leave (either None: no
+        bound), or None (fair play). A write outside raises ``ScoreRejected``."""
+        return self._board.score_range
+
+    @property
+    def max_increment(self) -> Optional[float]:
+        """The most one write may improve a user's score by (in the board's order), or None
+        (fair play). A write improving it more raises ``ScoreRejected``."""
+        return self._board.max_increment
+
+    @property
     def events_enabled(self) -> bool:
         """Whether writes append change events to ``f"{key}:events"`` (``events=True``);
         [`events`][redis_leaderboard.RedisLeaderboard.events] reads them.
@@ -220,6 +236,10 @@ class BoardBase:
             options += f", rate_limit={self._board.rate_limit!r}"
         if self._board.events:
             options += ", events=True"
+        if self._board.score_range is not None:
+            options += f", score_range={self._board.score_range!r}"
+        if self._board.max_increment is not None:
+            options += f", max_increment={self._board.max_increment!r}"
         return f"{self.display_name}(key={self.key!r}, max_entries={self.max_entries}{options})"
 
 
@@ -827,15 +847,15 @@ class Leaderboard(BoardBase, Generic[S]):
         Redis cost:
             Per chunk, pipelined (up to 4 in flight): MULTI, one variadic ZADD and one HSET per
             entry
-            with metadata, EXEC; entries with ids, and boards with ``events`` or ``rate_limit``, go
-            as
-            scripts (bulk.lua) instead. One trim at the end (and after a failure). O(M log N) for M
-            entries.
+            with metadata, EXEC; entries with ids, and boards with ``events``, ``rate_limit`` or
+            score limits, go as scripts (bulk.lua) instead. One trim at the end (and after a
+            failure). O(M log N) for M entries.
         """
         check_bulk_arguments(chunk_size, progress)
         operations = ChunkOperations(self._board, entries, chunk_size, retries)
-        guarded = self._board.events or self._board.rate_limit is not None
-        if not self._board.options_checked and not guarded:  # MULTI/EXEC chunks cannot check
+        # MULTI/EXEC chunks cannot check the board's options: checked first (guarded boards'
+        # chunks are scripts, which check them).
+        if not self._board.options_checked and not self._board.guarded:
             yield self._board.check_options()
         written = 0
 

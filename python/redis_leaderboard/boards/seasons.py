@@ -351,15 +351,19 @@ class PeriodicBase(PeriodClock, Generic[B]):
         rate_limit: Optional[tuple[int, float]] = None,
         events: bool = False,
         events_maxlen: int = 10000,
+        score_range: Optional[tuple[Optional[float], Optional[float]]] = None,
+        max_increment: Optional[float] = None,
     ) -> None:
         if not isinstance(key, str) or not key:
             raise ValueError("key must be a non-empty str")
-        # Every period's board has the guards: idempotency, rate limit, events.
+        # Every period's board has the guards: idempotency, rate limit, events, score limits.
         self.guards: dict[str, Any] = {
             "submission_ttl": submission_ttl,
             "rate_limit": rate_limit,
             "events": events,
             "events_maxlen": events_maxlen,
+            "score_range": score_range,
+            "max_increment": max_increment,
         }
         _core.Board(key, max_entries, order=order, ties=ties, **self.guards)  # validates them
         self._start_clock(Periods(period, tz, anchor), clock)

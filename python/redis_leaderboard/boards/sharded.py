@@ -106,6 +106,8 @@ class ShardedBase:
         submission_ttl: float = 86400,
         rate_limit: Optional[tuple[int, float]] = None,
         events: bool = False,
+        score_range: Optional[tuple[Optional[float], Optional[float]]] = None,
+        max_increment: Optional[float] = None,
     ) -> None:
         if not isinstance(key, str):
             raise TypeError(f"key must be a str, not {type(key).__name__}")
@@ -125,9 +127,9 @@ class ShardedBase:
             )
         if events is not False:
             raise self._refuse_events()
-        # Guards: a user lives in one shard, so each shard board's submission ids and rate
-        # limit are exactly the user's (a write with an id goes to that shard, where its result
-        # is kept; the shard's script counts the user's writes).
+        # Guards: a user lives in one shard, so each shard board's submission ids, rate limit
+        # and score limits are exactly the user's (a write with an id goes to that shard, where
+        # its result is kept; the shard's script counts the user's writes, checks its score).
         self._boards = [
             _core.Board(
                 f"{{{key}:{i}}}",
@@ -136,6 +138,8 @@ class ShardedBase:
                 ties=ties,
                 submission_ttl=submission_ttl,
                 rate_limit=rate_limit,
+                score_range=score_range,
+                max_increment=max_increment,
             )
             for i in range(shards)
         ]
@@ -166,6 +170,10 @@ class ShardedBase:
         shard)."""
         self.rate_limit = self._boards[0].rate_limit
         """``(max_writes, per_seconds)`` per user, or None."""
+        self.score_range = self._boards[0].score_range
+        """``(min, max)`` a write may leave a score within (fair play), or None."""
+        self.max_increment = self._boards[0].max_increment
+        """The most one write may improve a score by (fair play), or None."""
 
     def __repr__(self) -> str:
         return (
@@ -1179,4 +1187,6 @@ class ShardedBase:
             "ties": self.ties,
             "submission_ttl": self.submission_ttl,
             "rate_limit": self.rate_limit,
+            "score_range": self.score_range,
+            "max_increment": self.max_increment,
         }
