@@ -46,18 +46,20 @@ def call(
     *args: Any,
     username: Optional[str] = None,
     password: Optional[str] = None,
+    board_options: Optional[dict[str, Any]] = None,
 ) -> Any:
-    """``RedisLeaderboard(...).method(*args)`` on a new sync or asyncio client."""
+    """``RedisLeaderboard(..., **board_options).method(*args)`` on a new sync or asyncio
+    client."""
     options = {"host": server.host, "port": server.port, "username": username, "password": password}
+    extra = board_options or {}
     if kind == "sync":
         with redis_leaderboard.Client(**options) as client:
-            return getattr(RedisLeaderboard(client, key=key, max_entries=max_entries), method)(
-                *args
-            )
+            board = RedisLeaderboard(client, key=key, max_entries=max_entries, **extra)
+            return getattr(board, method)(*args)
 
     async def run() -> Any:
         async with AsyncClient(**options) as client:
-            board = AsyncRedisLeaderboard(client, key=key, max_entries=max_entries)
+            board = AsyncRedisLeaderboard(client, key=key, max_entries=max_entries, **extra)
             return await getattr(board, method)(*args)
 
     return asyncio.run(run())
@@ -433,6 +435,35 @@ def test_a_denied_key_changes_nothing(acl: tuple, kind: str) -> None:
         server, kind, key, 4, "upsert_user", "b", 25, {"name": "B2"}, username=user,
         password=PASSWORD,
     )["rank"] == 2  # fmt: skip
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_score_limits_a_writer_may_not_record_change_nothing(acl: tuple, kind: str) -> None:
+    # Fair play: the first write carrying score limits records them in the options hash; a user
+    # who may only read that hash is refused before anything is written (the limits are never
+    # left unrecorded behind a write).
+    server, admin, key = acl
+    fill(admin, key)
+    rule = [*minimal_rule(f"~{key}"), f"%R~{key}:options", f"~{key}:user:*"]
+    user = make_user(admin, f"limits-{kind}", rule)
+    for method, args in [("upsert_user", ("c", 5)), ("increment_score", ("a", 1))]:
+        error = assert_raises_and_changes_nothing(
+            admin,
+            key,
+            "NOPERM",
+            lambda m=method, a=args: call(
+                server,
+                kind,
+                key,
+                3,
+                m,
+                *a,
+                username=user,
+                password=PASSWORD,
+                board_options={"score_range": (0, 100), "max_increment": 50},
+            ),
+        )
+        assert isinstance(error, NoPermissionError)
 
 
 # --- out of memory ---
