@@ -1,4 +1,4 @@
-"""What each guard of issue 17 costs on ``submit()``: p50 and calls/s vs plain ``submit``.
+"""What each guard of issue 17 (and the score limits of issue 28) costs on ``submit()``: p50 and calls/s vs plain ``submit``.
 
 Starts its own redis-server. Variants, each on its own board of ``--board-size`` users (two
 metadata fields; ``max_entries`` equal to the size, so writes trim nobody):
@@ -8,7 +8,9 @@ metadata fields; ``max_entries`` equal to the size, so writes trim nobody):
 - ``rate_limit``: a board with ``rate_limit=(10**9, 60)`` (TIME, ZCOUNT, ZREMRANGEBYSCORE,
   ZADD, PEXPIRE; never refused);
 - ``events``: a board with ``events=True`` (a rank, a ZRANGE of the passed and XADD MAXLEN ~);
-- ``all``: the three together.
+- ``all``: the three together;
+- ``score_limits``: a board with ``score_range`` and ``max_increment`` (fair play, issue 28;
+  wide enough never to refuse: a few comparisons in the script, the options hash read).
 
 Sync: one thread, call after call, p50 (µs) and calls/s; asyncio: ``--tasks`` concurrent tasks
 on one client, calls/s. Variants alternate, round after round; the report gives the median over
@@ -41,6 +43,7 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "rate_limit": {"rate_limit": (10**9, 60)},
     "events": {"events": True},
     "all": {"rate_limit": (10**9, 60), "events": True},
+    "score_limits": {"score_range": (-1e18, 1e18), "max_increment": 1e18},
 }
 ids = itertools.count()
 REMOVAL_VARIANTS: dict[str, dict[str, Any]] = {"plain": {}, "events": {"events": True}}
