@@ -279,20 +279,8 @@ PYBIND11_MODULE(_core, m) {
              }
              guards.events = events.cast<bool>();
              guards.events_maxlen = integer_arg(events_maxlen, "events_maxlen");
-             // Score limits (fair play): score_range=(min, max), either side None.
-             if (!score_range.is_none()) {
-               if (!PyTuple_Check(score_range.ptr()) || PyTuple_Size(score_range.ptr()) != 2) {
-                 throw py::type_error("score_range must be None or a (min, max) tuple, not " +
-                                      std::string(Py_TYPE(score_range.ptr())->tp_name));
-               }
-               auto pair = py::reinterpret_borrow<py::tuple>(score_range);
-               if (!pair[0].is_none()) guards.score_min = number_arg(pair[0], "score_range's min");
-               if (!pair[1].is_none()) guards.score_max = number_arg(pair[1], "score_range's max");
-             }
-             if (!max_increment.is_none()) {
-               guards.max_increment = number_arg(max_increment, "max_increment");
-             }
-             std::optional<long long> deadline;  // seasons: a periodic board's
+             score_limits_arg(score_range, max_increment, guards);  // fair play
+             std::optional<long long> deadline;                     // seasons: a periodic board's
              if (!expire_at.is_none()) deadline = integer_arg(expire_at, "expire_at");
              return Board(std::move(key), max_entries_arg(max_entries),
                           leaderboard::parse_order(option_arg(order, "order")),

@@ -49,6 +49,20 @@ std::string user_id_arg(py::handle value) {
   throw py::type_error("user_id must be str, not " + type_name(value));
 }
 
+void score_limits_arg(py::handle score_range, py::handle max_increment,
+                      leaderboard::Guards& guards) {
+  if (!score_range.is_none()) {
+    if (!PyTuple_Check(score_range.ptr()) || PyTuple_Size(score_range.ptr()) != 2) {
+      throw py::type_error("score_range must be None or a (min, max) tuple, not " +
+                           type_name(score_range));
+    }
+    auto pair = py::reinterpret_borrow<py::tuple>(score_range);
+    if (!pair[0].is_none()) guards.score_min = number_arg(pair[0], "score_range's min");
+    if (!pair[1].is_none()) guards.score_max = number_arg(pair[1], "score_range's max");
+  }
+  if (!max_increment.is_none()) guards.max_increment = number_arg(max_increment, "max_increment");
+}
+
 // A score or amount: whatever float() accepts, as the guide calls float(score).
 double number_arg(py::handle value, const char* field) {
   if (value.is_none() || PyBytes_Check(value.ptr())) {

@@ -42,6 +42,11 @@ py::handle response_error_type();
 // ---- Python -> C++ (TypeError/ValueError before anything is sent)
 std::string user_id_arg(py::handle value);
 double number_arg(py::handle value, const char* field);
+
+// Score limits (fair play) into `guards`: score_range None or a (min, max) tuple (either side
+// None), max_increment None or a number. Their checks are validate_score_limits'.
+void score_limits_arg(py::handle score_range, py::handle max_increment,
+                      leaderboard::Guards& guards);
 long long integer_arg(py::handle value, const char* field);
 leaderboard::Metadata metadata_arg(py::handle value);
 std::vector<leaderboard::BatchEntry> batch_arg(py::handle entries, long long first_index);

@@ -108,22 +108,25 @@ py::tuple with_reply(std::unique_ptr<leaderboard::Operation> operation,
 
 void declare_league(py::module_& m) {
   py::class_<League>(m, "League", "One partition of a league; builds validated operations.")
-      .def(py::init([](std::string base, py::handle tiers, py::handle cohort_size,
-                       py::handle promote, py::handle demote, bool demote_idle, py::handle mode,
-                       py::handle order, py::handle ties, py::handle events_maxlen,
-                       py::handle submission_ttl) {
-             return League(std::move(base), integer_arg(tiers, "tiers"),
-                           integer_arg(cohort_size, "cohort_size"), cutoff_arg(promote, "promote"),
-                           cutoff_arg(demote, "demote"), demote_idle,
-                           leaderboard::parse_write_mode(text_arg(mode, "mode")),
-                           leaderboard::parse_order(text_arg(order, "order")),
-                           leaderboard::parse_ties(text_arg(ties, "ties")),
-                           integer_arg(events_maxlen, "events_maxlen"),
-                           number_arg(submission_ttl, "submission_ttl"));
-           }),
-           "base"_a, py::kw_only(), "tiers"_a, "cohort_size"_a, "promote"_a, "demote"_a,
-           "demote_idle"_a, "mode"_a, "order"_a, "ties"_a, "events_maxlen"_a = 100000,
-           "submission_ttl"_a = 86400)
+      .def(
+          py::init([](std::string base, py::handle tiers, py::handle cohort_size,
+                      py::handle promote, py::handle demote, bool demote_idle, py::handle mode,
+                      py::handle order, py::handle ties, py::handle events_maxlen,
+                      py::handle submission_ttl, py::handle score_range, py::handle max_increment) {
+            leaderboard::Guards limits;
+            score_limits_arg(score_range, max_increment, limits);
+            return League(std::move(base), integer_arg(tiers, "tiers"),
+                          integer_arg(cohort_size, "cohort_size"), cutoff_arg(promote, "promote"),
+                          cutoff_arg(demote, "demote"), demote_idle,
+                          leaderboard::parse_write_mode(text_arg(mode, "mode")),
+                          leaderboard::parse_order(text_arg(order, "order")),
+                          leaderboard::parse_ties(text_arg(ties, "ties")),
+                          integer_arg(events_maxlen, "events_maxlen"),
+                          number_arg(submission_ttl, "submission_ttl"), limits);
+          }),
+          "base"_a, py::kw_only(), "tiers"_a, "cohort_size"_a, "promote"_a, "demote"_a,
+          "demote_idle"_a, "mode"_a, "order"_a, "ties"_a, "events_maxlen"_a = 100000,
+          "submission_ttl"_a = 86400, "score_range"_a = py::none(), "max_increment"_a = py::none())
       .def_property_readonly("base", &League::base)
       .def("cohort_key", &League::cohort_key, "period"_a, "cohort"_a)
       .def(
@@ -238,18 +241,22 @@ TournamentPeriod tournament_period_arg(py::handle value) {
 
 void declare_tournament(py::module_& m) {
   py::class_<Tournament>(m, "Tournament", "A tournament; builds validated operations.")
-      .def(py::init([](std::string key, py::handle max_size, bool join_required,
-                       py::handle max_attempts, py::handle mode, py::handle order, py::handle ties,
-                       py::handle submission_ttl) {
-             return Tournament(std::move(key), optional_integer(max_size, "max_size"),
-                               join_required, optional_integer(max_attempts, "max_attempts"),
-                               leaderboard::parse_write_mode(text_arg(mode, "mode")),
-                               leaderboard::parse_order(text_arg(order, "order")),
-                               leaderboard::parse_ties(text_arg(ties, "ties")),
-                               number_arg(submission_ttl, "submission_ttl"));
-           }),
-           "key"_a, py::kw_only(), "max_size"_a, "join_required"_a, "max_attempts"_a, "mode"_a,
-           "order"_a, "ties"_a, "submission_ttl"_a = 86400)
+      .def(
+          py::init([](std::string key, py::handle max_size, bool join_required,
+                      py::handle max_attempts, py::handle mode, py::handle order, py::handle ties,
+                      py::handle submission_ttl, py::handle score_range, py::handle max_increment) {
+            leaderboard::Guards limits;
+            score_limits_arg(score_range, max_increment, limits);
+            return Tournament(std::move(key), optional_integer(max_size, "max_size"), join_required,
+                              optional_integer(max_attempts, "max_attempts"),
+                              leaderboard::parse_write_mode(text_arg(mode, "mode")),
+                              leaderboard::parse_order(text_arg(order, "order")),
+                              leaderboard::parse_ties(text_arg(ties, "ties")),
+                              number_arg(submission_ttl, "submission_ttl"), limits);
+          }),
+          "key"_a, py::kw_only(), "max_size"_a, "join_required"_a, "max_attempts"_a, "mode"_a,
+          "order"_a, "ties"_a, "submission_ttl"_a = 86400, "score_range"_a = py::none(),
+          "max_increment"_a = py::none())
       .def_property_readonly("key", &Tournament::key)
       .def("board_key", &Tournament::board_key, "period"_a)
       .def(

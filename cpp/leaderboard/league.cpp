@@ -44,7 +44,7 @@ std::string Cutoff::word() const {
 
 League::League(std::string base, long long tiers, long long cohort_size, Cutoff promote,
                Cutoff demote, bool demote_idle, WriteMode mode, Order order, Ties ties,
-               long long events_maxlen, double submission_ttl)
+               long long events_maxlen, double submission_ttl, Guards limits)
     : base_(std::move(base)),
       tiers_(tiers),
       cohort_size_(cohort_size),
@@ -55,6 +55,10 @@ League::League(std::string base, long long tiers, long long cohort_size, Cutoff 
       events_maxlen_(events_maxlen),
       submission_ttl_(require_submission_ttl(submission_ttl)) {
   if (base_.empty()) throw InvalidArgument("key must not be empty");
+  validate_score_limits(limits);
+  limits_.score_min = limits.score_min;
+  limits_.score_max = limits.score_max;
+  limits_.max_increment = limits.max_increment;
   if (tiers < 1 || tiers > kMaxTiers) {
     throw InvalidArgument("a league has 1 to " + std::to_string(kMaxTiers) + " tiers, not " +
                           std::to_string(tiers));
@@ -88,7 +92,7 @@ std::vector<std::string> League::args(const char* op, const LeaguePeriod& period
           demote_idle_ ? "1" : "0",
           name_of(order_),
           name_of(ties_),
-          name_of(mode_),
+          name_of(mode_) + limit_words(limits_),  // the write rule
           std::to_string(events_maxlen_),
           period.id,
           std::to_string(period.start_ms),
@@ -97,18 +101,20 @@ std::vector<std::string> League::args(const char* op, const LeaguePeriod& period
 
 namespace {
 std::string config_text(long long tiers, long long size, const Cutoff& promote,
-                        const Cutoff& demote, bool idle, Order order, Ties ties, WriteMode mode) {
+                        const Cutoff& demote, bool idle, Order order, Ties ties, WriteMode mode,
+                        const Guards& limits) {
   return "tiers=" + std::to_string(tiers) + " size=" + std::to_string(size) +
          " promote=" + promote.word() + " demote=" + demote.word() + " idle=" + (idle ? "1" : "0") +
-         " order=" + name_of(order) + " ties=" + name_of(ties) + " mode=" + name_of(mode);
+         " order=" + name_of(order) + " ties=" + name_of(ties) + " mode=" + name_of(mode) +
+         limit_words(limits);
 }
 }  // namespace
 
-#define RLB_LEAGUE_CALL(name, cmd, parse, out, resends)                                         \
-  std::make_unique<Call>(                                                                       \
-      Caller::League, name, cmd, parse, std::move(out), base_,                                  \
-      config_text(tiers_, cohort_size_, promote_, demote_, demote_idle_, order_, ties_, mode_), \
-      resends)
+#define RLB_LEAGUE_CALL(name, cmd, parse, out, resends)                                     \
+  std::make_unique<Call>(Caller::League, name, cmd, parse, std::move(out), base_,           \
+                         config_text(tiers_, cohort_size_, promote_, demote_, demote_idle_, \
+                                     order_, ties_, mode_, limits_),                        \
+                         resends)
 
 std::unique_ptr<Operation> League::submit(const LeaguePeriod& period, std::string user_id,
                                           double score, Metadata metadata, std::string bracket,

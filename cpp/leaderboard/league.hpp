@@ -63,9 +63,11 @@ class League {
   static constexpr long long kMaxTiers = 100;
   static constexpr long long kMaxCohortSize = 1000;
 
+  // `limits`: the score limits (fair play; its other guards are unused), carried by the write
+  // rule every operation sends and checked in every cohort board's writes.
   League(std::string base, long long tiers, long long cohort_size, Cutoff promote, Cutoff demote,
          bool demote_idle, WriteMode mode, Order order, Ties ties, long long events_maxlen = 100000,
-         double submission_ttl = 86400);
+         double submission_ttl = 86400, Guards limits = {});
 
   const std::string& base() const { return base_; }
   // The board of cohort `cohort` in `period`: "<base>:<period>:c:<cohort>".
@@ -108,6 +110,7 @@ class League {
   Cutoff promote_, demote_;
   bool demote_idle_;
   WriteMode mode_;
+  Guards limits_;  // score_min, score_max, max_increment
   Order order_;
   Ties ties_;
   long long events_maxlen_;

@@ -678,17 +678,6 @@ std::string max_increment_text(const Guards& guards) {
   return guards.max_increment ? limit_text(*guards.max_increment) : "-";
 }
 
-// The score limits' words of a write's spec (keyless): " range:<min>:<max> maxinc:<n>".
-std::string limit_words(const Guards& guards) {
-  std::string words;
-  if (guards.score_min || guards.score_max) {
-    words += " range:" + (guards.score_min ? limit_text(*guards.score_min) : "") + ":" +
-             (guards.score_max ? limit_text(*guards.score_max) : "");
-  }
-  if (guards.max_increment) words += " maxinc:" + limit_text(*guards.max_increment);
-  return words;
-}
-
 }  // namespace
 
 void require_submission_id(const std::optional<std::string>& id) {
@@ -707,6 +696,30 @@ void add_submission_guard(std::string& spec, std::vector<std::string>& keys,
                           const std::string& submission_id) {
   spec += " sid:" + milliseconds(submission_ttl);
   keys.push_back(scope + ":submission:" + submission_id);
+}
+
+std::string limit_words(const Guards& guards) {
+  std::string words;
+  if (guards.score_min || guards.score_max) {
+    words += " range:" + (guards.score_min ? limit_text(*guards.score_min) : "") + ":" +
+             (guards.score_max ? limit_text(*guards.score_max) : "");
+  }
+  if (guards.max_increment) words += " maxinc:" + limit_text(*guards.max_increment);
+  return words;
+}
+
+void validate_score_limits(const Guards& guards) {
+  for (auto limit : {guards.score_min, guards.score_max, guards.max_increment}) {
+    if (limit && !std::isfinite(*limit)) {
+      throw InvalidArgument("score_range and max_increment must be finite numbers");
+    }
+  }
+  if (guards.score_min && guards.score_max && *guards.score_min > *guards.score_max) {
+    throw InvalidArgument("score_range must be (min, max) with min <= max");
+  }
+  if (guards.max_increment && *guards.max_increment < 0) {
+    throw InvalidArgument("max_increment must not be negative");
+  }
 }
 
 void Board::Identity::accept(const Reply& reply) {
@@ -792,17 +805,7 @@ Board::Board(std::string key, long long max_entries, Order order, Ties ties, Gua
     }
   }
   if (guards.events_maxlen < 1) throw InvalidArgument("events_maxlen must be at least 1");
-  for (auto limit : {guards.score_min, guards.score_max, guards.max_increment}) {
-    if (limit && !std::isfinite(*limit)) {
-      throw InvalidArgument("score_range and max_increment must be finite numbers");
-    }
-  }
-  if (guards.score_min && guards.score_max && *guards.score_min > *guards.score_max) {
-    throw InvalidArgument("score_range must be (min, max) with min <= max");
-  }
-  if (guards.max_increment && *guards.max_increment < 0) {
-    throw InvalidArgument("max_increment must not be negative");
-  }
+  validate_score_limits(guards);
   id_->scope = submission_scope ? std::move(*submission_scope) : key;
   id_->key = std::move(key);
   id_->order = order;

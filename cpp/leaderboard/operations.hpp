@@ -198,6 +198,11 @@ struct Guards {
   bool any() const { return rate_max.has_value() || events || limits(); }
 };
 
+// The score limits' words of a write's spec, keyless (" range:<min>:<max> maxinc:<n>", or ""),
+// as the scripts read them (guard_fields in _lib.lua); and their checks (InvalidArgument).
+std::string limit_words(const Guards& guards);
+void validate_score_limits(const Guards& guards);
+
 // The entries a read's result holds (get_top's list, get_page's entries, get_entries' present
 // ones...), for a cache to fill in their metadata; none for other results.
 std::vector<Entry*> entries_of(Result& result);

@@ -27,7 +27,7 @@ std::string optional_text(const std::optional<long long>& value) {
 
 Tournament::Tournament(std::string key, std::optional<long long> max_size, bool join_required,
                        std::optional<long long> max_attempts, WriteMode mode, Order order,
-                       Ties ties, double submission_ttl)
+                       Ties ties, double submission_ttl, Guards limits)
     : key_(std::move(key)),
       max_size_(max_size),
       max_attempts_(max_attempts),
@@ -37,6 +37,10 @@ Tournament::Tournament(std::string key, std::optional<long long> max_size, bool 
       ties_(ties),
       submission_ttl_(require_submission_ttl(submission_ttl)) {
   if (key_.empty()) throw InvalidArgument("key must not be empty");
+  validate_score_limits(limits);
+  limits_.score_min = limits.score_min;
+  limits_.score_max = limits.score_max;
+  limits_.max_increment = limits.max_increment;
   if (max_size_ && *max_size_ < 1) throw InvalidArgument("max_size must be at least 1 (or None)");
   if (max_attempts_ && *max_attempts_ < 1) {
     throw InvalidArgument("max_attempts must be at least 1 (or None)");
@@ -46,7 +50,7 @@ Tournament::Tournament(std::string key, std::optional<long long> max_size, bool 
 std::string Tournament::config() const {
   return "max_size=" + optional_text(max_size_) + " join_required=" + (join_required_ ? "1" : "0") +
          " max_attempts=" + optional_text(max_attempts_) + " mode=" + name_of(mode_) +
-         " order=" + name_of(order_) + " ties=" + name_of(ties_);
+         limit_words(limits_) + " order=" + name_of(order_) + " ties=" + name_of(ties_);
 }
 
 std::vector<std::string> Tournament::keys(const TournamentPeriod& period) const {
@@ -62,7 +66,7 @@ std::vector<std::string> Tournament::args(const char* op, const TournamentPeriod
           optional_text(max_size_),
           join_required_ ? "1" : "0",
           optional_text(max_attempts_),
-          name_of(mode_),
+          name_of(mode_) + limit_words(limits_),  // the write rule
           name_of(order_),
           name_of(ties_),
           period.id,

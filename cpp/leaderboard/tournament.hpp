@@ -36,9 +36,10 @@ struct TournamentPeriod {
 
 class Tournament {
  public:
+  // `limits`: the score limits (fair play), as League's.
   Tournament(std::string key, std::optional<long long> max_size, bool join_required,
              std::optional<long long> max_attempts, WriteMode mode, Order order, Ties ties,
-             double submission_ttl = 86400);
+             double submission_ttl = 86400, Guards limits = {});
 
   const std::string& key() const { return key_; }
   // The board of a period: "<key>:<period>" (the guide's layout).
@@ -71,6 +72,7 @@ class Tournament {
   std::optional<long long> max_size_, max_attempts_;
   bool join_required_;
   WriteMode mode_;
+  Guards limits_;  // score_min, score_max, max_increment
   Order order_;
   Ties ties_;
   double submission_ttl_;

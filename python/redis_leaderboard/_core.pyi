@@ -636,6 +636,8 @@ class League:
         ties: str,
         events_maxlen: int = 100000,
         submission_ttl: float = 86400,
+        score_range: Optional[tuple[Optional[float], Optional[float]]] = None,
+        max_increment: Optional[float] = None,
     ) -> None: ...
     @property
     def base(self) -> str: ...
@@ -691,6 +693,8 @@ class Tournament:
         order: str,
         ties: str,
         submission_ttl: float = 86400,
+        score_range: Optional[tuple[Optional[float], Optional[float]]] = None,
+        max_increment: Optional[float] = None,
     ) -> None: ...
     @property
     def key(self) -> str: ...

@@ -143,3 +143,36 @@ def test_a_periodic_boards_periods_carry_the_limits(api: Api, board_key: str) ->
     with pytest.raises(ScoreRejected, match="score 11 is outside"):
         board.submit("u", 11)
     assert board.submit("u", 10)["score"] == 10.0  # a first write there: only the range
+
+
+def test_leagues_and_tournaments_carry_the_limits(api: Api, board_key: str, r: Any) -> None:
+    # Every cohort's (and every period's) board checks them; they are part of the recorded
+    # configuration, so a client without them is refused even where no board recorded them yet.
+    clock = FakeClock(datetime.now(UTC).replace(hour=12, minute=0, second=0, microsecond=0))
+    league_key, tournament_key = f"{board_key}:league", f"{board_key}:tournament"
+    limits = {"score_range": (0, 100), "max_increment": 30}
+    league = api.league(league_key, clock, tiers=("low", "high"), cohort_size=3, mode="incr",
+                        promote=1, demote=1, **limits)  # fmt: skip
+    tournament = api.tournament(tournament_key, clock, schedule="day", mode="best", **limits)
+    assert league.submit("u", 30)["score"] == 30.0
+    assert tournament.submit("u", 30)["score"] == 30.0
+    before = snapshot(r, board_key)
+    with pytest.raises(ScoreRejected, match=r"improvement of 31 \(from 30 to 61\)"):
+        league.submit("u", 31)
+    with pytest.raises(ScoreRejected, match="score 101 is outside"):
+        league.submit("new", 101)  # would have placed "new": nothing placed either
+    with pytest.raises(ScoreRejected, match=r"improvement of 31 \(from 30 to 61\)"):
+        tournament.submit("u", 61)
+    with pytest.raises(ScoreRejected, match="score -1 is outside"):
+        tournament.submit("new", -1)  # no attempt used, no entrant
+    assert snapshot(r, board_key) == before
+    assert league.standings("u")["size"] == 1 and tournament.status("new")["joined"] is False
+    for other in ({}, {"score_range": (0, 100)}):
+        with pytest.raises(OptionsMismatch):
+            api.league(league_key, clock, tiers=("low", "high"), cohort_size=3, mode="incr",
+                       promote=1, demote=1, **other).submit("cheat", 1e9)  # fmt: skip
+        with pytest.raises(OptionsMismatch):
+            api.tournament(tournament_key, clock, schedule="day", mode="best",
+                           **other).submit("cheat", 1e9)  # fmt: skip
+    assert snapshot(r, board_key) == before
+    assert (league.score_range, tournament.max_increment) == ((0, 100), 30)

@@ -30,8 +30,12 @@
 local OPTIONS, TIER, TIERS, OPEN, EVENTS = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local STATE, WHERE, RESULT = KEYS[6], KEYS[7], KEYS[8]
 local op = ARGV[1]
+-- ARGV[9], the write rule: the mode, then the score limits' words if any ('range:<min>:<max>',
+-- 'maxinc:<n>': see guard_fields in _lib.lua), part of the recorded config like every option.
+local rule = {}
+for word in string.gmatch(ARGV[9], '%S+') do rule[#rule + 1] = word end
 local cfg = {tiers = tonumber(ARGV[2]), size = tonumber(ARGV[3]), promote = ARGV[4],
-  demote = ARGV[5], idle = ARGV[6] == '1', order = ARGV[7], ties = ARGV[8], mode = ARGV[9],
+  demote = ARGV[5], idle = ARGV[6] == '1', order = ARGV[7], ties = ARGV[8], mode = rule[1],
   maxlen = ARGV[10]}
 local period, start, expire = ARGV[11], tonumber(ARGV[12]), ARGV[13]
 local base = string.sub(OPTIONS, 1, #OPTIONS - 8)  -- "<B>"
@@ -205,6 +209,7 @@ if op == 'submit' then
     for word in string.gmatch(words, '%S+') do spec[#spec + 1] = word end
     guard_fields(w, spec, 1, 9)  -- the submission id's record: KEYS[9]
   end
+  guard_fields(w, rule, 2, 0)  -- the score limits (keyless), checked by plan_write
   local plan, reply = plan_write(w)
   if not plan then
     if type(reply) ~= 'table' or reply.err or reply.ok then return reply end

@@ -31,13 +31,16 @@ local OPTIONS, CURRENT, ENTRANTS, BONUS, BOARD = KEYS[1], KEYS[2], KEYS[3], KEYS
 local op = ARGV[1]
 local max_size, join_required = tonumber(ARGV[2]), ARGV[3] == '1'
 local max_attempts = tonumber(ARGV[4])
-local mode, order, ties = ARGV[5], ARGV[6], ARGV[7]
+-- ARGV[5], the write rule: the mode, then the score limits' words if any (see league.lua).
+local rule = {}
+for word in string.gmatch(ARGV[5], '%S+') do rule[#rule + 1] = word end
+local mode, order, ties = rule[1], ARGV[6], ARGV[7]
 local period, start, window_end = ARGV[8], tonumber(ARGV[9]), tonumber(ARGV[10])
 local next_start, expire = tonumber(ARGV[11]), ARGV[12]
 local named, stale, user_id = ARGV[14] ~= '0', ARGV[14] == '2', ARGV[15]
 local base = string.sub(OPTIONS, 1, #OPTIONS - 8)  -- "<T>"
 local config = 'max_size=' .. ARGV[2] .. ' join_required=' .. ARGV[3] .. ' max_attempts='
-  .. ARGV[4] .. ' mode=' .. mode .. ' order=' .. order .. ' ties=' .. ties
+  .. ARGV[4] .. ' mode=' .. ARGV[5] .. ' order=' .. order .. ' ties=' .. ties
 
 local err = check_type(OPTIONS, 'hash') or check_type(CURRENT, 'string')
   or check_type(ENTRANTS, 'hash') or check_type(BONUS, 'hash')
@@ -120,6 +123,7 @@ if op == 'submit' then
     for word in string.gmatch(words, '%S+') do spec[#spec + 1] = word end
     guard_fields(w, spec, 1, #KEYS)  -- the submission id's record: the last key
   end
+  guard_fields(w, rule, 2, 0)  -- the score limits (keyless), checked by plan_write
   local plan, reply = plan_write(w)
   if not plan then
     if type(reply) ~= 'table' or reply.err or reply.ok then return reply end

@@ -160,6 +160,8 @@ class LeagueBase(PeriodClock, Generic[S]):
         url: Optional[str] = None,
         submission_ttl: float = 86400,
         events_maxlen: int = 100000,
+        score_range: Optional[tuple[Optional[float], Optional[float]]] = None,
+        max_increment: Optional[float] = None,
     ) -> None:
         if not isinstance(key, str) or not key:
             raise ValueError("key must be a non-empty str")
@@ -193,9 +195,15 @@ class LeagueBase(PeriodClock, Generic[S]):
                 ties=ties,
                 events_maxlen=events_maxlen,
                 submission_ttl=submission_ttl,
+                score_range=score_range,
+                max_increment=max_increment,
             )
             for base in bases
         ]
+        self.score_range = score_range
+        """``(min, max)`` a write may leave a score within (fair play), or None."""
+        self.max_increment = max_increment
+        """The most one write may improve a player's score by (fair play), or None."""
         self._start_clock(Periods(period, tz, anchor), clock)
         self.redis = board_client(
             self.display_name,

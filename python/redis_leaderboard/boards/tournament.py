@@ -184,6 +184,8 @@ class TournamentBase(PeriodClock):
         clock: Optional[Clock] = None,
         url: Optional[str] = None,
         submission_ttl: float = 86400,
+        score_range: Optional[tuple[Optional[float], Optional[float]]] = None,
+        max_increment: Optional[float] = None,
     ) -> None:
         if not isinstance(key, str) or not key:
             raise ValueError("key must be a non-empty str")
@@ -215,7 +217,13 @@ class TournamentBase(PeriodClock):
             order=order,
             ties=ties,
             submission_ttl=submission_ttl,
+            score_range=score_range,
+            max_increment=max_increment,
         )
+        self.score_range = score_range
+        """``(min, max)`` a write may leave a score within (fair play), or None."""
+        self.max_increment = max_increment
+        """The most one write may improve a player's score by (fair play), or None."""
         self._start_clock(_periods(schedule, tz, anchor), clock)
         # With the system clock, the script checks the window on the server's clock.
         self._server_clock = clock is None
