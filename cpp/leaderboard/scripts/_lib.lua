@@ -434,14 +434,15 @@ end
 -- Removals (delete_user, clear, a trim) append events too (see removal_events): every change
 -- of a board with events is in its stream, each event's 'kind' saying what made it.
 
+-- The guard words without a key of their own (see guard_fields).
+local KEYLESS_WORDS = {expire = true, range = true, maxinc = true}
+
 -- Sets w's guard fields from the words spec[from], spec[from + 1], ... (see above), the keys of
 -- those that have one ending at KEYS[last_key]; and w.expire_at from a word 'expire:<unix ms>'
 -- (issue 16: a periodic board's deadline, see expire_board), which has no key; and the score
 -- limits (fair play), keyless too: 'range:<min>:<max>' (w.score_min, w.score_max: the lowest
 -- and highest score a write may leave; either may be empty) and 'maxinc:<n>' (w.max_increment:
 -- the most one write may improve a score by, in the board's order): see check_score_limits.
-local KEYLESS_WORDS = {expire = true, range = true, maxinc = true}
-
 local function guard_fields(w, spec, from, last_key)
   local k = last_key
   for i = from, #spec do

@@ -205,7 +205,7 @@ local function spec_words(text)
   local spec, keyed = {}, 0
   for word in string.gmatch(text, '%S+') do
     spec[#spec + 1] = word
-    if string.sub(word, 1, 7) ~= 'expire:' then keyed = keyed + 1 end
+    if not KEYLESS_WORDS[string.match(word, '^(%a+)')] then keyed = keyed + 1 end
   end
   return spec, keyed
 end
