@@ -74,3 +74,18 @@ def test_other_options_are_refused_naming_the_recorded_ones(
     assert "size=3" in refused.stderr and "nothing was changed" in refused.stderr
     bad = cli(redis_server, board_key, "league", "tiers", "--tiers", "a,,b")
     assert bad.returncode == 2 and "tier names" in bad.stderr
+
+
+def test_a_league_with_score_limits(redis_server: Any, board_key: str) -> None:
+    with Client(host=redis_server.host, port=redis_server.port) as client:
+        League(client, board_key, tiers=TIERS, period="day", cohort_size=3, promote=1, demote=1,
+               score_range=(0, 100), max_increment=50).submit("ann", 10)  # fmt: skip
+    options = ["--period", "day", "--cohort-size", "3", "--promote", "1", "--demote", "1"]
+    without = cli(redis_server, board_key, "league", "tiers", *options)
+    assert without.returncode == 2 and "range:0:100 maxinc:50" in without.stderr
+    limited = cli(redis_server, board_key, "league", "tiers", *options, "--score-range", "0:100",
+                  "--max-increment", "50")  # fmt: skip
+    assert limited.returncode == 0, limited.stderr
+    assert limited.stdout.split()[-2:] == ["bronze", "1"]
+    bad = cli(redis_server, board_key, "league", "tiers", "--score-range", "100")
+    assert bad.returncode == 2 and "MIN:MAX" in bad.stderr

@@ -302,6 +302,7 @@ PYBIND11_MODULE(_core, m) {
       .def_property_readonly("ties",
                              [](const Board& self) { return leaderboard::name_of(self.ties()); })
       .def_property_readonly("options_checked", &Board::options_checked)
+      .def_property_readonly("guards_checked", &Board::guards_checked)
       // The guards.
       .def_property_readonly("submission_ttl",
                              [](const Board& self) { return self.guards().submission_ttl; })

@@ -137,11 +137,8 @@ class GroupSubmit final : public Operation {
       unexpected("a group write");
     }
     if (member < 1 || member > names_.size()) unexpected("a group write");
-    std::string recorded = "order='" + field("order") + "', ties='" + field("ties") + "'";
-    if (status.find(" rate_limit=") != std::string::npos) {  // the recorded guards
-      recorded += ", rate_limit=" + field("rate_limit") + ", events=" + field("events");
-    }
-    throw OptionsMismatch("leaderboard '" + names_[member - 1] + "' has " + recorded +
+    throw OptionsMismatch("leaderboard '" + names_[member - 1] + "' has " +
+                          recorded_options_text(status) +
                           " (recorded in Redis); this group writes it with " +
                           options_[member - 1] + "; nothing was written");
   }
@@ -274,8 +271,7 @@ std::unique_ptr<Operation> group_submit(std::vector<GroupMember> members, std::s
       }
       names.push_back(board->key());
       boards.emplace_back(*board);
-      options.push_back(std::string("order='") + name_of(board->order()) + "', ties='" +
-                        name_of(board->ties()) + "'");
+      options.push_back(options_text(board->order(), board->ties(), board->guards()));
       std::vector<std::string> board_keys{board->key(), board->metadata_key(user_id)};
       for (auto& key : option_keys) board_keys.push_back(std::move(key));
       // The board's spec words, as write.lua's (guard_fields): its rate limit and events

@@ -722,47 +722,63 @@ void validate_score_limits(const Guards& guards) {
   }
 }
 
+namespace {
+
+// An 'OPTIONS ...' status's field `name` ("?" if absent): "OPTIONS order=<o> ties=<t> ...".
+std::string status_field(const std::string& status, std::string_view name) {
+  auto at = status.find(" " + std::string(name) + "=");
+  if (at == std::string::npos) return "?";
+  at += name.size() + 2;
+  return status.substr(at, status.find(' ', at) - at);
+}
+
+// The options as the scripts record them ('-' or '?': none), as Python writes them.
+std::string options_text(const std::string& order, const std::string& ties, const std::string& rate,
+                         const std::string& events, const std::string& range,
+                         const std::string& increment) {
+  auto none = [](const std::string& text) { return text == "-" || text == "?"; };
+  auto pair = [&](const std::string& text, auto&& side) -> std::string {
+    auto slash = text.find('/');
+    if (none(text) || slash == std::string::npos) return "None";
+    return "(" + side(text.substr(0, slash)) + ", " + side(text.substr(slash + 1)) + ")";
+  };
+  // rate_limit "<max>/<per ms>"; score_range "<min>/<max>", either side empty.
+  auto as_is = [](const std::string& text) { return text; };
+  auto seconds = [](const std::string& ms) {
+    return format_score(std::strtod(ms.c_str(), nullptr) / 1000);
+  };
+  auto optional = [](const std::string& text) { return text.empty() ? "None" : text; };
+  return "order='" + order + "', ties='" + ties + "', rate_limit=" +
+         (none(rate) ? "None"
+                     : "(" + rate.substr(0, rate.find('/')) + ", " +
+                           seconds(rate.substr(rate.find('/') + 1)) + ")") +
+         ", events=" + (events == "1" ? "True" : "False") +
+         ", score_range=" + pair(range, optional) +
+         ", max_increment=" + (none(increment) ? std::string("None") : as_is(increment));
+}
+
+}  // namespace
+
+std::string recorded_options_text(const std::string& status) {
+  auto field = [&](std::string_view name) { return status_field(status, name); };
+  return options_text(field("order"), field("ties"), field("rate_limit"), field("events"),
+                      field("score_range"), field("max_increment"));
+}
+
+std::string options_text(Order order, Ties ties, const Guards& guards) {
+  return options_text(name_of(order), name_of(ties), rate_text(guards), guards.events ? "1" : "-",
+                      range_text(guards), max_increment_text(guards));
+}
+
 void Board::Identity::accept(const Reply& reply) {
   static constexpr std::string_view kPrefix = "OPTIONS ";
   if (reply.type != ReplyType::Status || reply.str.compare(0, kPrefix.size(), kPrefix) != 0) {
     checked.store(true, std::memory_order_relaxed);
     return;
   }
-  // "OPTIONS order=<o> ties=<t>"
-  std::string recorded = reply.str.substr(kPrefix.size());
-  auto field = [&](std::string_view name) {
-    auto at = recorded.find(std::string(name) + "=");
-    if (at == std::string::npos) return std::string("?");
-    at += name.size() + 1;
-    return recorded.substr(at, recorded.find(' ', at) - at);
-  };
-  // The guards recorded with them ('-': none; rate_limit "<max>/<per ms>").
-  auto rate = [](const std::string& text) -> std::string {
-    auto slash = text.find('/');
-    if (text == "-" || text == "?" || slash == std::string::npos) return "None";
-    return "(" + text.substr(0, slash) + ", " +
-           format_score(std::strtod(text.c_str() + slash + 1, nullptr) / 1000) + ")";
-  };
-  auto events = [](const std::string& text) { return text == "1" ? "True" : "False"; };
-  // The score limits ('-' or '?': none; score_range "<min>/<max>", either side empty).
-  auto range = [](const std::string& text) -> std::string {
-    auto slash = text.find('/');
-    if (text == "-" || text == "?" || slash == std::string::npos) return "None";
-    auto side = [](const std::string& number) { return number.empty() ? "None" : number; };
-    return "(" + side(text.substr(0, slash)) + ", " + side(text.substr(slash + 1)) + ")";
-  };
-  auto increment = [](const std::string& text) {
-    return text == "-" || text == "?" ? std::string("None") : text;
-  };
-  throw OptionsMismatch(
-      "leaderboard '" + key + "' has order='" + field("order") + "', ties='" + field("ties") +
-      "', rate_limit=" + rate(field("rate_limit")) + ", events=" + events(field("events")) +
-      ", score_range=" + range(field("score_range")) +
-      ", max_increment=" + increment(field("max_increment")) +
-      " (recorded in Redis); this client opened it with order='" + name_of(order) + "', ties='" +
-      name_of(ties) + "', rate_limit=" + rate(rate_text(guards)) + ", events=" +
-      events(guards.events ? "1" : "-") + ", score_range=" + range(range_text(guards)) +
-      ", max_increment=" + increment(max_increment_text(guards)));
+  throw OptionsMismatch("leaderboard '" + key + "' has " + recorded_options_text(reply.str) +
+                        " (recorded in Redis); this client opened it with " +
+                        options_text(order, ties, guards));
 }
 
 std::vector<std::string> Board::Identity::with_options(std::vector<std::string> args) const {
@@ -1167,8 +1183,9 @@ std::unique_ptr<Operation> Board::check_options() const {
       script_call(scripts::rank, script_keys({}, Check::EveryCall), id_->with_options({""}));
   return std::make_unique<SingleCall>(
       "check_options", std::move(command),
-      [](Reply& reply) -> Result {
+      [id = id_](Reply& reply) -> Result {
         parse_count(reply, 0);
+        id->guards_checked.store(true, std::memory_order_relaxed);  // no guards recorded
         return None{};
       },
       id_);

@@ -203,6 +203,13 @@ struct Guards {
 std::string limit_words(const Guards& guards);
 void validate_score_limits(const Guards& guards);
 
+// A board's options as messages show them (Python's spelling): "order='desc', ties='...',
+// rate_limit=None, events=False, score_range=(0, 100), max_increment=None"; of this client's
+// board, or of a script's 'OPTIONS order=.. ties=.. rate_limit=.. ...' status (those recorded
+// in Redis; a field the status lacks shows as none).
+std::string options_text(Order order, Ties ties, const Guards& guards);
+std::string recorded_options_text(const std::string& status);
+
 // The entries a read's result holds (get_top's list, get_page's entries, get_entries' present
 // ones...), for a cache to fill in their metadata; none for other results.
 std::vector<Entry*> entries_of(Result& result);
@@ -257,6 +264,7 @@ class Board {
   // default board's get_rank is a script that checks them (then ZREVRANK), and its other reads
   // declare its options hash, which their scripts check (then they skip the check).
   bool options_checked() const { return id_->checked.load(std::memory_order_relaxed); }
+  bool guards_checked() const { return id_->guards_checked.load(std::memory_order_relaxed); }
 
   std::unique_ptr<Operation> upsert_user(std::string user_id, double score,
                                          Metadata metadata) const;
@@ -340,6 +348,9 @@ class Board {
     Ties ties;
     std::atomic<long long> max_entries;
     std::atomic<bool> checked{false};
+    // check_options() found no recorded guards (rate_limit, events, score limits) the board's
+    // writes would have to carry: a read confirms order and ties only, never this.
+    std::atomic<bool> guards_checked{false};
     Guards guards;
     std::optional<long long> expire_at;  // unix ms; none: the board never expires
     std::string scope;                   // where submission ids are recorded (see Board)

@@ -221,6 +221,9 @@ class Board:
     def options_checked(self) -> bool:
         """True once a reply showed the board's recorded options are this object's."""
     @property
+    def guards_checked(self) -> bool:
+        """check_options() found no recorded guards the board's writes must carry."""
+    @property
     def submission_ttl(self) -> float: ...
     @property
     def rate_limit(self) -> Optional[tuple[int, float]]: ...

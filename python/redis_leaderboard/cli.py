@@ -374,9 +374,9 @@ def run_histogram(args: argparse.Namespace) -> int:
 
 LEAGUE_EPILOG = """\
 The league's options must be those of the program that writes it: the tiers, cohort size,
-promote/demote cutoffs, tie rule, order and mode are recorded in Redis with its first write, and
-a command given others is refused with the recorded ones named (nothing is changed). --period
-and --tz name which period is the current one: give the program's own."""
+promote/demote cutoffs, tie rule, order, mode and score limits are recorded in Redis with its
+first write, and a command given others is refused with the recorded ones named (nothing is
+changed). --period and --tz name which period is the current one: give the program's own."""
 
 
 def open_league(args: argparse.Namespace) -> League:
@@ -395,6 +395,8 @@ def open_league(args: argparse.Namespace) -> League:
         order=args.order,
         ties=args.ties,
         partitions=args.partitions,
+        score_range=args.score_range,
+        max_increment=args.max_increment,
     )
 
 
@@ -682,6 +684,14 @@ def _cutoff(text: str) -> Union[int, float]:
         raise argparse.ArgumentTypeError(f"a count or a fraction: {text!r}") from None
 
 
+def _score_range(text: str) -> tuple[Optional[float], Optional[float]]:
+    """``MIN:MAX``, either side empty (no bound)."""
+    low, colon, high = text.partition(":")
+    if not colon:
+        raise argparse.ArgumentTypeError(f"MIN:MAX (either side may be empty), not {text!r}")
+    return (_finite(low) if low else None, _finite(high) if high else None)
+
+
 def add_league_arguments(parser: argparse.ArgumentParser) -> None:
     """``league standings USER | tiers | settle``, each with the league's options."""
     actions = parser.add_subparsers(dest="league_command", metavar="ACTION")
@@ -732,6 +742,18 @@ def add_league_arguments(parser: argparse.ArgumentParser) -> None:
         )
         board.add_argument("--mode", choices=["incr", "best", "set"], default="incr")
         board.add_argument("--partitions", type=_positive, default=1, help="default 1")
+        board.add_argument(
+            "--score-range",
+            metavar="MIN:MAX",
+            type=_score_range,
+            help="the league's score_range (fair play; either side may be empty)",
+        )
+        board.add_argument(
+            "--max-increment",
+            metavar="N",
+            type=_finite,
+            help="the league's max_increment (fair play)",
+        )
         add_ranking_arguments(sub)
         sub.add_argument("--json", action="store_true", help="print JSON")
         sub.set_defaults(league_run=run)

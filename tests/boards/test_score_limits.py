@@ -176,3 +176,34 @@ def test_leagues_and_tournaments_carry_the_limits(api: Api, board_key: str, r: A
                            **other).submit("cheat", 1e9)  # fmt: skip
     assert snapshot(r, board_key) == before
     assert (league.score_range, tournament.max_increment) == ((0, 100), 30)
+
+
+def test_a_client_without_limits_cannot_bulk_load_past_them_after_a_read(
+    api: Api, board_key: str, r: Any
+) -> None:
+    # A read confirms the board's order and ties only; upsert_many's MULTI/EXEC chunks (which
+    # check nothing) are sent only once the board is known to record no guards.
+    api.leaderboard(board_key, 10, score_range=(0, 100)).upsert_user("a", 5)
+    plain = api.leaderboard(board_key, 10)
+    assert [e["user_id"] for e in plain.get_top(3)] == ["a"]
+    before = snapshot(r, board_key)
+    with pytest.raises(OptionsMismatch, match=r"score_range=\(0, 100\)"):
+        plain.upsert_many([("cheater", 1e12)])
+    assert snapshot(r, board_key) == before
+
+
+def test_a_bulk_load_with_other_options_is_an_options_mismatch(api: Api, board_key: str) -> None:
+    # The board's recorded order is checked before any entry is judged by the limits (which
+    # would otherwise be judged in the wrong order).
+    api.leaderboard(board_key, 10, order="asc").upsert_user("x", 10)
+    with pytest.raises(OptionsMismatch, match="order='asc'"):
+        api.leaderboard(board_key, 10, score_range=(0, 5)).upsert_many([("x", 50)])
+
+
+def test_a_groups_mismatch_names_the_limits(api: Api, board_key: str) -> None:
+    api.leaderboard(f"{board_key}:a", 10, score_range=(0, 100)).upsert_user("u", 1)
+    other = api.leaderboard(f"{board_key}:a", 10, score_range=(0, 1000))
+    group = api.group([api.leaderboard(f"{board_key}:b", 10), other])
+    with pytest.raises(OptionsMismatch, match=r"score_range=\(0, 100\).*this group writes it "
+                       r"with .*score_range=\(0, 1000\)"):  # fmt: skip
+        group.submit("u", 2)

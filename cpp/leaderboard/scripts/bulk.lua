@@ -39,7 +39,6 @@ for word in string.gmatch(ARGV[3], '%S+') do
     w.max_increment, w.limits = tonumber(a), true
   end
 end
-local planned = {}  -- fair play: each user's score after the chunk's earlier entries
 local entries, i, k, seen = {}, 4, first_user_key, {}
 while i <= #ARGV do
   local has_id = ids and ARGV[i + 2] == '1'
@@ -67,18 +66,6 @@ while i <= #ARGV do
     end
     seen[entry.sid] = {user_id = entry.user_id, fingerprint = entry.fingerprint}
   end
-  if w.limits and not entry.skip then
-    -- Score limits: an entry leaving its user's score out of them refuses the whole chunk.
-    local old = planned[entry.user_id]
-    if old == nil then
-      local text = redis.call('ZSCORE', board, entry.user_id)
-      old = text and tonumber(text) or false
-    end
-    w.user_id, w.mode = entry.user_id, 'set'
-    err = check_score_limits(b, w, tonumber(entry.number), old or nil)
-    if err then return err end
-    planned[entry.user_id] = tonumber(entry.number)
-  end
   entries[#entries + 1] = entry
   i = entry.to + 1
 end
@@ -93,6 +80,25 @@ if w.events_key then
     or check_type(w.events_key, 'stream') or check_acl(b.position_command, b.ranked, 'x')
     or check_acl('ZRANGE', b.ranked, '0', '0') or check_acl('ZCARD', b.ranked)
   if err then return err end
+end
+if w.limits then
+  -- Score limits, once the board's options and guards are known to be this client's: an entry
+  -- leaving its user's score out of them (an entry improving on the same user's earlier one in
+  -- the chunk, as the writes below will) refuses the whole chunk.
+  local planned = {}
+  for _, entry in ipairs(entries) do
+    if not entry.skip then
+      local old = planned[entry.user_id]
+      if old == nil then
+        local text = redis.call('ZSCORE', board, entry.user_id)
+        old = text and tonumber(text) or false
+      end
+      w.user_id, w.mode = entry.user_id, 'set'
+      err = check_score_limits(b, w, tonumber(entry.number), old or nil)
+      if err then return err end
+      planned[entry.user_id] = tonumber(entry.number)
+    end
+  end
 end
 
 if record then redis.call('HSET', b.options, 'order', b.order, 'ties', b.ties) end

@@ -72,15 +72,35 @@ class ChunkOperations:
         self._chunks = chunked(entries, chunk_size)
         self._submitted = 0
         self._retries = retries
+        self._ahead: Optional[_core.Operation[int]] = None  # built by prefetch, not handed out
+        self._exhausted = False
         self.started = False
 
     def __iter__(self) -> Iterator[_core.Operation[int]]:
         return self
 
-    def __next__(self) -> _core.Operation[int]:
+    def _build(self) -> _core.Operation[int]:
         chunk = next(self._chunks)
         operation = self._board.upsert_chunk(chunk, self._submitted, self._retries)
         self._submitted += len(chunk)
+        return operation
+
+    def prefetch(self) -> None:
+        """Build (convert and validate) the first chunk's request now, so that a bad entry in
+        it raises before anything at all is sent; it is handed out first."""
+        if self._ahead is None and not self._exhausted:
+            try:
+                self._ahead = self._build()
+            except StopIteration:
+                self._exhausted = True
+
+    def __next__(self) -> _core.Operation[int]:
+        if self._ahead is not None:
+            operation, self._ahead = self._ahead, None
+        elif self._exhausted:
+            raise StopIteration
+        else:
+            operation = self._build()
         self.started = True
         return operation
 
@@ -853,9 +873,11 @@ class Leaderboard(BoardBase, Generic[S]):
         """
         check_bulk_arguments(chunk_size, progress)
         operations = ChunkOperations(self._board, entries, chunk_size, retries)
-        # MULTI/EXEC chunks cannot check the board's options: checked first (guarded boards'
-        # chunks are scripts, which check them).
-        if not self._board.options_checked and not self._board.guarded:
+        # MULTI/EXEC chunks cannot check the board's options nor the guards another client
+        # recorded: checked first, once per board object (a read confirms order and ties only;
+        # guarded boards' chunks are scripts, which check them).
+        if not self._board.guards_checked and not self._board.guarded:
+            operations.prefetch()  # a bad first chunk raises before the check is sent
             yield self._board.check_options()
         written = 0
 
