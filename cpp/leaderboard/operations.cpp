@@ -853,6 +853,10 @@ void Board::add_guards(std::string& spec, std::vector<std::string>& keys,
   }
   if (expire_at()) spec += " expire:" + std::to_string(*expire_at());  // seasons: no key
   spec += limit_words(guards);                                         // fair play: no key
+  if (period()) {  // a period's board: the guards recorded for every period (merge_scope_guards)
+    spec += " gscope:";
+    keys.push_back(submission_scope() + ":options");
+  }
 }
 
 namespace {
@@ -1274,6 +1278,7 @@ std::unique_ptr<Operation> Board::upsert_chunk(std::vector<BatchEntry> entries,
     if (guards.events) words += " events:" + std::to_string(guards.events_maxlen);
     if (expire_at()) words += " expire:" + std::to_string(*expire_at());
     words += limit_words(guards);
+    if (period()) words += " gscope:";  // its key before the stream's
     std::vector<std::string> user_keys,
         args{name_of(order()), name_of(ties()), words.empty() ? "" : words.substr(1)};
     for (auto& entry : entries) {
@@ -1290,6 +1295,7 @@ std::unique_ptr<Operation> Board::upsert_chunk(std::vector<BatchEntry> entries,
     }
     std::vector<std::string> keys = script_keys({}, Check::EveryCall);
     for (auto& user_key : user_keys) keys.push_back(std::move(user_key));
+    if (period()) keys.push_back(submission_scope() + ":options");
     if (guards.events) keys.push_back(key() + ":events");
     auto call = std::make_unique<SingleCall>(
         "upsert_many", script_call(scripts::bulk, std::move(keys), std::move(args)),

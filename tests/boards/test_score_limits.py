@@ -207,3 +207,22 @@ def test_a_groups_mismatch_names_the_limits(api: Api, board_key: str) -> None:
     with pytest.raises(OptionsMismatch, match=r"score_range=\(0, 100\).*this group writes it "
                        r"with .*score_range=\(0, 1000\)"):  # fmt: skip
         group.submit("u", 2)
+
+
+def test_a_new_period_refuses_a_client_without_the_guards(api: Api, board_key: str, r: Any) -> None:
+    # Each period is a board of its own, but the guards are recorded for the periodic board
+    # too ("<key>:options"): a client without them is refused in a period nobody opened yet.
+    clock = FakeClock(datetime.now(UTC).replace(hour=12, minute=0, second=0, microsecond=0))
+    limited = api.periodic(board_key, "day", clock=clock, score_range=(0, 10), rate_limit=(5, 60))
+    limited.submit("u", 3)
+    clock.advance(timedelta(days=1))
+    before = snapshot(r, board_key)
+    plain = api.periodic(board_key, "day", clock=clock)
+    with pytest.raises(OptionsMismatch, match=r"rate_limit=\(5, 60\).*score_range=\(0, 10\)"):
+        plain.submit("cheat", 1e9)
+    with pytest.raises(OptionsMismatch):
+        plain.current().upsert_many([("cheat", 1e9)])
+    with pytest.raises(OptionsMismatch):
+        api.group([plain]).submit("cheat", 1e9)
+    assert snapshot(r, board_key) == before
+    assert limited.submit("u", 4)["score"] == 4.0  # the new period, with the limits

@@ -458,7 +458,9 @@ local function guard_fields(w, spec, from, last_key)
       w.max_increment, w.limits = tonumber(a), true
     else
       k = k + 1
-      if name == 'sid' then
+      if name == 'gscope' then  -- a period's board: its periodic board's options (see below)
+        w.guard_scope = KEYS[k]
+      elseif name == 'sid' then
         w.submission_key, w.submission_ttl = KEYS[k], a
       elseif name == 'rate' then
         w.rate_key, w.rate_max, w.rate_per = KEYS[k], tonumber(a), tonumber(b)
@@ -483,38 +485,79 @@ local function recorded_status(b)
     b.recorded_maxinc)
 end
 
--- The recorded rate_limit and events (b.recorded_rate, b.recorded_events: check_options read
--- them) against the write's (w.rate_max/rate_per, w.events_key): nil and the fields to record
--- (a table, or nil), or the reply to return.
-local function check_guards(b, w)
-  local rate = w.rate_key and (string.format('%d', w.rate_max) .. '/'
-    .. string.format('%d', w.rate_per)) or nil
-  local events = w.events_key and '1' or nil
-  local range = nil
+-- The guards a write carries as the options hash records them ({rate_limit, events,
+-- score_range, max_increment}: texts, nil for those it does not carry).
+local function guard_texts(w)
+  local t = {}
+  if w.rate_key then
+    t.rate_limit = string.format('%d', w.rate_max) .. '/' .. string.format('%d', w.rate_per)
+  end
+  if w.events_key then t.events = '1' end
   if w.score_min or w.score_max then
-    range = (w.score_min and score_text(w.score_min) or '') .. '/'
+    t.score_range = (w.score_min and score_text(w.score_min) or '') .. '/'
       .. (w.score_max and score_text(w.score_max) or '')
   end
-  local maxinc = w.max_increment and score_text(w.max_increment) or nil
-  local old_rate, old_events = b.recorded_rate, b.recorded_events
-  local old_range, old_maxinc = b.recorded_range, b.recorded_maxinc
+  if w.max_increment then t.max_increment = score_text(w.max_increment) end
+  return t
+end
+
+local GUARD_FIELDS = {'rate_limit', 'events', 'score_range', 'max_increment'}
+
+-- A period's board (seasons): the guards its periodic board recorded ("<key>:options", the
+-- word 'gscope' and its key, w.guard_scope), merged into b's recorded ones, so that a client
+-- without them is refused in a period no write has opened yet, as in the others. Sets
+-- b.scope_recorded; nil, or an error reply.
+local function merge_scope_guards(b, w)
+  local err = check_type(w.guard_scope, 'hash') or check_acl('HGETALL', w.guard_scope)
+  if err then return err end
+  local recorded, names = redis.call('HGETALL', w.guard_scope), {
+    rate_limit = 'recorded_rate', events = 'recorded_events', score_range = 'recorded_range',
+    max_increment = 'recorded_maxinc'}
+  b.scope_recorded = {}
+  for i = 1, #recorded, 2 do
+    local field = names[recorded[i]]
+    if field then
+      b.scope_recorded[recorded[i]] = recorded[i + 1]
+      b[field] = b[field] or recorded[i + 1]
+    end
+  end
+  return nil
+end
+
+-- The recorded guards (b.recorded_*: check_options, and merge_scope_guards, read them) against
+-- the write's: nil and the fields to record (a table, or nil), or the reply to return.
+local function check_guards(b, w)
+  local t = guard_texts(w)
+  local old = {rate_limit = b.recorded_rate, events = b.recorded_events,
+    score_range = b.recorded_range, max_increment = b.recorded_maxinc}
   -- Every recorded guard must be carried (a client without a limit would bypass it); those no
   -- write recorded yet are recorded by this one.
-  if (old_rate and old_rate ~= rate) or (old_events and old_events ~= events)
-      or (old_range and old_range ~= range) or (old_maxinc and old_maxinc ~= maxinc) then
-    return recorded_status(b)
+  for _, name in ipairs(GUARD_FIELDS) do
+    if old[name] and old[name] ~= t[name] then return recorded_status(b) end
   end
   local record = {}
-  if rate and not old_rate then record[#record + 1] = 'rate_limit'; record[#record + 1] = rate end
-  if events and not old_events then record[#record + 1] = 'events'; record[#record + 1] = events end
-  if range and not old_range then
-    record[#record + 1] = 'score_range'; record[#record + 1] = range
-  end
-  if maxinc and not old_maxinc then
-    record[#record + 1] = 'max_increment'; record[#record + 1] = maxinc
+  for _, name in ipairs(GUARD_FIELDS) do
+    if t[name] and not old[name] then
+      record[#record + 1] = name
+      record[#record + 1] = t[name]
+    end
   end
   if #record == 0 then return nil, nil end
   return nil, record
+end
+
+-- The guards a write carries that its periodic board's record lacks (merge_scope_guards read
+-- it): the fields to record there, or nil.
+local function scope_record(b, w)
+  if not b.scope_recorded then return nil end
+  local t, record = guard_texts(w), {}
+  for _, name in ipairs(GUARD_FIELDS) do
+    if t[name] and not b.scope_recorded[name] then
+      record[#record + 1] = name
+      record[#record + 1] = t[name]
+    end
+  end
+  return #record > 0 and record or nil
 end
 
 -- Whether the board records guards a write must carry (or be refused by check_guards).
@@ -676,6 +719,11 @@ local function plan_guards(b, w)
   if err then return nil, err end
   err, g.record = check_guards(b, w)
   if err then return nil, err end
+  g.scope_record = scope_record(b, w)
+  if g.scope_record then
+    err = check_acl('HSET', w.guard_scope, 'x', 'x')
+    if err then return nil, err end
+  end
   if w.submission_key then
     err = check_submission(w, b)
     if err then return nil, err end
@@ -814,6 +862,7 @@ end
 -- it: its last element 0, not a duplicate). `p` is plan_write's plan.
 local function apply_guards(p, reply)
   local w, b, g = p.w, p.b, p.guards
+  if g.scope_record then redis.call('HSET', w.guard_scope, unpack(g.scope_record)) end
   if g.record then
     redis.call('HSET', b.options, unpack(g.record))
     -- A periodic board's options hash may be created only now, after expire_board ran.
@@ -897,6 +946,10 @@ local function plan_write(w)
   local record, seq
   err, record, seq = check_options(b, true)
   if err then return nil, err end
+  if w.guard_scope then
+    err = merge_scope_guards(b, w)
+    if err then return nil, err end
+  end
   -- Guards (issue 17): idempotency, rate limit, events; checked here, applied by apply_guards
   -- (a write without them on a board that records some is refused).
   local guards

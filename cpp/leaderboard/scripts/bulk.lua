@@ -4,12 +4,15 @@
 -- trimmed; all or nothing. No flags: Redis 7 refuses it up front when out of memory.
 -- KEYS: board, the option keys (see board_spec in _lib.lua), then per entry its metadata hash
 -- and, if it carries a submission id, its record "<scope>:submission:<id>" (see read_submission
--- in _lib.lua); then the events stream if the guards have 'events'.
+-- in _lib.lua); then the periodic board's options hash if the guards have 'gscope', then the
+-- events stream if they have 'events'.
 -- ARGV: order, ties, guards (words, see guard_fields in _lib.lua: 'sid:<ttl ms>' (entries may
 -- carry ids), 'rate:<max>:<per ms>' (checked against the record only: a bulk load is not
 -- rate limited), 'events:<maxlen>', 'expire:<unix ms>' (a periodic board's deadline, see
 -- expire_board), 'range:<min>:<max>' and 'maxinc:<n>' (score limits: an entry out of them
--- refuses the chunk, SCOREREJECTED); '' for none), then per entry: user_id, score, with 'sid'
+-- refuses the chunk, SCOREREJECTED), 'gscope:' (a period's board: its periodic board's options
+-- hash, the key before the stream's; see merge_scope_guards); '' for none), then per entry:
+-- user_id, score, with 'sid'
 -- 1 or 0 (it carries an id), number of metadata fields, field, value, ...
 -- An entry whose id was applied before (by upsert_many or submit, or earlier in the chunk) for
 -- the same user and payload (mode 'set', its score, its metadata) is skipped; for another, the
@@ -30,7 +33,9 @@ for word in string.gmatch(ARGV[3], '%S+') do
   elseif name == 'rate' then
     w.rate_key, w.rate_max, w.rate_per = true, tonumber(a), tonumber(c)
   elseif name == 'events' then
-    w.events_key, w.events_maxlen = KEYS[#KEYS], a
+    w.events_key, w.events_maxlen = true, a  -- its key: the last
+  elseif name == 'gscope' then  -- a period's board: its periodic board's options, before it
+    w.guard_scope = true
   elseif name == 'expire' then  -- issue 16
     expire_at = a
   elseif name == 'range' then  -- fair play: each entry checked as upsert_user would be
@@ -39,6 +44,8 @@ for word in string.gmatch(ARGV[3], '%S+') do
     w.max_increment, w.limits = tonumber(a), true
   end
 end
+if w.events_key then w.events_key = KEYS[#KEYS] end
+if w.guard_scope then w.guard_scope = KEYS[#KEYS - (w.events_key and 1 or 0)] end
 local entries, i, k, seen = {}, 4, first_user_key, {}
 while i <= #ARGV do
   local has_id = ids and ARGV[i + 2] == '1'
@@ -72,8 +79,15 @@ end
 local record, seq
 err, record, seq = check_options(b)
 if err then return err end
+if w.guard_scope then
+  err = merge_scope_guards(b, w)
+  if err then return err end
+end
 local guard_record
 err, guard_record = check_guards(b, w)
+if err then return err end
+local guard_scope_record = scope_record(b, w)
+if guard_scope_record then err = check_acl('HSET', w.guard_scope, 'x', 'x') end
 if err then return err end
 if w.events_key then
   err = check_acl('XADD', w.events_key, 'MAXLEN', '~', '1', '*', 'x', 'x')
@@ -103,6 +117,7 @@ end
 
 if record then redis.call('HSET', b.options, 'order', b.order, 'ties', b.ties) end
 if guard_record then redis.call('HSET', b.options, unpack(guard_record)) end
+if guard_scope_record then redis.call('HSET', w.guard_scope, unpack(guard_scope_record)) end
 local written = 0
 for _, entry in ipairs(entries) do
   if not entry.skip then
