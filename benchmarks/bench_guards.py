@@ -1,4 +1,5 @@
-"""What each guard of issue 17 (and the score limits of issue 28) costs on ``submit()``: p50 and calls/s vs plain ``submit``.
+"""What each guard (issue 17; the score limits, issue 28) costs on ``submit()``: p50 and calls/s
+vs plain ``submit``.
 
 Starts its own redis-server. Variants, each on its own board of ``--board-size`` users (two
 metadata fields; ``max_entries`` equal to the size, so writes trim nobody):
