@@ -8,6 +8,8 @@ from __future__ import annotations
 import asyncio
 import threading
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
@@ -24,6 +26,30 @@ _today = datetime.now(UTC).replace(hour=12, minute=0, second=0, microsecond=0)
 MONDAY = _today - timedelta(days=_today.weekday())
 TIERS = ("bronze", "silver", "gold")
 USERS = [f"p{i:02d}" for i in range(24)]
+
+
+@contextmanager
+def migrating(cluster: RedisCluster, key: str, pause: float) -> Iterator[None]:
+    """The slot of `key` moving to another primary, one key every `pause` seconds, while the
+    block runs (100 filler keys of its hash tag go first, so that the block meets it); then
+    the slot is the other primary's."""
+    slot = _core.key_slot(key)
+    source = cluster.owner(slot)
+    tag = key[: key.index("}") + 1]
+    for i in range(100):
+        cluster.node_command(source, "SET", f"{tag}:filler{i}", i)
+    target = next(n for n in cluster.primaries_running() if n is not source)
+    moving = threading.Thread(
+        target=cluster.migrate_slot,
+        args=(slot, target),
+        kwargs={"keys_per_migrate": 1, "pause": pause},
+    )
+    moving.start()
+    try:
+        yield
+    finally:
+        moving.join()
+    assert cluster.owner(slot) is target
 
 
 def play_league(league: Any, clock: FakeClock, call: Any) -> dict[str, Any]:
@@ -61,24 +87,8 @@ def test_a_partitioned_league_sync_and_asyncio(redis_cluster: RedisCluster) -> N
         assert len(slots) == 3  # one slot per partition
         # One partition's slot moves to another primary while the sync league plays: its
         # scripts are redirected (ASK, TRYAGAIN) and retried, the outcome the same.
-        events = league.events_key(USERS[0])
-        slot = _core.key_slot(events)
-        source = redis_cluster.owner(slot)
-        partition_tag = events[: events.index("}") + 1]
-        for i in range(100):  # keys that move first, one every 10 ms: the play overlaps
-            redis_cluster.node_command(source, "SET", f"{partition_tag}:filler{i}", i)
-        target = next(n for n in redis_cluster.primaries_running() if n is not source)
-        moving = threading.Thread(
-            target=redis_cluster.migrate_slot,
-            args=(slot, target),
-            kwargs={"keys_per_migrate": 1, "pause": 0.01},
-        )
-        moving.start()
-        try:
+        with migrating(redis_cluster, league.events_key(USERS[0]), 0.01):
             sync = play_league(league, clock, lambda f, *a: f(*a))
-        finally:
-            moving.join()
-        assert redis_cluster.owner(slot) is target
         stats = client.stats()
         assert stats["redirects"] + stats["retries"] > 0  # the play did meet the migration
 
@@ -108,21 +118,9 @@ def test_a_tournament_on_a_cluster_while_its_slot_migrates(redis_cluster: RedisC
         tournament = Tournament(client, key, clock=clock, schedule="day", max_size=30)
         for i in range(10):
             assert tournament.submit(f"p{i}", i)["size"] == i + 1
-        slot = _core.key_slot(key)
-        source = redis_cluster.owner(slot)
-        target = next(n for n in redis_cluster.primaries_running() if n is not source)
-        moving = threading.Thread(
-            target=redis_cluster.migrate_slot,
-            args=(slot, target),
-            kwargs={"keys_per_migrate": 1, "pause": 0.02},
-        )
-        moving.start()
-        try:
+        with migrating(redis_cluster, key, 0.005):
             for i in range(10, 30):  # while the slot's keys move: redirected, retried
                 tournament.submit(f"p{i}", i)
-        finally:
-            moving.join()
-        assert redis_cluster.owner(slot) is target
         stats = client.stats()
         assert stats["redirects"] + stats["retries"] > 0  # the play did meet the migration
         assert tournament.status("p0")["size"] == 30

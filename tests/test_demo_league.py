@@ -14,7 +14,7 @@ from zoneinfo import ZoneInfo
 import pytest
 
 from helpers import FakeClock
-from test_demo_seasons import CHROMIUM, Running
+from test_demo_seasons import CHROMIUM, Running, demo_page
 
 AMS = ZoneInfo("Europe/Amsterdam")
 
@@ -90,39 +90,24 @@ def test_bad_input_is_a_4xx_naming_the_field_and_writes_nothing(
 @pytest.mark.browser
 @pytest.mark.skipif(not os.path.exists(CHROMIUM), reason="Chromium is not installed")
 def test_the_league_card_in_a_browser(redis_server: Any, board_key: str) -> None:
-    sync_api = pytest.importorskip("playwright.sync_api")
-    expect = sync_api.expect
-    demo = Running(redis_server, board_key)
-    try:
-        with sync_api.sync_playwright() as playwright:
-            browser = playwright.chromium.launch(
-                executable_path=CHROMIUM, headless=True, args=["--headless", "--no-sandbox"]
-            )
-            page = browser.new_page()
-            errors: list[str] = []
-            page.on("pageerror", lambda exc: errors.append(str(exc)))
-            page.goto(demo.url + "/")
-            rows = page.locator("#league-table tbody tr")
-            expect(rows).to_have_count(5)  # player-1's cohort, shown from the start
-            expect(page.locator("#league-summary")).to_contain_text("Tier bronze, cohort 1")
-            expect(page.locator("#league-summary")).to_contain_text("settles in")
-            expect(rows.first).to_have_attribute("data-zone", "promote")
-            expect(page.locator("#league-table tr.is-target .player-id")).to_have_text("player-1")
-            # A match played from the card: player-1 goes to the top of the cohort.
-            page.fill("#league-score", "5000")
-            page.click("#league-play")
-            expect(page.locator("#league-status")).to_contain_text("player-1 is #1 of cohort 1")
-            expect(rows.first.locator(".player-id")).to_have_text("player-1")
-            expect(rows.first.locator(".col-zone")).to_have_text("Promotion")
-            # Someone who has not played: the card says so.
-            page.fill("#league-user-id", "nobody")
-            page.click("#league-view")
-            expect(page.locator("#league-summary")).to_contain_text("nobody has not played")
-            page.fill("#league-score", "")
-            page.click("#league-play")
-            expect(page.locator("#league-status")).to_have_text("Score is required.")
-            expect(page.locator("#league-score")).to_have_attribute("aria-invalid", "true")
-            assert errors == []
-            browser.close()
-    finally:
-        demo.close()
+    with demo_page(redis_server, board_key) as (page, expect):
+        rows = page.locator("#league-table tbody tr")
+        expect(rows).to_have_count(5)  # player-1's cohort, shown from the start
+        expect(page.locator("#league-summary")).to_contain_text("Tier bronze, cohort 1")
+        expect(page.locator("#league-summary")).to_contain_text("settles in")
+        expect(rows.first).to_have_attribute("data-zone", "promote")
+        expect(page.locator("#league-table tr.is-target .player-id")).to_have_text("player-1")
+        # A match played from the card: player-1 goes to the top of the cohort.
+        page.fill("#league-score", "5000")
+        page.click("#league-play")
+        expect(page.locator("#league-status")).to_contain_text("player-1 is #1 of cohort 1")
+        expect(rows.first.locator(".player-id")).to_have_text("player-1")
+        expect(rows.first.locator(".col-zone")).to_have_text("Promotion")
+        # Someone who has not played: the card says so.
+        page.fill("#league-user-id", "nobody")
+        page.click("#league-view")
+        expect(page.locator("#league-summary")).to_contain_text("nobody has not played")
+        page.fill("#league-score", "")
+        page.click("#league-play")
+        expect(page.locator("#league-status")).to_have_text("Score is required.")
+        expect(page.locator("#league-score")).to_have_attribute("aria-invalid", "true")

@@ -7,6 +7,8 @@ import json
 import os
 import threading
 import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import datetime, timedelta
 from typing import Any
 from zoneinfo import ZoneInfo
@@ -51,6 +53,28 @@ class Running:
         self.server.server_close()
         self.thread.join(timeout=10)
         self.board.redis.close()
+
+
+@contextmanager
+def demo_page(redis_server: Any, key: str, clock: Any = None) -> Iterator[tuple[Any, Any]]:
+    """The demo of board `key`, seeded, open in headless Chromium: (its page, playwright's
+    `expect`). A script error on the page fails the test when the block ends."""
+    sync_api = pytest.importorskip("playwright.sync_api")
+    demo = Running(redis_server, key, clock)
+    try:
+        with sync_api.sync_playwright() as playwright:
+            browser = playwright.chromium.launch(
+                executable_path=CHROMIUM, headless=True, args=["--headless", "--no-sandbox"]
+            )
+            page = browser.new_page()
+            errors: list[str] = []
+            page.on("pageerror", lambda exc: errors.append(str(exc)))
+            page.goto(demo.url + "/")
+            yield page, sync_api.expect
+            assert errors == []
+            browser.close()
+    finally:
+        demo.close()
 
 
 def tab(answer: dict[str, Any], name: str) -> dict[str, Any]:
@@ -102,35 +126,20 @@ def test_one_write_feeds_every_tab_and_today_resets_at_midnight(
 @pytest.mark.browser
 @pytest.mark.skipif(not os.path.exists(CHROMIUM), reason="Chromium is not installed")
 def test_the_tabs_in_a_browser(redis_server: Any, board_key: str) -> None:
-    sync_api = pytest.importorskip("playwright.sync_api")
-    expect = sync_api.expect
-    demo = Running(redis_server, board_key)
-    try:
-        with sync_api.sync_playwright() as playwright:
-            browser = playwright.chromium.launch(
-                executable_path=CHROMIUM, headless=True, args=["--headless", "--no-sandbox"]
-            )
-            page = browser.new_page()
-            errors: list[str] = []
-            page.on("pageerror", lambda exc: errors.append(str(exc)))
-            page.goto(demo.url + "/")
-            rows = page.locator("#season-table tbody tr")
-            expect(rows).to_have_count(5)
-            expect(page.locator("#tab-daily")).to_have_attribute("aria-selected", "true")
-            expect(page.locator("#season-reset")).to_contain_text("Today (")
-            expect(page.locator("#season-reset")).to_contain_text("resets in")
-            # A write on the page shows on every tab.
-            page.fill("#upsert-user-id", "zed")
-            page.fill("#upsert-score", "9999")
-            page.fill("#upsert-name", "Zed")
-            page.click("#upsert-form button[type=submit]")
+    with demo_page(redis_server, board_key) as (page, expect):
+        rows = page.locator("#season-table tbody tr")
+        expect(rows).to_have_count(5)
+        expect(page.locator("#tab-daily")).to_have_attribute("aria-selected", "true")
+        expect(page.locator("#season-reset")).to_contain_text("Today (")
+        expect(page.locator("#season-reset")).to_contain_text("resets in")
+        # A write on the page shows on every tab.
+        page.fill("#upsert-user-id", "zed")
+        page.fill("#upsert-score", "9999")
+        page.fill("#upsert-name", "Zed")
+        page.click("#upsert-form button[type=submit]")
+        expect(rows.first.locator(".player-id")).to_have_text("zed")
+        for name, text in (("weekly", "This week ("), ("all", "All time: never resets")):
+            page.click(f"#tab-{name}")
+            expect(page.locator(f"#tab-{name}")).to_have_attribute("aria-selected", "true")
+            expect(page.locator("#season-reset")).to_contain_text(text)
             expect(rows.first.locator(".player-id")).to_have_text("zed")
-            for name, text in (("weekly", "This week ("), ("all", "All time: never resets")):
-                page.click(f"#tab-{name}")
-                expect(page.locator(f"#tab-{name}")).to_have_attribute("aria-selected", "true")
-                expect(page.locator("#season-reset")).to_contain_text(text)
-                expect(rows.first.locator(".player-id")).to_have_text("zed")
-            assert errors == []
-            browser.close()
-    finally:
-        demo.close()

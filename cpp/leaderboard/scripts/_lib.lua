@@ -437,12 +437,25 @@ end
 -- The guard words without a key of their own (see guard_fields).
 local KEYLESS_WORDS = {expire = true, range = true, maxinc = true}
 
+-- The score limits' words (fair play, see guard_fields) into w: true if `name` is one of them.
+local function limit_word(w, name, a, b)
+  if name == 'range' then
+    w.score_min, w.score_max, w.limits = tonumber(a), tonumber(b), true
+  elseif name == 'maxinc' then
+    w.max_increment, w.limits = tonumber(a), true
+  else
+    return false
+  end
+  return true
+end
+
 -- Sets w's guard fields from the words spec[from], spec[from + 1], ... (see above), the keys of
 -- those that have one ending at KEYS[last_key]; and w.expire_at from a word 'expire:<unix ms>'
 -- (issue 16: a periodic board's deadline, see expire_board), which has no key; and the score
 -- limits (fair play), keyless too: 'range:<min>:<max>' (w.score_min, w.score_max: the lowest
 -- and highest score a write may leave; either may be empty) and 'maxinc:<n>' (w.max_increment:
 -- the most one write may improve a score by, in the board's order): see check_score_limits.
+-- 'gscope:' has a key: a period's board's periodic board's options (see merge_scope_guards).
 local function guard_fields(w, spec, from, last_key)
   local k = last_key
   for i = from, #spec do
@@ -452,11 +465,7 @@ local function guard_fields(w, spec, from, last_key)
     local name, a, b = string.match(spec[i], '^(%a+):([^:]*):?(.*)$')
     if name == 'expire' then
       w.expire_at = a
-    elseif name == 'range' then  -- score limits (fair play): keyless, checked by plan_write
-      w.score_min, w.score_max, w.limits = tonumber(a), tonumber(b), true
-    elseif name == 'maxinc' then
-      w.max_increment, w.limits = tonumber(a), true
-    else
+    elseif not limit_word(w, name, a, b) then  -- the score limits are keyless too
       k = k + 1
       if name == 'gscope' then  -- a period's board: its periodic board's options (see below)
         w.guard_scope = KEYS[k]

@@ -38,10 +38,8 @@ for word in string.gmatch(ARGV[3], '%S+') do
     w.guard_scope = true
   elseif name == 'expire' then  -- issue 16
     expire_at = a
-  elseif name == 'range' then  -- fair play: each entry checked as upsert_user would be
-    w.score_min, w.score_max, w.limits = tonumber(a), tonumber(c), true
-  elseif name == 'maxinc' then
-    w.max_increment, w.limits = tonumber(a), true
+  else
+    limit_word(w, name, a, c)  -- fair play: each entry checked as upsert_user would be
   end
 end
 if w.events_key then w.events_key = KEYS[#KEYS] end

@@ -605,14 +605,8 @@ class ShardedBase:
             tied entries are read); ``dense``: plus the distinct better scores, every better
             entry read, 1,000 per shard per round trip (O(rank)).
         """
-        found = yield from self._position(user_id)
-        if found is None:
-            return None
-        entry, position, better, _ = found
-        distinct = 0
-        if self.ties == "dense":
-            distinct = yield from self._distinct_better(entry["score"])
-        return self._rank(better, distinct, position)
+        entry = yield from ShardedBase.get_user_entry.plan(self, user_id)
+        return None if entry is None else entry["rank"]
 
     @plan
     def get_user_entry(self, user_id: str) -> Plan[Optional[Entry]]:
