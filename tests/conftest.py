@@ -513,7 +513,20 @@ def redis_cluster() -> Iterator[launchers.RedisCluster]:
 
 
 @pytest.fixture
-def cluster_key() -> str:
-    """A hash-tagged board key unique to the test (the cluster's boards are left in place:
-    each test uses its own slot-tagged keys)."""
-    return f"{{t{uuid.uuid4().hex[:12]}}}:board"
+def cluster_key(redis_cluster: launchers.RedisCluster) -> str:
+    """A hash-tagged board key unique to the test, in a slot that holds no key yet (the
+    cluster's boards are left in place, each test using its own tag: a random tag met another
+    test's slot about once in a hundred migration tests, and a test counting or migrating the
+    keys of its slot then saw those too)."""
+    from redis_leaderboard import _core
+
+    while True:
+        key = f"{{t{uuid.uuid4().hex[:12]}}}:board"
+        slot = _core.key_slot(key)
+        if (
+            redis_cluster.node_command(
+                redis_cluster.owner(slot), "CLUSTER", "COUNTKEYSINSLOT", slot
+            )
+            == 0
+        ):
+            return key
