@@ -49,6 +49,9 @@ class RankingModel:
         self.achieved: dict[str, int] = {}  # ties="first": when the score was reached
         self.clock = 0
         self.metadata: dict[str, dict[str, str]] = {}
+        # Fair play: hidden players, each with their kept score (None: none yet). They are on
+        # no rank, window, count or trim; their writes are judged as any and kept here.
+        self.kept: dict[str, Optional[float]] = {}
 
     # --- the rules ---
 
@@ -130,6 +133,33 @@ class RankingModel:
 
     # --- the methods ---
 
+    def _next(self, old: Optional[float], number: float, mode: str) -> float:
+        if mode == "incr" and old is not None:
+            return old + number
+        if mode == "best" and old is not None and not self.better(number, old):
+            return old
+        return float(number)
+
+    def _hidden_submit(
+        self, user_id: str, number: float, metadata: Optional[Mapping[str, Any]], mode: str
+    ) -> dict[str, Any]:
+        """A hidden player's write: judged as any, kept aside: no rank, no trim."""
+        old = self.kept[user_id]
+        new = self._next(old, number, mode)
+        self._check_limits(old, new, mode)
+        self.kept[user_id] = new
+        self._merge(user_id, metadata)
+        return {
+            "user_id": user_id,
+            "score": new,
+            "rank": None,
+            "previous_score": old,
+            "previous_rank": None,
+            "changed": old is None or new != old,
+            "metadata": dict(self.metadata.get(user_id, {})),
+            "trimmed_user_ids": [],
+        }
+
     def submit(
         self,
         user_id: str,
@@ -138,14 +168,11 @@ class RankingModel:
         *,
         mode: str = "set",
     ) -> dict[str, Any]:
+        if user_id in self.kept:
+            return self._hidden_submit(user_id, score, metadata, mode)
         old = self.scores.get(user_id)
         previous_rank = self.rank(user_id)
-        if mode == "incr" and old is not None:
-            new = old + score
-        elif mode == "best" and old is not None and not self.better(score, old):
-            new = old
-        else:
-            new = float(score)
+        new = self._next(old, score, mode)
         self._check_limits(old, new, mode)
         changed = self._store(user_id, new)
         self._merge(user_id, metadata)
@@ -214,25 +241,56 @@ class RankingModel:
         return len(self.scores)
 
     def delete_user(self, user_id: str) -> bool:
-        was = user_id in self.scores
+        """A hidden player's kept score goes too; they stay hidden."""
+        was = user_id in self.scores or self.kept.get(user_id) is not None
         self._remove(user_id)
+        if user_id in self.kept:
+            self.kept[user_id] = None
         return was
 
     def clear(self) -> None:
-        for user_id in list(self.scores):
+        """Everything goes, the hidden players (and their being hidden) too."""
+        for user_id in list(self.scores) + list(self.kept):
             self._remove(user_id)
+        self.kept.clear()
+
+    # --- fair play: hidden players ---
+
+    def hide(self, user_id: str) -> bool:
+        if user_id in self.kept:
+            return False
+        self.kept[user_id] = self.scores.pop(user_id, None)
+        self.achieved.pop(user_id, None)
+        return True
+
+    def unhide(self, user_id: str) -> bool:
+        """The kept score back as a write of it: a new achievement, then the trim."""
+        if user_id not in self.kept:
+            return False
+        kept = self.kept.pop(user_id)
+        if kept is not None:
+            self._store(user_id, kept)
+            self._trim()
+        return True
+
+    def hidden(self) -> list[str]:
+        return sorted(self.kept, key=lambda u: u.encode())
 
     def upsert_many(self, entries: Iterable[tuple]) -> dict[str, Any]:
         entries = list(entries)
         planned: dict[str, float] = {}  # one chunk, all or nothing: each entry checked first
         for entry in entries:
             user_id, score = entry[0], float(entry[1])
-            self._check_limits(planned.get(user_id, self.scores.get(user_id)), score, "set")
+            before = self.kept[user_id] if user_id in self.kept else self.scores.get(user_id)
+            self._check_limits(planned.get(user_id, before), score, "set")
             planned[user_id] = score
         written = 0
         for entry in entries:
             user_id, score = entry[0], float(entry[1])
-            self._store(user_id, score)
+            if user_id in self.kept:
+                self.kept[user_id] = score
+            else:
+                self._store(user_id, score)
             self._merge(user_id, entry[2] if len(entry) > 2 else None)
             written += 1
         trimmed = self._trim()

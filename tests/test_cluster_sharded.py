@@ -364,3 +364,19 @@ def test_a_bad_entry_stops_upsert_many_once_every_shard_is_done(
     assert size == expected
     assert seen == sorted(seen) and seen[-1] == expected
     ShardedLeaderboard(cluster_client, key=key, shards=shards).clear()
+
+
+def test_hidden_players_leave_every_merged_read(cluster_client: ClusterClient) -> None:
+    # Fair play: hide and unhide go to the player's shard; hidden() asks every shard.
+    board = ShardedLeaderboard(cluster_client, f"hide:{uuid.uuid4().hex}", shards=4)
+    for i in range(20):
+        board.upsert_user(f"u{i}", i)
+    assert board.hide("u19") and board.hide("u3") and not board.hide("u3")
+    assert board.hidden() == ["u19", "u3"]
+    assert board.get_top(1)[0]["user_id"] == "u18"
+    assert board.get_size() == 18 and board.get_rank("u19") is None
+    assert board.rank_for_score(18) == 1 and board.count_by_score(0, 100) == 18
+    assert board.upsert_user("u19", 100)["score"] == 100.0 and board.get_rank("u19") is None
+    assert board.unhide("u19") and board.get_rank("u19") == 1 and board.hidden() == ["u3"]
+    board.clear()
+    assert board.hidden() == []

@@ -43,6 +43,10 @@ def random_steps(seed: int, count: int) -> Iterator[Step]:
         user_id = rng.choice(USER_IDS)
         metadata = rng.choice([None, None, {"n": rng.randint(0, 9)}, {"n": "x", "lvl": 2.5}])
         roll = rng.random()
+        if rng.random() < 0.05:  # fair play: hidden players
+            method = rng.choice(["hide", "hide", "unhide", "unhide", "hidden"])
+            yield method, (() if method == "hidden" else (user_id,)), {}
+            continue
         if roll < 0.36:
             mode = rng.choice(["set", "best", "incr"])
             number = rng.choice(AMOUNTS if mode == "incr" else SCORES)
@@ -103,7 +107,11 @@ def expected_state(model: RankingModel, key: str, r: Any) -> dict[str, Any]:
         if fields:
             out[f":user:{user_id}"] = fields
     limited = model.score_range is not None or model.max_increment is not None
+    if model.kept:  # fair play: the hidden players, each with their kept score's text
+        out[":hidden"] = {u: "" if v is None else repr_score(v) for u, v in model.kept.items()}
     if (model.order, model.ties) == ("desc", "lexicographic") and not limited:
+        if model.kept:
+            out[":options"] = {"hidden": "1"}
         return out
     # The options hash: recorded by the first write, gone with clear().
     options = r.hgetall(f"{key}:options")
@@ -120,6 +128,7 @@ def expected_state(model: RankingModel, key: str, r: Any) -> dict[str, Any]:
             assert options["score_range"] == "/".join(texts)
         if model.max_increment is not None:
             assert options["max_increment"] == repr_score(model.max_increment)
+        assert options.get("hidden") == ("1" if model.kept else None)
     if model.ties == "dense" and model.scores:
         distinct = sorted({0.0 if s == 0 else s for s in model.scores.values()})
         out[":dense"] = [(repr_score(s), s) for s in distinct]
@@ -199,7 +208,8 @@ def run_sync(
 
 SINGLE_ROUND_TRIP = {
     "submit", "upsert_user", "increment_score", "get_rank", "get_user_entry", "get_top",
-    "get_around_rank", "list_all", "get_size", "get_user_metadata", "delete_user",
+    "get_around_rank", "list_all", "get_size", "get_user_metadata", "delete_user", "hide",
+    "unhide", "hidden",
 }  # fmt: skip
 
 

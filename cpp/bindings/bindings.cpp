@@ -302,7 +302,6 @@ PYBIND11_MODULE(_core, m) {
       .def_property_readonly("ties",
                              [](const Board& self) { return leaderboard::name_of(self.ties()); })
       .def_property_readonly("options_checked", &Board::options_checked)
-      .def_property_readonly("guards_checked", &Board::guards_checked)
       // The guards.
       .def_property_readonly("submission_ttl",
                              [](const Board& self) { return self.guards().submission_ttl; })
@@ -410,6 +409,19 @@ PYBIND11_MODULE(_core, m) {
           },
           "user_id"_a)
       .def("clear", [](const Board& self) { return wrap(self.clear()); })
+      .def(
+          "hide",
+          [](const Board& self, py::handle user_id) {
+            return wrap(self.hide(user_id_arg(user_id)));
+          },
+          "user_id"_a)
+      .def(
+          "unhide",
+          [](const Board& self, py::handle user_id) {
+            return wrap(self.unhide(user_id_arg(user_id)));
+          },
+          "user_id"_a)
+      .def("hidden", [](const Board& self) { return wrap(self.hidden()); })
       .def(
           "get_around_user",
           [](const Board& self, py::handle user_id, py::handle count) {

@@ -1188,8 +1188,8 @@ std::unique_ptr<Operation> Board::check_options() const {
   return std::make_unique<SingleCall>(
       "check_options", std::move(command),
       [id = id_](Reply& reply) -> Result {
-        parse_count(reply, 0);
-        id->guards_checked.store(true, std::memory_order_relaxed);  // no guards recorded
+        // 1: the board has hidden players (fair play), whose entries only scripts keep aside.
+        id->hiding.store(parse_count(reply, 1) == 1, std::memory_order_relaxed);
         return None{};
       },
       id_);
@@ -1242,6 +1242,47 @@ std::unique_ptr<Operation> Board::delete_user(std::string user_id) const {
       [](Reply& reply) -> Result { return parse_count(reply, 1) == 1; }, id_);
 }
 
+std::unique_ptr<Operation> Board::hide(std::string user_id) const {
+  require_user_id(user_id);
+  return hiding_call("hide", std::move(user_id));
+}
+
+std::unique_ptr<Operation> Board::unhide(std::string user_id) const {
+  require_user_id(user_id);
+  return hiding_call("unhide", std::move(user_id));
+}
+
+std::unique_ptr<Operation> Board::hidden() const { return hiding_call("list", ""); }
+
+std::unique_ptr<Operation> Board::hiding_call(const char* action, std::string user_id) const {
+  // KEYS: the board, its option keys (always: the script records 'hidden' there), a period's
+  // board's periodic board's "<key>:hidden" and "<key>:options", the events stream.
+  std::vector<std::string> keys{key()};
+  for (auto& k : option_keys()) keys.push_back(std::move(k));
+  if (period()) {
+    keys.push_back(submission_scope() + ":hidden");
+    keys.push_back(submission_scope() + ":options");
+  }
+  std::string words;
+  if (id_->guards.events) {
+    keys.push_back(key() + ":events");
+    words = "events:" + std::to_string(id_->guards.events_maxlen);
+  }
+  if (expire_at()) words += (words.empty() ? "" : " ") + ("expire:" + std::to_string(*expire_at()));
+  const bool list = std::string_view(action) == "list";
+  Command command =
+      script_call(scripts::hide, std::move(keys),
+                  {action, std::move(user_id), std::to_string(max_entries()), name_of(order()),
+                   name_of(ties()), period() ? "scope" : "", std::move(words)});
+  return std::make_unique<SingleCall>(
+      list ? "hidden" : action, std::move(command),
+      [list](Reply& reply) -> Result {
+        if (list) return parse_strings(reply);
+        return parse_count(reply, 1) == 1;
+      },
+      id_);
+}
+
 std::unique_ptr<Operation> Board::trim_to_max_entries(long long report) const {
   return std::make_unique<Trim>(id_, removal_keys({}), metadata_prefix(), max_entries(),
                                 std::max(0LL, report));
@@ -1265,7 +1306,8 @@ std::unique_ptr<Operation> Board::upsert_chunk(std::vector<BatchEntry> entries,
   }
   const auto count = static_cast<long long>(entries.size());
   if (count == 0) return std::make_unique<Batch>(std::vector<Command>{}, 0);
-  if (!has_default_options() || id_->guards.any() || any_id || expire_at()) {
+  if (!has_default_options() || id_->guards.any() || any_id || expire_at() ||
+      id_->hiding.load(std::memory_order_relaxed)) {
     // Each entry's score goes to the option keys too: one script (bulk.lua), all or nothing.
     // Guards and submission ids too ('rate' is only checked against the record); on
     // an expiring board (seasons), with the deadline of every key it writes.

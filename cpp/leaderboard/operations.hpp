@@ -264,7 +264,6 @@ class Board {
   // default board's get_rank is a script that checks them (then ZREVRANK), and its other reads
   // declare its options hash, which their scripts check (then they skip the check).
   bool options_checked() const { return id_->checked.load(std::memory_order_relaxed); }
-  bool guards_checked() const { return id_->guards_checked.load(std::memory_order_relaxed); }
 
   std::unique_ptr<Operation> upsert_user(std::string user_id, double score,
                                          Metadata metadata) const;
@@ -292,6 +291,14 @@ class Board {
   std::unique_ptr<Operation> get_size() const;
   std::unique_ptr<Operation> delete_user(std::string user_id) const;
   std::unique_ptr<Operation> clear() const;
+
+  // ---- Hidden players (fair play, hide.lua): one script each, atomic. hide takes the user off
+  // every rank and keeps their score aside (true if they were not hidden); unhide puts it back
+  // as a write would, trim included (true if they were hidden); hidden lists who is, in byte
+  // order. On a period's board, also for every later period of its periodic board.
+  std::unique_ptr<Operation> hide(std::string user_id) const;
+  std::unique_ptr<Operation> unhide(std::string user_id) const;
+  std::unique_ptr<Operation> hidden() const;
 
   // ---- Queries: one round trip each, atomic, ranks under the board's tie rule.
   // Most queries accept at most this many ids, entries a page or bins.
@@ -348,9 +355,9 @@ class Board {
     Ties ties;
     std::atomic<long long> max_entries;
     std::atomic<bool> checked{false};
-    // check_options() found no recorded guards (rate_limit, events, score limits) the board's
-    // writes would have to carry: a read confirms order and ties only, never this.
-    std::atomic<bool> guards_checked{false};
+    // check_options() found hidden players (fair play): upsert_many's chunks are scripts, which
+    // keep their entries aside (checked again by every upsert_many).
+    std::atomic<bool> hiding{false};
     Guards guards;
     std::optional<long long> expire_at;  // unix ms; none: the board never expires
     std::string scope;                   // where submission ids are recorded (see Board)
@@ -384,6 +391,8 @@ class Board {
   // script_keys(extra, EveryCall), then the events stream on a board with events: a removal's
   // keys (delete_user, clear, trims).
   std::vector<std::string> removal_keys(std::vector<std::string> extra) const;
+  // hide.lua's call: `action` 'hide', 'unhide' or 'list' (user_id '').
+  std::unique_ptr<Operation> hiding_call(const char* action, std::string user_id) const;
 
   std::shared_ptr<Identity> id_;
 };

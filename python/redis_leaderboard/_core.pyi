@@ -221,9 +221,6 @@ class Board:
     def options_checked(self) -> bool:
         """True once a reply showed the board's recorded options are this object's."""
     @property
-    def guards_checked(self) -> bool:
-        """check_options() found no recorded guards the board's writes must carry."""
-    @property
     def submission_ttl(self) -> float: ...
     @property
     def rate_limit(self) -> Optional[tuple[int, float]]: ...
@@ -281,6 +278,13 @@ class Board:
         """remove.lua; with ``events``, a removal appends a ``"delete"`` event."""
     def clear(self) -> Operation[None]:
         """clear.lua in pages; with ``events``, one ``"clear"`` event a page."""
+    def hide(self, user_id: str) -> Operation[bool]:
+        """hide.lua: the user off every rank, their score kept aside; with ``events``, a
+        ``"hide"`` event if they were on the board."""
+    def unhide(self, user_id: str) -> Operation[bool]:
+        """hide.lua: the kept score back on the board, as a write (trim, ``"score"`` event)."""
+    def hidden(self) -> Operation[list[str]]:
+        """hide.lua: the hidden user ids, in byte order."""
     def get_around_user(self, user_id: str, count: int = 5) -> Operation[list[Entry]]:
         """Result: ``count`` entries centred on the user (``[]`` if absent)."""
     def get_entries(self, user_ids: Iterable[str]) -> Operation[list[Optional[Entry]]]:

@@ -31,9 +31,9 @@ T = TypeVar("T")
 Order = Literal["desc", "asc"]
 Ties = Literal["lexicographic", "first", "competition", "dense"]
 WriteMode = Literal["set", "best", "incr"]
-# What made an event: a write ("score"), delete_user ("delete"), a trim by set_max_entries or
-# upsert_many ("trim"), one page of clear ("clear").
-EventKind = Literal["score", "delete", "trim", "clear"]
+# What made an event: a write or unhide ("score"), delete_user ("delete"), a trim by
+# set_max_entries or upsert_many ("trim"), one page of clear ("clear"), hide ("hide").
+EventKind = Literal["score", "delete", "trim", "clear", "hide"]
 # (user_id, score) or (user_id, score, metadata), as upsert_many takes them
 BulkEntry = Union[tuple[str, float], tuple[str, float, Mapping[str, Any]], Sequence[Any]]
 

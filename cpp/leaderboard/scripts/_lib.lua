@@ -219,7 +219,8 @@ local function check_options(b, hgetall_checked)
     elseif field == 'rate_limit' then b.recorded_rate = recorded[i + 1]  -- issue 17's guards
     elseif field == 'events' then b.recorded_events = recorded[i + 1]
     elseif field == 'score_range' then b.recorded_range = recorded[i + 1]  -- fair play
-    elseif field == 'max_increment' then b.recorded_maxinc = recorded[i + 1] end
+    elseif field == 'max_increment' then b.recorded_maxinc = recorded[i + 1]
+    elseif field == 'hidden' then b.recorded_hidden = true end  -- fair play: hidden players
   end
   if not order then
     if b.default then return nil, false, 0 end
@@ -525,7 +526,10 @@ local function merge_scope_guards(b, w)
   b.scope_recorded = {}
   for i = 1, #recorded, 2 do
     local field = names[recorded[i]]
-    if field then
+    if recorded[i] == 'hidden' then  -- fair play: players hidden in every period
+      b.scope_options = w.guard_scope
+      b.scope_hidden = string.sub(w.guard_scope, 1, #w.guard_scope - 8) .. ':hidden'
+    elseif field then
       b.scope_recorded[recorded[i]] = recorded[i + 1]
       b[field] = b[field] or recorded[i + 1]
     end
@@ -884,7 +888,7 @@ local function apply_guards(p, reply)
     redis.call('ZADD', key, string.format('%.0f', g.now), member)
     redis.call('PEXPIRE', key, w.rate_per)
   end
-  if w.events_key and (p.changed or #p.trimmed > 0) then
+  if w.events_key and not p.hidden and (p.changed or #p.trimmed > 0) then
     add_event(b, w.events_key, w.events_maxlen, w.user_id, p.score, p.old_text, p.previous_rank,
       p.old_position, p.trimmed)
     -- A periodic board's events expire with it (issue 16).
@@ -906,6 +910,7 @@ local function board_keys(b, user_key)
   if b.options then keys[#keys + 1] = b.options end
   if b.first then keys[#keys + 1] = b.first; keys[#keys + 1] = b.first_keys end
   if b.dense then keys[#keys + 1] = b.dense end
+  if b.recorded_hidden then keys[#keys + 1] = b.board .. ':hidden' end  -- fair play
   return keys
 end
 
@@ -921,6 +926,91 @@ end
 -- PEXPIREAT every key of board `b` (and the user's metadata hash) at `expire_at` (unix ms).
 local function expire_board(b, user_key, expire_at)
   for _, key in ipairs(board_keys(b, user_key)) do redis.call('PEXPIREAT', key, expire_at) end
+end
+
+-- ---- Hidden players (fair play) --------------------------------------------------------------
+-- A hidden player is on no ranked set, so every read leaves them out as it is (and stays
+-- O(log N)): hide() takes their entry off the board and keeps it in "<board>:hidden", a hash
+-- (user_id -> their score's text, '' if they have none), with their metadata hash where it
+-- was; the board's options hash records 'hidden' '1' while that hash holds anyone, so every
+-- write (a default board's too: its guide path reads the options hash) takes the options path
+-- and looks the user up there. A hidden player's writes are judged as any (mode, score limits,
+-- rate limit, submission id) and kept in the hash: never ranked, trimmed or in an event.
+-- unhide() puts the kept score back as a write would. A periodic board also records them for
+-- every period: "<key>:hidden" (user_id -> '') and 'hidden' in "<key>:options", the guard scope
+-- every period's write reads (merge_scope_guards sets b.scope_hidden, b.scope_options).
+
+-- Whether `user_id` is hidden from board b: the hidden hash's value for them (their score's
+-- text, '' if none), false if they are not hidden, or nil and an error reply. The hashes are
+-- not declared keys: each is reached through check_present, anchored at the options hash that
+-- records it (so in a migrating slot a hash not yet on this node refuses the script here).
+local function hidden_state(b, user_id)
+  if b.recorded_hidden then
+    local key = b.board .. ':hidden'
+    local err = check_type(key, 'hash') or check_acl('HGET', key, user_id)
+      or check_present(b.options, {key})
+    if err then return nil, err end
+    local kept = redis.call('HGET', key, user_id)
+    if kept then return kept end
+  end
+  if b.scope_hidden then
+    local err = check_type(b.scope_hidden, 'hash') or check_acl('HEXISTS', b.scope_hidden, user_id)
+      or check_present(b.scope_options, {b.scope_hidden})
+    if err then return nil, err end
+    if redis.call('HEXISTS', b.scope_hidden, user_id) == 1 then return '' end
+  end
+  return false
+end
+
+-- nil, or the first error of the checks before keep_hidden and unrank may write: the hidden
+-- hash's type and the caller's permissions.
+local function check_hidden_writes(b, user_id, expire_at)
+  local key = b.board .. ':hidden'
+  return check_type(key, 'hash') or check_acl('HSET', key, user_id, '')
+    or check_acl('HSET', b.options, 'hidden', '1') or check_acl('ZREM', b.board, user_id)
+    or (expire_at and (check_acl('PEXPIREAT', key, expire_at)
+      or check_acl('PEXPIREAT', b.options, expire_at))) or nil
+end
+
+-- Takes a user (their score's text `text`) off the ranked set, with their traces in the option
+-- keys; their metadata stays.
+local function unrank(b, user_id, text)
+  local emptied = b.dense and redis.call('ZCARD', b.board) == 1
+  if b.first then
+    redis.call('ZREM', b.first, ranked_member(b, user_id))  -- forget() removes the rest
+  else
+    redis.call('ZREM', b.board, user_id)
+  end
+  forget(b, {user_id}, {text}, emptied)
+end
+
+-- Keeps `text` as hidden user_id's score (off the board if `visible`, their score's text there),
+-- recording the hidden hash in the options hash; both expire at `expire_at` (a period's).
+local function keep_hidden(b, user_id, text, visible, expire_at)
+  local key = b.board .. ':hidden'
+  if visible then unrank(b, user_id, visible) end
+  redis.call('HSET', key, user_id, text)
+  redis.call('HSET', b.options, 'hidden', '1')
+  b.recorded_hidden = true
+  if expire_at then
+    redis.call('PEXPIREAT', key, expire_at)
+    redis.call('PEXPIREAT', b.options, expire_at)
+  end
+end
+
+-- The score a write leaves: w.number applied to `old` (nil: none) by w.mode ('set' | 'best' |
+-- 'incr'); or nil and the NaN error reply.
+local function next_score(b, w, old)
+  local score = tonumber(w.number)
+  if w.mode == 'incr' and old then
+    score = old + score
+  elseif w.mode == 'best' and old and not better(b, score, old) then
+    score = old
+  end
+  if score ~= score then
+    return nil, redis.error_reply('ERR resulting score is not a number (NaN)')
+  end
+  return score
 end
 
 -- ---- One board's write (write.lua's options path; a group write runs several) ---------------
@@ -962,7 +1052,9 @@ local function plan_write(w)
   -- Guards (issue 17): idempotency, rate limit, events; checked here, applied by apply_guards
   -- (a write without them on a board that records some is refused).
   local guards
-  if w.submission_key or w.rate_key or w.events_key or w.limits then
+  if w.restore then  -- unhide(): its events alone (hide.lua checked them)
+    guards = w.events_key and {} or nil
+  elseif w.submission_key or w.rate_key or w.events_key or w.limits then
     guards, err = plan_guards(b, w)
     if not guards then return nil, err end
   elseif records_guards(b) then
@@ -970,21 +1062,33 @@ local function plan_write(w)
   end
 
   local old_text = redis.call('ZSCORE', board, user_id)
+  -- Fair play: a hidden player's write is judged as any, and kept off the board (see above).
+  local kept = false
+  if (b.recorded_hidden or b.scope_hidden) and not w.restore then
+    kept, err = hidden_state(b, user_id)
+    if kept == nil then return nil, err end
+    err = (kept and check_hidden_writes(b, user_id, w.expire_at)) or (w.expire_at
+      and b.recorded_hidden and check_acl('PEXPIREAT', board .. ':hidden', w.expire_at))
+    if err then return nil, err end
+    if kept then
+      -- Their score: the kept one (the board's, if a period's board still ranks them).
+      old_text = old_text and kept == '' and old_text or (kept ~= '' and kept or nil)
+    end
+  end
   local old = old_text and tonumber(old_text)
-  local score = tonumber(number)
-  if w.mode == 'incr' and old then
-    score = old + score
-  elseif w.mode == 'best' and old and not better(b, score, old) then
-    score = old
-  end
-  if score ~= score then
-    return nil, redis.error_reply('ERR resulting score is not a number (NaN)')
-  end
+  local score
+  score, err = next_score(b, w, old)
+  if not score then return nil, err end
   if w.limits then  -- fair play: after the guards (a resend answers, a rate limit refuses)
     err = check_score_limits(b, w, score, old)
     if err then return nil, err end
   end
   local changed = not old or score ~= old
+  if kept then
+    return {w = w, b = b, record = record, hidden = true, old_text = old_text, old = old,
+      score = score, changed = changed, trimmed = {}, guards = guards,
+      visible = redis.call('ZSCORE', board, user_id)}
+  end
   local previous_rank = false
   if (w.submit or w.events_key) and old then previous_rank = rank_of(b, user_id, old) end
   local old_position = w.events_key and position_before(b, user_id, old)  -- guards (issue 17)
@@ -1037,6 +1141,22 @@ local function apply_write(p)
   local w, b = p.w, p.b
   local board, user_key, user_id, number = w.board, w.user_key, w.user_id, w.number
   if p.record then redis.call('HSET', b.options, 'order', b.order, 'ties', b.ties) end
+  if p.hidden then  -- fair play: kept, not ranked; the reply of a write that left the board
+    local text = score_text(p.score)
+    keep_hidden(b, user_id, text, p.visible, w.expire_at)
+    local fields = w.fields
+    for i = w.first_field, #fields, 1000 do
+      redis.call('HSET', user_key, unpack(fields, i, math.min(i + 999, #fields)))
+    end
+    if w.expire_at then redis.call('PEXPIREAT', user_key, w.expire_at) end
+    local reply = {{}, text}
+    if w.submit then
+      reply = {{}, text, false, redis.call('HGETALL', user_key), p.old_text or false, false,
+        p.changed and 1 or 0}
+    end
+    if p.guards then return apply_guards(p, reply) end
+    return reply
+  end
   local produced = p.old_text
   if b.default then
     if w.mode == 'incr' then

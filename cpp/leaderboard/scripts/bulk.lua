@@ -93,6 +93,21 @@ if w.events_key then
     or check_acl('ZRANGE', b.ranked, '0', '0') or check_acl('ZCARD', b.ranked)
   if err then return err end
 end
+-- Fair play: a hidden player's entry is kept aside, as their writes are (see hidden_state).
+if b.recorded_hidden or b.scope_hidden then
+  for _, entry in ipairs(entries) do
+    entry.kept, err = hidden_state(b, entry.user_id)
+    if entry.kept == nil then return err end
+    err = entry.kept and check_hidden_writes(b, entry.user_id, expire_at)
+    if err then return err end
+  end
+end
+-- An entry's user's score before the chunk: the kept one for a hidden player.
+local function old_score(entry)
+  local text = redis.call('ZSCORE', board, entry.user_id)
+  if entry.kept and entry.kept ~= '' then text = entry.kept end
+  return text
+end
 if w.limits then
   -- Score limits, once the board's options and guards are known to be this client's: an entry
   -- leaving its user's score out of them (an entry improving on the same user's earlier one in
@@ -102,7 +117,7 @@ if w.limits then
     if not entry.skip then
       local old = planned[entry.user_id]
       if old == nil then
-        local text = redis.call('ZSCORE', board, entry.user_id)
+        local text = old_score(entry)
         old = text and tonumber(text) or false
       end
       w.user_id, w.mode = entry.user_id, 'set'
@@ -120,7 +135,11 @@ local written = 0
 for _, entry in ipairs(entries) do
   if not entry.skip then
     written = written + 1
-    local old_text = redis.call('ZSCORE', board, entry.user_id)
+    if entry.kept then
+      keep_hidden(b, entry.user_id, score_text(tonumber(entry.number)),
+        redis.call('ZSCORE', board, entry.user_id), expire_at)
+    end
+    local old_text = not entry.kept and redis.call('ZSCORE', board, entry.user_id)
     local old = old_text and tonumber(old_text)
     local score = tonumber(entry.number)
     local previous_rank, old_position = false, 0
@@ -128,7 +147,7 @@ for _, entry in ipairs(entries) do
       previous_rank = old and rank_of(b, entry.user_id, old)
       old_position = position_before(b, entry.user_id, old)
     end
-    if not old or score ~= old then
+    if not entry.kept and (not old or score ~= old) then
       seq = seq + 1
       store_score(b, entry.user_id, 'ZADD', entry.number, score, old, seq)
       if w.events_key then

@@ -5,7 +5,7 @@
 -- KEYS: board, then the option keys (see board_spec in _lib.lua), then with events the stream
 -- "<board>:events". ARGV: metadata prefix, page, then on a board with options or events: order,
 -- ties, then with events 'events:<maxlen>[ expire:<unix ms>]' (see removal_events in _lib.lua).
--- Returns how many entries remain. With events, a page that removed entries appends one
+-- Returns how many entries remain (hidden players go with the last page). With events, a page that removed entries appends one
 -- 'clear' event (how many it removed, how many are left), never one per entry.
 local board, prefix = KEYS[1], ARGV[1]
 if not ARGV[3] and no_options_recorded(KEYS[2]) then  -- the guide's board
@@ -37,6 +37,18 @@ if err then return err end
 -- Counted before the writes: a page that empties the board deletes its sorted sets, which are
 -- then not read or named again (see check_present in _lib.lua).
 local left = redis.call('ZCARD', board) - #user_ids
+-- Fair play: the last page removes the hidden players too (their kept scores, their metadata;
+-- their being hidden: clear() forgets the board).
+local hidden_ids
+if left == 0 and b.recorded_hidden then
+  local hidden = board .. ':hidden'
+  err = check_type(hidden, 'hash') or check_acl('HKEYS', hidden) or check_acl('UNLINK', hidden)
+    or check_acl('HDEL', b.options, 'hidden') or check_present(b.options, {hidden})
+  if err then return err end
+  hidden_ids = redis.call('HKEYS', hidden)
+  err = check_metadata(prefix, hidden_ids) or check_present(b.options, metadata_keys(prefix, hidden_ids))
+  if err then return err end
+end
 
 remove_worst(b, prefix, user_ids, scores)
 -- One event per page, not per entry: how many went, how many are left (0: the board is empty).
@@ -50,5 +62,11 @@ end
 -- slot after the writes).
 if left == 0 and not b.default then
   redis.call('UNLINK', b.options)
+elseif left == 0 and b.recorded_hidden then
+  redis.call('HDEL', b.options, 'hidden')
+end
+if left == 0 and hidden_ids then  -- fair play: hidden players and their metadata go last
+  unlink_metadata(prefix, hidden_ids)
+  redis.call('UNLINK', board .. ':hidden')
 end
 return left

@@ -5,7 +5,7 @@
 -- KEYS: board, then the option keys (see board_spec in _lib.lua). ARGV: user_id ('' for the
 -- check alone), then on a board with options: order, ties.
 -- Returns the user's zero-based rank under the board's tie rule, or nil if it is not on the
--- board (0 without a user id).
+-- board (without a user id: 1 if the board has hidden players, else 0).
 if not ARGV[2] and no_options_recorded(KEYS[2]) then  -- the guide's board
   if ARGV[1] == '' then return 0 end
   local err = check_acl('ZREVRANK', KEYS[1], ARGV[1])
@@ -19,6 +19,9 @@ local err = check_options(b)
 -- The check alone (upsert_many's MULTI/EXEC chunks carry no guards): a board recording guards
 -- (issue 17) refuses it.
 if not err and user_id == '' then err = check_guards(b, {}) end
+-- The check alone answers 1 if the board has hidden players (fair play): its chunks must be
+-- scripts too, which keep their entries aside.
+if not err and user_id == '' and b.recorded_hidden then return 1 end
 if err or user_id == '' then return err or 0 end
 err = check_acl('ZSCORE', KEYS[1], user_id) or check_acl(b.position_command, b.ranked, 'x')
   or (b.shared and check_acl('ZCOUNT', b.dense or KEYS[1], '0', '0'))

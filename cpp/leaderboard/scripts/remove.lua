@@ -6,7 +6,8 @@
 -- then with events the stream "<board>:events".
 -- ARGV: user_id, then on a board with options or events: order, ties, then with events
 -- 'events:<maxlen>[ expire:<unix ms>]' (see removal_events in _lib.lua).
--- Returns 1 if the user was on the board, else 0. With events, removing a user appends a
+-- Returns 1 if the user was on the board (or hidden with a score: it goes, they stay hidden),
+-- else 0. With events, removing a user appends a
 -- 'delete' event (deleting one who was not on the board changes no entry: no event).
 local board, user_key, user_id = KEYS[1], KEYS[2], ARGV[1]
 if not ARGV[2] and no_options_recorded(KEYS[3]) then  -- the guide's board
@@ -30,6 +31,15 @@ local err = check_acl('ZREM', board, user_id) or check_acl('UNLINK', user_key)
 if err then return err end
 err = check_options(b) or check_removal_events(b, w)
 if err then return err end
+-- Fair play: a hidden player's kept score goes too; they stay hidden (see hidden_state).
+local kept = false
+if b.recorded_hidden then
+  kept, err = hidden_state(b, user_id)
+  if kept == nil then return err end
+  kept = kept ~= '' and kept
+  err = kept and check_acl('HSET', board .. ':hidden', user_id, '')
+  if err then return err end
+end
 
 local score = redis.call('ZSCORE', board, user_id)
 if score then
@@ -47,5 +57,6 @@ if score then
       'previous_score', score, 'previous_rank', tostring(previous_rank + 1)})
   end
 end
+if kept then redis.call('HSET', board .. ':hidden', user_id, '') end
 redis.call('UNLINK', user_key)
-return score and 1 or 0
+return (score or kept) and 1 or 0

@@ -72,35 +72,39 @@ class ChunkOperations:
         self._chunks = chunked(entries, chunk_size)
         self._submitted = 0
         self._retries = retries
-        self._ahead: Optional[_core.Operation[int]] = None  # built by prefetch, not handed out
+        # The first chunk, read and validated by prefetch, not handed out yet: built again when
+        # it is, after the check that may find hidden players (whose chunks are scripts).
+        self._ahead: Optional[list[BulkEntry]] = None
         self._exhausted = False
         self.started = False
 
     def __iter__(self) -> Iterator[_core.Operation[int]]:
         return self
 
-    def _build(self) -> _core.Operation[int]:
-        chunk = next(self._chunks)
+    def _build(self, chunk: list[BulkEntry]) -> _core.Operation[int]:
         operation = self._board.upsert_chunk(chunk, self._submitted, self._retries)
         self._submitted += len(chunk)
         return operation
 
     def prefetch(self) -> None:
-        """Build (convert and validate) the first chunk's request now, so that a bad entry in
-        it raises before anything at all is sent; it is handed out first."""
+        """Read and validate (convert) the first chunk now, so that a bad entry in it raises
+        before anything at all is sent; it is handed out first."""
         if self._ahead is None and not self._exhausted:
             try:
-                self._ahead = self._build()
+                self._ahead = next(self._chunks)
             except StopIteration:
                 self._exhausted = True
+                return
+            self._board.upsert_chunk(self._ahead, self._submitted, self._retries)
 
     def __next__(self) -> _core.Operation[int]:
         if self._ahead is not None:
-            operation, self._ahead = self._ahead, None
+            chunk, self._ahead = self._ahead, None
         elif self._exhausted:
             raise StopIteration
         else:
-            operation = self._build()
+            chunk = next(self._chunks)
+        operation = self._build(chunk)
         self.started = True
         return operation
 
@@ -614,6 +618,61 @@ class Leaderboard(BoardBase, Generic[S]):
         """
         return self._run(self._board.clear())
 
+    # -- fair play: hidden players ------------------------------------------------------------
+
+    @one_trip
+    def hide(self, user_id: str) -> Sent[bool]:
+        """Hide a player: they leave every rank, window, page, count, percentile and histogram,
+        keep their score and metadata, and their writes go on being judged and recorded, not
+        shown.
+
+        Their score is kept aside in ``f"{key}:hidden"`` (the board records ``hidden`` in its
+        options hash), so every read stays as it is. A hidden player's writes follow the board's
+        rules (mode, score limits, rate limit, submission ids) and return as a write that left
+        the board does (``rank`` None); they are never trimmed, and append no event. On a
+        periodic board the player is hidden from the current period and every later one.
+        With ``events``, hiding a player on the board appends a ``"hide"`` event.
+
+        Args:
+            user_id: The player.
+
+        Returns:
+            True if they were not hidden before.
+
+        Redis cost:
+            One round trip: hide.lua, which checks, then ZREM and HSET (and the tie rule's
+            bookkeeping). O(log N). Once a board has hidden players, each write reads one more
+            hash field (HGET) and takes the scripts' path with options.
+        """
+        return self._run(self._board.hide(user_id))
+
+    @one_trip
+    def unhide(self, user_id: str) -> Sent[bool]:
+        """Show a hidden player again: their kept score goes back on the board as a write of it
+        would (a new achievement under ``ties="first"``, then the trim to ``max_entries``, and a
+        ``"score"`` event with ``events``).
+
+        Args:
+            user_id: The player.
+
+        Returns:
+            True if they were hidden.
+
+        Redis cost:
+            One round trip: hide.lua, which checks, HDEL, then the write's commands. O(log N).
+        """
+        return self._run(self._board.unhide(user_id))
+
+    @one_trip
+    def hidden(self) -> Sent[list[str]]:
+        """The hidden players' ids, in byte order (on a periodic board, those hidden from the
+        current period).
+
+        Redis cost:
+            One round trip: hide.lua, HKEYS. O(H) for H hidden players.
+        """
+        return self._run(self._board.hidden())
+
     # -- queries: one round trip each, atomic; every "rank" follows the board's tie rule ----
 
     @one_trip
@@ -873,10 +932,10 @@ class Leaderboard(BoardBase, Generic[S]):
         """
         check_bulk_arguments(chunk_size, progress)
         operations = ChunkOperations(self._board, entries, chunk_size, retries)
-        # MULTI/EXEC chunks cannot check the board's options nor the guards another client
-        # recorded: checked first, once per board object (a read confirms order and ties only;
-        # guarded boards' chunks are scripts, which check them).
-        if not self._board.guards_checked and not self._board.guarded:
+        # MULTI/EXEC chunks cannot check the board's options, the guards another client
+        # recorded, nor hidden players: checked first, by every call (guarded boards' chunks
+        # are scripts, which check them; with hidden players, the chunks are scripts too).
+        if not self._board.guarded:
             operations.prefetch()  # a bad first chunk raises before the check is sent
             yield self._board.check_options()
         written = 0

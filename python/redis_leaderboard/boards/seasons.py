@@ -543,6 +543,9 @@ class PeriodicBase(PeriodClock, Generic[B]):
     list_all = on_current(Leaderboard.list_all)
     get_size = on_current(Leaderboard.get_size)
     delete_user = on_current(Leaderboard.delete_user)
+    hide = on_current(Leaderboard.hide)
+    unhide = on_current(Leaderboard.unhide)
+    hidden = on_current(Leaderboard.hidden)
     get_around_user = on_current(Leaderboard.get_around_user)
     get_page = on_current(Leaderboard.get_page)
     get_entries = on_current(Leaderboard.get_entries)
@@ -936,6 +939,39 @@ class RollingState:
             None: it raises before anything is sent.
         """
         raise self._refuse("upsert_many")
+
+    def _refuse_hiding(self, method: str) -> TypeError:
+        return TypeError(
+            f"{method}() does not apply to a rolling window ({self._window.key!r}): its board is "
+            "rebuilt from its buckets; hide players on a plain or periodic board"
+        )
+
+    @one_trip
+    def hide(self, user_id: str) -> Sent[bool]:
+        """Refused (``TypeError``): a window's board is rebuilt from its buckets.
+
+        Redis cost:
+            None: it raises before anything is sent.
+        """
+        raise self._refuse_hiding("hide")
+
+    @one_trip
+    def unhide(self, user_id: str) -> Sent[bool]:
+        """Refused (``TypeError``), as ``hide``.
+
+        Redis cost:
+            None: it raises before anything is sent.
+        """
+        raise self._refuse_hiding("unhide")
+
+    @one_trip
+    def hidden(self) -> Sent[list[str]]:
+        """Refused (``TypeError``), as ``hide``.
+
+        Redis cost:
+            None: it raises before anything is sent.
+        """
+        raise self._refuse_hiding("hidden")
 
     def __repr__(self) -> str:
         return (

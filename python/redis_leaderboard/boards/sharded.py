@@ -321,6 +321,52 @@ class ShardedBase:
         return self._run(self._board_of(user_id).delete_user(user_id))
 
     @one_trip
+    def hide(self, user_id: str) -> Sent[bool]:
+        """Hide a player on their shard, as
+        [`RedisLeaderboard.hide`][redis_leaderboard.RedisLeaderboard.hide]: they leave every
+        merged read (ranks, windows, counts, percentiles, histograms), since those read the
+        shards' sorted sets.
+
+        Args:
+            user_id: The player (a ``str``).
+
+        Returns:
+            True if they were not hidden before.
+
+        Redis cost:
+            One round trip, to the user's shard: the plain board's hide.lua. O(log N).
+        """
+        return self._run(self._board_of(user_id).hide(user_id))
+
+    @one_trip
+    def unhide(self, user_id: str) -> Sent[bool]:
+        """Show a hidden player again, on their shard (their kept score back, then the shard's
+        trim), as [`RedisLeaderboard.unhide`][redis_leaderboard.RedisLeaderboard.unhide].
+
+        Args:
+            user_id: The player (a ``str``).
+
+        Returns:
+            True if they were hidden.
+
+        Redis cost:
+            One round trip, to the user's shard: hide.lua. O(log N).
+        """
+        return self._run(self._board_of(user_id).unhide(user_id))
+
+    @plan
+    def hidden(self) -> Plan[list[str]]:
+        """The hidden players of every shard, in byte order.
+
+        Redis cost:
+            One request per shard, in one batch: hide.lua, HKEYS. O(H).
+        """
+        lists = yield [board.hidden() for board in self._boards]
+        return sorted(
+            (i for ids in lists for i in ids), key=lambda i: i.encode("utf-8", "surrogatepass")
+        )
+
+    @one_trip
     def get_user_metadata(self, user_id: str) -> Sent[dict[str, str]]:
         """A user's metadata hash (HGETALL on its shard); ``{}`` if it has none.
 

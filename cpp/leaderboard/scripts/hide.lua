@@ -1,0 +1,99 @@
+#!lua
+-- hide / unhide / hidden (fair play, see "Hidden players" in _lib.lua): take a player off the
+-- board and keep their score aside, put it back, or list who is hidden. One script each call,
+-- atomic; a hidden player keeps their score and metadata and goes on being written.
+-- KEYS: board, then the option keys (see board_spec in _lib.lua), then on a period's board its
+-- periodic board's "<key>:hidden" and "<key>:options", then with events the stream
+-- "<board>:events".
+-- ARGV: action ('hide' | 'unhide' | 'list'), user_id ('' for 'list'), max_entries, order,
+-- ties, 'scope' on a period's board (else ''), words: 'events:<maxlen>', 'expire:<unix ms>' (a
+-- period's deadline), space-separated ('' for none).
+-- Returns, for 'hide': 1 if the user was not hidden before, else 0 (a 'hide' event if they
+-- were on the board); 'unhide': 1 if they were hidden, else 0 (a 'score' event if they come
+-- back on the board; the trim that follows may remove the worst, with 'trim' in the event);
+-- 'list': the hidden user ids, in byte order.
+local board, action, user_id = KEYS[1], ARGV[1], ARGV[2]
+local b = board_spec(board, 2, ARGV[4], ARGV[5])
+local scope, expire_at = ARGV[6] == 'scope', string.match(ARGV[7], 'expire:(%d+)')
+local w = removal_events(ARGV[7])  -- events (issue 17): the stream is the last of KEYS
+local last = #KEYS - (w and 1 or 0)
+local scope_hidden, scope_options = scope and KEYS[last - 1], scope and KEYS[last]
+local hidden = board .. ':hidden'
+
+local err = check_type(board, 'zset') or check_type(b.options, 'hash')
+  or check_type(hidden, 'hash') or check_acl('HGETALL', hidden)
+  or (not b.default and check_option_keys(b))
+  or (scope and (check_type(scope_hidden, 'hash') or check_acl('HGETALL', scope_hidden)))
+if err then return err end
+local record
+err, record = check_options(b)
+if err then return err end
+-- The hidden hash is not a declared key (see hidden_state): reached through the options hash.
+if b.recorded_hidden then
+  err = check_present(b.options, {hidden})
+  if err then return err end
+end
+
+if action == 'list' then
+  local ids, seen = {}, {}
+  for _, key in ipairs(scope and {hidden, scope_hidden} or {hidden}) do
+    for _, id in ipairs(redis.call('HKEYS', key)) do
+      if not seen[id] then
+        seen[id] = true
+        ids[#ids + 1] = id
+      end
+    end
+  end
+  table.sort(ids)
+  return ids
+end
+
+err = check_hidden_writes(b, user_id, expire_at) or check_removal_events(b, w)
+  or check_acl('HDEL', hidden, user_id) or check_acl('HDEL', b.options, 'hidden')
+  or (scope and (check_acl('HSET', scope_hidden, user_id, '')
+    or check_acl('HDEL', scope_hidden, user_id) or check_acl('HSET', scope_options, 'hidden', '1')
+    or check_acl('HDEL', scope_options, 'hidden')))
+if err then return err end
+local kept = redis.call('HGET', hidden, user_id)
+local in_scope = scope and redis.call('HEXISTS', scope_hidden, user_id) == 1
+
+if action == 'hide' then
+  local score = redis.call('ZSCORE', board, user_id)
+  local previous_rank = w and score and rank_of(b, user_id, tonumber(score))
+  if record then redis.call('HSET', b.options, 'order', b.order, 'ties', b.ties) end
+  if not kept then keep_hidden(b, user_id, score or '', score, expire_at) end
+  if scope then
+    redis.call('HSET', scope_hidden, user_id, '')
+    redis.call('HSET', scope_options, 'hidden', '1')
+  end
+  if w and score then
+    append_event(w, {'kind', 'hide', 'user_id', user_id, 'score', score, 'rank', '',
+      'previous_score', score, 'previous_rank', tostring(previous_rank + 1)})
+  end
+  return (kept or in_scope) and 0 or 1
+end
+
+-- unhide: the kept score back on the board, as a write of it (its trim, its event).
+if not kept and not in_scope then return 0 end
+local plan
+if kept and kept ~= '' then
+  local user_key = string.sub(hidden, 1, #hidden - 6) .. 'user:' .. user_id
+  plan, err = plan_write({board = board, user_key = user_key, k = 2, mode = 'set',
+    order = ARGV[4], ties = ARGV[5], number = kept, user_id = user_id,
+    max_entries = tonumber(ARGV[3]), fields = {}, first_field = 1, expire_at = expire_at,
+    restore = true, events_key = w and w.events_key, events_maxlen = w and w.events_maxlen})
+  if not plan then return err end
+end
+if kept then
+  redis.call('HDEL', hidden, user_id)
+  if redis.call('HLEN', hidden) == 0 then redis.call('HDEL', b.options, 'hidden') end
+end
+if in_scope then
+  redis.call('HDEL', scope_hidden, user_id)
+  if redis.call('HLEN', scope_hidden) == 0 then redis.call('HDEL', scope_options, 'hidden') end
+end
+if plan then
+  plan.b.recorded_hidden = nil  -- the hash may be gone: not named again (see check_present)
+  apply_write(plan)
+end
+return 1
