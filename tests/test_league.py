@@ -456,3 +456,33 @@ def test_closed_models_agree_on_a_lagging_writer() -> None:
     model.submit((1, "b"), "y", 1)
     with pytest.raises(Closed):
         model.submit((0, "a"), "z", 1)
+
+
+# -- fair play: hidden players ----------------------------------------------------------------
+
+
+def test_a_hidden_player_has_no_seat_and_keeps_their_tier(api: Api, key: str) -> None:
+    clock = FakeClock(MONDAY)
+    league = api.league(key, clock, tiers=TIERS, cohort_size=4, promote=1, demote=1)
+    for i in range(4):
+        api.call(league.submit, f"p{i}", 10 * i)
+    assert api.call(league.hide, "p3") is True and api.call(league.hide, "p3") is False
+    assert api.call(league.hidden) == ["p3"]
+    assert api.call(league.standings, "p3") is None
+    standings = api.call(league.standings, "p0")
+    assert [e["user_id"] for e in standings["entries"]] == ["p2", "p1", "p0"]
+    assert standings["size"] == 3  # p3's seat went with them
+    hidden_write = api.call(league.submit, "p3", 5)  # incr, judged and kept aside
+    assert (hidden_write["score"], hidden_write["rank"], hidden_write["cohort"]) == (35.0, None, 0)
+    assert api.call(league.join, "p3")["cohort"] == 0  # no seat while hidden
+    clock.now += timedelta(days=7)
+    summary = api.call(league.settle)
+    assert (summary["settled"], summary["promoted"]) == (1, 1)  # p2 promoted, not p3
+    assert api.call(league.tier_of, "p2") == "silver"
+    assert api.call(league.tier_of, "p3") == "bronze"  # unchanged: not settled
+    # A later period: still no seat; unhide seats the kept score of this period.
+    assert api.call(league.submit, "p3", 7)["cohort"] == 0
+    assert api.call(league.unhide, "p3") is True and api.call(league.hidden) == []
+    standings = api.call(league.standings, "p3")
+    assert [(e["user_id"], e["score"]) for e in standings["entries"]] == [("p3", 7.0)]
+    assert api.call(league.unhide, "p3") is False

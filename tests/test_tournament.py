@@ -359,3 +359,25 @@ def test_the_refusals_are_value_errors_of_their_own() -> None:
         assert issubclass(error, ValueError) and error.__module__ == "redis_leaderboard._core"
         assert getattr(redis_leaderboard, error.__name__) is error
         assert error.__doc__ and "nothing was changed" in error.__doc__
+
+
+# -- fair play: hidden players ----------------------------------------------------------------
+
+
+def test_a_hidden_player_is_hidden_from_every_period(api: Api, key: str) -> None:
+    clock = FakeClock(DAY0 + timedelta(hours=12))
+    tournament = api.tournament(key, clock, schedule="day", mode="best", max_attempts=5)
+    api.call(tournament.submit, "cheat", 99)
+    api.call(tournament.submit, "fair", 10)
+    assert (
+        api.call(tournament.hide, "cheat") is True and api.call(tournament.hide, "cheat") is False
+    )
+    assert [e["user_id"] for e in api.call(tournament.get_top)] == ["fair"]
+    kept = api.call(tournament.submit, "cheat", 120)  # judged (an attempt used) and kept aside
+    assert (kept["score"], kept["rank"], kept["attempts_left"]) == (120.0, None, 3)
+    clock.advance(timedelta(days=1))
+    api.call(tournament.submit, "cheat", 50)  # a later period: hidden there too
+    assert api.call(tournament.get_top) == [] and api.call(tournament.hidden) == ["cheat"]
+    assert api.call(tournament.unhide, "cheat") is True and api.call(tournament.hidden) == []
+    assert [(e["user_id"], e["score"]) for e in api.call(tournament.get_top)] == [("cheat", 50.0)]
+    assert api.call(tournament.unhide, "cheat") is False

@@ -165,6 +165,19 @@ void declare_league(py::module_& m) {
           },
           "period"_a, "user_id"_a, "bracket"_a)
       .def(
+          "hiding",
+          [](const League& self, const std::string& op, py::handle period, py::handle user_id,
+             py::handle bracket) {
+            if (op != "hide" && op != "unhide" && op != "hidden") {
+              throw py::value_error("op must be 'hide', 'unhide' or 'hidden'");
+            }
+            auto reply = std::make_shared<LeagueReply>();
+            return with_reply(self.hiding(op.c_str(), period_arg(period), user_id_arg(user_id),
+                                          text_arg(bracket, "bracket"), reply),
+                              reply);
+          },
+          "op"_a, "period"_a, "user_id"_a = "", "bracket"_a = "")
+      .def(
           "close",
           [](const League& self, py::handle period) {
             auto reply = std::make_shared<LeagueReply>();
@@ -273,6 +286,18 @@ void declare_tournament(py::module_& m) {
                 reply);
           },
           "period"_a, "user_id"_a, "score"_a, "metadata"_a, "submission_id"_a, "retries"_a)
+      .def(
+          "hiding",
+          [](const Tournament& self, const std::string& op, py::handle period, py::handle user_id) {
+            if (op != "hide" && op != "unhide" && op != "hidden") {
+              throw py::value_error("op must be 'hide', 'unhide' or 'hidden'");
+            }
+            auto reply = std::make_shared<LeagueReply>();
+            return with_reply(
+                self.hiding(op.c_str(), tournament_period_arg(period), user_id_arg(user_id), reply),
+                reply);
+          },
+          "op"_a, "period"_a, "user_id"_a = "")
       .def(
           "join",
           [](const Tournament& self, py::handle period, py::handle user_id) {

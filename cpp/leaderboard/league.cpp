@@ -178,6 +178,28 @@ std::unique_ptr<Operation> League::join(const LeaguePeriod& period, std::string 
                          parse, out, 0);
 }
 
+std::unique_ptr<Operation> League::hiding(const char* op, const LeaguePeriod& period,
+                                          std::string user_id, std::string bracket,
+                                          std::shared_ptr<LeagueReply> out) const {
+  const bool list = std::string_view(op) == "hidden";
+  if (!list) require_user_id(user_id);
+  auto args = this->args(op, period);
+  if (!list) args.insert(args.end(), {std::move(user_id), std::move(bracket)});
+  auto parse = [list](Reply& reply) {
+    LeagueRecord record;
+    if (list) {
+      record.add("user_ids", strings_of(reply, "League.hidden"));
+    } else {
+      record.add("changed", integer_of(reply, "League.hide") == 1);
+    }
+    return record;
+  };
+  // Hiding or showing twice changes nothing more: it may be resent after a lost reply.
+  return RLB_LEAGUE_CALL(
+      list ? "League.hidden" : (std::string_view(op) == "hide" ? "League.hide" : "League.unhide"),
+      command(scripts::league, keys(period), std::move(args)), parse, out, 2);
+}
+
 std::unique_ptr<Operation> League::close(const LeaguePeriod& period,
                                          std::shared_ptr<LeagueReply> out) const {
   auto parse = [](Reply& reply) {

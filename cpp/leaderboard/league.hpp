@@ -90,6 +90,12 @@ class League {
   // "bracket", "already", "promoted", "demoted", "stayed".
   std::unique_ptr<Operation> settle(const LeaguePeriod& period, long long cohort,
                                     std::shared_ptr<LeagueReply> out) const;
+  // Hidden players (fair play): `op` "hide" or "unhide" (record "changed": the player was
+  // not hidden before, or was), "hidden" (record "user_ids", in byte order; `user_id` unused).
+  // A hidden player has no seat in any cohort; unhide seats them again in `bracket` if they
+  // wrote a score of `period` while hidden.
+  std::unique_ptr<Operation> hiding(const char* op, const LeaguePeriod& period, std::string user_id,
+                                    std::string bracket, std::shared_ptr<LeagueReply> out) const;
   // Reads; `check`: the read is of the current period (reply `unsettled` if one must be
   // settled first).
   std::unique_ptr<Operation> standings(const LeaguePeriod& period, std::string user_id, bool check,

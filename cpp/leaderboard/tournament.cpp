@@ -16,6 +16,7 @@ using script_call::command;
 using script_call::integer_of;
 using script_call::part;
 using script_call::require_user_id;
+using script_call::strings_of;
 using script_call::text_of;
 using script_call::unexpected;
 
@@ -59,6 +60,21 @@ std::vector<std::string> Tournament::keys(const TournamentPeriod& period) const 
   return {key_ + ":options", key_ + ":current", board + ":entrants", board + ":bonus", board};
 }
 
+std::vector<std::string> Tournament::board_keys(const TournamentPeriod& period,
+                                                const std::string& user_id) const {
+  auto keys = this->keys(period);
+  const std::string board = keys.back();
+  keys.push_back(board + ":user:" + user_id);
+  keys.push_back(board + ":options");
+  if (ties_ == Ties::First) {
+    keys.push_back(board + ":first");
+    keys.push_back(board + ":first:keys");
+  } else if (ties_ == Ties::Dense) {
+    keys.push_back(board + ":dense");
+  }
+  return keys;
+}
+
 std::vector<std::string> Tournament::args(const char* op, const TournamentPeriod& period,
                                           const std::string& user_id) const {
   require_user_id(user_id);
@@ -91,16 +107,7 @@ std::unique_ptr<Operation> Tournament::submit(const TournamentPeriod& period, st
   require_submission_id(submission_id);
   if (retries < 0) throw InvalidArgument("retries must be at least 0");
   auto args = this->args("submit", period, user_id);
-  auto keys = this->keys(period);
-  const std::string board = keys.back();
-  keys.push_back(board + ":user:" + user_id);
-  keys.push_back(board + ":options");
-  if (ties_ == Ties::First) {
-    keys.push_back(board + ":first");
-    keys.push_back(board + ":first:keys");
-  } else if (ties_ == Ties::Dense) {
-    keys.push_back(board + ":dense");
-  }
+  auto keys = board_keys(period, user_id);
   std::string words;
   if (submission_id) add_submission_guard(words, keys, key_, submission_ttl_, *submission_id);
   args.insert(args.end(), {format_score(score), words.empty() ? words : words.substr(1)});
@@ -142,6 +149,29 @@ std::unique_ptr<Operation> Tournament::join(const TournamentPeriod& period, std:
   // Joining twice changes nothing more: it may be resent after a lost reply.
   return RLB_TOURNAMENT_CALL("Tournament.join", scripts::tournament, keys(period), std::move(args),
                              parse, out, 2);
+}
+
+std::unique_ptr<Operation> Tournament::hiding(const char* op, const TournamentPeriod& period,
+                                              std::string user_id,
+                                              std::shared_ptr<LeagueReply> out) const {
+  const bool list = std::string_view(op) == "hidden";
+  if (list) user_id = "-";  // unused
+  auto args = this->args(op, period, user_id);
+  auto keys = board_keys(period, user_id);
+  auto parse = [list](Reply& reply) {
+    LeagueRecord record;
+    if (list) {
+      record.add("user_ids", strings_of(reply, "Tournament.hidden"));
+    } else {
+      record.add("changed", integer_of(reply, "Tournament.hide") == 1);
+    }
+    return record;
+  };
+  // Hiding or showing twice changes nothing more: it may be resent after a lost reply.
+  return RLB_TOURNAMENT_CALL(
+      list ? "Tournament.hidden"
+           : (std::string_view(op) == "hide" ? "Tournament.hide" : "Tournament.unhide"),
+      scripts::tournament, std::move(keys), std::move(args), parse, out, 2);
 }
 
 std::unique_ptr<Operation> Tournament::add_attempts(const TournamentPeriod& period,

@@ -58,12 +58,21 @@ class Tournament {
   // Attempts granted to a player in the period. Record: "used", "bonus", "size".
   std::unique_ptr<Operation> add_attempts(const TournamentPeriod& period, std::string user_id,
                                           long long n, std::shared_ptr<LeagueReply> out) const;
+  // Hidden players (fair play): `op` "hide" or "unhide" (record "changed": the player was not
+  // hidden before, or was), "hidden" (record "user_ids", in byte order; `user_id` unused). Hidden
+  // from every period: hide takes their entry in `period` off its board (kept aside), unhide
+  // puts it back.
+  std::unique_ptr<Operation> hiding(const char* op, const TournamentPeriod& period,
+                                    std::string user_id, std::shared_ptr<LeagueReply> out) const;
   // A player's state in the period. Record: "joined", "used", "bonus", "size".
   std::unique_ptr<Operation> status(const TournamentPeriod& period, std::string user_id,
                                     std::shared_ptr<LeagueReply> out) const;
 
  private:
   std::vector<std::string> keys(const TournamentPeriod& period) const;
+  // keys(), then the user's metadata hash and the period's board's option keys (see board_spec).
+  std::vector<std::string> board_keys(const TournamentPeriod& period,
+                                      const std::string& user_id) const;
   std::vector<std::string> args(const char* op, const TournamentPeriod& period,
                                 const std::string& user_id) const;
   std::string config() const;

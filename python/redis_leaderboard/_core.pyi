@@ -666,6 +666,10 @@ class League:
     def join(
         self, period: _LeaguePeriod, user_id: str, bracket: str
     ) -> tuple[Operation[None], _LeagueTake]: ...
+    def hiding(
+        self, op: str, period: _LeaguePeriod, user_id: str = "", bracket: str = ""
+    ) -> tuple[Operation[None], _LeagueTake]:
+        """``op``: "hide", "unhide" (record ``{"changed"}``) or "hidden" (``{"user_ids"}``)."""
     def close(self, period: _LeaguePeriod) -> tuple[Operation[None], _LeagueTake]: ...
     def settle(self, period: _LeaguePeriod, cohort: int) -> tuple[Operation[None], _LeagueTake]: ...
     def standings(
@@ -715,6 +719,10 @@ class Tournament:
         submission_id: Optional[str],
         retries: int,
     ) -> tuple[Operation[None], _LeagueTake]: ...
+    def hiding(
+        self, op: str, period: _TournamentPeriod, user_id: str = ""
+    ) -> tuple[Operation[None], _LeagueTake]:
+        """``op``: "hide", "unhide" (record ``{"changed"}``) or "hidden" (``{"user_ids"}``)."""
     def join(
         self, period: _TournamentPeriod, user_id: str
     ) -> tuple[Operation[None], _LeagueTake]: ...

@@ -1049,6 +1049,8 @@ local function plan_write(w)
     err = merge_scope_guards(b, w)
     if err then return nil, err end
   end
+  -- A league's hidden players (its own record of them, see league.lua).
+  if w.scope_hidden then b.scope_hidden, b.scope_options = w.scope_hidden, w.scope_options end
   -- Guards (issue 17): idempotency, rate limit, events; checked here, applied by apply_guards
   -- (a write without them on a board that records some is refused).
   local guards

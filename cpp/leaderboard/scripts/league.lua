@@ -11,12 +11,13 @@
 -- record. A cohort n is the board "<B>:<P>:c:<n>" (the guide's layout: metadata at
 -- "<B>:<P>:c:<n>:user:<id>", option keys after it, see board_spec), its placed players the set
 -- "<B>:<P>:c:<n>:placed"; those keys are named here, in the partition's hash tag.
--- ARGV: op ('submit' | 'join' | 'close' | 'settle'), tiers (count), cohort size, promote,
+-- ARGV: op ('submit' | 'join' | 'close' | 'settle' | 'hide' | 'unhide' | 'hidden'), tiers (count), cohort size, promote,
 -- demote ('<count>' or 'f<fraction>'), demote_idle ('1' | '0'), order, ties, write mode,
 -- events maxlen, period id, period start (unix ms), the period's deadline (unix ms), then:
 --   submit: user_id, score, bracket, spec words ('' or 'sid:<ttl ms>'), field, value, ...
 --   join:   user_id, bracket
 --   settle: cohort number
+--   hide, unhide: user_id, bracket (unhide: where a kept score places them)
 -- Replies: a status 'OPTIONS <recorded>' (the league records other options), 'UNSETTLED
 -- <start ms> <period id>' (an earlier period must be settled before anyone is placed in this
 -- one: the client settles it and sends the call again); an error 'PERIODCLOSED ...' (the
@@ -27,6 +28,9 @@
 --   close:  {cohorts, cohorts settled}
 --   settle: {cohort, tier, bracket, 1 if it was settled before else 0, {promoted ids},
 --            {demoted ids}, {ids staying}}
+--   hide:   1 if the player was not hidden before, else 0; unhide: 1 if they were, else 0
+--   hidden: the hidden ids, in byte order
+-- A hidden player's submit and join answer cohort 0 (no seat), see "Hidden players" below.
 local OPTIONS, TIER, TIERS, OPEN, EVENTS = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local STATE, WHERE, RESULT = KEYS[6], KEYS[7], KEYS[8]
 local op = ARGV[1]
@@ -187,13 +191,36 @@ local function cutoff_rank(b, user_id, score)
   return rank_of(b, user_id, score) + 1
 end
 
+-- ---- Hidden players (fair play, see "Hidden players" in _lib.lua) ----
+-- The league records them in "<B>:hidden" (user_id -> '') and 'hidden' '1' in <B>:options. A
+-- hidden player has no seat: they are placed in no cohort, so they are in no standings, no
+-- cohort's size and no settlement (their tier stays); their writes are judged as any and kept
+-- aside on cohort 0's board "<B>:<P>:c:0" (its hidden hash), which nobody is placed in.
+local HIDDEN = base .. ':hidden'
+
+-- Whether the league hides `user_id`; or nil and an error reply. The hash is not a declared
+-- key: reached through the options hash (see check_present).
+local function league_hides(user_id)
+  if not redis.call('HGET', OPTIONS, 'hidden') then return false end
+  local err = check_type(HIDDEN, 'hash') or check_acl('HEXISTS', HIDDEN, user_id)
+    or check_present(OPTIONS, {HIDDEN})
+  if err then return nil, err end
+  return redis.call('HEXISTS', HIDDEN, user_id) == 1
+end
+
 if op == 'submit' then
   local err = check_league(true)
   if err then return err end
   local user_id, number, bracket, words = ARGV[14], ARGV[15], ARGV[16], ARGV[17]
+  local hidden
+  hidden, err = league_hides(user_id)
+  if hidden == nil then return err end
   local n, tier = placement_of(user_id)
   local placement
-  if n then
+  if hidden then  -- no seat: cohort 0 keeps the score aside
+    if redis.call('HGET', STATE, 'closed') then return closed('is closed (settling)') end
+    n, tier = 0, tonumber(redis.call('HGET', TIER, user_id) or '0')
+  elseif n then
     if redis.call('HGET', STATE, 'closed') then return closed('is closed (settling)') end
   else
     placement, err = plan_placement(user_id, bracket)
@@ -210,6 +237,7 @@ if op == 'submit' then
     guard_fields(w, spec, 1, 9)  -- the submission id's record: KEYS[9]
   end
   guard_fields(w, rule, 2, 0)  -- the score limits (keyless), checked by plan_write
+  if hidden then w.scope_hidden, w.scope_options = HIDDEN, OPTIONS end
   local plan, reply = plan_write(w)
   if not plan then
     if type(reply) ~= 'table' or reply.err or reply.ok then return reply end
@@ -225,6 +253,7 @@ if op == 'submit' then
   if not redis.call('HGET', OPTIONS, 'config') then record_config() end
   if placement then apply_placement(placement, user_id) end
   reply = apply_write(plan)
+  if hidden then return {reply, tier, 0, '', false, 'stay', 0} end
   local b = plan.b
   local size = redis.call('SCARD', cohort_key(n) .. ':placed')
   local scored = redis.call('ZCARD', board)
@@ -238,6 +267,12 @@ if op == 'join' then
   local err = check_league(true)
   if err then return err end
   local user_id, bracket = ARGV[14], ARGV[15]
+  local hidden
+  hidden, err = league_hides(user_id)
+  if hidden == nil then return err end
+  if hidden then  -- no seat while hidden
+    return {tonumber(redis.call('HGET', TIER, user_id) or '0'), 0, '', 0, 0}
+  end
   local n, tier = placement_of(user_id)
   local now = 0
   if not n then
@@ -338,6 +373,81 @@ if op == 'settle' then
   end
   redis.call('XADD', EVENTS, 'MAXLEN', '~', cfg.maxlen, '*', unpack(event))
   return {tonumber(n), tier, bracket, 0, moves.promote, moves.demote, moves.stay}
+end
+
+if op == 'hidden' then
+  local err = check_league(false) or check_type(HIDDEN, 'hash') or check_acl('HKEYS', HIDDEN)
+  if err then return err end
+  local ids = redis.call('HKEYS', HIDDEN)
+  table.sort(ids)
+  return ids
+end
+
+if op == 'hide' or op == 'unhide' then
+  local err = check_league(true) or check_type(HIDDEN, 'hash') or check_acl('HSET', HIDDEN, 'x', '')
+    or check_acl('HDEL', HIDDEN, 'x') or check_acl('HSET', OPTIONS, 'hidden', '1')
+    or check_acl('HDEL', OPTIONS, 'hidden') or check_acl('HDEL', WHERE, 'x')
+  if err then return err end
+  local user_id, bracket = ARGV[14], ARGV[15]
+  local was = redis.call('HEXISTS', HIDDEN, user_id) == 1
+  local settling = redis.call('HGET', STATE, 'closed')
+  -- Cohort 0's board, where a hidden player's scores are kept.
+  local zero, kz = cohort_board(0)
+  local z = board_spec(zero, kz, cfg.order, cfg.ties)
+  err = check_type(zero, 'zset') or check_type(z.options, 'hash')
+    or check_hidden_writes(z, user_id, expire) or check_acl('HDEL', zero .. ':hidden', user_id)
+    or check_acl('HGET', zero .. ':hidden', user_id) or check_acl('HLEN', zero .. ':hidden')
+    or check_acl('HDEL', z.options, 'hidden')
+  if err then return err end
+  if op == 'hide' then
+    if was then return 0 end
+    -- Off their seat in this period (a period being settled keeps them where they are).
+    local n = not settling and placement_of(user_id)
+    local seat, score
+    if n then
+      local board, k = cohort_board(n)
+      seat = board_spec(board, k, cfg.order, cfg.ties)
+      err = check_type(board, 'zset') or check_type(board .. ':placed', 'set')
+        or check_acl('SREM', board .. ':placed', user_id) or check_option_keys(seat)
+      if err then return err end
+      score = redis.call('ZSCORE', board, user_id)
+    end
+    if seat then
+      if score then unrank(seat, user_id, score) end
+      redis.call('SREM', seat.board .. ':placed', user_id)
+      redis.call('HDEL', WHERE, user_id)
+      keep_hidden(z, user_id, score or '', nil, expire)
+    end
+    redis.call('HSET', HIDDEN, user_id, '')
+    redis.call('HSET', OPTIONS, 'hidden', '1')
+    return 1
+  end
+  -- unhide: a kept score of this period comes back as the player's write of it (placed in a
+  -- cohort then, as a first write would place them).
+  if not was then return 0 end
+  local kept = redis.call('HGET', zero .. ':hidden', user_id)
+  local plan, placement
+  if kept and kept ~= '' and not settling then
+    placement, err = plan_placement(user_id, bracket)
+    if not placement then return err end
+    local board, k = cohort_board(placement.n)
+    plan, err = plan_write({board = board, user_key = board .. ':user:' .. user_id, k = k,
+      mode = 'set', order = cfg.order, ties = cfg.ties, number = kept, user_id = user_id,
+      max_entries = 4294967296, fields = {}, first_field = 1, expire_at = expire,
+      restore = true})
+    if not plan then return err end
+  end
+  redis.call('HDEL', HIDDEN, user_id)
+  if redis.call('HLEN', HIDDEN) == 0 then redis.call('HDEL', OPTIONS, 'hidden') end
+  if kept and not settling then
+    redis.call('HDEL', zero .. ':hidden', user_id)
+    if redis.call('HLEN', zero .. ':hidden') == 0 then redis.call('HDEL', z.options, 'hidden') end
+  end
+  if plan then
+    apply_placement(placement, user_id)
+    apply_write(plan)
+  end
+  return 1
 end
 
 return redis.error_reply('ERR unknown league operation ' .. tostring(op))

@@ -11,7 +11,7 @@
 -- (the period's board, the guide's layout), then for submit: the user's metadata hash
 -- <T>:<P>:user:<id>, the board's option keys (see board_spec), and with a submission id its
 -- record <T>:submission:<id> (the tournament's, whatever the period).
--- ARGV: op ('submit' | 'join' | 'add_attempts'), max_size ('' : none), join_required ('1' |
+-- ARGV: op ('submit' | 'join' | 'add_attempts' | 'hide' | 'unhide' | 'hidden'), max_size ('' : none), join_required ('1' |
 -- '0'), max_attempts ('' : none), write mode, order, ties, period id, period start, the active
 -- window's end, the next period's start, the period's deadline (unix ms), now (unix ms; '' : the
 -- server's clock), whether the caller named the period (the stale-client guard: '0' no, '1' this
@@ -27,6 +27,8 @@
 --                  attempts granted, players in the period}
 --   join:         {1 if joined now else 0, attempts used, attempts granted, players}
 --   add_attempts: {attempts used, attempts granted, players}
+--   hide, unhide: 1 if the player was not hidden before (or was), else 0; hidden: the hidden
+--                 ids, in byte order (KEYS for these: submit's, without a submission record)
 local OPTIONS, CURRENT, ENTRANTS, BONUS, BOARD = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local op = ARGV[1]
 local max_size, join_required = tonumber(ARGV[2]), ARGV[3] == '1'
@@ -112,6 +114,21 @@ local function mark()
   redis.call('PEXPIREAT', ENTRANTS, expire)
 end
 
+-- ---- Hidden players (fair play, see "Hidden players" in _lib.lua) ----
+-- The tournament records them in "<T>:hidden" (user_id -> '') and 'hidden' '1' in <T>:options,
+-- so they are hidden from every period: each period's board keeps their scores aside.
+local HIDDEN = base .. ':hidden'
+
+-- Whether the tournament hides `user_id`; or nil and an error reply (the hash is reached
+-- through the options hash, see check_present).
+local function tournament_hides()
+  if not redis.call('HGET', OPTIONS, 'hidden') then return false end
+  local err = check_type(HIDDEN, 'hash') or check_acl('HEXISTS', HIDDEN, user_id)
+    or check_present(OPTIONS, {HIDDEN})
+  if err then return nil, err end
+  return redis.call('HEXISTS', HIDDEN, user_id) == 1
+end
+
 if op == 'submit' then
   local number, words = ARGV[16], ARGV[17]
   local board = BOARD
@@ -124,6 +141,10 @@ if op == 'submit' then
     guard_fields(w, spec, 1, #KEYS)  -- the submission id's record: the last key
   end
   guard_fields(w, rule, 2, 0)  -- the score limits (keyless), checked by plan_write
+  local hidden
+  hidden, err = tournament_hides()
+  if hidden == nil then return err end
+  if hidden then w.scope_hidden, w.scope_options = HIDDEN, OPTIONS end
   local plan, reply = plan_write(w)
   if not plan then
     if type(reply) ~= 'table' or reply.err or reply.ok then return reply end
@@ -172,6 +193,65 @@ if op == 'add_attempts' then
   local bonus = redis.call('HINCRBY', BONUS, user_id, ARGV[16])
   redis.call('PEXPIREAT', BONUS, expire)
   return {used, bonus, redis.call('HLEN', ENTRANTS)}
+end
+
+if op == 'hidden' then
+  err = check_type(HIDDEN, 'hash') or check_acl('HKEYS', HIDDEN)
+  if err then return err end
+  local ids = redis.call('HKEYS', HIDDEN)
+  table.sort(ids)
+  return ids
+end
+
+if op == 'hide' or op == 'unhide' then
+  local b = board_spec(BOARD, 7, order, ties)
+  err = check_type(HIDDEN, 'hash') or check_acl('HSET', HIDDEN, user_id, '')
+    or check_acl('HDEL', HIDDEN, user_id) or check_acl('HSET', OPTIONS, 'hidden', '1')
+    or check_acl('HDEL', OPTIONS, 'hidden') or check_type(BOARD, 'zset')
+    or check_type(b.options, 'hash') or (not b.default and check_option_keys(b))
+    or check_hidden_writes(b, user_id, expire) or check_acl('HDEL', BOARD .. ':hidden', user_id)
+    or check_acl('HDEL', b.options, 'hidden')
+  if err then return err end
+  local record
+  err, record = check_options(b)
+  if err then return err end
+  if b.recorded_hidden then
+    err = check_present(b.options, {BOARD .. ':hidden'})
+    if err then return err end
+  end
+  local was = redis.call('HEXISTS', HIDDEN, user_id) == 1
+  if op == 'hide' then
+    if was then return 0 end
+    local score = redis.call('ZSCORE', BOARD, user_id)
+    if score then  -- this period's entry, kept aside
+      if record then redis.call('HSET', b.options, 'order', b.order, 'ties', b.ties) end
+      keep_hidden(b, user_id, score, score, expire)
+    end
+    redis.call('HSET', HIDDEN, user_id, '')
+    redis.call('HSET', OPTIONS, 'hidden', '1')
+    return 1
+  end
+  -- unhide: this period's kept score back on its board, as a write of it.
+  if not was then return 0 end
+  local kept = b.recorded_hidden and redis.call('HGET', BOARD .. ':hidden', user_id)
+  local plan
+  if kept and kept ~= '' then
+    plan, err = plan_write({board = BOARD, user_key = KEYS[6], k = 7, mode = 'set',
+      order = order, ties = ties, number = kept, user_id = user_id, max_entries = 4294967296,
+      fields = {}, first_field = 1, expire_at = expire, restore = true})
+    if not plan then return err end
+  end
+  redis.call('HDEL', HIDDEN, user_id)
+  if redis.call('HLEN', HIDDEN) == 0 then redis.call('HDEL', OPTIONS, 'hidden') end
+  if kept then
+    redis.call('HDEL', BOARD .. ':hidden', user_id)
+    if redis.call('HLEN', BOARD .. ':hidden') == 0 then redis.call('HDEL', b.options, 'hidden') end
+  end
+  if plan then
+    plan.b.recorded_hidden = nil  -- the hash may be gone: not named again (see check_present)
+    apply_write(plan)
+  end
+  return 1
 end
 
 return redis.error_reply('ERR unknown tournament operation ' .. tostring(op))

@@ -496,6 +496,66 @@ class LeagueBase(PeriodClock, Generic[S]):
             }
         raise RuntimeError(f"league {self.key!r}: earlier periods kept needing settlement")
 
+    # -- fair play: hidden players --------------------------------------------------------
+
+    def _hiding(self, op: str, user_id: str, bracket: Optional[str] = None) -> Plan[dict[str, Any]]:
+        league = self._partition(user_id_text(user_id))
+        room = _bracket(bracket)
+        for _ in range(MAX_SETTLE_ROUNDS):
+            operation, take = league.hiding(op, self._period(self._start_of(None)), user_id, room)
+            yield operation
+            reply = take()
+            if "unsettled" in reply:
+                yield from self._settle_pending(league, reply, self._new_tally())
+                continue
+            return cast(dict[str, Any], reply)
+        raise RuntimeError(f"league {self.key!r}: earlier periods kept needing settlement")
+
+    @plan
+    def hide(self, user_id: str) -> Plan[bool]:
+        """Hide a player from the league: they leave their cohort in the current period (their
+        score kept aside) and take no seat in any later one, so they are in no standings, no
+        cohort's size and no settlement (their tier stays as it is). Their writes go on being
+        judged (mode, score limits, submission ids) and kept aside: ``submit`` answers
+        ``"cohort": 0`` and ``"rank"`` None. A period being settled keeps them where they
+        are. Returns True if they were not hidden before.
+
+        Redis cost:
+            One round trip, one script: HSETs, and off their seat the cohort board's ZREM and
+            SREM. O(log cohort_size).
+        """
+        reply = yield from self._hiding("hide", user_id)
+        return bool(reply["changed"])
+
+    @plan
+    def unhide(self, user_id: str, *, bracket: Optional[str] = None) -> Plan[bool]:
+        """Show a hidden player again: a score they wrote in the current period while hidden
+        comes back as their write of it (seating them in the open cohort of their tier and
+        ``bracket``, as a first write does); otherwise their next write seats them. Returns
+        True if they were hidden.
+
+        Redis cost:
+            One round trip, one script (the placement and the cohort board's write). O(log
+            cohort_size).
+        """
+        reply = yield from self._hiding("unhide", user_id, bracket)
+        return bool(reply["changed"])
+
+    @plan
+    def hidden(self) -> Plan[list[str]]:
+        """The hidden players, in byte order.
+
+        Redis cost:
+            One round trip per partition: HKEYS. O(H).
+        """
+        period = self._period(self._start_of(None))
+        ids: list[str] = []
+        for league in self._leagues:
+            operation, take = league.hiding("hidden", period)
+            yield operation
+            ids.extend(take()["user_ids"])
+        return sorted(ids, key=lambda i: i.encode("utf-8", "surrogatepass"))
+
     # -- reads ---------------------------------------------------------------------------
 
     def _read(self, league: _core.League, build: Any, period: PeriodArg) -> Plan[Any]:

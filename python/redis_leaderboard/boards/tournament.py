@@ -463,6 +463,50 @@ class TournamentBase(PeriodClock):
         reply = take()
         return self._attempts_left(reply["used"], reply["bonus"])
 
+    # -- fair play: hidden players --------------------------------------------------------
+
+    def _hiding(self, op: str, user_id: str = "-") -> Plan[dict[str, Any]]:
+        now = self.now()
+        core_period = self._period(self.periods_of.start_of(now), now)
+        operation, take = self._tournament.hiding(op, core_period, user_id)
+        yield operation
+        return cast(dict[str, Any], take())
+
+    @plan
+    def hide(self, user_id: str) -> Plan[bool]:
+        """Hide a player from the tournament, in this period and every later one: their entry
+        in the current period is kept aside (they leave every read, as
+        [`RedisLeaderboard.hide`][redis_leaderboard.RedisLeaderboard.hide] says), and their
+        submissions go on being judged (window, attempts, score limits) and kept aside. Returns
+        True if they were not hidden before.
+
+        Redis cost:
+            One round trip, one script: HSETs, and the period board's ZREM. O(log N).
+        """
+        reply = yield from self._hiding("hide", user_id_text(user_id))
+        return bool(reply["changed"])
+
+    @plan
+    def unhide(self, user_id: str) -> Plan[bool]:
+        """Show a hidden player again: their kept score of the current period goes back on its
+        board as a write of it. Returns True if they were hidden.
+
+        Redis cost:
+            One round trip, one script (HDELs and the board's write). O(log N).
+        """
+        reply = yield from self._hiding("unhide", user_id_text(user_id))
+        return bool(reply["changed"])
+
+    @plan
+    def hidden(self) -> Plan[list[str]]:
+        """The hidden players, in byte order.
+
+        Redis cost:
+            One round trip: HKEYS. O(H).
+        """
+        reply = yield from self._hiding("hidden")
+        return list(reply["user_ids"])
+
     # -- reads ---------------------------------------------------------------------------
 
     @plan
