@@ -92,6 +92,9 @@ void raise_server_error(const std::string& message) {
   // "SCOREREJECTED user <id> on <board>: ..." (fair play, _lib.lua's check_score_limits).
   static constexpr std::string_view kRejected = "SCOREREJECTED ";
   if (starts_with(message, kRejected)) throw ScoreRejected(message.substr(kRejected.size()));
+  // "NOTEAM member <id> of team board <key> has no team ..." (team.lua): a ValueError.
+  static constexpr std::string_view kNoTeam = "NOTEAM ";
+  if (starts_with(message, kNoTeam)) throw InvalidArgument(message.substr(kNoTeam.size()));
   // "PERIODCLOSED period <id> of league <key> ..." (leagues: league.lua): a write to a period
   // that takes no more writes, a ValueError as a periodic board's.
   static constexpr std::string_view kClosed = "PERIODCLOSED ";

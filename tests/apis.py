@@ -41,6 +41,7 @@ ASYNC_OBJECTS = (
     aio.ShardedLeaderboard,
     aio.League,
     aio.Tournament,
+    aio.TeamLeaderboard,
 )
 
 # Restricts a board test to the sync API and asyncio on its own loop (not uvloop): for the few
@@ -181,7 +182,8 @@ def unwrap(value: Any) -> Any:
 class Blocking:
     """An asyncio board, group or client whose methods block: each call runs on the test's
     event loop until its coroutine ends. Attributes that are not methods (``key``,
-    ``max_entries``, ...) are the object's own; ``repr`` too."""
+    ``max_entries``, ...) are the object's own (an asyncio board among them, such as a team
+    board's ``teams``, wrapped in turn); ``repr`` too."""
 
     def __init__(self, target: Any, api: Api) -> None:
         self._target = target
@@ -190,7 +192,7 @@ class Blocking:
     def __getattr__(self, name: str) -> Any:
         value = getattr(self._target, name)
         if not inspect.ismethod(value):
-            return value
+            return self._api.wrap(value)  # a team board's boards are boards too
 
         def blocking(*args: Any, **kwargs: Any) -> Any:
             return self._api.call(value, *args, **kwargs)

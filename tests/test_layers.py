@@ -23,7 +23,7 @@ LAYERS: list[set[str]] = [
     {"boards.__init__", "boards.events"},
     {"boards.plain"},
     {"boards.seasons", "boards.sharded"},
-    {"boards.league", "boards.tournament"},
+    {"boards.league", "boards.tournament", "boards.team"},
     # the public classes: algorithms + a driver + client types
     {"_sync", "_async"},
     # façades: re-exports only

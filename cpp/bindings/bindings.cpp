@@ -28,6 +28,7 @@ namespace rlb::bindings {
 void declare_cluster(py::module_& m);     // cluster_bindings.cpp
 void declare_league(py::module_& m);      // league_bindings.cpp
 void declare_tournament(py::module_& m);  // league_bindings.cpp
+void declare_team(py::module_& m);        // league_bindings.cpp
 }  // namespace rlb::bindings
 
 namespace {
@@ -805,6 +806,7 @@ PYBIND11_MODULE(_core, m) {
   declare_cluster(m);
   declare_league(m);
   declare_tournament(m);
+  declare_team(m);
 
   m.def("option_table", &option_table,
         "Every client option: [(name, default, positional, (the _core classes that take it, "

@@ -10,6 +10,7 @@
 #include "bindings/conversions.hpp"
 #include "errors.hpp"
 #include "leaderboard/league.hpp"
+#include "leaderboard/team.hpp"
 #include "leaderboard/tournament.hpp"
 
 namespace py = pybind11;
@@ -323,6 +324,60 @@ void declare_tournament(py::module_& m) {
                 self.status(tournament_period_arg(period), user_id_arg(user_id), reply), reply);
           },
           "period"_a, "user_id"_a);
+}
+
+void declare_team(py::module_& m) {
+  using leaderboard::TeamBoard;
+  py::class_<TeamBoard>(m, "TeamBoard", "A team board; builds validated operations.")
+      .def(py::init([](std::string key, py::handle aggregate, py::handle order) {
+             return TeamBoard(std::move(key),
+                              leaderboard::parse_team_aggregate(text_arg(aggregate, "aggregate")),
+                              leaderboard::parse_order(text_arg(order, "order")));
+           }),
+           "key"_a, py::kw_only(), "aggregate"_a, "order"_a)
+      .def_property_readonly("key", &TeamBoard::key)
+      .def(
+          "submit",
+          [](const TeamBoard& self, py::handle member, py::handle score, py::handle metadata,
+             py::handle team, py::handle mode) {
+            std::optional<std::string> named;
+            if (!team.is_none()) named = user_id_arg(team);
+            auto reply = std::make_shared<LeagueReply>();
+            return with_reply(
+                self.submit(user_id_arg(member), number_arg(score, "score"), metadata_arg(metadata),
+                            std::move(named), leaderboard::parse_write_mode(text_arg(mode, "mode")),
+                            reply),
+                reply);
+          },
+          "member"_a, "score"_a, "metadata"_a, "team"_a, "mode"_a)
+      .def(
+          "move",
+          [](const TeamBoard& self, py::handle member, py::handle team) {
+            auto reply = std::make_shared<LeagueReply>();
+            return with_reply(self.move(user_id_arg(member), user_id_arg(team), reply), reply);
+          },
+          "member"_a, "team"_a)
+      .def(
+          "remove",
+          [](const TeamBoard& self, py::handle member) {
+            auto reply = std::make_shared<LeagueReply>();
+            return with_reply(self.remove(user_id_arg(member), reply), reply);
+          },
+          "member"_a)
+      .def(
+          "members",
+          [](const TeamBoard& self, py::handle team) {
+            auto reply = std::make_shared<LeagueReply>();
+            return with_reply(self.members(user_id_arg(team), reply), reply);
+          },
+          "team"_a)
+      .def(
+          "team_of",
+          [](const TeamBoard& self, py::handle member) {
+            auto reply = std::make_shared<LeagueReply>();
+            return with_reply(self.team_of(user_id_arg(member), reply), reply);
+          },
+          "member"_a);
 }
 
 }  // namespace rlb::bindings

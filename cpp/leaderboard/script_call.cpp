@@ -86,8 +86,9 @@ bool Call::feed(std::vector<Reply>& replies) {
   if (reply.type == ReplyType::Status) {
     const std::string& status = reply.str;
     if (status.compare(0, 8, "OPTIONS ") == 0) {
-      throw OptionsMismatch(std::string(caller_ == Caller::League ? "league '" : "tournament '") +
-                            key_ + "' has options " + status.substr(8) +
+      static constexpr const char* kNouns[] = {"league '", "tournament '", "team board '"};
+      throw OptionsMismatch(std::string(kNouns[static_cast<int>(caller_)]) + key_ +
+                            "' has options " + status.substr(8) +
                             " (recorded in Redis); this client has " + config_ +
                             "; nothing was changed");
     }

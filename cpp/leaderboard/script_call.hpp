@@ -1,6 +1,7 @@
-// One script call of a league or a tournament, and the reading of its reply: what league.cpp
-// and tournament.cpp share. `what` names the operation as the user calls it ("League.submit"):
-// it is the operation's name (in timeout messages) and appears in unexpected-reply errors.
+// One script call of a league, a tournament or a team board, and the reading of its reply: what
+// league.cpp, tournament.cpp and team.cpp share. `what` names the operation as the user calls it
+// ("League.submit"): it is the operation's name (in timeout messages) and appears in
+// unexpected-reply errors.
 #pragma once
 
 #include <cstddef>
@@ -30,8 +31,9 @@ void require_user_id(const std::string& user_id);
 
 // Whose script it is: the noun of OptionsMismatch, and which statuses it may answer.
 enum class Caller {
-  League,     // also 'UNSETTLED <start> <period>' (handed over) and nil (nothing)
-  Tournament  // every reply but 'OPTIONS ...' goes to the parser
+  League,      // also 'UNSETTLED <start> <period>' (handed over) and nil (nothing)
+  Tournament,  // every reply but 'OPTIONS ...' goes to the parser
+  Team         // as Tournament
 };
 
 // One script call whose reply goes, parsed, to a LeagueReply. 'OPTIONS <recorded>' raises

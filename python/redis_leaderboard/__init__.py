@@ -34,6 +34,7 @@ from ._sync import (
     PeriodicLeaderboard,
     RedisLeaderboard,
     RollingLeaderboard,
+    TeamLeaderboard,
     Tournament,
 )
 from .asyncio import RedisLeaderboard as AsyncRedisLeaderboard
@@ -86,6 +87,7 @@ __all__ = [
     "ShardedLeaderboard",
     "StalePeriod",
     "SubmissionIdReused",
+    "TeamLeaderboard",
     "TimeoutError",
     "Tournament",
     "TournamentFull",

@@ -13,6 +13,7 @@ from .boards.league import LeagueBase
 from .boards.plain import Leaderboard
 from .boards.seasons import GroupBase, PeriodicBase, PeriodState, RollingState
 from .boards.sharded import ShardedBase
+from .boards.team import TeamBase
 from .boards.tournament import TournamentBase
 from .cluster import AsyncClusterClient
 
@@ -25,6 +26,7 @@ __all__ = [
     "RedisLeaderboard",
     "RollingLeaderboard",
     "ShardedLeaderboard",
+    "TeamLeaderboard",
     "Tournament",
 ]
 
@@ -103,3 +105,13 @@ class Tournament(TournamentBase, AsyncDriven):
     cluster_client_class = AsyncClusterClient
     board_class = RedisLeaderboard
     display_name = "redis_leaderboard.asyncio.Tournament"
+
+
+class TeamLeaderboard(TeamBase, AsyncDriven):
+    """The asyncio twin of [`TeamLeaderboard`][redis_leaderboard.TeamLeaderboard]: ``teams``
+    and ``members`` are asyncio boards."""
+
+    client_class = Client
+    cluster_client_class = AsyncClusterClient
+    board_class = RedisLeaderboard
+    display_name = "redis_leaderboard.asyncio.TeamLeaderboard"

@@ -11,6 +11,7 @@ from .boards.league import LeagueBase
 from .boards.plain import Leaderboard
 from .boards.seasons import GroupBase, PeriodicBase, PeriodState, RollingState
 from .boards.sharded import ShardedBase
+from .boards.team import TeamBase
 from .boards.tournament import TournamentBase
 from .client import Client
 
@@ -23,6 +24,7 @@ __all__ = [
     "RedisLeaderboard",
     "RollingLeaderboard",
     "ShardedLeaderboard",
+    "TeamLeaderboard",
     "Tournament",
 ]
 
@@ -209,3 +211,16 @@ class Tournament(TournamentBase, SyncDriven):
     cluster_client_class = _core.ClusterClient
     board_class = RedisLeaderboard
     display_name = "Tournament"
+
+
+class TeamLeaderboard(TeamBase, SyncDriven):
+    """A team board: members' scores on ``members``, their teams (clans, guilds) ranked by the
+    members' contributions (``aggregate="sum"`` or ``"best"``) on ``teams``, both written by
+    one atomic script per call (``submit``, ``move``, ``remove``). Read either board with every
+    query of ``RedisLeaderboard``. The Team boards guide states every rule.
+    """
+
+    client_class = Client
+    cluster_client_class = _core.ClusterClient
+    board_class = RedisLeaderboard
+    display_name = "TeamLeaderboard"

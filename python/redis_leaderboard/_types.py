@@ -322,3 +322,36 @@ class TournamentStatus(TypedDict):
     joined: bool
     attempts_left: Optional[int]
     size: int
+
+
+# --- team boards ---------------------------------------------------------------------------------
+
+
+class _TeamSubmitRequired(SubmitResult):
+    team: str
+    team_score: Optional[float]
+    team_rank: Optional[int]
+    previous_team: Optional[str]
+
+
+class TeamSubmitResult(_TeamSubmitRequired):
+    """``TeamLeaderboard.submit``: submit()'s result on the members' board, the member's team,
+    its score and 1-based rank on the teams' board, and the team the member was in before (None:
+    none)."""
+
+
+class TeamMove(TypedDict):
+    """``TeamLeaderboard.move``: the team left (None: none), the team joined, its score and rank
+    (None while no member of it has a score)."""
+
+    previous_team: Optional[str]
+    team: str
+    team_score: Optional[float]
+    team_rank: Optional[int]
+
+
+class TeamContribution(TypedDict):
+    """One member of ``TeamLeaderboard.team_members``: the member and their contribution."""
+
+    user_id: str
+    contribution: float

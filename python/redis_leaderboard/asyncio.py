@@ -11,6 +11,7 @@ from ._async import (
     PeriodicLeaderboard,
     RedisLeaderboard,
     RollingLeaderboard,
+    TeamLeaderboard,
     Tournament,
 )
 from ._async_client import Client
@@ -26,5 +27,6 @@ __all__ = [
     "RedisLeaderboard",
     "RollingLeaderboard",
     "ShardedLeaderboard",
+    "TeamLeaderboard",
     "Tournament",
 ]

@@ -1,0 +1,181 @@
+#include "leaderboard/team.hpp"
+
+#include <cmath>
+#include <utility>
+
+#include "errors.hpp"
+#include "leaderboard/script_call.hpp"
+
+namespace rlb::leaderboard {
+namespace {
+
+using script_call::Call;
+using script_call::Caller;
+using script_call::command;
+using script_call::integer_of;
+using script_call::part;
+using script_call::require_user_id;
+using script_call::score_of;
+using script_call::text_of;
+using script_call::unexpected;
+
+void require_team(const std::string& team) {
+  if (team.empty()) throw InvalidArgument("team must not be empty");
+  if (team.find('\0') != std::string::npos) throw InvalidArgument("team must not contain NUL");
+}
+
+// A team's score and rank, or none (false: the team has no member with a score).
+void add_standing(LeagueRecord& record, const Reply& score, const Reply& rank, const char* what) {
+  if (score.is_nil()) {  // Lua's false
+    record.add("team_score", std::monostate{});
+    record.add("team_rank", std::monostate{});
+    return;
+  }
+  record.add("team_score", score_of(score, what));
+  record.add("team_rank", integer_of(rank, what));
+}
+
+LeagueField optional_text(const Reply& reply, const char* what) {
+  if (reply.is_nil()) return std::monostate{};  // Lua's false
+  return text_of(reply, what);
+}
+
+}  // namespace
+
+TeamAggregate parse_team_aggregate(std::string_view name) {
+  if (name == "sum") return TeamAggregate::Sum;
+  if (name == "best") return TeamAggregate::Best;
+  throw InvalidArgument("aggregate must be 'sum' or 'best', not '" + std::string(name) + "'");
+}
+
+const char* name_of(TeamAggregate aggregate) {
+  return aggregate == TeamAggregate::Sum ? "sum" : "best";
+}
+
+TeamBoard::TeamBoard(std::string key, TeamAggregate aggregate, Order order)
+    : key_(std::move(key)), aggregate_(aggregate), order_(order) {
+  if (key_.empty()) throw InvalidArgument("key must not be empty");
+}
+
+std::string TeamBoard::config() const {
+  return std::string("aggregate=") + name_of(aggregate_) + " order=" + name_of(order_);
+}
+
+std::vector<std::string> TeamBoard::keys(const std::string& member,
+                                         const std::optional<std::string>& team) const {
+  std::vector<std::string> keys{key_ + ":options",
+                                key_ + ":team_of",
+                                key_,
+                                key_ + ":members",
+                                key_ + ":members:user:" + member,
+                                key_ + ":members:options"};
+  if (team) keys.push_back(key_ + ":team:" + *team);
+  return keys;
+}
+
+std::vector<std::string> TeamBoard::args(const char* op, const std::string& member,
+                                         const std::optional<std::string>& team) const {
+  return {op, name_of(aggregate_), name_of(order_), member, team ? *team : std::string()};
+}
+
+#define RLB_TEAM_CALL(name, keys, args, parse, out, resends)                            \
+  std::make_unique<Call>(Caller::Team, name, command(scripts::team, keys, args), parse, \
+                         std::move(out), key_, config(), resends)
+
+std::unique_ptr<Operation> TeamBoard::submit(std::string member, double score, Metadata metadata,
+                                             std::optional<std::string> team, WriteMode mode,
+                                             std::shared_ptr<LeagueReply> out) const {
+  require_user_id(member);
+  if (team) require_team(*team);
+  if (!std::isfinite(score)) throw InvalidArgument("score must be a finite number");
+  auto args = this->args("submit", member, team);
+  args.insert(args.end(), {name_of(mode), format_score(score)});
+  for (auto& [field, value] : metadata) {
+    args.push_back(std::move(field));
+    args.push_back(std::move(value));
+  }
+  auto parse = [member](Reply& reply) {
+    const char* what = "TeamLeaderboard.submit";
+    part(reply, 5, 0, what);
+    LeagueRecord record;
+    record.add("submit", parse_submit_reply(reply.elements[0], member));
+    record.add("team", text_of(reply.elements[1], what));
+    add_standing(record, reply.elements[2], reply.elements[3], what);
+    record.add("previous_team", optional_text(reply.elements[4], what));
+    return record;
+  };
+  // A write: never resent after a lost reply.
+  return RLB_TEAM_CALL("TeamLeaderboard.submit", keys(member, team), std::move(args), parse, out,
+                       0);
+}
+
+std::unique_ptr<Operation> TeamBoard::move(std::string member, std::string team,
+                                           std::shared_ptr<LeagueReply> out) const {
+  require_user_id(member);
+  require_team(team);
+  auto parse = [](Reply& reply) {
+    const char* what = "TeamLeaderboard.move";
+    part(reply, 4, 0, what);
+    LeagueRecord record;
+    record.add("previous_team", optional_text(reply.elements[0], what));
+    record.add("team", text_of(reply.elements[1], what));
+    add_standing(record, reply.elements[2], reply.elements[3], what);
+    return record;
+  };
+  // Moving twice to the same team changes nothing more: it may be resent.
+  return RLB_TEAM_CALL("TeamLeaderboard.move", keys(member, team), args("move", member, team),
+                       parse, out, 2);
+}
+
+std::unique_ptr<Operation> TeamBoard::remove(std::string member,
+                                             std::shared_ptr<LeagueReply> out) const {
+  require_user_id(member);
+  auto parse = [](Reply& reply) {
+    LeagueRecord record;
+    record.add("removed", integer_of(reply, "TeamLeaderboard.remove") == 1);
+    return record;
+  };
+  return RLB_TEAM_CALL("TeamLeaderboard.remove", keys(member, std::nullopt),
+                       args("remove", member, std::nullopt), parse, out, 2);
+}
+
+std::unique_ptr<Operation> TeamBoard::members(std::string team,
+                                              std::shared_ptr<LeagueReply> out) const {
+  require_team(team);
+  auto parse = [](Reply& reply) {
+    const char* what = "TeamLeaderboard.team_members";
+    if (!reply.is_array() || reply.elements.size() % 2 != 0) unexpected(what);
+    std::vector<LeagueRecord> contributions;
+    for (std::size_t i = 0; i < reply.elements.size(); i += 2) {
+      LeagueRecord item;
+      item.add("user_id", text_of(reply.elements[i], what));
+      item.add("contribution", score_of(reply.elements[i + 1], what));
+      contributions.push_back(std::move(item));
+    }
+    LeagueRecord record;
+    record.add("members", std::move(contributions));
+    return record;
+  };
+  return RLB_TEAM_CALL("TeamLeaderboard.team_members", keys("", team), args("members", "", team),
+                       parse, out, 2);
+}
+
+std::unique_ptr<Operation> TeamBoard::team_of(std::string member,
+                                              std::shared_ptr<LeagueReply> out) const {
+  require_user_id(member);
+  auto parse = [](Reply& reply) {
+    LeagueRecord record;
+    if (reply.is_nil()) {
+      record.add("team", std::monostate{});
+    } else {
+      record.add("team", text_of(reply, "TeamLeaderboard.team_of"));
+    }
+    return record;
+  };
+  return RLB_TEAM_CALL("TeamLeaderboard.team_of", keys(member, std::nullopt),
+                       args("team_of", member, std::nullopt), parse, out, 2);
+}
+
+#undef RLB_TEAM_CALL
+
+}  // namespace rlb::leaderboard

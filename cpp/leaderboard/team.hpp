@@ -1,0 +1,61 @@
+// Team boards, without I/O: members' scores on one board, their teams ranked by the members'
+// contributions on another, both written by one script (see python/redis_leaderboard/boards/
+// team.py for the design, scripts/team.lua for the data layout). Results reuse the league's
+// records (named fields; the bindings make a dict of them).
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "leaderboard/league.hpp"
+#include "leaderboard/operations.hpp"
+
+namespace rlb::leaderboard {
+
+namespace scripts {
+extern const Script team;  // a team board's calls: submit, move, remove, members
+}  // namespace scripts
+
+// How a team's score follows from its members' contributions: their sum, or the best one.
+enum class TeamAggregate { Sum, Best };
+TeamAggregate parse_team_aggregate(std::string_view name);
+const char* name_of(TeamAggregate aggregate);
+
+class TeamBoard {
+ public:
+  TeamBoard(std::string key, TeamAggregate aggregate, Order order);
+
+  const std::string& key() const { return key_; }
+
+  // A member's write on the members' board with `mode`, their contribution to their team (the
+  // one named, which moves them there, or theirs) and the team's score, atomically. Record:
+  // "submit" (submit()'s result on the members' board), "team", "team_score", "team_rank",
+  // "previous_team" (none if the member had none).
+  std::unique_ptr<Operation> submit(std::string member, double score, Metadata metadata,
+                                    std::optional<std::string> team, WriteMode mode,
+                                    std::shared_ptr<LeagueReply> out) const;
+  // Moves a member (and their contribution) to `team`. Record: "previous_team", "team",
+  // "team_score", "team_rank" (none if the team has no score yet).
+  std::unique_ptr<Operation> move(std::string member, std::string team,
+                                  std::shared_ptr<LeagueReply> out) const;
+  // Removes a member, their metadata and their contribution. Record: "removed".
+  std::unique_ptr<Operation> remove(std::string member, std::shared_ptr<LeagueReply> out) const;
+  // A team's members, best first. Record: "members", each {"user_id", "contribution"}.
+  std::unique_ptr<Operation> members(std::string team, std::shared_ptr<LeagueReply> out) const;
+  // A member's team. Record: "team" (none if they have none).
+  std::unique_ptr<Operation> team_of(std::string member, std::shared_ptr<LeagueReply> out) const;
+
+ private:
+  std::vector<std::string> keys(const std::string& member,
+                                const std::optional<std::string>& team) const;
+  std::vector<std::string> args(const char* op, const std::string& member,
+                                const std::optional<std::string>& team) const;
+  std::string config() const;
+
+  std::string key_;
+  TeamAggregate aggregate_;
+  Order order_;
+};
+
+}  // namespace rlb::leaderboard

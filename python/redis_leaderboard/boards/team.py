@@ -1,0 +1,165 @@
+"""Team boards: players' scores on one board, their teams (clans, guilds) ranked by the members'
+contributions on another, kept together by one script per write (``team.lua``).
+
+Layout (a team board ``K``): the members' board ``f"{K}:members"`` and the teams' board ``K``,
+each the guide's (a sorted set, metadata at ``f"{board}:user:{id}"``), so every read of
+``RedisLeaderboard`` works on either (``board.members``, ``board.teams``); each team's
+contributions ``f"{K}:team:{team}"`` (member -> their score); ``f"{K}:team_of"`` (member ->
+team); the options in ``f"{K}:options"``. A member's write sets their score with the write's
+``mode`` (as ``RedisLeaderboard.submit``), their contribution (their score) and their team's
+score: the sum of its members' contributions (``aggregate="sum"``, kept by increments: exact
+for whole scores below 2**53), or the best one (``"best"``). Moving a member moves their
+contribution in the same script; a team with no member left leaves the teams' board. Write
+through the team board only: a write straight to ``members`` or ``teams`` would not update the
+other. Every method is written once for both APIs (see ``redis_leaderboard._drive``).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal, Mapping, Optional, cast
+
+from .. import _core
+from .._drive import Plan, plan
+from .._types import Order, TeamContribution, TeamMove, TeamSubmitResult, WriteMode
+from ..options import board_client
+from .plain import user_id_text
+
+__all__ = ["TeamBase"]
+
+Aggregate = Literal["sum", "best"]
+
+
+class TeamBase:
+    """A team board ([`TeamLeaderboard`][redis_leaderboard.TeamLeaderboard], sync or asyncio),
+    written once (see the module for the design)."""
+
+    client_class: Any  # the public class's
+    cluster_client_class: Any
+    board_class: Any  # the plain board class of the same API
+    display_name: str = "TeamLeaderboard"
+    redis: Any
+
+    def __init__(
+        self,
+        redis_client: Any = None,
+        key: str = "teams:demo",
+        *,
+        aggregate: Aggregate = "sum",
+        order: Order = "desc",
+        url: Optional[str] = None,
+    ) -> None:
+        if not isinstance(key, str) or not key:
+            raise ValueError("key must be a non-empty str")
+        self._team = _core.TeamBoard(key, aggregate=aggregate, order=order)
+        self.redis = board_client(
+            self.display_name, redis_client, url, key, self.client_class,
+            self.cluster_client_class,
+        )  # fmt: skip
+        self.key = key
+        """The team board's key: the teams' board; the members' is ``f"{key}:members"``."""
+        self.aggregate: Aggregate = aggregate
+        """How a team's score follows from its members': ``"sum"`` or ``"best"``."""
+        self.order: Order = order
+        """``"desc"`` (higher is better) or ``"asc"``, for members and teams alike."""
+        self.teams = self.board_class(self.redis, key=key, max_entries=None, order=order)
+        """The teams' board, for reads (``get_top``, ``get_rank(team)``, ...): a
+        ``RedisLeaderboard`` of the same API."""
+        self.members = self.board_class(
+            self.redis, key=f"{key}:members", max_entries=None, order=order
+        )
+        """The members' board, for reads: a ``RedisLeaderboard`` of the same API."""
+
+    def __repr__(self) -> str:
+        return (
+            f"{type(self).__name__}(key={self.key!r}, aggregate={self.aggregate!r}, "
+            f"order={self.order!r})"
+        )
+
+    @plan
+    def submit(
+        self,
+        member: str,
+        score: float,
+        metadata: Optional[Mapping[str, Any]] = None,
+        *,
+        team: Optional[str] = None,
+        mode: WriteMode = "set",
+    ) -> Plan[TeamSubmitResult]:
+        """Write a member's score with ``mode`` (``"set"``, ``"best"``, ``"incr"``, as
+        [`RedisLeaderboard.submit`][redis_leaderboard.RedisLeaderboard.submit]) and merge
+        ``metadata``; their contribution and their team's score follow in the same script.
+        ``team``: the member's team (a member's first write names it; naming another moves
+        them there, with their contribution); None: theirs. Returns submit()'s result on the
+        members' board plus ``"team"``, ``"team_score"``, ``"team_rank"`` and
+        ``"previous_team"``. A first write naming no team raises ValueError.
+
+        Redis cost:
+            One round trip, one script: the members' board's write, a ZADD on the team's
+            contributions and the team's ZINCRBY (``"sum"``) or a ZRANGE and ZADD
+            (``"best"``); a move adds the same on the team left. O(log N).
+        """
+        operation, take = self._team.submit(
+            user_id_text(member), score, metadata,
+            None if team is None else user_id_text(team), mode,
+        )  # fmt: skip
+        yield operation
+        reply = take()
+        return cast(
+            TeamSubmitResult,
+            {
+                **reply["submit"],
+                "team": reply["team"],
+                "team_score": reply["team_score"],
+                "team_rank": reply["team_rank"],
+                "previous_team": reply["previous_team"],
+            },
+        )
+
+    @plan
+    def move(self, member: str, team: str) -> Plan[TeamMove]:
+        """Move a member to ``team`` with their contribution (a member with no score yet is
+        only assigned, so that their first write needs no ``team``). Returns
+        ``{"previous_team", "team", "team_score", "team_rank"}`` (score and rank None while
+        the team has no member with a score).
+
+        Redis cost:
+            One round trip, one script: ZREM and ZADD on the two teams' contributions and
+            their scores. O(log N).
+        """
+        operation, take = self._team.move(user_id_text(member), user_id_text(team))
+        yield operation
+        return cast(TeamMove, take())
+
+    @plan
+    def remove(self, member: str) -> Plan[bool]:
+        """Remove a member: their score, metadata and contribution (their team's score
+        follows), and their team. Returns True if they had a score.
+
+        Redis cost:
+            One round trip, one script. O(log N).
+        """
+        operation, take = self._team.remove(user_id_text(member))
+        yield operation
+        return bool(take()["removed"])
+
+    @plan
+    def team_members(self, team: str) -> Plan[list[TeamContribution]]:
+        """A team's members with a score, best first: ``[{"user_id", "contribution"}, ...]``.
+
+        Redis cost:
+            One round trip: one script, ZRANGE. O(log N + M) for M members.
+        """
+        operation, take = self._team.members(user_id_text(team))
+        yield operation
+        return cast(list[TeamContribution], take()["members"])
+
+    @plan
+    def team_of(self, member: str) -> Plan[Optional[str]]:
+        """A member's team, or None.
+
+        Redis cost:
+            One round trip: HGET.
+        """
+        operation, take = self._team.team_of(user_id_text(member))
+        yield operation
+        return cast(Optional[str], take()["team"])
