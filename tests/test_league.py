@@ -486,3 +486,20 @@ def test_a_hidden_player_has_no_seat_and_keeps_their_tier(api: Api, key: str) ->
     standings = api.call(league.standings, "p3")
     assert [(e["user_id"], e["score"]) for e in standings["entries"]] == [("p3", 7.0)]
     assert api.call(league.unhide, "p3") is False
+
+
+def test_a_hidden_players_metadata_and_resends_follow_them(api: Api, key: str) -> None:
+    clock = FakeClock(MONDAY)
+    league = api.league(key, clock, tiers=TIERS, cohort_size=4, promote=1, demote=1)
+    api.call(league.submit, "b", 3, {"name": "Bob"})  # promoted: the best of the cohort
+    api.call(league.submit, "c", 2)
+    clock.now += timedelta(days=7)
+    api.call(league.settle)
+    api.call(league.submit, "b", 1)  # a new period: b is silver now
+    api.call(league.hide, "b")
+    first = api.call(league.submit, "b", 5, {"name": "Bobby"}, submission_id="s1")
+    again = api.call(league.submit, "b", 5, {"name": "Bobby"}, submission_id="s1")
+    assert (first["tier"], again["tier"], again["duplicate"]) == ("silver", "silver", True)
+    assert api.call(league.unhide, "b") is True
+    [entry] = api.call(league.standings, "b")["entries"]
+    assert (entry["score"], entry["metadata"]) == (6.0, {"name": "Bobby"})

@@ -303,6 +303,7 @@ PYBIND11_MODULE(_core, m) {
       .def_property_readonly("ties",
                              [](const Board& self) { return leaderboard::name_of(self.ties()); })
       .def_property_readonly("options_checked", &Board::options_checked)
+      .def_property_readonly("bulk_checked", &Board::bulk_checked)
       // The guards.
       .def_property_readonly("submission_ttl",
                              [](const Board& self) { return self.guards().submission_ttl; })
@@ -412,17 +413,19 @@ PYBIND11_MODULE(_core, m) {
       .def("clear", [](const Board& self) { return wrap(self.clear()); })
       .def(
           "hide",
-          [](const Board& self, py::handle user_id) {
-            return wrap(self.hide(user_id_arg(user_id)));
+          [](const Board& self, py::handle user_id, bool scope) {
+            return wrap(self.hide(user_id_arg(user_id), scope));
           },
-          "user_id"_a)
+          "user_id"_a, py::kw_only(), "scope"_a = false)
       .def(
           "unhide",
-          [](const Board& self, py::handle user_id) {
-            return wrap(self.unhide(user_id_arg(user_id)));
+          [](const Board& self, py::handle user_id, bool scope) {
+            return wrap(self.unhide(user_id_arg(user_id), scope));
           },
-          "user_id"_a)
-      .def("hidden", [](const Board& self) { return wrap(self.hidden()); })
+          "user_id"_a, py::kw_only(), "scope"_a = false)
+      .def(
+          "hidden", [](const Board& self, bool scope) { return wrap(self.hidden(scope)); },
+          py::kw_only(), "scope"_a = false)
       .def(
           "get_around_user",
           [](const Board& self, py::handle user_id, py::handle count) {

@@ -469,42 +469,13 @@ class Trim final : public Operation {
   RoundTripBudget budget_;
 };
 
-// A fixed list of commands in one round trip; the result is `count`.
-class Batch final : public Operation {
+// An empty chunk of upsert_many: no request; the result is 0.
+class EmptyChunk final : public Operation {
  public:
-  Batch(std::vector<Command> commands, long long count)
-      : commands_(std::move(commands)), count_(count) {}
   const char* name() const override { return "upsert_many"; }
-  // MULTI, the commands, EXEC: Redis 7 refuses to queue commands when out of memory, and then
-  // discards the whole chunk (EXECABORT), so a chunk refused for memory writes nothing.
-  std::vector<Command> next() override {
-    if (commands_.empty()) return {};
-    std::vector<Command> all;
-    all.reserve(commands_.size() + 2);
-    all.push_back(Command{nullptr, {"MULTI"}});
-    for (auto& command : commands_) all.push_back(std::move(command));
-    all.push_back(Command{nullptr, {"EXEC"}});
-    sent_ = commands_.size();
-    commands_.clear();
-    return all;
-  }
-  bool feed(std::vector<Reply>& replies) override {
-    if (sent_ == 0) return true;  // an empty chunk
-    if (replies.size() != sent_ + 2) unexpected(name());
-    auto& exec = replies.back();
-    if (!exec.is_array() || exec.elements.size() != sent_) unexpected(name());
-    // A command that failed as it ran (WRONGTYPE, NOPERM): the others of the chunk applied.
-    for (const auto& reply : exec.elements) {
-      if (reply.is_error()) throw ResponseError(reply.str);
-    }
-    return true;
-  }
-  Result take_result() override { return count_; }
-
- private:
-  std::vector<Command> commands_;
-  std::size_t sent_ = 0;
-  long long count_;
+  std::vector<Command> next() override { return {}; }
+  bool feed(std::vector<Reply>&) override { return true; }
+  Result take_result() override { return 0LL; }
 };
 
 }  // namespace
@@ -1190,6 +1161,7 @@ std::unique_ptr<Operation> Board::check_options() const {
       [id = id_](Reply& reply) -> Result {
         // 1: the board has hidden players (fair play), whose entries only scripts keep aside.
         id->hiding.store(parse_count(reply, 1) == 1, std::memory_order_relaxed);
+        id->bulk_checked.store(true, std::memory_order_relaxed);
         return None{};
       },
       id_);
@@ -1242,24 +1214,28 @@ std::unique_ptr<Operation> Board::delete_user(std::string user_id) const {
       [](Reply& reply) -> Result { return parse_count(reply, 1) == 1; }, id_);
 }
 
-std::unique_ptr<Operation> Board::hide(std::string user_id) const {
+std::unique_ptr<Operation> Board::hide(std::string user_id, bool scope) const {
   require_user_id(user_id);
-  return hiding_call("hide", std::move(user_id));
+  return hiding_call("hide", std::move(user_id), scope);
 }
 
-std::unique_ptr<Operation> Board::unhide(std::string user_id) const {
+std::unique_ptr<Operation> Board::unhide(std::string user_id, bool scope) const {
   require_user_id(user_id);
-  return hiding_call("unhide", std::move(user_id));
+  return hiding_call("unhide", std::move(user_id), scope);
 }
 
-std::unique_ptr<Operation> Board::hidden() const { return hiding_call("list", ""); }
+std::unique_ptr<Operation> Board::hidden(bool scope) const {
+  return hiding_call("list", "", scope);
+}
 
-std::unique_ptr<Operation> Board::hiding_call(const char* action, std::string user_id) const {
+std::unique_ptr<Operation> Board::hiding_call(const char* action, std::string user_id,
+                                              bool scope) const {
+  scope = scope && period();
   // KEYS: the board, its option keys (always: the script records 'hidden' there), a period's
   // board's periodic board's "<key>:hidden" and "<key>:options", the events stream.
   std::vector<std::string> keys{key()};
   for (auto& k : option_keys()) keys.push_back(std::move(k));
-  if (period()) {
+  if (scope) {
     keys.push_back(submission_scope() + ":hidden");
     keys.push_back(submission_scope() + ":options");
   }
@@ -1273,7 +1249,7 @@ std::unique_ptr<Operation> Board::hiding_call(const char* action, std::string us
   Command command =
       script_call(scripts::hide, std::move(keys),
                   {action, std::move(user_id), std::to_string(max_entries()), name_of(order()),
-                   name_of(ties()), period() ? "scope" : "", std::move(words)});
+                   name_of(ties()), scope ? "scope" : "", std::move(words)});
   return std::make_unique<SingleCall>(
       list ? "hidden" : action, std::move(command),
       [list](Reply& reply) -> Result {
@@ -1305,7 +1281,7 @@ std::unique_ptr<Operation> Board::upsert_chunk(std::vector<BatchEntry> entries,
     }
   }
   const auto count = static_cast<long long>(entries.size());
-  if (count == 0) return std::make_unique<Batch>(std::vector<Command>{}, 0);
+  if (count == 0) return std::make_unique<EmptyChunk>();
   if (!has_default_options() || id_->guards.any() || any_id || expire_at() ||
       id_->hiding.load(std::memory_order_relaxed)) {
     // Each entry's score goes to the option keys too: one script (bulk.lua), all or nothing.
@@ -1349,23 +1325,37 @@ std::unique_ptr<Operation> Board::upsert_chunk(std::vector<BatchEntry> entries,
     if (all_ids) call->allow_resends(retries);  // every entry carries an id: it cannot apply twice
     return call;
   }
-  Command zadd{nullptr, {"ZADD", key()}};
-  zadd.argv.reserve(2 + 2 * entries.size());
-  std::vector<Command> commands(1);
+  // The guide's commands in one script (load.lua), refused whole if the board has recorded
+  // options since this object checked it.
+  std::vector<std::string> keys{key(), key() + ":options"}, args;
+  args.reserve(1 + 2 * entries.size());
+  args.push_back(std::to_string(count));
   for (auto& entry : entries) {
-    zadd.argv.push_back(format_score(entry.score));
-    zadd.argv.push_back(entry.user_id);
-    if (entry.metadata.empty()) continue;
-    Command hset{nullptr, {"HSET", metadata_key(entry.user_id)}};
-    hset.argv.reserve(2 + 2 * entry.metadata.size());
-    for (auto& [field, value] : entry.metadata) {
-      hset.argv.push_back(std::move(field));
-      hset.argv.push_back(std::move(value));
-    }
-    commands.push_back(std::move(hset));
+    args.push_back(format_score(entry.score));
+    args.push_back(entry.user_id);
   }
-  commands[0] = std::move(zadd);
-  return std::make_unique<Batch>(std::move(commands), count);
+  for (auto& entry : entries) {
+    if (entry.metadata.empty()) continue;
+    keys.push_back(metadata_key(entry.user_id));
+    args.push_back(std::to_string(entry.metadata.size()));
+    for (auto& [field, value] : entry.metadata) {
+      args.push_back(std::move(field));
+      args.push_back(std::move(value));
+    }
+  }
+  return std::make_unique<SingleCall>(
+      "upsert_many", script_call(scripts::load, std::move(keys), std::move(args)),
+      [count, id = id_](Reply& reply) -> Result {
+        if (reply.type == ReplyType::Status && reply.str == "CHECK") {
+          id->bulk_checked.store(false, std::memory_order_relaxed);  // the next call checks
+          throw OptionsMismatch("leaderboard '" + id->key +
+                                "' recorded options (hidden players, guards or ranking rules) "
+                                "while upsert_many loaded it: this chunk wrote nothing (the "
+                                "chunks before it stay written); run upsert_many again, which "
+                                "checks the board first");
+        }
+        return parse_count(reply, count);
+      });
 }
 
 std::unique_ptr<Operation> Board::clear() const {

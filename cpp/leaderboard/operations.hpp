@@ -264,6 +264,8 @@ class Board {
   // default board's get_rank is a script that checks them (then ZREVRANK), and its other reads
   // declare its options hash, which their scripts check (then they skip the check).
   bool options_checked() const { return id_->checked.load(std::memory_order_relaxed); }
+  // upsert_many's check_options() ran, and no chunk has found options recorded since.
+  bool bulk_checked() const { return id_->bulk_checked.load(std::memory_order_relaxed); }
 
   std::unique_ptr<Operation> upsert_user(std::string user_id, double score,
                                          Metadata metadata) const;
@@ -295,10 +297,11 @@ class Board {
   // ---- Hidden players (fair play, hide.lua): one script each, atomic. hide takes the user off
   // every rank and keeps their score aside (true if they were not hidden); unhide puts it back
   // as a write would, trim included (true if they were hidden); hidden lists who is, in byte
-  // order. On a period's board, also for every later period of its periodic board.
-  std::unique_ptr<Operation> hide(std::string user_id) const;
-  std::unique_ptr<Operation> unhide(std::string user_id) const;
-  std::unique_ptr<Operation> hidden() const;
+  // order. `scope`, on a period's board: also for every later period of its periodic board
+  // (PeriodicLeaderboard's, on its current period's board).
+  std::unique_ptr<Operation> hide(std::string user_id, bool scope = false) const;
+  std::unique_ptr<Operation> unhide(std::string user_id, bool scope = false) const;
+  std::unique_ptr<Operation> hidden(bool scope = false) const;
 
   // ---- Queries: one round trip each, atomic, ranks under the board's tie rule.
   // Most queries accept at most this many ids, entries a page or bins.
@@ -328,11 +331,12 @@ class Board {
   std::unique_ptr<Operation> get_histogram(long long bins, std::optional<double> min_score,
                                            std::optional<double> max_score) const;
 
-  // upsert_many, one chunk: a variadic ZADD and one HSET per entry with metadata in MULTI/EXEC,
-  // in one round trip, not trimmed (trim_to_max_entries follows the last chunk). On a board with
-  // options, one script (bulk.lua) instead, all or nothing. A chunk the
-  // server refuses out of memory writes nothing; one whose command fails as it runs (WRONGTYPE,
-  // NOPERM) keeps its other commands' writes. The result is the number of entries written.
+  // upsert_many, one chunk: a variadic ZADD and one HSET per entry with metadata in one script
+  // (load.lua), in one round trip, not trimmed (trim_to_max_entries follows the last chunk),
+  // refused whole (OptionsMismatch) if the board has recorded options since it was checked. On
+  // a board with options, guards or hidden players, bulk.lua instead, all or nothing. A chunk
+  // the server refuses out of memory writes nothing; one whose command fails as it runs
+  // (WRONGTYPE, NOPERM) keeps the writes before it. The result is the number of entries written.
   // Entries are validated here; `first_index` numbers them in errors.
   std::unique_ptr<Operation> upsert_chunk(std::vector<BatchEntry> entries, long long first_index,
                                           int retries = 2) const;
@@ -355,8 +359,11 @@ class Board {
     Ties ties;
     std::atomic<long long> max_entries;
     std::atomic<bool> checked{false};
-    // check_options() found hidden players (fair play): upsert_many's chunks are scripts, which
-    // keep their entries aside (checked again by every upsert_many).
+    // check_options() ran (upsert_many's, once per object): until a default board's chunk
+    // (load.lua) finds options recorded since, and clears it.
+    std::atomic<bool> bulk_checked{false};
+    // check_options() found hidden players (fair play): upsert_many's chunks are bulk.lua,
+    // which keeps their entries aside.
     std::atomic<bool> hiding{false};
     Guards guards;
     std::optional<long long> expire_at;  // unix ms; none: the board never expires
@@ -392,7 +399,7 @@ class Board {
   // keys (delete_user, clear, trims).
   std::vector<std::string> removal_keys(std::vector<std::string> extra) const;
   // hide.lua's call: `action` 'hide', 'unhide' or 'list' (user_id '').
-  std::unique_ptr<Operation> hiding_call(const char* action, std::string user_id) const;
+  std::unique_ptr<Operation> hiding_call(const char* action, std::string user_id, bool scope) const;
 
   std::shared_ptr<Identity> id_;
 };

@@ -221,6 +221,9 @@ class Board:
     def options_checked(self) -> bool:
         """True once a reply showed the board's recorded options are this object's."""
     @property
+    def bulk_checked(self) -> bool:
+        """upsert_many's check_options() ran, and no chunk found options recorded since."""
+    @property
     def submission_ttl(self) -> float: ...
     @property
     def rate_limit(self) -> Optional[tuple[int, float]]: ...
@@ -278,12 +281,13 @@ class Board:
         """remove.lua; with ``events``, a removal appends a ``"delete"`` event."""
     def clear(self) -> Operation[None]:
         """clear.lua in pages; with ``events``, one ``"clear"`` event a page."""
-    def hide(self, user_id: str) -> Operation[bool]:
+    def hide(self, user_id: str, *, scope: bool = False) -> Operation[bool]:
         """hide.lua: the user off every rank, their score kept aside; with ``events``, a
-        ``"hide"`` event if they were on the board."""
-    def unhide(self, user_id: str) -> Operation[bool]:
+        ``"hide"`` event if they were on the board. ``scope``: a period's board hides them
+        from every later period of its periodic board too."""
+    def unhide(self, user_id: str, *, scope: bool = False) -> Operation[bool]:
         """hide.lua: the kept score back on the board, as a write (trim, ``"score"`` event)."""
-    def hidden(self) -> Operation[list[str]]:
+    def hidden(self, *, scope: bool = False) -> Operation[list[str]]:
         """hide.lua: the hidden user ids, in byte order."""
     def get_around_user(self, user_id: str, count: int = 5) -> Operation[list[Entry]]:
         """Result: ``count`` entries centred on the user (``[]`` if absent)."""

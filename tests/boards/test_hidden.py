@@ -8,14 +8,15 @@ every write path, every board type and the failures."""
 
 from __future__ import annotations
 
+import asyncio
 from datetime import datetime, timedelta
 from typing import Any
 
 import pytest
 
-from apis import Api
+from apis import Api, asyncio_only, unwrap
 from helpers import UTC, FakeClock, snapshot
-from redis_leaderboard import RateLimited, ScoreRejected
+from redis_leaderboard import OptionsMismatch, RateLimited, ScoreRejected
 
 
 def test_a_hidden_player_leaves_every_read_and_keeps_their_data(
@@ -128,6 +129,37 @@ def test_upsert_many_keeps_hidden_entries_aside(api: Api, board_key: str, r: Any
     assert board.get_user_metadata("b") == {"n": "x"}
 
 
+def test_a_bulk_load_never_ranks_a_player_hidden_after_its_check(
+    api: Api, board_key: str, r: Any
+) -> None:
+    # A board object checks the board once for its bulk loads; a chunk sent after another
+    # client hid a player is refused whole (nothing written), and the next call checks again.
+    loader = api.leaderboard(board_key, 10)
+    loader.upsert_many([("a", 1), ("x", 2)])
+    api.leaderboard(board_key, 10).hide("x")
+    with pytest.raises(OptionsMismatch, match="while upsert_many loaded it"):
+        loader.upsert_many([("x", 50), ("y", 3)])
+    assert r.zrange(board_key, 0, -1) == ["a"] and r.hget(f"{board_key}:hidden", "x") == "2"
+    assert loader.upsert_many([("x", 50), ("y", 3)])["written"] == 2
+    assert r.zrange(board_key, 0, -1) == ["a", "y"] and r.hget(f"{board_key}:hidden", "x") == "50"
+
+
+@asyncio_only
+def test_a_bulk_load_racing_a_hide_on_one_connection(api: Api, board_key: str, r: Any) -> None:
+    board = unwrap(api.leaderboard(board_key, 10))
+
+    async def race() -> None:
+        await board.upsert_user("a", 1)
+        await board.upsert_user("x", 2)
+        await asyncio.gather(
+            board.upsert_many([("x", 50), ("y", 3)]), board.hide("x"), return_exceptions=True
+        )
+
+    api.run(race())
+    ranked, kept = r.zrange(board_key, 0, -1), r.hgetall(f"{board_key}:hidden")
+    assert "x" in kept and "x" not in ranked  # never ranked and hidden at once
+
+
 def test_a_groups_write_keeps_a_hidden_player_aside_on_that_board(api: Api, board_key: str) -> None:
     shown = api.leaderboard(f"{board_key}:shown", 10)
     hiding = api.leaderboard(f"{board_key}:hiding", 10)
@@ -158,6 +190,11 @@ def test_a_periodic_board_hides_in_every_later_period(api: Api, board_key: str, 
     assert board.get_rank("cheat") == 1
     # The first period still hides them: unhide there is that period's own call.
     assert board.previous(2).hidden() == ["cheat"]
+    # Hiding in an earlier period only is that period's: today's board and later ones keep
+    # the player shown.
+    board.upsert_user("late", 5)
+    assert board.previous(1).hide("late") is True
+    assert board.hidden() == [] and board.get_rank("late") is not None
 
 
 def test_a_rolling_window_refuses_hiding(api: Api, board_key: str) -> None:

@@ -61,7 +61,9 @@ if action == 'hide' then
   local score = redis.call('ZSCORE', board, user_id)
   local previous_rank = w and score and rank_of(b, user_id, tonumber(score))
   if record then redis.call('HSET', b.options, 'order', b.order, 'ties', b.ties) end
-  if not kept then keep_hidden(b, user_id, score or '', score, expire_at) end
+  -- (Hidden and still ranked, as no call of this library leaves a board: the ranked score is
+  -- the newer, and goes aside too.)
+  if not kept or score then keep_hidden(b, user_id, score or '', score, expire_at) end
   if scope then
     redis.call('HSET', scope_hidden, user_id, '')
     redis.call('HSET', scope_options, 'hidden', '1')

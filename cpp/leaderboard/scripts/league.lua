@@ -198,6 +198,16 @@ end
 -- aside on cohort 0's board "<B>:<P>:c:0" (its hidden hash), which nobody is placed in.
 local HIDDEN = base .. ':hidden'
 
+-- Moves a player's metadata hash `from` into `to` (merged; expiring with the period).
+local function move_metadata(from, to)
+  local fields = redis.call('HGETALL', from)
+  if #fields > 0 then
+    call_sliced('HSET', to, fields)
+    redis.call('PEXPIREAT', to, expire)
+  end
+  redis.call('UNLINK', from)
+end
+
 -- Whether the league hides `user_id`; or nil and an error reply. The hash is not a declared
 -- key: reached through the options hash (see check_present).
 local function league_hides(user_id)
@@ -247,7 +257,9 @@ if op == 'submit' then
     local at = string.find(applied, ':c:', #base + 2, true)
     local state = string.sub(applied, 1, at - 1) .. ':state'
     local cohort = string.sub(applied, at + 3)
-    return {reply, tonumber(redis.call('HGET', state, 't:' .. cohort) or '0'), tonumber(cohort),
+    local tier_then = cohort == '0' and redis.call('HGET', TIER, user_id)  -- hidden: no seat
+      or redis.call('HGET', state, 't:' .. cohort)
+    return {reply, tonumber(tier_then or '0'), tonumber(cohort),
       redis.call('HGET', state, 'b:' .. cohort) or '', false, 'stay', 0}
   end
   if not redis.call('HGET', OPTIONS, 'config') then record_config() end
@@ -409,6 +421,11 @@ if op == 'hide' or op == 'unhide' then
       seat = board_spec(board, k, cfg.order, cfg.ties)
       err = check_type(board, 'zset') or check_type(board .. ':placed', 'set')
         or check_acl('SREM', board .. ':placed', user_id) or check_option_keys(seat)
+        or check_metadata(board .. ':user:', {user_id})
+        or check_acl('HGETALL', board .. ':user:' .. user_id)
+        or check_type(zero .. ':user:' .. user_id, 'hash')
+        or check_acl('HSET', zero .. ':user:' .. user_id, 'x', 'x')
+        or check_acl('PEXPIREAT', zero .. ':user:' .. user_id, expire)
       if err then return err end
       score = redis.call('ZSCORE', board, user_id)
     end
@@ -417,6 +434,7 @@ if op == 'hide' or op == 'unhide' then
       redis.call('SREM', seat.board .. ':placed', user_id)
       redis.call('HDEL', WHERE, user_id)
       keep_hidden(z, user_id, score or '', nil, expire)
+      move_metadata(seat.board .. ':user:' .. user_id, zero .. ':user:' .. user_id)
     end
     redis.call('HSET', HIDDEN, user_id, '')
     redis.call('HSET', OPTIONS, 'hidden', '1')
@@ -431,10 +449,15 @@ if op == 'hide' or op == 'unhide' then
     placement, err = plan_placement(user_id, bracket)
     if not placement then return err end
     local board, k = cohort_board(placement.n)
+    -- Their metadata written while hidden comes with them.
+    local kept_key = zero .. ':user:' .. user_id
+    err = check_type(kept_key, 'hash') or check_acl('HGETALL', kept_key)
+      or check_acl('UNLINK', kept_key)
+    if err then return err end
     plan, err = plan_write({board = board, user_key = board .. ':user:' .. user_id, k = k,
       mode = 'set', order = cfg.order, ties = cfg.ties, number = kept, user_id = user_id,
-      max_entries = 4294967296, fields = {}, first_field = 1, expire_at = expire,
-      restore = true})
+      max_entries = 4294967296, fields = redis.call('HGETALL', kept_key), first_field = 1,
+      expire_at = expire, restore = true})
     if not plan then return err end
   end
   redis.call('HDEL', HIDDEN, user_id)
@@ -446,6 +469,7 @@ if op == 'hide' or op == 'unhide' then
   if plan then
     apply_placement(placement, user_id)
     apply_write(plan)
+    redis.call('UNLINK', zero .. ':user:' .. user_id)
   end
   return 1
 end

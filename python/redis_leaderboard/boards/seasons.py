@@ -31,6 +31,7 @@ from typing import (
     Sequence,
     TypeVar,
     Union,
+    cast,
 )
 from zoneinfo import ZoneInfo
 
@@ -543,9 +544,43 @@ class PeriodicBase(PeriodClock, Generic[B]):
     list_all = on_current(Leaderboard.list_all)
     get_size = on_current(Leaderboard.get_size)
     delete_user = on_current(Leaderboard.delete_user)
-    hide = on_current(Leaderboard.hide)
-    unhide = on_current(Leaderboard.unhide)
-    hidden = on_current(Leaderboard.hidden)
+
+    # -- fair play: hidden players, from the current period on ----------------------------
+
+    @one_trip
+    def hide(self, user_id: str) -> Sent[bool]:
+        """Hide a player from the current period and every later one, as
+        [`RedisLeaderboard.hide`][redis_leaderboard.RedisLeaderboard.hide] (the periodic
+        board records them in ``f"{key}:hidden"``, which every period's write reads). An
+        earlier period keeps its standings: ``previous(n).hide(user_id)`` hides them there.
+
+        Redis cost:
+            One round trip: hide.lua on the current period's board. O(log N).
+        """
+        board = self.current()
+        return cast(Sent[bool], board._run(board._board.hide(user_id, scope=True)))
+
+    @one_trip
+    def unhide(self, user_id: str) -> Sent[bool]:
+        """Show a hidden player again, from the current period on (their kept score of the
+        current period back on its board). Earlier periods that hid them keep doing so.
+
+        Redis cost:
+            One round trip: hide.lua on the current period's board. O(log N).
+        """
+        board = self.current()
+        return cast(Sent[bool], board._run(board._board.unhide(user_id, scope=True)))
+
+    @one_trip
+    def hidden(self) -> Sent[list[str]]:
+        """The players hidden from the current period, in byte order.
+
+        Redis cost:
+            One round trip: hide.lua, HKEYS. O(H).
+        """
+        board = self.current()
+        return cast(Sent[list[str]], board._run(board._board.hidden(scope=True)))
+
     get_around_user = on_current(Leaderboard.get_around_user)
     get_page = on_current(Leaderboard.get_page)
     get_entries = on_current(Leaderboard.get_entries)
