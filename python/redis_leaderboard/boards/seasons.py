@@ -623,6 +623,7 @@ class PeriodState:
     deadline, and the writes, refused once the period takes no more."""
 
     _board: _core.Board
+    _run: Runner  # the plain board's (a period's board is one)
 
     def __init__(
         self,
