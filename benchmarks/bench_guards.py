@@ -11,7 +11,9 @@ metadata fields; ``max_entries`` equal to the size, so writes trim nobody):
 - ``events``: a board with ``events=True`` (a rank, a ZRANGE of the passed and XADD MAXLEN ~);
 - ``all``: the three together;
 - ``score_limits``: a board with ``score_range`` and ``max_increment`` (fair play, issue 28;
-  wide enough never to refuse: a few comparisons in the script, the options hash read).
+  wide enough never to refuse: a few comparisons in the script, the options hash read);
+- ``hidden_players``: a default board with one hidden player who never writes (fair play):
+  every write takes the options path and looks its user up (HGET, EXISTS).
 
 Sync: one thread, call after call, p50 (µs) and calls/s; asyncio: ``--tasks`` concurrent tasks
 on one client, calls/s. Variants alternate, round after round; the report gives the median over
@@ -45,6 +47,7 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "events": {"events": True},
     "all": {"rate_limit": (10**9, 60), "events": True},
     "score_limits": {"score_range": (-1e18, 1e18), "max_increment": 1e18},
+    "hidden_players": {},  # and board.hide("ghost") once filled
 }
 ids = itertools.count()
 REMOVAL_VARIANTS: dict[str, dict[str, Any]] = {"plain": {}, "events": {"events": True}}
@@ -195,6 +198,8 @@ def main(argv: Optional[list[str]] = None) -> int:
                 client, f"bench:{variant}", size, **options, events_maxlen=10000
             )
             fill(board, size)
+            if variant == "hidden_players":
+                board.hide("ghost")
             boards[variant] = board
 
         p50: dict[str, list[float]] = {v: [] for v in VARIANTS}

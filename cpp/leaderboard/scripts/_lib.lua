@@ -998,6 +998,20 @@ local function keep_hidden(b, user_id, text, visible, expire_at)
   end
 end
 
+-- Records `user_id` in the hidden-players hash `key` (value '' : no score kept there) and the
+-- 'hidden' field of its `options` hash: a league's, a tournament's, a periodic board's record.
+local function record_hidden(key, options, user_id)
+  redis.call('HSET', key, user_id, '')
+  redis.call('HSET', options, 'hidden', '1')
+end
+
+-- Takes `user_id` out of the hidden-players hash `key`; the last one out takes the 'hidden'
+-- field of `options` with them.
+local function forget_hidden(key, options, user_id)
+  redis.call('HDEL', key, user_id)
+  if redis.call('HLEN', key) == 0 then redis.call('HDEL', options, 'hidden') end
+end
+
 -- The score a write leaves: w.number applied to `old` (nil: none) by w.mode ('set' | 'best' |
 -- 'incr'); or nil and the NaN error reply.
 local function next_score(b, w, old)

@@ -109,15 +109,10 @@ local function plan_window(win)
   end
   -- The bucket's new score: as mode says, in the board's order.
   local old_text = redis.call('ZSCORE', bucket, user_id)
-  local old, score = old_text and tonumber(old_text), tonumber(number)
-  if win.mode == 'incr' and old then
-    score = old + score
-  elseif win.mode == 'best' and old and not better(win, score, old) then
-    score = old
-  end
-  if score ~= score then
-    return nil, redis.error_reply('ERR resulting score is not a number (NaN)')
-  end
+  local old = old_text and tonumber(old_text)
+  local score
+  score, err = next_score(win, {number = number, mode = win.mode}, old)
+  if not score then return nil, err end
   -- Every bucket of the window is checked when the write reads them: when it rebuilds the
   -- union (the first write or read of a bucket), or counts the user's window score from them
   -- (apply_window: the union does not hold it, or a max/min went the other way). Else the

@@ -64,10 +64,7 @@ if action == 'hide' then
   -- (Hidden and still ranked, as no call of this library leaves a board: the ranked score is
   -- the newer, and goes aside too.)
   if not kept or score then keep_hidden(b, user_id, score or '', score, expire_at) end
-  if scope then
-    redis.call('HSET', scope_hidden, user_id, '')
-    redis.call('HSET', scope_options, 'hidden', '1')
-  end
+  if scope then record_hidden(scope_hidden, scope_options, user_id) end
   if w and score then
     append_event(w, {'kind', 'hide', 'user_id', user_id, 'score', score, 'rank', '',
       'previous_score', score, 'previous_rank', tostring(previous_rank + 1)})
@@ -86,14 +83,8 @@ if kept and kept ~= '' then
     restore = true, events_key = w and w.events_key, events_maxlen = w and w.events_maxlen})
   if not plan then return err end
 end
-if kept then
-  redis.call('HDEL', hidden, user_id)
-  if redis.call('HLEN', hidden) == 0 then redis.call('HDEL', b.options, 'hidden') end
-end
-if in_scope then
-  redis.call('HDEL', scope_hidden, user_id)
-  if redis.call('HLEN', scope_hidden) == 0 then redis.call('HDEL', scope_options, 'hidden') end
-end
+if kept then forget_hidden(hidden, b.options, user_id) end
+if in_scope then forget_hidden(scope_hidden, scope_options, user_id) end
 if plan then
   plan.b.recorded_hidden = nil  -- the hash may be gone: not named again (see check_present)
   apply_write(plan)

@@ -436,8 +436,7 @@ if op == 'hide' or op == 'unhide' then
       keep_hidden(z, user_id, score or '', nil, expire)
       move_metadata(seat.board .. ':user:' .. user_id, zero .. ':user:' .. user_id)
     end
-    redis.call('HSET', HIDDEN, user_id, '')
-    redis.call('HSET', OPTIONS, 'hidden', '1')
+    record_hidden(HIDDEN, OPTIONS, user_id)
     return 1
   end
   -- unhide: a kept score of this period comes back as the player's write of it (placed in a
@@ -460,12 +459,8 @@ if op == 'hide' or op == 'unhide' then
       expire_at = expire, restore = true})
     if not plan then return err end
   end
-  redis.call('HDEL', HIDDEN, user_id)
-  if redis.call('HLEN', HIDDEN) == 0 then redis.call('HDEL', OPTIONS, 'hidden') end
-  if kept and not settling then
-    redis.call('HDEL', zero .. ':hidden', user_id)
-    if redis.call('HLEN', zero .. ':hidden') == 0 then redis.call('HDEL', z.options, 'hidden') end
-  end
+  forget_hidden(HIDDEN, OPTIONS, user_id)
+  if kept and not settling then forget_hidden(zero .. ':hidden', z.options, user_id) end
   if plan then
     apply_placement(placement, user_id)
     apply_write(plan)

@@ -227,8 +227,7 @@ if op == 'hide' or op == 'unhide' then
       if record then redis.call('HSET', b.options, 'order', b.order, 'ties', b.ties) end
       keep_hidden(b, user_id, score, score, expire)
     end
-    redis.call('HSET', HIDDEN, user_id, '')
-    redis.call('HSET', OPTIONS, 'hidden', '1')
+    record_hidden(HIDDEN, OPTIONS, user_id)
     return 1
   end
   -- unhide: this period's kept score back on its board, as a write of it.
@@ -241,12 +240,8 @@ if op == 'hide' or op == 'unhide' then
       fields = {}, first_field = 1, expire_at = expire, restore = true})
     if not plan then return err end
   end
-  redis.call('HDEL', HIDDEN, user_id)
-  if redis.call('HLEN', HIDDEN) == 0 then redis.call('HDEL', OPTIONS, 'hidden') end
-  if kept then
-    redis.call('HDEL', BOARD .. ':hidden', user_id)
-    if redis.call('HLEN', BOARD .. ':hidden') == 0 then redis.call('HDEL', b.options, 'hidden') end
-  end
+  forget_hidden(HIDDEN, OPTIONS, user_id)
+  if kept then forget_hidden(BOARD .. ':hidden', b.options, user_id) end
   if plan then
     plan.b.recorded_hidden = nil  -- the hash may be gone: not named again (see check_present)
     apply_write(plan)
