@@ -18,7 +18,7 @@ import pytest
 
 import redis_leaderboard
 from launchers import RedisCluster
-from redis_leaderboard import ClusterClient, RedisLeaderboard, _core
+from redis_leaderboard import ClusterClient, RedisLeaderboard, TeamLeaderboard, _core
 from redis_leaderboard import asyncio as rl_asyncio
 from redis_leaderboard.cluster import cluster_url_options
 
@@ -491,3 +491,26 @@ def test_events_on_a_cluster_board_sync_and_asyncio(
                 return seen
 
     assert asyncio.run(asynchronous()) == ["a", "b", "c"]
+
+
+def test_team_boards_and_hidden_players_on_a_cluster(
+    cluster_client: ClusterClient, cluster_key: str
+) -> None:
+    # Every key of a team board (the teams, the members, each team's contributions, the teams of
+    # the members) and a board's hidden players share the key's hash tag: one slot.
+    teams = TeamLeaderboard(cluster_client, key=f"{cluster_key}:teams")
+    teams.submit("ann", 5, team="red")
+    teams.submit("bob", 7, team="red")
+    teams.move("bob", "blue")
+    assert [(e["user_id"], e["score"]) for e in teams.teams.get_top()] == [
+        ("blue", 7.0),
+        ("red", 5.0),
+    ]
+    assert teams.team_members("blue") == [{"user_id": "bob", "contribution": 7.0}]
+    board = RedisLeaderboard(cluster_client, key=cluster_key)
+    board.upsert_user("a", 1)
+    board.upsert_user("b", 2)
+    assert board.hide("b") and board.get_rank("b") is None
+    board.upsert_many([("b", 9), ("c", 3)])
+    assert [e["user_id"] for e in board.get_top()] == ["c", "a"]
+    assert board.unhide("b") and board.get_rank("b") == 1
