@@ -1252,8 +1252,11 @@ std::unique_ptr<Operation> Board::hiding_call(const char* action, std::string us
                    name_of(ties()), scope ? "scope" : "", std::move(words)});
   return std::make_unique<SingleCall>(
       list ? "hidden" : action, std::move(command),
-      [list](Reply& reply) -> Result {
+      [list, id = id_](Reply& reply) -> Result {
         if (list) return parse_strings(reply);
+        // This object's next upsert_many checks the board again (its chunks then keep hidden
+        // players' entries aside), rather than having its first chunk refused.
+        id->bulk_checked.store(false, std::memory_order_relaxed);
         return parse_count(reply, 1) == 1;
       },
       id_);
