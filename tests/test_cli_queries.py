@@ -85,3 +85,18 @@ def test_histogram_lines() -> None:
         "[7.5,  10]  6  ######",
     ]
     assert histogram_lines([], 6) == ["(no entries)"]
+
+
+def test_hide_unhide_hidden(redis_server: Any, board_key: str) -> None:
+    # Fair play from the command line: the exit status says whether it changed anything.
+    fill(redis_server, board_key)
+    done = cli(redis_server, board_key, "hide", "p25")
+    assert (done.returncode, done.stdout) == (0, "p25 is hidden now\n"), done.stderr
+    assert cli(redis_server, board_key, "hide", "p25").returncode == 1
+    assert cli(redis_server, board_key, "hidden").stdout == "p25\n"
+    assert json.loads(cli(redis_server, board_key, "hidden", "--json").stdout) == ["p25"]
+    top = cli(redis_server, board_key, "top", "1").stdout
+    assert top.split()[:2] == ["1", "p24"]
+    done = cli(redis_server, board_key, "unhide", "p25")
+    assert (done.returncode, done.stdout) == (0, "p25 is shown now\n")
+    assert cli(redis_server, board_key, "unhide", "p25").stdout == "p25 was shown already\n"

@@ -32,6 +32,9 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "around-user": (_CLI, "add_around_user_arguments", "print the entries around a user"),
     "page": (_CLI, "add_page_arguments", "print one page of the board (page 3 of 12)"),
     "histogram": (_CLI, "add_histogram_arguments", "print the score distribution as a bar chart"),
+    "hide": (_CLI, "add_hide_arguments", "hide a player from every read (fair play)"),
+    "unhide": (_CLI, "add_unhide_arguments", "show a hidden player again"),
+    "hidden": (_CLI, "add_hidden_arguments", "list the hidden players"),
     "league": (
         _CLI,
         "add_league_arguments",

@@ -309,6 +309,24 @@ def run_rank(args: argparse.Namespace) -> int:
     return 0 if entry is not None else 1
 
 
+# ---- fair play: hide / unhide / hidden ----------------------------------------------------------
+
+
+def run_hide(args: argparse.Namespace) -> int:
+    """hide USER / unhide USER: exit 0 if it changed something, 1 if it was so already."""
+    board = open_board(args)
+    changed = board.hide(args.user_id) if args.hide else board.unhide(args.user_id)
+    what = "hidden" if args.hide else "shown"
+    print(f"{args.user_id} is {what} now" if changed else f"{args.user_id} was {what} already")
+    return 0 if changed else 1
+
+
+def run_hidden(args: argparse.Namespace) -> int:
+    ids = open_board(args).hidden()
+    print(json.dumps(ids, ensure_ascii=False) if args.json else "\n".join(ids))
+    return 0
+
+
 # ---- around-user / page / histogram ------------------------------------------------------------
 
 
@@ -587,6 +605,30 @@ def add_rank_arguments(parser: argparse.ArgumentParser) -> None:
     add_period_arguments(parser)
     parser.add_argument("--json", action="store_true", help="print JSON")
     parser.set_defaults(run=_guarded(run_rank))
+
+
+def _add_hiding_arguments(parser: argparse.ArgumentParser, hide: bool) -> None:
+    parser.add_argument("user_id", metavar="USER")
+    add_redis_arguments(parser)
+    add_period_arguments(parser)
+    add_ranking_arguments(parser)
+    parser.set_defaults(run=_guarded(run_hide), hide=hide)
+
+
+def add_hide_arguments(parser: argparse.ArgumentParser) -> None:
+    _add_hiding_arguments(parser, True)
+
+
+def add_unhide_arguments(parser: argparse.ArgumentParser) -> None:
+    _add_hiding_arguments(parser, False)
+
+
+def add_hidden_arguments(parser: argparse.ArgumentParser) -> None:
+    add_redis_arguments(parser)
+    add_period_arguments(parser)
+    add_ranking_arguments(parser)
+    parser.add_argument("--json", action="store_true", help="print JSON")
+    parser.set_defaults(run=_guarded(run_hidden))
 
 
 def add_around_arguments(parser: argparse.ArgumentParser) -> None:
