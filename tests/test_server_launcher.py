@@ -185,3 +185,12 @@ def test_tls_on_a_server_built_without_it_says_so(tmp_path: Path) -> None:
     with pytest.raises(RedisServerError) as info:
         RedisServer(binary=str(fake)).start(timeout=5)
     assert not isinstance(info.value, _redis_server.TlsUnsupported)
+
+
+def test_a_first_start_never_picks_a_port_to_avoid(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The demo's --embedded-redis avoids the port the demo is about to listen on: CI once saw
+    # both pick the same free port ("cannot listen on ...: Address already in use").
+    picks = iter([4242, 4242, 4343])
+    monkeypatch.setattr(_redis_server, "free_port", lambda host: next(picks))
+    server = _redis_server.RedisServer(avoid_ports=(4242,))
+    assert server._free_port() == 4343

@@ -178,6 +178,7 @@ class RedisServer:
         tls: Optional[TlsFiles] = None,
         extra_args: Sequence[str] = (),
         dir_prefix: str = "redis-leaderboard-",
+        avoid_ports: Sequence[int] = (),
     ) -> None:
         self.binary = binary or find_server()
         self.password = password
@@ -186,6 +187,8 @@ class RedisServer:
         self.tls_port = 0
         self.extra_args = list(extra_args)
         self.dir_prefix = dir_prefix
+        # Ports the first start must not pick: one its caller is about to listen on (the demo's).
+        self.avoid_ports = frozenset(avoid_ports)
         self.port = 0  # chosen by the first start, kept by restarts
         self.dir: Optional[str] = None
         self.proc: Optional[subprocess.Popen[bytes]] = None
@@ -219,9 +222,9 @@ class RedisServer:
         last_error = ""
         for _attempt in range(1 if restart else START_ATTEMPTS):
             if not restart:
-                self.port = free_port(self.host)
+                self.port = self._free_port()
                 if self.tls is not None:
-                    self.tls_port = free_port(self.host)
+                    self.tls_port = self._free_port()
             try:
                 self._start_once(timeout)
                 return
@@ -236,6 +239,12 @@ class RedisServer:
             self.cleanup()
             self.port = 0
         raise RedisServerError(last_error)
+
+    def _free_port(self) -> int:
+        while True:
+            port = free_port(self.host)
+            if port not in self.avoid_ports:
+                return port
 
     def _command(self) -> list[str]:
         assert self.dir is not None

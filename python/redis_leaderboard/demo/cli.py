@@ -92,9 +92,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def _start_embedded(reason: str) -> RedisTarget:
+def _start_embedded(reason: str, web_port: int) -> RedisTarget:
     try:
-        embedded = RedisServer(dir_prefix="redis-leaderboard-demo-")
+        # Never on the port the demo is about to listen on (free until then).
+        embedded = RedisServer(dir_prefix="redis-leaderboard-demo-", avoid_ports=(web_port,))
     except RedisServerError as exc:
         raise DemoError(
             f"{reason}, and {exc} or point the demo at a running Redis with --redis-url"
@@ -140,7 +141,7 @@ def connect(
             raise DemoError(
                 "--embedded-redis cannot be combined with --redis-url, --redis-host or --redis-port"
             )
-        return _start_embedded("--embedded-redis was given")
+        return _start_embedded("--embedded-redis was given", args.port)
     target = connect_configured(args, default_host=default_host, default_port=default_port)
     if target is not None:
         return target
@@ -168,7 +169,8 @@ def connect(
     except RedisError:
         client.close()
         return _start_embedded(
-            f"no Redis configured and nothing answering on {default_host}:{default_port}"
+            f"no Redis configured and nothing answering on {default_host}:{default_port}",
+            args.port,
         )
     client.close()
     client = Client(host=default_host, port=default_port, **options)
