@@ -469,13 +469,42 @@ class Trim final : public Operation {
   RoundTripBudget budget_;
 };
 
-// An empty chunk of upsert_many: no request; the result is 0.
-class EmptyChunk final : public Operation {
+// A fixed list of commands in one round trip; the result is `count`.
+class Batch final : public Operation {
  public:
+  Batch(std::vector<Command> commands, long long count)
+      : commands_(std::move(commands)), count_(count) {}
   const char* name() const override { return "upsert_many"; }
-  std::vector<Command> next() override { return {}; }
-  bool feed(std::vector<Reply>&) override { return true; }
-  Result take_result() override { return 0LL; }
+  // MULTI, the commands, EXEC: Redis 7 refuses to queue commands when out of memory, and then
+  // discards the whole chunk (EXECABORT), so a chunk refused for memory writes nothing.
+  std::vector<Command> next() override {
+    if (commands_.empty()) return {};
+    std::vector<Command> all;
+    all.reserve(commands_.size() + 2);
+    all.push_back(Command{nullptr, {"MULTI"}});
+    for (auto& command : commands_) all.push_back(std::move(command));
+    all.push_back(Command{nullptr, {"EXEC"}});
+    sent_ = commands_.size();
+    commands_.clear();
+    return all;
+  }
+  bool feed(std::vector<Reply>& replies) override {
+    if (sent_ == 0) return true;  // an empty chunk
+    if (replies.size() != sent_ + 2) unexpected(name());
+    auto& exec = replies.back();
+    if (!exec.is_array() || exec.elements.size() != sent_) unexpected(name());
+    // A command that failed as it ran (WRONGTYPE, NOPERM): the others of the chunk applied.
+    for (const auto& reply : exec.elements) {
+      if (reply.is_error()) throw ResponseError(reply.str);
+    }
+    return true;
+  }
+  Result take_result() override { return count_; }
+
+ private:
+  std::vector<Command> commands_;
+  std::size_t sent_ = 0;
+  long long count_;
 };
 
 }  // namespace
@@ -1284,7 +1313,7 @@ std::unique_ptr<Operation> Board::upsert_chunk(std::vector<BatchEntry> entries,
     }
   }
   const auto count = static_cast<long long>(entries.size());
-  if (count == 0) return std::make_unique<EmptyChunk>();
+  if (count == 0) return std::make_unique<Batch>(std::vector<Command>{}, 0);
   if (!has_default_options() || id_->guards.any() || any_id || expire_at() ||
       id_->hiding.load(std::memory_order_relaxed)) {
     // Each entry's score goes to the option keys too: one script (bulk.lua), all or nothing.
@@ -1328,37 +1357,23 @@ std::unique_ptr<Operation> Board::upsert_chunk(std::vector<BatchEntry> entries,
     if (all_ids) call->allow_resends(retries);  // every entry carries an id: it cannot apply twice
     return call;
   }
-  // The guide's commands in one script (load.lua), refused whole if the board has recorded
-  // options since this object checked it.
-  std::vector<std::string> keys{key(), key() + ":options"}, args;
-  args.reserve(1 + 2 * entries.size());
-  args.push_back(std::to_string(count));
+  Command zadd{nullptr, {"ZADD", key()}};
+  zadd.argv.reserve(2 + 2 * entries.size());
+  std::vector<Command> commands(1);
   for (auto& entry : entries) {
-    args.push_back(format_score(entry.score));
-    args.push_back(entry.user_id);
-  }
-  for (auto& entry : entries) {
+    zadd.argv.push_back(format_score(entry.score));
+    zadd.argv.push_back(entry.user_id);
     if (entry.metadata.empty()) continue;
-    keys.push_back(metadata_key(entry.user_id));
-    args.push_back(std::to_string(entry.metadata.size()));
+    Command hset{nullptr, {"HSET", metadata_key(entry.user_id)}};
+    hset.argv.reserve(2 + 2 * entry.metadata.size());
     for (auto& [field, value] : entry.metadata) {
-      args.push_back(std::move(field));
-      args.push_back(std::move(value));
+      hset.argv.push_back(std::move(field));
+      hset.argv.push_back(std::move(value));
     }
+    commands.push_back(std::move(hset));
   }
-  return std::make_unique<SingleCall>(
-      "upsert_many", script_call(scripts::load, std::move(keys), std::move(args)),
-      [count, id = id_](Reply& reply) -> Result {
-        if (reply.type == ReplyType::Status && reply.str == "CHECK") {
-          id->bulk_checked.store(false, std::memory_order_relaxed);  // the next call checks
-          throw OptionsMismatch("leaderboard '" + id->key +
-                                "' recorded options (hidden players, guards or ranking rules) "
-                                "while upsert_many loaded it: this chunk wrote nothing (the "
-                                "chunks before it stay written); run upsert_many again, which "
-                                "checks the board first");
-        }
-        return parse_count(reply, count);
-      });
+  commands[0] = std::move(zadd);
+  return std::make_unique<Batch>(std::move(commands), count);
 }
 
 std::unique_ptr<Operation> Board::clear() const {

@@ -264,7 +264,7 @@ class Board {
   // default board's get_rank is a script that checks them (then ZREVRANK), and its other reads
   // declare its options hash, which their scripts check (then they skip the check).
   bool options_checked() const { return id_->checked.load(std::memory_order_relaxed); }
-  // upsert_many's check_options() ran, and no chunk has found options recorded since.
+  // upsert_many's check_options() ran (see Identity::bulk_checked).
   bool bulk_checked() const { return id_->bulk_checked.load(std::memory_order_relaxed); }
 
   std::unique_ptr<Operation> upsert_user(std::string user_id, double score,
@@ -331,12 +331,12 @@ class Board {
   std::unique_ptr<Operation> get_histogram(long long bins, std::optional<double> min_score,
                                            std::optional<double> max_score) const;
 
-  // upsert_many, one chunk: a variadic ZADD and one HSET per entry with metadata in one script
-  // (load.lua), in one round trip, not trimmed (trim_to_max_entries follows the last chunk),
-  // refused whole (OptionsMismatch) if the board has recorded options since it was checked. On
-  // a board with options, guards or hidden players, bulk.lua instead, all or nothing. A chunk
+  // upsert_many, one chunk: a variadic ZADD and one HSET per entry with metadata in MULTI/EXEC,
+  // in one round trip, not trimmed (trim_to_max_entries follows the last chunk). On a board with
+  // options, guards or hidden players, one script (bulk.lua) instead, all or nothing. A chunk
   // the server refuses out of memory writes nothing; one whose command fails as it runs
-  // (WRONGTYPE, NOPERM) keeps the writes before it. The result is the number of entries written.
+  // (WRONGTYPE, NOPERM) keeps its other commands' writes. The result is the number of entries
+  // written.
   // Entries are validated here; `first_index` numbers them in errors.
   std::unique_ptr<Operation> upsert_chunk(std::vector<BatchEntry> entries, long long first_index,
                                           int retries = 2) const;
@@ -359,8 +359,8 @@ class Board {
     Ties ties;
     std::atomic<long long> max_entries;
     std::atomic<bool> checked{false};
-    // check_options() ran (upsert_many's, once per object): until a default board's chunk
-    // (load.lua) finds options recorded since, and clears it.
+    // check_options() ran (upsert_many's, once per object; this object's hide and unhide clear
+    // it, so that its next bulk load takes bulk.lua).
     std::atomic<bool> bulk_checked{false};
     // check_options() found hidden players (fair play): upsert_many's chunks are bulk.lua,
     // which keeps their entries aside.

@@ -21,7 +21,6 @@ extern const Script entry;   // get_user_entry (no-writes)
 extern const Script remove;  // delete_user (allow-oom)
 extern const Script rank;    // get_rank on boards with options or not yet checked (no-writes)
 extern const Script bulk;    // upsert_many's chunks on boards with options
-extern const Script load;    // upsert_many's chunks on a default board
 extern const Script hide;    // hide, unhide, hidden (fair play)
 
 // The queries (no-writes).

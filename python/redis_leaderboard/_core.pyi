@@ -222,7 +222,7 @@ class Board:
         """True once a reply showed the board's recorded options are this object's."""
     @property
     def bulk_checked(self) -> bool:
-        """upsert_many's check_options() ran, and no chunk found options recorded since."""
+        """upsert_many's check_options() ran (once per object; its hide/unhide clear it)."""
     @property
     def submission_ttl(self) -> float: ...
     @property

@@ -1087,8 +1087,9 @@ local function plan_write(w)
       and b.recorded_hidden and check_acl('PEXPIREAT', board .. ':hidden', w.expire_at))
     if err then return nil, err end
     if kept then
-      -- Their score: the kept one (the board's, if a period's board still ranks them).
-      old_text = old_text and kept == '' and old_text or (kept ~= '' and kept or nil)
+      -- Their score: the kept one; or the board's, which is the newer if it ranks them too
+      -- (a period's board written before they were hidden everywhere, a bulk load's chunk).
+      old_text = old_text or (kept ~= '' and kept or nil)
     end
   end
   local old = old_text and tonumber(old_text)

@@ -35,7 +35,24 @@ local err = check_acl('ZCARD', board) or check_acl('ZRANGE', b.ranked, '0', '0')
 if err then return err end
 err = check_options(b) or check_removal_events(b, w)
 if err then return err end
-local size = redis.call('ZCARD', board)
+-- Fair play: a player hidden while a bulk load that had checked the board earlier was under
+-- way may have been ranked by its MULTI/EXEC chunks, which check nothing; the load's closing
+-- trim (this script) puts them aside again, with that newer score.
+local strays = {}
+if b.recorded_hidden then
+  local hidden = board .. ':hidden'
+  err = check_type(hidden, 'hash') or check_acl('HGETALL', hidden)
+    or check_present(b.options, {hidden}) or check_hidden_writes(b, 'x', nil)
+  if err then return err end
+  local kept = redis.call('HGETALL', hidden)
+  for i = 1, #kept, 2 do
+    local score = redis.call('ZSCORE', board, kept[i])
+    if score then strays[#strays + 1] = {kept[i], score} end
+  end
+end
+-- Counted before the writes (see check_present in _lib.lua).
+local size = redis.call('ZCARD', board) - #strays
+for _, stray in ipairs(strays) do keep_hidden(b, stray[1], stray[2], stray[2], nil) end
 local overflow = math.min(size - max_entries, tonumber(ARGV[3]))
 local trimmed, scores = {}, {}
 if overflow > 0 then trimmed, scores = split_range(b, range_worst(b, overflow)) end

@@ -924,19 +924,17 @@ class Leaderboard(BoardBase, Generic[S]):
             1,000 lowest trimmed ids (and ``"duplicates"`` when entries were skipped).
 
         Redis cost:
-            Per chunk, pipelined (up to 4 in flight): one script (load.lua) of one variadic ZADD
-            and one HSET per entry with metadata, refused whole if the board has recorded
-            options since it was checked (once per board object, first); entries with ids, and
-            boards with ``events``, ``rate_limit``, score limits or hidden players, go as
-            bulk.lua instead. One trim at the end (and after a
+            Per chunk, pipelined (up to 4 in flight): MULTI, one variadic ZADD and one HSET per
+            entry with metadata, EXEC; entries with ids, and boards with ``events``,
+            ``rate_limit``, score limits or hidden players, go as scripts (bulk.lua) instead.
+            The board is checked first, once per board object. One trim at the end (and after a
             failure). O(M log N) for M entries.
         """
         check_bulk_arguments(chunk_size, progress)
         operations = ChunkOperations(self._board, entries, chunk_size, retries)
-        # A default board's chunks (load.lua) only refuse a board that records options: it is
-        # checked first, once per board object and again after a chunk was refused (the
-        # options another client recorded, hidden players: their chunks are bulk.lua, which
-        # checks them; guarded boards' chunks are bulk.lua).
+        # MULTI/EXEC chunks cannot check the board's options, the guards another client
+        # recorded or hidden players: checked first, once per board object (guarded boards'
+        # chunks, and those of a board with hidden players, are bulk.lua, which checks them).
         if not self._board.bulk_checked and not self._board.guarded:
             operations.prefetch()  # a bad first chunk raises before the check is sent
             yield self._board.check_options()
@@ -949,8 +947,8 @@ class Leaderboard(BoardBase, Generic[S]):
                 progress(written)
 
         try:
-            # load.lua chunks, or bulk.lua on boards with options: either way up to
-            # CHUNKS_IN_FLIGHT in flight on one connection (the core resends a
+            # MULTI/EXEC chunks, or script chunks (bulk.lua) on boards with options: either
+            # way up to CHUNKS_IN_FLIGHT in flight on one connection (the core resends a
             # script the server lost, NOSCRIPT, in order).
             yield Pipelined(operations, on_chunk, CHUNKS_IN_FLIGHT)
         except Exception as error:
