@@ -332,6 +332,23 @@ def test_the_minimal_acl_rule_runs_every_method(acl: tuple, kind: str) -> None:
         }
 
 
+@pytest.mark.parametrize("kind", KINDS)
+def test_hiding_without_its_commands_changes_nothing(acl: tuple, kind: str) -> None:
+    # Fair play: hide and unhide check every command they will run before their first write.
+    server, admin, key = acl
+    fill(admin, key)
+    hiding = ["+hget", "+hdel", "+hkeys", "+hlen", "+hexists", "+exists"]
+    user = make_user(admin, f"hider-{kind}", minimal_rule())
+    assert_raises_and_changes_nothing(
+        admin, key, "NOPERM",
+        lambda: call(server, kind, key, 3, "hide", "a", username=user, password=PASSWORD),
+    )  # fmt: skip
+    user = make_user(admin, f"hider-{kind}", [*minimal_rule(), *hiding])
+    assert call(server, kind, key, 3, "hide", "a", username=user, password=PASSWORD) is True
+    assert admin.zscore(key, "a") is None and admin.hget(f"{key}:hidden", "a") == "10"
+    assert call(server, kind, key, 3, "unhide", "a", username=user, password=PASSWORD) is True
+
+
 def test_every_command_of_the_minimal_rule_is_needed(acl: tuple) -> None:
     # Without any one of them, some method raises NOPERM, and changes nothing.
     server, admin, key = acl
@@ -514,7 +531,11 @@ def test_out_of_memory_reads_and_deletes_work_writes_change_nothing(
         admin.config_set("maxmemory", used_memory(admin) // 2)
         return call(server, kind, key, max_entries, method, *args)
 
-    for method, args in [("upsert_user", ("new", 1e9, {"m": "y"})), ("increment_score", (top, 1))]:
+    for method, args in [
+        ("upsert_user", ("new", 1e9, {"m": "y"})),
+        ("increment_score", (top, 1)),
+        ("hide", (top,)),  # fair play: refused up front too
+    ]:
         assert_raises_and_changes_nothing(admin, key, "OOM", lambda m=method, a=args: run(m, *a))
     # The scripts' reads below run out of memory on every server. A MULTI/EXEC of the same
     # reads does only from Redis 7.4 and Valkey 8.0 on (redis#12961); before, the server

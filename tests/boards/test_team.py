@@ -60,6 +60,18 @@ def test_a_first_write_needs_a_team_and_refused_calls_change_nothing(
     assert snapshot(r, board_key) == before
 
 
+def test_a_key_of_another_type_refuses_the_write_whole(api: Api, board_key: str, r: Any) -> None:
+    board = api.make("TeamLeaderboard", board_key)
+    board.submit("ann", 5, team="red")
+    r.set(f"{board_key}:team:blue", "not a sorted set")
+    before = snapshot(r, board_key)
+    with pytest.raises(Exception, match="WRONGTYPE"):
+        board.submit("ann", 9, team="blue")  # the move's target is refused: nothing written
+    with pytest.raises(Exception, match="WRONGTYPE"):
+        board.move("ann", "blue")
+    assert snapshot(r, board_key) == before
+
+
 def test_best_member_and_ascending(api: Api, board_key: str) -> None:
     board = api.make("TeamLeaderboard", board_key, aggregate="best", order="asc")
     board.submit("x", 30.5, team="t")
