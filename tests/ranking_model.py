@@ -39,8 +39,12 @@ class RankingModel:
         *,
         score_range: Optional[tuple[Optional[float], Optional[float]]] = None,
         max_increment: Optional[float] = None,
+        tiebreak: Optional[Sequence[tuple[str, str]]] = None,
     ) -> None:
         self.max_entries = max_entries
+        # Tie-break columns: (name, "desc" | "asc") each; a user's values (None: not given).
+        self.tiebreak = list(tiebreak or [])
+        self.columns: dict[str, tuple[Optional[float], ...]] = {}
         self.order = order
         self.ties = ties
         self.score_range = score_range
@@ -58,8 +62,23 @@ class RankingModel:
     def better(self, x: float, y: float) -> bool:
         return x > y if self.order == "desc" else x < y
 
+    def _tuple_key_of(
+        self, score: float, columns: tuple[Optional[float], ...]
+    ) -> tuple[float, ...]:
+        """Greater is better: the score, then each column (a missing value the worst)."""
+        out = [score if self.order == "desc" else -score]
+        for (_, direction), value in zip(self.tiebreak, columns):
+            out.append(-math.inf if value is None else (value if direction == "desc" else -value))
+        return tuple(out)
+
+    def _tuple_key(self, user_id: str) -> tuple[float, ...]:
+        return self._tuple_key_of(self.scores[user_id], self.columns[user_id])
+
     def ordered(self) -> list[str]:
         """Every user id, best first (positions)."""
+        if self.tiebreak:  # the tuple, then the user id as Redis orders members
+            by_id = sorted(self.scores, key=lambda u: u.encode(), reverse=self.order == "desc")
+            return sorted(by_id, key=self._tuple_key, reverse=True)  # stable: ids keep order
         if self.ties == "first":
             sign = -1.0 if self.order == "desc" else 1.0
             return sorted(self.scores, key=lambda u: (sign * self.scores[u], self.achieved[u]))
@@ -77,6 +96,17 @@ class RankingModel:
         return self.ordered().index(user_id) + 1
 
     def entry(self, user_id: str) -> Entry:
+        if self.tiebreak:
+            return {
+                "rank": self.rank(user_id),
+                "user_id": user_id,
+                "score": self.scores[user_id],
+                "metadata": dict(self.metadata.get(user_id, {})),
+                "tiebreak": {
+                    name: (None if v is None else v + 0.0)  # -0.0 is stored as 0
+                    for (name, _), v in zip(self.tiebreak, self.columns[user_id])
+                },
+            }
         return {
             "rank": self.rank(user_id),
             "user_id": user_id,
@@ -85,6 +115,7 @@ class RankingModel:
         }
 
     def _remove(self, user_id: str) -> None:
+        self.columns.pop(user_id, None)
         self.scores.pop(user_id, None)
         self.achieved.pop(user_id, None)
         self.metadata.pop(user_id, None)
@@ -98,11 +129,19 @@ class RankingModel:
             self._remove(user_id)
         return worst
 
-    def _store(self, user_id: str, score: float) -> bool:
-        """Store a score as Redis would: an equal one changes nothing. True if it changed."""
+    def _store(
+        self, user_id: str, score: float, columns: Optional[tuple[Optional[float], ...]] = None
+    ) -> bool:
+        """Store a score as Redis would: an equal one changes nothing. True if it changed.
+        Tie-break columns: ``columns``, else the stored ones, else none (the worst)."""
         old = self.scores.get(user_id)
-        if old is not None and score == old:
+        old_columns = self.columns.get(user_id)
+        if self.tiebreak:
+            columns = columns or old_columns or (None,) * len(self.tiebreak)
+        if old is not None and score == old and columns == old_columns:
             return False
+        if self.tiebreak:
+            self.columns[user_id] = columns  # type: ignore[assignment]
         self.scores[user_id] = score
         self.clock += 1
         self.achieved[user_id] = self.clock
@@ -167,6 +206,7 @@ class RankingModel:
         metadata: Optional[Mapping[str, Any]] = None,
         *,
         mode: str = "set",
+        tiebreak: Optional[Mapping[str, float]] = None,
     ) -> dict[str, Any]:
         if user_id in self.kept:
             return self._hidden_submit(user_id, score, metadata, mode)
@@ -174,7 +214,16 @@ class RankingModel:
         previous_rank = self.rank(user_id)
         new = self._next(old, score, mode)
         self._check_limits(old, new, mode)
-        changed = self._store(user_id, new)
+        columns = None
+        if self.tiebreak:
+            given = tiebreak and tuple(float(tiebreak[name]) for name, _ in self.tiebreak)
+            columns = given or self.columns.get(user_id) or (None,) * len(self.tiebreak)
+            if mode == "best" and old is not None and new == old:
+                # A tie on the score: the columns decide, the tuple kept whole.
+                ours = self._tuple_key_of(old, columns)
+                if score != old or not ours > self._tuple_key(user_id):
+                    columns = self.columns[user_id]
+        changed = self._store(user_id, new, columns)
         self._merge(user_id, metadata)
         trimmed = self._trim()
         on_board = user_id in self.scores
@@ -200,7 +249,9 @@ class RankingModel:
                 "metadata": {str(k): str(v) for k, v in (metadata or {}).items()},
                 "trimmed_user_ids": result["trimmed_user_ids"],
             }
-        return {**self.entry(user_id), "trimmed_user_ids": result["trimmed_user_ids"]}
+        entry = self.entry(user_id)
+        entry.pop("tiebreak", None)  # a write's result carries no tie-break values: reads do
+        return {**entry, "trimmed_user_ids": result["trimmed_user_ids"]}
 
     def upsert_user(
         self, user_id: str, score: float, metadata: Optional[Mapping[str, Any]] = None
@@ -261,6 +312,7 @@ class RankingModel:
             return False
         self.kept[user_id] = self.scores.pop(user_id, None)
         self.achieved.pop(user_id, None)
+        self.columns.pop(user_id, None)  # a kept score keeps no tie-break values
         return True
 
     def unhide(self, user_id: str) -> bool:
@@ -353,6 +405,8 @@ class RankingModel:
         others = len(self.scores) - 1
         if others == 0:
             return 100.0
+        if self.tiebreak:  # the tuple's order: those after the user are worse
+            return 100.0 * (others - self.ordered().index(user_id)) / others
         mine = self.scores[user_id]
         worse = sum(1 for v in self.scores.values() if self.better(mine, v))
         return 100.0 * worse / others

@@ -165,13 +165,28 @@ def expand(model: RankingModel, steps: Iterator[Step | None]) -> Iterator[Step]:
             yield step
 
 
-def run_sync(server: RedisServer, r: Any, key: str, order: str, ties: str, seed: int):
-    model = RankingModel(5, order, ties)
+def steps_of(seed: int, options: dict[str, Any]) -> Iterator[Step | None]:
+    """all_steps; with tie-break columns, most submits carry values (the probes pass)."""
+    if "tiebreak" not in options:
+        yield from all_steps(seed)
+        return
+    rng = random.Random(seed)
+    for step in all_steps(seed):
+        if step is not None and step[0] == "submit" and rng.random() < 0.8:
+            kills, time = rng.choice([0, 1, 1, 2]), rng.choice([1.5, -0.0, 0.0, 9.0])
+            step = (step[0], step[1], {**step[2], "tiebreak": {"kills": kills, "time": time}})
+        yield step
+
+
+def run_sync(
+    server: RedisServer, r: Any, key: str, order: str, ties: str, seed: int, **options: Any
+):
+    model = RankingModel(5, order, ties, **options)
     mismatches: list[str] = []
     count = 0
     with redis_leaderboard.Client(host=server.host, port=server.port) as client:
-        board = RedisLeaderboard(client, key=key, max_entries=5, order=order, ties=ties)
-        for method, args, kwargs in expand(model, all_steps(seed)):
+        board = RedisLeaderboard(client, key=key, max_entries=5, order=order, ties=ties, **options)
+        for method, args, kwargs in expand(model, steps_of(seed, options)):
             got = outcome(getattr(board, method), *args, **kwargs)
             want = outcome(getattr(model, method), *args, **kwargs)
             count += 1
@@ -187,14 +202,18 @@ def run_sync(server: RedisServer, r: Any, key: str, order: str, ties: str, seed:
 MULTI_ROUND_TRIP = {"upsert_many", "set_max_entries", "clear"}
 
 
-async def run_asyncio(server: RedisServer, r: Any, key: str, order: str, ties: str, seed: int):
-    model = RankingModel(5, order, ties)
+async def run_asyncio(
+    server: RedisServer, r: Any, key: str, order: str, ties: str, seed: int, **options: Any
+):
+    model = RankingModel(5, order, ties, **options)
     mismatches: list[str] = []
     count = 0
     rng = random.Random(seed)
     async with AsyncClient(host=server.host, port=server.port) as client:
-        board = AsyncRedisLeaderboard(client, key=key, max_entries=5, order=order, ties=ties)
-        source = all_steps(seed)
+        board = AsyncRedisLeaderboard(
+            client, key=key, max_entries=5, order=order, ties=ties, **options
+        )
+        source = steps_of(seed, options)
         queue: collections.deque[Step | None] = collections.deque()
         while not mismatches:
             # A run of one-round-trip calls issued together (pipelined on one connection,
@@ -250,3 +269,22 @@ def test_every_query_matches_the_model(
     assert mismatches == []
     assert count > STEPS_PER_BOARD
     print(f"{kind} {order} {ties}: {count} operations, 0 mismatches")
+
+
+@pytest.mark.parametrize("order", ORDERS)
+@pytest.mark.parametrize("kind", ["sync", "asyncio"])
+def test_every_query_agrees_with_tiebreak_columns(
+    redis_server: RedisServer, r: Any, board_key: str, order: str, kind: str
+) -> None:
+    # The (score, columns...) order in every query: windows, pages, around, percentiles.
+    seed = 9000 + 1000 * ORDERS.index(order) + (kind == "asyncio")
+    options = {"tiebreak": (("kills", "desc"), ("time", "asc"))}
+    if kind == "sync":
+        count, mismatches = run_sync(redis_server, r, board_key, order, "lexicographic", seed,
+                                     **options)  # fmt: skip
+    else:
+        count, mismatches = asyncio.run(
+            run_asyncio(redis_server, r, board_key, order, "lexicographic", seed, **options)
+        )
+    assert mismatches == []
+    assert count > STEPS_PER_BOARD

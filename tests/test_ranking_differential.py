@@ -107,6 +107,7 @@ def expected_state(model: RankingModel, key: str, r: Any) -> dict[str, Any]:
         if fields:
             out[f":user:{user_id}"] = fields
     limited = model.score_range is not None or model.max_increment is not None
+    limited = limited or bool(model.tiebreak)
     if model.kept:  # fair play: the hidden players, each with their kept score's text
         out[":hidden"] = {u: "" if v is None else repr_score(v) for u, v in model.kept.items()}
     if (model.order, model.ties) == ("desc", "lexicographic") and not limited:
@@ -117,10 +118,13 @@ def expected_state(model: RankingModel, key: str, r: Any) -> dict[str, Any]:
     options = r.hgetall(f"{key}:options")
     if options:
         out[":options"] = {k: v for k, v in options.items()}
-        if (model.order, model.ties) != ("desc", "lexicographic"):
+        ties = model.ties
+        if model.tiebreak:  # recorded as the tie rule: "tb:<name>.<direction>,..."
+            ties = "tb:" + ",".join(f"{name}.{direction}" for name, direction in model.tiebreak)
+        if (model.order, ties) != ("desc", "lexicographic"):
             assert {k: options[k] for k in ("order", "ties")} == {
                 "order": model.order,
-                "ties": model.ties,
+                "ties": ties,
             }
         if model.score_range is not None:  # fair play: "<min>/<max>", Lua's %.17g
             low, high = model.score_range
@@ -132,6 +136,16 @@ def expected_state(model: RankingModel, key: str, r: Any) -> dict[str, Any]:
     if model.ties == "dense" and model.scores:
         distinct = sorted({0.0 if s == 0 else s for s in model.scores.values()})
         out[":dense"] = [(repr_score(s), s) for s in distinct]
+    if model.tiebreak and model.scores:
+        ranked = r.zrange(f"{key}:tb", 0, -1, withscores=True)
+        keys = r.hgetall(f"{key}:tb:keys")
+        width = 16 * len(model.tiebreak)
+        # Every user once, at its true score, behind the key of its columns (the reads check
+        # what the keys decode to).
+        assert {m[width:]: s for m, s in ranked} == model.scores
+        assert {m[width:]: m[:width] for m, _ in ranked} == keys
+        out[":tb"] = ranked
+        out[":tb:keys"] = keys
     if model.ties == "first" and model.scores:
         first = r.zrange(f"{key}:first", 0, -1, withscores=True)
         keys = r.hgetall(f"{key}:first:keys")
@@ -171,6 +185,21 @@ def model_outcome(model: RankingModel, method: str, args: tuple, kwargs: dict) -
     return outcome(lambda: getattr(model, method)(*args, **kwargs))
 
 
+def with_columns(steps: Iterator[Step], seed: int) -> Iterator[Step]:
+    """Tie-break columns: most submits carry values (few distinct ones: many equal tuples)."""
+    rng = random.Random(seed)
+    for method, args, kwargs in steps:
+        if method == "submit" and rng.random() < 0.8:
+            kills, time = rng.choice([0, 1, 1, 2, -1.5]), rng.choice([1.5, 2.5, -0.0, 0.0, 9.0])
+            kwargs = {**kwargs, "tiebreak": {"kills": kills, "time": time}}
+        yield method, args, kwargs
+
+
+def steps_of(seed: int, limits: dict[str, Any]) -> Iterator[Step]:
+    steps = random_steps(seed, OPERATIONS_PER_BOARD)
+    return with_columns(steps, seed) if "tiebreak" in limits else steps
+
+
 def run_sync(
     server: RedisServer,
     r: Any,
@@ -185,7 +214,7 @@ def run_sync(
     count = refused = 0
     with redis_leaderboard.Client(host=server.host, port=server.port) as client:
         board = RedisLeaderboard(client, key=key, max_entries=5, order=order, ties=ties, **limits)
-        for step, (method, args, kwargs) in enumerate(random_steps(seed, OPERATIONS_PER_BOARD)):
+        for step, (method, args, kwargs) in enumerate(steps_of(seed, limits)):
             if step % 300 == 299:  # another object on the same board, another limit
                 model.max_entries = random.Random(seed + step).randint(1, 8)
                 board = RedisLeaderboard(
@@ -225,7 +254,7 @@ async def run_asyncio(
     model = RankingModel(5, order, ties, **limits)
     mismatches: list[str] = []
     count = refused = 0
-    steps = list(random_steps(seed, OPERATIONS_PER_BOARD))
+    steps = list(steps_of(seed, limits))
     rng = random.Random(seed)
     async with AsyncClient(host=server.host, port=server.port) as client:
         board = AsyncRedisLeaderboard(
@@ -308,3 +337,23 @@ def test_score_limits_match_the_model(
     # The limits were met often (24 to 133 refusals a run): a board that refused nothing
     # would agree with a model that refused nothing.
     assert refused >= 20
+
+
+# Tie-break columns: the same sequences on boards ranking equal scores by two columns (one of
+# each direction), most submits carrying values: every order x mode, 0 mismatches.
+TIEBREAK = (("kills", "desc"), ("time", "asc"))
+
+
+@pytest.mark.parametrize("order", ORDERS)
+@pytest.mark.parametrize("kind", ["sync", "asyncio"])
+def test_tiebreak_columns_match_the_model(
+    redis_server: RedisServer, r: Any, board_key: str, order: str, kind: str
+) -> None:
+    seed = 31 + 1000 * ORDERS.index(order) + (kind == "asyncio")
+    run: Callable[..., Any] = run_sync if kind == "sync" else run_asyncio
+    result = run(redis_server, r, board_key, order, "lexicographic", seed, {"tiebreak": TIEBREAK})
+    if kind == "asyncio":
+        result = asyncio.run(result)
+    count, mismatches, _ = result
+    assert mismatches == []
+    assert count == OPERATIONS_PER_BOARD

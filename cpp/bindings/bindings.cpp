@@ -256,42 +256,52 @@ PYBIND11_MODULE(_core, m) {
   };
   py::class_<Board>(m, "Board",
                     "A board's key, size limit and ranking rules; builds validated operations.")
-      .def(py::init([option_arg](std::string key, py::handle max_entries, py::handle order,
-                                 py::handle ties, py::handle submission_ttl, py::handle rate_limit,
-                                 py::handle events, py::handle events_maxlen, py::handle expire_at,
-                                 std::optional<std::string> submission_scope,
-                                 py::handle score_range, py::handle max_increment) {
-             // The guards.
-             leaderboard::Guards guards;
-             guards.submission_ttl = number_arg(submission_ttl, "submission_ttl");
-             if (!rate_limit.is_none()) {
-               if (!PyTuple_Check(rate_limit.ptr()) || PyTuple_Size(rate_limit.ptr()) != 2) {
-                 throw py::type_error(
-                     "rate_limit must be None or a (max_writes, per_seconds) tuple, not " +
-                     std::string(Py_TYPE(rate_limit.ptr())->tp_name));
-               }
-               auto pair = py::reinterpret_borrow<py::tuple>(rate_limit);
-               guards.rate_max = integer_arg(pair[0], "rate_limit's max_writes");
-               guards.rate_per = number_arg(pair[1], "rate_limit's per_seconds");
-             }
-             if (!PyBool_Check(events.ptr())) {
-               throw py::type_error("events must be a bool, not " +
-                                    std::string(Py_TYPE(events.ptr())->tp_name));
-             }
-             guards.events = events.cast<bool>();
-             guards.events_maxlen = integer_arg(events_maxlen, "events_maxlen");
-             score_limits_arg(score_range, max_increment, guards);  // fair play
-             std::optional<long long> deadline;                     // seasons: a periodic board's
-             if (!expire_at.is_none()) deadline = integer_arg(expire_at, "expire_at");
-             return Board(std::move(key), max_entries_arg(max_entries),
-                          leaderboard::parse_order(option_arg(order, "order")),
-                          leaderboard::parse_ties(option_arg(ties, "ties")), guards, deadline,
-                          std::move(submission_scope));
-           }),
-           "key"_a, "max_entries"_a, py::kw_only(), "order"_a = "desc", "ties"_a = "lexicographic",
-           "submission_ttl"_a = 86400, "rate_limit"_a = py::none(), "events"_a = false,
-           "events_maxlen"_a = 10000, "expire_at"_a = py::none(), "submission_scope"_a = py::none(),
-           "score_range"_a = py::none(), "max_increment"_a = py::none())
+      .def(
+          py::init([option_arg](std::string key, py::handle max_entries, py::handle order,
+                                py::handle ties, py::handle submission_ttl, py::handle rate_limit,
+                                py::handle events, py::handle events_maxlen, py::handle expire_at,
+                                std::optional<std::string> submission_scope, py::handle score_range,
+                                py::handle max_increment, py::handle tiebreak) {
+            // The guards.
+            leaderboard::Guards guards;
+            guards.submission_ttl = number_arg(submission_ttl, "submission_ttl");
+            if (!rate_limit.is_none()) {
+              if (!PyTuple_Check(rate_limit.ptr()) || PyTuple_Size(rate_limit.ptr()) != 2) {
+                throw py::type_error(
+                    "rate_limit must be None or a (max_writes, per_seconds) tuple, not " +
+                    std::string(Py_TYPE(rate_limit.ptr())->tp_name));
+              }
+              auto pair = py::reinterpret_borrow<py::tuple>(rate_limit);
+              guards.rate_max = integer_arg(pair[0], "rate_limit's max_writes");
+              guards.rate_per = number_arg(pair[1], "rate_limit's per_seconds");
+            }
+            if (!PyBool_Check(events.ptr())) {
+              throw py::type_error("events must be a bool, not " +
+                                   std::string(Py_TYPE(events.ptr())->tp_name));
+            }
+            guards.events = events.cast<bool>();
+            guards.events_maxlen = integer_arg(events_maxlen, "events_maxlen");
+            score_limits_arg(score_range, max_increment, guards);  // fair play
+            std::optional<long long> deadline;                     // seasons: a periodic board's
+            if (!expire_at.is_none()) deadline = integer_arg(expire_at, "expire_at");
+            return Board(std::move(key), max_entries_arg(max_entries),
+                         leaderboard::parse_order(option_arg(order, "order")),
+                         leaderboard::parse_ties(option_arg(ties, "ties")), guards, deadline,
+                         std::move(submission_scope), tiebreak_columns_arg(tiebreak));
+          }),
+          "key"_a, "max_entries"_a, py::kw_only(), "order"_a = "desc", "ties"_a = "lexicographic",
+          "submission_ttl"_a = 86400, "rate_limit"_a = py::none(), "events"_a = false,
+          "events_maxlen"_a = 10000, "expire_at"_a = py::none(), "submission_scope"_a = py::none(),
+          "score_range"_a = py::none(), "max_increment"_a = py::none(), "tiebreak"_a = py::none())
+      .def_property_readonly("tiebreak",
+                             [](const Board& self) -> py::object {
+                               if (self.tiebreak().empty()) return py::none();
+                               py::list columns;
+                               for (const auto& c : self.tiebreak()) {
+                                 columns.append(py::make_tuple(c.name, c.desc ? "desc" : "asc"));
+                               }
+                               return py::tuple(columns);
+                             })
       .def_property_readonly("expire_at", &Board::expire_at)
       .def_property_readonly("submission_scope", &Board::submission_scope)
       .def_property_readonly("period", &Board::period)
@@ -340,16 +350,22 @@ PYBIND11_MODULE(_core, m) {
       .def(
           "submit",
           [option_arg](const Board& self, py::handle user_id, py::handle score, py::handle metadata,
-                       py::handle mode, py::handle submission_id, py::handle retries) {
+                       py::handle mode, py::handle submission_id, py::handle retries,
+                       py::handle tiebreak) {
             auto parsed = leaderboard::parse_write_mode(option_arg(mode, "mode"));
             std::optional<std::string> id;
             if (!submission_id.is_none()) id = option_arg(submission_id, "submission_id");
+            if (!tiebreak.is_none() && self.tiebreak().empty()) {
+              throw py::value_error("tiebreak values for a board without tie-break columns");
+            }
+            auto values = tiebreak_values_arg(tiebreak, self.tiebreak());
             return wrap(self.submit(user_id_arg(user_id), number_arg(score, "score"),
                                     metadata_arg(metadata), parsed, std::move(id),
-                                    static_cast<int>(integer_arg(retries, "retries"))));
+                                    static_cast<int>(integer_arg(retries, "retries")),
+                                    std::move(values)));
           },
           "user_id"_a, "score"_a, "metadata"_a = py::none(), py::kw_only(), "mode"_a = "set",
-          "submission_id"_a = py::none(), "retries"_a = 2)
+          "submission_id"_a = py::none(), "retries"_a = 2, "tiebreak"_a = py::none())
       .def("check_options", [](const Board& self) { return wrap(self.check_options()); })
       .def(
           "upsert_user",

@@ -4,6 +4,7 @@
 #include <pybind11/stl.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <iterator>
@@ -337,6 +338,68 @@ py::dict entry_dict(const Entry& entry) {
   set_new(dict, names->user_id.ptr(), new_text(entry.user_id));
   set_new(dict, names->score.ptr(), checked(PyFloat_FromDouble(entry.score)));
   set_new(dict, names->metadata.ptr(), metadata_dict(entry.metadata).release().ptr());
+  if (!entry.tiebreak.empty()) {  // a board with tie-break columns: {name: value}, in order
+    py::dict columns;
+    for (const auto& [name, value] : entry.tiebreak) {
+      // NaN: none written yet (a write without values keeps the worst key, which is no number)
+      columns[py::str(name)] = std::isnan(value) ? py::none() : py::object(py::float_(value));
+    }
+    out["tiebreak"] = std::move(columns);
+  }
+  return out;
+}
+
+std::vector<leaderboard::TiebreakColumn> tiebreak_columns_arg(py::handle columns) {
+  std::vector<leaderboard::TiebreakColumn> out;
+  if (columns.is_none()) return out;
+  if (!PyTuple_Check(columns.ptr()) && !PyList_Check(columns.ptr())) {
+    throw py::type_error(
+        "tiebreak must be None or a sequence of (name, 'desc' | 'asc') pairs, "
+        "not " +
+        type_name(columns));
+  }
+  for (auto item : columns) {
+    if (!PyTuple_Check(item.ptr()) && !PyList_Check(item.ptr())) {
+      throw py::type_error("a tiebreak column is a (name, 'desc' | 'asc') pair, not " +
+                           type_name(item));
+    }
+    auto pair = py::reinterpret_borrow<py::sequence>(item);
+    if (pair.size() != 2 || !PyUnicode_Check(pair[0].ptr()) || !PyUnicode_Check(pair[1].ptr())) {
+      throw py::type_error("a tiebreak column is a (name, 'desc' | 'asc') pair of str");
+    }
+    std::string direction = utf8(pair[1]);
+    if (direction != "desc" && direction != "asc") {
+      throw py::value_error("a tiebreak column's direction is 'desc' or 'asc', not '" + direction +
+                            "'");
+    }
+    out.push_back({utf8(pair[0]), direction == "desc"});
+  }
+  return out;
+}
+
+std::optional<std::vector<double>> tiebreak_values_arg(
+    py::handle values, const std::vector<leaderboard::TiebreakColumn>& columns) {
+  if (values.is_none()) return std::nullopt;
+  if (!PyDict_Check(values.ptr())) {
+    throw py::type_error("tiebreak must be None or a dict of the board's columns' values, not " +
+                         type_name(values));
+  }
+  auto dict = py::reinterpret_borrow<py::dict>(values);
+  std::string names;
+  for (const auto& column : columns) names += (names.empty() ? "" : ", ") + column.name;
+  if (static_cast<std::size_t>(PyDict_Size(dict.ptr())) != columns.size()) {
+    throw py::value_error("tiebreak needs a value for each of the board's columns (" + names +
+                          "), no other");
+  }
+  std::vector<double> out;
+  for (const auto& column : columns) {
+    PyObject* value = PyDict_GetItemString(dict.ptr(), column.name.c_str());
+    if (value == nullptr) {
+      throw py::value_error("tiebreak needs a value for each of the board's columns (" + names +
+                            "): '" + column.name + "' is missing");
+    }
+    out.push_back(number_arg(value, ("tiebreak column '" + column.name + "'").c_str()));
+  }
   return out;
 }
 

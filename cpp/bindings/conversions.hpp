@@ -45,6 +45,11 @@ double number_arg(py::handle value, const char* field);
 
 // Score limits (fair play) into `guards`: score_range None or a (min, max) tuple (either side
 // None), max_increment None or a number. Their checks are validate_score_limits'.
+// A board's tie-break columns: None, or (name, 'desc' | 'asc') pairs (TypeError, ValueError).
+std::vector<leaderboard::TiebreakColumn> tiebreak_columns_arg(py::handle columns);
+// A write's tie-break values: None, or a dict of every column's number.
+std::optional<std::vector<double>> tiebreak_values_arg(
+    py::handle values, const std::vector<leaderboard::TiebreakColumn>& columns);
 void score_limits_arg(py::handle score_range, py::handle max_increment,
                       leaderboard::Guards& guards);
 long long integer_arg(py::handle value, const char* field);

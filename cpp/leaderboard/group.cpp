@@ -271,7 +271,7 @@ std::unique_ptr<Operation> group_submit(std::vector<GroupMember> members, std::s
       }
       names.push_back(board->key());
       boards.emplace_back(*board);
-      options.push_back(options_text(board->order(), board->ties(), board->guards()));
+      options.push_back(options_text(board->order(), board->ties_word(), board->guards()));
       std::vector<std::string> board_keys{board->key(), board->metadata_key(user_id)};
       for (auto& key : option_keys) board_keys.push_back(std::move(key));
       // The board's spec words, as write.lua's (guard_fields): its rate limit and events
@@ -279,7 +279,7 @@ std::unique_ptr<Operation> group_submit(std::vector<GroupMember> members, std::s
       std::string words;
       board->add_guards(words, board_keys, user_id, submission_id);
       args.insert(args.end(),
-                  {"board", mode, name_of(board->order()), name_of(board->ties()),
+                  {"board", mode, name_of(board->order()), board->ties_word(),
                    std::to_string(board->max_entries()), std::to_string(board_keys.size()), "", "",
                    words.empty() ? words : words.substr(1)});
       for (auto& key : board_keys) keys.push_back(std::move(key));

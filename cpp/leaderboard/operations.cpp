@@ -1,10 +1,13 @@
 #include "leaderboard/operations.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <charconv>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <functional>
 
 #include "errors.hpp"
@@ -315,6 +318,7 @@ class SingleCall final : public Operation {
       if (!reply.is_nil()) unexpected("a rank window");
       result_ = parse_window_(nullptr);
     }
+    if (id_) id_->split_members(result_);  // tie-break columns: the members' keys
     return true;
   }
   Result take_result() override { return std::move(result_); }
@@ -368,7 +372,11 @@ class ListAll final : public Operation {
     budget_.another(name(), size - read);
     return false;
   }
-  Result take_result() override { return std::move(entries_); }
+  Result take_result() override {
+    Result result = std::move(entries_);
+    id_->split_members(result);  // tie-break columns: the members' keys
+    return result;
+  }
   const std::string* cached_metadata_prefix() const override {
     return prefix_.empty() ? nullptr : &prefix_;
   }
@@ -748,7 +756,23 @@ std::string options_text(const std::string& order, const std::string& ties, cons
     return format_score(std::strtod(ms.c_str(), nullptr) / 1000);
   };
   auto optional = [](const std::string& text) { return text.empty() ? "None" : text; };
-  return "order='" + order + "', ties='" + ties + "', rate_limit=" +
+  // Tie-break columns: ties "tb:<name>.<desc|asc>,..." (see Identity::ties_word).
+  std::string rule = "ties='" + ties + "'";
+  if (ties.compare(0, 3, "tb:") == 0) {
+    rule = "ties='lexicographic', tiebreak=(";
+    std::size_t at = 3;
+    while (at < ties.size()) {
+      std::size_t comma = ties.find(',', at);
+      if (comma == std::string::npos) comma = ties.size();
+      std::string column = ties.substr(at, comma - at);
+      std::size_t dot = column.rfind('.');
+      rule += (at > 3 ? ", " : "") + std::string("('") + column.substr(0, dot) + "', '" +
+              (dot == std::string::npos ? "?" : column.substr(dot + 1)) + "')";
+      at = comma + 1;
+    }
+    rule += ")";
+  }
+  return "order='" + order + "', " + rule + ", rate_limit=" +
          (none(rate) ? "None"
                      : "(" + rate.substr(0, rate.find('/')) + ", " +
                            seconds(rate.substr(rate.find('/') + 1)) + ")") +
@@ -766,8 +790,72 @@ std::string recorded_options_text(const std::string& status) {
 }
 
 std::string options_text(Order order, Ties ties, const Guards& guards) {
-  return options_text(name_of(order), name_of(ties), rate_text(guards), guards.events ? "1" : "-",
+  return options_text(order, std::string(name_of(ties)), guards);
+}
+
+std::string options_text(Order order, const std::string& ties_word, const Guards& guards) {
+  return options_text(name_of(order), ties_word, rate_text(guards), guards.events ? "1" : "-",
                       range_text(guards), max_increment_text(guards));
+}
+
+// ---- Tie-break columns ------------------------------------------------------------------------
+
+namespace {
+// The order-preserving image of a double: unsigned order is numeric order (-0 as 0).
+std::uint64_t ordered_bits(double value) {
+  if (value == 0) value = 0;  // -0.0
+  std::uint64_t bits = 0;
+  std::memcpy(&bits, &value, sizeof bits);
+  return (bits >> 63) != 0 ? ~bits : bits | (std::uint64_t{1} << 63);
+}
+
+double unordered_bits(std::uint64_t image) {
+  std::uint64_t bits = (image >> 63) != 0 ? image & ~(std::uint64_t{1} << 63) : ~image;
+  double value = 0;
+  std::memcpy(&value, &bits, sizeof value);
+  return value;
+}
+
+// A column's image is inverted where a better value must sort lower: the board reads its
+// ranked set best first in reverse member order for 'desc', in member order for 'asc'.
+bool inverted(const TiebreakColumn& column, Order order) {
+  return column.desc != (order == Order::Desc);
+}
+}  // namespace
+
+std::string tiebreak_key(const std::vector<TiebreakColumn>& columns, Order order,
+                         const std::vector<double>& values) {
+  if (values.size() != columns.size()) {
+    throw InvalidArgument("tiebreak needs a value for each column, no other");
+  }
+  std::string key;
+  key.reserve(kTiebreakWidth * columns.size());
+  for (std::size_t i = 0; i < columns.size(); ++i) {
+    if (!std::isfinite(values[i])) {
+      throw InvalidArgument("tiebreak column '" + columns[i].name + "' must be a finite number");
+    }
+    std::uint64_t image = ordered_bits(values[i]);
+    if (inverted(columns[i], order)) image = ~image;
+    char digits[17];
+    std::snprintf(digits, sizeof digits, "%016llx", static_cast<unsigned long long>(image));
+    key.append(digits, kTiebreakWidth);
+  }
+  return key;
+}
+
+std::vector<std::pair<std::string, double>> tiebreak_values(
+    const std::vector<TiebreakColumn>& columns, Order order, std::string_view key) {
+  std::vector<std::pair<std::string, double>> out;
+  out.reserve(columns.size());
+  for (std::size_t i = 0; i < columns.size(); ++i) {
+    std::string digits(key.substr(i * kTiebreakWidth, kTiebreakWidth));
+    char* end = nullptr;
+    std::uint64_t image = std::strtoull(digits.c_str(), &end, 16);
+    if (digits.size() != kTiebreakWidth || *end != '\0') unexpected("a tie-break key");
+    if (inverted(columns[i], order)) image = ~image;
+    out.emplace_back(columns[i].name, unordered_bits(image));
+  }
+  return out;
 }
 
 void Board::Identity::accept(const Reply& reply) {
@@ -778,13 +866,34 @@ void Board::Identity::accept(const Reply& reply) {
   }
   throw OptionsMismatch("leaderboard '" + key + "' has " + recorded_options_text(reply.str) +
                         " (recorded in Redis); this client opened it with " +
-                        options_text(order, ties, guards));
+                        options_text(order, ties_word(), guards));
+}
+
+std::string Board::Identity::ties_word() const {
+  if (tiebreak.empty()) return name_of(ties);
+  std::string word = "tb:";
+  for (const auto& column : tiebreak) {
+    if (word.size() > 3) word += ",";
+    word += column.name + (column.desc ? ".desc" : ".asc");
+  }
+  return word;
+}
+
+void Board::Identity::split_members(Result& result) const {
+  if (tiebreak.empty()) return;
+  const std::size_t width = kTiebreakWidth * tiebreak.size();
+  for (Entry* entry : entries_of(result)) {
+    if (entry->user_id.size() < width) unexpected("a ranked member");
+    entry->tiebreak =
+        tiebreak_values(tiebreak, order, std::string_view(entry->user_id).substr(0, width));
+    entry->user_id.erase(0, width);
+  }
 }
 
 std::vector<std::string> Board::Identity::with_options(std::vector<std::string> args) const {
   if (!is_default()) {
     args.emplace_back(name_of(order));
-    args.emplace_back(name_of(ties));
+    args.emplace_back(ties_word());
   }
   return args;
 }
@@ -792,7 +901,7 @@ std::vector<std::string> Board::Identity::with_options(std::vector<std::string> 
 std::vector<std::string> Board::Identity::with_events(std::vector<std::string> args) const {
   if (!guards.events) return with_options(std::move(args));
   args.emplace_back(name_of(order));
-  args.emplace_back(name_of(ties));
+  args.emplace_back(ties_word());
   std::string words = "events:" + std::to_string(guards.events_maxlen);
   if (expire_at) words += " expire:" + std::to_string(*expire_at);  // a periodic board's stream
   args.push_back(std::move(words));
@@ -800,8 +909,33 @@ std::vector<std::string> Board::Identity::with_events(std::vector<std::string> a
 }
 
 Board::Board(std::string key, long long max_entries, Order order, Ties ties, Guards guards,
-             std::optional<long long> expire_at, std::optional<std::string> submission_scope)
+             std::optional<long long> expire_at, std::optional<std::string> submission_scope,
+             std::vector<TiebreakColumn> tiebreak)
     : id_(std::make_shared<Identity>()) {
+  if (tiebreak.size() > kMaxTiebreakColumns) {
+    throw InvalidArgument("tiebreak takes at most 4 columns");
+  }
+  for (std::size_t i = 0; i < tiebreak.size(); ++i) {
+    const std::string& name = tiebreak[i].name;
+    bool ok =
+        !name.empty() && name.size() <= 32 && !std::isdigit(static_cast<unsigned char>(name[0]));
+    for (char c : name) ok = ok && (std::isalnum(static_cast<unsigned char>(c)) || c == '_');
+    if (!ok) {
+      throw InvalidArgument(
+          "a tiebreak column's name is 1 to 32 letters, digits or '_', not "
+          "starting with a digit, not '" +
+          name + "'");
+    }
+    for (std::size_t j = 0; j < i; ++j) {
+      if (tiebreak[j].name == name) throw InvalidArgument("tiebreak column '" + name + "' twice");
+    }
+  }
+  if (!tiebreak.empty() && ties != Ties::Lexicographic) {
+    throw InvalidArgument(
+        "tiebreak columns rank equal scores themselves: ties must be "
+        "'lexicographic' (the user id after the columns)");
+  }
+  id_->tiebreak = std::move(tiebreak);
   if (key.empty()) throw InvalidArgument("key must not be empty");
   if (submission_scope &&
       (submission_scope->empty() || key.size() <= submission_scope->size() + 1 ||
@@ -1011,7 +1145,10 @@ std::unique_ptr<Operation> read_stream_events(std::string stream, std::string la
 
 std::vector<std::string> Board::option_keys() const {
   std::vector<std::string> keys{key() + ":options"};
-  if (ties() == Ties::First) {
+  if (!tiebreak().empty()) {  // the ranked set and its index, as ties='first' has them
+    keys.push_back(key() + ":tb");
+    keys.push_back(key() + ":tb:keys");
+  } else if (ties() == Ties::First) {
     keys.push_back(key() + ":first");
     keys.push_back(key() + ":first:keys");
   } else if (ties() == Ties::Dense) {
@@ -1041,8 +1178,14 @@ std::vector<std::string> Board::removal_keys(std::vector<std::string> extra) con
 
 std::unique_ptr<Operation> Board::write(WriteMode mode, std::string user_id, double number,
                                         Metadata metadata, bool submit,
-                                        std::optional<std::string> submission_id,
-                                        int retries) const {
+                                        std::optional<std::string> submission_id, int retries,
+                                        std::optional<std::vector<double>> tiebreak) const {
+  if (tiebreak && id_->tiebreak.empty()) {
+    throw InvalidArgument("tiebreak values for a board without tie-break columns");
+  }
+  // Tie-break columns: the ranked member's key, a keyless word of the spec (see plan_write).
+  const std::string tiebreak_word =
+      tiebreak ? " tb:" + tiebreak_key(id_->tiebreak, order(), *tiebreak) : std::string();
   require_user_id(user_id);
   require_submission_id(submission_id);
   if (retries < 0) throw InvalidArgument("retries must be at least 0");
@@ -1053,10 +1196,11 @@ std::unique_ptr<Operation> Board::write(WriteMode mode, std::string user_id, dou
   std::string spec = name_of(mode);
   const bool guarded = submission_id || id_->guards.any();  // guards
   if (submit || !has_default_options() || guarded || expire_at()) {
-    spec = spec + " " + name_of(order()) + " " + name_of(ties()) + (submit ? " submit" : " entry");
+    spec = spec + " " + name_of(order()) + " " + ties_word() + (submit ? " submit" : " entry");
   }
   std::vector<std::string> keys = script_keys({metadata_key(user_id)}, Check::EveryCall);
   add_guards(spec, keys, user_id, submission_id);  // seasons and guards: none on a plain board
+  spec += tiebreak_word;
   std::vector<std::string> args;
   args.reserve(4 + 2 * metadata.size());
   args.insert(args.end(),
@@ -1110,9 +1254,10 @@ std::unique_ptr<Operation> Board::increment_score(std::string user_id, double am
 
 std::unique_ptr<Operation> Board::submit(std::string user_id, double score, Metadata metadata,
                                          WriteMode mode, std::optional<std::string> submission_id,
-                                         int retries) const {
+                                         int retries,
+                                         std::optional<std::vector<double>> tiebreak) const {
   return write(mode, std::move(user_id), score, std::move(metadata), true, std::move(submission_id),
-               retries);
+               retries, std::move(tiebreak));
 }
 
 std::unique_ptr<Operation> Board::set_max_entries(long long max_entries) const {
@@ -1210,14 +1355,15 @@ std::unique_ptr<Operation> Board::get_user_entry(std::string user_id) const {
                   id_->with_options({user_id}));
   return std::make_unique<SingleCall>(
       "get_user_entry", std::move(command),
-      [user_id = std::move(user_id)](Reply& reply) mutable -> Result {
+      [user_id = std::move(user_id), size = entry_size()](Reply& reply) mutable -> Result {
         if (reply.is_nil()) return std::optional<Entry>();
-        parse_array(reply, 3);
-        if (reply.elements.size() != 3) unexpected("an entry");
+        parse_array(reply, size);
+        if (reply.elements.size() != size) unexpected("an entry");
         Entry entry;
         entry.score = parse_score(reply.elements[0]);
         entry.rank = parse_rank(reply.elements[1]) + 1;
-        entry.user_id = std::move(user_id);
+        // Tie-break columns: the ranked member (split_members reads the columns from its key).
+        entry.user_id = size == 4 ? take_string(reply.elements[3]) : std::move(user_id);
         entry.metadata = parse_metadata(reply.elements[2]);
         return std::optional<Entry>(std::move(entry));
       },
@@ -1278,7 +1424,7 @@ std::unique_ptr<Operation> Board::hiding_call(const char* action, std::string us
   Command command =
       script_call(scripts::hide, std::move(keys),
                   {action, std::move(user_id), std::to_string(max_entries()), name_of(order()),
-                   name_of(ties()), scope ? "scope" : "", std::move(words)});
+                   ties_word(), scope ? "scope" : "", std::move(words)});
   return std::make_unique<SingleCall>(
       list ? "hidden" : action, std::move(command),
       [list, id = id_](Reply& reply) -> Result {
@@ -1330,7 +1476,7 @@ std::unique_ptr<Operation> Board::upsert_chunk(std::vector<BatchEntry> entries,
     words += limit_words(guards);
     if (period()) words += " gscope:";  // its key before the stream's
     std::vector<std::string> user_keys,
-        args{name_of(order()), name_of(ties()), words.empty() ? "" : words.substr(1)};
+        args{name_of(order()), ties_word(), words.empty() ? "" : words.substr(1)};
     for (auto& entry : entries) {
       user_keys.push_back(metadata_key(entry.user_id));
       if (entry.submission_id) user_keys.push_back(submission_key(*entry.submission_id));
@@ -1429,7 +1575,7 @@ std::unique_ptr<Operation> Board::get_entries(std::vector<std::string> user_ids)
                                 id_->with_options(std::move(args)));
   return SingleCall(
              "get_entries", std::move(command),
-             [user_ids = std::move(user_ids)](Reply& reply) mutable -> Result {
+             [user_ids = std::move(user_ids), size = entry_size()](Reply& reply) mutable -> Result {
                if (!reply.is_array() || reply.elements.size() != user_ids.size()) {
                  unexpected("the entries of get_entries");
                }
@@ -1441,12 +1587,13 @@ std::unique_ptr<Operation> Board::get_entries(std::vector<std::string> user_ids)
                    out.emplace_back();
                    continue;
                  }
-                 parse_array(item, 3);
-                 if (item.elements.size() != 3) unexpected("an entry");
+                 parse_array(item, size);
+                 if (item.elements.size() != size) unexpected("an entry");
                  Entry entry;
                  entry.score = parse_score(item.elements[0]);
                  entry.rank = parse_rank(item.elements[1]) + 1;
-                 entry.user_id = std::move(user_ids[i]);
+                 // Tie-break columns: the ranked member, as get_user_entry's.
+                 entry.user_id = size == 4 ? take_string(item.elements[3]) : std::move(user_ids[i]);
                  entry.metadata = parse_metadata(item.elements[2]);
                  out.emplace_back(std::move(entry));
                }

@@ -33,6 +33,8 @@ struct Entry {
   std::string user_id;
   double score = 0;
   Metadata metadata;
+  // A board with tie-break columns: each column's name and value, in the board's order.
+  std::vector<std::pair<std::string, double>> tiebreak;
 };
 
 // What upsert_user and increment_score return: the entry plus who the write trimmed.
@@ -198,6 +200,25 @@ struct Guards {
   bool any() const { return rate_max.has_value() || events || limits(); }
 };
 
+// A tie-break column (a board option): its name, and whether greater values rank first.
+struct TiebreakColumn {
+  std::string name;
+  bool desc = true;
+};
+// At most this many tie-break columns; each is 16 hex digits of a ranked member's key.
+constexpr std::size_t kMaxTiebreakColumns = 4;
+constexpr std::size_t kTiebreakWidth = 16;
+
+// The ranked member's key of `values` on a board of `order` with `columns` (see board_spec in
+// _lib.lua): per column, 16 hex digits of the order-preserving image of the double, inverted
+// where the column's direction is not the board's, so that Redis's member order among equal
+// scores is the columns' rank order. InvalidArgument for NaN or a count that differs.
+std::string tiebreak_key(const std::vector<TiebreakColumn>& columns, Order order,
+                         const std::vector<double>& values);
+// The values of a ranked member's key (its first 16 digits per column), as tiebreak_key wrote.
+std::vector<std::pair<std::string, double>> tiebreak_values(
+    const std::vector<TiebreakColumn>& columns, Order order, std::string_view key);
+
 // The score limits' words of a write's spec, keyless (" range:<min>:<max> maxinc:<n>", or ""),
 // as the scripts read them (guard_fields in _lib.lua); and their checks (InvalidArgument).
 std::string limit_words(const Guards& guards);
@@ -208,6 +229,8 @@ void validate_score_limits(const Guards& guards);
 // board, or of a script's 'OPTIONS order=.. ties=.. rate_limit=.. ...' status (those recorded
 // in Redis; a field the status lacks shows as none).
 std::string options_text(Order order, Ties ties, const Guards& guards);
+// The same, with the tie rule as scripts get it (Board::ties_word: tie-break columns too).
+std::string options_text(Order order, const std::string& ties_word, const Guards& guards);
 std::string recorded_options_text(const std::string& status);
 
 // The entries a read's result holds (get_top's list, get_page's entries, get_entries' present
@@ -239,13 +262,18 @@ class Board {
   Board(std::string key, long long max_entries, Order order = Order::Desc,
         Ties ties = Ties::Lexicographic, Guards guards = {},
         std::optional<long long> expire_at = std::nullopt,
-        std::optional<std::string> submission_scope = std::nullopt);
+        std::optional<std::string> submission_scope = std::nullopt,
+        std::vector<TiebreakColumn> tiebreak = {});
 
   const std::string& key() const { return id_->key; }
   long long max_entries() const { return id_->max_entries.load(std::memory_order_relaxed); }
   Order order() const { return id_->order; }
   Ties ties() const { return id_->ties; }
   bool has_default_options() const { return id_->is_default(); }
+  const std::vector<TiebreakColumn>& tiebreak() const { return id_->tiebreak; }
+  // Elements of entry.lua's and entries.lua's entry: 4 with tie-break columns (the member).
+  std::size_t entry_size() const { return id_->tiebreak.empty() ? 3 : 4; }
+  std::string ties_word() const { return id_->ties_word(); }
   std::optional<long long> expire_at() const { return id_->expire_at; }
   // Where submission ids are recorded (the key, or a periodic board's key), and the record of
   // `submission_id`: f"{submission_scope}:submission:{submission_id}".
@@ -272,10 +300,12 @@ class Board {
   std::unique_ptr<Operation> increment_score(std::string user_id, double amount,
                                              Metadata metadata) const;
   // submit(): the full write, with mode Set, Best or Incr; a SubmitResult.
-  std::unique_ptr<Operation> submit(std::string user_id, double score, Metadata metadata,
-                                    WriteMode mode,
-                                    std::optional<std::string> submission_id = std::nullopt,
-                                    int retries = 2) const;
+  // `tiebreak`: the values of the board's tie-break columns, in its order (none: the stored
+  // ones, or for a new entry the worst of each).
+  std::unique_ptr<Operation> submit(
+      std::string user_id, double score, Metadata metadata, WriteMode mode,
+      std::optional<std::string> submission_id = std::nullopt, int retries = 2,
+      std::optional<std::vector<double>> tiebreak = std::nullopt) const;
   const Guards& guards() const { return id_->guards; }
   // The events after `last_id` ('$': those to come), at most `count`, waiting up to `block`
   // seconds for one (none: no wait) on the stream f"{key}:events" (XREAD).
@@ -369,7 +399,16 @@ class Board {
     std::optional<long long> expire_at;  // unix ms; none: the board never expires
     std::string scope;                   // where submission ids are recorded (see Board)
 
-    bool is_default() const { return order == Order::Desc && ties == Ties::Lexicographic; }
+    std::vector<TiebreakColumn> tiebreak;  // none: the score alone ranks
+    bool is_default() const {
+      return order == Order::Desc && ties == Ties::Lexicographic && tiebreak.empty();
+    }
+    // The tie rule as scripts get it: its name, or on a board with tie-break columns
+    // "tb:<name>.<desc|asc>,..." (recorded as the board's ties: see board_spec in _lib.lua).
+    std::string ties_word() const;
+    // A result's entries, their ranked members split into the user id and the columns' values
+    // (a board with tie-break columns: its reads return the whole member).
+    void split_members(Result& result) const;
     // A script's last fixed arguments: order and ties, on a board with options only (a default
     // board's commands stay within the 10 arguments Redis accepts before authentication).
     std::vector<std::string> with_options(std::vector<std::string> args) const;
@@ -384,10 +423,10 @@ class Board {
   };
 
  private:
-  std::unique_ptr<Operation> write(WriteMode mode, std::string user_id, double number,
-                                   Metadata metadata, bool submit,
-                                   std::optional<std::string> submission_id = std::nullopt,
-                                   int retries = 0) const;
+  std::unique_ptr<Operation> write(
+      WriteMode mode, std::string user_id, double number, Metadata metadata, bool submit,
+      std::optional<std::string> submission_id = std::nullopt, int retries = 0,
+      std::optional<std::vector<double>> tiebreak = std::nullopt) const;
   // When a script checks a default board's recorded options: on every call (writes: a board
   // another client has since created with options is refused, never changed), or until a reply
   // has shown the board records none (reads, and get_rank, upsert_many's check).

@@ -9,6 +9,7 @@ from typing import (
     Literal,
     Mapping,
     Optional,
+    Sequence,
     TypedDict,
     TypeVar,
     Union,
@@ -195,6 +196,7 @@ class Board:
         submission_scope: Optional[str] = None,
         score_range: Optional[tuple[Optional[float], Optional[float]]] = None,
         max_increment: Optional[float] = None,
+        tiebreak: Optional[Sequence[tuple[str, str]]] = None,
     ) -> None:
         """ValueError for an unknown ``order`` or ``ties``, TypeError if not a str; the guards
         checked too. ``expire_at`` (unix ms): every write PEXPIREATs the board's keys at it
@@ -220,6 +222,9 @@ class Board:
     @property
     def options_checked(self) -> bool:
         """True once a reply showed the board's recorded options are this object's."""
+    @property
+    def tiebreak(self) -> Optional[tuple[tuple[str, str], ...]]:
+        """The tie-break columns, or None."""
     @property
     def bulk_checked(self) -> bool:
         """upsert_many's check_options() ran (once per object; its hide/unhide clear it)."""
@@ -255,6 +260,7 @@ class Board:
         mode: Literal["set", "best", "incr"] = "set",
         submission_id: Optional[str] = None,
         retries: int = 2,
+        tiebreak: Optional[Mapping[str, float]] = None,
     ) -> Operation[SubmitResult]:
         """The full write; its result is ``{"user_id", "score", "rank", "previous_score",
         "previous_rank", "changed", "metadata", "trimmed_user_ids"}`` (and ``"duplicate"``

@@ -38,13 +38,19 @@ EventKind = Literal["score", "delete", "trim", "clear", "hide"]
 BulkEntry = Union[tuple[str, float], tuple[str, float, Mapping[str, Any]], Sequence[Any]]
 
 
-class Entry(TypedDict):
-    """One player on a board, as every read returns it (the guide's shape)."""
-
+class _EntryRequired(TypedDict):
     rank: int  # 1-based
     user_id: str
     score: float
     metadata: dict[str, str]
+
+
+class Entry(_EntryRequired, total=False):
+    """One player on a board, as every read returns it (the guide's shape); on a board with
+    tie-break columns also ``"tiebreak"``: each column's value in the board's order (None: no
+    write of this player gave one)."""
+
+    tiebreak: dict[str, Optional[float]]
 
 
 # Keys a result may lack are declared in a total=False subclass (NotRequired needs 3.11).

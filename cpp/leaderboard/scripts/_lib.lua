@@ -143,8 +143,9 @@ local function hydrate(b, prefix, ranged)
   local out, first, lean = {}, b and b.first, prefix == ''
   local none, empty = {}, {}
   for i = 1, #ranged, 2 do
-    local user_id = first and string.sub(ranged[i], 17) or ranged[i]
-    out[#out + 1] = user_id
+    local user_id = first and string.sub(ranged[i], b.width + 1) or ranged[i]
+    -- Tie-break columns: the whole member, the client reads the columns' values from its key.
+    out[#out + 1] = first and b.tiebreak and ranged[i] or user_id
     out[#out + 1] = ranged[i + 1]
     if lean then
       out[#out + 1] = none
@@ -180,22 +181,31 @@ end
 -- their guide path, which reads the options hash (no_options_recorded) to refuse a board
 -- recorded with other options, and then only the guide's commands. Every option key ends in a
 -- suffix after "<board>:" that is not "user:...", so none is a metadata hash.
-local KEY_WIDTH = 16  -- digits of an achievement key
+local KEY_WIDTH = 16  -- digits of an achievement key, and of each tie-break column's
 
 -- The board, its options `order` and `ties` (nil: the default), its option keys from KEYS[k]
 -- on. b.ranked is the set whose order is the board's positions: the achievement set for
 -- 'first', else the board itself.
+-- Tie-break columns (ties "tb:<name>.<desc|asc>,...", at most 4): the ranked set is kept as
+-- for 'first' ("<board>:tb" and its index "<board>:tb:keys"), each member's key the columns'
+-- values as the client encodes them (16 hex digits each, so that among equal scores Redis's
+-- member order is the columns' rank order, see tiebreak_key in operations.hpp), then the user
+-- id; b.tiebreak is set, and b.width is the key's length.
 local function board_spec(board, k, order, ties)
   if not order then  -- the default board: one table constructor, sized once
     return {board = board, order = 'desc', ties = 'lexicographic', options = KEYS[k],
       desc = true, default = true, ranked = board, shared = false, position_command = 'ZREVRANK'}
   end
-  local desc, first, dense = order == 'desc', ties == 'first', ties == 'dense'
+  local tiebreak = string.sub(ties, 1, 3) == 'tb:'
+  local desc, first, dense = order == 'desc', ties == 'first' or tiebreak, ties == 'dense'
+  local width = KEY_WIDTH
+  if tiebreak then width = KEY_WIDTH * (select(2, string.gsub(ties, ',', '')) + 1) end
   return {board = board, order = order, ties = ties, options = KEYS[k], desc = desc,
     default = desc and ties == 'lexicographic', ranked = first and KEYS[k + 1] or board,
     first = first and KEYS[k + 1] or nil, first_keys = first and KEYS[k + 2] or nil,
     dense = dense and KEYS[k + 1] or nil, shared = dense or ties == 'competition',
-    position_command = desc and 'ZREVRANK' or 'ZRANK'}
+    position_command = desc and 'ZREVRANK' or 'ZRANK', tiebreak = tiebreak or nil,
+    width = width}
 end
 
 -- The board's recorded options against the caller's, before anything is written (the caller
@@ -260,6 +270,17 @@ local function achievement_key(b, seq)
   return string.format('%016.0f', seq)
 end
 
+-- A board with tie-break columns: the key of the worst columns (the member's key of a write
+-- without them, for a new entry), and whether key x ranks before key y.
+local function worst_key(b)
+  return string.rep(b.desc and '0' or 'f', b.width)
+end
+
+local function key_better(b, x, y)
+  if b.desc then return x > y end
+  return x < y
+end
+
 -- The user's member in the ranked set (nil if it is not on the board).
 local function ranked_member(b, user_id)
   if not b.first then return user_id end
@@ -292,7 +313,7 @@ end
 local function split_range(b, ranged)
   local user_ids, scores = {}, {}
   for i = 1, #ranged, 2 do
-    user_ids[#user_ids + 1] = b.first and string.sub(ranged[i], KEY_WIDTH + 1) or ranged[i]
+    user_ids[#user_ids + 1] = b.first and string.sub(ranged[i], b.width + 1) or ranged[i]
     scores[#scores + 1] = ranged[i + 1]
   end
   return user_ids, scores
@@ -381,17 +402,18 @@ end
 
 -- An option board's write of a user's new score (`command` 'ZADD' or 'ZINCRBY' with `number`;
 -- `score` the resulting number, `old` the previous one or nil), with its traces in the option
--- keys; `seq` is the next achievement number ('first'). Returns the stored score's text.
-local function store_score(b, user_id, command, number, score, old, seq)
+-- keys; `seq` is the next achievement number ('first'), `key` the member's key on a board with
+-- tie-break columns. Returns the stored score's text.
+local function store_score(b, user_id, command, number, score, old, seq, key)
   local stored = redis.call(command, b.board, number, user_id)
   if command == 'ZADD' then stored = number end
   if b.first then
-    local key = redis.call('HGET', b.first_keys, user_id)
-    if key then redis.call('ZREM', b.first, key .. user_id) end
-    key = achievement_key(b, seq)
+    local previous = redis.call('HGET', b.first_keys, user_id)
+    if previous then redis.call('ZREM', b.first, previous .. user_id) end
+    key = key or achievement_key(b, seq)
     redis.call('ZADD', b.first, stored, key .. user_id)
     redis.call('HSET', b.first_keys, user_id, key)
-    redis.call('HSET', b.options, 'seq', seq)
+    if not b.tiebreak then redis.call('HSET', b.options, 'seq', seq) end
   elseif b.dense then
     local text = score_text(score)
     redis.call('ZADD', b.dense, text, text)
@@ -436,7 +458,7 @@ end
 -- of a board with events is in its stream, each event's 'kind' saying what made it.
 
 -- The guard words without a key of their own (see guard_fields).
-local KEYLESS_WORDS = {expire = true, range = true, maxinc = true}
+local KEYLESS_WORDS = {expire = true, range = true, maxinc = true, tb = true}
 
 -- The score limits' words (fair play, see guard_fields) into w: true if `name` is one of them.
 local function limit_word(w, name, a, b)
@@ -466,6 +488,8 @@ local function guard_fields(w, spec, from, last_key)
     local name, a, b = string.match(spec[i], '^(%a+):([^:]*):?(.*)$')
     if name == 'expire' then
       w.expire_at = a
+    elseif name == 'tb' then  -- tie-break columns: the member's key of the write's values
+      w.tb = a
     elseif not limit_word(w, name, a, b) then  -- the score limits are keyless too
       k = k + 1
       if name == 'gscope' then  -- a period's board: its periodic board's options (see below)
@@ -800,7 +824,7 @@ local function add_event(b, key, maxlen, user_id, score, old_text, previous_rank
       for i = 1, #passed, 2 do
         if not b.shared or better(b, value, tonumber(passed[i + 1])) then
           fields[#fields + 1] = 'overtaken'
-          fields[#fields + 1] = b.first and string.sub(passed[i], KEY_WIDTH + 1) or passed[i]
+          fields[#fields + 1] = b.first and string.sub(passed[i], b.width + 1) or passed[i]
         end
       end
     end
@@ -1100,7 +1124,18 @@ local function plan_write(w)
     err = check_score_limits(b, w, score, old)
     if err then return nil, err end
   end
-  local changed = not old or score ~= old
+  -- Tie-break columns: the member's key holds the columns' values: the write's, else the stored
+  -- ones, else the worst; 'best' keeps the better (score, columns) as a whole, never a mix.
+  local key, old_key
+  if b.tiebreak and not kept then
+    old_key = old and redis.call('HGET', b.first_keys, user_id)
+    key = w.tb or old_key or worst_key(b)
+    if w.mode == 'best' and old and score == old then
+      local tied = tonumber(w.number) == old  -- else the write's score is worse: nothing changes
+      if not tied or not key_better(b, key, old_key) then key = old_key end
+    end
+  end
+  local changed = not old or score ~= old or key ~= old_key
   if kept then
     return {w = w, b = b, record = record, hidden = true, old_text = old_text, old = old,
       score = score, changed = changed, trimmed = {}, guards = guards,
@@ -1117,7 +1152,7 @@ local function plan_write(w)
   local member, old_member = user_id, user_id
   if b.first then
     old_member = old and ranked_member(b, user_id)
-    member = changed and (achievement_key(b, seq + 1) .. user_id) or old_member
+    member = changed and ((key or achievement_key(b, seq + 1)) .. user_id) or old_member
   end
   local overflow = redis.call('ZCARD', board) + (old and 0 or 1) - w.max_entries
   local trimmed, trimmed_scores = {}, {}
@@ -1134,7 +1169,7 @@ local function plan_write(w)
           placed = true
           if #trimmed == overflow then break end
         end
-        trimmed[#trimmed + 1] = b.first and string.sub(other, KEY_WIDTH + 1) or other
+        trimmed[#trimmed + 1] = b.first and string.sub(other, b.width + 1) or other
         trimmed_scores[#trimmed_scores + 1] = worst[i + 1]
       end
     end
@@ -1147,7 +1182,7 @@ local function plan_write(w)
   end
   return {w = w, b = b, record = record, seq = seq, old_text = old_text, old = old,
     score = score, changed = changed, previous_rank = previous_rank, trimmed = trimmed,
-    trimmed_scores = trimmed_scores, guards = guards, old_position = old_position}
+    trimmed_scores = trimmed_scores, guards = guards, old_position = old_position, key = key}
 end
 
 -- Applies a plan of plan_write: nothing here fails but on a server fault. Returns the reply:
@@ -1184,7 +1219,7 @@ local function apply_write(p)
     end
   elseif p.changed then
     produced = store_score(b, user_id, w.mode == 'incr' and 'ZINCRBY' or 'ZADD', number, p.score,
-      p.old, p.seq + 1)
+      p.old, p.seq + 1, p.key)
   end
   local fields = w.fields
   for i = w.first_field, #fields, 1000 do

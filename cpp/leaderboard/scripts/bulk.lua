@@ -149,7 +149,9 @@ for _, entry in ipairs(entries) do
     end
     if not entry.kept and (not old or score ~= old) then
       seq = seq + 1
-      store_score(b, entry.user_id, 'ZADD', entry.number, score, old, seq)
+      -- Tie-break columns: an entry carries none, so the stored ones stay (the worst if new).
+      local key = b.tiebreak and (redis.call('HGET', b.first_keys, entry.user_id) or worst_key(b))
+      store_score(b, entry.user_id, 'ZADD', entry.number, score, old, seq, key)
       if w.events_key then
         add_event(b, w.events_key, w.events_maxlen, entry.user_id, score, old_text,
           previous_rank, old_position, {})

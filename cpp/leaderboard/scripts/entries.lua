@@ -27,6 +27,7 @@ for i = 3, 2 + n do
     local metadata = lean and {} or redis.call('HGETALL', prefix .. user_id)
     if not lean and #metadata == 0 then empty[#empty + 1] = prefix .. user_id end
     out[#out + 1] = {score, rank_of(b, user_id, tonumber(score)), metadata}
+    if b.tiebreak then out[#out][4] = ranked_member(b, user_id) end  -- the columns: its key
   else
     out[#out + 1] = false
   end

@@ -5,7 +5,7 @@
 -- default board's options hash until a reply has shown the client it records no options).
 -- ARGV: user_id, then on a board with options: order, ties.
 -- Returns nil if the user is not on the board, else {score, zero-based rank under the board's
--- tie rule, {field, value, ...}}.
+-- tie rule, {field, value, ...}[, on a board with tie-break columns the ranked member]}.
 if not ARGV[2] and no_options_recorded(KEYS[3]) then  -- the guide's board
   local err = check_acl('ZSCORE', KEYS[1], ARGV[1]) or check_acl('ZREVRANK', KEYS[1], ARGV[1])
     or check_acl('HGETALL', KEYS[2])
@@ -24,4 +24,6 @@ err = check_options(b, true)
 if err then return err end
 local score = redis.call('ZSCORE', KEYS[1], ARGV[1])
 if not score then return false end
-return {score, rank_of(b, ARGV[1], tonumber(score)), redis.call('HGETALL', KEYS[2])}
+local entry = {score, rank_of(b, ARGV[1], tonumber(score)), redis.call('HGETALL', KEYS[2])}
+if b.tiebreak then entry[4] = ranked_member(b, ARGV[1]) end  -- the columns' values: its key
+return entry

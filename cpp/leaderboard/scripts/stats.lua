@@ -13,6 +13,8 @@ local board, query = KEYS[1], ARGV[1]
 local b = board_spec(board, 2, ARGV[5], ARGV[6])
 local err = check_acl('ZCOUNT', board, '0', '0') or check_acl('ZCARD', board)
   or check_acl('ZSCORE', board, 'x') or check_acl('ZRANGE', board, '0', '0')
+  or (b.tiebreak and (check_acl('HGET', b.first_keys, 'x')
+    or check_acl(b.position_command, b.ranked, 'x')))
 if err then return err end
 err = check_options(b)
 if err then return err end
@@ -31,6 +33,10 @@ end
 if query == 'percentile' then
   local score = redis.call('ZSCORE', board, ARGV[2])
   if not score then return false end
+  if b.tiebreak then  -- the (score, columns) order: those after the user's place are worse
+    local size = redis.call('ZCARD', board)
+    return {size - 1 - redis.call(b.position_command, b.ranked, ranked_member(b, ARGV[2])), size}
+  end
   local worse
   if b.desc then
     worse = redis.call('ZCOUNT', board, '-inf', '(' .. score)

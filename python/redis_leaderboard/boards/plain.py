@@ -5,7 +5,17 @@ public ``RedisLeaderboard`` classes add a driver and their client types."""
 from __future__ import annotations
 
 import itertools
-from typing import Any, Callable, Generic, Iterable, Iterator, Mapping, Optional, TypeVar
+from typing import (
+    Any,
+    Callable,
+    Generic,
+    Iterable,
+    Iterator,
+    Mapping,
+    Optional,
+    Sequence,
+    TypeVar,
+)
 
 from .. import _core
 from .._drive import Pipelined, Plan, Runner, Sent, one_trip, plan
@@ -165,6 +175,7 @@ class BoardBase:
         events_maxlen: int = 10000,
         score_range: Optional[tuple[Optional[float], Optional[float]]] = None,
         max_increment: Optional[float] = None,
+        tiebreak: Optional[Sequence[tuple[str, Order]]] = None,
         _expire_at: Optional[int] = None,
         _submission_scope: Optional[str] = None,
     ) -> None:
@@ -181,6 +192,7 @@ class BoardBase:
             submission_scope=_submission_scope,  # and where its submission ids are recorded
             score_range=score_range,
             max_increment=max_increment,
+            tiebreak=tiebreak,
         )
         self.redis = board_client(
             self.display_name,
@@ -236,6 +248,12 @@ class BoardBase:
         """The most one write may improve a user's score by (in the board's order), or None
         (fair play). A write improving it more raises ``ScoreRejected``."""
         return self._board.max_increment
+
+    @property
+    def tiebreak(self) -> Optional[tuple[tuple[str, str], ...]]:
+        """The tie-break columns, ``(name, "desc" | "asc")`` each, ranking equal scores in
+        order, or None: see [`submit`][redis_leaderboard.RedisLeaderboard.submit]."""
+        return self._board.tiebreak
 
     @property
     def events_enabled(self) -> bool:
@@ -334,6 +352,7 @@ class Leaderboard(BoardBase, Generic[S]):
         mode: WriteMode = "set",
         submission_id: Optional[str] = None,
         retries: int = 2,
+        tiebreak: Optional[Mapping[str, float]] = None,
     ) -> Sent[SubmitResult]:
         """Write a user's score and merge its metadata, and report what changed.
 
@@ -364,6 +383,12 @@ class Leaderboard(BoardBase, Generic[S]):
             mode: ``"set"``, ``"best"`` or ``"incr"``.
             submission_id: An idempotency key, unique per submission (``f"{match}:{player}"``).
             retries: How many times a write with a ``submission_id`` is resent after a lost reply.
+            tiebreak: On a board with tie-break columns (``tiebreak=(("kills", "desc"),
+                ("time", "asc"))``), a value for each (``{"kills": 12, "time": 93.5}``): equal
+                scores rank by them, in order, then by user id. Rank order is the tuple (score,
+                columns...) as a whole; ``mode="best"`` keeps the better tuple, never a mix of
+                two. Without it, a write keeps the stored values (the worst of each for a new
+                entry). Reads' entries carry ``"tiebreak": {name: value}``.
 
         Returns:
             ``{"user_id", "score" (stored now), "rank" (None if not on the board), "previous_score",
@@ -388,7 +413,13 @@ class Leaderboard(BoardBase, Generic[S]):
         """
         return self._run(
             self._board.submit(
-                user_id, score, metadata, mode=mode, submission_id=submission_id, retries=retries
+                user_id,
+                score,
+                metadata,
+                mode=mode,
+                submission_id=submission_id,
+                retries=retries,
+                tiebreak=tiebreak,
             )
         )
 

@@ -354,11 +354,14 @@ class PeriodicBase(PeriodClock, Generic[B]):
         events_maxlen: int = 10000,
         score_range: Optional[tuple[Optional[float], Optional[float]]] = None,
         max_increment: Optional[float] = None,
+        tiebreak: Optional[Sequence[tuple[str, Order]]] = None,
     ) -> None:
         if not isinstance(key, str) or not key:
             raise ValueError("key must be a non-empty str")
-        # Every period's board has the guards: idempotency, rate limit, events, score limits.
+        # Every period's board has the guards (idempotency, rate limit, events, score limits)
+        # and the tie-break columns.
         self.guards: dict[str, Any] = {
+            "tiebreak": tiebreak,
             "submission_ttl": submission_ttl,
             "rate_limit": rate_limit,
             "events": events,
@@ -509,6 +512,7 @@ class PeriodicBase(PeriodClock, Generic[B]):
         mode: WriteMode = "set",
         submission_id: Optional[str] = None,
         retries: int = 2,
+        tiebreak: Optional[Mapping[str, float]] = None,
     ) -> Plan[SubmitResult]:
         """As [`RedisLeaderboard.submit`][redis_leaderboard.RedisLeaderboard.submit], on the current
         period's board.
@@ -532,6 +536,7 @@ class PeriodicBase(PeriodClock, Generic[B]):
                 mode=mode,
                 submission_id=submission_id,
                 retries=retries,
+                tiebreak=tiebreak,
             )
         )
 
@@ -714,12 +719,19 @@ class PeriodState:
         mode: WriteMode = "set",
         submission_id: Optional[str] = None,
         retries: int = 2,
+        tiebreak: Optional[Mapping[str, float]] = None,
     ) -> Plan[SubmitResult]:
         """As [`RedisLeaderboard.submit`][redis_leaderboard.RedisLeaderboard.submit], if the period
         takes writes."""
         self.check_writable()
         operation = self._board.submit(
-            user_id, score, metadata, mode=mode, submission_id=submission_id, retries=retries
+            user_id,
+            score,
+            metadata,
+            mode=mode,
+            submission_id=submission_id,
+            retries=retries,
+            tiebreak=tiebreak,
         )
         result: SubmitResult = yield operation
         return result
@@ -879,9 +891,11 @@ class RollingState:
         mode: WriteMode = "set",
         submission_id: Optional[str] = None,
         retries: int = 2,
+        tiebreak: Optional[Mapping[str, float]] = None,
     ) -> Plan[SubmitResult]:
         """Write to the user's score in the current bucket and merge ``metadata``; the result is
-        about the window's board.
+        about the window's board (a window takes no tie-break columns: ``tiebreak`` raises
+        ``TypeError``).
 
         ``mode`` as [`RedisLeaderboard.submit`][redis_leaderboard.RedisLeaderboard.submit], within
         the
@@ -897,6 +911,11 @@ class RollingState:
             hold: one ZSCORE per bucket), PEXPIREATs; once per bucket, the window's rebuild
             (ZUNIONSTORE of its buckets: O(entries in the window)).
         """
+        if tiebreak is not None:
+            raise TypeError(
+                f"a rolling window ({self._window.key!r}) has no tie-break columns: its board is "
+                "the union of its buckets"
+            )
         operation, results = _core.group_submit(  # positional: cheaper than keywords
             [(self._window, mode, self.bucket_at())],
             user_id,
