@@ -77,7 +77,12 @@ def test_bad_options_and_values_raise_before_anything_is_sent(
     with pytest.raises(ValueError, match="ties must be 'lexicographic'"):
         api.leaderboard(board_key, 10, ties="dense", tiebreak=COLUMNS)
     board = api.leaderboard(board_key, 10, tiebreak=COLUMNS)
-    for values in [{"kills": 1}, {"kills": 1, "time": 2, "x": 3}, {"kills": 1, "time": float("nan")}, [1, 2]]:  # fmt: skip
+    for values in [
+        {"kills": 1},
+        {"kills": 1, "time": 2, "x": 3},
+        {"kills": 1, "time": float("nan")},
+        [1, 2],
+    ]:
         with pytest.raises((ValueError, TypeError)):
             board.submit("u", 1, tiebreak=values)
     with pytest.raises(ValueError, match="without tie-break columns"):
