@@ -16,7 +16,8 @@ ratios (server and CPU times: differences).
     python benchmarks/bench_options.py [--rounds 5] [--seconds 0.3] [--board-size 1000]
         [--base-pythonpath DIR [--default-only]]  # the default board: another build vs this
 
-Without ``--base-pythonpath``: every order x ties board vs a default board, this build.
+Without ``--base-pythonpath``: every order x ties board (and one with a tie-break column,
+``desc/tiebreak``) vs a default board, this build.
 """
 
 from __future__ import annotations
@@ -50,6 +51,7 @@ OPTIONS = [
     ("desc", "competition"),
     ("desc", "dense"),
     ("asc", "dense"),
+    ("desc", "tiebreak"),  # tie-break columns (issue 28): one column, its values in each submit
 ]
 
 
@@ -67,10 +69,12 @@ def worker(args: argparse.Namespace) -> None:
 
     import redis_leaderboard
 
-    options: dict[str, str] = {}
+    options: dict[str, Any] = {}
     if args.order != "desc":
         options["order"] = args.order
-    if args.ties != "lexicographic":
+    if args.ties == "tiebreak":
+        options["tiebreak"] = (("kills", "desc"),)
+    elif args.ties != "lexicographic":
         options["ties"] = args.ties
     client = redis_leaderboard.Client(host="127.0.0.1", port=args.port)
     key = f"bench:{os.getpid()}:{args.order}:{args.ties}"
@@ -106,7 +110,12 @@ def worker(args: argparse.Namespace) -> None:
         "list_all": lambda: board.list_all(),
         "get_rank": lambda: board.get_rank(rng.choice(ids)),
         "get_user_entry": lambda: board.get_user_entry(rng.choice(ids)),
-        "submit_best": lambda: board.submit(rng.choice(ids), rng.randrange(100), mode="best"),
+        "submit_best": lambda: board.submit(
+            rng.choice(ids),
+            rng.randrange(100),
+            mode="best",
+            **({"tiebreak": {"kills": rng.randrange(10)}} if "tiebreak" in options else {}),
+        ),
         "get_around_rank_100": lambda: board.get_around_rank(
             rng.randrange(1, args.board_size), 100
         ),
