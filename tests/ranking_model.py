@@ -18,12 +18,14 @@ stored one changes nothing (Redis keeps the stored double).
 from __future__ import annotations
 
 import math
+import struct
 from typing import Any, Iterable, Mapping, Optional, Sequence
 
 Entry = dict[str, Any]
 
 MAX_REPORTED_TRIMMED = 1000
 MAX_QUERY_ITEMS = 1000  # ids of get_entries, page_size, bins
+MASK64 = (1 << 64) - 1
 
 
 class Rejected(Exception):
@@ -56,6 +58,7 @@ class RankingModel:
         # Fair play: hidden players, each with their kept score (None: none yet). They are on
         # no rank, window, count or trim; their writes are judged as any and kept here.
         self.kept: dict[str, Optional[float]] = {}
+        self.kept_columns: dict[str, tuple[Optional[float], ...]] = {}  # with tie-break columns
 
     # --- the rules ---
 
@@ -70,6 +73,28 @@ class RankingModel:
         for (_, direction), value in zip(self.tiebreak, columns):
             out.append(-math.inf if value is None else (value if direction == "desc" else -value))
         return tuple(out)
+
+    def _columns_after(
+        self,
+        old: Optional[float],
+        new: float,
+        number: float,
+        mode: str,
+        tiebreak: Optional[Mapping[str, float]],
+        stored: Optional[tuple[Optional[float], ...]],
+    ) -> tuple[Optional[float], ...]:
+        """A write's tie-break columns: its values, else the stored ones, else none; "best"
+        keeps the better (score, columns) tuple whole."""
+        given = tiebreak and tuple(float(tiebreak[name]) for name, _ in self.tiebreak)
+        columns = given or stored or (None,) * len(self.tiebreak)
+        if mode == "best" and old is not None and new == old:
+            assert stored is not None
+            # A tie on the score: the columns decide; a worse score changes nothing.
+            if number != old or not self._tuple_key_of(old, columns) > self._tuple_key_of(
+                old, stored
+            ):
+                columns = stored
+        return columns
 
     def _tuple_key(self, user_id: str) -> tuple[float, ...]:
         return self._tuple_key_of(self.scores[user_id], self.columns[user_id])
@@ -180,12 +205,24 @@ class RankingModel:
         return float(number)
 
     def _hidden_submit(
-        self, user_id: str, number: float, metadata: Optional[Mapping[str, Any]], mode: str
+        self,
+        user_id: str,
+        number: float,
+        metadata: Optional[Mapping[str, Any]],
+        mode: str,
+        tiebreak: Optional[Mapping[str, float]] = None,
     ) -> dict[str, Any]:
-        """A hidden player's write: judged as any, kept aside: no rank, no trim."""
+        """A hidden player's write: judged as any, kept aside: no rank, no trim (their
+        tie-break columns kept with the score, by the same rules as a shown player's)."""
         old = self.kept[user_id]
         new = self._next(old, number, mode)
         self._check_limits(old, new, mode)
+        columns_changed = False
+        if self.tiebreak:
+            stored = self.kept_columns.get(user_id) if old is not None else None
+            columns = self._columns_after(old, new, number, mode, tiebreak, stored)
+            columns_changed = columns != stored
+            self.kept_columns[user_id] = columns
         self.kept[user_id] = new
         self._merge(user_id, metadata)
         return {
@@ -194,7 +231,7 @@ class RankingModel:
             "rank": None,
             "previous_score": old,
             "previous_rank": None,
-            "changed": old is None or new != old,
+            "changed": old is None or new != old or columns_changed,
             "metadata": dict(self.metadata.get(user_id, {})),
             "trimmed_user_ids": [],
         }
@@ -209,20 +246,15 @@ class RankingModel:
         tiebreak: Optional[Mapping[str, float]] = None,
     ) -> dict[str, Any]:
         if user_id in self.kept:
-            return self._hidden_submit(user_id, score, metadata, mode)
+            return self._hidden_submit(user_id, score, metadata, mode, tiebreak)
         old = self.scores.get(user_id)
         previous_rank = self.rank(user_id)
         new = self._next(old, score, mode)
         self._check_limits(old, new, mode)
         columns = None
         if self.tiebreak:
-            given = tiebreak and tuple(float(tiebreak[name]) for name, _ in self.tiebreak)
-            columns = given or self.columns.get(user_id) or (None,) * len(self.tiebreak)
-            if mode == "best" and old is not None and new == old:
-                # A tie on the score: the columns decide, the tuple kept whole.
-                ours = self._tuple_key_of(old, columns)
-                if score != old or not ours > self._tuple_key(user_id):
-                    columns = self.columns[user_id]
+            stored = self.columns.get(user_id)
+            columns = self._columns_after(old, new, score, mode, tiebreak, stored)
         changed = self._store(user_id, new, columns)
         self._merge(user_id, metadata)
         trimmed = self._trim()
@@ -297,6 +329,7 @@ class RankingModel:
         self._remove(user_id)
         if user_id in self.kept:
             self.kept[user_id] = None
+            self.kept_columns.pop(user_id, None)
         return was
 
     def clear(self) -> None:
@@ -304,6 +337,7 @@ class RankingModel:
         for user_id in list(self.scores) + list(self.kept):
             self._remove(user_id)
         self.kept.clear()
+        self.kept_columns.clear()
 
     # --- fair play: hidden players ---
 
@@ -312,7 +346,9 @@ class RankingModel:
             return False
         self.kept[user_id] = self.scores.pop(user_id, None)
         self.achieved.pop(user_id, None)
-        self.columns.pop(user_id, None)  # a kept score keeps no tie-break values
+        columns = self.columns.pop(user_id, None)
+        if columns is not None:  # tie-break columns: kept with the score
+            self.kept_columns[user_id] = columns
         return True
 
     def unhide(self, user_id: str) -> bool:
@@ -320,10 +356,27 @@ class RankingModel:
         if user_id not in self.kept:
             return False
         kept = self.kept.pop(user_id)
+        columns = self.kept_columns.pop(user_id, None)
         if kept is not None:
-            self._store(user_id, kept)
+            self._store(user_id, kept, columns)
             self._trim()
         return True
+
+    def columns_key(self, columns: tuple[Optional[float], ...]) -> str:
+        """A member's key of tie-break values, as the library encodes it: per column the
+        order-preserving image of the double in 16 hex digits, inverted where the column's
+        direction is not the board's; none given: the worst key."""
+        if all(v is None for v in columns):
+            return ("0" if self.order == "desc" else "f") * 16 * len(columns)
+        out = ""
+        for (_, direction), value in zip(self.tiebreak, columns):
+            assert value is not None
+            (bits,) = struct.unpack(">Q", struct.pack(">d", value + 0.0))
+            image = (~bits & MASK64) if bits >> 63 else bits | (1 << 63)
+            if (direction == "desc") != (self.order == "desc"):
+                image = ~image & MASK64
+            out += f"{image:016x}"
+        return out
 
     def hidden(self) -> list[str]:
         return sorted(self.kept, key=lambda u: u.encode())

@@ -110,6 +110,9 @@ def expected_state(model: RankingModel, key: str, r: Any) -> dict[str, Any]:
     limited = limited or bool(model.tiebreak)
     if model.kept:  # fair play: the hidden players, each with their kept score's text
         out[":hidden"] = {u: "" if v is None else repr_score(v) for u, v in model.kept.items()}
+        for u, columns in model.kept_columns.items():  # and their tie-break columns' key
+            if model.kept.get(u) is not None:
+                out[":hidden"][u] += " " + model.columns_key(columns)
     if (model.order, model.ties) == ("desc", "lexicographic") and not limited:
         if model.kept:
             out[":options"] = {"hidden": "1"}

@@ -770,7 +770,7 @@ std::string options_text(const std::string& order, const std::string& ties, cons
               (dot == std::string::npos ? "?" : column.substr(dot + 1)) + "')";
       at = comma + 1;
     }
-    rule += ")";
+    rule += ties.find(',') == std::string::npos ? ",)" : ")";  // a one-item tuple: ('a', 'desc'),
   }
   return "order='" + order + "', " + rule + ", rate_limit=" +
          (none(rate) ? "None"

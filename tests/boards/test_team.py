@@ -166,3 +166,19 @@ def test_random_sequences_match_the_model(
         members_of = {m["user_id"]: m["contribution"] for m in board.team_members(team)}
         want_members = {m: s for m, s in model.scores.items() if model.team_of.get(m) == team}
         assert members_of == want_members
+
+
+def test_a_sum_that_would_not_be_finite_is_refused_whole(api: Api, board_key: str, r: Any) -> None:
+    board = api.make("TeamLeaderboard", board_key)
+    board.submit("a", 1e308, team="T")
+    with pytest.raises(Exception, match="not a finite number"):
+        board.submit("b", 1e308, team="T")
+    board.submit("b", -1e308, team="T")
+    board.submit("c", 1e308, team="T")  # 1e308 - 1e308 + 1e308: finite
+    before = snapshot(r, board_key)
+    with pytest.raises(Exception, match="not a finite number"):
+        board.remove("b")  # the others' sum would be infinite
+    with pytest.raises(Exception, match="not a finite number"):
+        board.move("b", "U")
+    assert snapshot(r, board_key) == before
+    assert board.teams.get_user_entry("T")["score"] == 1e308

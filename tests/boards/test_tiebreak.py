@@ -112,3 +112,25 @@ def test_every_period_of_a_periodic_board_has_the_columns(api: Api, board_key: s
     group = api.group([board, api.leaderboard(f"{board_key}:alltime", 10)])
     group.submit("a", 2)  # a group's write gives no values: the stored ones stay
     assert board.get_user_entry("a")["tiebreak"] == {"kills": 1.0, "time": 5.0}
+
+
+def test_hidden_players_keep_their_columns_and_resends_repeat_them(
+    api: Api, board_key: str
+) -> None:
+    from redis_leaderboard import SubmissionIdReused
+
+    board = api.leaderboard(board_key, 10, tiebreak=(("kills", "desc"),))
+    board.submit("ann", 10, tiebreak={"kills": 5})
+    board.submit("bob", 10, tiebreak={"kills": 3})
+    board.hide("ann")
+    board.unhide("ann")
+    assert board.get_user_entry("ann")["tiebreak"] == {"kills": 5.0}
+    assert board.get_rank("ann") == 1
+    board.hide("bob")
+    board.submit("bob", 10, tiebreak={"kills": 99})  # kept aside with its columns
+    board.unhide("bob")
+    assert board.get_user_entry("bob") == {"rank": 1, "user_id": "bob", "score": 10.0,
+                                           "metadata": {}, "tiebreak": {"kills": 99.0}}  # fmt: skip
+    board.submit("cid", 5, tiebreak={"kills": 1}, submission_id="m1:cid")
+    with pytest.raises(SubmissionIdReused):  # the columns are part of the payload
+        board.submit("cid", 5, tiebreak={"kills": 9}, submission_id="m1:cid")

@@ -719,7 +719,9 @@ local function check_submission(w, b)
     or check_acl('SET', w.submission_key, 'x', 'PX', w.submission_ttl)
     or check_type(w.submission_key, 'string')
   if err then return err end
-  w.fingerprint = payload_fingerprint(w.mode, w.number, w.fields, w.first_field, #w.fields)
+  -- (Tie-break columns' values are part of the payload: "<number> <key>".)
+  w.fingerprint = payload_fingerprint(w.mode, w.tb and (w.number .. ' ' .. w.tb) or w.number,
+    w.fields, w.first_field, #w.fields)
   local record = read_submission(w.submission_key)
   if not record then return nil end
   err = check_reuse(record, w.submission_key, w.user_id, w.fingerprint)
@@ -1010,8 +1012,16 @@ end
 
 -- Keeps `text` as hidden user_id's score (off the board if `visible`, their score's text there),
 -- recording the hidden hash in the options hash; both expire at `expire_at` (a period's).
-local function keep_hidden(b, user_id, text, visible, expire_at)
+-- A kept value is "<score>", '' (no score) or, on a board with tie-break columns,
+-- "<score> <columns' key>": see kept_parts.
+local function keep_hidden(b, user_id, text, visible, expire_at, tb_key)
   local key = b.board .. ':hidden'
+  -- Tie-break columns: their key is kept after the score ("<score> <key>"), `tb_key` or the
+  -- ranked one's.
+  if b.tiebreak and text ~= '' then
+    tb_key = tb_key or (visible and redis.call('HGET', b.first_keys, user_id))
+    if tb_key then text = text .. ' ' .. tb_key end
+  end
   if visible then unrank(b, user_id, visible) end
   redis.call('HSET', key, user_id, text)
   redis.call('HSET', b.options, 'hidden', '1')
@@ -1020,6 +1030,14 @@ local function keep_hidden(b, user_id, text, visible, expire_at)
     redis.call('PEXPIREAT', key, expire_at)
     redis.call('PEXPIREAT', b.options, expire_at)
   end
+end
+
+-- A kept value's score text (nil for '') and tie-break columns' key (nil if none).
+local function kept_parts(kept)
+  if not kept or kept == '' then return nil, nil end
+  local space = string.find(kept, ' ', 1, true)
+  if not space then return kept, nil end
+  return string.sub(kept, 1, space - 1), string.sub(kept, space + 1)
 end
 
 -- Records `user_id` in the hidden-players hash `key` (value '' : no score kept there) and the
@@ -1113,7 +1131,11 @@ local function plan_write(w)
     if kept then
       -- Their score: the kept one; or the board's, which is the newer if it ranks them too
       -- (a period's board written before they were hidden everywhere, a bulk load's chunk).
-      old_text = old_text or (kept ~= '' and kept or nil)
+      local kept_score, kept_key = kept_parts(kept)
+      if old_text then
+        kept_key = b.tiebreak and redis.call('HGET', b.first_keys, user_id) or nil
+      end
+      old_text, w.kept_key = old_text or kept_score, kept_key
     end
   end
   local old = old_text and tonumber(old_text)
@@ -1127,8 +1149,12 @@ local function plan_write(w)
   -- Tie-break columns: the member's key holds the columns' values: the write's, else the stored
   -- ones, else the worst; 'best' keeps the better (score, columns) as a whole, never a mix.
   local key, old_key
-  if b.tiebreak and not kept then
-    old_key = old and redis.call('HGET', b.first_keys, user_id)
+  if b.tiebreak then
+    if old and kept then
+      old_key = w.kept_key  -- a hidden player's columns are kept with their score
+    elseif old then
+      old_key = redis.call('HGET', b.first_keys, user_id)
+    end
     key = w.tb or old_key or worst_key(b)
     if w.mode == 'best' and old and score == old then
       local tied = tonumber(w.number) == old  -- else the write's score is worse: nothing changes
@@ -1139,7 +1165,7 @@ local function plan_write(w)
   if kept then
     return {w = w, b = b, record = record, hidden = true, old_text = old_text, old = old,
       score = score, changed = changed, trimmed = {}, guards = guards,
-      visible = redis.call('ZSCORE', board, user_id)}
+      visible = redis.call('ZSCORE', board, user_id), key = key}
   end
   local previous_rank = false
   if (w.submit or w.events_key) and old then previous_rank = rank_of(b, user_id, old) end
@@ -1195,7 +1221,7 @@ local function apply_write(p)
   if p.record then redis.call('HSET', b.options, 'order', b.order, 'ties', b.ties) end
   if p.hidden then  -- fair play: kept, not ranked; the reply of a write that left the board
     local text = score_text(p.score)
-    keep_hidden(b, user_id, text, p.visible, w.expire_at)
+    keep_hidden(b, user_id, text, p.visible, w.expire_at, p.key)
     local fields = w.fields
     for i = w.first_field, #fields, 1000 do
       redis.call('HSET', user_key, unpack(fields, i, math.min(i + 999, #fields)))

@@ -105,8 +105,7 @@ end
 -- An entry's user's score before the chunk: the kept one for a hidden player.
 local function old_score(entry)
   local text = redis.call('ZSCORE', board, entry.user_id)
-  if entry.kept and entry.kept ~= '' then text = entry.kept end
-  return text
+  return text or kept_parts(entry.kept)
 end
 if w.limits then
   -- Score limits, once the board's options and guards are known to be this client's: an entry
@@ -136,8 +135,9 @@ for _, entry in ipairs(entries) do
   if not entry.skip then
     written = written + 1
     if entry.kept then
+      local _, kept_key = kept_parts(entry.kept)  -- tie-break columns: kept as they were
       keep_hidden(b, entry.user_id, score_text(tonumber(entry.number)),
-        redis.call('ZSCORE', board, entry.user_id), expire_at)
+        redis.call('ZSCORE', board, entry.user_id), expire_at, kept_key)
     end
     local old_text = not entry.kept and redis.call('ZSCORE', board, entry.user_id)
     local old = old_text and tonumber(old_text)

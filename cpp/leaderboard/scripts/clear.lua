@@ -46,7 +46,8 @@ if left == 0 and b.recorded_hidden then
     or check_acl('HDEL', b.options, 'hidden') or check_present(b.options, {hidden})
   if err then return err end
   hidden_ids = redis.call('HKEYS', hidden)
-  err = check_metadata(prefix, hidden_ids) or check_present(b.options, metadata_keys(prefix, hidden_ids))
+  err = check_metadata(prefix, hidden_ids)
+    or check_present(b.options, metadata_keys(prefix, hidden_ids))
   if err then return err end
 end
 

@@ -77,8 +77,9 @@ if not kept and not in_scope then return 0 end
 local plan
 if kept and kept ~= '' then
   local user_key = string.sub(hidden, 1, #hidden - 6) .. 'user:' .. user_id
-  plan, err = plan_write({board = board, user_key = user_key, k = 2, mode = 'set',
-    order = ARGV[4], ties = ARGV[5], number = kept, user_id = user_id,
+  local score, tb = kept_parts(kept)  -- tie-break columns: kept with the score
+  plan, err = plan_write({board = board, user_key = user_key, k = 2, mode = 'set', tb = tb,
+    order = ARGV[4], ties = ARGV[5], number = score, user_id = user_id,
     max_entries = tonumber(ARGV[3]), fields = {}, first_field = 1, expire_at = expire_at,
     restore = true, events_key = w and w.events_key, events_maxlen = w and w.events_maxlen})
   if not plan then return err end

@@ -454,7 +454,8 @@ if op == 'hide' or op == 'unhide' then
       or check_acl('UNLINK', kept_key)
     if err then return err end
     plan, err = plan_write({board = board, user_key = board .. ':user:' .. user_id, k = k,
-      mode = 'set', order = cfg.order, ties = cfg.ties, number = kept, user_id = user_id,
+      mode = 'set', order = cfg.order, ties = cfg.ties, number = kept_parts(kept),
+      user_id = user_id,
       max_entries = 4294967296, fields = redis.call('HGETALL', kept_key), first_field = 1,
       expire_at = expire, restore = true})
     if not plan then return err end

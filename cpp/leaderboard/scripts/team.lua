@@ -66,8 +66,8 @@ if err then return err end
 
 -- A team's contributions and score: a member's contribution `old` (nil: none) becomes `new`
 -- (nil: none), and the team's score follows: the sum of the contributions (kept by
--- increments: exact for whole scores below 2^53), or the best one. A team with no member left
--- leaves the teams' board.
+-- increments: exact for whole scores while a team's total stays below 2^53, see check_sums),
+-- or the best one. A team with no member left leaves the teams' board.
 local function contribute(t, key, old, new)
   if new then redis.call('ZADD', key, new, member) else redis.call('ZREM', key, member) end
   if redis.call('ZCARD', key) == 0 then
@@ -106,6 +106,25 @@ local function record()
 end
 
 local old_key = current and team_key(current)
+
+-- nil, or the error reply refusing a write, move or removal whose sum ('sum' boards) would
+-- leave a team's score infinite or not a number: the member's contribution `old` (nil: none)
+-- in team `from` (nil: none) becomes `new` (nil: none) in team `to` (nil: none).
+local function check_sums(from, old, to, new)
+  if aggregate ~= 'sum' then return nil end
+  local function finite(t, delta)
+    local total = tonumber(redis.call('ZSCORE', TEAMS, t) or '0') + delta
+    if total == total and total ~= math.huge and total ~= -math.huge then return nil end
+    return redis.error_reply('ERR team ' .. t .. ' of team board ' .. TEAMS .. ' would have a '
+      .. 'score that is not a finite number; nothing was changed')
+  end
+  if from and old and from ~= to then
+    local err = finite(from, -old)
+    if err then return err end
+  end
+  if to and new then return finite(to, new - (from == to and old or 0)) end
+  return nil
+end
 if old_key then
   err = check_type(old_key, 'zset') or check_acl('ZADD', old_key, '0', 'x')
     or check_acl('ZREM', old_key, 'x') or check_present(TEAM_OF, {old_key})
@@ -122,6 +141,8 @@ if op == 'submit' then
     order = order, ties = 'lexicographic', submit = true, number = ARGV[7], user_id = member,
     max_entries = 4294967296, fields = ARGV, first_field = 8})
   if not plan then return reply end
+  err = check_sums(current, plan.old, team, plan.score)
+  if err then return err end
   -- The writes: nothing below fails but on a server fault.
   record()
   reply = apply_write(plan)
@@ -135,6 +156,10 @@ end
 
 if op == 'move' then
   local score = redis.call('ZSCORE', MEMBERS, member)
+  if current ~= team and score then
+    err = check_sums(current, tonumber(score), team, tonumber(score))
+    if err then return err end
+  end
   record()
   if current ~= team then
     if score and current then contribute(current, old_key, tonumber(score), nil) end
@@ -151,6 +176,10 @@ if op == 'remove' then
     or check_type(MEMBERS, 'zset') or check_type(MEMBER_KEY, 'hash')
   if err then return err end
   local score = redis.call('ZSCORE', MEMBERS, member)
+  if score and current then
+    err = check_sums(current, tonumber(score), nil, nil)
+    if err then return err end
+  end
   if score then redis.call('ZREM', b.board, member) end
   redis.call('UNLINK', MEMBER_KEY)
   if current then

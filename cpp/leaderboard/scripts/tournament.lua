@@ -236,7 +236,8 @@ if op == 'hide' or op == 'unhide' then
   local plan
   if kept and kept ~= '' then
     plan, err = plan_write({board = BOARD, user_key = KEYS[6], k = 7, mode = 'set',
-      order = order, ties = ties, number = kept, user_id = user_id, max_entries = 4294967296,
+      order = order, ties = ties, number = kept_parts(kept), user_id = user_id,
+      max_entries = 4294967296,
       fields = {}, first_field = 1, expire_at = expire, restore = true})
     if not plan then return err end
   end
