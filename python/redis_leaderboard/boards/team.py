@@ -8,8 +8,9 @@ contributions ``f"{K}:team:{team}"`` (member -> their score); ``f"{K}:team_of"``
 team); the options in ``f"{K}:options"``. A member's write sets their score with the write's
 ``mode`` (as ``RedisLeaderboard.submit``), their contribution (their score) and their team's
 score: the sum of its members' contributions (``aggregate="sum"``, kept by increments: exact
-for whole scores while every team's total stays below 2**53), or the best one (``"best"``). Moving a member moves their
-contribution in the same script; a team with no member left leaves the teams' board. Write
+for whole scores while every team's total stays below 2**53; a total that would not be finite
+is refused), or the best one (``"best"``). Moving a member moves their contribution in the
+same script; a team with no member left leaves the teams' board. Write
 through the team board only: a write straight to ``members`` or ``teams`` would not update the
 other. Every method is written once for both APIs (see ``redis_leaderboard._drive``).
 """
