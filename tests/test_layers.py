@@ -13,8 +13,8 @@ PACKAGE = Path(__file__).resolve().parent.parent / "python" / "redis_leaderboard
 # Bottom up; a module may import modules of its own layer or of layers below it.
 LAYERS: list[set[str]] = [
     # types, and what needs nothing of the package: results, literals, the drivers, the
-    # private server launcher
-    {"_types", "_drive", "_redis_server"},
+    # private server launcher, the log pump of the core's observations
+    {"_types", "_drive", "_redis_server", "_logs"},
     # client options, URLs, hash-tag rules
     {"options"},
     # transports: no board logic
@@ -28,8 +28,9 @@ LAYERS: list[set[str]] = [
     {"_sync", "_async"},
     # façades: re-exports only
     {"__init__", "asyncio", "leaderboard", "seasons", "sharded"},
-    # on top: the command line and the demo (its own façades last)
-    {"_redis_target", "cli", "demo.validation"},
+    # on top: instrumentation of every method, the command line and the demo (its own façades
+    # last)
+    {"_redis_target", "cli", "demo.validation", "observability"},
     {"demo.server"},
     {"demo.cli"},
     {"__main__", "demo.__init__", "demo.__main__"},

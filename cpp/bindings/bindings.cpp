@@ -14,6 +14,7 @@
 #include "codec/resp.hpp"
 #include "connection/core.hpp"
 #include "connection/exchange.hpp"
+#include "connection/observer.hpp"
 #include "connection/options.hpp"
 #include "errors.hpp"
 #include "leaderboard/group.hpp"
@@ -569,6 +570,9 @@ PYBIND11_MODULE(_core, m) {
            })
       .def("stats", [](const BlockingClient& self) { return stats_dict(self.stats()); })
       .def(
+          "address", [](const BlockingClient& self) { return self.options().address(); },
+          "Where the client connects: host:port, a Unix socket's path, or 'name' via Sentinel.")
+      .def(
           "dedicated",
           [](const BlockingClient& self) {
             py::gil_scoped_release release;
@@ -854,4 +858,46 @@ PYBIND11_MODULE(_core, m) {
         return out;
       },
       "data"_a, "Every reply in RESP bytes; error replies become ResponseError instances.");
+
+  // What redis_leaderboard.observability and its log pump read (connection/observer.hpp).
+  m.def(
+      "observed",
+      [] {
+        py::dict out = stats_dict(connection::process_stats());
+        const auto counts = connection::signal_counts();
+        for (std::size_t i = 0; i < connection::kSignals; ++i) {
+          out[connection::signal_name(static_cast<connection::Signal>(i))] = counts[i];
+        }
+        out["open_connections"] = connection::open_connections();
+        return out;
+      },
+      "The process's totals: every client's counters (round_trips, commands, connections, "
+      "reconnects; live clients and closed ones), each observed event's count "
+      "(connection_lost, reconnected, failover, ...) and open_connections (now).");
+  m.def("records_fd", &connection::records_fd,
+        "The pipe a byte arrives on when observed events wait in take_records() (the first "
+        "call starts keeping them).");
+  m.def(
+      "take_records",
+      [] {
+        std::uint64_t dropped = 0;
+        std::vector<connection::Record> records;
+        {
+          py::gil_scoped_release release;
+          records = connection::take_records(dropped);
+        }
+        py::list out;
+        for (const auto& record : records) {
+          out.append(
+              py::make_tuple(connection::signal_name(record.signal),
+                             py::reinterpret_steal<py::str>(PyUnicode_DecodeUTF8(
+                                 record.detail.data(),
+                                 static_cast<Py_ssize_t>(record.detail.size()), "replace"))));
+        }
+        return py::make_tuple(out, dropped);
+      },
+      "([(event, detail), ...], dropped): the events observed since the last call, oldest "
+      "first, and how many were dropped (more than 1,024 waiting).");
+  m.def("reset_records_after_fork", &connection::reset_records_after_fork,
+        "In a forked child: a new pipe and an empty queue (records_fd() starts keeping them).");
 }

@@ -1027,6 +1027,9 @@ ClientArguments client_arguments(ClientKind kind, const py::args& args, const py
   }
   if (arguments.service_name) sentinel.service_name = *arguments.service_name;
   if (kind != kClusterClient) arguments.client.validate();
+  // Every client logs what it sees (connection/observer.hpp) through the one thread of
+  // redis_leaderboard._logs, started with the process's first client.
+  py::module_::import("redis_leaderboard._logs").attr("start")();
   return arguments;
 }
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <utility>
 
+#include "connection/observer.hpp"
 #include "errors.hpp"
 
 namespace rlb::connection {
@@ -13,6 +14,18 @@ Core::Core(const ClientOptions& options, std::size_t max_in_flight, Counters& co
       counters_(counters),
       handshake_(handshake_for(options)),
       reader_(options.max_reply_bytes) {}
+
+Core::~Core() { set_open(false); }
+
+void Core::set_open(bool open) {
+  if (open == open_) return;
+  open_ = open;
+  if (open) {
+    connection_opened();
+  } else {
+    connection_closed();
+  }
+}
 
 std::optional<Clock::time_point> Core::deadline_from(Clock::time_point started,
                                                      double server_wait) const {
@@ -101,6 +114,7 @@ std::vector<Completion> Core::take_completions() {
 
 void Core::connected(Clock::time_point now) {
   connected_ = true;
+  set_open(true);
   writing_ = false;
   close_ = false;
   retiring_ = false;
@@ -118,6 +132,7 @@ void Core::connected(Clock::time_point now) {
 
 void Core::connect_failed(const std::exception_ptr& error) {
   connected_ = false;
+  set_open(false);
   // Nothing was sent: the waiting requests fail now; the next submission tries again.
   for (auto& request : waiting_) {
     if (!request.handshake) complete(std::move(request), error);
@@ -174,9 +189,11 @@ void Core::received(const char* data, std::size_t size, Clock::time_point now) {
     if (in_flight_.empty() && reader_.has_partial() && !accept_pushes_) {
       throw codec::ProtocolError("Protocol error: bytes sent unasked");
     }
-  } catch (const RedisError&) {
+  } catch (const RedisError& e) {
+    observe(Signal::connection_lost, options_.address() + ": " + e.what());
     return give_up(std::current_exception(), true, now);
   } catch (const std::exception& e) {  // out of memory: the same, never further
+    observe(Signal::connection_lost, options_.address() + ": " + e.what());
     return give_up(std::make_exception_ptr(ConnectionError("Error reading from " +
                                                            options_.address() + ": " + e.what())),
                    true, now);
@@ -249,6 +266,7 @@ void Core::finish(Request&& request, Clock::time_point now) {
     // A replica answered (after a failover, or a DNS name moved to a new primary): this write
     // did not run; the next ones go to a new connection, to whatever the address is now.
     complete(std::move(request), std::current_exception());
+    if (!retiring_) observe(Signal::failover, options_.address() + " answered READONLY");
     retiring_ = true;
     return;
   } catch (...) {  // an error reply, or a reply the operation cannot read: this request only
@@ -264,6 +282,7 @@ void Core::finish(Request&& request, Clock::time_point now) {
 
 void Core::give_up(const std::exception_ptr& error, bool close, Clock::time_point now) {
   connected_ = false;
+  set_open(false);
   writing_ = false;
   ready_ = false;
   close_ = close_ || close;
@@ -289,6 +308,8 @@ void Core::give_up(const std::exception_ptr& error, bool close, Clock::time_poin
       back.redirected = std::move(request.exchange);
       completions_.push_back(std::move(back));
     } else if (read_again) {
+      observe(Signal::read_retry,
+              std::string(request.exchange->name()) + " on " + options_.address());
       request.read_resent = true;
       request.exchange->rewind();
       request.replies.clear();
@@ -308,6 +329,7 @@ void Core::give_up(const std::exception_ptr& error, bool close, Clock::time_poin
                    std::to_string(request.exchange->resend_limit() + 1) +
                    " attempts (its submission id kept it from applying more than once): " + why)));
     } else {
+      observe(Signal::resend, std::string(request.exchange->name()) + " on " + options_.address());
       --request.resends_left;
       request.exchange->rewind();
       request.replies.clear();
@@ -338,7 +360,16 @@ bool Core::is_protocol_error(const std::exception_ptr& error) {
 }
 
 void Core::lost(const std::exception_ptr& error, Clock::time_point now) {
-  if (connected_) give_up(error, false, now);
+  if (!connected_) return;
+  std::string why = "unknown error";
+  try {
+    std::rethrow_exception(error);
+  } catch (const std::exception& e) {
+    why = e.what();
+  } catch (...) {
+  }
+  observe(Signal::connection_lost, std::move(why));
+  give_up(error, false, now);
 }
 
 void Core::retire(Clock::time_point now) {
@@ -360,6 +391,7 @@ void Core::abort(const std::exception_ptr& error) {
   }
   requests_in_flight_ = 0;
   connected_ = writing_ = ready_ = false;
+  set_open(false);
   reader_.reset();
   deadline_hint_.reset();
 }
@@ -376,6 +408,7 @@ void Core::expire_waiting(Clock::time_point now) {
   for (auto& request : waiting_) {
     if (request.deadline && *request.deadline <= now && !request.handshake) {
       // Never written, so never run: failing it is safe.
+      observe(Signal::timeout, "waiting to send to " + options_.address());
       complete(std::move(request), std::make_exception_ptr(TimeoutError(
                                        "Timeout waiting to send to " + options_.address())));
     } else {
@@ -390,6 +423,7 @@ void Core::tick(Clock::time_point now) {
     for (const auto& request : in_flight_) {
       if (request.deadline && *request.deadline <= now) {
         // Replies come in order: one overdue reply means the connection is stuck.
+        observe(Signal::timeout, "reading from " + options_.address());
         give_up(std::make_exception_ptr(TimeoutError("Timeout reading from " + options_.address())),
                 true, now);
         break;

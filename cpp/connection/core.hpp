@@ -64,6 +64,9 @@ class Core {
  public:
   // `counters` (shared by a client's connections) counts written requests and commands.
   Core(const ClientOptions& options, std::size_t max_in_flight, Counters& counters);
+  ~Core();
+  Core(const Core&) = delete;
+  Core& operator=(const Core&) = delete;
 
   // ---- Requests. `started`: when the call was made; socket_timeout counts from it.
   // An operation, run to its end (every page, NOSCRIPT fallbacks) before it completes.
@@ -151,6 +154,8 @@ class Core {
   static bool is_protocol_error(const std::exception_ptr& error);
   void expire_waiting(Clock::time_point now);
   void note_deadline(const std::optional<Clock::time_point>& deadline);
+  // Counts the socket among the process's open connections (observer.hpp), or no longer.
+  void set_open(bool open);
 
   const ClientOptions& options_;
   const std::size_t max_in_flight_;
@@ -168,6 +173,7 @@ class Core {
   bool close_ = false;
   bool retiring_ = false;
   bool accept_pushes_ = false;
+  bool open_ = false;  // counted in open_connections()
   std::optional<Clock::time_point> deadline_hint_;
   std::exception_ptr last_error_;
 };

@@ -7,6 +7,7 @@
 
 #include "codec/resp.hpp"
 #include "connection/cluster.hpp"
+#include "connection/observer.hpp"
 #include "errors.hpp"
 
 namespace rlb::connection {
@@ -142,6 +143,7 @@ void Exchange::on_replies(std::vector<Reply>&& replies) {
     wire_.clear();
     for (std::size_t i = 0; i < replies_.size(); ++i) {
       if (commands_[i].script != nullptr && is_noscript(replies_[i])) {
+        observe(Signal::script_reload, std::string(commands_[i].script->name));
         resent_.push_back(i);
         encode(commands_[i], true, wire_);
       }

@@ -47,6 +47,7 @@ BlockingConnection::BlockingConnection(const ClientOptions& options, Counters& c
                                        Endpoint endpoint, std::shared_ptr<const TlsContext> tls,
                                        bool subscriber, Resolver* resolver)
     : options_(options),
+      counters_(counters),
       endpoint_(std::move(endpoint)),
       resolver_(resolver),
       subscriber_(subscriber),
@@ -296,6 +297,8 @@ void BlockingConnection::reconnect() {
     // core's hint may be early: tick() makes it exact, failing what is overdue).
     core_.tick(Clock::now());
     connect(core_.next_deadline());
+    counters_.connected(true);
+    connection::observe(connection::Signal::reconnected, endpoint_.address());
   } catch (const RedisError&) {
     core_.connect_failed(std::current_exception());  // the requests fail with the reason
     close_broken(std::current_exception());
@@ -549,7 +552,10 @@ std::unique_ptr<BlockingConnection> BlockingClient::acquire() {
   connection->epoch = epoch;
   std::lock_guard<std::mutex> lock(mutex_);
   counters_.connected(dropped_ > 0);
-  if (dropped_ > 0) --dropped_;
+  if (dropped_ > 0) {
+    --dropped_;
+    connection::observe(connection::Signal::reconnected, connection->endpoint().address());
+  }
   return connection;
 }
 

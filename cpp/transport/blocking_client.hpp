@@ -18,6 +18,7 @@
 
 #include "connection/cache.hpp"
 #include "connection/core.hpp"
+#include "connection/observer.hpp"
 #include "connection/options.hpp"
 #include "connection/stats.hpp"
 #include "connection/tls.hpp"
@@ -116,6 +117,7 @@ class BlockingConnection {
   void on_interrupt();
 
   const ClientOptions& options_;
+  Counters& counters_;
   Endpoint endpoint_;
   Resolver* resolver_ = nullptr;
   const bool subscriber_;
@@ -178,7 +180,7 @@ class BlockingClient {
   std::mutex mutex_;
   std::vector<std::unique_ptr<BlockingConnection>> idle_;
   std::uint64_t dropped_ = 0;  // broken connections not yet replaced (guarded by mutex_)
-  Counters counters_;
+  connection::ClientCounters counters_;
   std::unique_ptr<CacheChannel> cache_channel_;
 };
 

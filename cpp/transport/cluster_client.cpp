@@ -200,8 +200,10 @@ void ClusterClient::refresh_map(bool force) {
         if (!best || map->served() > best->served()) best = std::move(map);
         continue;
       }
+      auto taken = std::make_shared<const cluster::SlotMap>(std::move(*map));
+      note_read(taken);
       std::lock_guard<std::mutex> lock(mutex_);
-      map_ = std::make_shared<const cluster::SlotMap>(std::move(*map));
+      map_ = std::move(taken);
       stale_ = false;
       refreshed_at_ = Clock::now();
       return;
@@ -222,6 +224,7 @@ void ClusterClient::refresh_map(bool force) {
     if (best && (!map_ || best->served() > map_->served())) {
       // The slots it leaves out wait ("no node serves slot"), each asking for a new read.
       map_ = std::make_shared<const cluster::SlotMap>(std::move(*best));
+      note_read(map_);
       stale_ = false;
       return;
     }
@@ -229,6 +232,26 @@ void ClusterClient::refresh_map(bool force) {
     if (map_) return;          // keep the old map: the nodes may come back (the callers retry)
   }
   throw ConnectionError("no node of the cluster answered CLUSTER SHARDS" + errors);
+}
+
+void ClusterClient::note_read(const std::shared_ptr<const cluster::SlotMap>& map) {
+  const auto previous = std::exchange(read_map_, map);
+  if (!previous) return;  // the first read
+  int moved = 0;
+  for (int slot = 0; slot < cluster::kSlots; ++slot) {
+    const cluster::Shard* before = previous->shard_for(slot);
+    const cluster::Shard* now = map->shard_for(slot);
+    if ((before == nullptr) != (now == nullptr) ||
+        (before && (!(before->primary == now->primary) || before->replicas != now->replicas))) {
+      ++moved;
+    }
+  }
+  if (moved > 0) {
+    connection::observe(connection::Signal::topology_change,
+                        std::to_string(moved) + " slots changed node or replicas; " +
+                            std::to_string(map->served()) + " served by " +
+                            std::to_string(map->shards().size()) + " shards");
+  }
 }
 
 void ClusterClient::note_moved(int slot, const NodeAddress& node) {
@@ -302,6 +325,8 @@ void ClusterClient::retry_later(Job job, std::exception_ptr why, const Emit& emi
   job.last_error = std::move(why);
   job.not_before = Clock::now() + seconds(cluster::retry_delay(++job.waits));
   if (job.not_before >= job.deadline) {
+    connection::observe(connection::Signal::timeout, "waiting for the cluster to serve slot " +
+                                                         std::to_string(job.slot.value_or(-1)));
     emit(Completion(
         job.id, {}, {},
         std::make_exception_ptr(TimeoutError("Timeout waiting for the cluster to serve slot " +
@@ -388,6 +413,8 @@ void ClusterClient::settle(Job job, Completion completion, const NodeAddress& no
     }
     ++job.resends;
     ++resends_;
+    connection::observe(read ? connection::Signal::read_retry : connection::Signal::resend,
+                        std::string(job.exchange->name()) + " on " + node.address());
     mark_stale();
     job.ask.reset();
     job.waits = 0;
@@ -406,6 +433,11 @@ void ClusterClient::settle(Job job, Completion completion, const NodeAddress& no
     return;
   }
   const bool asking = redirect->kind == cluster::Redirect::Kind::Ask;
+  if (asking || redirect->kind == cluster::Redirect::Kind::Moved) {
+    connection::observe(asking ? connection::Signal::ask : connection::Signal::moved,
+                        "slot " + std::to_string(redirect->slot) + ": " + node.address() + " -> " +
+                            redirect->target.address());
+  }
   job.exchange->restart_step(asking);
   job.ask.reset();
   switch (redirect->kind) {

@@ -41,6 +41,7 @@
 #include "codec/reply.hpp"
 #include "connection/cluster.hpp"
 #include "connection/core.hpp"
+#include "connection/observer.hpp"
 #include "connection/options.hpp"
 #include "connection/stats.hpp"
 #include "leaderboard/operations.hpp"
@@ -157,6 +158,10 @@ class ClusterClient {
   const std::shared_ptr<const TlsContext> tls_;
   std::mutex mutex_;  // guards map_, pools_, stale_
   std::shared_ptr<const connection::cluster::SlotMap> map_;
+  // The last map read from the cluster (MOVED replies edit map_, not this): a new read that
+  // differs is a topology change (observer.hpp). Guarded by refresh_mutex_.
+  std::shared_ptr<const connection::cluster::SlotMap> read_map_;
+  void note_read(const std::shared_ptr<const connection::cluster::SlotMap>& map);
   std::map<std::pair<NodeAddress, bool>, std::shared_ptr<BlockingClient>> pools_;
   bool stale_ = true;
   std::mutex refresh_mutex_;  // one reader of the map at a time

@@ -465,6 +465,7 @@ void LoopClient::on_connected() {
   state_ = State::Connected;
   backoff_ = std::chrono::milliseconds(0);
   counters_.connected(ever_connected_);
+  if (ever_connected_) connection::observe(connection::Signal::reconnected, address());
   ever_connected_ = true;
   ++connections_;
   core_.connected(Clock::now());

@@ -31,6 +31,7 @@
 #include <vector>
 
 #include "connection/core.hpp"
+#include "connection/observer.hpp"
 #include "connection/options.hpp"
 #include "connection/stats.hpp"
 #include "connection/tls.hpp"
@@ -126,7 +127,7 @@ class LoopClient {
   const std::shared_ptr<const connection::TlsContext> tls_context_;
   Resolver target_resolver_;
   const ForkGuard fork_guard_;
-  connection::Counters counters_;
+  connection::ClientCounters counters_;
   connection::Core core_;
   int notify_fd_ = -1;
 

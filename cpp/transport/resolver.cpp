@@ -226,6 +226,11 @@ void SentinelWatcher::watch(const std::string& host, int port) {
       if (fields >> old_host >> old_port >> new_host >> new_port && new_port > 0 &&
           new_port <= 65535) {
         resolver_.announce(Endpoint{new_host, new_port, {}});
+        connection::observe(connection::Signal::failover, "Sentinel: " + old_host + ":" + old_port +
+                                                              " -> " + new_host + ":" +
+                                                              std::to_string(new_port));
+      } else {
+        connection::observe(connection::Signal::failover, "Sentinel: +switch-master");
       }
       on_switch_();
     }

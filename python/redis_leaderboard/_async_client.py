@@ -200,6 +200,11 @@ class Client:
         ``connections``: ``round_trips / calls`` is the round trips per call under load."""
         return self._core.stats()
 
+    def address(self) -> str:
+        """Where the client connects: host:port, a Unix socket's path, or ``'name' via
+        Sentinel``."""
+        return self._core.address()
+
     async def aclose(self) -> None:
         """Close the connection; unfinished calls fail with ``ConnectionError``."""
         self.close()

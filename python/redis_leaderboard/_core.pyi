@@ -485,6 +485,9 @@ class Client:
         """Send one command; bulk strings come back as ``bytes``."""
     def stats(self) -> dict[str, int]:
         """``round_trips``, ``commands``, ``reconnects``, ``connections`` so far."""
+    def address(self) -> str:
+        """Where the client connects: host:port, a Unix socket's path, or 'name' via
+        Sentinel."""
     def dedicated(self) -> Client:
         """A new client with this one's options (TLS, ACL, Sentinel)."""
     def cache_info(self) -> Optional[dict[str, Any]]:
@@ -764,3 +767,19 @@ class TeamBoard:
     def remove(self, member: str) -> tuple[Operation[None], _LeagueTake]: ...
     def members(self, team: str) -> tuple[Operation[None], _LeagueTake]: ...
     def team_of(self, member: str) -> tuple[Operation[None], _LeagueTake]: ...
+
+def observed() -> dict[str, int]:
+    """The process's totals: every client's counters (round_trips, commands, connections,
+    reconnects; live clients and closed ones), each observed event's count (connection_lost,
+    reconnected, failover, ...) and open_connections (now)."""
+
+def records_fd() -> int:
+    """The pipe a byte arrives on when observed events wait in take_records() (the first call
+    starts keeping them)."""
+
+def take_records() -> tuple[list[tuple[str, str]], int]:
+    """([(event, detail), ...], dropped): the events observed since the last call, oldest first,
+    and how many were dropped (more than 1,024 waiting)."""
+
+def reset_records_after_fork() -> None:
+    """In a forked child: a new pipe and an empty queue (records_fd() starts keeping them)."""

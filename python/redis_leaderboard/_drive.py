@@ -30,6 +30,7 @@ import asyncio
 import functools
 import inspect
 import textwrap
+import weakref
 from concurrent.futures import ThreadPoolExecutor
 from typing import (
     Any,
@@ -39,6 +40,7 @@ from typing import (
     Generator,
     Generic,
     Iterator,
+    NamedTuple,
     Optional,
     ParamSpec,
     Protocol,
@@ -52,6 +54,8 @@ from . import _core
 __all__ = [
     "AsyncDriven",
     "Concurrent",
+    "INSTALLED",
+    "Installed",
     "Pipelined",
     "Plan",
     "Runner",
@@ -60,6 +64,7 @@ __all__ = [
     "SyncDriven",
     "one_trip",
     "plan",
+    "set_timing",
 ]
 
 P = ParamSpec("P")
@@ -178,16 +183,52 @@ class plan(_Marked[P, R]):
         return self.function
 
 
+class Installed(NamedTuple):
+    """A method :func:`_install` made: ``method`` is on ``cls`` as ``name`` (unless the timing
+    of ``redis_leaderboard.observability`` wraps it)."""
+
+    cls: "weakref.ref[type]"
+    name: str
+    method: Callable[..., Any]
+    sync: bool
+
+
+# Every method made so far, and, while redis_leaderboard.observability is on, the wrapper it
+# puts in each one's place (classes made later get theirs when made). Off, nothing is wrapped:
+# a method costs what it costs without observability.
+INSTALLED: list[Installed] = []
+Wrap = Callable[[Installed], Callable[..., Any]]
+timing: Optional[Wrap] = None
+
+
 def _install(cls: type, sync: bool) -> None:
     for name in dir(cls):
         attribute = inspect.getattr_static(cls, name)
         if isinstance(attribute, one_trip):
             _show_result(attribute.function)
-            setattr(cls, name, attribute.function if sync else _async_one_trip(attribute.function))
+            method = attribute.function if sync else _async_one_trip(attribute.function)
         elif isinstance(attribute, plan):
             _show_result(attribute.function)
-            make = _sync_plan if sync else _async_plan
-            setattr(cls, name, make(attribute.function))
+            method = (_sync_plan if sync else _async_plan)(attribute.function)
+        else:
+            continue
+        installed = Installed(weakref.ref(cls), name, method, sync)
+        INSTALLED.append(installed)
+        setattr(cls, name, method if timing is None else timing(installed))
+
+
+def set_timing(wrap: Optional[Wrap]) -> None:
+    """Puts ``wrap(installed)`` in the place of every method made (None: the methods again)."""
+    global timing
+    timing = wrap
+    live = []
+    for installed in INSTALLED:
+        cls = installed.cls()
+        if cls is None:
+            continue
+        live.append(installed)
+        setattr(cls, installed.name, installed.method if wrap is None else wrap(installed))
+    INSTALLED[:] = live
 
 
 def _show_result(function: Callable[..., Any]) -> None:

@@ -30,6 +30,11 @@ for name in $SERVERS; do
     code=$?
     [ $code -eq 0 ] || status=1
     printf '%s\texit %s\t%s\n' "$name" "$code" "$(grep -E '^(=+ )?[0-9]+ (passed|failed)' "$log" | tail -1)"
+    if [ $code -ne 0 ]; then
+        # The log goes with the temporary directory: what failed, and why, goes on stdout.
+        grep -E '^(FAILED|ERROR) ' "$log" | sed "s/^/$name: /"
+        sed -n '/^=\+ FAILURES =\+$/,/^=\+ short test summary/p' "$log" | tail -n 80 | sed "s/^/$name| /"
+    fi
 done
 echo "logs: $OUT"
 exit $status

@@ -1,0 +1,82 @@
+#pragma once
+// What the clients of this process saw happen that an operator watches: connections lost and
+// re-established, failovers followed, cluster topology changes and redirects, scripts reloaded
+// after NOSCRIPT, requests sent again and timeouts. Each is counted (lock-free, process-wide)
+// and, while someone listens (the Python layer's log pump, redis_leaderboard/_observe.py), kept
+// as a record in a bounded queue whose arrival is signalled on a pipe, so that no thread of a
+// client ever takes the GIL to log. Only rare paths call observe(): a call that meets no fault
+// runs none of this.
+//
+// Also here: the process totals of every client's counters (round trips, commands,
+// connections, reconnects; live clients and closed ones), and the number of connections open
+// now. A client's own counters (stats.hpp) are bumped on the call path as before; the totals
+// are summed from them only when asked (a metrics collection).
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "connection/stats.hpp"
+
+namespace rlb::connection {
+
+enum class Signal : std::uint8_t {
+  connection_lost,  // a connection in use failed or was closed by the server
+  reconnected,      // a connection opened to replace a lost one
+  failover,         // a new primary followed (Sentinel's announcement, or a READONLY reply)
+  topology_change,  // a cluster slot map read that differs from the previous one
+  moved,            // a MOVED redirect followed
+  ask,              // an ASK redirect followed
+  script_reload,    // a script sent again with its body after NOSCRIPT
+  resend,           // a write carrying a submission id sent again after its reply was lost
+  read_retry,       // a read sent again after its reply was lost
+  timeout,          // a request failed with TimeoutError
+};
+constexpr std::size_t kSignals = 10;
+
+// "connection_lost", ...: the names the Python layer's metrics and log records use.
+const char* signal_name(Signal signal);
+
+struct Record {
+  Signal signal;
+  std::string detail;  // an address, a script's name, an error's text: never a key or user data
+};
+
+// Counts `signal` and, while records are wanted, queues a record (at most kMaxRecords wait;
+// beyond, the oldest are dropped and counted).
+void observe(Signal signal, std::string detail);
+constexpr std::size_t kMaxRecords = 1024;
+
+// Every signal's count since the process started.
+std::array<std::uint64_t, kSignals> signal_counts();
+
+// The read end of the pipe a byte is written to when records arrive after the queue was empty
+// (created by the first call, which also starts keeping records).
+int records_fd();
+// The records queued (oldest first) and how many were dropped since the last call; empties the
+// queue and the pipe. Never blocks.
+std::vector<Record> take_records(std::uint64_t& dropped);
+// In a forked child: a new pipe (the parent's reader must not see the child's records), an
+// empty queue; records are kept again once records_fd() is called.
+void reset_records_after_fork();
+
+// Connections open now (sockets a core is using), every client of the process.
+std::int64_t open_connections();
+void connection_opened();
+void connection_closed();
+
+// The sum of the counters of every client of the process, open or closed.
+Stats process_stats();
+
+// A client's counters (stats.hpp) that also count in process_stats().
+class ClientCounters : public Counters {
+ public:
+  ClientCounters();
+  ~ClientCounters();
+  ClientCounters(const ClientCounters&) = delete;
+  ClientCounters& operator=(const ClientCounters&) = delete;
+};
+
+}  // namespace rlb::connection
