@@ -52,9 +52,9 @@ from typing import (
 from . import _core
 
 __all__ = [
+    "INSTALLED",
     "AsyncDriven",
     "Concurrent",
-    "INSTALLED",
     "Installed",
     "Pipelined",
     "Plan",
@@ -187,7 +187,7 @@ class Installed(NamedTuple):
     """A method :func:`_install` made: ``method`` is on ``cls`` as ``name`` (unless the timing
     of ``redis_leaderboard.observability`` wraps it)."""
 
-    cls: "weakref.ref[type]"
+    cls: weakref.ref[type]
     name: str
     method: Callable[..., Any]
     sync: bool

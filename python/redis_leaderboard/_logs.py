@@ -78,7 +78,7 @@ def _pump(fd: int) -> None:
             return
         try:
             flush()
-        except Exception:  # noqa: S110 (a handler's own failure; logging reports those)
+        except Exception:
             pass
 
 

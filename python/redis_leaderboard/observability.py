@@ -10,7 +10,8 @@ Metrics (the semantic conventions for database clients, then ours):
 - ``db.client.operation.duration`` (histogram, seconds): one per call of a board's method,
   with ``db.system.name`` (``"redis"``), ``db.operation.name`` (the method: ``"get_rank"``),
   ``redis_leaderboard.board`` (the class: ``"RedisLeaderboard"``), ``server.address`` and
-  ``server.port`` (a single-server client's) and, when the call raised, ``error.type`` (the exception's class, ``"redis_leaderboard.TimeoutError"``). A call
+  ``server.port`` (a single-server client's) and, when the call raised, ``error.type`` (the
+  exception's class, ``"redis_leaderboard.TimeoutError"``). A call
   is timed from the moment the method is called to the moment it returns or raises: a method
   of several round trips records once, and a method that calls another records once.
 - Counters of the process's clients (every client, open or closed, read at each collection):
@@ -148,7 +149,8 @@ def instrument(
         from opentelemetry import metrics, trace
     except ImportError as error:  # pragma: no cover - the extra is installed in the tests
         raise ImportError(
-            'redis_leaderboard.observability needs OpenTelemetry: pip install "redis-leaderboard[otel]"'
+            "redis_leaderboard.observability needs OpenTelemetry: "
+            'pip install "redis-leaderboard[otel]"'
         ) from error
     global _state
     state = _Instruments(metrics, trace, meter_provider, tracer_provider, spans, record_keys)
@@ -269,10 +271,12 @@ class _Instruments:
 
     def attributes(self, board: Any, method: str, board_type: str) -> dict[str, Any]:
         """The call's attributes, made once per board and method (and instrument() call)."""
-        fields = getattr(board, "__dict__", {})
+        fields: dict[str, Any] = getattr(board, "__dict__", {})
+        cached: Optional[tuple[_Instruments, dict[str, dict[str, Any]]]]
         cached = fields.get("_otel_attributes")
         if cached is None or cached[0] is not self:
-            cached = fields["_otel_attributes"] = (self, {})
+            made: dict[str, dict[str, Any]] = {}
+            cached = fields["_otel_attributes"] = (self, made)
         attributes: Optional[dict[str, Any]] = cached[1].get(method)
         if attributes is None:
             attributes = {
