@@ -166,6 +166,7 @@ def uninstrument() -> None:
 
 
 def is_instrumented() -> bool:
+    """Whether instrument() is in effect."""
     return _state is not None
 
 
