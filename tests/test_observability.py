@@ -377,6 +377,38 @@ def test_a_killed_connection_is_counted_and_logged(
     assert counted(before)["reconnected"] == 1
 
 
+def test_a_resend_and_a_read_retry_are_counted_and_logged(
+    board_key: str, redis_server: RedisServer, logs: Logs, telemetry: Telemetry
+) -> None:
+    from test_read_retry import DroppingProxy
+
+    with DroppingProxy((redis_server.host, redis_server.port)) as proxy:
+        board = redis_leaderboard.RedisLeaderboard(
+            url=f"redis://{proxy.host}:{proxy.port}/0?socket_timeout=5", key=board_key
+        )
+        board.submit("ada", 1, submission_id="warm-up")
+        before = _core.observed()
+        proxy.drops = 1  # the reply is lost: sent again, applied once
+        assert board.submit("ada", 5, mode="incr", submission_id="run-1")["score"] == 6
+        proxy.drops = 1
+        assert board.get_rank("ada") == 1
+        gained = counted(before)
+        assert gained["resend"] == 1 and gained["read_retry"] == 1
+        assert gained["connection_lost"] == 2 and gained["reconnected"] == 2
+    resend = logs.wait_for("resend")
+    assert resend.name == "redis_leaderboard.retries" and resend.levelno == logging.WARNING
+    assert resend.getMessage().endswith(f": submit on {proxy.host}:{proxy.port}")
+    assert (
+        logs.wait_for("read_retry")
+        .getMessage()
+        .endswith(f": get_rank on {proxy.host}:{proxy.port}")
+    )
+    (resends,) = telemetry.points("redis_leaderboard.client.resends")
+    assert resends.value >= 1
+    # One call each, whatever it took.
+    assert telemetry.calls()[("submit", "")] == 2 and telemetry.calls()[("get_rank", "")] == 1
+
+
 def test_a_timeout_is_counted_and_logged(
     board_key: str, fresh_redis_server: RedisServer, logs: Logs, telemetry: Telemetry
 ) -> None:
