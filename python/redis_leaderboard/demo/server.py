@@ -40,6 +40,13 @@ GET      /api/league             ours: ``?user_id=..``: the demo league (``Leagu
                                  user_id, standings`` (the player's cohort, null if none)
 POST     /api/league             ours: ``user_id, score`` -> a week's match: the player is
                                  placed with their first one; as GET, with ``submitted``
+GET      /api/metrics            ours: the latency panel (see ``DemoMetrics``), since the
+                                 demo started: ``methods`` (``[{method, calls, errors,
+                                 p50_ms, p99_ms, boards}]``, most called first; ``boards``:
+                                 the classes called) and ``counters`` (``round_trips,
+                                 commands, reconnects, connection_lost, timeouts``); 404
+                                 with the reason when metrics are off (no OpenTelemetry
+                                 SDK: ``pip install "redis-leaderboard[otel]"``)
 =======  ======================  ==========================================================
 
 Every error is JSON ``{"error": "..."}`` (plus ``"field"``, the API name of the field at
@@ -59,11 +66,18 @@ import threading
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from importlib import resources
-from typing import Any, Callable, Iterable, Mapping, Optional
+from typing import Any, Callable, Iterable, Mapping, Optional, Sequence
 from urllib.parse import parse_qsl, unquote, urlsplit
 
 from .. import ConnectionError as RedisConnectionError
-from .. import LeaderboardGroup, League, PeriodicLeaderboard, RedisError, RedisLeaderboard
+from .. import (
+    LeaderboardGroup,
+    League,
+    PeriodicLeaderboard,
+    RedisError,
+    RedisLeaderboard,
+    observability,
+)
 from .. import TimeoutError as RedisTimeoutError
 from ..seasons import Clock
 from . import validation as check
@@ -106,6 +120,38 @@ CONTENT_SECURITY_POLICY = (
     "connect-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
 )
 
+#: The latency panel's histogram buckets (seconds): 1, 2 and 5 per decade from 10 µs to 10 s.
+#: The library's default (``observability.DURATION_BUCKETS``, 1 ms to 10 s, the semantic
+#: conventions' advice) puts every call to a nearby Redis in its first bucket; these make the p50
+#: of a 100 µs call mean something. The demo's choice, made with a View on its own provider.
+METRICS_BUCKETS = (
+    0.00001, 0.00002, 0.00005,
+    0.0001, 0.0002, 0.0005,
+    0.001, 0.002, 0.005,
+    0.01, 0.02, 0.05,
+    0.1, 0.2, 0.5,
+    1.0, 2.0, 5.0,
+    10.0,
+)  # fmt: skip
+#: The client counters the panel shows: its name -> the metric (``observability.COUNTERS``).
+PANEL_COUNTERS = {
+    "round_trips": "redis_leaderboard.client.round_trips",
+    "commands": "redis_leaderboard.client.commands",
+    "reconnects": "redis_leaderboard.client.reconnects",
+    "connection_lost": "redis_leaderboard.client.connection_lost",
+    "timeouts": "redis_leaderboard.client.timeouts",
+}
+DURATION_METRIC = "db.client.operation.duration"
+METRICS_NO_SDK = (
+    "latency metrics are off: the OpenTelemetry SDK is not installed "
+    '(pip install "redis-leaderboard[otel]", then restart the demo)'
+)
+METRICS_TAKEN = (
+    "latency metrics are off: the process was already instrumented "
+    "(redis_leaderboard.observability.instrument()), and the demo leaves that as it is"
+)
+METRICS_DISABLED = "latency metrics are off for this server (make_server(..., metrics=False))"
+
 _STATIC_FILES = {
     "/": ("index.html", "text/html; charset=utf-8"),
     "/index.html": ("index.html", "text/html; charset=utf-8"),
@@ -135,6 +181,165 @@ def json_safe(value: Any) -> Any:
     if isinstance(value, (list, tuple)):
         return [json_safe(v) for v in value]
     return value
+
+
+def histogram_quantile(
+    q: float, bounds: Sequence[float], counts: Sequence[int], low: float, high: float
+) -> Optional[float]:
+    """The ``q``-quantile (0 < q <= 1) of a histogram's observations, estimated as Prometheus'
+    ``histogram_quantile`` does: by linear interpolation inside the bucket holding it (the
+    observation of rank ``q * count``), as if the bucket's observations were spread evenly
+    over it. Bucket ``i`` holds ``counts[i]`` observations in ``(bounds[i-1], bounds[i]]``;
+    the last one, above ``bounds[-1]``, has no upper edge. Each bucket's edges are clamped to
+    the smallest and largest observations (``low``, ``high``): the first bucket starts at the
+    minimum, the open top bucket ends at the maximum, and no estimate leaves ``[low, high]``.
+    None if there are no observations."""
+    total = sum(counts)
+    if total == 0:
+        return None
+    rank = q * total
+    seen = 0
+    for i, count in enumerate(counts):
+        if count and seen + count >= rank:
+            lower = max(bounds[i - 1] if i > 0 else low, low)
+            upper = min(bounds[i] if i < len(bounds) else high, high)
+            return lower + (upper - lower) * max(0.0, rank - seen) / count
+        seen += count
+    return high
+
+
+class _MethodStats:
+    """One method's calls, merged over its attribute sets (boards, servers, errors)."""
+
+    __slots__ = ("boards", "bounds", "buckets", "calls", "errors", "high", "low")
+
+    def __init__(self, bounds: Sequence[float]) -> None:
+        self.bounds = tuple(bounds)
+        self.buckets = [0] * (len(bounds) + 1)
+        self.calls = 0
+        self.errors = 0
+        self.low = math.inf
+        self.high = -math.inf
+        self.boards: set[str] = set()
+
+    def add(self, point: Any) -> None:
+        self.calls += point.count
+        self.boards.add(str(point.attributes.get("redis_leaderboard.board", "?")))
+        if "error.type" in point.attributes:
+            self.errors += point.count
+        if point.count and tuple(point.explicit_bounds) == self.bounds:
+            for i, count in enumerate(point.bucket_counts):
+                self.buckets[i] += count
+            self.low = min(self.low, point.min)
+            self.high = max(self.high, point.max)
+
+    def row(self, method: str) -> dict[str, Any]:
+        def ms(q: float) -> Optional[float]:
+            value = histogram_quantile(q, self.bounds, self.buckets, self.low, self.high)
+            return None if value is None else round(value * 1000, 3)
+
+        return {
+            "method": method,
+            "calls": self.calls,
+            "errors": self.errors,
+            "p50_ms": ms(0.5),
+            "p99_ms": ms(0.99),
+            "boards": sorted(self.boards),
+        }
+
+
+class DemoMetrics:
+    """The latency panel's source: an OpenTelemetry SDK ``MeterProvider`` of the demo's own
+    (the global one is left alone) with an ``InMemoryMetricReader``, fed by
+    ``observability.instrument(meter_provider=..., spans=False)``, and a View giving
+    ``db.client.operation.duration`` the buckets ``METRICS_BUCKETS``.
+
+    Instrumentation is process-wide, so one serves every demo server of the process (see
+    ``DemoServer``), and it counts every board call the process makes, the demo's or not.
+    Without the SDK, making one raises ImportError."""
+
+    def __init__(self) -> None:
+        from opentelemetry.sdk.metrics import MeterProvider
+        from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+        from opentelemetry.sdk.metrics.view import ExplicitBucketHistogramAggregation, View
+
+        self.reader = InMemoryMetricReader()
+        self.provider = MeterProvider(
+            metric_readers=[self.reader],
+            views=[
+                View(
+                    instrument_name=DURATION_METRIC,
+                    aggregation=ExplicitBucketHistogramAggregation(METRICS_BUCKETS),
+                )
+            ],
+            shutdown_on_exit=False,
+        )
+        self._lock = threading.Lock()  # one collection at a time
+
+    def summary(self) -> dict[str, Any]:
+        """Calls, errors, p50 and p99 (ms) per method, and the client counters, since the
+        demo started (the reader's cumulative data, collected now: a pass over a few dozen
+        data points). Only method names and numbers: the attributes that would name a board's
+        key (``record_keys``) or a server are not instrumented or not copied."""
+        with self._lock:
+            data = self.reader.get_metrics_data()
+        methods: dict[str, _MethodStats] = {}
+        counters = dict.fromkeys(PANEL_COUNTERS, 0)
+        wanted = {metric: name for name, metric in PANEL_COUNTERS.items()}
+        for resource in data.resource_metrics if data is not None else ():
+            for scope in resource.scope_metrics:
+                for metric in scope.metrics:
+                    points: Any = metric.data.data_points
+                    if metric.name == DURATION_METRIC:
+                        for point in points:
+                            method = str(point.attributes.get("db.operation.name", "?"))
+                            stats = methods.get(method)
+                            if stats is None:
+                                stats = methods[method] = _MethodStats(point.explicit_bounds)
+                            stats.add(point)
+                    elif metric.name in wanted:
+                        counters[wanted[metric.name]] += sum(int(p.value) for p in points)
+        rows = [stats.row(method) for method, stats in methods.items()]
+        rows.sort(key=lambda row: (-row["calls"], row["method"]))
+        return {"methods": rows, "counters": counters}
+
+    def close(self) -> None:
+        self.provider.shutdown()
+
+
+# The process's DemoMetrics: made and instrumented by the first demo server to start, ended
+# (uninstrumented) by the last to close.
+_metrics_lock = threading.Lock()
+_metrics: Optional[DemoMetrics] = None
+_metrics_users = 0
+
+
+def _start_metrics() -> tuple[Optional[DemoMetrics], str]:
+    """The process's ``DemoMetrics``, or None and why there is none: the SDK is missing, or
+    the application instrumented the process itself (its providers are not replaced)."""
+    global _metrics, _metrics_users
+    with _metrics_lock:
+        if _metrics is None:
+            if observability.is_instrumented():
+                return None, METRICS_TAKEN
+            try:
+                made = DemoMetrics()
+            except ImportError:
+                return None, METRICS_NO_SDK
+            observability.instrument(meter_provider=made.provider, spans=False)
+            _metrics = made
+        _metrics_users += 1
+        return _metrics, ""
+
+
+def _stop_metrics() -> None:
+    global _metrics, _metrics_users
+    with _metrics_lock:
+        _metrics_users -= 1
+        if _metrics_users == 0 and _metrics is not None:
+            observability.uninstrument()
+            _metrics.close()
+            _metrics = None
 
 
 class DemoApp:
@@ -492,17 +697,32 @@ class DemoServer(ThreadingHTTPServer):
     allow_reuse_address = True
     request_queue_size = 128  # socketserver's 5 resets connections when many clients arrive
 
-    def __init__(self, address: tuple[str, int], app: DemoApp) -> None:
+    def __init__(self, address: tuple[str, int], app: DemoApp, *, metrics: bool = True) -> None:
+        """``metrics``: time every board call of the process for the latency panel (see
+        ``DemoMetrics``; ``server_close()`` stops it), if the OpenTelemetry SDK is installed."""
         if ":" in address[0]:
             self.address_family = socket.AF_INET6
         self.app = app
         self.static = _load_static()
         self.stopping = threading.Event()  # ends the event streams (guards)
         super().__init__(address, DemoRequestHandler)
+        self.metrics: Optional[DemoMetrics] = None
+        self.metrics_off = METRICS_DISABLED  # why there are none
+        if metrics:
+            self.metrics, self.metrics_off = _start_metrics()
 
     def shutdown(self) -> None:
         self.stopping.set()
         super().shutdown()
+
+    def server_close(self) -> None:
+        """Closes the socket; the last demo server of the process to close also uninstruments
+        it (``observability.uninstrument()``)."""
+        super().server_close()
+        if self.metrics is not None:
+            self.metrics = None
+            self.metrics_off = "the demo server is closed"
+            _stop_metrics()
 
     @property
     def url(self) -> str:
@@ -613,6 +833,8 @@ class DemoRequestHandler(BaseHTTPRequestHandler):
             return {"GET": lambda: app.periods(self._query())}
         if path == "/api/histogram":
             return {"GET": lambda: app.histogram(self._query())}
+        if path == "/api/metrics":
+            return {"GET": self._metrics}
         if path == "/api/league":
             return {
                 "GET": lambda: app.league_view(self._query()),
@@ -723,6 +945,13 @@ class DemoRequestHandler(BaseHTTPRequestHandler):
                     return
                 self.wfile.write(("".join(chunks) or ": alive\n\n").encode())
                 self.wfile.flush()
+
+    def _metrics(self) -> dict[str, Any]:
+        """The latency panel's numbers; 404, saying why, when the server has none."""
+        metrics = self.server.metrics
+        if metrics is None:
+            raise BadRequest(self.server.metrics_off, HTTPStatus.NOT_FOUND)
+        return metrics.summary()
 
     def _static(self, path: str) -> None:
         body, content_type, etag = self.server.static[path]
@@ -888,8 +1117,9 @@ def make_server(  # board=RedisLeaderboard(..., events=True): the page goes live
     initial_max_entries: Optional[int] = None,
     tz: str = "UTC",
     clock: Optional[Clock] = None,
+    metrics: bool = True,
 ) -> DemoServer:
     """A bound (not yet serving) demo server; port 0 picks a free port. ``tz`` and ``clock``:
-    the Today and This week tabs'."""
+    the Today and This week tabs'. ``metrics``: the latency panel (see ``DemoServer``)."""
     app = DemoApp(board, initial_max_entries=initial_max_entries, tz=tz, clock=clock)
-    return DemoServer((host, port), app)
+    return DemoServer((host, port), app, metrics=metrics)

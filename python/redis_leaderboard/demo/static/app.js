@@ -11,9 +11,11 @@
   const POLL_FAILING_MS = 4000;
   const FRESH_MS = 4000;
   const FEED_ITEMS = 8;
+  const METRICS_MS = 2000; // the latency panel's refresh
 
   const $ = (id) => document.getElementById(id);
   const numberFormat = new Intl.NumberFormat("en-US", { maximumFractionDigits: 6 });
+  const msFormat = new Intl.NumberFormat("en-US", { maximumSignificantDigits: 3 });
 
   // The query's parameters, the state's fields that answer them, and their inputs.
   const QUERY = {
@@ -40,6 +42,9 @@
     timer: null,
     inFlight: 0,
     failing: false,
+    metricsTimer: null, // the latency panel's next refresh
+    metricsBusy: false,
+    metricsOff: false, // the server has no metrics (404): nothing to poll until it restarts
   };
 
   class ApiError extends Error {
@@ -471,6 +476,86 @@
       " equal score ranges from " + formatScore(bins[0].min) + " to " + formatScore(bins[bins.length - 1].max) + ".";
   }
 
+  // ---- latency: calls, p50 and p99 per board method, from the library's metrics --------------
+
+  const COUNTER_LABELS = [
+    ["round_trips", "round trips"],
+    ["commands", "commands"],
+    ["reconnects", "reconnects"],
+    ["connection_lost", "connections lost"],
+    ["timeouts", "timeouts"],
+  ];
+
+  function scheduleMetrics() {
+    clearTimeout(view.metricsTimer);
+    if (document.hidden || view.metricsOff) return;
+    view.metricsTimer = setTimeout(loadMetrics, METRICS_MS);
+  }
+
+  async function loadMetrics() {
+    if (view.metricsBusy) return;
+    view.metricsBusy = true;
+    try {
+      renderMetrics(await api("GET", "/api/metrics"));
+    } catch (err) {
+      // 404: metrics are off, and the message says why (and how to get them). Other errors:
+      // the server is unreachable, which the banner says; try again later.
+      if (err.status === 404) {
+        view.metricsOff = true;
+        latencyMessage(sentence(err.message.charAt(0).toUpperCase() + err.message.slice(1)));
+        $("latency-counters").textContent = "";
+      }
+    } finally {
+      view.metricsBusy = false;
+      scheduleMetrics();
+    }
+  }
+
+  function latencyMessage(text) {
+    const tr = el("tr", "empty");
+    const td = el("td", null, text);
+    td.colSpan = 5;
+    tr.append(td);
+    $("latency-table").tBodies[0].replaceChildren(tr);
+  }
+
+  function msText(value) {
+    return value === null || value === undefined ? "–" : msFormat.format(value);
+  }
+
+  function renderMetrics(data) {
+    if (!data.methods.length) {
+      latencyMessage("No board calls yet.");
+    } else {
+      const rows = data.methods.map((row) => {
+        const tr = el("tr");
+        tr.dataset.method = row.method;
+        const errors = el("td", "col-num col-errors", numberFormat.format(row.errors));
+        if (row.errors) errors.classList.add("has-errors");
+        const method = el("td", "col-method");
+        // A long name (get_around_rank) may break after an underscore in a narrow column.
+        row.method.split("_").forEach((part, i) => {
+          if (i > 0) method.append(document.createTextNode("_"), document.createElement("wbr"));
+          method.append(document.createTextNode(part));
+        });
+        if (row.boards && row.boards.length) method.title = "Called on " + row.boards.join(", ");
+        tr.append(
+          method,
+          el("td", "col-num col-calls", numberFormat.format(row.calls)),
+          el("td", "col-num col-p50", msText(row.p50_ms)),
+          el("td", "col-num col-p99", msText(row.p99_ms)),
+          errors,
+        );
+        return tr;
+      });
+      $("latency-table").tBodies[0].replaceChildren(...rows);
+    }
+    const counters = data.counters || {};
+    $("latency-counters").textContent = "Clients: " + COUNTER_LABELS
+      .map(([name, label]) => numberFormat.format(counters[name] || 0) + " " + label)
+      .join(", ") + ".";
+  }
+
   function setLive(ok, message) {
     const live = $("live");
     live.classList.toggle("is-live", ok);
@@ -737,11 +822,17 @@
     });
 
     document.addEventListener("visibilitychange", () => {
-      if (!document.hidden) refresh(false);
-      else clearTimeout(view.timer);
+      if (!document.hidden) {
+        refresh(false);
+        if (!view.metricsOff) loadMetrics();
+      } else {
+        clearTimeout(view.timer);
+        clearTimeout(view.metricsTimer);
+      }
     });
 
     refresh(true);
+    loadMetrics();
     listen();
   }
 
