@@ -97,6 +97,51 @@ def test_back_pressure_keeps_at_most_max_in_flight_written() -> None:
     assert results(core) == {1: 1, 2: 2, 3: 3, 4: 4, 5: 5}
 
 
+def test_big_replies_stop_at_max_bytes_in_flight_and_cheap_ones_do_not() -> None:
+    # Each operation is expected to take what its last replies took: get_top(2) len(TOP_REPLY)
+    # bytes, get_size 4. Two get_tops fit in the budget, a third does not; a request alone
+    # always goes.
+    budget = 2 * len(TOP_REPLY) + len(TOP_REPLY) // 2
+    core = connected_core(max_bytes_in_flight=budget)
+    core.submit(1, board().get_top(2), 0.0)
+    sizes(core, 2)
+    assert flush(core) == core_request(board().get_top(2)) + zcard()  # nothing learnt yet
+    core.received(TOP_REPLY + b":7\r\n", 0.0)
+    assert results(core) == {1: TOP_RESULT, 2: 7}
+    for id in (3, 4, 5):
+        core.submit(id, board().get_top(2), 0.0)
+    sizes(core, 6, 7)
+    top = core_request(board().get_top(2))
+    assert flush(core) == top * 2  # the third get_top would pass the budget
+    core.received(TOP_REPLY, 0.0)
+    assert flush(core) == top + zcard() * 2  # one left: one more fits, and the cheap ones
+    core.received(TOP_REPLY * 2 + b":1\r\n:2\r\n", 0.0)
+    assert results(core) == {3: TOP_RESULT, 4: TOP_RESULT, 5: TOP_RESULT, 6: 1, 7: 2}
+    # A budget smaller than one reply: one at a time, never none.
+    small = connected_core(max_bytes_in_flight=10)
+    small.submit(1, board().get_top(2), 0.0)
+    assert flush(small) == top
+    small.received(TOP_REPLY, 0.0)
+    small.submit(2, board().get_top(2), 0.0)
+    small.submit(3, board().get_top(2), 0.0)
+    assert flush(small) == top
+    small.received(TOP_REPLY, 0.0)
+    assert flush(small) == top
+    # 0: no limit.
+    unlimited = connected_core(max_bytes_in_flight=0)
+    unlimited.submit(1, board().get_top(2), 0.0)
+    assert flush(unlimited) == top
+    unlimited.received(TOP_REPLY, 0.0)
+    for id in range(2, 12):
+        unlimited.submit(id, board().get_top(2), 0.0)
+    assert flush(unlimited) == top * 10
+
+
+def core_request(operation: Any) -> bytes:
+    """The bytes ``operation``'s first request takes on the wire."""
+    return bytes(operation.request())
+
+
 def test_the_handshake_goes_alone_before_any_request() -> None:
     core = _core.ConnectionCore(password="pw", db=2, client_name="me")
     sizes(core, 1)
@@ -449,3 +494,25 @@ def test_an_operation_runs_once() -> None:
     core.submit(1, operation)
     with pytest.raises(ValueError, match="already been run"):
         core.submit(2, operation)
+
+
+def test_a_script_first_loaded_is_not_a_reload_and_one_loaded_again_is() -> None:
+    # Three requests pipelined before the server had the script: three NOSCRIPTs, one load.
+    core = connected_core()
+    for id in (1, 2, 3):
+        core.submit(id, board().get_top(2), 0.0)
+    assert flush(core)
+    before = _core.observed()["script_reload"]
+    core.received(b"-NOSCRIPT No matching script.\r\n" * 3, 0.0)
+    assert b"EVAL" in flush(core)  # sent again, with the body
+    core.received(TOP_REPLY * 3, 0.0)
+    assert results(core) == {1: TOP_RESULT, 2: TOP_RESULT, 3: TOP_RESULT}
+    assert _core.observed()["script_reload"] == before
+    # Sent after it was loaded on this connection: the server's cache was emptied.
+    core.submit(4, board().get_top(2), 0.0)
+    assert flush(core)
+    core.received(b"-NOSCRIPT No matching script.\r\n", 0.0)
+    assert flush(core)
+    core.received(TOP_REPLY, 0.0)
+    assert results(core) == {4: TOP_RESULT}
+    assert _core.observed()["script_reload"] == before + 1

@@ -41,8 +41,10 @@ inline bool is_done(py::handle future) { return call_method(future, names->done)
 class AsyncCore {
  public:
   AsyncCore(connection::ClientOptions options, std::size_t max_in_flight, std::size_t max_pending,
-            std::optional<connection::CacheOptions> cache = std::nullopt)
-      : client_(transport::LoopClient::create(std::move(options), max_in_flight)),
+            std::optional<connection::CacheOptions> cache = std::nullopt,
+            std::size_t max_bytes_in_flight = 0)
+      : client_(
+            transport::LoopClient::create(std::move(options), max_in_flight, max_bytes_in_flight)),
         max_pending_(max_pending == 0 ? 1 : max_pending),
         cache_options_(cache),
         self_(std::make_shared<AsyncCore*>(this)) {
@@ -339,6 +341,7 @@ class AsyncCore {
 
   // Settles every finished request, then lets deferred calls in.
   void settle() {
+    PumpAtExit pump;
     if (client_->has_completions()) {
       for (auto& completion : client_->take_completions()) {
         --in_transport_;

@@ -36,8 +36,9 @@ namespace {
 
 // A connection core with the options and counters it refers to.
 struct CoreHarness {
-  CoreHarness(rlb::connection::ClientOptions options_, std::size_t max_in_flight)
-      : options(std::move(options_)), core(options, max_in_flight, counters) {}
+  CoreHarness(rlb::connection::ClientOptions options_, std::size_t max_in_flight,
+              std::size_t max_bytes_in_flight)
+      : options(std::move(options_)), core(options, max_in_flight, counters, max_bytes_in_flight) {}
   rlb::connection::ClientOptions options;
   rlb::connection::Counters counters;
   rlb::connection::Core core;
@@ -541,6 +542,7 @@ PYBIND11_MODULE(_core, m) {
   client
       .def("ping",
            [](BlockingClient& self) {
+             PumpAtExit pump;
              py::gil_scoped_release release;
              return std::get<bool>(self.run(leaderboard::ping()));
            })
@@ -550,6 +552,7 @@ PYBIND11_MODULE(_core, m) {
             auto taken = operation.take();
             Result result;
             {
+              PumpAtExit pump;
               py::gil_scoped_release release;
               result = self.run(std::move(taken));
             }
@@ -606,7 +609,8 @@ PYBIND11_MODULE(_core, m) {
         py::init([](const py::args& args, const py::kwargs& kwargs) {
           auto arguments = client_arguments(kAsyncClient, args, kwargs);
           return std::make_unique<AsyncCore>(std::move(arguments.client), arguments.max_in_flight,
-                                             arguments.max_pending, arguments.enabled_cache());
+                                             arguments.max_pending, arguments.enabled_cache(),
+                                             arguments.max_bytes_in_flight);
         }),
         constructor_doc(kAsyncClient, "", "Options: redis_leaderboard.options.AsyncClientOptions.")
             .c_str());
@@ -750,11 +754,12 @@ PYBIND11_MODULE(_core, m) {
       .def(py::init([](const py::kwargs& options) {
              auto arguments = client_arguments(kAsyncClient, py::args(), options);
              return std::make_unique<CoreHarness>(std::move(arguments.client),
-                                                  arguments.max_in_flight);
+                                                  arguments.max_in_flight,
+                                                  arguments.max_bytes_in_flight);
            }),
            "The asyncio client's keyword options (only those of the handshake and the window "
            "matter: username, password, db, client_name, socket_timeout, max_reply_bytes, "
-           "max_in_flight).")
+           "max_in_flight, max_bytes_in_flight).")
       .def(
           "submit",
           [](CoreHarness& self, std::uint64_t id, PyOperation& operation, double started) {

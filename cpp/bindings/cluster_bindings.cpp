@@ -122,6 +122,7 @@ class AsyncClusterCore {
 
   void drain() {
     if (fork_guard_.forked()) return;
+    PumpAtExit pump;
     for (auto& completion : transport_->take_completions()) {
       auto it = pending_.find(completion.id);
       if (it == pending_.end()) continue;
@@ -222,6 +223,7 @@ void declare_cluster(py::module_& m) {
             auto taken = operation.take();
             leaderboard::Result result;
             {
+              PumpAtExit pump;
               py::gil_scoped_release release;
               result = self.run(std::move(taken));
             }
@@ -238,6 +240,7 @@ void declare_cluster(py::module_& m) {
             }
             std::vector<connection::Completion> done;
             {
+              PumpAtExit pump;
               py::gil_scoped_release release;
               done = self.run_batch(std::move(batch));
             }
@@ -266,6 +269,7 @@ void declare_cluster(py::module_& m) {
            })
       .def("ping",
            [](ClusterClient& self) {
+             PumpAtExit pump;
              py::gil_scoped_release release;
              return std::get<bool>(self.run(leaderboard::ping()));
            })

@@ -921,6 +921,7 @@ const ClientOption kClientOptions[] = {
      [](const ClientArguments& a) -> py::object { return py::int_(a.cache.max_bytes); }},
     RLB_OPTION("max_in_flight", kAsyncClient, kKeyword, max_in_flight, "an int >= 0"),
     RLB_OPTION("max_pending", kAsyncClient, kKeyword, max_pending, "an int >= 0"),
+    RLB_OPTION("max_bytes_in_flight", kAsyncClient, kKeyword, max_bytes_in_flight, "an int >= 0"),
     RLB_OPTION("read_from_replicas", kClusterClient, kKeyword, read_from_replicas, "a bool"),
 };
 
@@ -980,6 +981,14 @@ std::vector<std::pair<std::string, int>> address_pairs(py::handle value, const c
   return pairs;
 }
 
+void start_log_pump() {
+  try {
+    py::module_::import("redis_leaderboard._logs").attr("start")();
+  } catch (py::error_already_set& e) {
+    e.discard_as_unraisable("redis_leaderboard: starting the log pump");
+  }
+}
+
 ClientArguments client_arguments(ClientKind kind, const py::args& args, const py::kwargs& kwargs) {
   ClientArguments arguments;
   constexpr std::size_t count = std::size(kClientOptions);
@@ -1027,9 +1036,6 @@ ClientArguments client_arguments(ClientKind kind, const py::args& args, const py
   }
   if (arguments.service_name) sentinel.service_name = *arguments.service_name;
   if (kind != kClusterClient) arguments.client.validate();
-  // Every client logs what it sees (connection/observer.hpp) through the one thread of
-  // redis_leaderboard._logs, started with the process's first client.
-  py::module_::import("redis_leaderboard._logs").attr("start")();
   return arguments;
 }
 

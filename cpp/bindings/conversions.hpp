@@ -13,6 +13,7 @@
 #include "codec/reply.hpp"
 #include "connection/cache.hpp"
 #include "connection/exchange.hpp"
+#include "connection/observer.hpp"
 #include "connection/options.hpp"
 #include "leaderboard/operations.hpp"
 #include "transport/blocking_client.hpp"
@@ -79,7 +80,8 @@ struct ClientArguments {
   connection::CacheOptions cache;
   std::size_t max_in_flight = 1024;  // the asyncio client's back-pressure
   std::size_t max_pending = 10000;
-  bool read_from_replicas = false;  // cluster clients
+  std::size_t max_bytes_in_flight = 256 * 1024;  // replies expected; 0: no limit
+  bool read_from_replicas = false;               // cluster clients
 
   std::optional<connection::CacheOptions> enabled_cache() const {
     if (!client_cache) return std::nullopt;
@@ -106,6 +108,20 @@ py::object to_python(const leaderboard::Result& result);
 py::object reply_to_python(const codec::Reply& reply, bool errors_as_values);
 // The Python exception for a C++ one: the one mapping, used for raising and for futures.
 py::object exception_object(const std::exception_ptr& error);
+// Starts redis_leaderboard._logs's pump thread (connection/observer.hpp) when records wait and
+// none reads them: with the GIL, at the end of a call (a PumpAtExit in its scope, declared
+// before the GIL is released). Never throws.
+void start_log_pump();
+inline void start_log_pump_if_wanted() {
+  if (connection::pump_wanted()) start_log_pump();
+}
+struct PumpAtExit {
+  PumpAtExit() = default;
+  PumpAtExit(const PumpAtExit&) = delete;
+  PumpAtExit& operator=(const PumpAtExit&) = delete;
+  ~PumpAtExit() { start_log_pump_if_wanted(); }
+};
+
 py::dict stats_dict(const connection::Stats& stats);
 py::dict cache_stats_dict(const connection::CacheStats& stats,
                           const connection::CacheOptions& options);
@@ -139,6 +155,7 @@ PyOperation& operation_arg(py::handle value);
 template <class Client>
 void run_pipelined_from_python(Client& client, py::iterable operations, py::function on_result,
                                std::size_t window) {
+  PumpAtExit pump;
   py::iterator it = py::iter(operations);
   auto next = [&]() -> std::unique_ptr<leaderboard::Operation> {
     py::gil_scoped_acquire gil;

@@ -237,6 +237,7 @@ void ReplyReader::fail() {
 
 void ReplyReader::feed(const char* data, std::size_t size) {
   if (redisReaderFeed(reader_.get(), data, size) != REDIS_OK) fail();
+  fed_ += size;
 }
 
 std::optional<Reply> ReplyReader::next(ReplySink* sink) {
@@ -287,6 +288,8 @@ bool ReplyReader::has_partial() const {
   return reader_->pos < reader_->len || started || reader_->reply != nullptr;
 }
 
+std::size_t ReplyReader::consumed() const { return fed_ - (reader_->len - reader_->pos); }
+
 void ReplyReader::reset() {
   reader_.reset(
       redisReaderCreateWithFunctions(const_cast<redisReplyObjectFunctions*>(&kReplyFunctions)));
@@ -296,6 +299,7 @@ void ReplyReader::reset() {
   budget_->used = 0;
   budget_->exceeded = false;
   budget_->active = nullptr;
+  fed_ = 0;
 }
 
 namespace {

@@ -53,6 +53,9 @@ class ReplyReader {
   bool has_partial() const;
   // Drops buffered bytes and any half-read reply (after a connection is replaced).
   void reset();
+  // Bytes of the replies taken so far (since the last reset): the difference between two
+  // calls made right after next() returned replies is what those replies took on the wire.
+  std::size_t consumed() const;
 
   // What the reply being read has taken so far (hiredis's callbacks charge it).
   struct Budget {
@@ -73,6 +76,7 @@ class ReplyReader {
   bool bulk_announced_too_large() const;
 
   std::unique_ptr<Budget> budget_;  // hiredis keeps its address: heap, stable across moves
+  std::size_t fed_ = 0;             // bytes fed since the last reset
   std::unique_ptr<redisReader, Free> reader_;
 };
 

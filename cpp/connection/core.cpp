@@ -8,9 +8,11 @@
 
 namespace rlb::connection {
 
-Core::Core(const ClientOptions& options, std::size_t max_in_flight, Counters& counters)
+Core::Core(const ClientOptions& options, std::size_t max_in_flight, Counters& counters,
+           std::size_t max_reply_bytes_in_flight)
     : options_(options),
       max_in_flight_(std::max<std::size_t>(max_in_flight, 1)),
+      max_reply_bytes_in_flight_(max_reply_bytes_in_flight),
       counters_(counters),
       handshake_(handshake_for(options)),
       reader_(options.max_reply_bytes) {}
@@ -119,6 +121,9 @@ void Core::connected(Clock::time_point now) {
   close_ = false;
   retiring_ = false;
   reader_.reset();
+  script_loads_ = {};
+  reply_start_ = 0;
+  bytes_in_flight_ = 0;
   ready_ = handshake_.expected == 0;
   if (ready_) return;
   Request handshake;
@@ -155,6 +160,13 @@ std::string Core::take_write() {
   std::size_t commands = 0;
   while (!waiting_.empty() && requests_in_flight_ < max_in_flight_) {
     Request& request = waiting_.front();
+    if (max_reply_bytes_in_flight_ != 0) {
+      const std::size_t bytes = request.exchange ? learnt_bytes(request.exchange->name()) : 0;
+      if (bytes_in_flight_ != 0 && bytes_in_flight_ + bytes > max_reply_bytes_in_flight_) break;
+      request.assumed_bytes = bytes;
+      request.reply_bytes = 0;
+      bytes_in_flight_ += bytes;
+    }
     std::string wire = request.exchange ? request.exchange->take_wire() : std::move(request.wire);
     if (out.empty()) {
       out = std::move(wire);
@@ -162,12 +174,14 @@ std::string Core::take_write() {
       out += wire;
     }
     commands += request.expected;
+    request.written_at = script_loads_.writes + 1;  // this write's number
     in_flight_.push_back(std::move(request));
     waiting_.pop_front();
     ++requests_in_flight_;
   }
   if (!out.empty()) {
     writing_ = true;
+    ++script_loads_.writes;
     counters_.round_trip(commands);
   }
   return out;
@@ -209,7 +223,24 @@ codec::ReplySink* Core::next_sink() {
   return request.exchange ? request.exchange->reply_sink(request.replies.size()) : nullptr;
 }
 
+std::size_t& Core::learnt_bytes(const char* name) {
+  for (auto& learnt : learnt_) {
+    if (learnt.name == name) return learnt.bytes;
+  }
+  learnt_.push_back({name, 0});
+  return learnt_.back().bytes;
+}
+
+void Core::count_reply_bytes(Request* request) {
+  const std::size_t consumed = reader_.consumed();
+  if (request) request->reply_bytes += consumed - reply_start_;
+  reply_start_ = consumed;
+}
+
 void Core::on_reply(Reply&& reply, Clock::time_point now) {
+  if (max_reply_bytes_in_flight_ != 0) {
+    count_reply_bytes(in_flight_.empty() ? nullptr : &in_flight_.front());
+  }
   if (in_flight_.empty() && accept_pushes_) {
     Completion push{kPushId, {}, {}, nullptr};
     push.replies.push_back(std::move(reply));
@@ -223,6 +254,13 @@ void Core::on_reply(Reply&& reply, Clock::time_point now) {
 
   Request done = std::move(request);
   in_flight_.pop_front();
+  if (max_reply_bytes_in_flight_ != 0 && !done.handshake) {
+    bytes_in_flight_ -= done.assumed_bytes;
+    if (done.exchange) {
+      std::size_t& learnt = learnt_bytes(done.exchange->name());
+      learnt = learnt == 0 ? done.reply_bytes : (learnt * 3 + done.reply_bytes) / 4;
+    }
+  }
   if (done.handshake) {
     try {
       check_handshake(handshake_, done.replies);
@@ -250,7 +288,7 @@ void Core::finish(Request&& request, Clock::time_point now) {
                     std::make_exception_ptr(ConnectionError("the request was cancelled")));
   }
   try {
-    request.exchange->on_replies(std::move(request.replies));
+    request.exchange->on_replies(std::move(request.replies), &script_loads_, request.written_at);
     request.replies.clear();
     if (request.exchange->finished()) {
       completions_.push_back({request.id, request.exchange->take_result(), {}, nullptr});
@@ -340,6 +378,8 @@ void Core::give_up(const std::exception_ptr& error, bool close, Clock::time_poin
     }
   }
   in_flight_.clear();
+  bytes_in_flight_ = 0;
+  reply_start_ = 0;  // the reader is reset
   if (!waiting_.empty() && waiting_.front().handshake) waiting_.pop_front();
   while (!resend.empty()) {
     waiting_.push_front(std::move(resend.back()));
@@ -390,9 +430,11 @@ void Core::abort(const std::exception_ptr& error) {
     queue->clear();
   }
   requests_in_flight_ = 0;
+  bytes_in_flight_ = 0;
   connected_ = writing_ = ready_ = false;
   set_open(false);
   reader_.reset();
+  reply_start_ = 0;
   deadline_hint_.reset();
 }
 

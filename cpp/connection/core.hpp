@@ -63,7 +63,13 @@ struct Completion {
 class Core {
  public:
   // `counters` (shared by a client's connections) counts written requests and commands.
-  Core(const ClientOptions& options, std::size_t max_in_flight, Counters& counters);
+  // `max_reply_bytes_in_flight` (0: no limit): requests are also written only while the bytes
+  // their replies are expected to take stay within it (a request alone may exceed it), each
+  // expected to take what the last replies of its operation took (learnt per operation name,
+  // on this connection), so big reads stop at that many bytes queued while cheap ones keep
+  // the deep pipeline.
+  Core(const ClientOptions& options, std::size_t max_in_flight, Counters& counters,
+       std::size_t max_reply_bytes_in_flight = 0);
   ~Core();
   Core(const Core&) = delete;
   Core& operator=(const Core&) = delete;
@@ -134,10 +140,17 @@ class Core {
     std::optional<Clock::time_point> deadline;
     bool handshake = false;
     bool cancelled = false;
-    int resends_left = 0;      // guards: the exchange's resend_limit(), counted down
-    bool read_resent = false;  // a read is sent again once after a lost reply
-    double server_wait = 0;    // the exchange's server_wait(), added to its deadlines
+    int resends_left = 0;           // guards: the exchange's resend_limit(), counted down
+    bool read_resent = false;       // a read is sent again once after a lost reply
+    double server_wait = 0;         // the exchange's server_wait(), added to its deadlines
+    std::size_t assumed_bytes = 0;  // what its replies were expected to take when written
+    std::size_t reply_bytes = 0;    // what they took, so far
+    std::uint64_t written_at = 0;   // script_loads_.writes of the write that sent it
   };
+  // The bytes a request's replies are expected to take (max_reply_bytes_in_flight only).
+  std::size_t& learnt_bytes(const char* name);
+  // A reply was taken: its bytes go to `request` (max_reply_bytes_in_flight only).
+  void count_reply_bytes(Request* request);
 
   std::optional<Clock::time_point> deadline_from(Clock::time_point started,
                                                  double server_wait = 0) const;
@@ -159,6 +172,15 @@ class Core {
 
   const ClientOptions& options_;
   const std::size_t max_in_flight_;
+  const std::size_t max_reply_bytes_in_flight_;
+  std::size_t bytes_in_flight_ = 0;  // the assumed_bytes of the requests in flight
+  std::size_t reply_start_ = 0;      // reader_.consumed() when the last reply was taken
+  struct Learnt {
+    const char* name;   // an operation's name (a static string: compared by address)
+    std::size_t bytes;  // what its replies took lately (a moving average)
+  };
+  std::vector<Learnt> learnt_;
+  ScriptLoads script_loads_;  // the scripts loaded on this connection (Exchange::on_replies)
   Counters& counters_;
   const Handshake handshake_;
   codec::ReplyReader reader_;

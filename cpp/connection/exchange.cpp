@@ -123,7 +123,24 @@ void Exchange::rewind() {
   resent_.clear();
 }
 
-void Exchange::on_replies(std::vector<Reply>&& replies) {
+namespace {
+void note_noscript(const leaderboard::Script* script, ScriptLoads* loads,
+                   std::uint64_t written_at) {
+  if (loads == nullptr) return observe(Signal::script_reload, std::string(script->name));
+  for (auto& [loaded, when] : loads->loaded) {
+    if (loaded != script) continue;
+    if (written_at > when) {  // sent after it was loaded here: the cache was emptied
+      observe(Signal::script_reload, std::string(script->name));
+      when = loads->writes;
+    }
+    return;
+  }
+  loads->loaded.emplace_back(script, loads->writes);  // its first load on this connection
+}
+}  // namespace
+
+void Exchange::on_replies(std::vector<Reply>&& replies, ScriptLoads* loads,
+                          std::uint64_t written_at) {
   if (replies.size() != expected_) throw ConnectionError("reply count mismatch");
   if (asking_) {  // ASKING's +OK; an error there shows in the command's own reply
     replies.erase(replies.begin());
@@ -143,7 +160,7 @@ void Exchange::on_replies(std::vector<Reply>&& replies) {
     wire_.clear();
     for (std::size_t i = 0; i < replies_.size(); ++i) {
       if (commands_[i].script != nullptr && is_noscript(replies_[i])) {
-        observe(Signal::script_reload, std::string(commands_[i].script->name));
+        note_noscript(commands_[i].script, loads, written_at);
         resent_.push_back(i);
         encode(commands_[i], true, wire_);
       }

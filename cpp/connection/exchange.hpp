@@ -42,6 +42,15 @@ Handshake handshake_for(const ClientOptions& options);
 // Throws AuthenticationError if AUTH failed, else the first error reply's exception.
 void check_handshake(const Handshake& handshake, const std::vector<Reply>& replies);
 
+// The scripts a connection loaded (sent with their body after NOSCRIPT), to tell a first load
+// from a reload (Exchange::on_replies).
+struct ScriptLoads {
+  // Each script, and the connection's writes when its NOSCRIPT came: requests written up to
+  // then were sent before it was loaded.
+  std::vector<std::pair<const leaderboard::Script*, std::uint64_t>> loaded;
+  std::uint64_t writes = 0;  // the connection's writes so far
+};
+
 // Runs one operation, which it owns, to its end. Its owner sends wire() and hands back exactly
 // expected() replies to on_replies(), until finished().
 class Exchange {
@@ -58,8 +67,14 @@ class Exchange {
 
   // Takes the replies to wire(). Throws for an error reply; the operation is then abandoned,
   // unless the reply was a cluster redirect (ClusterRedirectError): then restart_step() makes
-  // the step ready to be sent again, to another node.
-  void on_replies(std::vector<Reply>&& replies);
+  // the step ready to be sent again, to another node. `loads`: the connection's record of the
+  // scripts it loaded, and `written_at` the connection's write that sent this step: a NOSCRIPT
+  // for a script loaded before that write means the server's script cache was emptied (SCRIPT
+  // FLUSH), which is observed (connection/observer.hpp: script_reload), where a script's first
+  // load on a connection (every request sent before it was loaded) is not. nullptr: every
+  // NOSCRIPT is observed.
+  void on_replies(std::vector<Reply>&& replies, ScriptLoads* loads = nullptr,
+                  std::uint64_t written_at = 0);
   // Where reply `index` (of those on_replies() takes next) may stream as it is decoded
   // (Operation::reply_sink); nullptr: as a tree.
   codec::ReplySink* reply_sink(std::size_t index);

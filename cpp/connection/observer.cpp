@@ -16,6 +16,7 @@ namespace {
 
 std::array<std::atomic<std::uint64_t>, kSignals> counts{};
 std::atomic<std::int64_t> open{0};
+std::atomic<bool> wanted{false};  // records wait and no pump reads them
 
 // The records and their pipe. The mutexes are held across fork() (pthread_atfork below), so a
 // child never inherits one locked by a thread that is not there.
@@ -23,7 +24,8 @@ struct Records {
   std::mutex mutex;
   std::deque<Record> queue;
   std::uint64_t dropped = 0;
-  int read_fd = -1, write_fd = -1;  // -1: nobody listens, nothing is kept
+  int read_fd = -1, write_fd = -1;  // made with the first record or the pump's first call
+  bool pumped = false;              // records_fd() was called: a pump reads them
 };
 Records& records() {
   static Records* instance = new Records;  // never destroyed: clients may log during exit
@@ -83,14 +85,15 @@ void observe(Signal signal, std::string detail) {
   counts[static_cast<std::size_t>(signal)].fetch_add(1, std::memory_order_relaxed);
   auto& r = records();
   std::lock_guard<std::mutex> lock(r.mutex);
-  if (r.write_fd < 0) return;
+  if (r.write_fd < 0) open_pipe(r);
+  if (!r.pumped) wanted.store(true, std::memory_order_relaxed);
   if (r.queue.size() >= kMaxRecords) {
     r.queue.pop_front();
     ++r.dropped;
   }
   const bool was_empty = r.queue.empty();
   r.queue.push_back({signal, std::move(detail)});
-  if (was_empty) {
+  if (was_empty && r.write_fd >= 0) {
     const char byte = 1;
     [[maybe_unused]] auto n = ::write(r.write_fd, &byte, 1);  // full: a byte is there already
   }
@@ -106,8 +109,12 @@ int records_fd() {
   auto& r = records();
   std::lock_guard<std::mutex> lock(r.mutex);
   if (r.read_fd < 0) open_pipe(r);
+  r.pumped = true;
+  wanted.store(false, std::memory_order_relaxed);
   return r.read_fd;
 }
+
+bool pump_wanted() { return wanted.load(std::memory_order_relaxed); }
 
 std::vector<Record> take_records(std::uint64_t& dropped) {
   auto& r = records();
@@ -133,6 +140,8 @@ void reset_records_after_fork() {
   }
   r.queue.clear();
   r.dropped = 0;
+  r.pumped = false;
+  wanted.store(false, std::memory_order_relaxed);
 }
 
 std::int64_t open_connections() { return open.load(std::memory_order_relaxed); }

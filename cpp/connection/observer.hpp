@@ -2,10 +2,13 @@
 // What the clients of this process saw happen that an operator watches: connections lost and
 // re-established, failovers followed, cluster topology changes and redirects, scripts reloaded
 // after NOSCRIPT, requests sent again and timeouts. Each is counted (lock-free, process-wide)
-// and, while someone listens (the Python layer's log pump, redis_leaderboard/_observe.py), kept
-// as a record in a bounded queue whose arrival is signalled on a pipe, so that no thread of a
-// client ever takes the GIL to log. Only rare paths call observe(): a call that meets no fault
-// runs none of this.
+// and kept as a record in a bounded queue whose arrival is signalled on a pipe; the Python
+// layer's log pump (redis_leaderboard/_logs.py, a thread) logs them, so that no thread of a
+// client ever takes the GIL to log. The pump is started by the bindings at the end of the first
+// call after the first record (pump_wanted()): a process whose clients meet no fault has no
+// thread of it (a second thread makes glibc take its slower multi-threaded path in every
+// send(), recv() and poll(): measured +190 instructions a sync call). Only rare paths call
+// observe(): a call that meets no fault runs none of this.
 //
 // Also here: the process totals of every client's counters (round trips, commands,
 // connections, reconnects; live clients and closed ones), and the number of connections open
@@ -44,22 +47,25 @@ struct Record {
   std::string detail;  // an address, a script's name, an error's text: never a key or user data
 };
 
-// Counts `signal` and, while records are wanted, queues a record (at most kMaxRecords wait;
-// beyond, the oldest are dropped and counted).
+// Counts `signal` and queues a record (at most kMaxRecords wait; beyond, the oldest are dropped
+// and counted).
 void observe(Signal signal, std::string detail);
 constexpr std::size_t kMaxRecords = 1024;
 
 // Every signal's count since the process started.
 std::array<std::uint64_t, kSignals> signal_counts();
 
-// The read end of the pipe a byte is written to when records arrive after the queue was empty
-// (created by the first call, which also starts keeping records).
+// The read end of the pipe a byte is written to when records arrive after the queue was empty.
+// The pump's first call: from then on pump_wanted() is false (in this process).
 int records_fd();
+// True when records wait and no pump reads them: the bindings then start it (GIL held). One
+// relaxed load: the bindings ask at the end of every call.
+bool pump_wanted();
 // The records queued (oldest first) and how many were dropped since the last call; empties the
 // queue and the pipe. Never blocks.
 std::vector<Record> take_records(std::uint64_t& dropped);
 // In a forked child: a new pipe (the parent's reader must not see the child's records), an
-// empty queue; records are kept again once records_fd() is called.
+// empty queue, no pump.
 void reset_records_after_fork();
 
 // Connections open now (sockets a core is using), every client of the process.

@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <utility>
 
@@ -68,11 +69,12 @@ std::string addresses_of(const Endpoint& target, int flags, std::vector<sockaddr
 
 }  // namespace
 
-LoopClient::LoopClient(ClientOptions options, std::size_t max_in_flight)
+LoopClient::LoopClient(ClientOptions options, std::size_t max_in_flight,
+                       std::size_t max_bytes_in_flight)
     : options_((options.validate(), std::move(options))),
       tls_context_(connection::make_tls_context(options_.tls)),
       target_resolver_(options_, tls_context_),
-      core_(options_, max_in_flight, counters_) {
+      core_(options_, max_in_flight, counters_, max_bytes_in_flight) {
   notify_fd_ = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
   if (notify_fd_ < 0) throw RedisError(std::string("eventfd: ") + std::strerror(errno));
   if (options_.sentinel.enabled()) {
@@ -87,14 +89,16 @@ LoopClient::LoopClient(ClientOptions options, std::size_t max_in_flight)
   }
 }
 
-std::shared_ptr<LoopClient> LoopClient::create(ClientOptions options, std::size_t max_in_flight) {
-  return std::shared_ptr<LoopClient>(new LoopClient(std::move(options), max_in_flight),
-                                     [](LoopClient* client) {
-                                       // In a forked child: left behind (the parent's helper
-                                       // threads do not exist there, and the sockets are the
-                                       // parent's).
-                                       if (!client->fork_guard_.forked()) delete client;
-                                     });
+std::shared_ptr<LoopClient> LoopClient::create(ClientOptions options, std::size_t max_in_flight,
+                                               std::size_t max_bytes_in_flight) {
+  return std::shared_ptr<LoopClient>(
+      new LoopClient(std::move(options), max_in_flight, max_bytes_in_flight),
+      [](LoopClient* client) {
+        // In a forked child: left behind (the parent's helper
+        // threads do not exist there, and the sockets are the
+        // parent's).
+        if (!client->fork_guard_.forked()) delete client;
+      });
 }
 
 LoopClient::~LoopClient() {

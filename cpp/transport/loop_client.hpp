@@ -48,11 +48,13 @@ using connection::Stats;
 
 class LoopClient {
  public:
-  // At most max_in_flight requests are written and unanswered at once; more wait their turn.
+  // At most max_in_flight requests are written and unanswered at once, and while their replies
+  // are expected to take more than max_bytes_in_flight bytes (0: no limit) no more are written
+  // (connection/core.hpp); more wait their turn.
   // Owned through create(): a forked child that drops its last reference leaks the client
   // instead of destroying it (a helper thread of the parent does not exist in the child).
-  static std::shared_ptr<LoopClient> create(ClientOptions options,
-                                            std::size_t max_in_flight = 1024);
+  static std::shared_ptr<LoopClient> create(ClientOptions options, std::size_t max_in_flight = 1024,
+                                            std::size_t max_bytes_in_flight = 0);
   ~LoopClient();
   LoopClient(const LoopClient&) = delete;
   LoopClient& operator=(const LoopClient&) = delete;
@@ -104,7 +106,7 @@ class LoopClient {
   }
 
  private:
-  LoopClient(ClientOptions options, std::size_t max_in_flight);
+  LoopClient(ClientOptions options, std::size_t max_in_flight, std::size_t max_bytes_in_flight);
   enum class State { Disconnected, BackingOff, Resolving, Connecting, TlsHandshake, Connected };
 
   void drive();

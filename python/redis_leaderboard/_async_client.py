@@ -32,9 +32,11 @@ class Client:
     tasks.
 
     Options as ``redis_leaderboard.Client``. ``max_in_flight`` caps the requests written
-    and unanswered at once; ``max_pending`` caps those handed to the transport, beyond which
-    calls wait in the client (back-pressure). A client is bound to the event loop it is first
-    used on.
+    and unanswered at once, ``max_bytes_in_flight`` (256 KiB; 0: no limit) the bytes their
+    replies are expected to take (each operation's, learnt from its last replies: big reads
+    stop there, cheap ones keep the deep pipeline); ``max_pending`` caps those handed to the
+    transport, beyond which calls wait in the client (back-pressure). A client is bound to the
+    event loop it is first used on.
 
     When the connection drops: a write already written fails with ``ConnectionError`` and is
     never resent, unless it carries an idempotency key (``submit(..., submission_id=...)``, a

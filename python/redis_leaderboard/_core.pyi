@@ -70,6 +70,7 @@ class _AsyncClientOptions(_ClientOptions, total=False):
 
     max_in_flight: int
     max_pending: int
+    max_bytes_in_flight: int
 
 class _ClusterOptions(_NodeOptions, total=False):
     """The cluster clients' options (all keyword-only)."""

@@ -3,7 +3,8 @@ followed, cluster topology changes and redirects, scripts reloaded after NOSCRIP
 again, timeouts.
 
 The C++ core observes them (``connection/observer.hpp``) on whichever thread meets them, and
-queues a record; a thread of this module (started with the first client, one per process)
+queues a record; a thread of this module (one per process, started by the bindings at the end
+of the first call after the first record: a process whose clients meet no fault has none)
 waits on the core's pipe and logs them through :mod:`logging`, so that no thread of a client
 ever takes the GIL to log. A record carries an address, a script's name or an error's text:
 never a key, a user id, a score or a credential. Each has ``record.redis_leaderboard_event``
@@ -83,7 +84,7 @@ def _pump(fd: int) -> None:
 
 
 def start() -> None:
-    """Starts the pump thread, once per process (every client's constructor calls this)."""
+    """Starts the pump thread, once per process (the bindings call this once records wait)."""
     global _started
     if _started == os.getpid():
         return

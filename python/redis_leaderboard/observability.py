@@ -19,9 +19,9 @@ Metrics (the semantic conventions for database clients, then ours):
   trip; over ``db.client.operation.duration``'s count, per call), ``.connections`` (opened),
   ``.reconnects``, ``.connection_lost``, ``.timeouts``, ``.failovers``, ``.topology_changes``,
   ``.redirects`` (``redis_leaderboard.redirect.kind``: ``moved`` or ``ask``),
-  ``.script_reloads`` (NOSCRIPT), ``.resends`` (writes carrying a submission id sent again after
-  a lost reply), ``.read_retries``; and ``redis_leaderboard.client.connection.count`` (an
-  up-down counter: connections open now).
+  ``.script_reloads`` (NOSCRIPT on a connection that had loaded the script), ``.resends``
+  (writes carrying a submission id sent again after a lost reply), ``.read_retries``; and
+  ``redis_leaderboard.client.connection.count`` (an up-down counter: connections open now).
 - Counted as calls end: ``redis_leaderboard.client.duplicates`` (writes answered from their
   submission id's record) and ``redis_leaderboard.client.rate_limited`` (writes refused by a
   rate limit), with the call's attributes.
@@ -114,7 +114,7 @@ COUNTERS: dict[str, tuple[str, str, str, dict[str, str]]] = {
     "redis_leaderboard.client.script_reloads": (
         "script_reload",
         "{script}",
-        "Scripts sent again with their body after NOSCRIPT.",
+        "Scripts loaded again (NOSCRIPT) on a connection that had loaded them.",
         {},
     ),
     "redis_leaderboard.client.resends": (

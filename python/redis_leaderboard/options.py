@@ -133,6 +133,10 @@ class AsyncClientOptions(ClientOptions):
     max_in_flight: int = 1024
     #: Requests handed to the transport; beyond them, calls wait in the client.
     max_pending: int = 10000
+    #: Bytes the replies of the requests in flight are expected to take (learnt per operation
+    #: from its last replies); beyond them no more are written (a request alone may exceed
+    #: it). Big reads stop there while cheap ones keep the deep pipeline. 0: no limit.
+    max_bytes_in_flight: int = 262144
 
 
 # --- the compiled clients' option table ----------------------------------------------------------

@@ -705,9 +705,10 @@ class DemoServer(ThreadingHTTPServer):
         self.app = app
         self.static = _load_static()
         self.stopping = threading.Event()  # ends the event streams (guards)
-        super().__init__(address, DemoRequestHandler)
+        # Before binding: a port that is taken closes the server (server_close) from within.
         self.metrics: Optional[DemoMetrics] = None
         self.metrics_off = METRICS_DISABLED  # why there are none
+        super().__init__(address, DemoRequestHandler)
         if metrics:
             self.metrics, self.metrics_off = _start_metrics()
 
