@@ -80,8 +80,8 @@ struct ClientArguments {
   connection::CacheOptions cache;
   std::size_t max_in_flight = 1024;  // the asyncio client's back-pressure
   std::size_t max_pending = 10000;
-  std::size_t max_bytes_in_flight = 256 * 1024;  // replies expected; 0: no limit
-  bool read_from_replicas = false;               // cluster clients
+  std::size_t max_bytes_in_flight = 0;  // the bytes of the replies expected; 0: no limit
+  bool read_from_replicas = false;      // cluster clients
 
   std::optional<connection::CacheOptions> enabled_cache() const {
     if (!client_cache) return std::nullopt;

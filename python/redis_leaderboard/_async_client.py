@@ -32,8 +32,8 @@ class Client:
     tasks.
 
     Options as ``redis_leaderboard.Client``. ``max_in_flight`` caps the requests written
-    and unanswered at once, ``max_bytes_in_flight`` (256 KiB; 0: no limit) the bytes their
-    replies are expected to take (each operation's, learnt from its last replies: big reads
+    and unanswered at once, ``max_bytes_in_flight`` (0: no limit) the bytes their replies are
+    expected to take (each operation's, learnt from its last replies: big reads
     stop there, cheap ones keep the deep pipeline); ``max_pending`` caps those handed to the
     transport, beyond which calls wait in the client (back-pressure). A client is bound to the
     event loop it is first used on.

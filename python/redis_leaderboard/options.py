@@ -136,7 +136,7 @@ class AsyncClientOptions(ClientOptions):
     #: Bytes the replies of the requests in flight are expected to take (learnt per operation
     #: from its last replies); beyond them no more are written (a request alone may exceed
     #: it). Big reads stop there while cheap ones keep the deep pipeline. 0: no limit.
-    max_bytes_in_flight: int = 262144
+    max_bytes_in_flight: int = 0
 
 
 # --- the compiled clients' option table ----------------------------------------------------------
