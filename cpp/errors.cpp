@@ -120,4 +120,14 @@ bool is_cluster_redirect_error(std::string_view message) {
   return entry != nullptr && entry->raise == raise<ClusterRedirectError>;
 }
 
+std::string message_of(const std::exception_ptr& error) {
+  try {
+    std::rethrow_exception(error);
+  } catch (const std::exception& e) {
+    return e.what();
+  } catch (...) {
+    return "unknown error";
+  }
+}
+
 }  // namespace rlb

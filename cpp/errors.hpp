@@ -3,6 +3,7 @@
 // arguments use std::invalid_argument (ValueError).
 #pragma once
 
+#include <exception>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -123,5 +124,7 @@ struct StalePeriod : InvalidArgument {
 [[noreturn]] void raise_server_error(const std::string& message);
 // True when raise_server_error(message) throws ClusterRedirectError (the same table).
 bool is_cluster_redirect_error(std::string_view message);
+// What an exception says (what()), or "unknown error".
+std::string message_of(const std::exception_ptr& error);
 
 }  // namespace rlb

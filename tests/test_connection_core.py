@@ -516,3 +516,28 @@ def test_a_script_first_loaded_is_not_a_reload_and_one_loaded_again_is() -> None
     core.received(TOP_REPLY, 0.0)
     assert results(core) == {4: TOP_RESULT}
     assert _core.observed()["script_reload"] == before + 1
+
+
+def test_a_request_written_before_the_body_is_not_a_reload() -> None:
+    # The first EVALSHA's NOSCRIPT comes while a second EVALSHA waits: the body goes behind it,
+    # in the same write, so the second gets NOSCRIPT too: the same first load, not a reload.
+    core = connected_core()
+    core.submit(1, board().get_top(2), 0.0)
+    assert flush(core)  # write 1: EVALSHA
+    core.submit(2, board().get_top(2), 0.0)
+    before = _core.observed()["script_reload"]
+    core.received(b"-NOSCRIPT No matching script.\r\n", 0.0)
+    second = flush(core)  # write 2: the second EVALSHA, then the first's EVAL with the body
+    assert second.index(b"EVALSHA") < second.index(b"EVAL\r\n")
+    core.received(b"-NOSCRIPT No matching script.\r\n" + TOP_REPLY, 0.0)
+    assert flush(core)  # write 3: the second's body
+    core.received(TOP_REPLY, 0.0)
+    assert results(core) == {1: TOP_RESULT, 2: TOP_RESULT}
+    assert _core.observed()["script_reload"] == before
+    core.submit(3, board().get_top(2), 0.0)  # written after the body: a NOSCRIPT is a reload
+    assert flush(core)
+    core.received(b"-NOSCRIPT No matching script.\r\n", 0.0)
+    assert flush(core)
+    core.received(TOP_REPLY, 0.0)
+    assert results(core) == {3: TOP_RESULT}
+    assert _core.observed()["script_reload"] == before + 1

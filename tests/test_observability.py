@@ -555,3 +555,85 @@ def test_the_log_pump_starts_only_once_a_record_waits(fresh_redis_server: RedisS
     lines = out.stdout.splitlines()
     assert lines == ["threads ['MainThread']", "threads ['MainThread', 'redis-leaderboard-logs']"]
     assert "redis_leaderboard.scripts script write loaded again after NOSCRIPT" in out.stderr
+
+
+def test_a_forked_child_has_records_of_its_own() -> None:
+    """A record waiting at fork() stays the parent's (the child neither logs it nor drains the
+    parent's pipe), and the parent's pump keeps logging after the child made records."""
+    import subprocess
+    import sys
+    import textwrap
+
+    script = textwrap.dedent(
+        """
+        import logging, os, time
+        from redis_leaderboard import _core, _logs
+
+        def fault():  # a record, made outside any call (no pump starts)
+            core = _core.ConnectionCore()
+            core.connected(0.0)
+            core.received(b"!unasked\\r\\n", 0.0)
+
+        fault()
+        pid = os.fork()
+        if pid == 0:
+            records, _ = _core.take_records()
+            fault()
+            mine, _ = _core.take_records()
+            print("child", len(records), len(mine), flush=True)
+            os._exit(0)
+        os.waitpid(pid, 0)
+        records, _ = _core.take_records()
+        print("parent", len(records), flush=True)
+        # The parent's pump, then a child that makes records: the parent's still reach it.
+        seen = []
+        handler = logging.Handler()
+        handler.emit = lambda record: seen.append(record.redis_leaderboard_event)
+        logging.getLogger("redis_leaderboard").addHandler(handler)
+        _logs.start()
+        pid = os.fork()
+        if pid == 0:
+            fault()
+            _core.take_records()
+            os._exit(0)
+        os.waitpid(pid, 0)
+        for _ in range(3):
+            fault()
+            time.sleep(0.2)
+        deadline = time.monotonic() + 5
+        while len(seen) < 3 and time.monotonic() < deadline:
+            time.sleep(0.02)
+        print("pumped", seen, flush=True)
+        """
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=True
+    )
+    assert out.stdout.splitlines() == [
+        "child 0 1",
+        "parent 1",
+        "pumped ['connection_lost', 'connection_lost', 'connection_lost']",
+    ], out.stderr
+
+
+def test_instrument_again_keeps_every_counter(board_key: str, redis_server: RedisServer) -> None:
+    t = Telemetry()
+    board = redis_leaderboard.RedisLeaderboard(
+        url=f"redis://{redis_server.host}:{redis_server.port}/0", key=board_key
+    )
+    try:
+        observability.instrument(t.meters, spans=False)
+        observability.instrument(t.meters, spans=False)  # the provider keeps the first ones
+        board.get_size()
+        assert len(t.points("redis_leaderboard.client.round_trips")) == 1
+        assert len(t.points("redis_leaderboard.client.redirects")) == 2
+        observability.uninstrument()
+        assert t.points("redis_leaderboard.client.round_trips") == []
+        observability.instrument(t.meters, spans=False)
+        assert len(t.points("redis_leaderboard.client.round_trips")) == 1
+        other = Telemetry()  # another provider: the first one's counters stop
+        observability.instrument(other.meters, spans=False)
+        assert t.points("redis_leaderboard.client.round_trips") == []
+        assert len(other.points("redis_leaderboard.client.round_trips")) == 1
+    finally:
+        observability.uninstrument()

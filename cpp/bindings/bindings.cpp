@@ -903,6 +903,4 @@ PYBIND11_MODULE(_core, m) {
       },
       "([(event, detail), ...], dropped): the events observed since the last call, oldest "
       "first, and how many were dropped (more than 1,024 waiting).");
-  m.def("reset_records_after_fork", &connection::reset_records_after_fork,
-        "In a forked child: a new pipe and an empty queue (records_fd() starts keeping them).");
 }

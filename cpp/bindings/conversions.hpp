@@ -183,6 +183,7 @@ py::object execute_command_from_python(const py::args& args, Execute&& execute) 
   for (py::handle arg : args) argv.push_back(argument_bytes(arg));
   codec::Reply reply;
   {
+    PumpAtExit pump;
     py::gil_scoped_release release;
     reply = execute(std::move(argv));
   }

@@ -354,13 +354,7 @@ void Core::give_up(const std::exception_ptr& error, bool close, Clock::time_poin
       request.expected = request.exchange->expected();
       resend.push_back(std::move(request));
     } else if (request.resends_left == 0) {
-      std::string why = "unknown error";
-      try {
-        std::rethrow_exception(error);
-      } catch (const std::exception& e) {
-        why = e.what();
-      } catch (...) {
-      }
+      const std::string why = message_of(error);
       complete(std::move(request),
                std::make_exception_ptr(ConnectionError(
                    std::string(request.exchange->name()) + ": no reply after " +
@@ -401,14 +395,7 @@ bool Core::is_protocol_error(const std::exception_ptr& error) {
 
 void Core::lost(const std::exception_ptr& error, Clock::time_point now) {
   if (!connected_) return;
-  std::string why = "unknown error";
-  try {
-    std::rethrow_exception(error);
-  } catch (const std::exception& e) {
-    why = e.what();
-  } catch (...) {
-  }
-  observe(Signal::connection_lost, std::move(why));
+  observe(Signal::connection_lost, message_of(error));
   give_up(error, false, now);
 }
 

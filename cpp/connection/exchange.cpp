@@ -124,18 +124,27 @@ void Exchange::rewind() {
 }
 
 namespace {
+// A NOSCRIPT for `script`, in reply to a request sent by write `written_at`.
 void note_noscript(const leaderboard::Script* script, ScriptLoads* loads,
                    std::uint64_t written_at) {
   if (loads == nullptr) return observe(Signal::script_reload, std::string(script->name));
   for (auto& [loaded, when] : loads->loaded) {
     if (loaded != script) continue;
-    if (written_at > when) {  // sent after it was loaded here: the cache was emptied
+    if (written_at > when) {  // sent after its body was: the cache was emptied since
       observe(Signal::script_reload, std::string(script->name));
-      when = loads->writes;
+      when = ScriptLoads::kPending;
     }
     return;
   }
-  loads->loaded.emplace_back(script, loads->writes);  // its first load on this connection
+  loads->loaded.emplace_back(script, ScriptLoads::kPending);  // its first load here
+}
+
+// The body of `script` was run by the server: sent by write `written_at`.
+void note_loaded(const leaderboard::Script* script, ScriptLoads* loads, std::uint64_t written_at) {
+  if (loads == nullptr) return;
+  for (auto& [loaded, when] : loads->loaded) {
+    if (loaded == script && when == ScriptLoads::kPending) when = written_at;
+  }
 }
 }  // namespace
 
@@ -150,7 +159,10 @@ void Exchange::on_replies(std::vector<Reply>&& replies, ScriptLoads* loads,
   if (!retry) {
     replies_ = std::move(replies);
   } else {
-    for (std::size_t j = 0; j < resent_.size(); ++j) replies_[resent_[j]] = std::move(replies[j]);
+    for (std::size_t j = 0; j < resent_.size(); ++j) {
+      note_loaded(commands_[resent_[j]].script, loads, written_at);
+      replies_[resent_[j]] = std::move(replies[j]);
+    }
     resent_.clear();
   }
 

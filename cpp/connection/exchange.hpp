@@ -45,9 +45,11 @@ void check_handshake(const Handshake& handshake, const std::vector<Reply>& repli
 // The scripts a connection loaded (sent with their body after NOSCRIPT), to tell a first load
 // from a reload (Exchange::on_replies).
 struct ScriptLoads {
-  // Each script, and the connection's writes when its NOSCRIPT came: requests written up to
-  // then were sent before it was loaded.
+  // Each script, and the write that sent its body (kPending until that body's reply came): a
+  // NOSCRIPT for a request written after it means the server's cache was emptied since; one
+  // written before (pipelined with the first EVALSHAs, or behind them) is the same first load.
   std::vector<std::pair<const leaderboard::Script*, std::uint64_t>> loaded;
+  static constexpr std::uint64_t kPending = UINT64_MAX;
   std::uint64_t writes = 0;  // the connection's writes so far
 };
 

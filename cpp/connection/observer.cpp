@@ -53,11 +53,27 @@ void before_fork() {
   records().mutex.lock();
   totals().mutex.lock();
 }
-void after_fork() {
+void after_fork_in_parent() {
   totals().mutex.unlock();
   records().mutex.unlock();
 }
-const int fork_handlers = pthread_atfork(before_fork, after_fork, after_fork);
+// The child's records are its own: a new pipe (made with its first record; the parent's pump
+// must not lose its wake-up byte to the child, nor the child log the parent's records), an
+// empty queue, no pump (the bindings start one as in any process).
+void after_fork_in_child() {
+  totals().mutex.unlock();
+  auto& r = records();
+  for (int* fd : {&r.read_fd, &r.write_fd}) {
+    if (*fd >= 0) ::close(*fd);
+    *fd = -1;
+  }
+  r.queue.clear();
+  r.dropped = 0;
+  r.pumped = false;
+  wanted.store(false, std::memory_order_relaxed);
+  r.mutex.unlock();
+}
+const int fork_handlers = pthread_atfork(before_fork, after_fork_in_parent, after_fork_in_child);
 
 void open_pipe(Records& r) {
   int fds[2];
@@ -129,19 +145,6 @@ std::vector<Record> take_records(std::uint64_t& dropped) {
   r.queue.clear();
   dropped = std::exchange(r.dropped, 0);
   return out;
-}
-
-void reset_records_after_fork() {
-  auto& r = records();
-  std::lock_guard<std::mutex> lock(r.mutex);
-  for (int* fd : {&r.read_fd, &r.write_fd}) {
-    if (*fd >= 0) ::close(*fd);
-    *fd = -1;
-  }
-  r.queue.clear();
-  r.dropped = 0;
-  r.pumped = false;
-  wanted.store(false, std::memory_order_relaxed);
 }
 
 std::int64_t open_connections() { return open.load(std::memory_order_relaxed); }

@@ -64,9 +64,7 @@ bool pump_wanted();
 // The records queued (oldest first) and how many were dropped since the last call; empties the
 // queue and the pipe. Never blocks.
 std::vector<Record> take_records(std::uint64_t& dropped);
-// In a forked child: a new pipe (the parent's reader must not see the child's records), an
-// empty queue, no pump.
-void reset_records_after_fork();
+// A forked child starts with its own records: no pipe, an empty queue, no pump (pthread_atfork).
 
 // Connections open now (sockets a core is using), every client of the process.
 std::int64_t open_connections();

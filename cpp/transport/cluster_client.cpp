@@ -32,16 +32,6 @@ Clock::duration seconds(double value) {
   return std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(value));
 }
 
-std::string message_of(const std::exception_ptr& error) {
-  try {
-    std::rethrow_exception(error);
-  } catch (const std::exception& e) {
-    return e.what();
-  } catch (...) {
-    return "unknown error";
-  }
-}
-
 // A node's certificate failed verification: every node would fail the same way (one CA, one
 // set of options), so the request fails at once instead of waiting for a node that works.
 bool certificate_refused(const std::exception_ptr& error) {

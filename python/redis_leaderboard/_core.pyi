@@ -781,6 +781,3 @@ def records_fd() -> int:
 def take_records() -> tuple[list[tuple[str, str]], int]:
     """([(event, detail), ...], dropped): the events observed since the last call, oldest first,
     and how many were dropped (more than 1,024 waiting)."""
-
-def reset_records_after_fork() -> None:
-    """In a forked child: a new pipe and an empty queue (records_fd() starts keeping them)."""

@@ -99,12 +99,11 @@ def start() -> None:
 
 
 def _after_fork_in_child() -> None:
+    # The core gave the child records of its own (no pipe, no queue: pthread_atfork); the
+    # parent's pump thread is not in the child, which starts its own as any process does.
     global _started, _lock
     _lock = threading.Lock()
-    if _started is not None:
-        _core.reset_records_after_fork()
-        _started = None
-        start()
+    _started = None
 
 
 os.register_at_fork(after_in_child=_after_fork_in_child)

@@ -213,7 +213,11 @@ class _Instruments:
     ) -> None:
         from . import __version__
 
-        meter = metrics.get_meter("redis_leaderboard", __version__, meter_provider=meter_provider)
+        # The provider itself (the global one if none is given): instruments are per provider.
+        self.meter_provider = meter_provider or metrics.get_meter_provider()
+        meter = metrics.get_meter(
+            "redis_leaderboard", __version__, meter_provider=self.meter_provider
+        )
         self.duration = meter.create_histogram(
             "db.client.operation.duration",
             unit="s",
@@ -262,8 +266,13 @@ class _Instruments:
     ) -> Callable[[CallbackOptions], Iterable[Observation]]:
         from opentelemetry.metrics import Observation
 
+        provider = self.meter_provider
+
+        # An instrument cannot be removed, and a provider gives the one it made already to a
+        # second instrument() (this callback is then the one it keeps): it reports while
+        # instrumentation is on with its provider, whichever instrument() call made it.
         def observe(options: CallbackOptions) -> Iterable[Observation]:
-            if _state is not self:  # replaced or switched off: an instrument cannot be removed
+            if _state is None or _state.meter_provider is not provider:
                 return []
             observed = _core.observed()
             return [Observation(observed[key], attributes) for key, attributes in series]
