@@ -6,6 +6,9 @@ operation takes one round trip and every write is atomic (a server-side script).
 
 from typing import TYPE_CHECKING
 
+# The package's loggers get their NullHandler on import (logging's advice for libraries), and
+# the log pump's module is loaded before any call needs it (its first start runs inside a call).
+from . import _logs  # noqa: F401
 from ._core import (
     AttemptsExhausted,
     AuthenticationError,
