@@ -885,12 +885,12 @@ PYBIND11_MODULE(_core, m) {
   m.def(
       "take_records",
       [] {
+        // With the GIL held: it never waits (a short mutex no holder of the GIL takes, a
+        // non-blocking pipe), and the pump thread that calls it must not be left without the
+        // GIL at interpreter exit: re-taking it there ends the thread (pthread_exit), and that
+        // unwinding through gil_scoped_release's destructor terminated the process.
         std::uint64_t dropped = 0;
-        std::vector<connection::Record> records;
-        {
-          py::gil_scoped_release release;
-          records = connection::take_records(dropped);
-        }
+        const std::vector<connection::Record> records = connection::take_records(dropped);
         py::list out;
         for (const auto& record : records) {
           out.append(
