@@ -274,6 +274,10 @@ def test_failover_resends_writes_with_submission_ids(
     load.start()
     try:
         time.sleep(0.7)
+        # Paused first, so that writes are surely in flight when it dies (their replies lost, to
+        # be resent): on a loaded machine the writers could otherwise all be between requests.
+        primary.pause()
+        time.sleep(0.3)
         killed_at = time.monotonic()
         primary.kill()
         deadline = killed_at + 15
