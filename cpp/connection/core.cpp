@@ -52,7 +52,7 @@ void Core::submit(std::uint64_t id, std::unique_ptr<leaderboard::Operation> oper
   Request request;
   request.id = id;
   try {
-    request.exchange = std::make_unique<Exchange>(std::move(operation));
+    request.exchange = std::make_unique<Exchange>(std::move(operation), options_.durability);
     if (request.exchange->finished()) {  // nothing to send (an empty chunk)
       completions_.push_back({id, request.exchange->take_result(), {}, nullptr});
       return;
@@ -70,7 +70,8 @@ void Core::submit(std::uint64_t id, std::unique_ptr<leaderboard::Operation> oper
 void Core::submit(std::uint64_t id, std::unique_ptr<Exchange> exchange, Clock::time_point started) {
   Request request;
   request.id = id;
-  request.deadline = deadline_from(started);
+  request.server_wait = exchange->server_wait();
+  request.deadline = deadline_from(started, request.server_wait);
   request.expected = exchange->expected();
   request.exchange = std::move(exchange);
   enqueue(std::move(request));
