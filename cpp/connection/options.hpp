@@ -46,8 +46,10 @@ struct SentinelOptions {
 // NotReplicatedError (applied on the primary, not confirmed; never resent). Reads never wait.
 struct Durability {
   int min_replicas = 0;  // 0: off (a write is acknowledged by the primary alone)
-  double timeout = 1.0;  // seconds the server waits for the replicas (WAIT's timeout)
-  bool aof = false;      // WAITAOF 0 <min_replicas> <ms> instead of WAIT (Redis/Valkey 7.2+)
+  // Seconds the server waits for the replicas (WAIT's timeout): above the ~1 s a replica may
+  // take to acknowledge its AOF fsync (WAITAOF, measured on Valkey 8.1), and a fork's stall.
+  double timeout = 2.0;
+  bool aof = false;  // WAITAOF 0 <min_replicas> <ms> instead of WAIT (Redis/Valkey 7.2+)
 
   bool enabled() const { return min_replicas > 0; }
   // WAIT's (WAITAOF's) timeout argument: whole milliseconds, at least 1 (0 would wait forever).

@@ -81,8 +81,9 @@ class ClientOptions:
     #: resent). 0: the primary's acknowledgement alone (nothing more is sent). Reads never wait.
     min_replicas: int = 0
     #: Seconds the server waits for those replicas (``WAIT``'s timeout), added to
-    #: ``socket_timeout`` for a write's reply.
-    replica_timeout: float = 1.0
+    #: ``socket_timeout`` for a write's reply. 2 s: a replica acknowledges its AOF fsync
+    #: about once a second (``wait_aof``), and a fork (``BGSAVE``) may stall it briefly.
+    replica_timeout: float = 2.0
     #: Wait until the replicas have the write in their append-only file (``WAITAOF 0
     #: <min_replicas> <ms>``: Redis 7.2+, Valkey 7.2+; a server without it is refused at
     #: connect), not only in memory (``WAIT``). Needs ``min_replicas`` >= 1.
