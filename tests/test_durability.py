@@ -213,6 +213,33 @@ def test_unconfirmed_write_raises_once_applied_never_resent(api: Api, pair: Pair
     assert board.increment_score("ada", 1)["score"] == 7.0
 
 
+def test_an_asyncio_read_behind_a_wait_times_out_alone(pair: Pair, key: str) -> None:
+    """On the asyncio client's one connection, a read pipelined behind a write's WAIT is
+    answered only after it: past its socket_timeout it fails alone, the write still gets its
+    NotReplicatedError, and the connection goes on."""
+    import asyncio
+
+    async def main() -> list[Any]:
+        async with aio.Client(
+            port=pair.primary.port, min_replicas=1, replica_timeout=1.0, socket_timeout=0.3
+        ) as client:
+            board = aio.RedisLeaderboard(client, key=key)
+            await board.upsert_user("ada", 1)
+            with paused(pair.replica, pair.primary):
+                write = asyncio.ensure_future(board.increment_score("ada", 1))
+                read = asyncio.ensure_future(board.get_rank("ada"))
+                outcome = await asyncio.gather(write, read, return_exceptions=True)
+            assert await board.get_rank("ada") == 1
+            assert client.stats()["reconnects"] == 0
+            return outcome
+
+    write, read = asyncio.run(main())
+    assert isinstance(write, NotReplicatedError)
+    assert isinstance(read, redis_leaderboard.TimeoutError), read
+    assert "behind a request the server holds" in str(read)
+    assert replica_score(pair.primary, key, "ada") == 2.0
+
+
 @sync_and_one_loop
 def test_a_submission_id_resend_returns_the_first_result(api: Api, pair: Pair, key: str) -> None:
     """The documented way to retry: the same submission_id applies once."""

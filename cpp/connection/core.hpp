@@ -140,6 +140,9 @@ class Core {
     std::optional<Clock::time_point> deadline;
     bool handshake = false;
     bool cancelled = false;
+    // Completed already (TimeoutError) while its reply waited behind one the server holds on
+    // purpose (server_wait: WAIT, XREAD BLOCK): its replies are still read, and dropped.
+    bool expired = false;
     int resends_left = 0;           // guards: the exchange's resend_limit(), counted down
     bool read_resent = false;       // a read is sent again once after a lost reply
     double server_wait = 0;         // the exchange's server_wait(), added to its deadlines

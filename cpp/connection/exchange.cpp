@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cstdlib>
+#include <optional>
 #include <sstream>
 #include <string_view>
 
@@ -110,8 +111,7 @@ Exchange::Exchange(std::unique_ptr<leaderboard::Operation> operation, const Dura
   next_step();
 }
 
-void Exchange::append_wait() {
-  if (!waits_) return;
+void Exchange::append_wait_command() {
   const std::string replicas = std::to_string(durability_.min_replicas);
   const std::string ms = std::to_string(durability_.timeout_ms());
   if (durability_.aof) {
@@ -214,10 +214,10 @@ void Exchange::on_replies(std::vector<Reply>&& replies, ScriptLoads* loads,
     replies.erase(replies.begin());
     asking_ = false;
   }
-  Reply wait_reply;  // the WAIT's, last (durable acknowledgements)
+  std::optional<Reply> wait_reply;  // the WAIT's, last (durable acknowledgements)
   if (waits_) {
     if (replies.empty()) throw ConnectionError("reply count mismatch");
-    wait_reply = std::move(replies.back());
+    wait_reply.emplace(std::move(replies.back()));
     replies.pop_back();
   }
   const bool retry = !resent_.empty();
@@ -255,9 +255,9 @@ void Exchange::on_replies(std::vector<Reply>&& replies, ScriptLoads* loads,
       raise_error_reply(reply);
     }
   }
-  if (waits_) {
+  if (wait_reply) {
     finished_ = true;  // if it throws: applied, not confirmed, nothing more is sent
-    check_wait(wait_reply);
+    check_wait(*wait_reply);
     finished_ = false;
   }
   if (operation_->feed(replies_)) {

@@ -114,7 +114,10 @@ class Exchange {
  private:
   void next_step();
   // Appends the step's WAIT to wire_ if it carries one (one more reply expected).
-  void append_wait();
+  void append_wait() {
+    if (waits_) append_wait_command();
+  }
+  void append_wait_command();
   // The WAIT's reply: throws NotReplicatedError if fewer replicas than required confirmed.
   void check_wait(const Reply& reply) const;
 
