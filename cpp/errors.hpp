@@ -32,6 +32,17 @@ struct TimeoutError : RedisError {
   using RedisError::RedisError;
 };
 
+// Durable acknowledgements (ClientOptions::durability): a write the primary applied, but fewer
+// replicas than required confirmed having it (WAIT / WAITAOF) within the replica timeout. Not a
+// ConnectionError nor a TimeoutError: code that retries those must not send it again (it was
+// applied); a write carrying a submission id may be, and returns its first result.
+struct NotReplicatedError : RedisError {
+  NotReplicatedError(const std::string& message, int confirmed, int required)
+      : RedisError(message), replicas(confirmed), min_replicas(required) {}
+  int replicas;      // how many confirmed it
+  int min_replicas;  // how many were required
+};
+
 // The server answered with an error reply; the connection is still in step.
 struct ResponseError : RedisError {
   using RedisError::RedisError;

@@ -541,3 +541,102 @@ def test_a_request_written_before_the_body_is_not_a_reload() -> None:
     core.received(TOP_REPLY, 0.0)
     assert results(core) == {3: TOP_RESULT}
     assert _core.observed()["script_reload"] == before + 1
+
+
+# ---- Durable acknowledgements (min_replicas) ----------------------------------------------------
+
+
+def wait(replicas: int = 1, ms: int = 2000) -> bytes:
+    return cmd("WAIT", str(replicas), str(ms))
+
+
+def test_a_write_carries_wait_after_its_commands_and_a_read_none() -> None:
+    core = connected_core(min_replicas=1)
+    core.submit(1, board().delete_user("u"), 0.0)
+    core.submit(2, board().get_top(2), 0.0)
+    written = flush(core)
+    assert written.endswith(wait() + written[written.rindex(b"*") :])
+    assert written.count(b"WAIT") == 1
+    assert written.index(b"EVALSHA") < written.index(b"WAIT")
+    core.received(b":1\r\n:1\r\n" + TOP_REPLY, 0.0)  # the removal, WAIT's 1, get_top
+    assert results(core) == {1: True, 2: TOP_RESULT}
+    # A default client sends no WAIT, and a write's replies are its own.
+    core = connected_core()
+    core.submit(1, board().delete_user("u"), 0.0)
+    assert b"WAIT" not in flush(core)
+    core.received(b":1\r\n", 0.0)
+    assert results(core) == {1: True}
+
+
+def test_too_few_replicas_raise_not_replicated_and_the_connection_goes_on() -> None:
+    core = connected_core(min_replicas=2, replica_timeout=0.25)
+    core.submit(1, board().delete_user("u"), 0.0)
+    core.submit(2, board().get_size(), 0.0)
+    assert flush(core).count(wait(2, 250)) == 1
+    core.received(b":1\r\n:1\r\n:5\r\n", 0.0)
+    done = results(core)
+    error = done[1]
+    assert isinstance(error, rl.NotReplicatedError)
+    assert not isinstance(error, (rl.ConnectionError, rl.TimeoutError))
+    assert (error.replicas, error.min_replicas) == (1, 2)
+    assert str(error).startswith(
+        "delete_user: applied on the primary but confirmed by 1 of 2 replicas within 0.25 s (WAIT)"
+    )
+    assert done[2] == 5
+    assert core.is_connected and not core.take_close() and flush(core) == b""
+
+
+def test_an_error_reply_wins_over_the_wait_and_waitaof_counts_replicas() -> None:
+    core = connected_core(min_replicas=1)
+    core.submit(1, board().delete_user("u"), 0.0)
+    flush(core)
+    core.received(b"-ERR boom\r\n:0\r\n", 0.0)  # the write refused: nothing was applied
+    error = results(core)[1]
+    assert isinstance(error, rl.ResponseError) and str(error) == "ERR boom"
+    core = connected_core(min_replicas=1, wait_aof=True)
+    flush(core)  # the handshake's WAITAOF probe
+    core.received(b"*2\r\n:0\r\n:0\r\n", 0.0)
+    core.submit(1, board().delete_user("u"), 0.0)
+    core.submit(2, board().delete_user("v"), 0.0)
+    assert flush(core).count(cmd("WAITAOF", "0", "1", "2000")) == 2
+    core.received(b":1\r\n*2\r\n:0\r\n:1\r\n:1\r\n*2\r\n:1\r\n:0\r\n", 0.0)
+    done = results(core)
+    assert done[1] is True
+    assert isinstance(done[2], rl.NotReplicatedError) and "(WAITAOF: in their" in str(done[2])
+
+
+def test_noscript_resends_the_body_and_the_wait_again() -> None:
+    core = connected_core(min_replicas=1)
+    core.submit(1, board().delete_user("u"), 0.0)
+    flush(core)
+    core.received(b"-NOSCRIPT No matching script.\r\n:1\r\n", 0.0)
+    resent = flush(core)
+    assert b"$4\r\nEVAL\r\n" in resent and resent.endswith(wait())
+    core.received(b":1\r\n:1\r\n", 0.0)
+    assert results(core) == {1: True}
+
+
+def test_a_write_s_deadline_allows_replica_timeout() -> None:
+    core = connected_core(min_replicas=1, replica_timeout=5, socket_timeout=1)
+    core.submit(1, board().delete_user("u"), 0.0)
+    core.submit(2, board().get_size(), 0.0)
+    flush(core)
+    core.received(b":1\r\n", 0.0)  # the write's reply; WAIT's still to come
+    core.tick(0.9)
+    assert not results(core)
+    # Past socket_timeout: the read behind the WAIT fails alone; the write may wait on.
+    core.tick(1.5)
+    done = results(core)
+    assert list(done) == [2] and isinstance(done[2], rl.TimeoutError)
+    assert "behind a request the server holds" in str(done[2])
+    assert core.is_connected and not core.take_close()
+    # WAIT's reply comes within socket_timeout + replica_timeout; the read's is dropped.
+    core.received(b":1\r\n:9\r\n", 5.5)
+    assert results(core) == {1: True}
+    assert core.outstanding == 0
+    # A write whose WAIT is not answered in time: the connection is stuck.
+    core.submit(3, board().delete_user("u"), 6.0)
+    flush(core)
+    core.tick(12.5)
+    done = results(core)
+    assert isinstance(done[3], rl.TimeoutError) and core.take_close()

@@ -543,7 +543,7 @@ struct PythonError {
   int parent;  // index into kPythonErrors, or kException, or kValueError
   const char* doc;
 };
-constexpr int kRedisError = 11, kConnectionError = 8, kResponseError = 10;
+constexpr int kRedisError = 12, kConnectionError = 9, kResponseError = 11;
 constexpr int kException = -1, kValueError = -2;  // built-in parents
 constexpr PythonError kPythonErrors[] = {
     // Guards: a ResponseError (the server refused the write; the connection is fine), not a
@@ -551,6 +551,13 @@ constexpr PythonError kPythonErrors[] = {
     {"RateLimited", is_a<RateLimited>, kResponseError,
      "RATELIMITED: the board's rate_limit refused the write, which changed nothing; "
      "retry_after is the seconds until the user's window has room."},
+    // Durable acknowledgements: a RedisError, neither a ConnectionError nor a TimeoutError, so
+    // code retrying those does not send again a write the primary applied.
+    {"NotReplicatedError", is_a<NotReplicatedError>, kRedisError,
+     "A write the primary applied, but fewer replicas than min_replicas confirmed having it "
+     "(WAIT, or WAITAOF with wait_aof) within replica_timeout; it was not resent. replicas is "
+     "how many confirmed, min_replicas how many were required. Sending it again applies it "
+     "again, unless it carries a submission_id (then it returns the first result)."},
     {"AuthenticationError", is_a<AuthenticationError>, kConnectionError,
      "The server refused the username or password."},
     {"BusyLoadingError", is_a<BusyLoadingError>, kConnectionError,
@@ -604,6 +611,8 @@ constexpr std::size_t kErrorCount = sizeof kPythonErrors / sizeof kPythonErrors[
 static_assert(std::string_view(kPythonErrors[kRedisError].name) == "RedisError");
 static_assert(std::string_view(kPythonErrors[kConnectionError].name) == "ConnectionError");
 static_assert(std::string_view(kPythonErrors[kResponseError].name) == "ResponseError");
+static_assert(std::string_view(kPythonErrors[0].name) == "RateLimited");
+static_assert(std::string_view(kPythonErrors[1].name) == "NotReplicatedError");
 py::handle python_errors[kErrorCount];  // created by declare_exceptions, never freed
 
 py::object make_python_error(py::handle type, const char* what) { return type(what); }
@@ -629,6 +638,11 @@ py::object exception_object(const std::exception_ptr& error) {
   } catch (const RateLimited& e) {  // guards: with its retry_after
     py::object value = make_python_error(python_errors[0], e.what());
     value.attr("retry_after") = py::float_(e.retry_after);
+    return value;
+  } catch (const NotReplicatedError& e) {  // durable acknowledgements: with the counts
+    py::object value = make_python_error(python_errors[1], e.what());
+    value.attr("replicas") = py::int_(e.replicas);
+    value.attr("min_replicas") = py::int_(e.min_replicas);
     return value;
   } catch (const std::exception& e) {
     for (std::size_t i = 0; i < kErrorCount; ++i) {
@@ -861,6 +875,9 @@ const ClientOption kClientOptions[] = {
        if (a.client.max_reply_bytes == codec::kDefaultMaxReplyBytes) return py::none();
        return py::int_(a.client.max_reply_bytes);
      }},
+    RLB_OPTION("min_replicas", kEvery, kKeyword, client.durability.min_replicas, "an int >= 0"),
+    RLB_OPTION("replica_timeout", kEvery, kKeyword, client.durability.timeout, "a number"),
+    RLB_OPTION("wait_aof", kEvery, kKeyword, client.durability.aof, "a bool"),
     RLB_OPTION("ssl", kEvery, kKeyword, client.tls.enabled, "a bool"),
     RLB_OPTION("ssl_ca_certs", kEvery, kKeyword, client.tls.ca_certs, "a str or None"),
     RLB_OPTION("ssl_ca_path", kEvery, kKeyword, client.tls.ca_path, "a str or None"),

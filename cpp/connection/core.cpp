@@ -52,7 +52,7 @@ void Core::submit(std::uint64_t id, std::unique_ptr<leaderboard::Operation> oper
   Request request;
   request.id = id;
   try {
-    request.exchange = std::make_unique<Exchange>(std::move(operation));
+    request.exchange = std::make_unique<Exchange>(std::move(operation), options_.durability);
     if (request.exchange->finished()) {  // nothing to send (an empty chunk)
       completions_.push_back({id, request.exchange->take_result(), {}, nullptr});
       return;
@@ -70,7 +70,8 @@ void Core::submit(std::uint64_t id, std::unique_ptr<leaderboard::Operation> oper
 void Core::submit(std::uint64_t id, std::unique_ptr<Exchange> exchange, Clock::time_point started) {
   Request request;
   request.id = id;
-  request.deadline = deadline_from(started);
+  request.server_wait = exchange->server_wait();
+  request.deadline = deadline_from(started, request.server_wait);
   request.expected = exchange->expected();
   request.exchange = std::move(exchange);
   enqueue(std::move(request));
@@ -279,6 +280,7 @@ void Core::on_reply(Reply&& reply, Clock::time_point now) {
 }
 
 void Core::finish(Request&& request, Clock::time_point now) {
+  if (request.expired) return;  // failed by tick(): its replies are dropped
   if (!request.exchange) {
     completions_.push_back({request.id, {}, std::move(request.replies), nullptr});
     return;
@@ -333,7 +335,7 @@ void Core::give_up(const std::exception_ptr& error, bool close, Clock::time_poin
   const bool dropped = !is_protocol_error(error);
   std::deque<Request> resend;
   for (auto& request : in_flight_) {
-    if (request.handshake) continue;
+    if (request.handshake || request.expired) continue;
     const bool read_again = request.exchange && !request.cancelled && !request.read_resent &&
                             dropped && (!request.deadline || now < *request.deadline) &&
                             request.exchange->is_read();
@@ -412,7 +414,7 @@ void Core::retire(Clock::time_point now) {
 void Core::abort(const std::exception_ptr& error) {
   for (auto* queue : {&in_flight_, &waiting_}) {
     for (auto& request : *queue) {
-      if (!request.handshake) complete(std::move(request), error);
+      if (!request.handshake && !request.expired) complete(std::move(request), error);
     }
     queue->clear();
   }
@@ -449,20 +451,40 @@ void Core::expire_waiting(Clock::time_point now) {
 
 void Core::tick(Clock::time_point now) {
   if (connected_) {
-    for (const auto& request : in_flight_) {
-      if (request.deadline && *request.deadline <= now) {
-        // Replies come in order: one overdue reply means the connection is stuck.
+    // A request the server holds on purpose (server_wait: WAIT, XREAD BLOCK) delays the replies
+    // of those written after it on this connection: one of them overdue before it is failed
+    // alone (its replies dropped when they come); any other overdue reply means the connection
+    // is stuck (replies come in order).
+    bool held = false;
+    for (auto& request : in_flight_) {
+      if (request.expired) continue;
+      const bool overdue = request.deadline && *request.deadline <= now;
+      if (overdue && held && !request.handshake) {
+        observe(Signal::timeout, "reading from " + options_.address());
+        request.expired = true;
+        completions_.push_back({request.id,
+                                {},
+                                {},
+                                std::make_exception_ptr(TimeoutError(
+                                    "Timeout reading from " + options_.address() +
+                                    " (behind a request the server holds: WAIT or a block)"))});
+        continue;
+      }
+      if (overdue) {
         observe(Signal::timeout, "reading from " + options_.address());
         give_up(std::make_exception_ptr(TimeoutError("Timeout reading from " + options_.address())),
                 true, now);
         break;
       }
+      held = held || request.server_wait > 0;
     }
   }
   expire_waiting(now);
   deadline_hint_.reset();
   for (const auto* queue : {&in_flight_, &waiting_}) {
-    for (const auto& request : *queue) note_deadline(request.deadline);
+    for (const auto& request : *queue) {
+      if (!request.expired) note_deadline(request.deadline);
+    }
   }
 }
 

@@ -15,7 +15,10 @@
 // ConnectionError, and reads (Exchange::is_read(): the step writes nothing), which go first on the
 // next connection once, within the deadline they had (a protocol error is not retried); requests
 // not yet written wait for the next connection, until their own deadline. A deadline is checked
-// with every chunk received too, so a reply that never ends cannot outlive it.
+// with every chunk received too, so a reply that never ends cannot outlive it. One overdue reply
+// does not close the connection: that of a request written behind one the server holds on
+// purpose (Exchange::server_wait(): a write's WAIT, XREAD BLOCK), which fails alone with
+// TimeoutError, its replies dropped when they come.
 #pragma once
 
 #include <chrono>
@@ -140,6 +143,9 @@ class Core {
     std::optional<Clock::time_point> deadline;
     bool handshake = false;
     bool cancelled = false;
+    // Completed already (TimeoutError) while its reply waited behind one the server holds on
+    // purpose (server_wait: WAIT, XREAD BLOCK): its replies are still read, and dropped.
+    bool expired = false;
     int resends_left = 0;           // guards: the exchange's resend_limit(), counted down
     bool read_resent = false;       // a read is sent again once after a lost reply
     double server_wait = 0;         // the exchange's server_wait(), added to its deadlines

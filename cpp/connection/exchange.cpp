@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cctype>
 #include <cstdlib>
+#include <optional>
+#include <sstream>
 #include <string_view>
 
 #include "codec/resp.hpp"
@@ -83,6 +85,11 @@ Handshake handshake_for(const ClientOptions& options) {
   if (options.db != 0) add({"SELECT", db});
   if (options.client_name) add({"CLIENT", "SETNAME", *options.client_name});
   if (options.readonly) add({"READONLY"});
+  if (options.durability.aof && options.durability.enabled() && !options.readonly) {
+    handshake.waitaof = handshake.expected;
+    add({"WAITAOF", "0", "0", "0"});
+  }
+  handshake.address = options.address();
   return handshake;
 }
 
@@ -90,13 +97,62 @@ void check_handshake(const Handshake& handshake, const std::vector<Reply>& repli
   for (std::size_t i = 0; i < replies.size(); ++i) {
     if (!replies[i].is_error()) continue;
     if (i == 0 && handshake.authenticates) throw AuthenticationError(replies[i].str);
+    if (i == handshake.waitaof) {
+      throw ResponseError("wait_aof=True needs WAITAOF (Redis 7.2+, Valkey 7.2+), which " +
+                          handshake.address + " refused: " + replies[i].str +
+                          " (nothing was written)");
+    }
     raise_error_reply(replies[i]);
   }
 }
 
-Exchange::Exchange(std::unique_ptr<leaderboard::Operation> operation)
-    : operation_(std::move(operation)) {
+Exchange::Exchange(std::unique_ptr<leaderboard::Operation> operation, const Durability& durability)
+    : operation_(std::move(operation)), durability_(durability) {
   next_step();
+}
+
+void Exchange::append_wait_command() {
+  const std::string replicas = std::to_string(durability_.min_replicas);
+  const std::string ms = std::to_string(durability_.timeout_ms());
+  if (durability_.aof) {
+    codec::encode_command(std::vector<std::string_view>{"WAITAOF", "0", replicas, ms}, wire_);
+  } else {
+    codec::encode_command(std::vector<std::string_view>{"WAIT", replicas, ms}, wire_);
+  }
+  ++expected_;
+}
+
+void Exchange::check_wait(const Reply& reply) const {
+  const int required = durability_.min_replicas;
+  const char* command = durability_.aof ? "WAITAOF" : "WAIT";
+  std::ostringstream timeout;
+  timeout << durability_.timeout;
+  std::string why;
+  long long confirmed = 0;
+  if (reply.is_error()) {
+    why = std::string(command) + " failed: " + reply.str;
+  } else if (!durability_.aof && reply.type == codec::ReplyType::Integer) {
+    confirmed = reply.integer;
+  } else if (durability_.aof && reply.is_array() && reply.elements.size() == 2 &&
+             reply.elements[1].type == codec::ReplyType::Integer) {
+    confirmed = reply.elements[1].integer;  // [local fsyncs, replicas' fsyncs]
+  } else {
+    why = std::string("unexpected reply to ") + command;
+  }
+  if (why.empty() && confirmed >= required) return;
+  const int replicas = static_cast<int>(std::clamp<long long>(confirmed, 0, required));
+  std::string message = std::string(operation_->name()) + ": applied on the primary but ";
+  if (why.empty()) {
+    message += "confirmed by " + std::to_string(replicas) + " of " + std::to_string(required) +
+               (required == 1 ? " replica" : " replicas") + " within " + timeout.str() + " s (" +
+               command + (durability_.aof ? ": in their append-only files" : "") + ")";
+  } else {
+    message += "not confirmed: " + why;
+  }
+  message +=
+      "; not resent (a write with a submission_id may be: it returns its first result, never "
+      "applying twice)";
+  throw NotReplicatedError(message, replicas, required);
 }
 
 void Exchange::next_step() {
@@ -105,6 +161,8 @@ void Exchange::next_step() {
     wire_.clear();
     for (const auto& command : commands_) encode(command, false, wire_);
     expected_ = commands_.size();
+    waits_ = expected_ > 0 && durability_.enabled() && !is_read();
+    append_wait();
     if (expected_ > 0) return;
     // Nothing to send (an empty chunk): the step is done without a round trip.
     std::vector<Reply> none;
@@ -119,6 +177,7 @@ void Exchange::rewind() {
   wire_.clear();
   for (const auto& command : commands_) encode(command, false, wire_);
   expected_ = commands_.size();
+  append_wait();
   replies_.clear();
   resent_.clear();
 }
@@ -155,6 +214,12 @@ void Exchange::on_replies(std::vector<Reply>&& replies, ScriptLoads* loads,
     replies.erase(replies.begin());
     asking_ = false;
   }
+  std::optional<Reply> wait_reply;  // the WAIT's, last (durable acknowledgements)
+  if (waits_) {
+    if (replies.empty()) throw ConnectionError("reply count mismatch");
+    wait_reply.emplace(std::move(replies.back()));
+    replies.pop_back();
+  }
   const bool retry = !resent_.empty();
   if (!retry) {
     replies_ = std::move(replies);
@@ -179,6 +244,7 @@ void Exchange::on_replies(std::vector<Reply>&& replies, ScriptLoads* loads,
     }
     if (!resent_.empty()) {
       expected_ = resent_.size();
+      append_wait();  // the step's WAIT again, after the scripts that now run
       return;
     }
   }
@@ -188,6 +254,11 @@ void Exchange::on_replies(std::vector<Reply>&& replies, ScriptLoads* loads,
       finished_ = !is_cluster_redirect(reply);  // a redirected step may be sent again
       raise_error_reply(reply);
     }
+  }
+  if (wait_reply) {
+    finished_ = true;  // if it throws: applied, not confirmed, nothing more is sent
+    check_wait(*wait_reply);
+    finished_ = false;
   }
   if (operation_->feed(replies_)) {
     finished_ = true;
@@ -217,6 +288,7 @@ void Exchange::restart_step(bool asking) {
   if (asking) codec::encode_command(std::vector<std::string_view>{"ASKING"}, wire_);
   for (const auto& command : commands_) encode(command, asking, wire_);
   expected_ = commands_.size() + (asking ? 1 : 0);
+  append_wait();
 }
 
 }  // namespace rlb::connection

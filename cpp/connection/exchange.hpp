@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
@@ -32,11 +33,14 @@ bool is_cluster_redirect(const Reply& reply);
 [[noreturn]] void raise_error_reply(const Reply& reply);
 
 // AUTH, SELECT, CLIENT SETNAME and READONLY (a cluster replica for reads) for a new connection,
-// pipelined in one round trip.
+// pipelined in one round trip; with durability.aof, a WAITAOF 0 0 0 (it returns at once) that
+// proves the server has WAITAOF before any write is sent.
 struct Handshake {
   std::string wire;  // empty when the defaults need nothing
   std::size_t expected = 0;
   bool authenticates = false;
+  std::size_t waitaof = SIZE_MAX;  // the index of the WAITAOF probe's reply, if sent
+  std::string address;             // the server's, for messages
 };
 Handshake handshake_for(const ClientOptions& options);
 // Throws AuthenticationError if AUTH failed, else the first error reply's exception.
@@ -55,9 +59,17 @@ struct ScriptLoads {
 
 // Runs one operation, which it owns, to its end. Its owner sends wire() and hands back exactly
 // expected() replies to on_replies(), until finished().
+//
+// Durable acknowledgements (`durability` enabled): a step that writes (not is_read()) carries
+// WAIT <min_replicas> <ms> (or WAITAOF 0 <min_replicas> <ms>) on its wire after its commands
+// (not among commands(): the cluster client routes by those, and the WAIT goes to the same node
+// on the same connection, so it counts that connection's writes). Its reply is taken off before
+// the operation sees the step's replies; fewer replicas than required raise NotReplicatedError
+// (the step was applied on the primary; the operation is abandoned, nothing more is sent).
 class Exchange {
  public:
-  explicit Exchange(std::unique_ptr<leaderboard::Operation> operation);
+  explicit Exchange(std::unique_ptr<leaderboard::Operation> operation,
+                    const Durability& durability = Durability{});
 
   const std::string& wire() const { return wire_; }
   std::string take_wire() { return std::move(wire_); }
@@ -83,7 +95,11 @@ class Exchange {
   // Guards: how many times the current step may be sent again after its reply was lost (the
   // operation's resend_limit()), and the seconds the server may hold its reply on purpose.
   int resend_limit() const { return operation_->resend_limit(); }
-  double server_wait() const { return operation_->server_wait(); }
+  double server_wait() const {
+    return operation_->server_wait() + (waits_ ? durability_.timeout : 0.0);
+  }
+  // The current step carries a WAIT (durable acknowledgements, above).
+  bool waits() const { return waits_; }
   // The current step writes nothing (scripts flagged no-writes, read commands, XREAD) or only
   // what sending it again leaves as it is (a rolling window's refresh before its read): after a
   // lost reply it may be sent once more, within its deadline.
@@ -97,8 +113,17 @@ class Exchange {
 
  private:
   void next_step();
+  // Appends the step's WAIT to wire_ if it carries one (one more reply expected).
+  void append_wait() {
+    if (waits_) append_wait_command();
+  }
+  void append_wait_command();
+  // The WAIT's reply: throws NotReplicatedError if fewer replicas than required confirmed.
+  void check_wait(const Reply& reply) const;
 
   std::unique_ptr<leaderboard::Operation> operation_;
+  const Durability durability_;
+  bool waits_ = false;               // the current step writes and durability_ is enabled
   std::vector<Command> commands_;    // of the current step
   std::vector<Reply> replies_;       // of the current step
   std::vector<std::size_t> resent_;  // commands re-sent with their script body

@@ -1,5 +1,6 @@
 #include "connection/options.hpp"
 
+#include <algorithm>
 #include <cmath>
 
 #include "errors.hpp"
@@ -22,6 +23,10 @@ void refuse_nul(const std::optional<std::string>& value, const char* name) {
 }
 
 }  // namespace
+
+long long Durability::timeout_ms() const {
+  return std::max(1LL, static_cast<long long>(std::ceil(timeout * 1000)));
+}
 
 std::string ClientOptions::address() const {
   if (sentinel.enabled()) return "'" + sentinel.service_name + "' via Sentinel";
@@ -55,6 +60,13 @@ void ClientOptions::validate() const {
     if (timeout && (!std::isfinite(*timeout) || *timeout <= 0)) {
       throw InvalidArgument("timeouts must be positive numbers of seconds or None");
     }
+  }
+  if (durability.min_replicas < 0) throw InvalidArgument("min_replicas must not be negative");
+  if (!std::isfinite(durability.timeout) || durability.timeout <= 0 || durability.timeout > 86400) {
+    throw InvalidArgument("replica_timeout must be a positive number of seconds (at most 86400)");
+  }
+  if (durability.aof && !durability.enabled()) {
+    throw InvalidArgument("wait_aof needs min_replicas >= 1 (WAITAOF counts replicas)");
   }
   if (max_reply_bytes < 1024) throw InvalidArgument("max_reply_bytes must be at least 1024");
   if (tls.enabled && !unix_socket_path.empty()) {

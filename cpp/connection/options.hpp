@@ -41,6 +41,21 @@ struct SentinelOptions {
   bool enabled() const { return !sentinels.empty(); }
 };
 
+// Durable acknowledgements: a write is acknowledged once `min_replicas` replicas have it (WAIT, or
+// WAITAOF with `aof`: in their append-only file), within `timeout` seconds; else it raises
+// NotReplicatedError (applied on the primary, not confirmed; never resent). Reads never wait.
+struct Durability {
+  int min_replicas = 0;  // 0: off (a write is acknowledged by the primary alone)
+  // Seconds the server waits for the replicas (WAIT's timeout): above the ~1 s a replica may
+  // take to acknowledge its AOF fsync (WAITAOF, measured on Valkey 8.1), and a fork's stall.
+  double timeout = 2.0;
+  bool aof = false;  // WAITAOF 0 <min_replicas> <ms> instead of WAIT (Redis/Valkey 7.2+)
+
+  bool enabled() const { return min_replicas > 0; }
+  // WAIT's (WAITAOF's) timeout argument: whole milliseconds, at least 1 (0 would wait forever).
+  long long timeout_ms() const;
+};
+
 struct ClientOptions {
   std::string host = "localhost";
   int port = 6379;
@@ -55,6 +70,7 @@ struct ClientOptions {
   TlsOptions tls;
   SentinelOptions sentinel;  // when enabled, host and port are those it finds
   bool readonly = false;     // READONLY in the handshake: a cluster replica serving reads
+  Durability durability;     // writes wait for replicas (off by default)
   // A cluster node's connection: a request whose reply was lost and that may be resent
   // (Operation::resend_limit()) is handed back (Completion::redirected) instead of resent on
   // this connection: the cluster client resends it to whichever node serves its slot then.

@@ -295,7 +295,8 @@ std::optional<ClusterClient::Job> ClusterClient::make_job(Outgoing& request, con
     job.id = request.id;
     job.started = request.started;
     job.deadline = job.started + seconds(wait);
-    job.exchange = std::make_unique<Exchange>(std::move(request.operation));
+    job.exchange =
+        std::make_unique<Exchange>(std::move(request.operation), options_.node.durability);
     if (job.exchange->finished()) {  // nothing to send
       emit(Completion(job.id, job.exchange->take_result(), {}, nullptr));
       return std::nullopt;

@@ -52,6 +52,9 @@ class _TlsOptions(TypedDict, total=False):
 
 class _NodeOptions(_TlsOptions, total=False):
     max_reply_bytes: Optional[int]
+    min_replicas: int
+    replica_timeout: float
+    wait_aof: bool
 
 class _ClientOptions(_NodeOptions, total=False):
     """Client's keyword-only options."""
@@ -119,6 +122,17 @@ class OutOfMemoryError(ResponseError):
 
 class ExecAbortError(ResponseError):
     """EXECABORT: a transaction was discarded."""
+
+class NotReplicatedError(RedisError):
+    """A write the primary applied, but fewer replicas than min_replicas confirmed having it
+    (WAIT, or WAITAOF with wait_aof) within replica_timeout; it was not resent. replicas is
+    how many confirmed, min_replicas how many were required. Sending it again applies it
+    again, unless it carries a submission_id (then it returns the first result)."""
+
+    replicas: int
+    """How many replicas confirmed the write within replica_timeout."""
+    min_replicas: int
+    """How many were required (the client's min_replicas)."""
 
 class RateLimited(ResponseError):
     """RATELIMITED: the board's rate_limit refused the write, which changed nothing;

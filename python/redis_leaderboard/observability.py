@@ -84,7 +84,8 @@ COUNTERS: dict[str, tuple[str, str, str, dict[str, str]]] = {
     "redis_leaderboard.client.timeouts": (
         "timeout",
         "{timeout}",
-        "Connections given up for an overdue reply, and requests that expired unsent.",
+        "Connections given up for an overdue reply, requests that expired unsent, and requests "
+        "overdue behind a WAIT or a block (failed alone).",
         {},
     ),
     "redis_leaderboard.client.failovers": (

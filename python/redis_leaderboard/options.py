@@ -75,6 +75,19 @@ class ClientOptions:
     unix_socket_path: Optional[str] = None
     #: The memory one reply may take; None: 512 MiB.
     max_reply_bytes: Optional[int] = None
+    # Durable acknowledgements (docs: Deployment, Durability): off by default.
+    #: A write is acknowledged once this many replicas confirm having it (``WAIT``); fewer
+    #: within ``replica_timeout`` raise ``NotReplicatedError`` (applied on the primary, not
+    #: resent). 0: the primary's acknowledgement alone (nothing more is sent). Reads never wait.
+    min_replicas: int = 0
+    #: Seconds the server waits for those replicas (``WAIT``'s timeout), added to
+    #: ``socket_timeout`` for a write's reply. 2 s: a replica acknowledges its AOF fsync
+    #: about once a second (``wait_aof``), and a fork (``BGSAVE``) may stall it briefly.
+    replica_timeout: float = 2.0
+    #: Wait until the replicas have the write in their append-only file (``WAITAOF 0
+    #: <min_replicas> <ms>``: Redis 7.2+, Valkey 7.2+; a server without it is refused at
+    #: connect), not only in memory (``WAIT``). Needs ``min_replicas`` >= 1.
+    wait_aof: bool = False
     # TLS, as redis-py: ``ssl=True`` (``rediss://``) and the ``ssl_*`` settings.
     ssl: bool = False
     #: A PEM file of the CAs to trust; none of the three: the system's trust store.
@@ -264,6 +277,9 @@ URL_QUERY_ARGUMENT_PARSERS: Mapping[str, Callable[[str], Any]] = {
     "client_name": _text,
     "socket_timeout": _seconds,
     "socket_connect_timeout": _seconds,
+    "min_replicas": _whole_number,
+    "replica_timeout": _seconds,
+    "wait_aof": _boolean,
     "ssl": _boolean,
     "ssl_ca_certs": _text,
     "ssl_ca_path": _text,
