@@ -22,7 +22,8 @@ worker reads the user back and accepts the state before or after it, nothing els
 applied twice or half shows up here). A call is late if it takes longer than its deadline
 (``socket_timeout``, times the attempts ``submit`` may make) plus ``--late-margin``.
 
-Every ``--sample`` seconds the client process's RSS, open fds and threads are written to
+Every ``--sample`` seconds the client process's RSS, open fds and threads (and its C heap in use
+and Python's allocated blocks, to tell a leak from fragmentation) are written to
 ``<out>/samples.csv``; ``<out>/summary.json`` has the totals. Exits 1 on any wrong answer, late
 call or worker crash (and, with ``--max-rss-growth``, on RSS growing more than that many MiB
 between the end of the first fault cycle and the end).
@@ -562,6 +563,25 @@ def resources() -> tuple[float, int, int]:
     return rss, len(os.listdir("/proc/self/fd")), len(os.listdir("/proc/self/task"))
 
 
+def heap() -> tuple[float, int]:
+    """The C heap in use (MiB, glibc's mallinfo2: what RSS holds that is not free memory
+    malloc keeps) and the Python objects' allocated blocks: a leak grows them, where
+    fragmentation grows RSS alone."""
+    import ctypes
+
+    class Mallinfo2(ctypes.Structure):
+        _fields_ = [
+            (name, ctypes.c_size_t)
+            for name in "arena ordblks smblks hblks hblkhd usmblks fsmblks uordblks fordblks "
+            "keepcost".split()
+        ]
+
+    libc = ctypes.CDLL(None)
+    libc.mallinfo2.restype = Mallinfo2
+    info = libc.mallinfo2()
+    return (info.uordblks + info.hblkhd) / 2**20, sys.getallocatedblocks()
+
+
 def main(argv: Optional[list[str]] = None) -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--minutes", type=float, default=60.0)
@@ -646,7 +666,7 @@ def main(argv: Optional[list[str]] = None) -> int:
         start = time.monotonic()
         samples = out / "samples.csv"
         with samples.open("w") as f:
-            f.write("seconds,calls,rss_mib,fds,threads,fault\n")
+            f.write("seconds,calls,rss_mib,fds,threads,fault,heap_mib,py_blocks\n")
         next_sample, next_fault, fault_index = start, start + args.fault_every, 0
         rss_after_cycle: Optional[float] = None
         while time.monotonic() - start < length:
@@ -690,8 +710,12 @@ def main(argv: Optional[list[str]] = None) -> int:
                     rss_after_cycle = resources()[0]
             if now >= next_sample or fault:
                 rss, fds, nthreads = resources()
+                in_use, blocks = heap()
                 with samples.open("a") as f:
-                    f.write(f"{now - start:.1f},{tally.calls},{rss:.1f},{fds},{nthreads},{fault}\n")
+                    f.write(
+                        f"{now - start:.1f},{tally.calls},{rss:.1f},{fds},{nthreads},{fault},"
+                        f"{in_use:.2f},{blocks}\n"
+                    )
                 next_sample = now + args.sample
             if tally.crashed:
                 break
