@@ -204,7 +204,10 @@ class Network:
         for pair, percent in sorted(self.losses.items(), key=lambda kv: sorted(kv[0])):
             x, y = sorted(pair)
             for s, d in ((x, y), (y, x)):
-                rules.append(f"ip saddr {s} ip daddr {d} numgen random mod 100 < {percent} drop")
+                rules.append(
+                    f"ip saddr {s} ip daddr {d} counter numgen random mod 100 < {percent} "
+                    "counter drop"
+                )
         script = f"flush chain inet {self.tag} forward\n" + "".join(
             f"add rule inet {self.tag} forward {rule}\n" for rule in rules
         )
@@ -226,6 +229,19 @@ class Network:
         """Drop ``percent`` % of the packets between ``a`` and ``b``, each way, at random."""
         self.losses[self._pair(a, b)] = percent
         self._apply()
+
+    def loss_counters(self, a: Host, b: Host) -> tuple[int, int]:
+        """(packets dropped, packets seen) by :meth:`lose`'s rules between ``a`` and ``b``, both
+        ways, since the chain was last rewritten."""
+        dropped = seen = 0
+        listing = self._exec_router("nft", "list", "chain", "inet", self.tag, "forward")
+        for line in listing.splitlines():
+            if "numgen" not in line or a.ip not in line or b.ip not in line:
+                continue
+            counts = [int(part.split()[0]) for part in line.split("counter packets ")[1:]]
+            seen += counts[0]
+            dropped += counts[1]
+        return dropped, seen
 
     def delay(self, a: Host, b: Host, one_way_ms: float) -> None:
         """Hold each packet between ``a`` and ``b`` ``one_way_ms`` in the router, each way (the
