@@ -281,6 +281,8 @@ class Network:
                 with contextlib.suppress(ProcessLookupError):
                     os.killpg(proc.pid, signal.SIGKILL)
                 proc.wait()
+            if proc.stdout is not None:
+                proc.stdout.close()
         self.processes.clear()
         for netns in reversed(self.namespaces):
             _run("ip", "netns", "del", netns, check=False)
