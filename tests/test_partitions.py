@@ -603,7 +603,11 @@ def test_cluster_primary_partitioned_away(
     cluster, net = net_cluster, network
     key = "{partitioned}:board"
     slot = _core.key_slot(key)
-    primary = cluster.owner(slot)
+    # Every node listens on the same port (each in its own namespace): found by address.
+    ranges = command(cluster.nodes[0].host, "CLUSTER", "SLOTS")
+    owner_ip = next(r[2][0] for r in ranges if r[0] <= slot <= r[1])
+    owner_ip = owner_ip.decode() if isinstance(owner_ip, bytes) else owner_ip
+    primary = next(n for n in cluster.nodes if n.host == owner_ip)
     others = [n for n in cluster.nodes if n is not primary]
     replica = next(
         n for n in others if info(n.host, "replication").get("master_host") == primary.host
@@ -637,9 +641,10 @@ def test_cluster_primary_partitioned_away(
     finally:
         load.finish()
     stored = scores(replica.host, key)
-    # A call's deadline: a connection and its timeout per sending; a cluster call may also
-    # follow one redirection (MOVED) or slot-map refresh (a connection and a timeout more).
-    allowed = {"incr": 4 * TIMEOUT, "submit": (1 + RETRIES) * 4 * TIMEOUT}
+    # A call's deadline: its timeout from the call, whatever it waits for (docs: "a request
+    # waits for its slot's owner at most socket_timeout from the call"); a resend of an id's
+    # write gets a new one.
+    allowed = {"incr": TIMEOUT, "submit": (1 + RETRIES) * TIMEOUT}
     figures = load.figures(stored, cut_at, allowed)
     figures["failover_s"] = round(promoted_at - cut_at, 3)
     figures["healed_after_s"] = round(healed_at - cut_at, 3)
@@ -647,6 +652,8 @@ def test_cluster_primary_partitioned_away(
     # Replication is asynchronous: a write acknowledged just before the cut may be lost.
     assert all(c.ended >= cut_at - 0.5 for c in figures["_lost"]), figures["_lost"][:5]
     assert not figures["_doubled"], figures["_doubled"]
-    assert not figures["_late"], figures["_late"][:5]
+    late = [(c.api, c.kind, round(c.started - cut_at, 3), round(c.ended - c.started, 3),
+             c.outcome[:120]) for c in figures["_late"]]  # fmt: skip
+    assert not late, late[:10]
     assert figures["recovery_s"] is not None
     assert figures["recovery_s"] <= figures["failover_s"] + 2.0, figures
