@@ -5,7 +5,10 @@ each server's words."""
 
 from __future__ import annotations
 
+import asyncio
+import socket
 import threading
+import time
 from typing import Any, Union
 
 import pytest
@@ -13,6 +16,7 @@ import pytest
 import redis_leaderboard
 from hostile import HostileServer
 from redis_leaderboard import ClusterClient, RedisLeaderboard, _core
+from redis_leaderboard import asyncio as rl_asyncio
 
 Resp = Union[int, str, bytes, list[Any], None]
 
@@ -299,3 +303,64 @@ def test_a_script_refusal_that_never_ends_times_out_naming_it() -> None:
                 RedisLeaderboard(client, key=LOW).delete_user("u")
     finally:
         a.close()
+
+
+# ---- A node that stops answering holds a request no longer than its deadline -----------------
+
+
+class BlackHole:
+    """A node that takes one connection (the kernel completes it) and then answers nothing,
+    and whose next connections are never completed: a listener that never accepts, with a
+    backlog of 0 that its first connection fills, so Linux drops the next SYNs (as across a
+    partition: the client waits out its connect timeout)."""
+
+    def __init__(self) -> None:
+        self.listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        self.listener.bind(("127.0.0.1", 0))
+        self.listener.listen(0)
+        self.port = self.listener.getsockname()[1]
+
+    def close(self) -> None:
+        self.listener.close()
+
+
+def test_a_request_queued_behind_a_node_that_stopped_answering_ends_by_its_deadline() -> None:
+    # The asyncio cluster client's worker for the node writes the first read and waits for its
+    # reply until its timeout; a read submitted meanwhile queues behind it. Once the first
+    # times out the worker opens a new connection for the second, whose SYNs are dropped: that
+    # attempt must end by the second read's deadline, not a whole connect timeout later (it
+    # did: 2x socket_timeout, found by tests/test_partitions.py with a primary partitioned
+    # away). Either read may end with TimeoutError or ConnectionError; none past its deadline.
+    (a,) = nodes(1)
+    hole = BlackHole()
+    timeout = 0.5
+    try:
+        a.shards = lambda ns: [
+            shard([(0, 8191)], [(ns[0].port, "master", "online")]),
+            shard([(8192, 16383)], [(hole.port, "master", "online")]),
+        ]
+        a.slots = lambda ns: [slots_entry(0, 8191, ns[0].port), slots_entry(8192, 16383, hole.port)]
+
+        async def main() -> list[float]:
+            async with rl_asyncio.ClusterClient(
+                [("127.0.0.1", a.port)], socket_timeout=timeout
+            ) as client:
+                board = rl_asyncio.RedisLeaderboard(client, key=HIGH)
+                assert await rl_asyncio.RedisLeaderboard(client, key=LOW).get_size() == 7
+
+                async def timed(delay: float) -> float:
+                    await asyncio.sleep(delay)
+                    started = time.monotonic()
+                    with pytest.raises(
+                        (redis_leaderboard.TimeoutError, redis_leaderboard.ConnectionError)
+                    ):
+                        await board.get_size()
+                    return time.monotonic() - started
+
+                return list(await asyncio.gather(timed(0), timed(0.1)))
+
+        took = asyncio.run(main())
+        assert max(took) <= timeout + 0.15, took
+    finally:
+        a.close()
+        hole.close()
