@@ -16,7 +16,7 @@ which a real partition never does):
 - latency holds each packet between two hosts for a while before forwarding it. This kernel has
   no ``sch_netem`` (nor ``sch_fq``, which would honour a BPF-set departure time), so the router
   queues those packets to user space (iptables ``NFQUEUE``: the kernel's ``nft queue`` is not
-  built either) where :func:`run_delayer`, a process inside the router namespace, gives each its
+  built either) where ``netns_delay.py``, a process inside the router namespace, gives each its
   verdict (accept) once its delay has passed. The packets themselves wait (in the kernel's
   queue), so TCP sees the longer round trip: its RTO, retransmissions and ACKs are the real ones.
   :meth:`Network.measure_rtt` measures what it adds.
@@ -33,12 +33,10 @@ iptables``): :func:`unavailable` says why not, for a skip reason.
 from __future__ import annotations
 
 import contextlib
-import heapq
 import os
 import shutil
 import signal
 import socket
-import struct
 import subprocess
 import sys
 import time
@@ -49,12 +47,27 @@ from redis_leaderboard._redis_server import RedisServer
 
 __all__ = ["Host", "InNamespace", "Network", "unavailable"]
 
+# The delaying process (NFQUEUE): a script of its own, importing nothing of the package (under
+# .ci/sanitize the package's core needs ASan preloaded, which the tools here run without).
+DELAYER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "netns_delay.py")
 PORT = 6379  # every host is a namespace of its own: the usual ports are free there
 QUEUE_NUM = 7  # the NFQUEUE number of the delayed packets (per router namespace)
 
 
+def _environment() -> dict[str, str]:
+    """This process's environment without LD_PRELOAD: .ci/sanitize preloads ASan for the
+    package's core, and the tools run here are not what is under test (``ip`` itself trips it)."""
+    return {name: value for name, value in os.environ.items() if name != "LD_PRELOAD"}
+
+
+# A command prefix that drops LD_PRELOAD (see _environment) for a child started by others.
+NO_PRELOAD = ["env", "-u", "LD_PRELOAD"]
+
+
 def _run(*args: str, input: Optional[str] = None, check: bool = True) -> str:
-    done = subprocess.run(list(args), capture_output=True, text=True, input=input, timeout=30)
+    done = subprocess.run(
+        list(args), capture_output=True, text=True, input=input, timeout=30, env=_environment()
+    )
     if check and done.returncode != 0:
         raise RuntimeError(f"{' '.join(args)}: {done.stderr.strip() or done.stdout.strip()}")
     return done.stdout
@@ -185,7 +198,7 @@ class Network:
         prefix = ["ip", "netns", "exec", host.netns] if host.netns else []
         proc = subprocess.Popen(
             [*prefix, *args], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL, start_new_session=True,
+            stderr=subprocess.DEVNULL, start_new_session=True, env=_environment(),
         )  # fmt: skip
         self.processes.append(proc)
         return proc
@@ -248,9 +261,10 @@ class Network:
         round trip grows by twice that). One delay per network."""
         if self.delayer is None:
             self.delayer = subprocess.Popen(
-                ["ip", "netns", "exec", self.router, sys.executable, __file__, "delay",
+                ["ip", "netns", "exec", self.router, sys.executable, DELAYER,
                  str(QUEUE_NUM), str(one_way_ms / 1000)],
                 stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, start_new_session=True,
+                env=_environment(),
             )  # fmt: skip
             self.processes.append(self.delayer)
             assert self.delayer.stdout is not None
@@ -316,7 +330,7 @@ class InNamespace:
     def _command(self) -> list[str]:
         # Reached from other addresses than loopback, without a password: protected mode off.
         command = [*super()._command(), "--protected-mode", "no"]  # type: ignore[misc]
-        return ["ip", "netns", "exec", self.net_host.netns, *command]
+        return [*NO_PRELOAD, "ip", "netns", "exec", self.net_host.netns, *command]
 
 
 class NetServer(InNamespace, RedisServer):
@@ -332,78 +346,3 @@ class NetClusterNode(InNamespace, RedisClusterNode):
 
     def _command(self) -> list[str]:
         return [*super()._command(), "--cluster-announce-ip", self.host]
-
-
-# --- the delaying process ------------------------------------------------------------------------
-
-NETLINK_NETFILTER = 12
-NFNL_SUBSYS_QUEUE = 3
-NFQNL_MSG_PACKET, NFQNL_MSG_VERDICT, NFQNL_MSG_CONFIG = 0, 1, 2
-NFQA_PACKET_HDR, NFQA_VERDICT_HDR = 1, 2
-NFQA_CFG_CMD, NFQA_CFG_PARAMS, NFQA_CFG_QUEUE_MAXLEN = 1, 2, 3
-NFQNL_CFG_CMD_BIND = 1
-NFQNL_COPY_META = 1
-NLM_F_REQUEST = 1
-NF_ACCEPT = 1
-
-
-def _attr(kind: int, payload: bytes) -> bytes:
-    length = 4 + len(payload)
-    return struct.pack("=HH", length, kind) + payload + b"\0" * (-length % 4)
-
-
-def _message(msg: int, queue: int, attrs: bytes) -> bytes:
-    body = struct.pack("=BBH", socket.AF_UNSPEC, 0, socket.htons(queue)) + attrs
-    kind = (NFNL_SUBSYS_QUEUE << 8) | msg
-    return struct.pack("=IHHII", 16 + len(body), kind, NLM_F_REQUEST, 0, 0) + body
-
-
-def run_delayer(queue: int, delay: float) -> None:
-    """Bind NFQUEUE ``queue`` (in this process's namespace) and accept each packet ``delay``
-    seconds after it was queued, in order. Prints ``ready`` once bound."""
-    sock = socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, NETLINK_NETFILTER)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 8 << 20)
-    sock.bind((0, 0))
-    cmd = struct.pack("=BBH", NFQNL_CFG_CMD_BIND, 0, 0)
-    sock.send(_message(NFQNL_MSG_CONFIG, queue, _attr(NFQA_CFG_CMD, cmd)))
-    params = struct.pack(">IB", 0, NFQNL_COPY_META)
-    sock.send(_message(NFQNL_MSG_CONFIG, queue, _attr(NFQA_CFG_PARAMS, params)))
-    maxlen = struct.pack(">I", 100_000)
-    sock.send(_message(NFQNL_MSG_CONFIG, queue, _attr(NFQA_CFG_QUEUE_MAXLEN, maxlen)))
-    print("ready", flush=True)
-    due: list[tuple[float, int]] = []  # (release time, packet id)
-    while True:
-        now = time.monotonic()
-        while due and due[0][0] <= now:
-            _, packet_id = heapq.heappop(due)
-            verdict = struct.pack(">II", NF_ACCEPT, packet_id)
-            sock.send(_message(NFQNL_MSG_VERDICT, queue, _attr(NFQA_VERDICT_HDR, verdict)))
-        sock.settimeout(max(0.0, due[0][0] - now) if due else None)
-        try:
-            data = sock.recv(1 << 16)
-        except TimeoutError:
-            continue
-        except OSError:  # ENOBUFS: messages lost (those packets stay queued: never here)
-            continue
-        arrived = time.monotonic()
-        offset = 0
-        while offset + 16 <= len(data):
-            length, kind = struct.unpack_from("=IH", data, offset)
-            if length < 16:
-                break
-            if kind == (NFNL_SUBSYS_QUEUE << 8) | NFQNL_MSG_PACKET:
-                at = offset + 20  # nlmsghdr (16) + nfgenmsg (4)
-                while at + 4 <= offset + length:
-                    alen, atype = struct.unpack_from("=HH", data, at)
-                    if alen < 4:
-                        break
-                    if atype & 0x7FFF == NFQA_PACKET_HDR:
-                        (packet_id,) = struct.unpack_from(">I", data, at + 4)
-                        heapq.heappush(due, (arrived + delay, packet_id))
-                    at += (alen + 3) & ~3
-            offset += (length + 3) & ~3
-
-
-if __name__ == "__main__":
-    if sys.argv[1:2] == ["delay"]:
-        run_delayer(int(sys.argv[2]), float(sys.argv[3]))
