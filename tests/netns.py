@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import shutil
 import signal
 import socket
@@ -110,6 +111,27 @@ def _free_prefix() -> int:
     raise RuntimeError("no free 10.S.0.0/16 prefix")
 
 
+def sweep_stale() -> None:
+    """Namespaces left by a run that died without cleaning up (SIGKILL): those named for a pid
+    that no longer runs, with their processes, are removed."""
+    for line in _run("ip", "netns", "list", check=False).splitlines():
+        name = line.split()[0] if line.split() else ""
+        match = re.fullmatch(r"rl(\d+)-.+", name)
+        if not match:
+            continue
+        try:
+            os.kill(int(match.group(1)), 0)
+            continue  # its run is alive
+        except ProcessLookupError:
+            pass
+        except PermissionError:
+            continue
+        for pid in _run("ip", "netns", "pids", name, check=False).split():
+            with contextlib.suppress(ProcessLookupError, ValueError):
+                os.kill(int(pid), signal.SIGKILL)
+        _run("ip", "netns", "del", name, check=False)
+
+
 class Host:
     """One host: ``name``, its namespace ``netns`` (None: the client, the root namespace) and
     its address ``ip``."""
@@ -128,7 +150,8 @@ class Network:
     namespace. Use as a context manager, or call :meth:`cleanup` in a ``finally``."""
 
     def __init__(self) -> None:
-        self.tag = f"rl{os.getpid() % 100000}"
+        sweep_stale()
+        self.tag = f"rl{os.getpid()}"  # its links' names: at most 15 characters
         self.prefix = _free_prefix()
         self.router = f"{self.tag}-router"
         self.hosts: dict[str, Host] = {}
