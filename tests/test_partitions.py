@@ -459,9 +459,9 @@ def test_minority_primary(sentinel_net: SentinelNet) -> None:
     assert figures["recovery_s"] <= figures["failover_s"] + 1.0, figures
 
 
-def _write_error(ip: str) -> Optional[Exception]:
+def _write_error(ip: str, key: str = "probe") -> Optional[Exception]:
     try:
-        command(ip, "SET", "probe", "1")
+        command(ip, "SET", key, "1")
     except redis_leaderboard.RedisError as exc:
         return exc
     return None
@@ -617,14 +617,21 @@ def net_cluster(network: netns.Network) -> Iterator[RedisCluster]:
         cluster.cleanup()
 
 
+@pytest.mark.parametrize("client_cut", [True, False], ids=["from-all", "from-nodes"])
 def test_cluster_primary_partitioned_away(
-    network: netns.Network, net_cluster: RedisCluster
+    network: netns.Network, net_cluster: RedisCluster, client_cut: bool
 ) -> None:
-    """The board's primary ⟂ every other node and the client. Its replica is promoted after
-    cluster-node-timeout (1 s) and the election; the cluster client's calls to the old primary
-    time out, and it follows the new slot map. Nothing acknowledged is lost (the old primary can
-    take no write: the client cannot reach it), nothing applied twice, no call past its
-    deadline; writes are kept again within the failover plus a bound."""
+    """The board's primary ⟂ every other node, and the client too (``from-all``) or not
+    (``from-nodes``: a minority primary the client still reaches). Its replica is promoted after
+    cluster-node-timeout (1 s) and the election, and the client follows the new slot map.
+
+    from-all: its calls to the old primary time out meanwhile; nothing acknowledged is lost
+    (the old primary can take no write), but for asynchronous replication's last moment before
+    the cut. from-nodes: the old primary takes writes until it sees it lost the majority (after
+    the node timeout), then refuses them (CLUSTERDOWN); its writes since the cut are lost when it
+    rejoins as a replica, but none acknowledged after it refused. Either way nothing applied
+    twice, no call past its deadline, and writes are kept again within the failover plus a
+    bound."""
     cluster, net = net_cluster, network
     key = "{partitioned}:board"
     slot = _core.key_slot(key)
@@ -644,17 +651,33 @@ def test_cluster_primary_partitioned_away(
         lambda: rl_asyncio.ClusterClient(startup, **options),
         key=key,
     )
+    refused: list[float] = []
+    probing = threading.Event()
+
+    def probe() -> None:  # the old primary's first refusal of a write, from the cut on
+        while probing.is_set() and not refused:
+            if "CLUSTERDOWN" in str(_write_error(primary.host, "{partitioned}:probe")):
+                refused.append(time.monotonic())
+            time.sleep(0.02)
+
+    prober = threading.Thread(target=probe)
     load.start()
     try:
         time.sleep(1.0)
         isolated = primary.net_host  # type: ignore[attr-defined]
-        net.partition([isolated], [net.client, *(n.net_host for n in others)])  # type: ignore[attr-defined]
+        cut_off = [n.net_host for n in others]  # type: ignore[attr-defined]
+        net.partition([isolated], [net.client, *cut_off] if client_cut else cut_off)
         cut_at = time.monotonic()
+        if not client_cut:
+            probing.set()
+            prober.start()
         promoted_at = wait_for(
             "the replica's promotion",
             lambda: info(replica.host, "replication").get("role") == "master",
             30,
         )
+        if not client_cut:
+            wait_for("the old primary refusing writes", lambda: bool(refused), 10)
         time.sleep(2.0)
         healed_at = time.monotonic()
         net.heal()
@@ -664,6 +687,9 @@ def test_cluster_primary_partitioned_away(
             30,
         )
     finally:
+        probing.clear()
+        if prober.is_alive():
+            prober.join()
         load.finish()
     stored = scores(replica.host, key)
     # A call's deadline: its timeout from the call, whatever it waits for (docs: "a request
@@ -673,9 +699,20 @@ def test_cluster_primary_partitioned_away(
     figures = load.figures(stored, cut_at, allowed)
     figures["failover_s"] = round(promoted_at - cut_at, 3)
     figures["healed_after_s"] = round(healed_at - cut_at, 3)
-    publish("cluster primary partitioned away (3 + 3, node timeout 1 s)", figures)
-    # Replication is asynchronous: a write acknowledged just before the cut may be lost.
-    assert all(c.ended >= cut_at - 0.5 for c in figures["_lost"]), figures["_lost"][:5]
+    if client_cut:
+        # Replication is asynchronous: a write acknowledged just before the cut may be lost;
+        # none after it (the client cannot reach the old primary).
+        window = (cut_at - 0.5, cut_at + 0.05)
+    else:
+        figures["old_primary_refused_writes_after_s"] = round(refused[0] - cut_at, 3)
+        window = (cut_at - 0.5, refused[0] + LATE_MARGIN)
+    figures["lost_acknowledged_until_s"] = round(
+        max((c.ended for c in figures["_lost"]), default=cut_at) - cut_at, 3
+    )
+    which = "and the client" if client_cut else "not the client"
+    publish(f"cluster primary cut off from the other nodes, {which} (3 + 3, 1 s)", figures)
+    outside = [c for c in figures["_lost"] if not window[0] <= c.ended <= window[1]]
+    assert not outside, [(c.user, round(c.ended - cut_at, 3)) for c in outside[:5]]
     assert not figures["_doubled"], figures["_doubled"]
     late = [(c.api, c.kind, round(c.started - cut_at, 3), round(c.ended - c.started, 3),
              c.outcome[:120]) for c in figures["_late"]]  # fmt: skip
