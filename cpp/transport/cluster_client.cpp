@@ -25,6 +25,8 @@ namespace {
 
 // A full re-read of the map at most this often (a MOVED updates the slot at once anyway).
 constexpr auto kRefreshInterval = std::chrono::milliseconds(100);
+// How long a node that answered CLUSTERDOWN is asked for the map after the others.
+constexpr auto kSuspectFor = std::chrono::seconds(10);
 // Redirects (MOVED, ASK) a request follows at once; past them each waits retry_delay() first.
 constexpr int kFreeRedirects = 3;
 
@@ -138,15 +140,33 @@ std::shared_ptr<const cluster::SlotMap> ClusterClient::map() {
 
 std::vector<NodeAddress> ClusterClient::candidates() {
   std::vector<NodeAddress> out;
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    if (map_) out = map_->nodes();
-  }
+  std::vector<NodeAddress> last;  // suspects: asked after every other node
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (map_) out = map_->nodes();
   for (const auto& [host, port] : options_.startup_nodes) {
     NodeAddress node{host, port};
     if (std::find(out.begin(), out.end(), node) == out.end()) out.push_back(node);
   }
+  const auto now = Clock::now();
+  for (auto it = suspects_.begin(); it != suspects_.end();) {
+    if (it->second <= now) {
+      it = suspects_.erase(it);
+      continue;
+    }
+    auto found = std::find(out.begin(), out.end(), it->first);
+    if (found != out.end()) {
+      last.push_back(*found);
+      out.erase(found);
+    }
+    ++it;
+  }
+  out.insert(out.end(), last.begin(), last.end());
   return out;
+}
+
+void ClusterClient::suspect(const NodeAddress& node) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  suspects_[node] = Clock::now() + kSuspectFor;
 }
 
 void ClusterClient::refresh_map(bool force) {
@@ -457,6 +477,7 @@ void ClusterClient::settle(Job job, Completion completion, const NodeAddress& no
       }
       break;
     case cluster::Redirect::Kind::ClusterDown:
+      suspect(node);  // its map may be a minority's: the others' first
       mark_stale();
       retry_later(std::move(job), completion.error, emit, next);
       break;
