@@ -76,6 +76,7 @@ class Node:
         self.shards: Any = lambda nodes: []
         self.slots: Any = lambda nodes: []
         self.scripts: list[bytes] = []
+        self.zcard = b":7\r\n"  # ZCARD's reply
         self.nodes: list[Node] = []
         self.lock = threading.Lock()
         self.server = HostileServer(self.respond)
@@ -93,7 +94,7 @@ class Node:
                 return b"-ERR CLUSTER SLOTS refused here\r\n"
             return resp(self.slots(self.nodes))
         if name == b"ZCARD":
-            return b":7\r\n"
+            return self.zcard
         if name in (b"EVALSHA", b"EVAL"):
             with self.lock:
                 if self.scripts:
@@ -364,3 +365,24 @@ def test_a_request_queued_behind_a_node_that_stopped_answering_ends_by_its_deadl
     finally:
         a.close()
         hole.close()
+
+
+def test_a_node_that_answers_clusterdown_is_asked_for_the_map_last() -> None:
+    # A primary cut off from the majority of the cluster but still reachable: it refuses with
+    # CLUSTERDOWN and, asked for the map, still names itself the owner of its slots; the others
+    # name the promoted replica. The client must read the map from another node than the one
+    # that said CLUSTERDOWN (it read it from the first that answered, that one, and waited for
+    # it until its deadline: tests/test_partitions.py, a minority cluster primary).
+    old, new = nodes(2)
+    try:
+        old.zcard = b"-CLUSTERDOWN The cluster is down\r\n"
+        old.shards = lambda ns: [shard([(0, 16383)], [(ns[0].port, "master", "online")])]
+        new.shards = lambda ns: [shard([(0, 16383)], [(ns[1].port, "master", "online")])]
+        with client_of(old, new, timeout=2.0) as client:
+            started = time.monotonic()
+            assert size(client, HIGH) == 7
+            assert time.monotonic() - started < 1.0
+        assert old.calls(b"ZCARD") >= 1 and new.calls(b"ZCARD") == 1
+    finally:
+        old.close()
+        new.close()
