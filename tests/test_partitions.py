@@ -524,7 +524,7 @@ def run_matched_calls(
     slowest = {"sync": 0.0, "asyncio": 0.0}
     lock = threading.Lock()
     # OPEN: with 3 s, asyncio calls were seen to end past their deadline, some successfully,
-    # in 4 of about 14 runs of this whole file on a loaded machine (load average 6-8 on 2 cores):
+    # in 5 of about 16 runs of this whole file on a loaded machine (load average 4-8 on 2 cores):
     # 0.02-0.41 s, and once 0.67 s ("ok", 6 calls at once) and 1.06 s (TimeoutError, 5 at once).
     # Never with 0.1 or 0.35 s, never in 12 rounds of this function run alone (with and without
     # the sync threads), and a probe (CLIENT PAUSE across the delayed link) found the asyncio
