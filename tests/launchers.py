@@ -12,7 +12,7 @@ import os
 import shutil
 import subprocess
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, Optional
 
@@ -80,7 +80,8 @@ class RedisSentinel(RedisServer):
     binary run with ``--sentinel``) watching ``service_name`` at ``primary_port``, with a
     configuration file of its own in its directory (Sentinel rewrites it). ``quorum``
     sentinels must agree the primary is down; ``down_after_ms`` and ``failover_timeout_ms``
-    make a failover quick. ``auth_user`` and ``auth_pass`` are the data nodes' credentials;
+    make a failover quick; ``primary_host`` is the primary's address (default: the sentinel's
+    own, loopback). ``auth_user`` and ``auth_pass`` are the data nodes' credentials;
     ``password`` the sentinel's own.
     """
 
@@ -88,6 +89,7 @@ class RedisSentinel(RedisServer):
         self,
         primary_port: int,
         *,
+        primary_host: Optional[str] = None,
         service_name: str = "mymaster",
         quorum: int = 2,
         down_after_ms: int = 1000,
@@ -100,6 +102,7 @@ class RedisSentinel(RedisServer):
         binary, *self.sentinel_args = find_sentinel()
         super().__init__(binary=binary, password=password, dir_prefix=dir_prefix)
         self.primary_port = primary_port
+        self.primary_host = primary_host
         self.service_name = service_name
         self.quorum = quorum
         self.down_after_ms = down_after_ms
@@ -118,7 +121,8 @@ class RedisSentinel(RedisServer):
                 f"dir {self.dir}",
                 f"logfile {self.log_path}",
                 "daemonize no",
-                f"sentinel monitor {name} {self.host} {self.primary_port} {self.quorum}",
+                f"sentinel monitor {name} {self.primary_host or self.host} {self.primary_port} "
+                f"{self.quorum}",
                 f"sentinel down-after-milliseconds {name} {self.down_after_ms}",
                 f"sentinel failover-timeout {name} {self.failover_timeout_ms}",
                 f"sentinel parallel-syncs {name} 1",
@@ -162,7 +166,9 @@ class RedisCluster:
     """A Redis Cluster on loopback: ``primaries`` primaries with ``replicas`` replicas each
     (``redis-cli --cluster create``, :func:`find_cli`), every node a :class:`RedisClusterNode`
     in its own temporary directory. ``node_timeout_ms`` is ``cluster-node-timeout``: a primary
-    that stops answering is failed over after about that long (plus the election)."""
+    that stops answering is failed over after about that long (plus the election).
+    ``node_factory(index, **options)`` makes each node (default: a :class:`RedisClusterNode` of
+    those options on loopback; ``tests/netns.py`` puts each in a network namespace)."""
 
     def __init__(
         self,
@@ -174,6 +180,7 @@ class RedisCluster:
         tls: Optional[TlsFiles] = None,
         extra_args: Sequence[str] = (),
         dir_prefix: str = "redis-leaderboard-cluster-",
+        node_factory: Optional[Callable[..., RedisClusterNode]] = None,
     ) -> None:
         self.primaries = primaries
         self.replicas = replicas
@@ -183,8 +190,10 @@ class RedisCluster:
         # administration), the cluster bus and replication go over TLS, and the nodes announce
         # their TLS ports (CLUSTER SHARDS ``tls-port``).
         tls_args = ["--tls-cluster", "yes", "--tls-replication", "yes"] if tls else []
+        make = node_factory or (lambda _index, **options: RedisClusterNode(**options))
         self.nodes = [
-            RedisClusterNode(
+            make(
+                index,
                 node_timeout_ms=node_timeout_ms,
                 password=password,
                 tls=tls,
@@ -195,7 +204,7 @@ class RedisCluster:
                 ],
                 dir_prefix=dir_prefix,
             )
-            for _ in range(primaries * (1 + replicas))
+            for index in range(primaries * (1 + replicas))
         ]
         self.redis_cli = find_cli(self.nodes[0].binary)
 

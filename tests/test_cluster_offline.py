@@ -5,7 +5,10 @@ each server's words."""
 
 from __future__ import annotations
 
+import asyncio
+import socket
 import threading
+import time
 from typing import Any, Union
 
 import pytest
@@ -13,6 +16,7 @@ import pytest
 import redis_leaderboard
 from hostile import HostileServer
 from redis_leaderboard import ClusterClient, RedisLeaderboard, _core
+from redis_leaderboard import asyncio as rl_asyncio
 
 Resp = Union[int, str, bytes, list[Any], None]
 
@@ -72,6 +76,7 @@ class Node:
         self.shards: Any = lambda nodes: []
         self.slots: Any = lambda nodes: []
         self.scripts: list[bytes] = []
+        self.zcard = b":7\r\n"  # ZCARD's reply
         self.nodes: list[Node] = []
         self.lock = threading.Lock()
         self.server = HostileServer(self.respond)
@@ -89,7 +94,7 @@ class Node:
                 return b"-ERR CLUSTER SLOTS refused here\r\n"
             return resp(self.slots(self.nodes))
         if name == b"ZCARD":
-            return b":7\r\n"
+            return self.zcard
         if name in (b"EVALSHA", b"EVAL"):
             with self.lock:
                 if self.scripts:
@@ -299,3 +304,85 @@ def test_a_script_refusal_that_never_ends_times_out_naming_it() -> None:
                 RedisLeaderboard(client, key=LOW).delete_user("u")
     finally:
         a.close()
+
+
+# ---- A node that stops answering holds a request no longer than its deadline -----------------
+
+
+class BlackHole:
+    """A node that takes one connection (the kernel completes it) and then answers nothing,
+    and whose next connections are never completed: a listener that never accepts, with a
+    backlog of 0 that its first connection fills, so Linux drops the next SYNs (as across a
+    partition: the client waits out its connect timeout)."""
+
+    def __init__(self) -> None:
+        self.listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        self.listener.bind(("127.0.0.1", 0))
+        self.listener.listen(0)
+        self.port = self.listener.getsockname()[1]
+
+    def close(self) -> None:
+        self.listener.close()
+
+
+def test_a_request_queued_behind_a_node_that_stopped_answering_ends_by_its_deadline() -> None:
+    # The asyncio cluster client's worker for the node writes the first read and waits for its
+    # reply until its timeout; a read submitted meanwhile queues behind it. Once the first
+    # times out the worker opens a new connection for the second, whose SYNs are dropped: that
+    # attempt must end by the second read's deadline, not a whole connect timeout later (it
+    # did: 2x socket_timeout, found by tests/test_partitions.py with a primary partitioned
+    # away). Either read may end with TimeoutError or ConnectionError; none past its deadline.
+    (a,) = nodes(1)
+    hole = BlackHole()
+    timeout = 0.5
+    try:
+        a.shards = lambda ns: [
+            shard([(0, 8191)], [(ns[0].port, "master", "online")]),
+            shard([(8192, 16383)], [(hole.port, "master", "online")]),
+        ]
+        a.slots = lambda ns: [slots_entry(0, 8191, ns[0].port), slots_entry(8192, 16383, hole.port)]
+
+        async def main() -> list[float]:
+            async with rl_asyncio.ClusterClient(
+                [("127.0.0.1", a.port)], socket_timeout=timeout
+            ) as client:
+                board = rl_asyncio.RedisLeaderboard(client, key=HIGH)
+                assert await rl_asyncio.RedisLeaderboard(client, key=LOW).get_size() == 7
+
+                async def timed(delay: float) -> float:
+                    await asyncio.sleep(delay)
+                    started = time.monotonic()
+                    with pytest.raises(
+                        (redis_leaderboard.TimeoutError, redis_leaderboard.ConnectionError)
+                    ):
+                        await board.get_size()
+                    return time.monotonic() - started
+
+                return list(await asyncio.gather(timed(0), timed(0.1)))
+
+        took = asyncio.run(main())
+        assert max(took) <= timeout + 0.15, took
+    finally:
+        a.close()
+        hole.close()
+
+
+def test_a_node_that_answers_clusterdown_is_asked_for_the_map_last() -> None:
+    # A primary cut off from the majority of the cluster but still reachable: it refuses with
+    # CLUSTERDOWN and, asked for the map, still names itself the owner of its slots; the others
+    # name the promoted replica. The client must read the map from another node than the one
+    # that said CLUSTERDOWN (it read it from the first that answered, that one, and waited for
+    # it until its deadline: tests/test_partitions.py, a minority cluster primary).
+    old, new = nodes(2)
+    try:
+        old.zcard = b"-CLUSTERDOWN The cluster is down\r\n"
+        old.shards = lambda ns: [shard([(0, 16383)], [(ns[0].port, "master", "online")])]
+        new.shards = lambda ns: [shard([(0, 16383)], [(ns[1].port, "master", "online")])]
+        with client_of(old, new, timeout=2.0) as client:
+            started = time.monotonic()
+            assert size(client, HIGH) == 7
+            assert time.monotonic() - started < 1.0
+        assert old.calls(b"ZCARD") >= 1 and new.calls(b"ZCARD") == 1
+    finally:
+        old.close()
+        new.close()

@@ -45,7 +45,8 @@ void disable_interrupt_checks() { interrupt_checks_off = true; }
 
 BlockingConnection::BlockingConnection(const ClientOptions& options, Counters& counters,
                                        Endpoint endpoint, std::shared_ptr<const TlsContext> tls,
-                                       bool subscriber, Resolver* resolver)
+                                       bool subscriber, Resolver* resolver,
+                                       std::optional<Clock::time_point> connect_cap)
     : options_(options),
       counters_(counters),
       endpoint_(std::move(endpoint)),
@@ -55,7 +56,7 @@ BlockingConnection::BlockingConnection(const ClientOptions& options, Counters& c
       core_(options, SIZE_MAX, counters),
       socket_(io_) {
   if (subscriber) core_.accept_pushes();
-  connect();
+  connect(connect_cap);
 }
 
 void BlockingConnection::on_interrupt() {
@@ -536,7 +537,8 @@ BlockingClient::~BlockingClient() {
   cache_channel_.reset();
 }
 
-std::unique_ptr<BlockingConnection> BlockingClient::acquire() {
+std::unique_ptr<BlockingConnection> BlockingClient::acquire(
+    std::optional<Clock::time_point> connect_cap) {
   const std::uint64_t epoch = epoch_.load();
   {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -548,7 +550,7 @@ std::unique_ptr<BlockingConnection> BlockingClient::acquire() {
     }
   }
   auto connection = std::make_unique<BlockingConnection>(options_, counters_, resolver_.resolve(),
-                                                         tls_, false, &resolver_);
+                                                         tls_, false, &resolver_, connect_cap);
   connection->epoch = epoch;
   std::lock_guard<std::mutex> lock(mutex_);
   counters_.connected(dropped_ > 0);

@@ -50,9 +50,12 @@ class BlockingConnection {
   // Connects to `endpoint` (with TLS if `tls` is set) and writes the handshake. `subscriber`:
   // replies to no request are pushes (take_pushes()), not a protocol error.
   // `resolver` (optional, outliving the connection): where a reconnection within a call goes.
+  // `connect_cap`: the socket is opened within the connect timeout and by then (a cluster
+  // request's deadline).
   BlockingConnection(const ClientOptions& options, Counters& counters, Endpoint endpoint,
                      std::shared_ptr<const TlsContext> tls, bool subscriber = false,
-                     Resolver* resolver = nullptr);
+                     Resolver* resolver = nullptr,
+                     std::optional<Clock::time_point> connect_cap = std::nullopt);
   BlockingConnection(const BlockingConnection&) = delete;
   BlockingConnection& operator=(const BlockingConnection&) = delete;
 
@@ -164,8 +167,10 @@ class BlockingClient {
   const ClientOptions& options() const { return options_; }
 
   // A connection of the pool (a new one if none is idle; ConnectionError if it cannot be
-  // opened), for one thread until release() takes it back (a broken one is dropped).
-  std::unique_ptr<BlockingConnection> acquire();
+  // opened), for one thread until release() takes it back (a broken one is dropped). A new
+  // one is opened within the connect timeout and by `connect_cap` if given.
+  std::unique_ptr<BlockingConnection> acquire(
+      std::optional<Clock::time_point> connect_cap = std::nullopt);
   leaderboard::Result run_cached(std::unique_ptr<leaderboard::Operation> operation);
   void release(std::unique_ptr<BlockingConnection> connection);
 

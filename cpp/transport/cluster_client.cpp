@@ -25,11 +25,26 @@ namespace {
 
 // A full re-read of the map at most this often (a MOVED updates the slot at once anyway).
 constexpr auto kRefreshInterval = std::chrono::milliseconds(100);
+// How long a node that answered CLUSTERDOWN is asked for the map after the others.
+constexpr auto kSuspectFor = std::chrono::seconds(10);
 // Redirects (MOVED, ASK) a request follows at once; past them each waits retry_delay() first.
 constexpr int kFreeRedirects = 3;
 
 Clock::duration seconds(double value) {
   return std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(value));
+}
+
+// A new connection for `jobs` is opened by the earliest of their deadlines (and within the
+// connect timeout): a node that does not answer (partitioned away, SYNs dropped) must not hold
+// a request past its deadline, as a whole connect timeout begun late in it would (measured: 2x
+// socket_timeout, tests/test_partitions.py). Those it fails wait for a fresh map, or time out.
+template <typename Jobs>
+std::optional<Clock::time_point> earliest_deadline(const Jobs& jobs) {
+  std::optional<Clock::time_point> out;
+  for (const auto& job : jobs) {
+    if (!out || job.deadline < *out) out = job.deadline;
+  }
+  return out;
 }
 
 // A node's certificate failed verification: every node would fail the same way (one CA, one
@@ -125,15 +140,33 @@ std::shared_ptr<const cluster::SlotMap> ClusterClient::map() {
 
 std::vector<NodeAddress> ClusterClient::candidates() {
   std::vector<NodeAddress> out;
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    if (map_) out = map_->nodes();
-  }
+  std::vector<NodeAddress> last;  // suspects: asked after every other node
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (map_) out = map_->nodes();
   for (const auto& [host, port] : options_.startup_nodes) {
     NodeAddress node{host, port};
     if (std::find(out.begin(), out.end(), node) == out.end()) out.push_back(node);
   }
+  const auto now = Clock::now();
+  for (auto it = suspects_.begin(); it != suspects_.end();) {
+    if (it->second <= now) {
+      it = suspects_.erase(it);
+      continue;
+    }
+    auto found = std::find(out.begin(), out.end(), it->first);
+    if (found != out.end()) {
+      last.push_back(*found);
+      out.erase(found);
+    }
+    ++it;
+  }
+  out.insert(out.end(), last.begin(), last.end());
   return out;
+}
+
+void ClusterClient::suspect(const NodeAddress& node) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  suspects_[node] = Clock::now() + kSuspectFor;
 }
 
 void ClusterClient::refresh_map(bool force) {
@@ -445,6 +478,7 @@ void ClusterClient::settle(Job job, Completion completion, const NodeAddress& no
       }
       break;
     case cluster::Redirect::Kind::ClusterDown:
+      suspect(node);  // its map may be a minority's: the others' first
       mark_stale();
       retry_later(std::move(job), completion.error, emit, next);
       break;
@@ -526,7 +560,7 @@ std::vector<Completion> ClusterClient::run_batch(std::vector<Outgoing> batch) {
     for (auto& [where, group] : groups) {
       try {
         group.pool = pool(group.node, where.second);
-        group.connection = group.pool->acquire();
+        group.connection = group.pool->acquire(earliest_deadline(group.jobs));
       } catch (const AuthenticationError&) {
         for (auto& job : group.jobs) emit(Completion(job.id, {}, {}, std::current_exception()));
         group.jobs.clear();
@@ -842,7 +876,7 @@ void AsyncClusterTransport::work(Worker& worker) {
     std::unique_ptr<BlockingConnection> connection;
     try {
       pool = client_.pool(node, worker.target.second);
-      connection = pool->acquire();
+      connection = pool->acquire(earliest_deadline(live));
     } catch (const AuthenticationError&) {
       for (auto& job : live) emit(Completion(job.id, {}, {}, std::current_exception()));
       continue;

@@ -153,6 +153,9 @@ class ClusterClient {
   void refresh_map(bool force);
   void note_moved(int slot, const NodeAddress& node);
   std::vector<NodeAddress> candidates();
+  // A node that refused a request with CLUSTERDOWN (a primary cut off from the majority, which
+  // still names itself the slots' owner) is asked for the map after the others for a while.
+  void suspect(const NodeAddress& node);
 
   const ClusterOptions options_;
   const std::shared_ptr<const TlsContext> tls_;
@@ -164,7 +167,8 @@ class ClusterClient {
   void note_read(const std::shared_ptr<const connection::cluster::SlotMap>& map);
   std::map<std::pair<NodeAddress, bool>, std::shared_ptr<BlockingClient>> pools_;
   bool stale_ = true;
-  std::mutex refresh_mutex_;  // one reader of the map at a time
+  std::map<NodeAddress, Clock::time_point> suspects_;  // guarded by mutex_: until when
+  std::mutex refresh_mutex_;                           // one reader of the map at a time
   Clock::time_point refreshed_at_{};
   std::atomic<std::uint64_t> replica_turn_{0}, redirects_{0}, retries_{0}, resends_{0};
 };
