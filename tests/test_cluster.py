@@ -70,6 +70,9 @@ def test_cluster_url_options() -> None:
         "ssl": True,
         "startup_nodes": [("h1", 7000), ("h2", 6379), ("::1", 7002)],
         "read_from_replicas": True,
+        "min_replicas": 0,
+        "replica_timeout": 2.0,
+        "wait_aof": False,
     }
     assert cluster_url_options("redis://h:1?cluster=true", password="x")["password"] == "x"
     for bad in (
