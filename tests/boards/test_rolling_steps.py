@@ -290,7 +290,7 @@ def test_writers_in_threads_across_transitions_leave_the_window_exact(
                 recent.submit(user, rng.randrange(-5, 20), mode=rng.choice(["set", "incr", "best"]))
                 if rng.random() < 0.2:
                     recent.get_top(5)
-        except BaseException as e:  # noqa: BLE001 - reported below
+        except BaseException as e:  # reported below
             errors.append(e)
 
     threads = [threading.Thread(target=writer, args=(seed,)) for seed in range(4)]
@@ -309,9 +309,7 @@ def test_writers_in_threads_across_transitions_leave_the_window_exact(
 
 
 @sync_and_one_loop
-def test_a_window_written_before_issue_30_is_rebuilt_once(
-    api: Api, board_key: str, r: Any
-) -> None:
+def test_a_window_written_before_issue_30_is_rebuilt_once(api: Api, board_key: str, r: Any) -> None:
     """The old layout: a union built by ZUNIONSTORE and a marker naming its bucket (no :all):
     the first read builds the window afresh from the buckets, then it moves on in steps."""
     clock = FakeClock(T0)
