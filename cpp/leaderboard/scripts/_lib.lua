@@ -1317,7 +1317,9 @@ end
 -- bucket (c, a number), bucket_ms, window_ms, aggregate ('sum' | 'max' | 'min'), desc,
 -- max_entries.
 
-local STEP_UNITS = 4096
+local STEP_UNITS = 2000
+-- What one entry of a bucket costs a step (a ZRANGE's, two ZMSCOREs', two ZADDs' share).
+local ROW_UNITS = 5
 local EXACT = 2 ^ 53
 
 -- The buckets in the window ending with bucket `last`, oldest first: n = window / bucket.
@@ -1481,7 +1483,7 @@ local function leave_chunk(win, st, bucket, units)
   local t, c = st.target, st.ready
   local keep_first, keep_last = t - win.n + 1, c  -- the buckets that stay
   local recount_cost = math.max(0, keep_last - keep_first + 1)
-  local want = math.max(1, math.min(1000, units))
+  local want = math.max(1, math.min(1000, math.floor(units / ROW_UNITS)))
   local rows = redis.call('ZRANGE', key, st.offset, st.offset + want - 1, 'WITHSCORES')
   if #rows == 0 then return 0, 1 end
   local members, values = {}, {}
@@ -1491,10 +1493,11 @@ local function leave_chunk(win, st, bucket, units)
   end
   local totals = scores_of(win.all, members)
   local newest = scores_of(win.newest, members)
-  local spent, taken = 3 * #members, 0
+  local spent, taken = 0, 0
   local gone, changed, new_values, recount = {}, {}, {}, {}
   for i = 1, #members do
     local a = totals[i]
+    spent = spent + ROW_UNITS
     if a then
       if newest[i] and newest[i] < keep_first then
         gone[#gone + 1] = members[i]
@@ -1534,7 +1537,7 @@ local function enter_chunk(win, st, bucket, units)
   local key = win.prefix .. string.format('%d', bucket)
   local err = check_type(key, 'zset') or check_acl('ZRANGE', key, '0', '0')
   if err then return nil, err end
-  local want = math.max(1, math.min(1000, units))
+  local want = math.max(1, math.min(1000, math.floor(units / ROW_UNITS)))
   local rows = redis.call('ZRANGE', key, st.offset, st.offset + want - 1, 'WITHSCORES')
   if #rows == 0 then return 0, 1 end
   local members, values, newest = {}, {}, {}
@@ -1550,7 +1553,7 @@ local function enter_chunk(win, st, bucket, units)
   add_all(win.all, nil, members, totals)
   add_all(win.newest, 'GT', members, newest)
   add_all(win.union, 'XX', members, totals)
-  return #members, 4 * #members
+  return #members, ROW_UNITS * #members
 end
 
 -- One chunk of the refill: the union gets :all's best max_entries (ranks offset ..), then the
@@ -1560,7 +1563,7 @@ local function refill_chunk(win, st, units)
   if st.offset == 0 and redis.call('ZCARD', win.union) == size then return 0, 2 end
   local stop = math.min(win.max_entries, size)
   if st.offset >= stop then return 0, 1 end
-  local want = math.max(1, math.min(1000, units, stop - st.offset))
+  local want = math.max(1, math.min(1000, math.floor(units / 2), stop - st.offset))
   local rows
   if win.desc then
     rows = redis.call('ZRANGE', win.all, st.offset, st.offset + want - 1, 'REV', 'WITHSCORES')
