@@ -1611,9 +1611,12 @@ end
 -- false (more steps needed: the position is recorded), or nil and an error reply (before
 -- anything was changed by this call's step).
 local function refresh_window(win, want)
-  local err = check_window(win)
+  local err = check_acl('GET', win.marker) or check_type(win.marker, 'string')
   if err then return nil, err end
   local st = window_state(win)
+  if st.ready and not st.old and not st.target and st.ready >= want then return true end
+  err = check_window(win)
+  if err then return nil, err end
   local units = STEP_UNITS
   local step = redis.call('GET', win.step_key)
   if step and tonumber(step) and tonumber(step) >= 1 then units = tonumber(step) end

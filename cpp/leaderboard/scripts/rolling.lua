@@ -14,18 +14,22 @@
 -- a bucket), 0 if not, -1 if a transition step was done first (call again); 'clear': how many
 -- users' traces it removed.
 local command, bucket_text = ARGV[1], ARGV[2]
+if command == 'refresh' or command == 'check' then  -- a window complete for the bucket: a GET
+  local err = check_acl('GET', KEYS[2]) or check_type(KEYS[2], 'string')
+  if err then return err end
+  local text = redis.call('GET', KEYS[2])
+  if command == 'check' then return text or false end
+  local ready = text and string.match(text, '^(%d+) [01]$')
+  if ready and tonumber(ready) >= tonumber(bucket_text) then return text end
+end
+-- @options: a window to bring to the caller's bucket, delete_user, clear
 local union = KEYS[1]
 local win = window_names({union = union, marker = KEYS[2], options = KEYS[3],
   prefix = union .. ':bucket:', bucket = tonumber(bucket_text), bucket_ms = tonumber(ARGV[3]),
   window_ms = tonumber(ARGV[4]), desc = ARGV[5] == 'desc', aggregate = ARGV[6],
   max_entries = tonumber(ARGV[7])})
 
-if command == 'refresh' or command == 'check' then
-  if command == 'check' then
-    local err = check_acl('GET', win.marker) or check_type(win.marker, 'string')
-    if err then return err end
-    return redis.call('GET', win.marker) or false
-  end
+if command == 'refresh' then
   local done, err = refresh_window(win, win.bucket)
   if err then return err end
   if not done then return 0 end
