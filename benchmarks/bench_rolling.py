@@ -162,6 +162,53 @@ def bucket_changes(
     return out
 
 
+def resp_end(data: bytes, at: int) -> int | None:
+    """Where the RESP value starting at `at` ends, or None if it is not all in `data`."""
+    line = data.find(b"\r\n", at)
+    if line < 0:
+        return None
+    kind, head = data[at : at + 1], data[at + 1 : line]
+    if kind in (b"+", b"-", b":"):
+        return line + 2
+    if kind == b"$":
+        end = line + 2 + int(head) + 2 if int(head) >= 0 else line + 2
+        return end if end <= len(data) else None
+    at = line + 2
+    for _ in range(max(0, int(head))):
+        end = resp_end(data, at)
+        if end is None:
+            return None
+        at = end
+    return at
+
+
+def step_costs(server: Any, pid: int, board: RollingLeaderboard) -> tuple[int, float, float]:
+    """The refresh of `board`'s window to its clock's bucket sent alone, one step a call, on a
+    raw connection: (steps, median and longest server CPU µs of a step). The redis-server main
+    thread's CPU time is what a loaded machine inflates least (SLOWLOG times the wall clock)."""
+    import socket
+
+    op = board._refreshed(board._board.get_top(10))
+    request = op.request()
+    refresh = request[: resp_end(request, 0)]
+    sock = socket.create_connection((server.host, server.port))
+    costs: list[float] = []
+    try:
+        while True:
+            c0 = server_cpu_ns(pid)
+            sock.sendall(refresh)
+            data = b""
+            while resp_end(data, 0) is None:
+                data += sock.recv(1 << 16)
+            costs.append((server_cpu_ns(pid) - c0) / 1000)
+            if data.startswith(b"-"):
+                raise RuntimeError(data.decode())
+            if data.startswith(b"$"):  # complete: the marker's text
+                return len(costs), statistics.median(costs), max(costs)
+    finally:
+        sock.close()
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--users", type=int, default=100_000)
@@ -263,6 +310,18 @@ def main(argv: list[str] | None = None) -> int:
             cpu = statistics.median(s[1] for s in samples)
             print(f"| {label} | {wall:,.0f} | {cpu:,.0f} |")
         changes = bucket_changes(r, windows, clocks, args.bucket_changes, args.cached_after)
+        steps = {}
+        for board in windows:  # the next bucket changes, driven step by step
+            clock = clocks["recent" if board.key == "bench:7d" else "full"]
+            rows = []
+            for _ in range(args.bucket_changes):
+                clock[0] += board.bucket
+                rows.append(step_costs(server, pid, board))
+            label = f"{board.key} (max_entries={board._window.max_entries:,})"
+            steps[label] = [
+                statistics.median(s[0] for s in rows), statistics.median(s[1] for s in rows),
+                max(s[2] for s in rows),
+            ]  # fmt: skip
         print(
             f"\nBucket changes: {args.bucket_changes} per window, the first get_top(10) after "
             f"each, then {args.cached_after} cached; longest command in SLOWLOG during the first\n"
@@ -273,6 +332,14 @@ def main(argv: list[str] | None = None) -> int:
         )
         print("|---|---:|---:|---:|---:|---:|---:|")
         for label, row in changes.items():
+            print(f"| {label} | " + " | ".join(f"{v:,.0f}" for v in row) + " |")
+        print(
+            f"\nThe next {args.bucket_changes} bucket changes, the refresh sent alone step by "
+            "step: server CPU of a step (the redis-server main thread's)\n"
+        )
+        print("| window | steps (median) | CPU µs a step (median) | CPU µs a step (max) |")
+        print("|---|---:|---:|---:|")
+        for label, row in steps.items():
             print(f"| {label} | " + " | ".join(f"{v:,.0f}" for v in row) + " |")
         r.close()
         client.close()
