@@ -22,6 +22,9 @@
 -- board the first landed on. The members are independent: a member whose id was applied
 -- replies its stored result while the others are written; an id applied for another user or
 -- payload refuses the whole write (SUBMISSIONREUSED).
+-- A window whose transition to the write's bucket takes more than a step (see refresh_window in
+-- _lib.lua): the reply is the status WINDOWBUSY, nothing of the write done (a step of the
+-- transition was): the client sends the write again.
 -- Returns one reply per member, submit()'s (see apply_write): {trimmed_ids, score, rank or
 -- false, metadata, previous score or false, previous rank or false, 1 if changed else 0[, with
 -- a submission id: 1 if a duplicate else 0, the key of the board written]}; for a window, of
