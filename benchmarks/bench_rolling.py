@@ -32,7 +32,7 @@ subtracts a bucket of ``--users`` entries.
 
     python benchmarks/bench_rolling.py [--users 100000] [--per-user 5] [--rounds 5]
         [--seconds 0.5] [--uncached-calls 15] [--max-entries 100] [--bucket-changes 10]
-        [--cached-after 20] [--oldest-all] [--no-steady] [--no-full]
+        [--cached-after 20] [--oldest-all] [--no-steady] [--no-full] [--aggregate sum]
 """
 
 from __future__ import annotations
@@ -222,6 +222,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--oldest-all", action="store_true")
     parser.add_argument("--no-steady", action="store_true", help="only the bucket changes")
     parser.add_argument("--no-full", action="store_true", help="no untrimmed window")
+    parser.add_argument("--aggregate", choices=["sum", "max", "min"], default="sum")
     args = parser.parse_args(argv)
 
     server = _redis_server.RedisServer(dir_prefix="bench-rolling-")
@@ -234,10 +235,12 @@ def main(argv: list[str] | None = None) -> int:
         recent = RollingLeaderboard(
             client, key="bench:7d", window=timedelta(days=7), bucket=timedelta(hours=1),
             max_entries=args.max_entries, clock=lambda: clocks["recent"][0],
+            aggregate=args.aggregate,
         )  # fmt: skip
         full = RollingLeaderboard(
             client, key="bench:7d-full", window=timedelta(days=7), bucket=timedelta(hours=1),
             max_entries=args.users, clock=lambda: clocks["full"][0],
+            aggregate=args.aggregate,
         )  # fmt: skip
         plain = redis_leaderboard.RedisLeaderboard(client, key="bench:plain", max_entries=10**9)
         t0 = time.perf_counter()
