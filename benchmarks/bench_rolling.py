@@ -10,8 +10,10 @@ Measured, interleaved round by round (medians over ``--rounds`` of each round's 
 * ``cached``: ``get_top(10)`` when the window's union is current (the refresh is a GET of its
   marker, then the read): every read but the first of each bucket.
 * ``uncached``: the same read after the marker was deleted (outside the timing), so the read
-  rebuilds the union from the 168 buckets (ZUNIONSTORE, then the trim to max_entries): what every
-  read would cost without the cache, and what the first read of each bucket costs.
+  builds the window afresh from the 168 buckets: before issue 30, a ZUNIONSTORE then the trim to
+  max_entries, which was also what the first read of each bucket cost; since, every bucket's
+  entries added in steps (what a window written by an older version costs once), while the first
+  read of a bucket only subtracts the bucket that left (the bucket changes below).
 * ``plain board``: ``get_top(10)`` on a plain board of 100,000 users, for reference.
 * writes: a ``submit(mode="incr")`` into the window by a user on its board (the union updated
   in place) and by a user outside the union's max_entries (its window score counted from the 168
