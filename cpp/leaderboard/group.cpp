@@ -301,14 +301,15 @@ std::unique_ptr<Operation> Window::delete_user(long long bucket, std::string use
   if (user_id.empty()) throw InvalidArgument("user_id must not be empty");
   auto arguments = args("delete", bucket);
   arguments.push_back(std::move(user_id));
-  return std::make_unique<Stepped>(
-      "delete_user", script_command(scripts::rolling, keys(), std::move(arguments)),
-      [](Reply& reply) -> std::optional<Result> {
-        long long found = integer_reply(reply, "delete_user");
-        if (found == -1) return std::nullopt;  // a transition step: again
-        if (found != 0 && found != 1) unexpected("delete_user");
-        return Result(found == 1);
-      });
+  return std::make_unique<Stepped>("delete_user",
+                                   script_command(scripts::rolling, keys(), std::move(arguments)),
+                                   [](Reply& reply) -> std::optional<Result> {
+                                     long long found = integer_reply(reply, "delete_user");
+                                     if (found == -1)
+                                       return std::nullopt;  // a transition step: again
+                                     if (found != 0 && found != 1) unexpected("delete_user");
+                                     return Result(found == 1);
+                                   });
 }
 
 std::unique_ptr<Operation> Window::clear(long long bucket) const {
