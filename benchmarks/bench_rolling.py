@@ -152,6 +152,8 @@ def bucket_changes(
             log = [e for e in r.slowlog_get(100000) if b"slowlog" not in e["command"].lower()]
             log = [e for e in log if not e["command"].lower().startswith(b"config")]
             longest = max([longest] + [e["duration"] for e in log])
+            for e in sorted(log, key=lambda e: -e["duration"])[:3]:
+                print(f"  slow: {e['duration']:,} µs {e['command'][:90]!r}", file=sys.stderr)
             for _ in range(cached):
                 t0 = time.perf_counter_ns()
                 board.get_top(10)

@@ -1308,8 +1308,9 @@ end
 -- with the best max_entries of :all and trimmed. When t - c >= n (or no window, or a marker of
 -- the old format: a board written before issue 30), :all, :newest and "<key>" are dropped and
 -- the n buckets of t added. The work is done in steps of at most STEP_UNITS element operations
--- per script call ("<key>:window:step", if set, an integer: a smaller step, for tests), the
--- position recorded in the marker; every read, write, delete finishes the transition first
+-- and about STEP_MICROS per script call ("<key>:window:step", if set, an integer: fewer units,
+-- for tests), the position recorded in the marker; every read, write, delete finishes the
+-- transition first
 -- (a read: its refresh call says 'not yet', and the client calls again; a write: group.lua
 -- replies WINDOWBUSY having written nothing of the write, and the client sends it again), so no
 -- read or write ever sees a half-done window, and nothing changes a bucket during a transition.
@@ -1318,6 +1319,10 @@ end
 -- max_entries.
 
 local STEP_UNITS = 2000
+-- ... and at most this long (µs, the server's clock, read between chunks of at most CHUNK_ROWS
+-- entries): on a large window an entry costs more (cache misses).
+local STEP_MICROS = 2000
+local CHUNK_ROWS = 128
 -- What one entry of a bucket costs a step (a ZRANGE's, two ZMSCOREs', two ZADDs' share).
 local ROW_UNITS = 5
 local EXACT = 2 ^ 53
@@ -1401,7 +1406,7 @@ local function check_window(win)
     or check_type(win.options, 'hash') or check_type(win.all, 'zset')
     or check_type(win.newest, 'zset') or check_type(win.step_key, 'string')
     or check_acl('GET', win.marker) or check_acl('SET', win.marker, '0')
-    or check_acl('GET', win.step_key)
+    or check_acl('GET', win.step_key) or check_acl('TIME')
     or check_acl('ZCARD', win.union) or check_acl('ZREMRANGEBYRANK', win.union, '0', '0')
     or check_acl('ZADD', win.union, '0', 'x') or check_acl('ZREM', win.union, 'x')
     or check_acl('PEXPIREAT', win.union, '0') or check_acl('UNLINK', win.union)
@@ -1485,7 +1490,7 @@ local function leave_chunk(win, st, bucket, units)
   -- A recount: a ZMSCORE per bucket that stays (2 units a call), a quarter unit a user a call.
   local kept = math.max(0, keep_last - keep_first + 1)
   local recount_cost = math.ceil(kept / 4)
-  local want = math.max(1, math.min(1000, math.floor(units / ROW_UNITS)))
+  local want = math.max(1, math.min(CHUNK_ROWS, math.floor(units / ROW_UNITS)))
   local rows = redis.call('ZRANGE', key, st.offset, st.offset + want - 1, 'WITHSCORES')
   if #rows == 0 then return 0, 1 end
   local members, values = {}, {}
@@ -1539,7 +1544,7 @@ local function enter_chunk(win, st, bucket, units)
   local key = win.prefix .. string.format('%d', bucket)
   local err = check_type(key, 'zset') or check_acl('ZRANGE', key, '0', '0')
   if err then return nil, err end
-  local want = math.max(1, math.min(1000, math.floor(units / ROW_UNITS)))
+  local want = math.max(1, math.min(CHUNK_ROWS, math.floor(units / ROW_UNITS)))
   local rows = redis.call('ZRANGE', key, st.offset, st.offset + want - 1, 'WITHSCORES')
   if #rows == 0 then return 0, 1 end
   local members, values, newest = {}, {}, {}
@@ -1565,7 +1570,7 @@ local function refill_chunk(win, st, units)
   if st.offset == 0 and redis.call('ZCARD', win.union) == size then return 0, 2 end
   local stop = math.min(win.max_entries, size)
   if st.offset >= stop then return 0, 1 end
-  local want = math.max(1, math.min(1000, math.floor(units / 2), stop - st.offset))
+  local want = math.max(1, math.min(4 * CHUNK_ROWS, math.floor(units / 2), stop - st.offset))
   local rows
   if win.desc then
     rows = redis.call('ZRANGE', win.all, st.offset, st.offset + want - 1, 'REV', 'WITHSCORES')
@@ -1585,7 +1590,7 @@ end
 local function trim_chunk(win, units)
   local over = redis.call('ZCARD', win.union) - win.max_entries
   if over <= 0 then return 0, 1 end
-  local count = math.max(1, math.min(over, units))
+  local count = math.max(1, math.min(over, units, 4 * CHUNK_ROWS))
   if win.desc then
     redis.call('ZREMRANGEBYRANK', win.union, 0, count - 1)
   else
@@ -1623,6 +1628,8 @@ local function refresh_window(win, want)
   local step = redis.call('GET', win.step_key)
   if step and tonumber(step) and tonumber(step) >= 1 then units = tonumber(step) end
   local budget = units
+  local clock = redis.call('TIME')
+  local started = tonumber(clock[1]) * 1000000 + tonumber(clock[2])
   while true do
     if not st.target then
       if st.ready and not st.old and st.ready >= want then
@@ -1672,8 +1679,8 @@ local function refresh_window(win, want)
     end
     if taken == nil then  -- a bucket of another type: what this call did is kept, then the error
       if budget ~= units then
-        expire_window(win, st.target or st.ready)
-        redis.call('SET', win.marker, state_text(st), 'PXAT', window_deadline(win, st.target or st.ready))
+        local deadline = expire_window(win, st.target or st.ready)
+        redis.call('SET', win.marker, state_text(st), 'PXAT', deadline)
       end
       return nil, spent
     end
@@ -1685,6 +1692,12 @@ local function refresh_window(win, want)
       end
     end
     budget = budget - spent
+    if budget > 0 and st.target then  -- out of time?
+      clock = redis.call('TIME')
+      if tonumber(clock[1]) * 1000000 + tonumber(clock[2]) - started >= STEP_MICROS then
+        budget = 0
+      end
+    end
     if budget <= 0 and (st.target or st.ready < want) then
       local deadline = expire_window(win, st.target or st.ready)
       redis.call('SET', win.marker, state_text(st), 'PXAT', deadline)

@@ -48,7 +48,9 @@ end
 local st = window_state(win)
 local last = math.max(win.bucket, st.ready or win.bucket, st.target or win.bucket)
 local first = last - win.n
-if command == 'clear' and st.ready then first = math.max(math.min(first, st.ready - win.n), last - 2 * win.n) end
+if command == 'clear' and st.ready then
+  first = math.max(math.min(first, st.ready - win.n), last - 2 * win.n)
+end
 local buckets = {}
 for i = first, last do buckets[#buckets + 1] = win.prefix .. string.format('%d', i) end
 local err = check_acl('ZREM', union, 'x') or check_acl('UNLINK', union)
