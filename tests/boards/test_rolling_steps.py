@@ -351,3 +351,28 @@ def test_delete_user_and_clear_during_a_transition(api: Api, board_key: str, r: 
     clock.advance(3 * MINUTE)
     recent.clear()
     assert r.keys(f"{board_key}*") == []
+
+
+def test_a_refreshed_read_counts_only_after_a_complete_refresh_and_an_equal_check() -> None:
+    """Offline: the operation's replies fed by hand (test_core_offline's RESP helpers)."""
+    from redis_leaderboard._core import Board, Window
+    from test_core_offline import array, bulk, integer
+    from test_window_reader import window
+
+    read = window(0, 1, [(bulk("ada"), bulk("3"), array())])
+
+    def op() -> Any:
+        o = Window("lb", 60_000, 240_000).refreshed(7, Board("lb", 5).get_top(1))
+        assert len(split_requests(o.request())) == 3  # refresh, read, check
+        return o
+
+    o = op()
+    assert o.feed(integer(0) + read + bulk("6 0 7 1 12")) is False  # a step: again
+    assert len(split_requests(o.request())) == 3
+    assert o.feed(bulk("7 0") + read + bulk("8 0 9 1 0")) is False  # a transition in between
+    assert o.feed(bulk("7 0") + read + bulk("7 0")) is True
+    assert [e["user_id"] for e in o.result()] == ["ada"]
+    o = op()
+    assert o.feed(bulk("7 0") + read + b"$-1\r\n") is False  # the marker expired: again
+    with pytest.raises(Exception, match="unexpected reply"):
+        op().feed(integer(1) + read + bulk("7 0"))
