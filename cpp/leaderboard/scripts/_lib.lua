@@ -1322,7 +1322,7 @@ local STEP_UNITS = 2000
 -- ... and at most this long (µs, the server's clock, read between chunks of at most CHUNK_ROWS
 -- entries): on a large window an entry costs more (cache misses).
 local STEP_MICROS = 2000
-local CHUNK_ROWS = 128
+local CHUNK_ROWS = 64
 -- What one entry of a bucket costs a step (a ZRANGE's, two ZMSCOREs', two ZADDs' share).
 local ROW_UNITS = 5
 local EXACT = 2 ^ 53
