@@ -29,6 +29,25 @@ from redis_leaderboard import asyncio as rl_asyncio
 # ---- A proxy that loses replies ----------------------------------------------------------------
 
 
+def complete_requests(data: bytes) -> bool:
+    """Whether `data` is whole RESP requests (arrays of bulk strings), none cut short."""
+    at = 0
+    while at < len(data):
+        end = data.find(b"\r\n", at)
+        if end < 0 or data[at : at + 1] != b"*":
+            return end >= 0 and data[at : at + 1] != b"*"  # inline commands: whole lines
+        count = int(data[at + 1 : end])
+        at = end + 2
+        for _ in range(count):
+            end = data.find(b"\r\n", at)
+            if end < 0:
+                return False
+            at = end + 2 + int(data[at + 1 : end]) + 2
+            if at > len(data):
+                return False
+    return True
+
+
 class DroppingProxy:
     """Forwards 127.0.0.1:<port> to a real server. While ``drops`` > 0, the reply to the next
     request a client sends is read from the server (so the request ran) and then, instead of
@@ -69,6 +88,11 @@ class DroppingProxy:
                 data = client.recv(1 << 16)
                 if not data:
                     return
+                while not complete_requests(data):  # a request longer than one recv (a script)
+                    more = client.recv(1 << 16)
+                    if not more:
+                        return
+                    data += more
                 with self._lock:
                     self.requests += 1
                     drop = self.drops > 0

@@ -7,9 +7,10 @@ min) of their scores in those buckets.
 
 The window's board: when the clock enters a later bucket (a read or a write there), it is
 rebuilt as the best ``max_entries`` window scores (positions as a plain board's: score, then
-Redis's member order). Between rebuilds, a write sets the writer's window score (exact) and the
-worst beyond ``max_entries`` leave the board (their buckets stay: they come back by writing, or
-at the next rebuild).
+Redis's member order; the scripts move it on incrementally, in steps, since issue 30: what a
+reader sees is this rebuild's result). Between rebuilds, a write sets the writer's window
+score (exact) and the worst beyond ``max_entries`` leave the board (their buckets stay: they
+come back by writing, or at the next rebuild).
 """
 
 from __future__ import annotations

@@ -44,8 +44,9 @@ bool iequals(std::string_view a, std::string_view b) {
          });
 }
 
-// A read beyond cluster::read_only's: the event stream's reads, and a rolling window's refresh,
-// which rebuilds the window from its buckets only if it is behind (a repeat finds it done).
+// A read beyond cluster::read_only's: the event stream's reads, and a rolling window's refresh
+// and check: a refresh changes the window only if it is behind its bucket, by one step of its
+// transition, recorded with the step (a repeat does the next step, or finds it done).
 bool also_read(const Command& command) {
   if (command.argv.empty()) return false;
   if (command.script == nullptr) {
@@ -53,7 +54,8 @@ bool also_read(const Command& command) {
   }
   if (command.script != &leaderboard::scripts::rolling) return false;
   const auto keys = std::strtoull(command.argv[0].c_str(), nullptr, 10);
-  return keys + 1 < command.argv.size() && command.argv[keys + 1] == "refresh";
+  return keys + 1 < command.argv.size() &&
+         (command.argv[keys + 1] == "refresh" || command.argv[keys + 1] == "check");
 }
 
 }  // namespace

@@ -2,6 +2,8 @@
 
 #include <cmath>
 #include <functional>
+#include <optional>
+#include <string>
 #include <utility>
 
 #include "errors.hpp"
@@ -52,28 +54,61 @@ class OneCall final : public Operation {
   Result result_;
 };
 
-// A read of the union, its first round trip led by the refresh (one round trip in all).
+// How many round trips a window's transition may take before an operation gives up: each does
+// a step (rolling.lua), so a transition of a window of many millions of entries takes thousands.
+constexpr int kMaxWindowSteps = 1000000;
+
+[[noreturn]] void window_stuck(const char* what) {
+  throw RedisError(std::string("a rolling window's transition did not finish in ") +
+                   std::to_string(kMaxWindowSteps) + " steps (" + what + ")");
+}
+
+// A read of the union, its first round trip led by the refresh and followed by the check
+// (rolling.lua): the read counts only if the refresh says the window is complete for the
+// reader's bucket and the check finds the marker unchanged (no transition started between
+// them); else it is sent again with the refresh, which did one step of the transition. So a
+// read never sees a window half brought to its bucket; a window already there costs one round
+// trip, as before.
 class Refreshed final : public Operation {
  public:
-  Refreshed(Command refresh, std::unique_ptr<Operation> read)
-      : refresh_(std::move(refresh)), read_(std::move(read)) {}
+  Refreshed(Command refresh, Command check, std::unique_ptr<Operation> read)
+      : refresh_(std::move(refresh)), check_(std::move(check)), read_(std::move(read)) {}
   const char* name() const override { return read_->name(); }
   bool paged() const override { return read_->paged(); }
   std::vector<Command> next() override {
     std::vector<Command> commands = read_->next();
-    if (!refreshed_) commands.insert(commands.begin(), refresh_);
+    if (!refreshed_) {
+      reads_ = commands.size();
+      commands.insert(commands.begin(), refresh_);
+      commands.push_back(check_);
+    }
     return commands;
   }
   codec::ReplySink* reply_sink(std::size_t index) override {
     if (refreshed_) return read_->reply_sink(index);
-    return index == 0 ? nullptr : read_->reply_sink(index - 1);
+    if (index == 0 || index > reads_) return nullptr;
+    return read_->reply_sink(index - 1);
   }
   bool feed(std::vector<Reply>& replies) override {
     if (!refreshed_) {
-      if (replies.empty()) unexpected("a window's refresh");
-      long long rebuilt = integer_reply(replies.front(), "a window's refresh");
-      if (rebuilt != 0 && rebuilt != 1) unexpected("a window's refresh");
+      if (replies.size() < 2) unexpected("a window's refresh");
+      const Reply& refresh = replies.front();
+      const Reply& check = replies.back();
+      if (refresh.type == ReplyType::Integer) {
+        if (refresh.integer != 0) unexpected("a window's refresh");
+        if (++steps_ > kMaxWindowSteps) window_stuck(read_->name());
+        return false;  // a step done: the read's replies are dropped, all sent again
+      }
+      if (refresh.type != ReplyType::String) unexpected("a window's refresh");
+      if (check.type != ReplyType::String || check.str != refresh.str) {
+        if (check.type != ReplyType::String && check.type != ReplyType::Nil) {
+          unexpected("a window's check");
+        }
+        if (++steps_ > kMaxWindowSteps) window_stuck(read_->name());
+        return false;  // a transition started between them: read again
+      }
       replies.erase(replies.begin());
+      replies.pop_back();
       refreshed_ = true;
     }
     return read_->feed(replies);
@@ -81,9 +116,40 @@ class Refreshed final : public Operation {
   Result take_result() override { return read_->take_result(); }
 
  private:
-  Command refresh_;
+  Command refresh_, check_;
   std::unique_ptr<Operation> read_;
   bool refreshed_ = false;
+  std::size_t reads_ = 0;
+  int steps_ = 0;
+};
+
+// One script call sent again while its reply says a window's transition step was done instead
+// (`parse` returns nothing), then one result.
+class Stepped final : public Operation {
+ public:
+  using Parser = std::function<std::optional<Result>(Reply&)>;
+  Stepped(const char* name, Command command, Parser parse)
+      : name_(name), command_(std::move(command)), parse_(std::move(parse)) {}
+  const char* name() const override { return name_; }
+  std::vector<Command> next() override { return {command_}; }
+  bool feed(std::vector<Reply>& replies) override {
+    if (replies.size() != 1) unexpected(name_);
+    auto result = parse_(replies[0]);
+    if (!result) {
+      if (++steps_ > kMaxWindowSteps) window_stuck(name_);
+      return false;
+    }
+    result_ = std::move(*result);
+    return true;
+  }
+  Result take_result() override { return std::move(result_); }
+
+ private:
+  const char* name_;
+  Command command_;
+  Parser parse_;
+  Result result_;
+  int steps_ = 0;
 };
 
 // The group write: its reply is one submit() reply per member.
@@ -107,6 +173,11 @@ class GroupSubmit final : public Operation {
   bool feed(std::vector<Reply>& replies) override {
     if (replies.size() != 1) unexpected(name());
     auto& reply = replies[0];
+    if (reply.type == ReplyType::Status && reply.str == "WINDOWBUSY") {
+      // A window's transition step was done, nothing of the write: send it again.
+      if (++steps_ > kMaxWindowSteps) window_stuck(name());
+      return false;
+    }
     if (reply.type == ReplyType::Status) refuse_options(reply.str);
     if (!reply.is_array() || reply.elements.size() != names_.size()) unexpected(name());
     std::vector<SubmitResult> out;
@@ -150,6 +221,7 @@ class GroupSubmit final : public Operation {
   std::shared_ptr<std::vector<SubmitResult>> results_;
   bool idempotent_;
   int resends_;
+  int steps_ = 0;
 };
 
 }  // namespace
@@ -221,19 +293,22 @@ std::unique_ptr<Operation> Window::refreshed(long long bucket,
                                              std::unique_ptr<Operation> read) const {
   if (!read) throw InvalidArgument("no read to refresh the window for");
   return std::make_unique<Refreshed>(
-      script_command(scripts::rolling, keys(), args("refresh", bucket)), std::move(read));
+      script_command(scripts::rolling, keys(), args("refresh", bucket)),
+      script_command(scripts::rolling, keys(), args("check", bucket)), std::move(read));
 }
 
 std::unique_ptr<Operation> Window::delete_user(long long bucket, std::string user_id) const {
   if (user_id.empty()) throw InvalidArgument("user_id must not be empty");
   auto arguments = args("delete", bucket);
   arguments.push_back(std::move(user_id));
-  return std::make_unique<OneCall>("delete_user",
+  return std::make_unique<Stepped>("delete_user",
                                    script_command(scripts::rolling, keys(), std::move(arguments)),
-                                   [](Reply& reply) -> Result {
+                                   [](Reply& reply) -> std::optional<Result> {
                                      long long found = integer_reply(reply, "delete_user");
+                                     if (found == -1)
+                                       return std::nullopt;  // a transition step: again
                                      if (found != 0 && found != 1) unexpected("delete_user");
-                                     return found == 1;
+                                     return Result(found == 1);
                                    });
 }
 

@@ -20,9 +20,12 @@ Aggregate parse_aggregate(std::string_view name);
 const char* name_of(Aggregate aggregate);
 
 // A rolling window (see refresh_window in scripts/_lib.lua): the scores of bucket i (unix ms /
-// bucket_ms, rounded down) in "<key>:bucket:<i>", the union of the window's buckets at "<key>"
-// (the guide's layout: any Board on `key` reads it, metadata included), "<key>:window" naming
-// the bucket it was built for. Buckets are passed in by the caller, whose clock decides them.
+// bucket_ms, rounded down) in "<key>:bucket:<i>", the window's aggregates in "<key>:window:all"
+// and the best max_entries of them at "<key>" (the guide's layout: any Board on `key` reads it,
+// metadata included), kept up to date incrementally: when the window moves on, the buckets that
+// leave are subtracted in steps of bounded size, "<key>:window" naming the bucket the window is
+// complete for (and a transition's position). Buckets are passed in by the caller, whose clock
+// decides them.
 class Window {
  public:
   // At most this many buckets in a window.
@@ -42,11 +45,12 @@ class Window {
   double submission_ttl() const { return submission_ttl_; }
   std::string bucket_key(long long bucket) const;
 
-  // `read` (an operation of a Board on key()), preceded in its first round trip by the refresh
-  // of the union for `bucket` (rolling.lua 'refresh': a rebuild once per bucket, else a GET).
+  // `read` (an operation of a Board on key()), its first round trip led by the refresh of the
+  // window for `bucket` and followed by a check of the marker (rolling.lua 'refresh', 'check'):
+  // sent again, the read's replies dropped, while a transition to the bucket takes more steps.
   std::unique_ptr<Operation> refreshed(long long bucket, std::unique_ptr<Operation> read) const;
   // Removes the user from the union, from every bucket that may still exist, and its metadata;
-  // true if it was in any of them.
+  // true if it was in any of them. Finishes a transition first (as many round trips as steps).
   std::unique_ptr<Operation> delete_user(long long bucket, std::string user_id) const;
   // Removes every key of the window and the metadata of everyone in it.
   std::unique_ptr<Operation> clear(long long bucket) const;

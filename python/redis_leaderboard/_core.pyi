@@ -379,9 +379,11 @@ class Window:
     def bucket_key(self, bucket: int) -> str: ...
     def refreshed(self, bucket: int, read: Operation[_T]) -> Operation[_T]:
         """``read`` (a ``Board`` operation on the window's key), led by the refresh of the
-        window's union for ``bucket``, in the same round trip."""
+        window for ``bucket`` and followed by a check of its marker, in the same round trip;
+        sent again (its replies dropped) while the window's transition takes more steps."""
     def delete_user(self, bucket: int, user_id: str) -> Operation[bool]:
-        """Result: True if the user was in the window."""
+        """Result: True if the user was in the window (sent again while the window's transition
+        takes more steps)."""
     def clear(self, bucket: int) -> Operation[None]: ...
 
 def group_submit(

@@ -121,8 +121,10 @@ class RollingLeaderboard(RollingState, RedisLeaderboard):
 
     Every read of [`RedisLeaderboard`][redis_leaderboard.RedisLeaderboard] (the guide's and the
     queries) works, in one round
-    trip: it first brings the window's board to the current bucket (rebuilt once per bucket
-    with ZUNIONSTORE; writes keep it up to date in between), so reads are exact, not stale.
+    trip: it first brings the window's board to the current bucket (kept up to date by writes;
+    when the bucket changes, the buckets that leave are subtracted in steps of bounded size,
+    a round trip each, which the first read or write of the bucket drives), so reads are
+    exact, not stale.
     ``set_max_entries`` and ``upsert_many`` raise ``TypeError``. ``submission_ttl``: seconds
     the result of a write with a ``submission_id`` is kept (as
     [`RedisLeaderboard`][redis_leaderboard.RedisLeaderboard]).

@@ -117,11 +117,14 @@ def test_a_read_is_one_round_trip_and_rebuilds_once_per_bucket(
     before = api.client.stats()["round_trips"]
     recent.get_top()
     assert api.client.stats()["round_trips"] - before == 1
-    assert r.get(f"{board_key}:window") == str(recent.bucket_at())
-    # Between rebuilds a read only checks the marker: a union changed behind its back stays.
+    assert r.get(f"{board_key}:window") == f"{recent.bucket_at()} 0"
+    # Between bucket changes a read only checks the marker: a union changed behind its back
+    # stays (the window is maintained, not rebuilt, when its bucket changes: it stays then too).
     r.zadd(board_key, {"planted": 99})
     assert recent.get_top()[0]["user_id"] == "planted"
-    clock.advance(MINUTE)  # a new bucket: rebuilt from the buckets
+    clock.advance(MINUTE)
+    assert [e["user_id"] for e in recent.get_top()] == ["planted", "ada"]
+    r.delete(f"{board_key}:window")  # a window without its marker starts afresh: rebuilt
     assert [e["user_id"] for e in recent.get_top()] == ["ada"]
     # A reader whose clock lags never rebuilds an older window over a newer one.
     lagging = api.rolling(
@@ -129,7 +132,7 @@ def test_a_read_is_one_round_trip_and_rebuilds_once_per_bucket(
         clock=lambda: T0 - timedelta(hours=1),
     )  # fmt: skip
     assert lagging.get_top() == recent.get_top()
-    assert r.get(f"{board_key}:window") == str(recent.bucket_at())
+    assert r.get(f"{board_key}:window") == f"{recent.bucket_at()} 0"
 
 
 @pytest.mark.parametrize(
@@ -190,22 +193,23 @@ def test_a_write_refused_changes_nothing(api: Api, board_key: str, r: Any) -> No
 def test_a_write_that_counts_the_buckets_checks_them_first(
     api: Api, board_key: str, r: Any
 ) -> None:
-    """A user outside a full window board: the write counts its other buckets (no rebuild), and a
-    bucket of another type there fails it before anything is written."""
+    """A write that lowers a user's score in a bucket of a max window counts its other buckets
+    (its window score may have come from that bucket), and a bucket of another type there fails
+    it before anything is written; a write that raises it reads only the window's aggregates."""
     clock = FakeClock(T0)
     recent = api.rolling(
-        key=board_key, window=3 * MINUTE, bucket=MINUTE, max_entries=1, clock=clock
+        key=board_key, window=3 * MINUTE, bucket=MINUTE, aggregate="max", clock=clock
     )
-    recent.increment_score("ada", 9)
+    recent.upsert_user("ada", 9)
     clock.advance(MINUTE)
-    recent.increment_score("ada", 1)  # rebuilt for this bucket; the board is full
+    recent.upsert_user("ada", 5)
     r.delete(f"{board_key}:bucket:{recent.bucket_at() - 1}")
     r.rpush(f"{board_key}:bucket:{recent.bucket_at() - 1}", "x")
     snapshot = {k: r.dump(k) for k in r.keys(f"{board_key}*")}
     with pytest.raises(ResponseError, match="WRONGTYPE"):
-        recent.increment_score("bob", 1, {"name": "Bob"})
+        recent.upsert_user("ada", 3, {"name": "Ada"})
     assert {k: r.dump(k) for k in r.keys(f"{board_key}*")} == snapshot
-    assert recent.increment_score("ada", 1)["score"] == 11.0  # on the board: no count needed
+    assert recent.upsert_user("ada", 7)["score"] == 9.0  # no count needed: max(9, 7)
     for method in ("set_max_entries", "upsert_many"):
         with pytest.raises(TypeError, match="rolling window"):
             getattr(recent, method)([] if method == "upsert_many" else 5)

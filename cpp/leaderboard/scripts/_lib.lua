@@ -1281,17 +1281,51 @@ local function apply_write(p)
   return reply
 end
 
--- ---- Rolling windows (issue 16) ---------------------------------------------------------------
+-- ---- Rolling windows (issues 16 and 30) -----------------------------------------------------
 -- A rolling board "<key>" keeps each bucket's scores in "<key>:bucket:<i>" (i: unix ms divided by
 -- the bucket's length, rounded down), each expiring when it has left the window for one more
--- bucket ((i + 1) * bucket + window); the union of the buckets inside the window ending with
--- bucket c (c - n + 1 .. c, n = window / bucket) is kept at "<key>" itself, the guide's layout,
--- so every read of a plain board reads it, metadata ("<key>:user:<id>") included. "<key>:window"
--- names the last bucket the union was built for; a write or a read for a later bucket rebuilds
--- it (ZUNIONSTORE), and writes keep it up to date in between (refresh_window, plan_window).
+-- bucket ((i + 1) * bucket + window). The window ending with bucket c holds buckets c - n + 1 ..
+-- c (n = window / bucket). Kept up to date incrementally (issue 30), never rebuilt whole:
+--   "<key>:window:all"     every user's aggregate over the window's buckets (untrimmed);
+--   "<key>:window:newest"  every user's newest bucket in the window (its score: the bucket i),
+--                          so a user leaves the window when its newest bucket does;
+--   "<key>"                the window's board, the guide's layout, so every read of a plain board
+--                          reads it, metadata ("<key>:user:<id>") included: a subset of :all,
+--                          with the same scores, the best max_entries as of the last bucket
+--                          change, then writes (a user trimmed away comes back by writing, or at
+--                          the next bucket change);
+--   "<key>:window"         the marker, "<c> <f>": the window is complete for bucket c (-1: none);
+--                          f = 1 once a score that is not an integer of magnitude < 2^53 was
+--                          written since the window was last started afresh (sums are then
+--                          recounted from the buckets, never subtracted: no float drift).
+--                          During a transition to bucket t: "<c> <f> <t> <k> <offset>".
+-- A transition from c to t (a read or write for a later bucket): the buckets that leave (c - n +
+-- 1 .. t - n) are subtracted from :all (sum: ZINCRBY-like arithmetic on integers, else a recount
+-- of the user from the buckets that stay; max/min: a user whose aggregate is its score in the
+-- leaving bucket is recounted from the buckets that stay; a user whose newest bucket leaves is
+-- removed), then the buckets that enter (c + 1 .. t: empty unless written behind the window's
+-- back) added, every change applied to "<key>" too for the users it holds; then "<key>" refilled
+-- with the best max_entries of :all and trimmed. When t - c >= n (or no window, or a marker of
+-- the old format: a board written before issue 30), :all, :newest and "<key>" are dropped and
+-- the n buckets of t added. The work is done in steps of at most STEP_UNITS element operations
+-- and about STEP_MICROS per script call ("<key>:window:step", if set, an integer: fewer units,
+-- for tests), the position recorded in the marker; every read, write, delete finishes the
+-- transition first
+-- (a read: its refresh call says 'not yet', and the client calls again; a write: group.lua
+-- replies WINDOWBUSY having written nothing of the write, and the client sends it again), so no
+-- read or write ever sees a half-done window, and nothing changes a bucket during a transition.
 -- "<key>:options" records order=asc. `win`: union, marker, options, prefix ("<key>:bucket:"),
 -- bucket (c, a number), bucket_ms, window_ms, aggregate ('sum' | 'max' | 'min'), desc,
 -- max_entries.
+
+local STEP_UNITS = 2000
+-- ... and at most this long (µs, the server's clock, read between chunks of at most CHUNK_ROWS
+-- entries): on a large window an entry costs more (cache misses).
+local STEP_MICROS = 2000
+local CHUNK_ROWS = 64
+-- What one entry of a bucket costs a step (a ZRANGE's, two ZMSCOREs', two ZADDs' share).
+local ROW_UNITS = 5
+local EXACT = 2 ^ 53
 
 -- The buckets in the window ending with bucket `last`, oldest first: n = window / bucket.
 local function window_buckets(win, last)
@@ -1305,36 +1339,90 @@ local function window_deadline(win, last)
   return string.format('%d', (last + 1) * win.bucket_ms + win.window_ms)
 end
 
--- The bucket the union was last built for, or nil (none, or expired).
-local function built_bucket(win)
-  local built = redis.call('GET', win.marker)
-  return built and tonumber(built)
+-- Whether x is an integer that sums of integers keep exact.
+local function exact_number(x)
+  return x == math.floor(x) and x > -EXACT and x < EXACT
 end
 
--- nil, or the first error of the checks before refresh_window may rebuild the union for bucket
--- `last`: the types of the union, marker, options and every bucket of the window, and the
--- caller's permissions.
-local function check_window(win, last)
-  local err = check_type(win.union, 'zset') or check_type(win.marker, 'string')
-    or check_type(win.options, 'hash') or check_acl('GET', win.marker)
-    or check_acl('SET', win.marker, '0') or check_acl('ZCARD', win.union)
-    or check_acl('ZREMRANGEBYRANK', win.union, '0', '0') or check_acl('PEXPIREAT', win.union, '0')
-    or check_acl('PEXPIREAT', win.options, '0') or check_acl('HSET', win.options, 'order', 'asc')
-  if err then return err end
-  local build = win.marker .. ':build'
-  err = check_type(build, 'zset') or check_acl('ZRANGESTORE', win.union, build, '0', '0')
-    or check_acl('UNLINK', build) or check_acl('RENAME', build, win.union)
-    or check_acl('UNLINK', win.union)
-  if err then return err end
-  for _, key in ipairs(window_buckets(win, last)) do
-    err = check_type(key, 'zset') or check_acl('ZUNIONSTORE', build, '1', key)
-    if err then return err end
+-- The window's derived key names.
+local function window_names(win)
+  win.all = win.union .. ':window:all'
+  win.newest = win.union .. ':window:newest'
+  win.step_key = win.union .. ':window:step'
+  win.n = win.window_ms / win.bucket_ms
+  return win
+end
+
+-- The marker, parsed: {text, ready (a bucket or nil), frac, old (a marker of the old format:
+-- rebuild), target, k, offset (a transition's, or nil)}.
+local function window_state(win)
+  local text = redis.call('GET', win.marker)
+  local st = {text = text, frac = false}
+  if not text then return st end
+  local f = {}
+  for word in string.gmatch(text, '%S+') do f[#f + 1] = word end
+  if #f ~= 2 and #f ~= 5 then st.old = true; return st end
+  st.ready = tonumber(f[1])
+  if st.ready and st.ready < 0 then st.ready = nil end
+  st.frac = f[2] == '1'
+  if #f == 5 then st.target, st.k, st.offset = tonumber(f[3]), tonumber(f[4]), tonumber(f[5]) end
+  return st
+end
+
+-- The marker's text for `st`.
+local function state_text(st)
+  local text = string.format('%d', st.ready or -1) .. (st.frac and ' 1' or ' 0')
+  if st.target then
+    text = text .. ' ' .. string.format('%d %d %d', st.target, st.k, st.offset)
   end
-  return nil
+  return text
 end
 
--- Removes the worst entries of the union beyond max_entries (their buckets and metadata stay:
--- they may climb back); returns their ids, worst first.
+-- The bucket the window is complete for, or nil (none, expired, old format, in transition).
+local function built_bucket(win)
+  local st = window_state(window_names(win))
+  if st.old or st.target then return nil end
+  return st.ready
+end
+
+-- x and y combined by the window's aggregate (nil: none); inf + -inf is 0 (ZUNIONSTORE's rule).
+local function aggregate_of(win, x, y)
+  if x == nil then return y end
+  if y == nil then return x end
+  if win.aggregate == 'sum' then
+    local z = x + y
+    if z ~= z then return 0 end
+    return z
+  end
+  if win.aggregate == 'max' then return math.max(x, y) end
+  return math.min(x, y)
+end
+
+-- nil, or the first error of the checks before a transition step: the types of the window's
+-- keys and the caller's permissions for what a step runs.
+local function check_window(win)
+  window_names(win)
+  local err = check_type(win.union, 'zset') or check_type(win.marker, 'string')
+    or check_type(win.options, 'hash') or check_type(win.all, 'zset')
+    or check_type(win.newest, 'zset') or check_type(win.step_key, 'string')
+    or check_acl('GET', win.marker) or check_acl('SET', win.marker, '0')
+    or check_acl('GET', win.step_key) or check_acl('TIME')
+    or check_acl('ZCARD', win.union) or check_acl('ZREMRANGEBYRANK', win.union, '0', '0')
+    or check_acl('ZADD', win.union, '0', 'x') or check_acl('ZREM', win.union, 'x')
+    or check_acl('PEXPIREAT', win.union, '0') or check_acl('UNLINK', win.union)
+    or check_acl('ZMSCORE', win.all, 'x') or check_acl('ZADD', win.all, '0', 'x')
+    or check_acl('ZREM', win.all, 'x') or check_acl('ZRANGE', win.all, '0', '0')
+    or check_acl('ZCARD', win.all) or check_acl('PEXPIREAT', win.all, '0')
+    or check_acl('UNLINK', win.all)
+    or check_acl('ZMSCORE', win.newest, 'x') or check_acl('ZADD', win.newest, '0', 'x')
+    or check_acl('ZREM', win.newest, 'x') or check_acl('PEXPIREAT', win.newest, '0')
+    or check_acl('UNLINK', win.newest)
+    or check_acl('PEXPIREAT', win.options, '0') or check_acl('HSET', win.options, 'order', 'asc')
+  return err
+end
+
+-- Removes the worst entries of the union beyond max_entries (their buckets, metadata and
+-- :all entries stay: they may climb back); returns their ids, worst first.
 local function trim_window(win)
   local over = redis.call('ZCARD', win.union) - win.max_entries
   if over <= 0 then return {} end
@@ -1348,45 +1436,272 @@ local function trim_window(win)
   return ids
 end
 
--- Rebuilds the union for bucket `last` if it was built for an earlier one (never for an earlier
--- one: a reader whose clock lags reads the newer window). Returns whether it rebuilt.
-local function refresh_window(win, last)
-  local built = built_bucket(win)
-  if built and built >= last then return false end
-  -- Built aside in "<key>:window:build", then its best max_entries copied to the union
-  -- (ZRANGESTORE) and the rest freed in the background (UNLINK): removing the worst from the
-  -- union in place would free them on the main thread, one by one.
-  local keys, build = window_buckets(win, last), win.marker .. ':build'
-  for i = 1, #keys, 1000 do
-    -- ZUNIONSTORE build n key... AGGREGATE a; after the first 1,000 keys, build is one of the
-    -- sets (unpack() is limited by Lua's C stack).
-    local args = {'ZUNIONSTORE', build, 0}
-    if i > 1 then args[#args + 1] = build end
-    for j = i, math.min(i + 999, #keys) do args[#args + 1] = keys[j] end
-    args[3] = #args - 3
-    args[#args + 1] = 'AGGREGATE'
-    args[#args + 1] = string.upper(win.aggregate)
-    redis.call(unpack(args))
+-- A transition's plan: reset (start afresh), the first leaving bucket and how many leave, the
+-- first entering bucket and how many enter.
+local function transition_plan(win, st)
+  local t, c = st.target, st.ready
+  if not c or t - c >= win.n then return true, 0, 0, t - win.n + 1, win.n end
+  return false, c - win.n + 1, t - c, c + 1, t - c
+end
+
+-- ZMSCORE of `members` in `key`, as numbers (false: absent).
+local function scores_of(key, members)
+  local found = redis.call('ZMSCORE', key, unpack(members))
+  for i = 1, #found do found[i] = found[i] and tonumber(found[i]) end
+  return found
+end
+
+-- ZADD key [flag] score member ... for the parallel lists (nothing if empty).
+local function add_all(key, flag, members, values)
+  if #members == 0 then return end
+  local args = {'ZADD', key}
+  if flag then args[#args + 1] = flag end
+  for i = 1, #members do
+    args[#args + 1] = score_text(values[i])
+    args[#args + 1] = members[i]
   end
-  local size = redis.call('ZCARD', build)
-  if size == 0 then
-    redis.call('UNLINK', win.union)
-  elseif size <= win.max_entries then
-    redis.call('RENAME', build, win.union)
-  else
-    if win.desc then
-      redis.call('ZRANGESTORE', win.union, build, 0, win.max_entries - 1, 'REV')
-    else
-      redis.call('ZRANGESTORE', win.union, build, 0, win.max_entries - 1)
+  redis.call(unpack(args))
+end
+
+-- Each of `members` recounted from the buckets first .. last (oldest first): the aggregate of
+-- its scores there, or false (in none). Costs a ZMSCORE per bucket.
+local function recount_members(win, members, first, last)
+  local totals = {}
+  for i = 1, #members do totals[i] = false end
+  if #members == 0 then return totals end
+  for b = first, last do
+    local found = scores_of(win.prefix .. string.format('%d', b), members)
+    for i = 1, #members do
+      if found[i] then totals[i] = aggregate_of(win, totals[i] or nil, found[i]) end
     end
-    redis.call('UNLINK', build)
   end
+  return totals
+end
+
+-- One chunk of a leaving bucket: at most `units` element operations. Returns the rows it took
+-- (0: the bucket is done) and the units spent, or nil and an error.
+local function leave_chunk(win, st, bucket, units)
+  local key = win.prefix .. string.format('%d', bucket)
+  local err = check_type(key, 'zset') or check_acl('ZRANGE', key, '0', '0')
+    or check_acl('ZMSCORE', key, 'x')
+  if err then return nil, err end
+  local t, c = st.target, st.ready
+  local keep_first, keep_last = t - win.n + 1, c  -- the buckets that stay
+  -- A recount: a ZMSCORE per bucket that stays (2 units a call), a quarter unit a user a call.
+  local kept = math.max(0, keep_last - keep_first + 1)
+  local recount_cost = math.ceil(kept / 4)
+  local want = math.max(1, math.min(CHUNK_ROWS, math.floor(units / ROW_UNITS)))
+  local rows = redis.call('ZRANGE', key, st.offset, st.offset + want - 1, 'WITHSCORES')
+  if #rows == 0 then return 0, 1 end
+  local members, values = {}, {}
+  for i = 1, #rows, 2 do
+    members[#members + 1] = rows[i]
+    values[#values + 1] = tonumber(rows[i + 1])
+  end
+  local totals = scores_of(win.all, members)
+  local newest = scores_of(win.newest, members)
+  local spent, taken = 0, 0
+  local gone, changed, new_values, recount = {}, {}, {}, {}
+  for i = 1, #members do
+    local a = totals[i]
+    spent = spent + ROW_UNITS
+    if a then
+      if newest[i] and newest[i] < keep_first then
+        gone[#gone + 1] = members[i]
+      elseif win.aggregate == 'sum' and not st.frac then
+        changed[#changed + 1] = members[i]
+        new_values[#new_values + 1] = a - values[i]
+      elseif win.aggregate == 'sum' or a == values[i] then
+        recount[#recount + 1] = members[i]
+        spent = spent + recount_cost + (#recount == 1 and 2 * kept or 0)
+      end
+    end
+    taken = i
+    if spent >= units then break end
+  end
+  local recounted = recount_members(win, recount, keep_first, keep_last)
+  for i = 1, #recount do
+    if recounted[i] then
+      changed[#changed + 1] = recount[i]
+      new_values[#new_values + 1] = recounted[i]
+    else
+      gone[#gone + 1] = recount[i]
+    end
+  end
+  add_all(win.all, nil, changed, new_values)
+  add_all(win.union, 'XX', changed, new_values)
+  for i = 1, #gone, 1000 do
+    local slice = {unpack(gone, i, math.min(i + 999, #gone))}
+    redis.call('ZREM', win.all, unpack(slice))
+    redis.call('ZREM', win.newest, unpack(slice))
+    redis.call('ZREM', win.union, unpack(slice))
+  end
+  return taken, spent
+end
+
+-- One chunk of an entering bucket (see leave_chunk).
+local function enter_chunk(win, st, bucket, units)
+  local key = win.prefix .. string.format('%d', bucket)
+  local err = check_type(key, 'zset') or check_acl('ZRANGE', key, '0', '0')
+  if err then return nil, err end
+  local want = math.max(1, math.min(CHUNK_ROWS, math.floor(units / ROW_UNITS)))
+  local rows = redis.call('ZRANGE', key, st.offset, st.offset + want - 1, 'WITHSCORES')
+  if #rows == 0 then return 0, 1 end
+  local members, values, newest = {}, {}, {}
+  for i = 1, #rows, 2 do
+    members[#members + 1] = rows[i]
+    local v = tonumber(rows[i + 1])
+    values[#values + 1] = v
+    newest[#newest + 1] = bucket
+    if not exact_number(v) then st.frac = true end
+  end
+  local totals = scores_of(win.all, members)
+  for i = 1, #members do totals[i] = aggregate_of(win, totals[i] or nil, values[i]) end
+  add_all(win.all, nil, members, totals)
+  add_all(win.newest, 'GT', members, newest)
+  add_all(win.union, 'XX', members, totals)
+  return #members, ROW_UNITS * #members
+end
+
+-- One chunk of the refill: the union gets :all's best max_entries (ranks offset ..), then the
+-- trim. Returns the rows taken (0: done) and the units spent.
+local function refill_chunk(win, st, units)
+  local size = redis.call('ZCARD', win.all)
+  if st.offset == 0 and redis.call('ZCARD', win.union) == size then return 0, 2 end
+  local stop = math.min(win.max_entries, size)
+  if st.offset >= stop then return 0, 1 end
+  local want = math.max(1, math.min(4 * CHUNK_ROWS, math.floor(units / 2), stop - st.offset))
+  local rows
+  if win.desc then
+    rows = redis.call('ZRANGE', win.all, st.offset, st.offset + want - 1, 'REV', 'WITHSCORES')
+  else
+    rows = redis.call('ZRANGE', win.all, st.offset, st.offset + want - 1, 'WITHSCORES')
+  end
+  local members, values = {}, {}
+  for i = 1, #rows, 2 do
+    members[#members + 1] = rows[i]
+    values[#values + 1] = tonumber(rows[i + 1])
+  end
+  add_all(win.union, nil, members, values)
+  return math.max(1, #members), 2 * #members
+end
+
+-- One chunk of the trim: the worst of the union beyond max_entries, at most `units` of them.
+local function trim_chunk(win, units)
+  local over = redis.call('ZCARD', win.union) - win.max_entries
+  if over <= 0 then return 0, 1 end
+  local count = math.max(1, math.min(over, units, 4 * CHUNK_ROWS))
+  if win.desc then
+    redis.call('ZREMRANGEBYRANK', win.union, 0, count - 1)
+  else
+    redis.call('ZREMRANGEBYRANK', win.union, -count, -1)
+  end
+  return count, count
+end
+
+-- Sets the deadlines of the window's keys for the window ending with bucket `last`.
+local function expire_window(win, last)
   local deadline = window_deadline(win, last)
-  redis.call('SET', win.marker, string.format('%d', last), 'PXAT', deadline)
-  redis.call('PEXPIREAT', win.union, deadline)
+  for _, key in ipairs({win.union, win.all, win.newest}) do
+    redis.call('PEXPIREAT', key, deadline)
+  end
   if not win.desc then
     redis.call('HSET', win.options, 'order', 'asc', 'ties', 'lexicographic')
     redis.call('PEXPIREAT', win.options, deadline)
   end
-  return true
+  return deadline
+end
+
+-- Brings the window to bucket `want` (never back: a reader whose clock lags reads the newer
+-- window), finishing a transition under way first, in steps of at most the step's units.
+-- Returns true (done: the marker says the window is complete for `want` or a later bucket),
+-- false (more steps needed: the position is recorded), or nil and an error reply (before
+-- anything was changed by this call's step).
+local function refresh_window(win, want)
+  local err = check_acl('GET', win.marker) or check_type(win.marker, 'string')
+  if err then return nil, err end
+  local st = window_state(win)
+  if st.ready and not st.old and not st.target and st.ready >= want then return true end
+  err = check_window(win)
+  if err then return nil, err end
+  local units = STEP_UNITS
+  local step = redis.call('GET', win.step_key)
+  if step and tonumber(step) and tonumber(step) >= 1 then units = tonumber(step) end
+  local budget = units
+  local clock = redis.call('TIME')
+  local started = tonumber(clock[1]) * 1000000 + tonumber(clock[2])
+  while true do
+    if not st.target then
+      if st.ready and not st.old and st.ready >= want then
+        if budget ~= units then  -- this call changed the window: its marker and deadlines
+          local deadline = expire_window(win, st.ready)
+          redis.call('SET', win.marker, state_text(st), 'PXAT', deadline)
+        end
+        return true
+      end
+      -- A transition starts: to `want`, or afresh. Every bucket it may read is checked first.
+      if st.old then st = {frac = false} end
+      local from = want - win.n + 1
+      if st.ready and want - st.ready < win.n then from = st.ready - win.n + 1 end
+      for b = from, want do
+        local key = win.prefix .. string.format('%d', b)
+        err = check_type(key, 'zset') or check_acl('ZRANGE', key, '0', '0')
+          or check_acl('ZMSCORE', key, 'x')
+        if err then break end
+      end
+      if err then  -- what this call did before is kept (a transition it finished)
+        if budget ~= units then
+          local deadline = expire_window(win, st.ready)
+          redis.call('SET', win.marker, state_text(st), 'PXAT', deadline)
+        end
+        return nil, err
+      end
+      st.target, st.k, st.offset = want, 1, 0
+      if not st.ready or want - st.ready >= win.n then
+        redis.call('UNLINK', win.all, win.newest, win.union)
+        st.ready, st.frac = nil, false
+      end
+      budget = budget - 1
+    end
+    local reset, leave_first, leaving, enter_first, entering = transition_plan(win, st)
+    local taken, spent
+    if st.k <= leaving then
+      taken, spent = leave_chunk(win, st, leave_first + st.k - 1, math.max(1, budget))
+    elseif st.k <= leaving + entering then
+      taken, spent = enter_chunk(win, st, enter_first + st.k - leaving - 1, math.max(1, budget))
+    elseif st.k == leaving + entering + 1 then
+      taken, spent = refill_chunk(win, st, math.max(1, budget))
+    elseif st.k == leaving + entering + 2 then
+      taken, spent = trim_chunk(win, math.max(1, budget))
+    else
+      st = {ready = st.target, frac = st.frac}
+      taken, spent = 0, 1
+    end
+    if taken == nil then  -- a bucket of another type: what this call did is kept, then the error
+      if budget ~= units then
+        local deadline = expire_window(win, st.target or st.ready)
+        redis.call('SET', win.marker, state_text(st), 'PXAT', deadline)
+      end
+      return nil, spent
+    end
+    if st.target then
+      if taken == 0 then
+        st.k, st.offset = st.k + 1, 0
+      elseif st.k <= leaving + entering + 1 then
+        st.offset = st.offset + taken
+      end
+    end
+    budget = budget - spent
+    if budget > 0 and st.target then  -- out of time?
+      clock = redis.call('TIME')
+      if tonumber(clock[1]) * 1000000 + tonumber(clock[2]) - started >= STEP_MICROS then
+        budget = 0
+      end
+    end
+    if budget <= 0 and (st.target or st.ready < want) then
+      local deadline = expire_window(win, st.target or st.ready)
+      redis.call('SET', win.marker, state_text(st), 'PXAT', deadline)
+      return false
+    end
+  end
 end

@@ -22,6 +22,9 @@
 -- board the first landed on. The members are independent: a member whose id was applied
 -- replies its stored result while the others are written; an id applied for another user or
 -- payload refuses the whole write (SUBMISSIONREUSED).
+-- A window whose transition to the write's bucket takes more than a step (see refresh_window in
+-- _lib.lua): the reply is the status WINDOWBUSY, nothing of the write done (a step of the
+-- transition was): the client sends the write again.
 -- Returns one reply per member, submit()'s (see apply_write): {trimmed_ids, score, rank or
 -- false, metadata, previous score or false, previous rank or false, 1 if changed else 0[, with
 -- a submission id: 1 if a duplicate else 0, the key of the board written]}; for a window, of
@@ -39,49 +42,41 @@ local function window_rank(win, user)
   return redis.call('ZRANK', win.union, user)
 end
 
--- x and y combined by the window's aggregate (nil: none).
-local function combine(win, x, y)
-  if x == nil then return y end
-  if y == nil then return x end
-  if win.aggregate == 'sum' then return x + y end
-  if win.aggregate == 'max' then return math.max(x, y) end
-  return math.min(x, y)
-end
-
--- The user's window score, counted from the buckets of the window ending with bucket `last`.
-local function recount(win, last)
+-- Before any write: the user's window score for the window ending with bucket `last` if its
+-- score in the write's bucket were `score`, counted from the buckets oldest first (as a rebuild
+-- would: exact, whatever the scores), or nil and the error reply (a bucket of another type, a
+-- denied ZSCORE). ZSCORE checks each bucket's type as it reads it (TYPE runs only for the
+-- message).
+local function count_window(win, last, score)
   local total
   for _, key in ipairs(window_buckets(win, last)) do
-    local text = redis.call('ZSCORE', key, user_id)
-    if text then total = combine(win, total, tonumber(text)) end
-  end
-  return total
-end
-
--- Before any write: the user's scores in the window's other buckets combined (nil: none), or
--- nil and the error reply (a bucket of another type, a denied ZSCORE). ZSCORE checks each
--- bucket's type as it reads it (TYPE runs only for the message).
-local function count_others(win, last)
-  local total
-  for _, key in ipairs(window_buckets(win, last)) do
-    if key ~= win.bucket_key then
+    if key == win.bucket_key then
+      total = aggregate_of(win, total, score)
+    else
       local err = check_acl('ZSCORE', key, user_id)
       if err then return nil, err end
       local text = redis.pcall('ZSCORE', key, user_id)
       if type(text) == 'table' and text.err then return nil, check_type(key, 'zset') or text end
-      if text then total = combine(win, total, tonumber(text)) end
+      if text then total = aggregate_of(win, total, tonumber(text)) end
     end
   end
   return total
 end
 
--- A window's write, planned: every check, and the bucket's new score.
+-- A window's write, planned: every check, the window brought to the write's bucket (see
+-- refresh_window: when that takes more than a step, nothing of the write is done and the reply
+-- is the status WINDOWBUSY: the client sends the write again), the bucket's new score and the
+-- user's new window score.
 local function plan_window(win)
+  window_names(win)
   local bucket, user_key = win.bucket_key, win.user_key
   local err = check_acl(win.mode == 'incr' and 'ZINCRBY' or 'ZADD', bucket, number, user_id)
     or check_acl('ZSCORE', bucket, user_id) or check_acl('PEXPIREAT', bucket, '0')
     or check_acl('ZSCORE', win.union, user_id) or check_acl('ZADD', win.union, '0', user_id)
     or check_acl(win.desc and 'ZREVRANK' or 'ZRANK', win.union, user_id)
+    or check_acl('ZSCORE', win.all, user_id) or check_acl('ZADD', win.all, '0', user_id)
+    or check_acl('ZADD', win.newest, '0', user_id) or check_acl('PEXPIREAT', win.all, '0')
+    or check_acl('PEXPIREAT', win.newest, '0') or check_acl('SET', win.marker, '0')
     or check_acl('HGETALL', user_key) or check_acl('PTTL', user_key)
     or check_acl('PEXPIREAT', user_key, '0')
     or (#ARGV >= first_field and check_acl('HSET', user_key, ARGV[first_field], ARGV[first_field + 1] or ''))
@@ -92,7 +87,8 @@ local function plan_window(win)
     or check_type(bucket, 'zset') or check_type(user_key, 'hash')
   if err then return nil, err end
   err = check_type(win.union, 'zset') or check_type(win.marker, 'string')
-    or check_type(win.options, 'hash')
+    or check_type(win.options, 'hash') or check_type(win.all, 'zset')
+    or check_type(win.newest, 'zset')
   if err then return nil, err end
   if not win.desc then  -- an 'asc' window records it; another order recorded is refused
     local recorded = redis.call('HGET', win.options, 'order')
@@ -113,41 +109,43 @@ local function plan_window(win)
   local score
   score, err = next_score(win, {number = number, mode = win.mode}, old)
   if not score then return nil, err end
-  -- Every bucket of the window is checked when the write reads them: when it rebuilds the
-  -- union (the first write or read of a bucket), or counts the user's window score from them
-  -- (apply_window: the union does not hold it, or a max/min went the other way). Else the
-  -- write touches one bucket.
-  local built = built_bucket(win)
-  if not built or built < win.bucket or score == math.huge or score == -math.huge then
-    err = check_window(win, math.max(win.bucket, built or win.bucket))  -- a rebuild reads all
-    if err then return nil, err end
-  else
-    local previous = redis.call('ZSCORE', win.union, user_id)
-    local full = redis.call('ZCARD', win.union) >= win.max_entries
-    if not (previous or (not full and not old))
-      or (old and win.aggregate == 'max' and score < old)
-      or (old and win.aggregate == 'min' and score > old)
-      or (previous and math.abs(tonumber(previous)) == math.huge) then
-      -- The union cannot say the user's window score: the other buckets, counted now.
-      local others
-      others, err = count_others(win, built)
+  -- The window at the write's bucket (or a later one: a client whose clock lags).
+  local done
+  done, err = refresh_window(win, win.bucket)
+  if err then return nil, err end
+  if not done then return nil, redis.status_reply('WINDOWBUSY') end
+  local st = window_state(win)
+  win.state, win.last = st, st.ready
+  win.in_window = win.bucket > st.ready - win.n
+  win.frac = st.frac or not exact_number(score)
+  if win.in_window then
+    -- The user's window score: from :all (its aggregate now) where that is exact, else counted
+    -- from the buckets.
+    local a_text = redis.call('ZSCORE', win.all, user_id)
+    local a = a_text and tonumber(a_text)
+    local total
+    if win.aggregate == 'sum' and not win.frac then
+      total = (a or 0) - (old or 0) + score
+    elseif win.aggregate == 'max' and (not old or score >= old) then
+      total = math.max(a or score, score)
+    elseif win.aggregate == 'min' and (not old or score <= old) then
+      total = math.min(a or score, score)
+    else
+      total, err = count_window(win, st.ready, score)
       if err then return nil, err end
-      win.others = others or false
     end
+    win.total = total
   end
   win.old, win.score = old, score
   return win
 end
 
--- A window's write, applied: the union brought to the write's bucket, the bucket's score, the
--- metadata and its deadline, the union's score for the user, the trim. Returns submit()'s reply.
+-- A window's write, applied: the bucket's score, the metadata and its deadline, the user's
+-- window score in :all, :newest and the union, the trim. Returns submit()'s reply.
 local function apply_window(win)
-  refresh_window(win, win.bucket)
-  local last = built_bucket(win)  -- the write's bucket, or a later one (a client ahead)
-  local in_union = last and win.bucket > last - win.window_ms / win.bucket_ms
+  local last = win.last
   local previous = redis.call('ZSCORE', win.union, user_id)
   local previous_rank = previous and window_rank(win, user_id) or false
-  local full = redis.call('ZCARD', win.union) >= win.max_entries
 
   local old, score = win.old, win.score
   redis.call('ZADD', win.bucket_key, score_text(score), user_id)
@@ -163,31 +161,23 @@ local function apply_window(win)
   if left == -1 or (left >= 0 and now_ms + left < tonumber(deadline)) then
     redis.call('PEXPIREAT', win.user_key, deadline)
   end
+  if win.frac and not win.state.frac then  -- sums are recounted from now on (see window_state)
+    win.state.frac = true
+    redis.call('SET', win.marker, state_text(win.state), 'KEEPTTL')
+  end
 
-  if not in_union then  -- a bucket older than the union's window: only the bucket changed
+  if not win.in_window then  -- a bucket older than the window: only the bucket changed
     return {{}, score_text(score), false, redis.call('HGETALL', win.user_key), false, false,
       (not old or score ~= old) and 1 or 0}
   end
-  -- The union's score: updated from what it holds when that is the user's whole window (the
-  -- user is in it, or not and the union never trimmed since built: not full, no old score),
-  -- else counted from the buckets.
-  local known = previous or (not full and not old)
-  local p = previous and tonumber(previous)
-  local total
-  if known and win.aggregate == 'sum' then
-    total = (p or 0) + score - (old or 0)
-  elseif known and win.aggregate == 'max' and (not old or score >= old) then
-    total = math.max(p or score, score)
-  elseif known and win.aggregate == 'min' and (not old or score <= old) then
-    total = math.min(p or score, score)
-  elseif win.others ~= nil then  -- counted by plan_window, this bucket left out
-    total = combine(win, win.others or nil, score)
-  else  -- after a rebuild (every bucket checked)
-    total = recount(win, last)
-  end
-  if total ~= total then total = score end  -- inf and -inf in two buckets
+  local total = win.total
+  local window_end = window_deadline(win, last)
+  redis.call('ZADD', win.all, score_text(total), user_id)
+  redis.call('ZADD', win.newest, 'GT', win.bucket, user_id)
   redis.call('ZADD', win.union, score_text(total), user_id)
-  redis.call('PEXPIREAT', win.union, window_deadline(win, last))
+  for _, key in ipairs({win.all, win.newest, win.union}) do
+    redis.call('PEXPIREAT', key, window_end)
+  end
   local trimmed = trim_window(win)
   local stored = redis.call('ZSCORE', win.union, user_id)
   local rank = stored and window_rank(win, user_id) or false
@@ -232,6 +222,7 @@ for m = 1, members do
     k = k + 5 + keyed
   end
   if not plan then
+    if reply.ok == 'WINDOWBUSY' then return reply end  -- a window's transition: send it again
     if reply.ok then  -- OPTIONS order=.. ties=..: the member's number goes first
       return redis.status_reply('OPTIONS member=' .. m .. ' ' .. string.sub(reply.ok, 9))
     end

@@ -906,10 +906,11 @@ class RollingState:
         writes nothing and returns the stored result with ``"duplicate": True``).
 
         Redis cost:
-            One round trip, one script: the bucket's ZADD/ZINCRBY, the window board's update (the
-            user's aggregate read from the board, or counted from the buckets for a user it does not
-            hold: one ZSCORE per bucket), PEXPIREATs; once per bucket, the window's rebuild
-            (ZUNIONSTORE of its buckets: O(entries in the window)).
+            One round trip, one script: the bucket's ZADD/ZINCRBY, the window's update (the
+            user's aggregate read from ``f"{key}:window:all"``, or counted from the buckets, one
+            ZSCORE each, when a max/min score is lowered or sums are not integers), PEXPIREATs;
+            once per bucket, the window moved on first: the buckets that leave subtracted, in
+            steps of about 400 entries, a round trip each (the write is sent again after each).
         """
         if tiebreak is not None:
             raise TypeError(
@@ -998,12 +999,12 @@ class RollingState:
     def _refuse_hiding(self, method: str) -> TypeError:
         return TypeError(
             f"{method}() does not apply to a rolling window ({self._window.key!r}): its board is "
-            "rebuilt from its buckets; hide players on a plain or periodic board"
+            "computed from its buckets; hide players on a plain or periodic board"
         )
 
     @one_trip
     def hide(self, user_id: str) -> Sent[bool]:
-        """Refused (``TypeError``): a window's board is rebuilt from its buckets.
+        """Refused (``TypeError``): a window's board is computed from its buckets.
 
         Redis cost:
             None: it raises before anything is sent.
