@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+import time
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -44,8 +45,15 @@ def migrating(cluster: RedisCluster, key: str, pause: float) -> Iterator[None]:
         args=(slot, target),
         kwargs={"keys_per_migrate": 1, "pause": pause},
     )
+    before = int(cluster.node_command(source, "CLUSTER", "COUNTKEYSINSLOT", slot))
     moving.start()
     try:
+        # The block starts once the fillers have gone: the next keys to move are the board's,
+        # so its calls meet the migration however long a loaded machine took to start it.
+        deadline = time.monotonic() + 30
+        while int(cluster.node_command(source, "CLUSTER", "COUNTKEYSINSLOT", slot)) > before - 100:
+            assert time.monotonic() < deadline, "the fillers did not move"
+            time.sleep(0.005)
         yield
     finally:
         moving.join()

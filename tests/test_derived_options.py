@@ -40,6 +40,9 @@ CLUSTER_URL_SAMPLES = {
     "ssl_check_hostname": "false",
     "ssl_min_version": "TLSv1.3",
     "ssl_ciphers": "HIGH",
+    "min_replicas": "1",
+    "replica_timeout": "0.5",
+    "wait_aof": "true",
 }
 NOT_FOR_CLUSTER_URL = {"db", "sentinel_username", "sentinel_password", "sentinel_ssl"}
 
