@@ -449,6 +449,11 @@ void Core::expire_waiting(Clock::time_point now) {
   waiting_.swap(keep);
 }
 
+std::size_t Core::expired() const {
+  return static_cast<std::size_t>(std::count_if(in_flight_.begin(), in_flight_.end(),
+                                                [](const Request& r) { return r.expired; }));
+}
+
 void Core::tick(Clock::time_point now) {
   if (connected_) {
     // A request the server holds on purpose (server_wait: WAIT, XREAD BLOCK) delays the replies

@@ -128,8 +128,12 @@ class Core {
   std::vector<Completion> take_completions();
   // When tick() must be called at the latest (none: no deadline pending). May be early.
   std::optional<Clock::time_point> next_deadline() const { return deadline_hint_; }
-  // Requests submitted and not completed.
+  // Requests whose replies are still to come: those submitted and not completed, and those
+  // failed by tick() behind a request the server holds (expired: completed, their replies to be
+  // dropped when they come). A connection with any is not idle.
   std::size_t outstanding() const { return waiting_.size() + requests_in_flight_; }
+  // Of those, the expired ones (completed already).
+  std::size_t expired() const;
   // Why the connection was last given up (none yet: nullptr).
   const std::exception_ptr& last_error() const { return last_error_; }
 

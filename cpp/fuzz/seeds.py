@@ -9,6 +9,7 @@ input format of the target it seeds (see each cpp/fuzz/fuzz_*.cpp's header).
 from __future__ import annotations
 
 import ast
+import base64
 import hashlib
 import sys
 from pathlib import Path
@@ -117,6 +118,19 @@ def core_seeds(reply: bytes) -> list[bytes]:
     return out
 
 
+# Inputs that once failed a target, replayed first by every run (CI's too) as seeds: each a
+# regression test of its fix. (target, base64 of the reproducer, what it found.)
+FINDINGS = [
+    (
+        "core",
+        "MTotTk9TQ1JJUFQrK09QVElPIC1XLU9PTSB4DQpST8fHxwAAAAAAAAAUx8fHx05HUEFTUSBpfnZhbGlkIGl+dmFO"
+        "R1BBU1EgaX52YWxpCi15MjMAMg==",
+        "a request failed behind a blocking read (XREAD BLOCK) keeps its place until its reply "
+        "comes: outstanding() counts it, the harness's invariant did not (Core::expired())",
+    ),
+]
+
+
 def main() -> None:
     out = Path(sys.argv[1])
     replies = test_replies()
@@ -129,6 +143,8 @@ def main() -> None:
         seeds["cluster"] += [reply + bytes([1]), reply + bytes([2])]
         seeds["resp"].append(reply + bytes([63, 1]))
     seeds["cluster"] += [redirect + b"\0" for redirect in REDIRECTS]
+    for target, encoded, _found in FINDINGS:
+        seeds[target].append(base64.b64decode(encoded))
     for target, inputs in seeds.items():
         folder = out / target
         folder.mkdir(parents=True, exist_ok=True)
