@@ -386,3 +386,65 @@ def test_a_node_that_answers_clusterdown_is_asked_for_the_map_last() -> None:
     finally:
         old.close()
         new.close()
+
+
+# ---- Reading the slot map keeps a call's deadline ----------------------------------------------
+
+
+@pytest.mark.parametrize("api", ["sync", "asyncio"])
+@pytest.mark.parametrize("holes", [2, 6])
+def test_reading_the_map_past_nodes_that_do_not_answer_keeps_the_calls_deadline(
+    api: str, holes: int
+) -> None:
+    # The map is read from the known nodes in turn. Nodes that stopped answering (each takes
+    # the connection, then says nothing) were each waited for a whole socket_timeout, so a call
+    # ended at 2x its timeout (3x with a third). Now a node is given half the call's time left
+    # (the last all of it), so the one that answers is reached within the call's timeout; past
+    # the deadline the call fails with TimeoutError naming the map. The nodes that did not
+    # answer are asked last for a while: the next call goes to the one that answers at once.
+    (a,) = nodes(1)
+    blackholes = [BlackHole() for _ in range(holes)]
+    timeout = 0.5
+    startup = [("127.0.0.1", hole.port) for hole in blackholes] + [("127.0.0.1", a.port)]
+    try:
+        full_map(a)
+
+        def timed(call: Any) -> tuple[float, str]:
+            started = time.monotonic()
+            try:
+                outcome = str(call())
+            except redis_leaderboard.TimeoutError as exc:
+                outcome = str(exc)
+            return time.monotonic() - started, outcome
+
+        def first_then_second(call: Any) -> list[tuple[float, str]]:
+            return [timed(call), timed(call)]
+
+        if api == "sync":
+            with ClusterClient(startup, socket_timeout=timeout) as client:
+                took = first_then_second(RedisLeaderboard(client, key=HIGH).get_size)
+        else:
+
+            async def main() -> list[tuple[float, str]]:
+                async with rl_asyncio.ClusterClient(startup, socket_timeout=timeout) as client:
+                    board = rl_asyncio.RedisLeaderboard(client, key=HIGH)
+                    loop = asyncio.get_running_loop()
+
+                    def call() -> Any:
+                        return asyncio.run_coroutine_threadsafe(board.get_size(), loop).result()
+
+                    return await loop.run_in_executor(None, first_then_second, call)
+
+            took = asyncio.run(main())
+        (first, first_outcome), (second, second_outcome) = took
+        assert first <= timeout + 0.1, took
+        if holes == 2:  # halves of the time left: 0.25 s, 0.125 s, then the node that answers
+            assert first_outcome == "7", took
+        else:  # six halvings leave too little: the call fails, by its deadline, naming the map
+            assert "slot map" in first_outcome, took
+        # The second call asks first the nodes the first did not reach (one more, with six).
+        assert second_outcome == "7" and second < (0.1 if holes == 2 else timeout + 0.1), took
+    finally:
+        a.close()
+        for hole in blackholes:
+            hole.close()

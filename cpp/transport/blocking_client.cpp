@@ -424,9 +424,17 @@ Result BlockingConnection::run(std::unique_ptr<Operation> operation) {
   return std::move(completion.result);
 }
 
-std::vector<Reply> BlockingConnection::run_raw(std::string wire, std::size_t count) {
+std::vector<Reply> BlockingConnection::run_raw(std::string wire, std::size_t count,
+                                               std::optional<Clock::time_point> deadline) {
   const std::uint64_t id = next_id_++;
-  core_.submit_raw(id, std::move(wire), count, Clock::now());
+  // The core's deadline is `started` + socket_timeout: started earlier, it comes by `deadline`.
+  auto started = Clock::now();
+  if (deadline && options_.socket_timeout) {
+    started =
+        std::min(started, *deadline - std::chrono::duration_cast<Clock::duration>(
+                                          std::chrono::duration<double>(*options_.socket_timeout)));
+  }
+  core_.submit_raw(id, std::move(wire), count, started);
   Completion completion = wait_for(id);
   if (completion.error) std::rethrow_exception(completion.error);
   return std::move(completion.replies);
@@ -505,7 +513,9 @@ bool BlockingConnection::reusable() {
 
 class BlockingClient::Lease {
  public:
-  explicit Lease(BlockingClient& client) : client_(client), connection_(client.acquire()) {}
+  explicit Lease(BlockingClient& client,
+                 std::optional<Clock::time_point> connect_cap = std::nullopt)
+      : client_(client), connection_(client.acquire(connect_cap)) {}
   ~Lease() { client_.release(std::move(connection_)); }
   BlockingConnection& operator*() { return *connection_; }
 
@@ -615,12 +625,13 @@ void BlockingClient::run_pipelined(std::size_t window,
   (*connection).run_pipelined(window, next, done);
 }
 
-Reply BlockingClient::execute_raw(const std::vector<std::string>& argv) {
+Reply BlockingClient::execute_raw(const std::vector<std::string>& argv,
+                                  std::optional<Clock::time_point> deadline) {
   std::vector<std::string_view> views(argv.begin(), argv.end());
   std::string wire;
   codec::encode_command(views, wire);
-  Lease connection(*this);
-  return std::move((*connection).run_raw(std::move(wire), 1).at(0));
+  Lease connection(*this, deadline);
+  return std::move((*connection).run_raw(std::move(wire), 1, deadline).at(0));
 }
 
 Stats BlockingClient::stats() const { return counters_.snapshot(); }

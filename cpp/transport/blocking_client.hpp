@@ -62,7 +62,9 @@ class BlockingConnection {
   // Runs an operation to its end (one round trip per step) and returns its result.
   leaderboard::Result run(std::unique_ptr<leaderboard::Operation> operation);
   // One round trip of raw commands; error replies are returned, not raised.
-  std::vector<codec::Reply> run_raw(std::string wire, std::size_t count);
+  // `deadline`: the reply is waited for until then at the latest (else socket_timeout).
+  std::vector<codec::Reply> run_raw(std::string wire, std::size_t count,
+                                    std::optional<Clock::time_point> deadline = std::nullopt);
   // Runs one-step operations in order, writing up to `window` requests ahead of the replies
   // being read, so the server never waits for the client between them. `next` gives the next
   // operation (nullptr: no more); `done` takes each result, in order. If `next`, `done` or an
@@ -156,8 +158,11 @@ class BlockingClient {
   void run_pipelined(std::size_t window,
                      const std::function<std::unique_ptr<leaderboard::Operation>()>& next,
                      const std::function<void(leaderboard::Result)>& done);
-  // One raw command; an error reply is returned, not raised.
-  codec::Reply execute_raw(const std::vector<std::string>& argv);
+  // One raw command; an error reply is returned, not raised. With `deadline`, a new
+  // connection is opened and the reply waited for by then at the latest (a cluster call's
+  // deadline while it reads the slot map).
+  codec::Reply execute_raw(const std::vector<std::string>& argv,
+                           std::optional<Clock::time_point> deadline = std::nullopt);
 
   Stats stats() const;
   // The client-side cache (nullptr: off).

@@ -25,8 +25,11 @@ namespace {
 
 // A full re-read of the map at most this often (a MOVED updates the slot at once anyway).
 constexpr auto kRefreshInterval = std::chrono::milliseconds(100);
-// How long a node that answered CLUSTERDOWN is asked for the map after the others.
+// How long a node that answered CLUSTERDOWN, or did not answer a read of the map, is asked for
+// the map after the others.
 constexpr auto kSuspectFor = std::chrono::seconds(10);
+// A node asked for the map within a call's deadline is given at least this long (or what is left).
+constexpr auto kMinAsk = std::chrono::milliseconds(50);
 // Redirects (MOVED, ASK) a request follows at once; past them each waits retry_delay() first.
 constexpr int kFreeRedirects = 3;
 
@@ -119,7 +122,8 @@ std::shared_ptr<const cluster::SlotMap> ClusterClient::cached_map(bool* stale) {
   return map_;
 }
 
-std::shared_ptr<const cluster::SlotMap> ClusterClient::map() {
+std::shared_ptr<const cluster::SlotMap> ClusterClient::map(
+    std::optional<Clock::time_point> deadline) {
   {
     std::lock_guard<std::mutex> lock(mutex_);
     if (map_ && !stale_) return map_;
@@ -133,7 +137,7 @@ std::shared_ptr<const cluster::SlotMap> ClusterClient::map() {
       if (map_) return map_;
     }
   }
-  refresh_map(false);
+  refresh_map(false, deadline);
   std::lock_guard<std::mutex> lock(mutex_);
   return map_;
 }
@@ -169,7 +173,7 @@ void ClusterClient::suspect(const NodeAddress& node) {
   suspects_[node] = Clock::now() + kSuspectFor;
 }
 
-void ClusterClient::refresh_map(bool force) {
+void ClusterClient::refresh_map(bool force, std::optional<Clock::time_point> deadline) {
   std::lock_guard<std::mutex> refreshing(refresh_mutex_);
   const auto now = Clock::now();
   {
@@ -185,10 +189,28 @@ void ClusterClient::refresh_map(bool force) {
   // held already covers more: it is kept (its nodes may come back; MOVED updates it meanwhile).
   std::string errors;
   std::optional<cluster::SlotMap> best;
-  for (const auto& node : candidates()) {
+  bool out_of_time = false;
+  const auto nodes = candidates();
+  for (std::size_t i = 0; i < nodes.size(); ++i) {
+    const auto& node = nodes[i];
+    // A call's deadline: no node is waited for past it, and a node that does not answer
+    // leaves time for the next ones: each is given half the time left (at least kMinAsk),
+    // the last all of it. A node that did not answer in its share is asked last for a while.
+    std::optional<Clock::time_point> until = deadline;
+    if (deadline) {
+      const auto now = Clock::now();
+      if (now >= *deadline) {
+        out_of_time = true;
+        break;
+      }
+      if (i + 1 < nodes.size())
+        until =
+            now + std::max<Clock::duration>((*deadline - now) / 2,
+                                            std::min<Clock::duration>(*deadline - now, kMinAsk));
+    }
     try {
       auto client = pool(node, false);
-      Reply reply = client->execute_raw({"CLUSTER", "SHARDS"});
+      Reply reply = client->execute_raw({"CLUSTER", "SHARDS"}, until);
       std::optional<cluster::SlotMap> map;
       const bool no_shards =
           reply.is_error() && reply.str.find("unknown subcommand") != std::string::npos;
@@ -197,7 +219,7 @@ void ClusterClient::refresh_map(bool force) {
       }
       if (no_shards || (map && !map->complete())) {
         // Redis 6.2, or slots left out: CLUSTER SLOTS names every slot's primary.
-        Reply slots = client->execute_raw({"CLUSTER", "SLOTS"});
+        Reply slots = client->execute_raw({"CLUSTER", "SLOTS"}, until);
         if (!slots.is_error()) {
           auto from_slots = cluster::SlotMap::from_slots(slots, node.host);
           if (!map || from_slots.served() > map->served()) map = std::move(from_slots);
@@ -237,8 +259,10 @@ void ClusterClient::refresh_map(bool force) {
     } catch (const ConnectionError& e) {
       if (certificate_refused(std::current_exception())) throw;
       errors += std::string("; ") + e.what();
+      suspect(node);
     } catch (const TimeoutError& e) {
       errors += std::string("; ") + e.what();
+      suspect(node);
     }
   }
   {
@@ -253,6 +277,9 @@ void ClusterClient::refresh_map(bool force) {
     }
     if (best) stale_ = false;  // the nodes answered: the map held covers at least as much
     if (map_) return;          // keep the old map: the nodes may come back (the callers retry)
+  }
+  if (out_of_time) {
+    throw TimeoutError("Timeout reading the cluster's slot map: no node answered in time" + errors);
   }
   throw ConnectionError("no node of the cluster answered CLUSTER SHARDS" + errors);
 }
@@ -525,7 +552,7 @@ std::vector<Completion> ClusterClient::run_batch(std::vector<Outgoing> batch) {
     std::shared_ptr<const cluster::SlotMap> current;
     std::vector<Job> next;
     try {
-      current = map();
+      current = map(earliest_deadline(jobs));
     } catch (const AuthenticationError&) {  // every node would refuse the same credentials
       for (auto& job : jobs) emit(Completion(job.id, {}, {}, std::current_exception()));
       break;
@@ -781,7 +808,8 @@ void AsyncClusterTransport::route_loop() {
       });
     }
     try {
-      if (!current) current = client_.map();  // the first: nothing to route with yet
+      // The first: nothing to route with yet (read by the earliest deadline of those waiting).
+      if (!current) current = client_.map(earliest_deadline(ready));
     } catch (const AuthenticationError&) {
       for (auto& job : ready) emit(Completion(job.id, {}, {}, std::current_exception()));
       continue;

@@ -144,17 +144,22 @@ class ClusterClient {
               std::vector<Job>& next);
   void mark_stale();
   std::shared_ptr<BlockingClient> pool(const NodeAddress& node, bool replica);
-  std::shared_ptr<const connection::cluster::SlotMap> map();
+  // The map (read first if stale or none); `deadline`: a call's, which the read keeps
+  // (TimeoutError if no node answered by then and there is no map to use).
+  std::shared_ptr<const connection::cluster::SlotMap> map(
+      std::optional<Clock::time_point> deadline = std::nullopt);
   // The map as it is (none before the first read), without reading it; `stale`: whether it
   // should be read again.
   std::shared_ptr<const connection::cluster::SlotMap> cached_map(bool* stale);
   // Reads the slot map from the first node that answers (the known ones, then the startup
-  // nodes). `force`: even if it was read in the last kRefreshInterval.
-  void refresh_map(bool force);
+  // nodes; those suspected last). `force`: even if it was read in the last kRefreshInterval.
+  // `deadline`: no node is waited for past it (a node that does not answer is suspected).
+  void refresh_map(bool force, std::optional<Clock::time_point> deadline = std::nullopt);
   void note_moved(int slot, const NodeAddress& node);
   std::vector<NodeAddress> candidates();
   // A node that refused a request with CLUSTERDOWN (a primary cut off from the majority, which
-  // still names itself the slots' owner) is asked for the map after the others for a while.
+  // still names itself the slots' owner), or that did not answer when asked for the map, is
+  // asked for the map after the others for a while.
   void suspect(const NodeAddress& node);
 
   const ClusterOptions options_;
