@@ -1,0 +1,154 @@
+"""Server instructions per call (callgrind on redis-server), by how the calls reach it: one
+connection pipelining D requests at a time, or C connections with one request each. A loaded
+machine does not blur instruction counts as it blurs calls a second.
+
+    python benchmarks/server_instructions.py [--calls 400] [--layouts 1x1,1x10,1x100,10x1,100x1]
+                                             [--method get_top(100)] [--server redis-server]
+
+Starts its own redis-server under ``valgrind --tool=callgrind`` (a free port, a temporary
+directory; never the machine's 6379) with a board of 1,000 users (two metadata fields each, as
+``run.py``), loads our scripts with one call, then for each layout ``CxD`` sends ``--calls``
+copies of the very request ``redis_leaderboard`` sends for ``--method`` (captured from
+``_core.Board(...).<method>.request()``) from C threads, each on its own connection, each
+writing D requests and reading their D replies before the next D. The server's counters are
+zeroed before a layout and dumped after it (``callgrind_control``), so each figure is that
+layout's instructions divided by its calls: the server's work per call, whatever the client.
+
+It answers whether a client's connection layout changes the server's work: the issue 30
+question of ``get_top(100)`` from 100 asyncio tasks, where ours pipelines every call on one
+connection and redis.asyncio spreads them over 100 (``docs/pages/benchmarks.md``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import glob
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+KEY = "bench:server"
+METHODS = {
+    "get_top(100)": lambda board: board.get_top(100),
+    "get_top(10)": lambda board: board.get_top(10),
+    "get_rank": lambda board: board.get_rank("user:00000500"),
+    "get_user_entry": lambda board: board.get_user_entry("user:00000500"),
+}
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def dumped_instructions(folder: str) -> int:
+    """The Ir total of the newest callgrind dump in `folder`."""
+    total = 0
+    for path in glob.glob(os.path.join(folder, "callgrind.out.*")):
+        with open(path) as dump:
+            for line in dump:
+                if line.startswith(("summary:", "totals:")):
+                    total = max(total, int(line.split()[1]))
+    return total
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("--calls", type=int, default=400)
+    parser.add_argument("--layouts", default="1x1,1x10,1x100,10x1,100x1")
+    parser.add_argument("--method", default="get_top(100)", choices=sorted(METHODS))
+    parser.add_argument("--server", default="redis-server")
+    args = parser.parse_args(argv)
+    if not shutil.which("valgrind") or not shutil.which("callgrind_control"):
+        parser.error("needs valgrind (callgrind_control)")
+    layouts = [tuple(int(n) for n in layout.split("x")) for layout in args.layouts.split(",")]
+
+    import redis
+
+    import redis_leaderboard as rl
+    from redis_leaderboard import _core
+    from run import MAX_ENTRIES, board_entries, parse_request
+
+    folder = tempfile.mkdtemp(prefix="rlb-server-instructions-")
+    port = free_port()
+    server = subprocess.Popen(
+        ["valgrind", "--tool=callgrind", f"--callgrind-out-file={folder}/callgrind.out.%p",
+         shutil.which(args.server) or args.server, "--port", str(port), "--save", "",
+         "--appendonly", "no", "--dir", folder],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    try:
+        probe = redis.Redis(port=port)
+        for _ in range(600):
+            try:
+                probe.ping()
+                break
+            except redis.ConnectionError:
+                time.sleep(0.1)
+        version = probe.info("server")["redis_version"]
+        board = rl.RedisLeaderboard(rl.Client(port=port), key=KEY, max_entries=MAX_ENTRIES)
+        board.upsert_many(board_entries(1000))
+        METHODS[args.method](board)  # loads the script: the raw EVALSHAs find it
+        request = parse_request(
+            METHODS[args.method](_core.Board(KEY, MAX_ENTRIES)).request()  # type: ignore[no-untyped-call]
+        )
+        if len(request) != 1:
+            parser.error(f"{args.method} sends {len(request)} commands; one is measured here")
+        command = request[0]
+        print(
+            f"server instructions per {args.method} call: {args.server} {version} under "
+            f"callgrind, {args.calls} calls per layout (C connections x D requests pipelined)\n"
+        )
+        print("| connections x pipelined | instructions per call |\n|---|---:|")
+        for connections, depth in layouts:
+            clients = [redis.Redis(port=port) for _ in range(connections)]
+            for client in clients:
+                client.ping()
+            subprocess.run(["callgrind_control", "-z", str(server.pid)], capture_output=True)
+
+            def work(client: Any, calls: int, depth: int = depth) -> None:
+                done = 0
+                while done < calls:
+                    pipe = client.pipeline(transaction=False)
+                    for _ in range(min(depth, calls - done)):
+                        pipe.execute_command(*command)
+                    done += len(pipe.execute())
+
+            per = args.calls // connections
+            threads = [threading.Thread(target=work, args=(c, per)) for c in clients]
+            for thread in threads:
+                thread.start()
+            for thread in threads:
+                thread.join()
+            for path in glob.glob(os.path.join(folder, "callgrind.out.*")):
+                os.unlink(path)
+            subprocess.run(["callgrind_control", "-d", str(server.pid)], capture_output=True)
+            for _ in range(50):
+                if glob.glob(os.path.join(folder, "callgrind.out.*")):
+                    break
+                time.sleep(0.1)
+            time.sleep(0.3)  # the dump is written whole
+            per_call = dumped_instructions(folder) / (per * connections)
+            print(f"| {connections} x {depth} | {per_call:,.0f} |", flush=True)
+            for client in clients:
+                client.close()
+    finally:
+        server.terminate()
+        server.wait()
+        shutil.rmtree(folder, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
