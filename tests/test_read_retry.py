@@ -315,6 +315,55 @@ def test_a_retried_read_keeps_its_deadline(redis_server: RedisServer, proxy: Dro
         assert board.get_size() == 5
 
 
+@pytest.mark.parametrize("api", ["sync", "asyncio"])
+def test_a_script_sent_again_with_its_body_keeps_the_calls_deadline(
+    redis_server: RedisServer, proxy: DroppingProxy, api: str
+) -> None:
+    # A server that lost its script cache (a failover to a replica, SCRIPT FLUSH, a restart)
+    # answers the EVALSHA with NOSCRIPT; the script goes again with its body, in the same call.
+    # With replies taking 0.3 s each the call would end at 0.6 s, past its 0.5 s timeout: it
+    # ends at its deadline with TimeoutError (the body's sending had a new deadline of its own,
+    # and the call succeeded at 0.6 s: found by tests/test_partitions.py, calls late after an
+    # earlier test's failover had left the new primary without our scripts).
+    key = f"noscript:{uuid.uuid4().hex[:8]}"
+    fill(redis_server, key)
+    flush = Client(host=redis_server.host, port=redis_server.port)
+
+    def check(call: Callable[[], Any]) -> None:
+        expected = call()  # connected, the script loaded
+        assert len(expected) == 3
+        flush.execute_command("SCRIPT", "FLUSH")
+        proxy.delay = 0.3
+        started = time.monotonic()
+        with pytest.raises(redis_leaderboard.TimeoutError):
+            call()
+        elapsed = time.monotonic() - started
+        assert 0.45 < elapsed < 0.5 + 0.15, elapsed
+        proxy.delay = 0
+        assert call() == expected
+
+    if api == "sync":
+        with Client(host=proxy.host, port=proxy.port, socket_timeout=0.5) as client:
+            board = RedisLeaderboard(client, key=key)
+            check(lambda: board.get_top(3))
+    else:
+
+        async def main() -> None:
+            async with rl_asyncio.Client(
+                host=proxy.host, port=proxy.port, socket_timeout=0.5
+            ) as client:
+                board = rl_asyncio.RedisLeaderboard(client, key=key)
+                loop = asyncio.get_running_loop()
+
+                def call() -> Any:
+                    return asyncio.run_coroutine_threadsafe(board.get_top(3), loop).result()
+
+                await loop.run_in_executor(None, check, call)
+
+        asyncio.run(main())
+    flush.close()
+
+
 # ---- Connections killed from another connection, in a loop -------------------------------------
 
 

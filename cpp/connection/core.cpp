@@ -312,11 +312,15 @@ void Core::finish(Request&& request, Clock::time_point now) {
   } catch (...) {  // an error reply, or a reply the operation cannot read: this request only
     return complete(std::move(request), std::current_exception());
   }
-  // The operation's next page, or its scripts re-sent with their body: written like a new
-  // request, with a socket_timeout of its own.
+  // Its scripts re-sent with their body (NOSCRIPT): the same step of the same call, within
+  // the call's deadline (a new one let a call end at twice its timeout after the server lost
+  // its script cache: a failover, SCRIPT FLUSH). The operation's next page or step: written
+  // like a new request, with a socket_timeout of its own.
   request.expected = request.exchange->expected();
-  request.server_wait = request.exchange->server_wait();
-  request.deadline = deadline_from(now, request.server_wait);
+  if (!request.exchange->resending_scripts()) {
+    request.server_wait = request.exchange->server_wait();
+    request.deadline = deadline_from(now, request.server_wait);
+  }
   enqueue(std::move(request));
 }
 

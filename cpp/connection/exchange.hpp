@@ -100,6 +100,9 @@ class Exchange {
   }
   // The current step carries a WAIT (durable acknowledgements, above).
   bool waits() const { return waits_; }
+  // The current step's scripts are to be sent again with their body (the server answered
+  // NOSCRIPT): the same step of the same call, not a new one.
+  bool resending_scripts() const { return !resent_.empty(); }
   // The current step writes nothing (scripts flagged no-writes, read commands, XREAD) or only
   // what sending it again leaves as it is (a rolling window's refresh before its read): after a
   // lost reply it may be sent once more, within its deadline.
