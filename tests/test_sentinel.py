@@ -11,6 +11,7 @@ import asyncio
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import textwrap
@@ -73,6 +74,80 @@ def test_from_sentinel_and_the_url_find_the_primary(topology: SentinelTopology) 
             assert await rl_asyncio.RedisLeaderboard(aclient, key=key).get_size() == 1
 
     asyncio.run(main())
+
+
+class SilentSentinel:
+    """A sentinel that stopped answering: it takes one connection (the kernel completes it)
+    and says nothing; its next connections are never completed (a full backlog of 0)."""
+
+    def __init__(self) -> None:
+        self.listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        self.listener.bind(("127.0.0.1", 0))
+        self.listener.listen(0)
+        self.address = ("127.0.0.1", self.listener.getsockname()[1])
+
+    def close(self) -> None:
+        self.listener.close()
+
+
+@pytest.mark.parametrize("api", ["sync", "asyncio"])
+def test_sentinels_that_stopped_answering_leave_time_for_one_that_answers(
+    topology: SentinelTopology, api: str
+) -> None:
+    # The sentinels were asked in turn, each within a whole connect timeout: past two silent
+    # ones a sync call took 2x its timeout before it reached the third, and with none answering
+    # 3x (1.50 s for 0.5 s). Now asking them and opening the socket share the connect timeout,
+    # each sentinel given half the time left (the last all of it): the call reaches the
+    # answering sentinel and succeeds within its timeout; with none answering it fails by it.
+    silent = [SilentSentinel(), SilentSentinel()]
+    key = f"sentinel:{uuid.uuid4().hex[:8]}"
+    timeout = 0.5
+    options: dict[str, Any] = {
+        "sentinel_password": SENTINEL_PASSWORD,
+        "password": DATA_PASSWORD,
+        "socket_timeout": timeout,
+    }
+    addresses = [s.address for s in silent]
+    try:
+        if api == "sync":
+            started = time.monotonic()
+            with Client.from_sentinel(
+                [*addresses, topology.addresses[0]], SENTINEL_SERVICE, **options
+            ) as client:
+                assert RedisLeaderboard(client, key=key).get_size() == 0
+                took = time.monotonic() - started
+            with Client.from_sentinel(addresses, SENTINEL_SERVICE, **options) as client:
+                started = time.monotonic()
+                with pytest.raises(
+                    (redis_leaderboard.ConnectionError, redis_leaderboard.TimeoutError)
+                ):
+                    client.ping()
+                failed = time.monotonic() - started
+        else:
+
+            async def main() -> tuple[float, float]:
+                started = time.monotonic()
+                async with rl_asyncio.Client.from_sentinel(
+                    [*addresses, topology.addresses[0]], SENTINEL_SERVICE, **options
+                ) as client:
+                    assert await rl_asyncio.RedisLeaderboard(client, key=key).get_size() == 0
+                    took = time.monotonic() - started
+                async with rl_asyncio.Client.from_sentinel(
+                    addresses, SENTINEL_SERVICE, **options
+                ) as client:
+                    started = time.monotonic()
+                    with pytest.raises(
+                        (redis_leaderboard.ConnectionError, redis_leaderboard.TimeoutError)
+                    ):
+                        await client.ping()
+                    return took, time.monotonic() - started
+
+            took, failed = asyncio.run(main())
+        assert took <= timeout + 0.1, took
+        assert failed <= timeout + 0.1, failed
+    finally:
+        for s in silent:
+            s.close()
 
 
 def test_no_sentinel_knowing_the_service_is_a_connection_error(

@@ -293,10 +293,10 @@ void BlockingConnection::reconnect() {
   tls_.reset();
   just_wrote_ = false;
   try {
-    if (resolver_) endpoint_ = resolver_->resolve();  // Sentinel: the primary now
     // Within the requests' deadline: a read sent again does not get more time for it (the
     // core's hint may be early: tick() makes it exact, failing what is overdue).
     core_.tick(Clock::now());
+    if (resolver_) endpoint_ = resolver_->resolve(core_.next_deadline());  // Sentinel: the primary
     connect(core_.next_deadline());
     counters_.connected(true);
     connection::observe(connection::Signal::reconnected, endpoint_.address());
@@ -559,8 +559,15 @@ std::unique_ptr<BlockingConnection> BlockingClient::acquire(
       ++dropped_;
     }
   }
-  auto connection = std::make_unique<BlockingConnection>(options_, counters_, resolver_.resolve(),
-                                                         tls_, false, &resolver_, connect_cap);
+  // Asking the sentinels (if any) and opening the socket, together within the connect timeout
+  // (and by connect_cap).
+  if (const auto timeout = options_.connect_timeout()) {
+    const auto by = Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                                       std::chrono::duration<double>(*timeout));
+    if (!connect_cap || by < *connect_cap) connect_cap = by;
+  }
+  auto connection = std::make_unique<BlockingConnection>(
+      options_, counters_, resolver_.resolve(connect_cap), tls_, false, &resolver_, connect_cap);
   connection->epoch = epoch;
   std::lock_guard<std::mutex> lock(mutex_);
   counters_.connected(dropped_ > 0);

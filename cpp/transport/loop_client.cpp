@@ -379,12 +379,12 @@ void LoopClient::start_connect() {
                  helpers_.end());
   auto done = std::make_shared<std::atomic<bool>>(false);
   helpers_.push_back(
-      {std::thread([this, done, generation = generation_] {
+      {std::thread([this, done, generation = generation_, deadline = connect_deadline_] {
          disable_interrupt_checks();  // never the GIL: close() may hold it, joining this thread
          Found found;
          found.generation = generation;
          try {
-           found.target = target_resolver_.resolve();
+           found.target = target_resolver_.resolve(deadline);
            std::string error = addresses_of(found.target, 0, found.addresses, found.lengths);
            if (!error.empty()) {
              throw ConnectionError("Error connecting to " + found.target.address() + ": " + error);

@@ -15,6 +15,9 @@ namespace rlb::transport {
 
 namespace {
 
+// A sentinel asked within a connection's deadline is given at least this long (or what is left).
+constexpr auto kMinAsk = std::chrono::milliseconds(50);
+
 std::string wire_of(std::vector<std::string_view> argv) {
   std::string wire;
   codec::encode_command(argv, wire);
@@ -49,7 +52,7 @@ ClientOptions sentinel_connection_options(const ClientOptions& options, const st
 Resolver::Resolver(const ClientOptions& options, std::shared_ptr<const TlsContext> tls)
     : options_(options), tls_(std::move(tls)), order_(options.sentinel.sentinels) {}
 
-Endpoint Resolver::resolve() {
+Endpoint Resolver::resolve(std::optional<Clock::time_point> deadline) {
   if (!options_.sentinel.enabled()) {
     return {options_.host, options_.port, options_.unix_socket_path};
   }
@@ -65,15 +68,31 @@ Endpoint Resolver::resolve() {
   const std::string wire =
       wire_of({"SENTINEL", "GET-MASTER-ADDR-BY-NAME", options_.sentinel.service_name});
   std::string reasons;
-  for (const auto& [host, port] : order) {
+  for (std::size_t i = 0; i < order.size(); ++i) {
+    const auto& [host, port] = order[i];
     const ClientOptions sentinel = sentinel_connection_options(options_, host, port);
     const Endpoint endpoint{host, port, {}};
+    // Within `deadline`: half the time left for each sentinel (at least kMinAsk), all of it
+    // for the last.
+    std::optional<Clock::time_point> until = deadline;
+    if (deadline) {
+      const auto now = Clock::now();
+      if (now >= *deadline) {
+        throw TimeoutError("Timeout asking the sentinels for '" + options_.sentinel.service_name +
+                           "' (" + reasons + ")");
+      }
+      if (i + 1 < order.size()) {
+        until =
+            now + std::max<Clock::duration>((*deadline - now) / 2,
+                                            std::min<Clock::duration>(*deadline - now, kMinAsk));
+      }
+    }
     std::string reason;
     try {
       connection::Counters counters;  // sentinel traffic is not the client's
       BlockingConnection connection(sentinel, counters, endpoint,
-                                    options_.sentinel.tls ? tls_ : nullptr);
-      auto replies = connection.run_raw(wire, 1);
+                                    options_.sentinel.tls ? tls_ : nullptr, false, nullptr, until);
+      auto replies = connection.run_raw(wire, 1, until);
       const auto& reply = replies.at(0);
       if (reply.is_error()) {
         reason = reply.str;

@@ -49,8 +49,11 @@ class Resolver {
   // The endpoint to connect to now. Without Sentinel, the options' (no I/O). With Sentinel,
   // blocking: each sentinel in turn (the last to answer first) is asked SENTINEL
   // GET-MASTER-ADDR-BY-NAME, each within its timeout; none answering raises ConnectionError
-  // naming every sentinel's reason. Thread-safe.
-  Endpoint resolve();
+  // naming every sentinel's reason. `deadline` (a connection's, from the connect timeout):
+  // none is waited for past it, each given half the time left (the last all of it), so that
+  // sentinels that do not answer leave time for one that does; past it, TimeoutError naming
+  // the sentinels asked. Thread-safe.
+  Endpoint resolve(std::optional<std::chrono::steady_clock::time_point> deadline = std::nullopt);
   // Sentinel announced `primary` (+switch-master): resolve() gives it, without asking, for
   // kAnnouncementTrust, since sentinels that did not run the failover learn of it only from
   // the next hello message (up to 2 s later) and answer the old primary until then.
