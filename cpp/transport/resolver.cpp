@@ -77,10 +77,7 @@ Endpoint Resolver::resolve(std::optional<Clock::time_point> deadline) {
     std::optional<Clock::time_point> until = deadline;
     if (deadline) {
       const auto now = Clock::now();
-      if (now >= *deadline) {
-        throw TimeoutError("Timeout asking the sentinels for '" + options_.sentinel.service_name +
-                           "' (" + reasons + ")");
-      }
+      if (now >= *deadline) break;
       if (i + 1 < order.size()) {
         until =
             now + std::max<Clock::duration>((*deadline - now) / 2,
@@ -123,6 +120,11 @@ Endpoint Resolver::resolve(std::optional<Clock::time_point> deadline) {
       reason = error.what();
     }
     reasons += (reasons.empty() ? "" : "; ") + endpoint.address() + ": " + reason;
+  }
+  // Out of time (the last one asked took what was left): a connect timeout, as the client's own.
+  if (deadline && Clock::now() >= *deadline) {
+    throw TimeoutError("Timeout connecting to '" + options_.sentinel.service_name +
+                       "' via Sentinel: no sentinel answered in time (" + reasons + ")");
   }
   throw ConnectionError("No primary found for '" + options_.sentinel.service_name +
                         "' by any sentinel (" + reasons + ")");
