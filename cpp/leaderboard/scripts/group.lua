@@ -144,7 +144,7 @@ local function plan_window(win)
   -- The window ahead (see ahead_slice in _lib.lua): the user's aggregate there too, or dropped
   -- (a write to a bucket its job in progress reads).
   if st.ahead == 'L' or st.ahead == 'E' then  -- what the slice after the write may run
-    err = check_window(win)
+    err = check_slice(win)
     if err then return nil, err end
   end
   if st.ahead then
