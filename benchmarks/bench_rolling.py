@@ -195,7 +195,7 @@ def bucket_changes(
                 t0 = time.perf_counter_ns()
                 board.get_top(10)
                 warm.append((time.perf_counter_ns() - t0) / 1000)
-        label = f"{board.key} (max_entries={board._window.max_entries or 0:,})"
+        label = f"{board.key} (max_entries={board._window.max_entries or 'None'})"
         out[label] = [
             percentile(first, 50), percentile(first, 99), percentile(first_cpu, 50),
             percentile(during or [0], 50), percentile(during or [0], 99), statistics.median(jobs),
@@ -422,7 +422,7 @@ def main(argv: list[str] | None = None) -> int:
             for _ in range(args.bucket_changes):
                 clock[0] += board.bucket
                 rows.append(step_costs(server, pid, board))
-            label = f"{board.key} (max_entries={board._window.max_entries or 0:,})"
+            label = f"{board.key} (max_entries={board._window.max_entries or 'None'})"
             steps[label] = [
                 statistics.median(s[0] for s in rows), statistics.median(s[1] for s in rows),
                 max(s[2] for s in rows),
