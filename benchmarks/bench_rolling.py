@@ -122,32 +122,69 @@ def percentile(values: list[float], p: float) -> float:
     return ordered[min(len(ordered) - 1, round(p / 100 * (len(ordered) - 1)))]
 
 
+def ahead_state(r: Any, board: RollingLeaderboard) -> str:
+    """The window ahead's state: the marker's third word ('r' ready, 'L..'/'E..' its job; '':
+    none)."""
+    words = (r.get(f"{board.key}:window") or b"").split()
+    return words[2].decode() if len(words) == 3 else ""
+
+
+def drive_ahead(
+    r: Any, board: RollingLeaderboard, pid: int
+) -> tuple[int, list[float], list[float]]:
+    """get_top(10) until the window ahead is ready (each does a slice of its job): the calls it
+    took, their wall-clock µs and server CPU µs."""
+    wall: list[float] = []
+    cpu: list[float] = []
+    while ahead_state(r, board) not in ("r", ""):
+        c0 = server_cpu_ns(pid)
+        t0 = time.perf_counter_ns()
+        board.get_top(10)
+        wall.append((time.perf_counter_ns() - t0) / 1000)
+        cpu.append((server_cpu_ns(pid) - c0) / 1000)
+    return len(wall), wall, cpu
+
+
 def bucket_changes(
     r: Any,
     windows: list[RollingLeaderboard],
     clocks: dict[str, list[datetime]],
     changes: int,
     cached: int,
+    pid: int,
+    slowlog_us: int,
 ) -> dict[str, list[float]]:
-    """Per window: first-read p50/p99, cached p50/p99 (µs), the longest command in the slow log
-    while a first read ran (µs; 0: none of 1 ms or more), and the median round trips it took."""
+    """Per window: first-read p50/p99 and its server CPU p50 (µs), reads during the window
+    ahead's job p50/p99 and how many (median), cached p50/p99 (µs), the longest command in the
+    slow log while the first read and the job's reads ran (µs; 0: none of `slowlog_us` or
+    more), and the median round trips the first read took. Each change's job is finished (by
+    the reads) before the next change."""
     out: dict[str, list[float]] = {}
     r.config_set("slowlog-max-len", 100000)
     for board in windows:
         clock = clocks["recent" if board.key == "bench:7d" else "full"]
         first: list[float] = []
+        first_cpu: list[float] = []
+        during: list[float] = []
+        jobs: list[int] = []
         warm: list[float] = []
         longest = 0
         calls: list[int] = []
         for _ in range(changes):
+            drive_ahead(r, board, pid)  # the last change's job done (the reads before did it)
             clock[0] += board.bucket
-            r.config_set("slowlog-log-slower-than", 1000)
+            r.config_set("slowlog-log-slower-than", slowlog_us)
             r.slowlog_reset()
             trips = board.redis.stats()["round_trips"]
+            c0 = server_cpu_ns(pid)
             t0 = time.perf_counter_ns()
             board.get_top(10)
             first.append((time.perf_counter_ns() - t0) / 1000)
+            first_cpu.append((server_cpu_ns(pid) - c0) / 1000)
             calls.append(board.redis.stats()["round_trips"] - trips)
+            n, wall, _ = drive_ahead(r, board, pid)
+            jobs.append(n)
+            during.extend(wall)
             r.config_set("slowlog-log-slower-than", 10000)
             log = [e for e in r.slowlog_get(100000) if b"slowlog" not in e["command"].lower()]
             log = [e for e in log if not e["command"].lower().startswith(b"config")]
@@ -158,10 +195,11 @@ def bucket_changes(
                 t0 = time.perf_counter_ns()
                 board.get_top(10)
                 warm.append((time.perf_counter_ns() - t0) / 1000)
-        label = f"{board.key} (max_entries={board._window.max_entries:,})"
+        label = f"{board.key} (max_entries={board._window.max_entries or 'None'})"
         out[label] = [
-            percentile(first, 50), percentile(first, 99), percentile(warm, 50),
-            percentile(warm, 99), longest, statistics.median(calls),
+            percentile(first, 50), percentile(first, 99), percentile(first_cpu, 50),
+            percentile(during or [0], 50), percentile(during or [0], 99), statistics.median(jobs),
+            percentile(warm, 50), percentile(warm, 99), longest, statistics.median(calls),
         ]  # fmt: skip
     return out
 
@@ -189,8 +227,18 @@ def resp_end(data: bytes, at: int) -> int | None:
 def step_costs(server: Any, pid: int, board: RollingLeaderboard) -> tuple[int, float, float]:
     """The refresh of `board`'s window to its clock's bucket sent alone, one step a call, on a
     raw connection: (steps, median and longest server CPU µs of a step). The redis-server main
-    thread's CPU time is what a loaded machine inflates least (SLOWLOG times the wall clock)."""
+    thread's CPU time is what a loaded machine inflates least (SLOWLOG times the wall clock).
+    The window ahead is dropped first (the marker's third word), so this is the fallback: the
+    cost of a change the window ahead was not ready for."""
     import socket
+
+    import redis
+
+    r = redis.Redis(host=server.host, port=server.port)
+    words = (r.get(f"{board.key}:window") or b"").split()
+    if len(words) == 3:
+        r.set(f"{board.key}:window", b" ".join(words[:2]), keepttl=True)
+    r.close()
 
     op = board._refreshed(board._board.get_top(10))
     request = op.request()
@@ -227,6 +275,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-steady", action="store_true", help="only the bucket changes")
     parser.add_argument("--no-full", action="store_true", help="no untrimmed window")
     parser.add_argument("--aggregate", choices=["sum", "max", "min"], default="sum")
+    parser.add_argument("--slowlog-us", type=int, default=1000)
+    parser.add_argument(
+        "--full-unlimited", action="store_true",
+        help="the untrimmed window with max_entries=None (the union is its aggregate)",
+    )  # fmt: skip
     args = parser.parse_args(argv)
 
     server = _redis_server.RedisServer(dir_prefix="bench-rolling-")
@@ -243,7 +296,8 @@ def main(argv: list[str] | None = None) -> int:
         )  # fmt: skip
         full = RollingLeaderboard(
             client, key="bench:7d-full", window=timedelta(days=7), bucket=timedelta(hours=1),
-            max_entries=args.users, clock=lambda: clocks["full"][0],
+            max_entries=None if args.full_unlimited else args.users,
+            clock=lambda: clocks["full"][0],
             aggregate=args.aggregate,
         )  # fmt: skip
         plain = redis_leaderboard.RedisLeaderboard(client, key="bench:plain", max_entries=10**9)
@@ -269,6 +323,23 @@ def main(argv: list[str] | None = None) -> int:
             t0 = time.perf_counter()
             board.get_top(10)  # builds the union, loads the scripts
             print(f"{board.key}: first build {time.perf_counter() - t0:.2f} s", file=sys.stderr)
+            # Built afresh with its newest bucket already written (the fill): no window ahead
+            # (its job reads only buckets nobody writes). The next bucket's first read moves
+            # the window on in steps, then the window ahead is built from empty (job 'E').
+            clocks["recent" if board.key == "bench:7d" else "full"][0] += board.bucket
+            t0 = time.perf_counter()
+            board.get_top(10)
+            print(f"{board.key}: next bucket, in steps {time.perf_counter() - t0:.2f} s",
+                  file=sys.stderr)  # fmt: skip
+            t0 = time.perf_counter()
+            n, wall, cpu = drive_ahead(r, board, pid)
+            print(
+                f"{board.key}: window ahead built from empty (job 'E') in {n:,} calls, "
+                f"{time.perf_counter() - t0:.1f} s; a call p50 {percentile(wall or [0], 50):,.0f}"
+                f" µs, p99 {percentile(wall or [0], 99):,.0f} µs, server CPU p50 "
+                f"{percentile(cpu or [0], 50):,.0f} µs",
+                file=sys.stderr,
+            )
         if not args.no_steady:
             plain.get_top(10)
         size = {b.key: b.get_size() for b in windows}
@@ -278,6 +349,20 @@ def main(argv: list[str] | None = None) -> int:
 
         def forget(board: RollingLeaderboard) -> Callable[[], Any]:
             return lambda: r.delete(f"{board.key}:window")
+
+        def with_ahead(ready: bool) -> Callable[[], Any]:
+            """The marker with (ready) or without the window ahead: a write by a user adding 0
+            leaves it exact either way, so the two alternate on the same data."""
+
+            def set_marker() -> None:
+                if ready and ahead_state(r, recent) == "":  # built afresh by an uncached read
+                    clocks["recent"][0] += recent.bucket  # the next change takes steps, then
+                    recent.get_top(10)  # the window ahead is built from empty
+                drive_ahead(r, recent, pid)  # a job left by an uncached read: finished first
+                words = r.get(f"{recent.key}:window").split()[:2]
+                r.set(f"{recent.key}:window", b" ".join(words + [b"r"] * ready), keepttl=True)
+
+            return set_marker
 
         inside = recent.get_top(1)[0]["user_id"]
         outside = "user-099999" if args.users == 100_000 else f"user-{args.users - 1:06d}"
@@ -294,9 +379,13 @@ def main(argv: list[str] | None = None) -> int:
             ("get_around_user(id, 10), cached", lambda: recent.get_around_user(inside, 10),
              nothing, 100),
             ("submit(incr), user on the window's board",
-             lambda: recent.submit(inside, 0, mode="incr"), nothing, 100),
+             lambda: recent.submit(inside, 0, mode="incr"), with_ahead(True), 100),
+            ("submit(incr), user on the window's board, no window ahead",
+             lambda: recent.submit(inside, 0, mode="incr"), with_ahead(False), 100),
             ("submit(incr), user outside its max_entries",
-             lambda: recent.submit(outside, 0, mode="incr"), nothing, 100),
+             lambda: recent.submit(outside, 0, mode="incr"), with_ahead(True), 100),
+            ("submit(incr), user outside its max_entries, no window ahead",
+             lambda: recent.submit(outside, 0, mode="incr"), with_ahead(False), 100),
         ]  # fmt: skip
         if args.no_full:
             variants = [v for v in variants if "union of all" not in v[0]]
@@ -316,7 +405,16 @@ def main(argv: list[str] | None = None) -> int:
             wall = statistics.median(s[0] for s in samples)
             cpu = statistics.median(s[1] for s in samples)
             print(f"| {label} | {wall:,.0f} | {cpu:,.0f} |")
-        changes = bucket_changes(r, windows, clocks, args.bucket_changes, args.cached_after)
+        if not args.no_steady:
+            with_ahead(True)()  # the window ahead left ready
+        for board in windows:  # a window built afresh by an uncached read: moved on once
+            if ahead_state(r, board) == "":
+                clocks["recent" if board.key == "bench:7d" else "full"][0] += board.bucket
+                board.get_top(10)
+            drive_ahead(r, board, pid)
+        changes = bucket_changes(
+            r, windows, clocks, args.bucket_changes, args.cached_after, pid, args.slowlog_us
+        )
         steps = {}
         for board in windows:  # the next bucket changes, driven step by step
             clock = clocks["recent" if board.key == "bench:7d" else "full"]
@@ -324,25 +422,30 @@ def main(argv: list[str] | None = None) -> int:
             for _ in range(args.bucket_changes):
                 clock[0] += board.bucket
                 rows.append(step_costs(server, pid, board))
-            label = f"{board.key} (max_entries={board._window.max_entries:,})"
+            label = f"{board.key} (max_entries={board._window.max_entries or 'None'})"
             steps[label] = [
                 statistics.median(s[0] for s in rows), statistics.median(s[1] for s in rows),
                 max(s[2] for s in rows),
             ]  # fmt: skip
         print(
             f"\nBucket changes: {args.bucket_changes} per window, the first get_top(10) after "
-            f"each, then {args.cached_after} cached; longest command in SLOWLOG during the first\n"
+            "each, then get_top(10)s until the window ahead's job is done, then "
+            f"{args.cached_after} cached; longest command in SLOWLOG (>= {args.slowlog_us} µs) "
+            "during the first read and the job's reads\n"
         )
         print(
-            "| window | first read p50 µs | first read p99 µs | cached p50 µs | cached p99 µs "
+            "| window | first read p50 µs | first read p99 µs | first read server CPU p50 µs "
+            "| reads during the job p50 µs | p99 µs | reads the job took (median) "
+            "| cached p50 µs | cached p99 µs "
             "| longest script µs (max) | round trips of the first read (median) |"
         )
-        print("|---|---:|---:|---:|---:|---:|---:|")
+        print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
         for label, row in changes.items():
             print(f"| {label} | " + " | ".join(f"{v:,.0f}" for v in row) + " |")
         print(
-            f"\nThe next {args.bucket_changes} bucket changes, the refresh sent alone step by "
-            "step: server CPU of a step (the redis-server main thread's)\n"
+            f"\nThe next {args.bucket_changes} bucket changes without the window ahead (the "
+            "fallback), the refresh sent alone step by step: server CPU of a step (the "
+            "redis-server main thread's)\n"
         )
         print("| window | steps (median) | CPU µs a step (median) | CPU µs a step (max) |")
         print("|---|---:|---:|---:|")

@@ -34,6 +34,14 @@ def scores(board: Any) -> list[tuple[str, float]]:
     return [(e["user_id"], e["score"]) for e in board.list_all()]
 
 
+def no_window_ahead(r: Any, key: str) -> None:
+    """The marker without the window ahead (as a board of the layout before it): the next bucket
+    change takes steps."""
+    words = r.get(f"{key}:window").split()
+    if len(words) == 3:
+        r.set(f"{key}:window", " ".join(words[:2]), keepttl=True)
+
+
 def exact_window(r: Any, key: str, last: int, n: int, aggregate: str) -> dict[str, float]:
     """Every user's aggregate over the buckets last - n + 1 .. last, read from the buckets."""
     totals: dict[str, float] = {}
@@ -228,6 +236,7 @@ def test_a_read_between_steps_never_sees_a_window_half_done(
             )
         clock.advance(MINUTE)
     r.set(f"{board_key}:window:step", 2)
+    no_window_ahead(r, board_key)
     wire = Wire(redis_server.host, redis_server.port)
     try:
         # A reader's first round trip does one step of the transition: its read is dropped.
@@ -248,6 +257,7 @@ def test_a_read_between_steps_never_sees_a_window_half_done(
         refresh, *rest = split_requests(op.request())
         replies = wire.send([refresh])
         assert replies.startswith(b"$")  # complete: the marker's text
+        no_window_ahead(r, board_key)
         clock.advance(MINUTE)
         ahead = recent._refreshed(recent._board.get_top(20))
         assert ahead.feed(wire.send(split_requests(ahead.request()))) is False
@@ -326,7 +336,7 @@ def test_a_window_written_before_issue_30_is_rebuilt_once(api: Api, board_key: s
     r.zadd(board_key, {"stale": 99})  # an old union, out of date
     r.set(f"{board_key}:window", str(last))
     assert scores(recent) == [(e["user_id"], e["score"]) for e in model.read(last).list_all()]
-    assert r.get(f"{board_key}:window") == f"{last} 0"
+    assert r.get(f"{board_key}:window").split()[:2] == [str(last), "0"]
     clock.advance(MINUTE)
     assert recent.list_all() == model.read(recent.bucket_at()).list_all()
 

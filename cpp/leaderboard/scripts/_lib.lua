@@ -1344,12 +1344,23 @@ local function exact_number(x)
   return x == math.floor(x) and x > -EXACT and x < EXACT
 end
 
--- The window's derived key names.
+-- The window's derived key names. An unlimited board (max_entries >= UNLIMITED: no write ever
+-- trims) keeps its aggregates in the union itself (":window:all" is then the union: the
+-- layout before the window-ahead kept a copy there, "old_all", dropped by the next transition).
+-- A window whose union is refilled cheaply (unlimited, or max_entries <= REFILL_MAX) keeps the
+-- next window ready ("fast").
+local UNLIMITED = 2 ^ 32
+local REFILL_MAX = 1000
 local function window_names(win)
-  win.all = win.union .. ':window:all'
+  win.old_all = win.union .. ':window:all'
+  win.unlimited = win.max_entries ~= nil and win.max_entries >= UNLIMITED
+  win.all = win.unlimited and win.union or win.old_all
   win.newest = win.union .. ':window:newest'
+  win.ahead = win.union .. ':window:ahead'
+  win.swap = win.union .. ':window:swap'
   win.step_key = win.union .. ':window:step'
   win.n = win.window_ms / win.bucket_ms
+  win.fast = win.unlimited or (win.max_entries ~= nil and win.max_entries <= REFILL_MAX)
   return win
 end
 
@@ -1361,11 +1372,19 @@ local function window_state(win)
   if not text then return st end
   local f = {}
   for word in string.gmatch(text, '%S+') do f[#f + 1] = word end
-  if #f ~= 2 and #f ~= 5 then st.old = true; return st end
+  if #f < 2 or #f > 5 or #f == 4 then st.old = true; return st end
   st.ready = tonumber(f[1])
   if st.ready and st.ready < 0 then st.ready = nil end
   st.frac = f[2] == '1'
   if #f == 5 then st.target, st.k, st.offset = tonumber(f[3]), tonumber(f[4]), tonumber(f[5]) end
+  if #f == 3 then  -- the window ahead: 'r' (ready), or its job: '<L|E><k>.<offset>'
+    if f[3] == 'r' then
+      st.ahead = 'r'
+    else
+      local kind, k, offset = string.match(f[3], '^([LE])(%d+)%.(%d+)$')
+      if kind then st.ahead, st.job_k, st.job_offset = kind, tonumber(k), tonumber(offset) end
+    end
+  end
   return st
 end
 
@@ -1374,6 +1393,10 @@ local function state_text(st)
   local text = string.format('%d', st.ready or -1) .. (st.frac and ' 1' or ' 0')
   if st.target then
     text = text .. ' ' .. string.format('%d %d %d', st.target, st.k, st.offset)
+  elseif st.ahead == 'r' then
+    text = text .. ' r'
+  elseif st.ahead then
+    text = text .. ' ' .. st.ahead .. string.format('%d.%d', st.job_k, st.job_offset)
   end
   return text
 end
@@ -1418,7 +1441,42 @@ local function check_window(win)
     or check_acl('ZREM', win.newest, 'x') or check_acl('PEXPIREAT', win.newest, '0')
     or check_acl('UNLINK', win.newest)
     or check_acl('PEXPIREAT', win.options, '0') or check_acl('HSET', win.options, 'order', 'asc')
+    or check_type(win.ahead, 'zset') or check_type(win.swap, 'zset')
+    or check_acl('ZMSCORE', win.ahead, 'x') or check_acl('ZADD', win.ahead, '0', 'x')
+    or check_acl('ZREM', win.ahead, 'x') or check_acl('PEXPIREAT', win.ahead, '0')
+    or check_acl('UNLINK', win.ahead) or check_acl('UNLINK', win.swap)
+    or check_acl('UNLINK', win.old_all) or check_acl('EXISTS', win.all)
+    or check_acl('EXISTS', win.ahead) or check_acl('RENAME', win.all, win.swap)
+    or check_acl('RENAME', win.ahead, win.all) or check_acl('RENAME', win.swap, win.ahead)
+    or check_acl('ZRANGESTORE', win.union, win.all, '0', '0')
   return err
+end
+
+-- nil, or the first error of the checks before a slice of the window ahead's job (fewer than
+-- check_window's: a slice touches only the window ahead, :newest and the marker).
+local function check_slice(win)
+  return check_type(win.ahead, 'zset') or check_type(win.newest, 'zset')
+    or check_acl('ZMSCORE', win.ahead, 'x') or check_acl('ZADD', win.ahead, '0', 'x')
+    or check_acl('ZREM', win.ahead, 'x') or check_acl('PEXPIREAT', win.ahead, '0')
+    or check_acl('UNLINK', win.ahead) or check_acl('ZMSCORE', win.newest, 'x')
+    or check_acl('ZADD', win.newest, '0', 'x') or check_acl('ZREM', win.newest, 'x')
+    or check_acl('SET', win.marker, '0') or check_acl('GET', win.step_key)
+    or check_type(win.step_key, 'string') or check_acl('TIME')
+end
+
+-- nil, or the first error of the checks before the swap (see swap_window).
+local function check_swap(win)
+  return check_type(win.union, 'zset') or check_type(win.all, 'zset')
+    or check_type(win.ahead, 'zset') or check_type(win.swap, 'zset')
+    or check_type(win.newest, 'zset') or check_type(win.options, 'hash')
+    or check_acl('EXISTS', win.all) or check_acl('EXISTS', win.ahead)
+    or check_acl('RENAME', win.all, win.swap) or check_acl('RENAME', win.ahead, win.all)
+    or check_acl('RENAME', win.swap, win.ahead) or check_acl('UNLINK', win.all)
+    or check_acl('ZRANGESTORE', win.union, win.all, '0', '0')
+    or check_acl('PEXPIREAT', win.union, '0') or check_acl('PEXPIREAT', win.all, '0')
+    or check_acl('PEXPIREAT', win.newest, '0') or check_acl('PEXPIREAT', win.ahead, '0')
+    or check_acl('PEXPIREAT', win.options, '0') or check_acl('HSET', win.options, 'order', 'asc')
+    or check_acl('SET', win.marker, '0') or check_acl('ZCARD', win.union)
 end
 
 -- Removes the worst entries of the union beyond max_entries (their buckets, metadata and
@@ -1478,37 +1536,45 @@ local function recount_members(win, members, first, last)
   return totals
 end
 
+-- Where a chunk lands: `dst` = {key (:all or :ahead), union (true: the union too, for the users
+-- it holds), keep_first, keep_last (the buckets that stay), frac, newest_first (a user leaving
+-- whose newest bucket is older than this leaves :newest too)}.
 -- One chunk of a leaving bucket: at most `units` element operations. Returns the rows it took
 -- (0: the bucket is done) and the units spent, or nil and an error.
-local function leave_chunk(win, st, bucket, units)
+local function leave_chunk(win, dst, bucket, offset, units)
   local key = win.prefix .. string.format('%d', bucket)
   local err = check_type(key, 'zset') or check_acl('ZRANGE', key, '0', '0')
     or check_acl('ZMSCORE', key, 'x')
+    or (dst.later and (check_type(dst.later, 'zset') or check_acl('ZMSCORE', dst.later, 'x')))
   if err then return nil, err end
-  local t, c = st.target, st.ready
-  local keep_first, keep_last = t - win.n + 1, c  -- the buckets that stay
+  local keep_first, keep_last = dst.keep_first, dst.keep_last  -- the buckets that stay
   -- A recount: a ZMSCORE per bucket that stays (2 units a call), a quarter unit a user a call.
   local kept = math.max(0, keep_last - keep_first + 1)
   local recount_cost = math.ceil(kept / 4)
   local want = math.max(1, math.min(CHUNK_ROWS, math.floor(units / ROW_UNITS)))
-  local rows = redis.call('ZRANGE', key, st.offset, st.offset + want - 1, 'WITHSCORES')
+  local rows = redis.call('ZRANGE', key, offset, offset + want - 1, 'WITHSCORES')
   if #rows == 0 then return 0, 1 end
   local members, values = {}, {}
   for i = 1, #rows, 2 do
     members[#members + 1] = rows[i]
     values[#values + 1] = tonumber(rows[i + 1])
   end
-  local totals = scores_of(win.all, members)
+  local totals = scores_of(dst.key, members)
   local newest = scores_of(win.newest, members)
+  -- A user also in a bucket that leaves later in the same job is not removed yet: a write may
+  -- bring it back meanwhile (the window ahead's job runs between writes), and that bucket's
+  -- score is then subtracted from what the write left.
+  local later = dst.later and scores_of(dst.later, members) or {}
   local spent, taken = 0, 0
-  local gone, changed, new_values, recount = {}, {}, {}, {}
+  local gone, changed, new_values, recount, stale = {}, {}, {}, {}, {}
   for i = 1, #members do
     local a = totals[i]
     spent = spent + ROW_UNITS
     if a then
-      if newest[i] and newest[i] < keep_first then
+      if newest[i] and newest[i] < keep_first and not later[i] then
         gone[#gone + 1] = members[i]
-      elseif win.aggregate == 'sum' and not st.frac then
+        if newest[i] < dst.newest_first then stale[#stale + 1] = members[i] end
+      elseif win.aggregate == 'sum' and not dst.frac then
         changed[#changed + 1] = members[i]
         new_values[#new_values + 1] = a - values[i]
       elseif win.aggregate == 'sum' or a == values[i] then
@@ -1528,24 +1594,26 @@ local function leave_chunk(win, st, bucket, units)
       gone[#gone + 1] = recount[i]
     end
   end
-  add_all(win.all, nil, changed, new_values)
-  add_all(win.union, 'XX', changed, new_values)
+  add_all(dst.key, nil, changed, new_values)
+  if dst.union then add_all(win.union, 'XX', changed, new_values) end
   for i = 1, #gone, 1000 do
     local slice = {unpack(gone, i, math.min(i + 999, #gone))}
-    redis.call('ZREM', win.all, unpack(slice))
-    redis.call('ZREM', win.newest, unpack(slice))
-    redis.call('ZREM', win.union, unpack(slice))
+    redis.call('ZREM', dst.key, unpack(slice))
+    if dst.union then redis.call('ZREM', win.union, unpack(slice)) end
+  end
+  for i = 1, #stale, 1000 do
+    redis.call('ZREM', win.newest, unpack(stale, i, math.min(i + 999, #stale)))
   end
   return taken, spent
 end
 
 -- One chunk of an entering bucket (see leave_chunk).
-local function enter_chunk(win, st, bucket, units)
+local function enter_chunk(win, dst, bucket, offset, units)
   local key = win.prefix .. string.format('%d', bucket)
   local err = check_type(key, 'zset') or check_acl('ZRANGE', key, '0', '0')
   if err then return nil, err end
   local want = math.max(1, math.min(CHUNK_ROWS, math.floor(units / ROW_UNITS)))
-  local rows = redis.call('ZRANGE', key, st.offset, st.offset + want - 1, 'WITHSCORES')
+  local rows = redis.call('ZRANGE', key, offset, offset + want - 1, 'WITHSCORES')
   if #rows == 0 then return 0, 1 end
   local members, values, newest = {}, {}, {}
   for i = 1, #rows, 2 do
@@ -1553,13 +1621,13 @@ local function enter_chunk(win, st, bucket, units)
     local v = tonumber(rows[i + 1])
     values[#values + 1] = v
     newest[#newest + 1] = bucket
-    if not exact_number(v) then st.frac = true end
+    if not exact_number(v) then dst.frac = true end
   end
-  local totals = scores_of(win.all, members)
+  local totals = scores_of(dst.key, members)
   for i = 1, #members do totals[i] = aggregate_of(win, totals[i] or nil, values[i]) end
-  add_all(win.all, nil, members, totals)
+  add_all(dst.key, nil, members, totals)
   add_all(win.newest, 'GT', members, newest)
-  add_all(win.union, 'XX', members, totals)
+  if dst.union then add_all(win.union, 'XX', members, totals) end
   return #members, ROW_UNITS * #members
 end
 
@@ -1602,7 +1670,7 @@ end
 -- Sets the deadlines of the window's keys for the window ending with bucket `last`.
 local function expire_window(win, last)
   local deadline = window_deadline(win, last)
-  for _, key in ipairs({win.union, win.all, win.newest}) do
+  for _, key in ipairs({win.union, win.all, win.newest, win.ahead}) do
     redis.call('PEXPIREAT', key, deadline)
   end
   if not win.desc then
@@ -1612,16 +1680,182 @@ local function expire_window(win, last)
   return deadline
 end
 
+-- ---- The window ahead ("<key>:window:ahead", issue 30) ----
+-- Beside the window at bucket t (buckets t - n + 1 .. t), a "fast" window (see window_names)
+-- keeps the window ahead: the aggregates over buckets t - n + 2 .. t, the next window as it
+-- will be when bucket t + 1 begins (no write lands in t + 1 before that, and bucket t - n + 1
+-- no longer matters to it). Every write to bucket t updates it too. At the change to t + 1 the
+-- window ahead becomes the window (an O(1) RENAME; a trimmed union refilled with its best
+-- max_entries, at most REFILL_MAX entries), and the old window's storage becomes the new window
+-- ahead by its job 'L': buckets t - n + 1 and t - n + 2 leave it (leave_chunk), a slice of a few
+-- dozen entries done by each later read or write (ahead_slice), so no call waits for it. After
+-- a transition in steps (the window ahead not ready: no calls for a whole bucket, a clock that
+-- jumped several buckets, a board of the layout before it), the job 'E' builds it from empty:
+-- buckets t - n + 2 .. t - 1 enter. Its state is the marker's third word: 'r' (ready), or the
+-- job's kind, bucket number k and offset ("L1.0"); absent: no window ahead. A job in progress
+-- accepts only writes to bucket t (whose contributions it adds as they come: the jobs read only
+-- buckets no write touches); any other change of the buckets it reads (a writer whose clock
+-- lags, delete_user) drops the window ahead (the next change then takes steps).
+local AHEAD_UNITS = 160  -- a slice: at most about 32 entries, in chunks of 8, and about
+local AHEAD_CHUNK_UNITS = 40  -- AHEAD_MICROS (at 100,000 users a chunk of 8 costs ~100 µs:
+local AHEAD_MICROS = 50  -- cache misses; on a small window a slice does 4 chunks)
+local AHEAD_GUARD_MS = 50
+
+-- The bucket the job works on now (nil: the job is done).
+local function job_bucket(win, st)
+  local t = st.ready
+  if st.ahead == 'L' then
+    if st.job_k <= 2 then return t - win.n + st.job_k - 1 end
+    return nil
+  end
+  local b = t - win.n + 1 + st.job_k
+  if b <= t - 1 then return b end
+  return nil
+end
+
+-- Where the job's chunks land (see leave_chunk).
+local function ahead_dst(win, st)
+  return {key = win.ahead, union = false, keep_first = st.ready - win.n + 2, keep_last = st.ready,
+    frac = st.frac, newest_first = st.ready - win.n + 1}
+end
+
+-- Drops the window ahead (the next change takes steps).
+local function drop_ahead(win, st)
+  redis.call('UNLINK', win.ahead)
+  st.ahead, st.job_k, st.job_offset = nil, nil, nil
+end
+
+-- A slice of the window ahead's job: at most `units` element operations and about AHEAD_MICROS.
+local function ahead_slice(win, st, units)
+  local dst = ahead_dst(win, st)
+  local budget = units
+  local clock = redis.call('TIME')
+  local started = tonumber(clock[1]) * 1000000 + tonumber(clock[2])
+  -- The first bucket that leaves (t - n) expires when bucket t ends by the server's clock: a
+  -- job still on it then (a reader whose clock lags) might find it gone. Dropped instead.
+  if st.ahead == 'L' and st.job_k == 1
+    and started / 1000 + AHEAD_GUARD_MS >= (st.ready + 1) * win.bucket_ms then
+    drop_ahead(win, st)
+  end
+  while st.ahead == 'L' or st.ahead == 'E' do
+    local b = job_bucket(win, st)
+    if not b then
+      st.ahead, st.job_k, st.job_offset = 'r', nil, nil
+      break
+    end
+    local taken, spent
+    local chunk = math.max(1, math.min(budget, AHEAD_CHUNK_UNITS))
+    dst.later = nil
+    if st.ahead == 'L' and st.job_k == 1 then
+      dst.later = win.prefix .. string.format('%d', b + 1)
+    end
+    if st.ahead == 'L' then
+      taken, spent = leave_chunk(win, dst, b, st.job_offset, chunk)
+    else
+      taken, spent = enter_chunk(win, dst, b, st.job_offset, chunk)
+    end
+    if taken == nil then drop_ahead(win, st); break end  -- a bucket of another type
+    if taken == 0 then
+      st.job_k, st.job_offset = st.job_k + 1, 0
+    else
+      st.job_offset = st.job_offset + taken
+    end
+    budget = budget - spent
+    if budget <= 0 then break end
+    if taken > 0 then  -- (a bucket found done costs a ZRANGE: up to a budget's worth of them)
+      clock = redis.call('TIME')
+      if tonumber(clock[1]) * 1000000 + tonumber(clock[2]) - started >= AHEAD_MICROS then
+        break
+      end
+    end
+  end
+  st.frac = dst.frac
+  if st.ahead then redis.call('PEXPIREAT', win.ahead, window_deadline(win, st.ready)) end
+end
+
+-- Whether the window at st.ready can become the window at st.ready + 1 by the swap: the window
+-- ahead ready, and nothing written to the bucket that enters.
+local function can_swap(win, st, want)
+  if not (win.fast and st.ready and not st.old and not st.target and st.ahead == 'r'
+    and want == st.ready + 1) then
+    return false
+  end
+  local key = win.prefix .. string.format('%d', want)
+  if check_type(key, 'zset') or check_acl('ZCARD', key) then return false end
+  for b = want - win.n, want - win.n + 1 do  -- the buckets its job reads: else steps (and errors)
+    local leaving = win.prefix .. string.format('%d', b)
+    if check_type(leaving, 'zset') or check_acl('ZRANGE', leaving, '0', '0')
+      or check_acl('ZMSCORE', leaving, 'x') then
+      return false
+    end
+  end
+  return redis.call('ZCARD', key) == 0
+end
+
+-- The window ahead becomes the window (see above); the old window's storage the new window
+-- ahead, its job 'L' to do.
+local function swap_window(win, st)
+  local has_all = redis.call('EXISTS', win.all) == 1
+  if redis.call('EXISTS', win.ahead) == 1 then
+    if has_all then redis.call('RENAME', win.all, win.swap) end
+    redis.call('RENAME', win.ahead, win.all)
+    if has_all then
+      redis.call('RENAME', win.swap, win.ahead)
+      st.ahead, st.job_k, st.job_offset = 'L', 1, 0
+    else
+      st.ahead = 'r'
+    end
+  else  -- nobody in buckets t - n + 2 .. t: the next window is empty
+    redis.call('UNLINK', win.all, win.newest)
+    st.ahead = 'r'
+  end
+  if not win.unlimited then  -- the union: the best max_entries of the window (replaced)
+    if win.desc then  -- REV: a small set is a listpack, each insert found at its head (in
+      -- ascending order each insert would scan it all: 2.5x slower at 100)
+      redis.call('ZRANGESTORE', win.union, win.all, 0, win.max_entries - 1, 'REV')
+    else
+      redis.call('ZRANGESTORE', win.union, win.all, -win.max_entries, -1, 'REV')  -- the same
+    end
+  end
+  st.ready = st.ready + 1
+end
+
+-- A slice of the window ahead's job, if one is under way (a write's, after it was applied).
+local function slice_window(win, st)
+  if st.ahead ~= 'L' and st.ahead ~= 'E' then return end
+  local slice = AHEAD_UNITS
+  local step = redis.call('GET', win.step_key)
+  if step and tonumber(step) and tonumber(step) >= 1 then slice = math.min(slice, tonumber(step)) end
+  ahead_slice(win, st, slice)
+  redis.call('SET', win.marker, state_text(st), 'KEEPTTL')
+end
+
 -- Brings the window to bucket `want` (never back: a reader whose clock lags reads the newer
--- window), finishing a transition under way first, in steps of at most the step's units.
+-- window): by the swap if the window ahead is ready for it, else finishing a transition under
+-- way first, in steps of at most the step's units; a window already there does a slice of the
+-- window ahead's job, if any (unless `no_slice`: a write does it once it is applied, see
+-- slice_window).
 -- Returns true (done: the marker says the window is complete for `want` or a later bucket),
 -- false (more steps needed: the position is recorded), or nil and an error reply (before
 -- anything was changed by this call's step).
-local function refresh_window(win, want)
+local function refresh_window(win, want, no_slice)
   local err = check_acl('GET', win.marker) or check_type(win.marker, 'string')
   if err then return nil, err end
   local st = window_state(win)
-  if st.ready and not st.old and not st.target and st.ready >= want then return true end
+  local ready = st.ready and not st.old and not st.target and st.ready >= want
+  if ready and (no_slice or not st.ahead or st.ahead == 'r') then return true end
+  if ready then  -- a slice of the window ahead's job
+    err = check_slice(win)
+    if err then return nil, err end
+    slice_window(win, st)
+    return true
+  end
+  if can_swap(win, st, want) and not check_swap(win) then
+    swap_window(win, st)
+    local deadline = expire_window(win, st.ready)
+    redis.call('SET', win.marker, state_text(st), 'PXAT', deadline)
+    return true
+  end
   err = check_window(win)
   if err then return nil, err end
   local units = STEP_UNITS
@@ -1657,6 +1891,9 @@ local function refresh_window(win, want)
         return nil, err
       end
       st.target, st.k, st.offset = want, 1, 0
+      st.ahead, st.job_k, st.job_offset = nil, nil, nil  -- the window ahead is built afresh after
+      redis.call('UNLINK', win.ahead, win.swap)
+      if win.old_all ~= win.all then redis.call('UNLINK', win.old_all) end
       if not st.ready or want - st.ready >= win.n then
         redis.call('UNLINK', win.all, win.newest, win.union)
         st.ready, st.frac = nil, false
@@ -1664,19 +1901,29 @@ local function refresh_window(win, want)
       budget = budget - 1
     end
     local reset, leave_first, leaving, enter_first, entering = transition_plan(win, st)
+    local dst = {key = win.all, union = true, keep_first = st.target - win.n + 1,
+      keep_last = st.ready, frac = st.frac, newest_first = st.target - win.n + 1}
     local taken, spent
     if st.k <= leaving then
-      taken, spent = leave_chunk(win, st, leave_first + st.k - 1, math.max(1, budget))
+      taken, spent = leave_chunk(win, dst, leave_first + st.k - 1, st.offset, math.max(1, budget))
     elseif st.k <= leaving + entering then
-      taken, spent = enter_chunk(win, st, enter_first + st.k - leaving - 1, math.max(1, budget))
+      taken, spent = enter_chunk(win, dst, enter_first + st.k - leaving - 1, st.offset,
+        math.max(1, budget))
     elseif st.k == leaving + entering + 1 then
       taken, spent = refill_chunk(win, st, math.max(1, budget))
     elseif st.k == leaving + entering + 2 then
       taken, spent = trim_chunk(win, math.max(1, budget))
     else
       st = {ready = st.target, frac = st.frac}
+      if win.fast and win.n >= 2 then  -- the window ahead, built by later calls (job 'E')
+        local key = win.prefix .. string.format('%d', st.ready)
+        if not check_acl('ZCARD', key) and redis.call('ZCARD', key) == 0 then
+          st.ahead, st.job_k, st.job_offset = 'E', 1, 0
+        end
+      end
       taken, spent = 0, 1
     end
+    st.frac = dst.frac
     if taken == nil then  -- a bucket of another type: what this call did is kept, then the error
       if budget ~= units then
         local deadline = expire_window(win, st.target or st.ready)
@@ -1705,3 +1952,4 @@ local function refresh_window(win, want)
     end
   end
 end
+

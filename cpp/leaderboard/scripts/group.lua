@@ -47,9 +47,14 @@ end
 -- would: exact, whatever the scores), or nil and the error reply (a bucket of another type, a
 -- denied ZSCORE). ZSCORE checks each bucket's type as it reads it (TYPE runs only for the
 -- message).
-local function count_window(win, last, score)
+local function count_window(win, last, score, first)
   local total
-  for _, key in ipairs(window_buckets(win, last)) do
+  local keys = window_buckets(win, last)
+  if first then  -- only the buckets first .. last
+    keys = {}
+    for i = first, last do keys[#keys + 1] = win.prefix .. string.format('%d', i) end
+  end
+  for _, key in ipairs(keys) do
     if key == win.bucket_key then
       total = aggregate_of(win, total, score)
     else
@@ -111,7 +116,7 @@ local function plan_window(win)
   if not score then return nil, err end
   -- The window at the write's bucket (or a later one: a client whose clock lags).
   local done
-  done, err = refresh_window(win, win.bucket)
+  done, err = refresh_window(win, win.bucket, true)
   if err then return nil, err end
   if not done then return nil, redis.status_reply('WINDOWBUSY') end
   local st = window_state(win)
@@ -135,6 +140,40 @@ local function plan_window(win)
       if err then return nil, err end
     end
     win.total = total
+  end
+  -- The window ahead (see ahead_slice in _lib.lua): the user's aggregate there too, or dropped
+  -- (a write to a bucket its job in progress reads).
+  if st.ahead == 'L' or st.ahead == 'E' then  -- what the slice after the write may run
+    err = check_slice(win)
+    if err then return nil, err end
+  end
+  if st.ahead then
+    local first = st.ready - win.n + 2
+    local pending = st.ahead ~= 'r'
+    err = check_acl('ZSCORE', win.ahead, user_id) or check_acl('ZADD', win.ahead, '0', user_id)
+      or check_acl('UNLINK', win.ahead) or check_acl('PEXPIREAT', win.ahead, '0')
+      or check_type(win.ahead, 'zset')
+    if err then return nil, err end
+    if win.bucket < first or (pending and win.bucket ~= st.ready) then
+      if pending then win.ahead_op = 'drop' end
+    else
+      local x_text = redis.call('ZSCORE', win.ahead, user_id)
+      local x = x_text and tonumber(x_text)
+      local value
+      if win.aggregate == 'sum' and not win.frac then
+        value = (x or 0) - (old or 0) + score
+      elseif win.aggregate == 'max' and (not old or score >= old) then
+        value = math.max(x or score, score)
+      elseif win.aggregate == 'min' and (not old or score <= old) then
+        value = math.min(x or score, score)
+      elseif win.aggregate == 'sum' and st.ahead == 'E' then  -- a recount, then the job adds again
+        win.ahead_op = 'drop'
+      else
+        value, err = count_window(win, st.ready, score, first)
+        if err then return nil, err end
+      end
+      if value then win.ahead_op, win.ahead_value = 'set', value end
+    end
   end
   win.old, win.score = old, score
   return win
@@ -161,12 +200,22 @@ local function apply_window(win)
   if left == -1 or (left >= 0 and now_ms + left < tonumber(deadline)) then
     redis.call('PEXPIREAT', win.user_key, deadline)
   end
+  local marked = false
   if win.frac and not win.state.frac then  -- sums are recounted from now on (see window_state)
     win.state.frac = true
-    redis.call('SET', win.marker, state_text(win.state), 'KEEPTTL')
+    marked = true
   end
+  if win.ahead_op == 'drop' then
+    drop_ahead(win, win.state)
+    marked = true
+  elseif win.ahead_op == 'set' then
+    redis.call('ZADD', win.ahead, score_text(win.ahead_value), user_id)
+    redis.call('PEXPIREAT', win.ahead, window_deadline(win, last))
+  end
+  if marked then redis.call('SET', win.marker, state_text(win.state), 'KEEPTTL') end
 
   if not win.in_window then  -- a bucket older than the window: only the bucket changed
+    slice_window(win, win.state)  -- the window ahead's job: a slice, after the write
     return {{}, score_text(score), false, redis.call('HGETALL', win.user_key), false, false,
       (not old or score ~= old) and 1 or 0}
   end
@@ -178,6 +227,7 @@ local function apply_window(win)
   for _, key in ipairs({win.all, win.newest, win.union}) do
     redis.call('PEXPIREAT', key, window_end)
   end
+  slice_window(win, win.state)  -- the window ahead's job: a slice, after the write
   local trimmed = trim_window(win)
   local stored = redis.call('ZSCORE', win.union, user_id)
   local rank = stored and window_rank(win, user_id) or false

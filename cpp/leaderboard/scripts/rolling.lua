@@ -14,13 +14,21 @@
 -- a bucket), 0 if not, -1 if a transition step was done first (call again); 'clear': how many
 -- users' traces it removed.
 local command, bucket_text = ARGV[1], ARGV[2]
+-- The marker's text as readers compare it: without the window ahead's state (its third word),
+-- which the window's board does not depend on; a transition's in full.
+local function window_text(text)
+  if not text then return false end
+  return string.match(text, '^(%-?%d+ [01])$') or string.match(text, '^(%-?%d+ [01]) r$')
+    or string.match(text, '^(%-?%d+ [01]) [LE]%d+%.%d+$') or text
+end
 if command == 'refresh' or command == 'check' then  -- a window complete for the bucket: a GET
   local err = check_acl('GET', KEYS[2]) or check_type(KEYS[2], 'string')
   if err then return err end
   local text = redis.call('GET', KEYS[2])
-  if command == 'check' then return text or false end
-  local ready = text and string.match(text, '^(%d+) [01]$')
-  if ready and tonumber(ready) >= tonumber(bucket_text) then return text end
+  if command == 'check' then return window_text(text) end
+  local ready, flag = string.match(text or '', '^(%d+) ([01])$')
+  if not ready then ready, flag = string.match(text or '', '^(%d+) ([01]) r$') end
+  if ready and tonumber(ready) >= tonumber(bucket_text) then return ready .. ' ' .. flag end
 end
 -- @options: a window to bring to the caller's bucket, delete_user, clear
 local union = KEYS[1]
@@ -33,11 +41,11 @@ if command == 'refresh' then
   local done, err = refresh_window(win, win.bucket)
   if err then return err end
   if not done then return 0 end
-  return redis.call('GET', win.marker)
+  return window_text(redis.call('GET', win.marker))
 end
 
 if command == 'delete' then  -- the window first brought to the caller's bucket: no transition
-  local done, err = refresh_window(win, win.bucket)
+  local done, err = refresh_window(win, win.bucket, true)
   if err then return err end
   if not done then return -1 end
 end
@@ -57,7 +65,10 @@ local err = check_acl('ZREM', union, 'x') or check_acl('UNLINK', union)
   or check_type(union, 'zset') or check_type(win.all, 'zset') or check_type(win.newest, 'zset')
   or check_acl('ZREM', win.all, 'x') or check_acl('ZREM', win.newest, 'x')
   or check_acl('ZRANGE', win.all, '0', '0') or check_acl('UNLINK', win.all)
-  or check_acl('UNLINK', win.newest)
+  or check_acl('UNLINK', win.newest) or check_type(win.ahead, 'zset')
+  or check_acl('ZREM', win.ahead, 'x') or check_acl('UNLINK', win.ahead)
+  or check_acl('UNLINK', win.swap) or check_acl('UNLINK', win.old_all)
+  or check_acl('SET', win.marker, '0')
 if err then return err end
 for _, key in ipairs(buckets) do
   err = check_type(key, 'zset') or check_acl('ZREM', key, 'x') or check_acl('ZRANGE', key, '0', '0')
@@ -69,10 +80,16 @@ if command == 'delete' then
   local user_id = ARGV[8]
   local user_key = union .. ':user:' .. user_id
   err = check_acl('UNLINK', user_key) or check_type(user_key, 'hash')
-    or check_present(union, buckets) or check_present(union, {user_key, win.all, win.newest})
+    or check_present(union, buckets) or check_present(union, {user_key, win.all, win.newest, win.ahead})
   if err then return err end
   local found = redis.call('ZREM', union, user_id) + redis.call('ZREM', win.all, user_id)
   redis.call('ZREM', win.newest, user_id)
+  if st.ahead == 'L' or st.ahead == 'E' then  -- its job reads buckets this changes: dropped
+    drop_ahead(win, st)
+    redis.call('SET', win.marker, state_text(st), 'KEEPTTL')
+  else
+    redis.call('ZREM', win.ahead, user_id)
+  end
   for _, key in ipairs(buckets) do found = found + redis.call('ZREM', key, user_id) end
   redis.call('UNLINK', user_key)
   return found > 0 and 1 or 0
@@ -92,11 +109,13 @@ end
 for _, key in ipairs(buckets) do collect(key) end
 collect(union)
 collect(win.all)
+collect(win.ahead)
 err = check_metadata(union .. ':user:', users) or check_present(union, buckets)
   or check_present(union, metadata_keys(union .. ':user:', users))
 if err then return err end
 unlink_metadata(union .. ':user:', users)
-for _, key in ipairs({union, win.marker, win.options, win.all, win.newest, win.step_key}) do
+for _, key in ipairs({union, win.marker, win.options, win.all, win.newest, win.step_key, win.ahead,
+  win.swap, win.old_all}) do
   buckets[#buckets + 1] = key
 end
 for i = 1, #buckets, 1000 do

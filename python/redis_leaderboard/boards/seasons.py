@@ -908,9 +908,12 @@ class RollingState:
         Redis cost:
             One round trip, one script: the bucket's ZADD/ZINCRBY, the window's update (the
             user's aggregate read from ``f"{key}:window:all"``, or counted from the buckets, one
-            ZSCORE each, when a max/min score is lowered or sums are not integers), PEXPIREATs;
-            once per bucket, the window moved on first: the buckets that leave subtracted, in
-            steps of about 400 entries, a round trip each (the write is sent again after each).
+            ZSCORE each, when a max/min score is lowered or sums are not integers) and the window
+            ahead's (``f"{key}:window:ahead"``, the same way), PEXPIREATs, and a slice (~32
+            entries) of the window ahead's job while one is under way; once per bucket, the
+            window moved on first: the window ahead renamed into place (the union refilled),
+            or, when it is not ready, the buckets that leave subtracted, in steps of about 400
+            entries, a round trip each (the write is sent again after each).
         """
         if tiebreak is not None:
             raise TypeError(
