@@ -89,7 +89,8 @@ def test_one_round_trip_to_every_board_each_with_its_rules(
         lambda r, k, rec: r.set(f"{k}:fastest:first:keys", "x"),
         lambda r, k, rec: r.set(f"{k}:daily:2031-05-05:dense", "x"),
         lambda r, k, rec: r.set(f"{k}:recent:bucket:{rec.bucket_at()}", "x"),
-        lambda r, k, rec: r.set(f"{k}:recent:bucket:{rec.bucket_at() - 3}", "x"),  # a rebuild's
+        # The bucket that leaves at the change: the window ahead's job subtracts it.
+        lambda r, k, rec: r.set(f"{k}:recent:bucket:{rec.bucket_at() - 6}", "x"),
         lambda r, k, rec: (r.delete(f"{k}:recent:window"), r.rpush(f"{k}:recent:window", "x")),
         lambda r, k, rec: r.set(f"{k}:recent:user:ada", "x"),
     ],
