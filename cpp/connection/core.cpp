@@ -40,7 +40,7 @@ void Core::note_deadline(const std::optional<Clock::time_point>& deadline) {
   if (deadline && (!deadline_hint_ || *deadline < *deadline_hint_)) deadline_hint_ = deadline;
 }
 
-void Core::enqueue(Request request) {
+void Core::enqueue(Request&& request) {
   note_deadline(request.deadline);
   waiting_.push_back(std::move(request));
 }
