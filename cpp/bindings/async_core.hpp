@@ -12,6 +12,7 @@
 #include <memory>
 #include <optional>
 #include <unordered_map>
+#include <vector>
 
 #include "bindings/conversions.hpp"
 #include "errors.hpp"
@@ -130,7 +131,7 @@ class AsyncCore {
       call_method(future, async_names().add_done_callback, on_paged_done_);
     }
     const auto now = transport::Clock::now();
-    pending_.emplace(id, Pending{future, nullptr});
+    add_pending(id, Pending{future, nullptr});
     if (in_transport_ < max_pending_) {
       send(id, std::move(taken), now);
     } else {
@@ -211,6 +212,27 @@ class AsyncCore {
     std::unique_ptr<leaderboard::Operation> operation;
     transport::Clock::time_point started;  // when the call was made
   };
+
+  // A call's entry in pending_, in a node of the map's that an earlier call left (spare_): no
+  // allocation per call.
+  void add_pending(std::uint64_t id, Pending pending) {
+    if (spare_.empty()) {
+      pending_.emplace(id, std::move(pending));
+      return;
+    }
+    auto node = std::move(spare_.back());
+    spare_.pop_back();
+    node.key() = id;
+    node.mapped() = std::move(pending);
+    pending_.insert(std::move(node));
+  }
+  // Removes a call's entry; its node is kept for the next call (up to kMaxSpare of them).
+  void drop_pending(Iterator it) {
+    auto node = pending_.extract(it);
+    node.mapped() = Pending{};  // the future or stream goes now, as erase() would
+    if (spare_.size() < kMaxSpare) spare_.push_back(std::move(node));
+  }
+  static constexpr std::size_t kMaxSpare = 4096;
 
   // Whether loop.create_future() is asyncio's or uvloop's own (not overridden by a subclass):
   // both return asyncio.Future(loop=loop).
@@ -349,12 +371,12 @@ class AsyncCore {
         if (it == pending_.end()) continue;
         if (it->second.stream) {
           auto stream = std::move(it->second.stream);
-          pending_.erase(it);
+          drop_pending(it);
           on_stream_result(stream, completion);
           continue;
         }
         py::object future = std::move(it->second.future);
-        pending_.erase(it);
+        drop_pending(it);
         if (is_done(future)) continue;  // cancelled: the result is dropped
         // Whatever fails here (a reply that is not UTF-8) fails this future only: every other
         // one must be settled.
@@ -375,7 +397,7 @@ class AsyncCore {
       auto it = pending_.find(deferred.id);
       if (it == pending_.end()) continue;
       if (it->second.future && is_done(it->second.future)) {
-        pending_.erase(it);
+        drop_pending(it);
         continue;
       }
       // socket_timeout counts from the call: a call that waited here past it fails unsent.
@@ -406,7 +428,7 @@ class AsyncCore {
 
   void settle_error(Iterator it, const std::exception_ptr& error) {
     auto pending = std::move(it->second);
-    pending_.erase(it);
+    drop_pending(it);
     if (pending.stream) {
       connection::Completion failed;
       failed.error = error;
@@ -432,7 +454,7 @@ class AsyncCore {
         auto taken = operation_arg(item).take();
         if (client_->closed()) throw ConnectionError("the client is closed");
         const std::uint64_t id = next_id_++;
-        pending_.emplace(id, Pending{py::object(), stream});
+        add_pending(id, Pending{py::object(), stream});
         stream->in_flight.push_back(id);
         ++calls_;
         send(id, std::move(taken), transport::Clock::now());
@@ -481,6 +503,7 @@ class AsyncCore {
   const std::optional<connection::CacheOptions> cache_options_;
   std::shared_ptr<AsyncCore*> self_;  // the callbacks' way back here; null once destroyed
   std::unordered_map<std::uint64_t, Pending> pending_;
+  std::vector<std::unordered_map<std::uint64_t, Pending>::node_type> spare_;  // see add_pending
   std::unordered_map<PyObject*, std::uint64_t> paged_ids_;  // a future lives until its callback
   std::deque<Deferred> deferred_;
   std::size_t in_transport_ = 0;

@@ -29,31 +29,29 @@ bool charge(const redisReadTask* task, std::size_t bytes) {
   return true;
 }
 
-// hiredis builds a reply tree through these callbacks. The root is heap-allocated; children are
-// appended to their parent's `elements` in order (hiredis fills an array's elements one after
-// the other, finishing a nested array before its next sibling), so the only pointer hiredis
-// keeps into a vector that may grow is to an array whose own elements are complete. A new
-// Reply (Nil) is made in place, then filled: no temporary to move.
+// hiredis builds a reply tree through these callbacks. The root is the reader's own
+// (Budget::root, one reply at a time, reused: no allocation per reply); children are appended to
+// their parent's `elements` in order (hiredis fills an array's elements one after the other,
+// finishing a nested array before its next sibling), so the only pointer hiredis keeps into a
+// vector that may grow is to an array whose own elements are complete. A new Reply (Nil) is made
+// in place, then filled: no temporary to move.
 Reply* place(const redisReadTask* task) {
   if (task->parent != nullptr) {
     auto* parent = static_cast<Reply*>(task->parent->obj);
     if (static_cast<std::size_t>(task->idx) != parent->elements.size()) return nullptr;
     return &parent->elements.emplace_back();
   }
-  return new (std::nothrow) Reply();
+  Reply& root = static_cast<Budget*>(task->privdata)->root;
+  root = Reply();  // what a reply abandoned half-read (an error) left goes now
+  return &root;
 }
 
-// place(), then `fill` the new Reply; a root that cannot be filled (out of memory) is freed.
+// place(), then `fill` the new Reply.
 template <class Fill>
 Reply* place_filled(const redisReadTask* task, Fill&& fill) {
   Reply* r = place(task);
   if (r == nullptr) return nullptr;
-  try {
-    fill(*r);
-  } catch (...) {
-    if (task->parent == nullptr) delete r;
-    throw;
-  }
+  fill(*r);
   return r;
 }
 
@@ -185,7 +183,9 @@ void* create_nil(const redisReadTask* task) {
   });
 }
 
-void free_object(void* root) { delete static_cast<Reply*>(root); }
+// The root is the reader's (Budget::root): the next reply's place() clears it, and it goes with
+// the reader. Nothing to free here.
+void free_object(void*) {}
 
 const redisReplyObjectFunctions kReplyFunctions = {create_string, create_array, create_integer,
                                                    create_nil, free_object};
@@ -219,8 +219,8 @@ void encode_command(const std::vector<std::string_view>& argv, std::string& out)
 
 void ReplyReader::Free::operator()(redisReader* reader) const { redisReaderFree(reader); }
 
-ReplyReader::ReplyReader(std::size_t max_reply_bytes)
-    : budget_(std::make_unique<Budget>(Budget{std::max<std::size_t>(max_reply_bytes, 1)})) {
+ReplyReader::ReplyReader(std::size_t max_reply_bytes) : budget_(std::make_unique<Budget>()) {
+  budget_->limit = std::max<std::size_t>(max_reply_bytes, 1);
   reset();
 }
 
@@ -255,8 +255,8 @@ std::optional<Reply> ReplyReader::next(ReplySink* sink) {
     }
     return std::nullopt;
   }
-  std::unique_ptr<Reply> root(static_cast<Reply*>(raw));
-  budget_->used = 0;  // the next reply starts afresh
+  Reply* root = static_cast<Reply*>(raw);  // &budget_->root
+  budget_->used = 0;                       // the next reply starts afresh
   budget_->active = nullptr;
   return std::move(*root);
 }

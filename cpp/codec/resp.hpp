@@ -59,12 +59,15 @@ class ReplyReader {
 
   // What the reply being read has taken so far (hiredis's callbacks charge it).
   struct Budget {
-    std::size_t limit;
+    std::size_t limit = 0;
     std::size_t used = 0;
     bool exceeded = false;
     const redisReader* reader = nullptr;  // what is buffered bounds what an array reserves
     ReplySink* sink = nullptr;            // offered for the next reply
     ReplySink* active = nullptr;          // the reply being read streams to it
+    // The root of the reply being read: hiredis keeps its address until the reply is whole,
+    // then next() moves it out. Here, not on the heap: no allocation per reply.
+    Reply root;
   };
 
  private:

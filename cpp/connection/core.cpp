@@ -40,7 +40,7 @@ void Core::note_deadline(const std::optional<Clock::time_point>& deadline) {
   if (deadline && (!deadline_hint_ || *deadline < *deadline_hint_)) deadline_hint_ = deadline;
 }
 
-void Core::enqueue(Request request) {
+void Core::enqueue(Request&& request) {
   note_deadline(request.deadline);
   waiting_.push_back(std::move(request));
 }
@@ -110,6 +110,9 @@ void Core::complete(Request&& request, std::exception_ptr error) {
 std::vector<Completion> Core::take_completions() {
   std::vector<Completion> out;
   out.swap(completions_);
+  // The next batch is likely as large: room for it at once, not grown one doubling at a time
+  // (each doubling a malloc and a move of every completion so far).
+  completions_.reserve(out.size());
   return out;
 }
 
@@ -158,6 +161,17 @@ std::string Core::take_write() {
     writing_ = true;
     return out;
   }
+  // Room for every request that may go (an upper bound: the bytes' limit may stop it sooner),
+  // so the requests' bytes are copied once, not again with each growth of `out`.
+  if (waiting_.size() > 1 && requests_in_flight_ < max_in_flight_) {
+    const std::size_t room = std::min(waiting_.size(), max_in_flight_ - requests_in_flight_);
+    std::size_t size = 0;
+    for (std::size_t i = 0; i < room; ++i) {
+      const Request& request = waiting_[i];
+      size += request.exchange ? request.exchange->wire().size() : request.wire.size();
+    }
+    out.reserve(size);
+  }
   std::size_t commands = 0;
   while (!waiting_.empty() && requests_in_flight_ < max_in_flight_) {
     Request& request = waiting_.front();
@@ -168,11 +182,16 @@ std::string Core::take_write() {
       request.reply_bytes = 0;
       bytes_in_flight_ += bytes;
     }
-    std::string wire = request.exchange ? request.exchange->take_wire() : std::move(request.wire);
-    if (out.empty()) {
-      out = std::move(wire);
+    const std::string& wire = request.exchange ? request.exchange->wire() : request.wire;
+    if (out.empty() && out.capacity() < wire.size()) {  // one request: its bytes, not a copy
+      out = request.exchange ? request.exchange->take_wire() : std::move(request.wire);
     } else {
       out += wire;
+      if (request.exchange) {
+        request.exchange->take_wire();  // the exchange keeps no copy once written, as before
+      } else {
+        request.wire = std::string();
+      }
     }
     commands += request.expected;
     request.written_at = script_loads_.writes + 1;  // this write's number

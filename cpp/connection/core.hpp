@@ -164,7 +164,7 @@ class Core {
 
   std::optional<Clock::time_point> deadline_from(Clock::time_point started,
                                                  double server_wait = 0) const;
-  void enqueue(Request request);
+  void enqueue(Request&& request);  // moved in once (by value: one more move and destructor)
   void on_reply(Reply&& reply, Clock::time_point now);
   // Where the next reply may stream (the front request's Exchange::reply_sink), or nullptr.
   codec::ReplySink* next_sink();

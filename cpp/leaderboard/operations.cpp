@@ -251,6 +251,16 @@ Result window_entries(WindowReader* window) {
 
 using Identity = Board::Identity;
 
+// A list of strings, each moved (or copied once) into place: a braced list would copy every
+// string once more, from the list into the vector.
+template <class... Args>
+std::vector<std::string> strings(Args&&... args) {
+  std::vector<std::string> out;
+  out.reserve(sizeof...(Args));
+  (out.emplace_back(std::forward<Args>(args)), ...);
+  return out;
+}
+
 Command script_call(const Script& script, std::vector<std::string> keys,
                     std::vector<std::string> args) {
   Command command{&script, {}};
@@ -303,7 +313,13 @@ class SingleCall final : public Operation {
   }
 
   const char* name() const override { return name_; }
-  std::vector<Command> next() override { return {command_}; }
+  std::vector<Command> next() override {
+    // One copy of the command (`return {command_}` made two: the list's, then the vector's).
+    std::vector<Command> commands;
+    commands.reserve(1);
+    commands.push_back(command_);
+    return commands;
+  }
   codec::ReplySink* reply_sink(std::size_t) override { return parse_window_ ? &window_ : nullptr; }
   bool feed(std::vector<Reply>& replies) override {
     if (replies.size() != 1) unexpected(name_);
@@ -1198,13 +1214,15 @@ std::unique_ptr<Operation> Board::write(WriteMode mode, std::string user_id, dou
   if (submit || !has_default_options() || guarded || expire_at()) {
     spec = spec + " " + name_of(order()) + " " + ties_word() + (submit ? " submit" : " entry");
   }
-  std::vector<std::string> keys = script_keys({metadata_key(user_id)}, Check::EveryCall);
+  std::vector<std::string> keys = script_keys(strings(metadata_key(user_id)), Check::EveryCall);
   add_guards(spec, keys, user_id, submission_id);  // seasons and guards: none on a plain board
   spec += tiebreak_word;
   std::vector<std::string> args;
   args.reserve(4 + 2 * metadata.size());
-  args.insert(args.end(),
-              {std::move(spec), format_score(number), user_id, std::to_string(max_entries())});
+  args.push_back(std::move(spec));
+  args.push_back(format_score(number));
+  args.push_back(user_id);
+  args.push_back(std::to_string(max_entries()));
   for (auto& [field, value] : metadata) {
     args.push_back(field);
     args.push_back(value);
@@ -1270,7 +1288,7 @@ std::unique_ptr<Operation> Board::get_top(long long count) const {
   count = require_at_least_one(count, "count");
   Command command =
       script_call(scripts::window, script_keys({}, Check::UntilConfirmed),
-                  id_->with_options({metadata_prefix(), "top", "0", std::to_string(count)}));
+                  id_->with_options(strings(metadata_prefix(), "top", "0", std::to_string(count))));
   auto call = SingleCall("get_top", std::move(command),
                          SingleCall::WindowParser([](WindowReader* window) -> Result {
                            if (window == nullptr) unexpected("a rank window");
@@ -1320,10 +1338,10 @@ std::unique_ptr<Operation> Board::get_rank(std::string user_id) const {
   };
   if (has_default_options() && options_checked()) {  // the guide's one command
     return std::make_unique<SingleCall>(
-        "get_rank", Command{nullptr, {"ZREVRANK", key(), std::move(user_id)}}, parse);
+        "get_rank", Command{nullptr, strings("ZREVRANK", key(), std::move(user_id))}, parse);
   }
   Command command = script_call(scripts::rank, script_keys({}, Check::UntilConfirmed),
-                                id_->with_options({std::move(user_id)}));
+                                id_->with_options(strings(std::move(user_id))));
   return std::make_unique<SingleCall>("get_rank", std::move(command), parse, id_);
 }
 
@@ -1344,7 +1362,7 @@ std::unique_ptr<Operation> Board::check_options() const {
 std::unique_ptr<Operation> Board::get_user_metadata(std::string user_id) const {
   require_user_id(user_id);
   return std::make_unique<SingleCall>("get_user_metadata",
-                                      Command{nullptr, {"HGETALL", metadata_key(user_id)}},
+                                      Command{nullptr, strings("HGETALL", metadata_key(user_id))},
                                       [](Reply& reply) -> Result { return parse_metadata(reply); });
 }
 
@@ -1375,7 +1393,7 @@ std::unique_ptr<Operation> Board::list_all() const {
 }
 
 std::unique_ptr<Operation> Board::get_size() const {
-  return std::make_unique<SingleCall>("get_size", Command{nullptr, {"ZCARD", key()}},
+  return std::make_unique<SingleCall>("get_size", Command{nullptr, strings("ZCARD", key())},
                                       [](Reply& reply) -> Result { return parse_count(reply); });
 }
 
