@@ -3,6 +3,7 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <array>
 #include <deque>
 #include <memory>
 #include <optional>
@@ -181,6 +182,191 @@ void declare_time(py::module_& m) {
       "One write to several boards: (operation, results), results() giving each board's submit() "
       "result once the operation has run.");
 }
+
+// ---- The hottest calls without pybind11's dispatcher: a CPython vectorcall method
+// (METH_FASTCALL | METH_KEYWORDS) put on the class in place of pybind11's. Its dispatcher makes
+// two vectors per call (the arguments and their conversion flags) and tries each overload; an
+// asyncio call makes two such calls (Board.get_rank, then AsyncCore.run). The same arguments,
+// by position or keyword, the same defaults, and the same C++ exceptions translated by
+// pybind11's translators; the signature (__text_signature__ in the docstring) is what
+// inspect and the stub see.
+
+#if PYBIND11_VERSION_HEX >= 0x020D0000  // try_translate_exceptions: pybind11 2.13 and later
+#define RLB_FAST_METHODS 1
+// The parameters of a fast method: their names, and a default for each (nullptr: required).
+template <std::size_t N>
+struct FastParams {
+  const char* method;
+  std::array<const char*, N> names;
+  std::array<PyObject*, N> defaults;  // borrowed, immortal for the process (None, small ints)
+};
+
+// The arguments of one call by parameter (borrowed references); false with TypeError set.
+template <std::size_t N>
+bool fast_arguments(const FastParams<N>& params, PyObject* const* args, Py_ssize_t nargs,
+                    PyObject* kwnames, std::array<PyObject*, N>& out) {
+  out.fill(nullptr);
+  const Py_ssize_t keywords = kwnames == nullptr ? 0 : PyTuple_GET_SIZE(kwnames);
+  if constexpr (N == 0) {
+    if (nargs == 0 && keywords == 0) return true;
+    PyErr_Format(PyExc_TypeError, "%s() takes no arguments", params.method);
+    return false;
+  }
+  if (nargs < 0 || static_cast<std::size_t>(nargs) > N) {
+    PyErr_Format(PyExc_TypeError, "%s() takes at most %d positional arguments (%zd given)",
+                 params.method, static_cast<int>(N), nargs);
+    return false;
+  }
+  for (Py_ssize_t i = 0; i < nargs; ++i) out[static_cast<std::size_t>(i)] = args[i];
+  for (Py_ssize_t k = 0; k < keywords; ++k) {
+    PyObject* keyword = PyTuple_GET_ITEM(kwnames, k);
+    std::size_t i = 0;
+    while (i < N && PyUnicode_CompareWithASCIIString(keyword, params.names[i]) != 0) ++i;
+    if (i == N) {
+      PyErr_Format(PyExc_TypeError, "%s() got an unexpected keyword argument '%U'", params.method,
+                   keyword);
+      return false;
+    }
+    if (out[i] != nullptr) {
+      PyErr_Format(PyExc_TypeError, "%s() got multiple values for argument '%s'", params.method,
+                   params.names[i]);
+      return false;
+    }
+    out[i] = args[nargs + k];
+  }
+  for (std::size_t i = 0; i < N; ++i) {
+    if (out[i] != nullptr) continue;
+    if (params.defaults[i] == nullptr) {
+      PyErr_Format(PyExc_TypeError, "%s() missing required argument '%s'", params.method,
+                   params.names[i]);
+      return false;
+    }
+    out[i] = params.defaults[i];
+  }
+  return true;
+}
+
+// Runs body(self as Self&, the arguments) as pybind11 would run the method: a C++ exception
+// becomes its Python exception, nothing crosses into CPython.
+template <class Self, std::size_t N, class Body>
+PyObject* fast_call(const FastParams<N>& params, PyObject* self, PyObject* const* args,
+                    Py_ssize_t nargs, PyObject* kwnames, Body&& body) noexcept {
+  try {
+    std::array<PyObject*, N> values;
+    if (!fast_arguments(params, args, nargs, kwnames, values)) return nullptr;
+    Self& target = py::cast<Self&>(py::handle(self));
+    py::object result = body(target, values);
+    return result.release().ptr();
+  } catch (py::error_already_set& e) {
+    e.restore();
+  } catch (...) {
+    try {
+      py::detail::try_translate_exceptions();
+    } catch (...) {
+      PyErr_SetString(PyExc_SystemError, "an exception no translator handled");
+    }
+  }
+  return nullptr;
+}
+
+// Puts `def` (static storage: the method keeps its address) on `cls`, replacing pybind11's.
+void put_fast_method(py::handle cls, PyMethodDef* def) {
+  auto method = py::reinterpret_steal<py::object>(
+      PyDescr_NewMethod(reinterpret_cast<PyTypeObject*>(cls.ptr()), def));
+  if (!method) throw py::error_already_set();
+  py::setattr(cls, def->ml_name, method);
+}
+
+template <class F>
+PyCFunction as_method(F* function) {  // METH_FASTCALL's signature, as PyMethodDef stores it
+  return reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)(void)>(function));
+}
+
+using rlb::bindings::wrap;
+using rlb::leaderboard::Board;
+
+PyObject* async_core_run(PyObject* self, PyObject* const* args, Py_ssize_t nargs,
+                         PyObject* kwnames) {
+  static const FastParams<1> params{"run", {"operation"}, {nullptr}};
+  return fast_call<rlb::bindings::AsyncCore>(
+      params, self, args, nargs, kwnames,
+      [](rlb::bindings::AsyncCore& core, const std::array<PyObject*, 1>& a) {
+        return core.run(py::reinterpret_borrow<py::object>(a[0]));
+      });
+}
+
+PyObject* board_get_rank(PyObject* self, PyObject* const* args, Py_ssize_t nargs,
+                         PyObject* kwnames) {
+  static const FastParams<1> params{"get_rank", {"user_id"}, {nullptr}};
+  return fast_call<const Board>(
+      params, self, args, nargs, kwnames,
+      [](const Board& board, const std::array<PyObject*, 1>& a) {
+        return py::cast(wrap(board.get_rank(rlb::bindings::user_id_arg(a[0]))));
+      });
+}
+
+PyObject* board_get_user_metadata(PyObject* self, PyObject* const* args, Py_ssize_t nargs,
+                                  PyObject* kwnames) {
+  static const FastParams<1> params{"get_user_metadata", {"user_id"}, {nullptr}};
+  return fast_call<const Board>(
+      params, self, args, nargs, kwnames,
+      [](const Board& board, const std::array<PyObject*, 1>& a) {
+        return py::cast(wrap(board.get_user_metadata(rlb::bindings::user_id_arg(a[0]))));
+      });
+}
+
+PyObject* board_get_size(PyObject* self, PyObject* const* args, Py_ssize_t nargs,
+                         PyObject* kwnames) {
+  static const FastParams<0> params{"get_size", {}, {}};
+  return fast_call<const Board>(params, self, args, nargs, kwnames,
+                                [](const Board& board, const std::array<PyObject*, 0>&) {
+                                  return py::cast(wrap(board.get_size()));
+                                });
+}
+
+PyObject* board_get_top(PyObject* self, PyObject* const* args, Py_ssize_t nargs,
+                        PyObject* kwnames) {
+  // The default, 10: a new reference kept for the process (nullptr if it could not be made:
+  // then the count is required).
+  static const FastParams<1> params{"get_top", {"count"}, {PyLong_FromLong(10)}};
+  return fast_call<const Board>(
+      params, self, args, nargs, kwnames,
+      [](const Board& board, const std::array<PyObject*, 1>& a) {
+        return py::cast(wrap(board.get_top(rlb::bindings::integer_arg(a[0], "count"))));
+      });
+}
+
+PyObject* board_upsert_user(PyObject* self, PyObject* const* args, Py_ssize_t nargs,
+                            PyObject* kwnames) {
+  static const FastParams<3> params{
+      "upsert_user", {"user_id", "score", "metadata"}, {nullptr, nullptr, Py_None}};
+  return fast_call<const Board>(
+      params, self, args, nargs, kwnames,
+      [](const Board& board, const std::array<PyObject*, 3>& a) {
+        return py::cast(wrap(board.upsert_user(rlb::bindings::user_id_arg(a[0]),
+                                               rlb::bindings::number_arg(a[1], "score"),
+                                               rlb::bindings::metadata_arg(a[2]))));
+      });
+}
+
+PyMethodDef fast_async_core_methods[] = {
+    {"run", as_method(&async_core_run), METH_FASTCALL | METH_KEYWORDS,
+     "run($self, operation)\n--\n\nRuns `operation` on the running event loop; the returned "
+     "future gets its result."},
+};
+PyMethodDef fast_board_methods[] = {
+    {"get_rank", as_method(&board_get_rank), METH_FASTCALL | METH_KEYWORDS,
+     "get_rank($self, user_id)\n--\n\n"},
+    {"get_user_metadata", as_method(&board_get_user_metadata), METH_FASTCALL | METH_KEYWORDS,
+     "get_user_metadata($self, user_id)\n--\n\n"},
+    {"get_size", as_method(&board_get_size), METH_FASTCALL | METH_KEYWORDS,
+     "get_size($self)\n--\n\n"},
+    {"get_top", as_method(&board_get_top), METH_FASTCALL | METH_KEYWORDS,
+     "get_top($self, count=10)\n--\n\n"},
+    {"upsert_user", as_method(&board_upsert_user), METH_FASTCALL | METH_KEYWORDS,
+     "upsert_user($self, user_id, score, metadata=None)\n--\n\n"},
+};
+#endif  // PYBIND11_VERSION_HEX
 
 }  // namespace
 
@@ -831,6 +1017,10 @@ PYBIND11_MODULE(_core, m) {
                              [](const CoreHarness& self) { return self.core.outstanding(); })
       .def("stats", [](const CoreHarness& self) { return stats_dict(self.counters.snapshot()); });
 
+#ifdef RLB_FAST_METHODS
+  for (auto& def : fast_board_methods) put_fast_method(m.attr("Board"), &def);
+  for (auto& def : fast_async_core_methods) put_fast_method(async_core, &def);
+#endif
   declare_cluster(m);
   declare_league(m);
   declare_tournament(m);
