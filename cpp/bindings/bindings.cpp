@@ -191,7 +191,9 @@ void declare_time(py::module_& m) {
 // pybind11's translators; the signature (__text_signature__ in the docstring) is what
 // inspect and the stub see.
 
-#if PYBIND11_VERSION_HEX >= 0x020D0000  // try_translate_exceptions: pybind11 2.13 and later
+// try_translate_exceptions (pybind11::detail) exists from 2.13; a major release not tested here
+// (4 and later) keeps pybind11's own methods rather than fail to build on a moved detail.
+#if PYBIND11_VERSION_HEX >= 0x020D0000 && PYBIND11_VERSION_HEX < 0x04000000
 #define RLB_FAST_METHODS 1
 // The parameters of a fast method: their names, and a default for each (nullptr: required).
 template <std::size_t N>
