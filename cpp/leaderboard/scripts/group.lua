@@ -72,6 +72,20 @@ end
 -- refresh_window: when that takes more than a step, nothing of the write is done and the reply
 -- is the status WINDOWBUSY: the client sends the write again), the bucket's new score and the
 -- user's new window score.
+-- A window aggregate `current` (nil: none) after the user's score in the written bucket goes from
+-- `old` (nil: none) to `score`, where it follows from them alone (a whole-number sum, a max that
+-- does not go down, a min that does not go up); nil where the buckets must be counted again.
+local function updated_aggregate(win, current, old, score)
+  if win.aggregate == 'sum' and not win.frac then return (current or 0) - (old or 0) + score end
+  if win.aggregate == 'max' and (not old or score >= old) then
+    return math.max(current or score, score)
+  end
+  if win.aggregate == 'min' and (not old or score <= old) then
+    return math.min(current or score, score)
+  end
+  return nil
+end
+
 local function plan_window(win)
   window_names(win)
   local bucket, user_key = win.bucket_key, win.user_key
@@ -127,15 +141,8 @@ local function plan_window(win)
     -- The user's window score: from :all (its aggregate now) where that is exact, else counted
     -- from the buckets.
     local a_text = redis.call('ZSCORE', win.all, user_id)
-    local a = a_text and tonumber(a_text)
-    local total
-    if win.aggregate == 'sum' and not win.frac then
-      total = (a or 0) - (old or 0) + score
-    elseif win.aggregate == 'max' and (not old or score >= old) then
-      total = math.max(a or score, score)
-    elseif win.aggregate == 'min' and (not old or score <= old) then
-      total = math.min(a or score, score)
-    else
+    local total = updated_aggregate(win, a_text and tonumber(a_text), old, score)
+    if total == nil then
       total, err = count_window(win, st.ready, score)
       if err then return nil, err end
     end
@@ -158,17 +165,10 @@ local function plan_window(win)
       if pending then win.ahead_op = 'drop' end
     else
       local x_text = redis.call('ZSCORE', win.ahead, user_id)
-      local x = x_text and tonumber(x_text)
-      local value
-      if win.aggregate == 'sum' and not win.frac then
-        value = (x or 0) - (old or 0) + score
-      elseif win.aggregate == 'max' and (not old or score >= old) then
-        value = math.max(x or score, score)
-      elseif win.aggregate == 'min' and (not old or score <= old) then
-        value = math.min(x or score, score)
-      elseif win.aggregate == 'sum' and st.ahead == 'E' then  -- a recount, then the job adds again
-        win.ahead_op = 'drop'
-      else
+      local value = updated_aggregate(win, x_text and tonumber(x_text), old, score)
+      if value == nil and win.aggregate == 'sum' and st.ahead == 'E' then
+        win.ahead_op = 'drop'  -- a recount, then the job adds again
+      elseif value == nil then
         value, err = count_window(win, st.ready, score, first)
         if err then return nil, err end
       end
