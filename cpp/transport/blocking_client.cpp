@@ -508,6 +508,14 @@ bool BlockingConnection::reusable() {
   }
 }
 
+std::optional<Clock::time_point> turn_until(std::optional<Clock::time_point> deadline, bool last) {
+  if (!deadline || last) return deadline;
+  constexpr Clock::duration kMinTurn = std::chrono::milliseconds(50);
+  const auto now = Clock::now();
+  const auto left = *deadline - now;
+  return now + std::max<Clock::duration>(left / 2, std::min(left, kMinTurn));
+}
+
 // ---------------------------------------------------------------------------------------------
 // BlockingClient: a pool of connections; a call borrows one for its whole operation.
 

@@ -38,6 +38,12 @@ using connection::Stats;
 // raise KeyboardInterrupt from it); the connection is then dropped, its replies out of step.
 using InterruptCheck = void (*)();
 void set_interrupt_check(InterruptCheck check);
+// Servers asked in turn within one `deadline` (sentinels, cluster nodes for the slot map): until
+// when one is waited for. Half the time left (at least 50 ms, if left), so that servers that do
+// not answer leave time for the next; the `last` all of it; no deadline: none (each within its
+// own timeouts).
+std::optional<Clock::time_point> turn_until(std::optional<Clock::time_point> deadline, bool last);
+
 // No interrupt check on this thread (a thread of the client's own, which must never take the
 // GIL: the thread closing the client may hold it while joining this one).
 void disable_interrupt_checks();

@@ -28,8 +28,6 @@ constexpr auto kRefreshInterval = std::chrono::milliseconds(100);
 // How long a node that answered CLUSTERDOWN, or did not answer a read of the map, is asked for
 // the map after the others.
 constexpr auto kSuspectFor = std::chrono::seconds(10);
-// A node asked for the map within a call's deadline is given at least this long (or what is left).
-constexpr auto kMinAsk = std::chrono::milliseconds(50);
 // Redirects (MOVED, ASK) a request follows at once; past them each waits retry_delay() first.
 constexpr int kFreeRedirects = 3;
 
@@ -193,21 +191,13 @@ void ClusterClient::refresh_map(bool force, std::optional<Clock::time_point> dea
   const auto nodes = candidates();
   for (std::size_t i = 0; i < nodes.size(); ++i) {
     const auto& node = nodes[i];
-    // A call's deadline: no node is waited for past it, and a node that does not answer
-    // leaves time for the next ones: each is given half the time left (at least kMinAsk),
-    // the last all of it. A node that did not answer in its share is asked last for a while.
-    std::optional<Clock::time_point> until = deadline;
-    if (deadline) {
-      const auto now = Clock::now();
-      if (now >= *deadline) {
-        out_of_time = true;
-        break;
-      }
-      if (i + 1 < nodes.size())
-        until =
-            now + std::max<Clock::duration>((*deadline - now) / 2,
-                                            std::min<Clock::duration>(*deadline - now, kMinAsk));
+    // A call's deadline: no node is waited for past it, each given a share of it
+    // (turn_until). A node that did not answer in its share is asked last for a while.
+    if (deadline && Clock::now() >= *deadline) {
+      out_of_time = true;
+      break;
     }
+    const auto until = turn_until(deadline, i + 1 == nodes.size());
     try {
       auto client = pool(node, false);
       Reply reply = client->execute_raw({"CLUSTER", "SHARDS"}, until);

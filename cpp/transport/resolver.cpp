@@ -15,9 +15,6 @@ namespace rlb::transport {
 
 namespace {
 
-// A sentinel asked within a connection's deadline is given at least this long (or what is left).
-constexpr auto kMinAsk = std::chrono::milliseconds(50);
-
 std::string wire_of(std::vector<std::string_view> argv) {
   std::string wire;
   codec::encode_command(argv, wire);
@@ -72,18 +69,9 @@ Endpoint Resolver::resolve(std::optional<Clock::time_point> deadline) {
     const auto& [host, port] = order[i];
     const ClientOptions sentinel = sentinel_connection_options(options_, host, port);
     const Endpoint endpoint{host, port, {}};
-    // Within `deadline`: half the time left for each sentinel (at least kMinAsk), all of it
-    // for the last.
-    std::optional<Clock::time_point> until = deadline;
-    if (deadline) {
-      const auto now = Clock::now();
-      if (now >= *deadline) break;
-      if (i + 1 < order.size()) {
-        until =
-            now + std::max<Clock::duration>((*deadline - now) / 2,
-                                            std::min<Clock::duration>(*deadline - now, kMinAsk));
-      }
-    }
+    // Within `deadline`, a share of it for each sentinel (turn_until).
+    if (deadline && Clock::now() >= *deadline) break;
+    const auto until = turn_until(deadline, i + 1 == order.size());
     std::string reason;
     try {
       connection::Counters counters;  // sentinel traffic is not the client's
