@@ -39,9 +39,22 @@ from redis_leaderboard import (
     SubmissionIdReused,
 )
 
-# Sunday 29 November 2026, one second before midnight: ISO week 2026-W48 ends.
-SUNDAY_LATE = datetime(2026, 11, 29, 23, 59, 59, tzinfo=UTC)
-MONDAY = datetime(2026, 11, 30, 0, 0, 1, tzinfo=UTC)
+
+def _sunday_late() -> datetime:
+    """One second before midnight (UTC) at the end of the ISO week after this one: a week
+    boundary in the future whatever day the tests run, so that no period written there has
+    expired (a fixed date in the past made this file fail once the date had passed)."""
+    today = datetime.now(UTC).replace(hour=23, minute=59, second=59, microsecond=0)
+    return today + timedelta(days=6 - today.weekday() + 7)
+
+
+SUNDAY_LATE = _sunday_late()
+MONDAY = SUNDAY_LATE + timedelta(seconds=2)
+# The ids of the periods either side of the boundary: the week ending at SUNDAY_LATE, the next
+# week, and SUNDAY_LATE's day.
+W_OLD = "{}-W{:02d}".format(*SUNDAY_LATE.isocalendar()[:2])
+W_NEW = "{}-W{:02d}".format(*MONDAY.isocalendar()[:2])
+DAY_OLD = SUNDAY_LATE.date().isoformat()
 
 
 # ---- One board ----------------------------------------------------------------------------------
@@ -239,7 +252,7 @@ def test_each_refusal_has_its_own_valueerror(api: Api, board_key: str) -> None:
     clock = FakeClock(MONDAY)
     weekly = api.periodic(f"{board_key}:w", period="week", clock=clock)
     last_week = weekly.previous()
-    with pytest.raises(PeriodClosed, match="2026-W48"):
+    with pytest.raises(PeriodClosed, match=W_OLD):
         last_week.submit("a", 1)
 
 
@@ -593,24 +606,24 @@ def test_a_group_resend_across_a_period_boundary_applies_once(
             group.submit("ann", 3, {"team": "red"}, mode="incr", submission_id="m-1", retries=0)
     finally:
         dropper.close()
-    assert r.zscore(f"{board_key}:weekly:2026-W48", "ann") == 3.0
+    assert r.zscore(f"{board_key}:weekly:{W_OLD}", "ann") == 3.0
     clock.now = MONDAY
     group, boards = weekly_group(api, board_key, clock)
     again = group.submit("ann", 3, {"team": "red"}, mode="incr", submission_id="m-1")
     assert {k: (v["duplicate"], v.get("period")) for k, v in again.items()} == {
         f"{board_key}:alltime": (True, None),
-        f"{board_key}:weekly": (True, "2026-W48"),
-        f"{board_key}:daily": (True, "2026-11-29"),
+        f"{board_key}:weekly": (True, W_OLD),
+        f"{board_key}:daily": (True, DAY_OLD),
     }
     assert all(v["score"] == 3.0 for v in again.values())
     # Nothing in the new periods; the old ones hold the one write.
-    assert boards[1].current().key == f"{board_key}:weekly:2026-W49"
+    assert boards[1].current().key == f"{board_key}:weekly:{W_NEW}"
     assert boards[1].get_size() == 0 and boards[2].get_size() == 0
     assert r.zscore(f"{board_key}:alltime", "ann") == 3.0
-    assert r.zscore(f"{board_key}:daily:2026-11-29", "ann") == 3.0
+    assert r.zscore(f"{board_key}:daily:{DAY_OLD}", "ann") == 3.0
     # A new submission in the new week is written there, and says so.
     new = group.submit("ann", 1, mode="incr", submission_id="m-2")
-    assert new[f"{board_key}:weekly"]["period"] == "2026-W49"
+    assert new[f"{board_key}:weekly"]["period"] == W_NEW
     assert new[f"{board_key}:weekly"]["duplicate"] is False
     assert new[f"{board_key}:alltime"]["score"] == 4.0
 
@@ -624,13 +637,13 @@ def test_a_group_resend_after_the_boundary_returns_the_first_results(
     clock.now = MONDAY
     again = group.submit("ann", 2, mode="incr", submission_id="a-1")
     assert again == {k: {**v, "duplicate": True} for k, v in first.items()}
-    assert again[f"{board_key}:weekly"]["period"] == "2026-W48"
+    assert again[f"{board_key}:weekly"]["period"] == W_OLD
     assert boards[1].get_size() == 0
     with pytest.raises(SubmissionIdReused, match="another user"):
         group.submit("bob", 2, mode="incr", submission_id="a-1")
     weekly = boards[1]
     one = weekly.submit("cy", 1, submission_id="a-2")
-    assert one["period"] == "2026-W49"
+    assert one["period"] == W_NEW
 
 
 def test_a_periodic_boards_resend_after_the_boundary_returns_the_first_result(
@@ -639,20 +652,20 @@ def test_a_periodic_boards_resend_after_the_boundary_returns_the_first_result(
     clock = FakeClock(SUNDAY_LATE)
     weekly = api.periodic(board_key, period="week", clock=clock)
     first = weekly.submit("ann", 5, mode="incr", submission_id="x")
-    assert (first["period"], first["duplicate"]) == ("2026-W48", False)
+    assert (first["period"], first["duplicate"]) == (W_OLD, False)
     clock.now = MONDAY
     again = weekly.submit("ann", 5, mode="incr", submission_id="x")
     assert again == {**first, "duplicate": True}
     assert weekly.get_size() == 0  # W49 untouched
-    assert r.zscore(f"{board_key}:2026-W48", "ann") == 5.0
+    assert r.zscore(f"{board_key}:{W_OLD}", "ann") == 5.0
     # The record is the periodic board's, kept for submission_ttl, not for the period.
     assert 86_000_000 < r.pttl(f"{board_key}:submission:x") <= 86_400_000
-    assert not r.exists(f"{board_key}:2026-W48:submission:x")
+    assert not r.exists(f"{board_key}:{W_OLD}:submission:x")
     # upsert_many's ids are the periodic board's too.
     weekly.current().upsert_many([("bea", 2, None, "bulk-1")])
     clock.now = MONDAY + timedelta(days=7)  # W50
     dup = weekly.submit("bea", 2, submission_id="bulk-1")
-    assert (dup["duplicate"], dup["period"], dup["rank"]) == (True, "2026-W49", None)
+    assert (dup["duplicate"], dup["period"], dup["rank"]) == (True, W_NEW, None)
     assert weekly.get_size() == 0
 
 
