@@ -9,10 +9,28 @@
 #include <cstdlib>
 #include <cstring>
 #include <functional>
+#include <random>
+
+#include <unistd.h>
 
 #include "errors.hpp"
 
 namespace rlb::leaderboard {
+
+std::string new_call_token() {
+  // One generator per thread, seeded from the system's entropy (again in a forked child, which
+  // would otherwise repeat its parent's tokens): tokens need to be unique, not secret.
+  thread_local std::mt19937_64 generator;
+  thread_local pid_t seeded_in = 0;
+  if (seeded_in != ::getpid()) {
+    seeded_in = ::getpid();
+    generator.seed(std::random_device{}());
+  }
+  char text[17];
+  std::snprintf(text, sizeof text, "%016llx", static_cast<unsigned long long>(generator()));
+  return std::string(text, 16);
+}
+
 namespace {
 
 using codec::ReplyType;

@@ -21,6 +21,12 @@ namespace rlb::leaderboard {
 using codec::Reply;
 using Metadata = std::vector<std::pair<std::string, std::string>>;  // HGETALL order
 
+// A new call token: 16 random hex digits, made once per call of a write that carries a
+// submission id and sent with each of its sendings. The submission record keeps the token of the
+// call that applied it, so a resend of that same call (after a lost reply) is told apart from
+// another call with the same id: only the latter is a duplicate.
+std::string new_call_token();
+
 // One command. With a script, argv is {numkeys, keys..., args...} and it is sent as EVALSHA
 // (EVAL after a NOSCRIPT reply); otherwise argv is the whole command.
 struct Command {
