@@ -19,7 +19,7 @@ import pytest
 
 from apis import Api
 from conftest import RedisServer, unique_key
-from helpers import FakeClock
+from helpers import FakeClock, ReplyDropper
 from league_model import Closed, LeagueModel
 from redis_leaderboard import Client, League, OptionsMismatch, PeriodClosed, ResponseError
 
@@ -178,6 +178,71 @@ def test_submission_ids_apply_once(api: Api, key: str) -> None:
     again = api.call(league.submit, "a", 5, submission_id="s1")
     assert first["duplicate"] is False and again["duplicate"] is True
     assert api.call(league.standings, "a")["entries"][0]["score"] == 5.0
+
+
+# -- resends answer the first result (rules 1, 2 and 5 of DESIGN.md's "a resend") ----------------
+
+
+def test_a_resend_answers_the_first_result_field_for_field(api: Api, key: str) -> None:
+    clock = FakeClock(MONDAY)
+    league = api.league(key, clock, tiers=TIERS, cohort_size=4, promote=1, demote=1)
+    first = api.call(league.submit, "ann", 120, {"n": "1"}, submission_id="ann:m1")
+    assert (first["duplicate"], first["zone"], first["size"], first["rank"]) == (
+        False, "promote", 1, 1,
+    )  # fmt: skip
+    api.call(league.submit, "bob", 200)  # ann's zone and her cohort's size are not 1's now
+    again = api.call(league.submit, "ann", 120, {"n": "1"}, submission_id="ann:m1")
+    assert again == {**first, "duplicate": True}
+    entries = api.call(league.standings, "ann")["entries"]
+    assert [(e["user_id"], e["score"]) for e in entries] == [("bob", 200.0), ("ann", 120.0)]
+
+
+def test_a_resend_after_the_week_boundary_answers_the_first_week(api: Api, key: str) -> None:
+    clock = FakeClock(MONDAY + timedelta(days=6, hours=11))  # Sunday 23:00
+    league = api.league(key, clock, tiers=TIERS, cohort_size=4, promote=1, demote=1)
+    first = api.call(league.submit, "ann", 120, submission_id="ann:m1")
+    assert first["period"] == W0
+    clock.now += timedelta(hours=2)  # the next week: W0 has ended, not settled yet
+    assert api.call(league.submit, "ann", 120, submission_id="ann:m1") == {
+        **first, "duplicate": True,
+    }  # fmt: skip
+    assert api.call(league.submit, "bob", 5)["period"] != W0  # W0 settled lazily, bob placed
+    assert api.call(league.submit, "ann", 120, submission_id="ann:m1") == {
+        **first, "duplicate": True,
+    }  # fmt: skip
+    assert api.call(league.standings, "ann") is None  # the resends placed her in no new cohort
+    # A client whose clock lags (W0 is settled and closed there) gets the first answer too.
+    lagging = api.league(key, FakeClock(MONDAY), tiers=TIERS, cohort_size=4, promote=1, demote=1)
+    assert api.call(lagging.submit, "ann", 120, submission_id="ann:m1") == {
+        **first, "duplicate": True,
+    }  # fmt: skip
+    assert api.call(league.results, "ann", W0)["score"] == 120.0
+
+
+def test_a_lost_reply_resent_by_the_library_is_not_a_duplicate(
+    api: Api, key: str, redis_server: RedisServer
+) -> None:
+    clock = FakeClock(MONDAY)
+    options: dict[str, Any] = dict(tiers=TIERS, cohort_size=4, promote=1, demote=1)
+    league = api.league(key, clock, **options)
+    api.call(league.submit, "warm", 1)  # the script is cached: the first attempt runs
+    proxy = ReplyDropper(redis_server.port, drops=1)
+    try:
+        lossy = api.connect(port=proxy.port, socket_timeout=5)
+        result = api.call(
+            api.make("League", key, client=lossy, clock=clock, **options).submit,
+            "ann", 120, submission_id="ann:m1",
+        )  # fmt: skip
+    finally:
+        proxy.close()
+    assert proxy.dropped == 1  # the first send applied; its reply was lost, the library resent
+    assert (result["duplicate"], result["zone"], result["size"], result["score"]) == (
+        False, "promote", 2, 120.0,
+    )  # fmt: skip
+    # Another call with the same id is a duplicate, answered the same.
+    again = api.call(league.submit, "ann", 120, submission_id="ann:m1")
+    assert again == {**result, "duplicate": True}
+    assert api.call(league.standings, "ann")["entries"][0]["score"] == 120.0
 
 
 def test_settled_events_one_per_cohort(api: Api, key: str, redis_server: RedisServer) -> None:

@@ -128,8 +128,12 @@ std::unique_ptr<Operation> League::submit(const LeaguePeriod& period, std::strin
   auto args = this->args("submit", period);
   std::string words;
   if (submission_id) add_submission_guard(words, keys, base_, submission_ttl_, *submission_id);
+  // One call token per call (this operation), the same in each of its sendings: the script
+  // stores it with the submission id's record, so this call's own resend after a lost reply is
+  // told apart from another call with the same id (only the latter is a duplicate).
   args.insert(args.end(), {user_id, format_score(score), std::move(bracket),
-                           words.empty() ? words : words.substr(1)});
+                           words.empty() ? words : words.substr(1),
+                           submission_id ? new_call_token() : std::string()});
   for (auto& [field, value] : metadata) {
     args.push_back(std::move(field));
     args.push_back(std::move(value));
@@ -138,7 +142,7 @@ std::unique_ptr<Operation> League::submit(const LeaguePeriod& period, std::strin
   auto parse = [user_id, idempotent](Reply& reply) {
     const char* what = "League.submit";
     LeagueRecord record;
-    part(reply, 7, 0, what);
+    part(reply, 8, 0, what);
     record.add("submit", parse_submit_reply(reply.elements[0], user_id, idempotent));
     record.add("tier", integer_of(reply.elements[1], what));
     record.add("cohort", integer_of(reply.elements[2], what));
@@ -150,6 +154,7 @@ std::unique_ptr<Operation> League::submit(const LeaguePeriod& period, std::strin
     }
     record.add("zone", text_of(reply.elements[5], what));
     record.add("size", integer_of(reply.elements[6], what));
+    record.add("period", text_of(reply.elements[7], what));
     return record;
   };
   return RLB_LEAGUE_CALL("League.submit",

@@ -75,7 +75,10 @@ class League {
 
   // The player's write: placed in a cohort on their first write of the period (in `bracket`),
   // then the score written with the league's mode, atomically. Record: "submit" (submit()'s
-  // result on the cohort's board), "tier", "cohort", "bracket", "cutoff_rank", "zone", "size".
+  // result on the cohort's board), "tier", "cohort", "bracket", "cutoff_rank", "zone", "size",
+  // "period" (the id of the period written). With a submission id applied before: the record
+  // that write answered, whatever the period now ("submit"'s duplicate true unless this is the
+  // same operation's own resend, told by the call token it sends).
   std::unique_ptr<Operation> submit(const LeaguePeriod& period, std::string user_id, double score,
                                     Metadata metadata, std::string bracket,
                                     std::optional<std::string> submission_id, int retries,

@@ -14,7 +14,8 @@
 -- ARGV: op ('submit' | 'join' | 'close' | 'settle' | 'hide' | 'unhide' | 'hidden'), tiers (count), cohort size, promote,
 -- demote ('<count>' or 'f<fraction>'), demote_idle ('1' | '0'), order, ties, write mode,
 -- events maxlen, period id, period start (unix ms), the period's deadline (unix ms), then:
---   submit: user_id, score, bracket, spec words ('' or 'sid:<ttl ms>'), field, value, ...
+--   submit: user_id, score, bracket, spec words ('' or 'sid:<ttl ms>'), call token ('' without
+--           a submission id), field, value, ...
 --   join:   user_id, bracket
 --   settle: cohort number
 --   hide, unhide: user_id, bracket (unhide: where a kept score places them)
@@ -23,7 +24,8 @@
 -- one: the client settles it and sends the call again); an error 'PERIODCLOSED ...' (the
 -- period takes no more writes); else
 --   submit: {submit()'s reply (see apply_write), tier, cohort, bracket, cutoff rank or false,
---            zone, placed players}
+--            zone, placed players, period id}; with a submission id applied before, the answer
+--            stored then (see "Submission records" below)
 --   join:   {tier, cohort, bracket, placed players, 1 if placed now else 0}
 --   close:  {cohorts, cohorts settled}
 --   settle: {cohort, tier, bracket, 1 if it was settled before else 0, {promoted ids},
@@ -218,10 +220,76 @@ local function league_hides(user_id)
   return redis.call('HEXISTS', HIDDEN, user_id) == 1
 end
 
+-- ---- Submission records: a resend answers the first answer --------------------------------
+-- A submit with a submission id stores its whole answer once, in the id's record: _lib.lua's
+-- store_submission writes the record with submit()'s reply on the cohort's board, and the same
+-- script adds the rest of the league's answer ('league': {tier, cohort, bracket, cutoff rank or
+-- false, zone, size, period id}) and the call token of the call that applied it ('token'). A
+-- later submit with that id answers the record, before anything about the period is looked at
+-- (which period the clock says, whether it is closed, settled or ended): nothing is recomputed.
+-- It is a duplicate (1) unless it carries the same call token: the same call's own resend after
+-- a lost reply (0). (Here until _lib.lua's store_submission takes a board type's whole answer
+-- and the call token, so that every board type shares this one mechanism.)
+
+-- The whole answer: {submit()'s reply, rest...}.
+local function answer_of(reply, rest)
+  local answer = {reply}
+  for i = 1, #rest do answer[i + 1] = rest[i] end
+  return answer
+end
+
+-- Stores the rest of the answer and the token in the record store_submission has just written
+-- (its ttl kept; check_submission checked SET on it); returns the whole answer.
+local function store_answer(w, token, reply, rest)
+  if w.submission_key then
+    local record = cmsgpack.unpack(redis.call('GET', w.submission_key))
+    record.league, record.token = rest, token
+    redis.call('SET', w.submission_key, cmsgpack.pack(record), 'KEEPTTL')
+  end
+  return answer_of(reply, rest)
+end
+
+-- nil if w's submission id was never applied; else the answer to return: an error reply
+-- (SUBMISSIONREUSED, see check_submission), or the stored answer (duplicate or not, see above).
+local function stored_answer(w, token)
+  local reply = check_submission(w, nil)
+  if not reply or reply.err or reply.ok then return reply end
+  local ok, record = pcall(cmsgpack.unpack, redis.call('GET', w.submission_key))
+  local rest = ok and type(record) == 'table' and record.league
+  if not rest then
+    -- A record an older client wrote holds submit()'s reply alone: the rest is what that
+    -- client answered (the cohort's tier and bracket, zone 'stay', size 0), its period the
+    -- one of the board it landed on.
+    local applied = reply[#reply]
+    local at = string.find(applied, ':c:', #base + 2, true)
+    local state = string.sub(applied, 1, at - 1) .. ':state'
+    local cohort = string.sub(applied, at + 3)
+    local tier_then = cohort == '0' and redis.call('HGET', TIER, w.user_id)  -- hidden: no seat
+      or redis.call('HGET', state, 't:' .. cohort)
+    rest = {tonumber(tier_then or '0'), tonumber(cohort),
+      redis.call('HGET', state, 'b:' .. cohort) or '', false, 'stay', 0,
+      string.sub(applied, #base + 2, at - 1)}
+  elseif token ~= '' and record.token == token then
+    reply[#reply - 1] = 0  -- this call's own resend: not a duplicate
+  end
+  return answer_of(reply, rest)
+end
+
 if op == 'submit' then
   local err = check_league(true)
   if err then return err end
-  local user_id, number, bracket, words = ARGV[14], ARGV[15], ARGV[16], ARGV[17]
+  local user_id, number, bracket, words, token = ARGV[14], ARGV[15], ARGV[16], ARGV[17], ARGV[18]
+  -- The write (the cohort's board is named once the placement is known).
+  local w = {user_id = user_id, mode = cfg.mode, order = cfg.order, ties = cfg.ties,
+    submit = true, number = number, max_entries = 4294967296, fields = ARGV, first_field = 19,
+    expire_at = expire}
+  if words ~= '' then
+    local spec = {}
+    for word in string.gmatch(words, '%S+') do spec[#spec + 1] = word end
+    guard_fields(w, spec, 1, 9)  -- the submission id's record: KEYS[9]
+    local answer = stored_answer(w, token)
+    if answer then return answer end
+  end
   local hidden
   hidden, err = league_hides(user_id)
   if hidden == nil then return err end
@@ -238,41 +306,22 @@ if op == 'submit' then
     n, tier = placement.n, placement.tier
   end
   local board, k = cohort_board(n)
-  local w = {board = board, user_key = board .. ':user:' .. user_id, k = k, mode = cfg.mode,
-    order = cfg.order, ties = cfg.ties, submit = true, number = number, user_id = user_id,
-    max_entries = 4294967296, fields = ARGV, first_field = 18, expire_at = expire}
-  if words ~= '' then
-    local spec = {}
-    for word in string.gmatch(words, '%S+') do spec[#spec + 1] = word end
-    guard_fields(w, spec, 1, 9)  -- the submission id's record: KEYS[9]
-  end
+  w.board, w.user_key, w.k = board, board .. ':user:' .. user_id, k
   guard_fields(w, rule, 2, 0)  -- the score limits (keyless), checked by plan_write
   if hidden then w.scope_hidden, w.scope_options = HIDDEN, OPTIONS end
   local plan, reply = plan_write(w)
-  if not plan then
-    if type(reply) ~= 'table' or reply.err or reply.ok then return reply end
-    -- The stored result of an earlier write with this submission id: nothing is written; the
-    -- placement it reports is the one of the cohort it landed on.
-    local applied = reply[#reply]
-    local at = string.find(applied, ':c:', #base + 2, true)
-    local state = string.sub(applied, 1, at - 1) .. ':state'
-    local cohort = string.sub(applied, at + 3)
-    local tier_then = cohort == '0' and redis.call('HGET', TIER, user_id)  -- hidden: no seat
-      or redis.call('HGET', state, 't:' .. cohort)
-    return {reply, tonumber(tier_then or '0'), tonumber(cohort),
-      redis.call('HGET', state, 'b:' .. cohort) or '', false, 'stay', 0}
-  end
+  if not plan then return reply end  -- (an id applied before was answered above)
   if not redis.call('HGET', OPTIONS, 'config') then record_config() end
   if placement then apply_placement(placement, user_id) end
   reply = apply_write(plan)
-  if hidden then return {reply, tier, 0, '', false, 'stay', 0} end
+  if hidden then return store_answer(w, token, reply, {tier, 0, '', false, 'stay', 0, period}) end
   local b = plan.b
   local size = redis.call('SCARD', cohort_key(n) .. ':placed')
   local scored = redis.call('ZCARD', board)
   local stored = redis.call('ZSCORE', board, user_id)
   local rank = stored and cutoff_rank(b, user_id, tonumber(stored))
-  return {reply, tier, n, redis.call('HGET', STATE, 'b:' .. n) or bracket, rank or false,
-    zone_of(tier, rank, scored, size), size}
+  return store_answer(w, token, reply, {tier, n, redis.call('HGET', STATE, 'b:' .. n) or bracket,
+    rank or false, zone_of(tier, rank, scored, size), size, period})
 end
 
 if op == 'join' then

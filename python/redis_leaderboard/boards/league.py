@@ -48,6 +48,12 @@ settle, while the others settle (the first error is raised at the end). The last
 the period done. A cohort's script reads at most ``cohort_size`` (<= 1,000) players, so no
 script blocks Redis for long, whatever the league's size.
 
+Resends. A submit with a ``submission_id`` stores its whole answer (the cohort board's result,
+the period, tier, cohort, bracket, zone and size) with the id's record, and the call token of
+the call that applied it; a later submit with the id answers that record before anything about
+the period is judged, so a resend gets the first answer whatever the clock says, ``duplicate``
+False only for the same call's own resend.
+
 Lazy settlement. Nobody is placed in a period while an earlier period with players is not
 settled: the placement's script answers ``UNSETTLED <period>``, and the plan settles that
 period, then places the player. Reads of the current period (``standings``, ``tier_of``,
@@ -428,8 +434,13 @@ class LeagueBase(PeriodClock, Generic[S]):
         ``"zone"`` (``"promote"``, ``"stay"``, ``"demote"`` if the period ended now) and
         ``"size"`` (placed players in the cohort). ``submission_id``/``retries`` as
         [`RedisLeaderboard.submit`][redis_leaderboard.RedisLeaderboard.submit] (the id is the
-        league partition's, whatever the period). Refused with ``PeriodClosed`` when the period
-        is being settled, or a newer one has players (a client whose clock lags).
+        league partition's, whatever the period): an id applied before writes nothing and
+        returns the first call's result field for field (its ``"period"``, ``"zone"``,
+        ``"size"``... as they were then, whatever the clock says now), with ``"duplicate"``
+        True if another call applied it and False if this call did (the library's own resend
+        after a lost reply: each call sends a call token, stored with the id). Refused with
+        ``PeriodClosed`` when the period is being settled, or a newer one has players (a
+        client whose clock lags).
 
         Redis cost:
             One round trip, one script: the placement (the first write of a period) and the
@@ -454,7 +465,7 @@ class LeagueBase(PeriodClock, Generic[S]):
                 LeagueSubmitResult,
                 {
                     **reply["submit"],
-                    "period": period[0],
+                    "period": reply["period"],  # the first write's, for a resend
                     "tier": self._tier_name(reply["tier"]),
                     "cohort": reply["cohort"],
                     "bracket": reply["bracket"] or None,
