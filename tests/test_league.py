@@ -8,6 +8,7 @@ import multiprocessing
 import os
 import random
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -243,6 +244,54 @@ def test_a_lost_reply_resent_by_the_library_is_not_a_duplicate(
     again = api.call(league.submit, "ann", 120, submission_id="ann:m1")
     assert again == {**result, "duplicate": True}
     assert api.call(league.standings, "ann")["entries"][0]["score"] == 120.0
+
+
+class SettlementDropper(ReplyDropper):
+    """A ReplyDropper whose dropped connection passes the server's bytes through until the
+    first reply of a cohort's settlement (a 7-element array), then closes: the settlements in
+    flight ran, their replies are lost."""
+
+    @staticmethod
+    def _pipe(source: socket.socket, sink: socket.socket, drop: bool) -> None:
+        try:
+            while data := source.recv(65536):
+                if drop and data.startswith(b"*7\r\n"):
+                    break
+                sink.sendall(data)
+        except OSError:
+            pass
+        for s in (source, sink):
+            try:
+                s.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+            s.close()
+
+
+def test_settle_counts_its_own_resent_cohorts_as_settled(
+    api: Api, key: str, redis_server: RedisServer
+) -> None:
+    clock = FakeClock(MONDAY)
+    options: dict[str, Any] = dict(tiers=TIERS, cohort_size=5, promote=1, demote=1)
+    league = api.league(key, clock, **options)
+    for i in range(15):
+        api.call(league.submit, f"p{i:02d}", i)
+    clock.now += timedelta(days=7)
+    proxy = SettlementDropper(redis_server.port, drops=1)
+    try:
+        lossy = api.connect(port=proxy.port, socket_timeout=5)
+        summary = api.call(api.make("League", key, client=lossy, clock=clock, **options).settle)
+    finally:
+        proxy.close()
+    assert proxy.dropped == 1
+    assert summary == {
+        "periods": [W0], "cohorts": 3, "settled": 3, "already_settled": 0,
+        "promoted": 3, "demoted": 0,
+    }  # fmt: skip
+    # Another settler's call finds the work done by this one: already settled, nothing moved.
+    again = api.call(league.settle, W0)
+    assert (again["settled"], again["already_settled"], again["promoted"]) == (0, 3, 0)
+    assert [t["players"] for t in api.call(league.tiers)] == [12, 3, 0, 0]
 
 
 def test_settled_events_one_per_cohort(api: Api, key: str, redis_server: RedisServer) -> None:
@@ -551,6 +600,23 @@ def test_a_hidden_player_has_no_seat_and_keeps_their_tier(api: Api, key: str) ->
     standings = api.call(league.standings, "p3")
     assert [(e["user_id"], e["score"]) for e in standings["entries"]] == [("p3", 7.0)]
     assert api.call(league.unhide, "p3") is False
+
+
+def test_tiers_counts_no_hidden_player(api: Api, key: str) -> None:
+    clock = FakeClock(MONDAY)
+    league = api.league(key, clock, tiers=TIERS, cohort_size=4, promote=1, demote=1)
+    for i in range(4):
+        api.call(league.submit, f"p{i}", 10 * i)
+    api.call(league.hide, "p3")
+    api.call(league.hide, "ghost")  # hidden before any seat: no tier at all
+    api.call(league.submit, "ghost", 1)
+    assert [t["players"] for t in api.call(league.tiers)] == [3, 0, 0, 0]
+    assert api.call(league.tier_of, "p3") == "bronze"  # their own tier is kept and answered
+    clock.now += timedelta(days=7)
+    api.call(league.settle)  # p2 promoted; p3 had no seat
+    assert [t["players"] for t in api.call(league.tiers)] == [2, 1, 0, 0]
+    api.call(league.unhide, "p3")
+    assert [t["players"] for t in api.call(league.tiers)] == [3, 1, 0, 0]
 
 
 def test_a_hidden_players_metadata_and_resends_follow_them(api: Api, key: str) -> None:

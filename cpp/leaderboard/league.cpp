@@ -222,7 +222,10 @@ std::unique_ptr<Operation> League::settle(const LeaguePeriod& period, long long 
                                           std::shared_ptr<LeagueReply> out) const {
   if (cohort < 1) throw InvalidArgument("a cohort number is at least 1");
   auto args = this->args("settle", period);
-  args.push_back(std::to_string(cohort));
+  // The call token (one per call, the same in each sending): the script stores it with the
+  // cohort's settlement, so this call's own resend after a lost reply answers what this call
+  // settled, and only another call's answers "already".
+  args.insert(args.end(), {std::to_string(cohort), new_call_token()});
   auto parse = [](Reply& reply) {
     const char* what = "League.settle";
     LeagueRecord record;
@@ -236,7 +239,8 @@ std::unique_ptr<Operation> League::settle(const LeaguePeriod& period, long long 
     record.add("stayed", strings_of(reply.elements[6], what));
     return record;
   };
-  // A cohort is settled once (its script checks): a resend after a lost reply answers "already".
+  // A cohort is settled once (its script checks): a resend after a lost reply answers this
+  // call's settlement again (its call token), another call "already".
   return RLB_LEAGUE_CALL("League.settle", command(scripts::league, keys(period), std::move(args)),
                          parse, out, 2);
 }

@@ -89,8 +89,9 @@ class League {
   // Closes the period to writes. Record: "cohorts", "settled".
   std::unique_ptr<Operation> close(const LeaguePeriod& period,
                                    std::shared_ptr<LeagueReply> out) const;
-  // Settles one cohort (once: a settled cohort answers "already"). Record: "cohort", "tier",
-  // "bracket", "already", "promoted", "demoted", "stayed".
+  // Settles one cohort (once: a cohort another call settled answers "already"; this operation's
+  // own resend answers its settlement). Record: "cohort", "tier", "bracket", "already",
+  // "promoted", "demoted", "stayed".
   std::unique_ptr<Operation> settle(const LeaguePeriod& period, long long cohort,
                                     std::shared_ptr<LeagueReply> out) const;
   // Hidden players (fair play): `op` "hide" or "unhide" (record "changed": the player was

@@ -17,7 +17,7 @@
 --   submit: user_id, score, bracket, spec words ('' or 'sid:<ttl ms>'), call token ('' without
 --           a submission id), field, value, ...
 --   join:   user_id, bracket
---   settle: cohort number
+--   settle: cohort number, call token
 --   hide, unhide: user_id, bracket (unhide: where a kept score places them)
 -- Replies: a status 'OPTIONS <recorded>' (the league records other options), 'UNSETTLED
 -- <start ms> <period id>' (an earlier period must be settled before anyone is placed in this
@@ -28,8 +28,9 @@
 --            stored then (see "Submission records" below)
 --   join:   {tier, cohort, bracket, placed players, 1 if placed now else 0}
 --   close:  {cohorts, cohorts settled}
---   settle: {cohort, tier, bracket, 1 if it was settled before else 0, {promoted ids},
---            {demoted ids}, {ids staying}}
+--   settle: {cohort, tier, bracket, 1 if another call settled it before else 0, {promoted ids},
+--            {demoted ids}, {ids staying}} (a resend of the call that settled it: that call's
+--            answer, stored with its call token in the state's 's:<n>')
 --   hide:   1 if the player was not hidden before, else 0; unhide: 1 if they were, else 0
 --   hidden: the hidden ids, in byte order
 -- A hidden player's submit and join answer cohort 0 (no seat), see "Hidden players" below.
@@ -362,12 +363,20 @@ end
 if op == 'settle' then
   local err = check_league(true)
   if err then return err end
-  local n = ARGV[14]
+  local n, token = ARGV[14], ARGV[15]
   local tier = tonumber(redis.call('HGET', STATE, 't:' .. n) or '-1')
   if tier < 0 then return redis.error_reply('ERR league ' .. base .. ' has no cohort ' .. n
     .. ' in period ' .. period) end
   local bracket = redis.call('HGET', STATE, 'b:' .. n) or ''
-  if redis.call('HGET', STATE, 's:' .. n) then return {tonumber(n), tier, bracket, 1, {}, {}, {}} end
+  local settled_by = redis.call('HGET', STATE, 's:' .. n)
+  if settled_by then
+    -- {call token, answer} of the call that settled it ('1': an older client's, no answer).
+    local ok, stored = pcall(cmsgpack.unpack, settled_by)
+    if ok and type(stored) == 'table' and token ~= '' and stored[1] == token then
+      return stored[2]  -- this call's own resend after a lost reply: its answer
+    end
+    return {tonumber(n), tier, bracket, 1, {}, {}, {}}
+  end
   if not redis.call('HGET', STATE, 'closed') then
     return redis.error_reply('ERR period ' .. period .. ' of league ' .. base .. ' is not closed')
   end
@@ -419,7 +428,8 @@ if op == 'settle' then
   end
   call_sliced('HSET', RESULT, fields)
   redis.call('PEXPIREAT', RESULT, expire)
-  redis.call('HSET', STATE, 's:' .. n, '1')
+  local answer = {tonumber(n), tier, bracket, 0, moves.promote, moves.demote, moves.stay}
+  redis.call('HSET', STATE, 's:' .. n, cmsgpack.pack({token, answer}))
   local settled = redis.call('HINCRBY', STATE, 'settled', 1)
   if settled >= tonumber(redis.call('HGET', STATE, 'cohorts') or '0') then
     redis.call('HSET', STATE, 'done', '1')
@@ -433,7 +443,7 @@ if op == 'settle' then
     end
   end
   redis.call('XADD', EVENTS, 'MAXLEN', '~', cfg.maxlen, '*', unpack(event))
-  return {tonumber(n), tier, bracket, 0, moves.promote, moves.demote, moves.stay}
+  return answer
 end
 
 if op == 'hidden' then

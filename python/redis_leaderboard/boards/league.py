@@ -41,7 +41,9 @@ Settlement, exactly once. ``settle(period)`` first closes the period (``close``:
 and no write into it after that, ``PeriodClosed``), then settles each cohort with one script
 (``settle``): it reads the cohort, moves its players' tiers from the cohort's tier (never from
 their current one), records each player's outcome and a ``"settled"`` event, and marks the
-cohort settled; a settled cohort answers ``already`` and writes nothing. So two processes
+cohort settled, keeping its answer and the call token of the call that settled it; a settled
+cohort writes nothing and answers ``already`` to another call, and to the same call's own resend
+(after a lost reply) the answer it stored. So two processes
 settling at once, or a settle run again after a crash part-way, promote nobody twice and miss
 nobody; a cohort whose script fails (a key of another type) changes nothing and stays to
 settle, while the others settle (the first error is raised at the end). The last cohort marks
@@ -369,7 +371,8 @@ class LeagueBase(PeriodClock, Generic[S]):
         at the same time and however often it is run. ``period``: a period id or a datetime
         in it (it must have ended: ``ValueError`` otherwise); None: every period that ended
         and is not settled yet. Returns ``{"periods", "cohorts", "settled" (cohorts settled by
-        this call), "already_settled", "promoted", "demoted"}``. A cohort whose script fails
+        this call, a cohort it sent again after a lost reply included), "already_settled" (by
+        another call), "promoted", "demoted"}``. A cohort whose script fails
         changes nothing and stays to settle; the others are settled, then its error is raised
         (with a note saying how many failed).
 
@@ -639,10 +642,12 @@ class LeagueBase(PeriodClock, Generic[S]):
     @plan
     def tiers(self) -> Plan[list[TierCount]]:
         """Every tier, lowest first, with the number of players in it: ``[{"tier",
-        "players"}, ...]`` (every player ever placed has a tier).
+        "players"}, ...]`` (every player ever placed has a tier; hidden players are in no count,
+        though they keep their tier).
 
         Redis cost:
-            One round trip per partition (an HGETALL of the tier counts).
+            One round trip per partition (an HGETALL of the tier counts; with hidden players,
+            an HGET of each one's tier: O(hidden)).
         """
         counts = [0] * len(self.tier_names)
         for league in self._leagues:
