@@ -14,7 +14,7 @@
 --              zone, {field, value, ...}, ...}} (ranks 1-based under the tie rule; players who
 --              never scored last, by id)
 --   tier_of:   the tier index, or false for a player never placed
---   tiers:     {tier index, players, ...}
+--   tiers:     {tier index, players, ...} (hidden players in no count)
 --   results:   false if the user has no settled result in the period, else {cohort, tier,
 --              new tier, zone, rank or false, score or false}
 local OPTIONS, TIER, TIERS, OPEN = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
@@ -136,7 +136,24 @@ if op == 'tier_of' then
 end
 
 if op == 'tiers' then
-  return redis.call('HGETALL', TIERS)
+  local flat = redis.call('HGETALL', TIERS)
+  -- A hidden player is in no count (fair play): each hidden player with a tier is taken off
+  -- that tier's count (they keep the tier: tier_of answers it, and unhide counts them again).
+  -- The hidden hash "<B>:hidden" (see league.lua) is reached through the options hash.
+  if not redis.call('HGET', OPTIONS, 'hidden') then return flat end
+  local hidden = base .. ':hidden'
+  err = check_type(hidden, 'hash') or check_acl('HKEYS', hidden)
+    or check_present(OPTIONS, {hidden})
+  if err then return err end
+  local off = {}
+  for _, id in ipairs(redis.call('HKEYS', hidden)) do
+    local tier = redis.call('HGET', TIER, id)
+    if tier then off[tier] = (off[tier] or 0) + 1 end
+  end
+  for i = 1, #flat, 2 do
+    if off[flat[i]] then flat[i + 1] = string.format('%d', flat[i + 1] - off[flat[i]]) end
+  end
+  return flat
 end
 
 if op == 'results' then
