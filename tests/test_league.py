@@ -366,6 +366,7 @@ def test_differential_against_the_model(api: Api, redis_server: RedisServer, see
         league = api.league(key, clock, tiers=TIERS, **config)
         users = [f"u{i:02d}" for i in range(rng.randint(8, 20))]
         home = {u: rng.choice(["", "", "eu"]) for u in users}
+        sent: list[tuple[str, int, str, Any]] = []  # writes with an id: (user, score, id, answer)
         for week in range(4):
             period = (week, league.period_id())
             for _ in range(rng.randint(15, 40)):
@@ -380,9 +381,19 @@ def test_differential_against_the_model(api: Api, redis_server: RedisServer, see
                 elif roll < 0.15:
                     api.call(league.join, user, bracket=home[user] or None)
                     model.join(period, user, home[user])
+                elif roll < 0.2 and sent:  # a resend, maybe weeks later: the first answer
+                    user, score, sid, first = rng.choice(sent)
+                    again = api.call(league.submit, user, score, bracket=home[user] or None,
+                                     submission_id=sid)  # fmt: skip
+                    if again != {**first, "duplicate": True}:
+                        mismatches.append(f"week {week} resend {sid}: {again} != {first}")
                 else:
                     score = rng.randint(-3, 9)
-                    got = api.call(league.submit, user, score, bracket=home[user] or None)
+                    sid = f"s{len(sent)}" if rng.random() < 0.3 else None
+                    got = api.call(league.submit, user, score, bracket=home[user] or None,
+                                   submission_id=sid)  # fmt: skip
+                    if sid is not None:
+                        sent.append((user, score, sid, got))
                     want = model.submit(period, user, score, home[user])
                     seen = {k: got[k] for k in ("cohort", "rank", "score", "zone", "size")}
                     seen["tier"] = TIERS.index(got["tier"])
