@@ -17,7 +17,7 @@ import pytest
 import redis_leaderboard.asyncio as aio
 from apis import Api
 from conftest import RedisServer, unique_key
-from helpers import FakeClock
+from helpers import FakeClock, keys_under, millis
 from redis_leaderboard import (
     AttemptsExhausted,
     NotJoined,
@@ -146,6 +146,28 @@ def test_resend_uses_no_attempt_and_returns_the_first_result(api: Api, key: str)
     clock.now += timedelta(days=1)  # across the boundary, naming the old period: the first result
     late = api.call(t.submit, "ann", 7, submission_id="s1", period=first["period"])
     assert late["duplicate"] is True and late["period"] == first["period"]
+
+
+def test_every_key_of_a_period_expires_with_it(
+    api: Api, key: str, redis_server: RedisServer
+) -> None:
+    r = redis_server.redis_py()
+    clock = FakeClock(DAY0 + timedelta(hours=1))
+    t = api.tournament(key, clock, schedule="day", max_attempts=2, keep=2)
+    deadline = millis(DAY0 + timedelta(days=2))  # when the 2nd period after it begins
+    # Each period's first call is another write: a join, a submission, a grant.
+    api.call(t.join, "ann")
+    clock.advance(timedelta(days=1))
+    api.call(t.submit, "bob", 1, {"name": "Bob"})
+    clock.advance(timedelta(days=1))
+    api.call(t.add_attempts, "cid", 1)
+    for day in range(3):
+        period = (DAY0 + timedelta(days=day)).strftime("%Y-%m-%d")
+        names = keys_under(r, f"{key}:{period}")
+        assert names, period
+        assert {n: r.pexpiretime(n) for n in names} == dict.fromkeys(
+            names, deadline + day * 86_400_000
+        )
 
 
 def test_every_query_of_a_board_on_the_current_period(api: Api, key: str) -> None:

@@ -11,6 +11,8 @@
 -- (the period's board, the guide's layout), then for submit: the user's metadata hash
 -- <T>:<P>:user:<id>, the board's option keys (see board_spec), and with a submission id its
 -- record <T>:submission:<id> (the tournament's, whatever the period).
+-- Every key of a period (<T>:<P>:entrants, <T>:<P>:bonus, the board's) expires at the period's
+-- deadline, set by whichever call creates or writes it.
 -- ARGV: op ('submit' | 'join' | 'add_attempts' | 'hide' | 'unhide' | 'hidden'), max_size ('' : none), join_required ('1' |
 -- '0'), max_attempts ('' : none), write mode, order, ties, period id, period start, the active
 -- window's end, the next period's start, the period's deadline (unix ms), now (unix ms; '' : the
@@ -107,11 +109,10 @@ local function check_entry(joined, submitting)
   return nil
 end
 
--- The writes every accepted call makes: the options recorded, the newest period, the deadline.
+-- The writes every accepted call makes before its own: the options recorded, the newest period.
 local function mark()
   if not recorded then redis.call('HSET', OPTIONS, 'config', config) end
   redis.call('SET', CURRENT, ARGV[9] .. ' ' .. period)
-  redis.call('PEXPIREAT', ENTRANTS, expire)
 end
 
 -- ---- Hidden players (fair play, see "Hidden players" in _lib.lua) ----
@@ -168,6 +169,7 @@ if op == 'submit' then
   end
   mark()
   used = redis.call('HINCRBY', ENTRANTS, user_id, 1)
+  redis.call('PEXPIREAT', ENTRANTS, expire)  -- after the write that may have created it
   reply = apply_write(plan)
   return {reply, period, used, bonus, redis.call('HLEN', ENTRANTS)}
 end
@@ -182,6 +184,7 @@ if op == 'join' then
     if err then return err end
     mark()
     redis.call('HSET', ENTRANTS, user_id, 0)
+    redis.call('PEXPIREAT', ENTRANTS, expire)  -- after the write that may have created it
     now = 1
   end
   return {now, used, bonus, redis.call('HLEN', ENTRANTS)}
