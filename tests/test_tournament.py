@@ -17,7 +17,7 @@ import pytest
 import redis_leaderboard.asyncio as aio
 from apis import Api
 from conftest import RedisServer, unique_key
-from helpers import FakeClock, keys_under, millis
+from helpers import FakeClock, keys_under, millis, snapshot
 from redis_leaderboard import (
     AttemptsExhausted,
     NotJoined,
@@ -168,6 +168,52 @@ def test_every_key_of_a_period_expires_with_it(
         assert {n: r.pexpiretime(n) for n in names} == dict.fromkeys(
             names, deadline + day * 86_400_000
         )
+
+
+def test_a_grant_is_kept_until_its_period_expires(
+    api: Api, key: str, redis_server: RedisServer
+) -> None:
+    r = redis_server.redis_py()
+    t = api.tournament(key, None, schedule="hour", max_attempts=1)  # the system clock
+    assert api.call(t.add_attempts, "ann", 2) == 3
+    assert api.call(t.submit, "ann", 1)["attempts_left"] == 2
+    assert api.call(t.add_attempts, "ann", 1) == 3
+    assert api.call(t.status, "ann")["attempts_left"] == 3
+    period = api.call(t.status, "ann")["period"]
+    bonus = f"{key}:{period}:bonus"
+    assert r.hget(bonus, "ann") == "3"
+    seconds, _ = r.time()
+    assert r.pexpiretime(bonus) == r.pexpiretime(f"{key}:{period}:entrants") > seconds * 1000
+
+
+def test_a_write_into_a_period_expired_on_the_servers_clock_is_refused(
+    api: Api, key: str, redis_server: RedisServer
+) -> None:
+    r = redis_server.redis_py()
+    behind = FakeClock(datetime.now(UTC) - timedelta(days=13))  # a clock 13 days behind
+    t = api.tournament(key, behind, schedule="day", max_size=3, max_attempts=2)
+    period = t.period_id(behind.now)
+    today = datetime.now(UTC).strftime("%Y-%m-%d")
+    calls: list[Callable[[], Any]] = [
+        *(partial(api.call, t.join, f"p{i}") for i in range(4)),
+        partial(api.call, t.submit, "p0", 5),
+        partial(api.call, t.submit, "p0", 5, submission_id="s"),
+        partial(api.call, t.add_attempts, "p0", 1),
+    ]
+    for call in calls:
+        # Refused before anything is written, naming the period and the server's time.
+        with pytest.raises(
+            PeriodClosed, match=f"period {period} .*expired.*server's time is {today}"
+        ):
+            call()
+    assert keys_under(r, key) == set()  # never acknowledged and then deleted: nothing written
+    # A correct clock's writes are taken, and the late client's refusals changed nothing there.
+    now = api.tournament(key, None, schedule="day", max_size=3, max_attempts=2)
+    assert api.call(now.join, "p0")["size"] == 1
+    before = snapshot(r, key)
+    with pytest.raises(PeriodClosed):
+        api.call(t.join, "p1")
+    assert snapshot(r, key) == before
 
 
 def test_every_query_of_a_board_on_the_current_period(api: Api, key: str) -> None:

@@ -12,7 +12,9 @@
 -- <T>:<P>:user:<id>, the board's option keys (see board_spec), and with a submission id its
 -- record <T>:submission:<id> (the tournament's, whatever the period).
 -- Every key of a period (<T>:<P>:entrants, <T>:<P>:bonus, the board's) expires at the period's
--- deadline, set by whichever call creates or writes it.
+-- deadline, set by whichever call creates or writes it; a write into a period whose deadline has
+-- passed on the server's clock (TIME) is refused before anything is written (PERIODCLOSED: a
+-- client whose clock is far behind would write keys that are deleted at once).
 -- ARGV: op ('submit' | 'join' | 'add_attempts' | 'hide' | 'unhide' | 'hidden'), max_size ('' : none), join_required ('1' |
 -- '0'), max_attempts ('' : none), write mode, order, ties, period id, period start, the active
 -- window's end, the next period's start, the period's deadline (unix ms), now (unix ms; '' : the
@@ -22,7 +24,8 @@
 --   submit:       score, spec words ('' or 'sid:<ttl ms>'), field, value, ...
 --   add_attempts: n
 -- Replies: a status 'OPTIONS <recorded>' (the tournament records other options); an error
--- 'PERIODCLOSED ...' (outside the active window, or a newer period has begun), 'STALEPERIOD ...'
+-- 'PERIODCLOSED ...' (outside the active window, a newer period has begun, or the period has
+-- expired on the server's clock), 'STALEPERIOD ...'
 -- (the caller named a period that is not the current one), 'NOTJOINED ...', 'TOURNAMENTFULL ...',
 -- 'NOATTEMPTS ...'; else
 --   submit:       {submit()'s reply (see apply_write), period id written, attempts used,
@@ -63,14 +66,48 @@ local function refuse(code, why)
     .. why .. '; nothing was changed')
 end
 
+-- The server's clock, unix ms.
+local function server_ms()
+  local time = redis.call('TIME')
+  return tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
+end
+
+-- Unix ms as an ISO 8601 UTC time, "2026-12-06T10:51:03.123Z" (days to a civil date: H.
+-- Hinnant's algorithm; Redis's Lua has no os.date).
+local function utc_text(ms)
+  local seconds = math.floor(ms / 1000)
+  local rest = seconds % 86400
+  local z = (seconds - rest) / 86400 + 719468
+  local era = math.floor(z / 146097)
+  local doe = z - era * 146097
+  local yoe = math.floor((doe - math.floor(doe / 1460) + math.floor(doe / 36524)
+    - math.floor(doe / 146096)) / 365)
+  local doy = doe - (365 * yoe + math.floor(yoe / 4) - math.floor(yoe / 100))
+  local mp = math.floor((5 * doy + 2) / 153)
+  local day = doy - math.floor((153 * mp + 2) / 5) + 1
+  local month = mp < 10 and mp + 3 or mp - 9
+  local year = yoe + era * 400 + (month <= 2 and 1 or 0)
+  return string.format('%04d-%02d-%02dT%02d:%02d:%02d.%03dZ', year, month, day,
+    math.floor(rest / 3600), math.floor(rest % 3600 / 60), rest % 60, ms % 1000)
+end
+
+-- nil, or the error refusing a write into this period because its deadline (when its keys
+-- expire) has passed on the server's clock: whatever the client's clock says, such a write would
+-- be acknowledged and deleted at once (a PEXPIREAT in the past deletes the key).
+local function check_expired()
+  local now, deadline = server_ms(), tonumber(expire)
+  if now < deadline then return nil end
+  return refuse('PERIODCLOSED', 'has expired on the server\'s clock (its keys expired at '
+    .. utc_text(deadline) .. '; the server\'s time is ' .. utc_text(now) .. ')')
+end
+
 -- nil, or the error refusing a write into this period now: outside its active window, or a
--- newer period has begun (by the clock, or written by another client).
+-- newer period has begun (by the clock, or written by another client), or it has expired on
+-- the server's clock (check_expired).
 local function check_period()
-  local now = tonumber(ARGV[13])
-  if not now then
-    local time = redis.call('TIME')
-    now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
-  end
+  local err = check_expired()
+  if err then return err end
+  local now = tonumber(ARGV[13]) or server_ms()
   local newer = now >= next_start
   local current = redis.call('GET', CURRENT)
   if current then
@@ -191,6 +228,8 @@ if op == 'join' then
 end
 
 if op == 'add_attempts' then
+  err = check_expired()  -- a grant into an expired period would be deleted at once
+  if err then return err end
   local joined, used = entrant()
   if not recorded then redis.call('HSET', OPTIONS, 'config', config) end
   local bonus = redis.call('HINCRBY', BONUS, user_id, ARGV[16])
