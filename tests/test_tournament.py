@@ -148,6 +148,23 @@ def test_resend_uses_no_attempt_and_returns_the_first_result(api: Api, key: str)
     assert late["duplicate"] is True and late["period"] == first["period"]
 
 
+def test_a_resend_after_the_period_boundary_answers_the_first_result(api: Api, key: str) -> None:
+    clock = FakeClock(DAY0 + timedelta(hours=23))
+    t = api.tournament(key, clock, schedule="day", max_attempts=2)
+    first = api.call(t.submit, "ann", 7, {"name": "Ann"}, submission_id="s1")
+    assert (first["attempts_used"], first["attempts_left"], first["size"]) == (1, 1, 1)
+    clock.advance(timedelta(hours=2))  # the next day: a new period, nobody in it yet
+    api.call(t.submit, "bob", 3)
+    api.call(t.join, "cid")
+    for named in (None, first["period"]):  # with or without the period it was meant for
+        again = api.call(t.submit, "ann", 7, {"name": "Ann"}, submission_id="s1", period=named)
+        assert again["duplicate"] is True
+        assert {**again, "duplicate": False} == first  # field for field; nothing recomputed
+    # The player's state in the new period is untouched: no attempt used, no join.
+    status = api.call(t.status, "ann")
+    assert (status["joined"], status["attempts_left"], status["size"]) == (False, 2, 2)
+
+
 def test_every_key_of_a_period_expires_with_it(
     api: Api, key: str, redis_server: RedisServer
 ) -> None:

@@ -29,7 +29,9 @@
 -- (the caller named a period that is not the current one), 'NOTJOINED ...', 'TOURNAMENTFULL ...',
 -- 'NOATTEMPTS ...'; else
 --   submit:       {submit()'s reply (see apply_write), period id written, attempts used,
---                  attempts granted, players in the period}
+--                  attempts granted, players in the period}; with a submission id, the whole
+--                  reply is kept in its record (see keep_first_result) and a resend answers it
+--                  as it was, whatever the clock or the period says now
 --   join:         {1 if joined now else 0, attempts used, attempts granted, players}
 --   add_attempts: {attempts used, attempts granted, players}
 --   hide, unhide: 1 if the player was not hidden before (or was), else 0; hidden: the hidden
@@ -152,6 +154,35 @@ local function mark()
   redis.call('SET', CURRENT, ARGV[9] .. ' ' .. period)
 end
 
+-- ---- Submission records: the whole first reply ----
+-- A submission id's record (_lib.lua's, see read_submission) keeps submit()'s reply on the
+-- period's board; the tournament adds its own part as the record's 7th element, {'tournament',
+-- period id, attempts used, attempts granted, players}: the rest of the first reply. A resend
+-- answers the first reply whole from it, nothing recomputed.
+
+-- Adds the tournament's part of `result` (the reply being returned) to the record the write
+-- just stored (apply_guards' store_submission), keeping its time to live.
+local function keep_first_result(w, result)
+  local record = cmsgpack.unpack(redis.call('GET', w.submission_key))
+  record[7] = {'tournament', result[2], result[3], result[4], result[5]}
+  redis.call('SET', w.submission_key, cmsgpack.pack(record), 'PX', w.submission_ttl)
+end
+
+-- The reply to a resend of an applied submission id, from `reply` (check_submission's: the
+-- stored submit() reply, then 1 (a duplicate) and the board the write landed on): the first
+-- reply whole. A record without the tournament's part (an older client's) is answered as then:
+-- the player's state in the period of this call.
+local function first_result(w, reply)
+  local ok, record = pcall(cmsgpack.unpack, redis.call('GET', w.submission_key))
+  local part = ok and type(record) == 'table' and record[7]
+  if type(part) == 'table' and part[1] == 'tournament' then
+    return {reply, part[2], part[3], part[4], part[5]}
+  end
+  local _, used, bonus = entrant()
+  return {reply, string.sub(reply[#reply], #base + 2), used, bonus,
+    redis.call('HLEN', ENTRANTS)}
+end
+
 -- ---- Hidden players (fair play, see "Hidden players" in _lib.lua) ----
 -- The tournament records them in "<T>:hidden" (user_id -> '') and 'hidden' '1' in <T>:options,
 -- so they are hidden from every period: each period's board keeps their scores aside.
@@ -187,10 +218,8 @@ if op == 'submit' then
   if not plan then
     if type(reply) ~= 'table' or reply.err or reply.ok then return reply end
     -- The stored result of an earlier write with this submission id: nothing is written, no
-    -- attempt used; its period is the one the write landed on.
-    local applied = reply[#reply]
-    local joined, used, bonus = entrant()
-    return {reply, string.sub(applied, #base + 2), used, bonus, redis.call('HLEN', ENTRANTS)}
+    -- attempt used; the first reply, whole.
+    return first_result(w, reply)
   end
   if stale then
     return refuse('STALEPERIOD', 'the submission was meant for another period')
@@ -208,7 +237,9 @@ if op == 'submit' then
   used = redis.call('HINCRBY', ENTRANTS, user_id, 1)
   redis.call('PEXPIREAT', ENTRANTS, expire)  -- after the write that may have created it
   reply = apply_write(plan)
-  return {reply, period, used, bonus, redis.call('HLEN', ENTRANTS)}
+  local result = {reply, period, used, bonus, redis.call('HLEN', ENTRANTS)}
+  if w.submission_key then keep_first_result(w, result) end
+  return result
 end
 
 if op == 'join' then
