@@ -17,7 +17,7 @@ import pytest
 import redis_leaderboard.asyncio as aio
 from apis import Api
 from conftest import RedisServer, unique_key
-from helpers import FakeClock, keys_under, millis, snapshot
+from helpers import FakeClock, ReplyDropper, keys_under, millis, snapshot
 from redis_leaderboard import (
     AttemptsExhausted,
     NotJoined,
@@ -163,6 +163,29 @@ def test_a_resend_after_the_period_boundary_answers_the_first_result(api: Api, k
     # The player's state in the new period is untouched: no attempt used, no join.
     status = api.call(t.status, "ann")
     assert (status["joined"], status["attempts_left"], status["size"]) == (False, 2, 2)
+
+
+def test_a_calls_own_resend_is_not_a_duplicate(
+    api: Api, key: str, redis_server: RedisServer
+) -> None:
+    clock = FakeClock(DAY0 + timedelta(hours=1))
+    direct = api.tournament(key, clock, schedule="day", max_attempts=3)
+    api.call(direct.submit, "warm", 1, submission_id="warm")  # the script is cached: the first
+    # sending runs, not NOSCRIPT
+    proxy = ReplyDropper(redis_server.port, drops=1)
+    try:
+        client = api.connect(port=proxy.port, socket_timeout=5)
+        t = api.tournament(key, clock, client=client, schedule="day", max_attempts=3)
+        result = api.call(t.submit, "ann", 7, submission_id="lost")
+    finally:
+        proxy.close()
+    assert proxy.dropped == 1  # the first sending applied; its reply was lost; the library
+    # resent it, and the record answered: this call applied it, so no duplicate
+    assert result["duplicate"] is False
+    assert (result["score"], result["attempts_used"], result["size"]) == (7.0, 1, 2)
+    again = api.call(direct.submit, "ann", 7, submission_id="lost")  # another call, same id
+    assert again["duplicate"] is True and {**again, "duplicate": False} == result
+    assert api.call(direct.status, "ann")["attempts_left"] == 2  # one attempt used, once
 
 
 def test_every_key_of_a_period_expires_with_it(

@@ -21,7 +21,8 @@
 -- server's clock), whether the caller named the period (the stale-client guard: '0' no, '1' this
 -- one, '2' another one: refused unless the call is a resend of an applied submission id),
 -- user_id, then
---   submit:       score, spec words ('' or 'sid:<ttl ms>'), field, value, ...
+--   submit:       score, spec words ('' or 'sid:<ttl ms>'), the call token ('' without a
+--                 submission id: see new_call_token in operations.hpp), field, value, ...
 --   add_attempts: n
 -- Replies: a status 'OPTIONS <recorded>' (the tournament records other options); an error
 -- 'PERIODCLOSED ...' (outside the active window, a newer period has begun, or the period has
@@ -31,7 +32,8 @@
 --   submit:       {submit()'s reply (see apply_write), period id written, attempts used,
 --                  attempts granted, players in the period}; with a submission id, the whole
 --                  reply is kept in its record (see keep_first_result) and a resend answers it
---                  as it was, whatever the clock or the period says now
+--                  as it was, whatever the clock or the period says now (duplicate 0 when the
+--                  resend carries the call token that applied it: the same call's own resend)
 --   join:         {1 if joined now else 0, attempts used, attempts granted, players}
 --   add_attempts: {attempts used, attempts granted, players}
 --   hide, unhide: 1 if the player was not hidden before (or was), else 0; hidden: the hidden
@@ -157,25 +159,29 @@ end
 -- ---- Submission records: the whole first reply ----
 -- A submission id's record (_lib.lua's, see read_submission) keeps submit()'s reply on the
 -- period's board; the tournament adds its own part as the record's 7th element, {'tournament',
--- period id, attempts used, attempts granted, players}: the rest of the first reply. A resend
--- answers the first reply whole from it, nothing recomputed.
+-- period id, attempts used, attempts granted, players, call token}: the rest of the first reply
+-- and the call that applied it. A resend answers the first reply whole from it, nothing
+-- recomputed.
+local TOKEN = ARGV[18]
 
 -- Adds the tournament's part of `result` (the reply being returned) to the record the write
 -- just stored (apply_guards' store_submission), keeping its time to live.
 local function keep_first_result(w, result)
   local record = cmsgpack.unpack(redis.call('GET', w.submission_key))
-  record[7] = {'tournament', result[2], result[3], result[4], result[5]}
+  record[7] = {'tournament', result[2], result[3], result[4], result[5], TOKEN}
   redis.call('SET', w.submission_key, cmsgpack.pack(record), 'PX', w.submission_ttl)
 end
 
 -- The reply to a resend of an applied submission id, from `reply` (check_submission's: the
 -- stored submit() reply, then 1 (a duplicate) and the board the write landed on): the first
--- reply whole. A record without the tournament's part (an older client's) is answered as then:
--- the player's state in the period of this call.
+-- reply whole, a duplicate unless this resend carries the call token that applied it (the same
+-- call's own resend). A record without the tournament's part (an older client's) is answered as
+-- then: the player's state in the period of this call.
 local function first_result(w, reply)
   local ok, record = pcall(cmsgpack.unpack, redis.call('GET', w.submission_key))
   local part = ok and type(record) == 'table' and record[7]
   if type(part) == 'table' and part[1] == 'tournament' then
+    if TOKEN ~= '' and part[6] == TOKEN then reply[#reply - 1] = 0 end  -- the same call
     return {reply, part[2], part[3], part[4], part[5]}
   end
   local _, used, bonus = entrant()
@@ -203,7 +209,7 @@ if op == 'submit' then
   local board = BOARD
   local w = {board = board, user_key = KEYS[6], k = 7, mode = mode, order = order, ties = ties,
     submit = true, number = number, user_id = user_id, max_entries = 4294967296, fields = ARGV,
-    first_field = 18, expire_at = expire}
+    first_field = 19, expire_at = expire}
   if words ~= '' then
     local spec = {}
     for word in string.gmatch(words, '%S+') do spec[#spec + 1] = word end
