@@ -17,7 +17,7 @@ import pytest
 import redis_leaderboard.asyncio as aio
 from apis import Api
 from conftest import RedisServer, unique_key
-from helpers import FakeClock
+from helpers import FakeClock, ReplyDropper, keys_under, millis, snapshot
 from redis_leaderboard import (
     AttemptsExhausted,
     NotJoined,
@@ -146,6 +146,114 @@ def test_resend_uses_no_attempt_and_returns_the_first_result(api: Api, key: str)
     clock.now += timedelta(days=1)  # across the boundary, naming the old period: the first result
     late = api.call(t.submit, "ann", 7, submission_id="s1", period=first["period"])
     assert late["duplicate"] is True and late["period"] == first["period"]
+
+
+def test_a_resend_after_the_period_boundary_answers_the_first_result(api: Api, key: str) -> None:
+    clock = FakeClock(DAY0 + timedelta(hours=23))
+    t = api.tournament(key, clock, schedule="day", max_attempts=2)
+    first = api.call(t.submit, "ann", 7, {"name": "Ann"}, submission_id="s1")
+    assert (first["attempts_used"], first["attempts_left"], first["size"]) == (1, 1, 1)
+    clock.advance(timedelta(hours=2))  # the next day: a new period, nobody in it yet
+    api.call(t.submit, "bob", 3)
+    api.call(t.join, "cid")
+    for named in (None, first["period"]):  # with or without the period it was meant for
+        again = api.call(t.submit, "ann", 7, {"name": "Ann"}, submission_id="s1", period=named)
+        assert again["duplicate"] is True
+        assert {**again, "duplicate": False} == first  # field for field; nothing recomputed
+    # The player's state in the new period is untouched: no attempt used, no join.
+    status = api.call(t.status, "ann")
+    assert (status["joined"], status["attempts_left"], status["size"]) == (False, 2, 2)
+
+
+def test_a_calls_own_resend_is_not_a_duplicate(
+    api: Api, key: str, redis_server: RedisServer
+) -> None:
+    clock = FakeClock(DAY0 + timedelta(hours=1))
+    direct = api.tournament(key, clock, schedule="day", max_attempts=3)
+    api.call(direct.submit, "warm", 1, submission_id="warm")  # the script is cached: the first
+    # sending runs, not NOSCRIPT
+    proxy = ReplyDropper(redis_server.port, drops=1)
+    try:
+        client = api.connect(port=proxy.port, socket_timeout=5)
+        t = api.tournament(key, clock, client=client, schedule="day", max_attempts=3)
+        result = api.call(t.submit, "ann", 7, submission_id="lost")
+    finally:
+        proxy.close()
+    assert proxy.dropped == 1  # the first sending applied; its reply was lost; the library
+    # resent it, and the record answered: this call applied it, so no duplicate
+    assert result["duplicate"] is False
+    assert (result["score"], result["attempts_used"], result["size"]) == (7.0, 1, 2)
+    again = api.call(direct.submit, "ann", 7, submission_id="lost")  # another call, same id
+    assert again["duplicate"] is True and {**again, "duplicate": False} == result
+    assert api.call(direct.status, "ann")["attempts_left"] == 2  # one attempt used, once
+
+
+def test_every_key_of_a_period_expires_with_it(
+    api: Api, key: str, redis_server: RedisServer
+) -> None:
+    r = redis_server.redis_py()
+    clock = FakeClock(DAY0 + timedelta(hours=1))
+    t = api.tournament(key, clock, schedule="day", max_attempts=2, keep=2)
+    deadline = millis(DAY0 + timedelta(days=2))  # when the 2nd period after it begins
+    # Each period's first call is another write: a join, a submission, a grant.
+    api.call(t.join, "ann")
+    clock.advance(timedelta(days=1))
+    api.call(t.submit, "bob", 1, {"name": "Bob"})
+    clock.advance(timedelta(days=1))
+    api.call(t.add_attempts, "cid", 1)
+    for day in range(3):
+        period = (DAY0 + timedelta(days=day)).strftime("%Y-%m-%d")
+        names = keys_under(r, f"{key}:{period}")
+        assert names, period
+        assert {n: r.pexpiretime(n) for n in names} == dict.fromkeys(
+            names, deadline + day * 86_400_000
+        )
+
+
+def test_a_grant_is_kept_until_its_period_expires(
+    api: Api, key: str, redis_server: RedisServer
+) -> None:
+    r = redis_server.redis_py()
+    t = api.tournament(key, None, schedule="hour", max_attempts=1)  # the system clock
+    assert api.call(t.add_attempts, "ann", 2) == 3
+    assert api.call(t.submit, "ann", 1)["attempts_left"] == 2
+    assert api.call(t.add_attempts, "ann", 1) == 3
+    assert api.call(t.status, "ann")["attempts_left"] == 3
+    period = api.call(t.status, "ann")["period"]
+    bonus = f"{key}:{period}:bonus"
+    assert r.hget(bonus, "ann") == "3"
+    seconds, _ = r.time()
+    assert r.pexpiretime(bonus) == r.pexpiretime(f"{key}:{period}:entrants") > seconds * 1000
+
+
+def test_a_write_into_a_period_expired_on_the_servers_clock_is_refused(
+    api: Api, key: str, redis_server: RedisServer
+) -> None:
+    r = redis_server.redis_py()
+    behind = FakeClock(datetime.now(UTC) - timedelta(days=13))  # a clock 13 days behind
+    t = api.tournament(key, behind, schedule="day", max_size=3, max_attempts=2)
+    period = t.period_id(behind.now)
+    today = datetime.now(UTC).strftime("%Y-%m-%d")
+    calls: list[Callable[[], Any]] = [
+        *(partial(api.call, t.join, f"p{i}") for i in range(4)),
+        partial(api.call, t.submit, "p0", 5),
+        partial(api.call, t.submit, "p0", 5, submission_id="s"),
+        partial(api.call, t.add_attempts, "p0", 1),
+    ]
+    for call in calls:
+        # Refused before anything is written, naming the period and the server's time.
+        with pytest.raises(
+            PeriodClosed, match=f"period {period} .*expired.*server's time is {today}"
+        ):
+            call()
+    assert keys_under(r, key) == set()  # never acknowledged and then deleted: nothing written
+    # A correct clock's writes are taken, and the late client's refusals changed nothing there.
+    now = api.tournament(key, None, schedule="day", max_size=3, max_attempts=2)
+    assert api.call(now.join, "p0")["size"] == 1
+    before = snapshot(r, key)
+    with pytest.raises(PeriodClosed):
+        api.call(t.join, "p1")
+    assert snapshot(r, key) == before
 
 
 def test_every_query_of_a_board_on_the_current_period(api: Api, key: str) -> None:

@@ -51,7 +51,7 @@ class TournamentModel:
         self.mode, self.order, self.ties = mode, order, ties
         self.periods: dict[str, PeriodState] = {}
         self.newest: Optional[int] = None  # start of the newest period written
-        self.submissions: dict[str, tuple[str, float, Optional[int]]] = {}
+        self.submissions: dict[str, dict[str, object]] = {}  # id -> the first result
         self.seq = 0
 
     def state(self, period: str) -> PeriodState:
@@ -121,16 +121,8 @@ class TournamentModel:
                 raise Refused("closed")
         s = self.state(now.period)
         if submission_id is not None and submission_id in self.submissions:
-            period, stored, rank = self.submissions[submission_id]
-            return {
-                "period": period,
-                "score": stored,
-                "rank": rank,
-                "attempts_used": s.used.get(user, 0),
-                "attempts_left": self.attempts_left(now.period, user),
-                "size": len(s.used),
-                "duplicate": True,
-            }
+            # Another call with the id: the first result, whole, whatever the period now.
+            return {**self.submissions[submission_id], "duplicate": True}
         if stale:
             raise Refused("stale")
         self._check_period(now, now.named is not None)
@@ -155,18 +147,18 @@ class TournamentModel:
             self.seq += 1
             s.scores[user] = new
             s.reached[user] = self.seq
-        rank = self.rank(now.period, user)
-        if submission_id is not None:
-            self.submissions[submission_id] = (now.period, s.scores[user], rank)
-        return {
+        result: dict[str, object] = {
             "period": now.period,
             "score": s.scores[user],
-            "rank": rank,
+            "rank": self.rank(now.period, user),
             "attempts_used": s.used[user],
             "attempts_left": self.attempts_left(now.period, user),
             "size": len(s.used),
             "duplicate": False if submission_id is not None else None,
         }
+        if submission_id is not None:
+            self.submissions[submission_id] = result
+        return result
 
     def join(self, now: Now, user: str) -> dict[str, object]:
         if not now.active:  # the client's check

@@ -47,7 +47,9 @@ class Tournament {
 
   // A submission: every check (window, period, join, capacity, attempts), then one attempt used
   // and the score written with the tournament's mode, atomically. Record: "submit" (submit()'s
-  // result on the period's board), "period", "used", "bonus", "size".
+  // result on the period's board), "period", "used", "bonus", "size". With a submission id, a
+  // resend answers the first record whole (its "duplicate" false when the resend is this
+  // operation's own: it sends a call token, new_call_token(), with each sending).
   std::unique_ptr<Operation> submit(const TournamentPeriod& period, std::string user_id,
                                     double score, Metadata metadata,
                                     std::optional<std::string> submission_id, int retries,

@@ -11,20 +11,29 @@
 -- (the period's board, the guide's layout), then for submit: the user's metadata hash
 -- <T>:<P>:user:<id>, the board's option keys (see board_spec), and with a submission id its
 -- record <T>:submission:<id> (the tournament's, whatever the period).
+-- Every key of a period (<T>:<P>:entrants, <T>:<P>:bonus, the board's) expires at the period's
+-- deadline, set by whichever call creates or writes it; a write into a period whose deadline has
+-- passed on the server's clock (TIME) is refused before anything is written (PERIODCLOSED: a
+-- client whose clock is far behind would write keys that are deleted at once).
 -- ARGV: op ('submit' | 'join' | 'add_attempts' | 'hide' | 'unhide' | 'hidden'), max_size ('' : none), join_required ('1' |
 -- '0'), max_attempts ('' : none), write mode, order, ties, period id, period start, the active
 -- window's end, the next period's start, the period's deadline (unix ms), now (unix ms; '' : the
 -- server's clock), whether the caller named the period (the stale-client guard: '0' no, '1' this
 -- one, '2' another one: refused unless the call is a resend of an applied submission id),
 -- user_id, then
---   submit:       score, spec words ('' or 'sid:<ttl ms>'), field, value, ...
+--   submit:       score, spec words ('' or 'sid:<ttl ms>'), the call token ('' without a
+--                 submission id: see new_call_token in operations.hpp), field, value, ...
 --   add_attempts: n
 -- Replies: a status 'OPTIONS <recorded>' (the tournament records other options); an error
--- 'PERIODCLOSED ...' (outside the active window, or a newer period has begun), 'STALEPERIOD ...'
+-- 'PERIODCLOSED ...' (outside the active window, a newer period has begun, or the period has
+-- expired on the server's clock), 'STALEPERIOD ...'
 -- (the caller named a period that is not the current one), 'NOTJOINED ...', 'TOURNAMENTFULL ...',
 -- 'NOATTEMPTS ...'; else
 --   submit:       {submit()'s reply (see apply_write), period id written, attempts used,
---                  attempts granted, players in the period}
+--                  attempts granted, players in the period}; with a submission id, the whole
+--                  reply is kept in its record (see keep_first_result) and a resend answers it
+--                  as it was, whatever the clock or the period says now (duplicate 0 when the
+--                  resend carries the call token that applied it: the same call's own resend)
 --   join:         {1 if joined now else 0, attempts used, attempts granted, players}
 --   add_attempts: {attempts used, attempts granted, players}
 --   hide, unhide: 1 if the player was not hidden before (or was), else 0; hidden: the hidden
@@ -61,14 +70,48 @@ local function refuse(code, why)
     .. why .. '; nothing was changed')
 end
 
+-- The server's clock, unix ms.
+local function server_ms()
+  local time = redis.call('TIME')
+  return tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
+end
+
+-- Unix ms as an ISO 8601 UTC time, "2026-12-06T10:51:03.123Z" (days to a civil date: H.
+-- Hinnant's algorithm; Redis's Lua has no os.date).
+local function utc_text(ms)
+  local seconds = math.floor(ms / 1000)
+  local rest = seconds % 86400
+  local z = (seconds - rest) / 86400 + 719468
+  local era = math.floor(z / 146097)
+  local doe = z - era * 146097
+  local yoe = math.floor((doe - math.floor(doe / 1460) + math.floor(doe / 36524)
+    - math.floor(doe / 146096)) / 365)
+  local doy = doe - (365 * yoe + math.floor(yoe / 4) - math.floor(yoe / 100))
+  local mp = math.floor((5 * doy + 2) / 153)
+  local day = doy - math.floor((153 * mp + 2) / 5) + 1
+  local month = mp < 10 and mp + 3 or mp - 9
+  local year = yoe + era * 400 + (month <= 2 and 1 or 0)
+  return string.format('%04d-%02d-%02dT%02d:%02d:%02d.%03dZ', year, month, day,
+    math.floor(rest / 3600), math.floor(rest % 3600 / 60), rest % 60, ms % 1000)
+end
+
+-- nil, or the error refusing a write into this period because its deadline (when its keys
+-- expire) has passed on the server's clock: whatever the client's clock says, such a write would
+-- be acknowledged and deleted at once (a PEXPIREAT in the past deletes the key).
+local function check_expired()
+  local now, deadline = server_ms(), tonumber(expire)
+  if now < deadline then return nil end
+  return refuse('PERIODCLOSED', 'has expired on the server\'s clock (its keys expired at '
+    .. utc_text(deadline) .. '; the server\'s time is ' .. utc_text(now) .. ')')
+end
+
 -- nil, or the error refusing a write into this period now: outside its active window, or a
--- newer period has begun (by the clock, or written by another client).
+-- newer period has begun (by the clock, or written by another client), or it has expired on
+-- the server's clock (check_expired).
 local function check_period()
-  local now = tonumber(ARGV[13])
-  if not now then
-    local time = redis.call('TIME')
-    now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
-  end
+  local err = check_expired()
+  if err then return err end
+  local now = tonumber(ARGV[13]) or server_ms()
   local newer = now >= next_start
   local current = redis.call('GET', CURRENT)
   if current then
@@ -107,11 +150,43 @@ local function check_entry(joined, submitting)
   return nil
 end
 
--- The writes every accepted call makes: the options recorded, the newest period, the deadline.
+-- The writes every accepted call makes before its own: the options recorded, the newest period.
 local function mark()
   if not recorded then redis.call('HSET', OPTIONS, 'config', config) end
   redis.call('SET', CURRENT, ARGV[9] .. ' ' .. period)
-  redis.call('PEXPIREAT', ENTRANTS, expire)
+end
+
+-- ---- Submission records: the whole first reply ----
+-- A submission id's record (_lib.lua's, see read_submission) keeps submit()'s reply on the
+-- period's board; the tournament adds its own part as the record's 7th element, {'tournament',
+-- period id, attempts used, attempts granted, players, call token}: the rest of the first reply
+-- and the call that applied it. A resend answers the first reply whole from it, nothing
+-- recomputed.
+local TOKEN = ARGV[18]
+
+-- Adds the tournament's part of `result` (the reply being returned) to the record the write
+-- just stored (apply_guards' store_submission), keeping its time to live.
+local function keep_first_result(w, result)
+  local record = cmsgpack.unpack(redis.call('GET', w.submission_key))
+  record[7] = {'tournament', result[2], result[3], result[4], result[5], TOKEN}
+  redis.call('SET', w.submission_key, cmsgpack.pack(record), 'PX', w.submission_ttl)
+end
+
+-- The reply to a resend of an applied submission id, from `reply` (check_submission's: the
+-- stored submit() reply, then 1 (a duplicate) and the board the write landed on): the first
+-- reply whole, a duplicate unless this resend carries the call token that applied it (the same
+-- call's own resend). A record without the tournament's part (an older client's) is answered as
+-- then: the player's state in the period of this call.
+local function first_result(w, reply)
+  local ok, record = pcall(cmsgpack.unpack, redis.call('GET', w.submission_key))
+  local part = ok and type(record) == 'table' and record[7]
+  if type(part) == 'table' and part[1] == 'tournament' then
+    if TOKEN ~= '' and part[6] == TOKEN then reply[#reply - 1] = 0 end  -- the same call
+    return {reply, part[2], part[3], part[4], part[5]}
+  end
+  local _, used, bonus = entrant()
+  return {reply, string.sub(reply[#reply], #base + 2), used, bonus,
+    redis.call('HLEN', ENTRANTS)}
 end
 
 -- ---- Hidden players (fair play, see "Hidden players" in _lib.lua) ----
@@ -134,7 +209,7 @@ if op == 'submit' then
   local board = BOARD
   local w = {board = board, user_key = KEYS[6], k = 7, mode = mode, order = order, ties = ties,
     submit = true, number = number, user_id = user_id, max_entries = 4294967296, fields = ARGV,
-    first_field = 18, expire_at = expire}
+    first_field = 19, expire_at = expire}
   if words ~= '' then
     local spec = {}
     for word in string.gmatch(words, '%S+') do spec[#spec + 1] = word end
@@ -149,10 +224,8 @@ if op == 'submit' then
   if not plan then
     if type(reply) ~= 'table' or reply.err or reply.ok then return reply end
     -- The stored result of an earlier write with this submission id: nothing is written, no
-    -- attempt used; its period is the one the write landed on.
-    local applied = reply[#reply]
-    local joined, used, bonus = entrant()
-    return {reply, string.sub(applied, #base + 2), used, bonus, redis.call('HLEN', ENTRANTS)}
+    -- attempt used; the first reply, whole.
+    return first_result(w, reply)
   end
   if stale then
     return refuse('STALEPERIOD', 'the submission was meant for another period')
@@ -168,8 +241,11 @@ if op == 'submit' then
   end
   mark()
   used = redis.call('HINCRBY', ENTRANTS, user_id, 1)
+  redis.call('PEXPIREAT', ENTRANTS, expire)  -- after the write that may have created it
   reply = apply_write(plan)
-  return {reply, period, used, bonus, redis.call('HLEN', ENTRANTS)}
+  local result = {reply, period, used, bonus, redis.call('HLEN', ENTRANTS)}
+  if w.submission_key then keep_first_result(w, result) end
+  return result
 end
 
 if op == 'join' then
@@ -182,12 +258,15 @@ if op == 'join' then
     if err then return err end
     mark()
     redis.call('HSET', ENTRANTS, user_id, 0)
+    redis.call('PEXPIREAT', ENTRANTS, expire)  -- after the write that may have created it
     now = 1
   end
   return {now, used, bonus, redis.call('HLEN', ENTRANTS)}
 end
 
 if op == 'add_attempts' then
+  err = check_expired()  -- a grant into an expired period would be deleted at once
+  if err then return err end
   local joined, used = entrant()
   if not recorded then redis.call('HSET', OPTIONS, 'config', config) end
   local bonus = redis.call('HINCRBY', BONUS, user_id, ARGV[16])

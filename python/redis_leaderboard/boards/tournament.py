@@ -18,24 +18,29 @@ kept past one: its final standings). Beside it, ``f"{key}:{P}:entrants"`` (playe
 used: a field per player in the period) and ``f"{key}:{P}:bonus"`` (player -> attempts
 granted); and for the whole tournament ``f"{key}:options"`` (its recorded options: two clients
 cannot disagree silently) and ``f"{key}:current"`` (the newest period written). A period's keys
-expire together once ``keep`` newer periods have begun.
+expire together once ``keep`` newer periods have begun (each key gets that deadline from the
+call that creates it). A tournament's boards are never trimmed (``max_size`` bounds them).
 
-One script a write. ``submit`` runs every check in one script before its first write: the
-submission id (a resend of an applied id returns the first result, and uses no attempt, whatever
-the period or the window now), the active window, the period (a newer one has begun: by the
-clock, or written by another client), the join (``join_required``: ``NotJoined``), the
-capacity (a player's first submission joins them when joining is not required:
-``TournamentFull`` past ``max_size``), the attempts (``AttemptsExhausted`` once
-``max_attempts`` plus those granted are used); then it counts the attempt and writes the score
-with the tournament's ``mode``. A refused write changes nothing: no attempt used, no join
-recorded. ``join`` is first come, first served under the same script: two players racing for the
-last place get one place. Every non-duplicate submission uses an attempt, improving or not.
+One script a write. ``submit`` runs every check in one script before its first write: the submission
+id (a resend of an applied id returns the first result whole, kept in its record, and uses no
+attempt, whatever the period or the window now; ``duplicate`` is False when the resend is the same
+call's, told by the call token each submit sends), the active window, the period (a newer one has
+begun: by the clock, or written by another client; or it has expired on the server's clock), the
+join (``join_required``: ``NotJoined``), the capacity (a player's first submission joins them when
+joining is not required: ``TournamentFull`` past ``max_size``), the attempts (``AttemptsExhausted``
+once ``max_attempts`` plus those granted are used); then it counts the attempt and writes the score
+with the tournament's ``mode``. A refused write changes nothing: no attempt used, no join recorded.
+``join`` is first come, first served under the same script: two players racing for the last place
+get one place. Every non-duplicate submission uses an attempt, improving or not.
 
 Whose clock. With the system clock, the script checks the window against the server's clock (the
 authority: a client whose clock is off cannot write outside the window); with an injected clock
 (tests, replays), against the client's. Either way the client checks first, so a write the
 clock already refuses raises before anything is sent (a submission carrying a submission id is
-sent anyway: its resend must return the first result).
+sent anyway: its resend must return the first result). Whichever clock names the period, a
+write into a period whose keys have expired on the server's clock (its ``TIME``) is refused by the
+script with ``PeriodClosed``, naming the period and the server's time, before anything is written:
+never acknowledged and then deleted.
 
 Stale clients. ``submit(..., period=P)`` names the period the write is meant for (the id the
 client read from ``status``): if the current period is another, ``StalePeriod`` (before
@@ -395,8 +400,11 @@ class TournamentBase(PeriodClock):
         (``AttemptsExhausted``). Returns submit()'s result on the period's board plus
         ``"period"``, ``"attempts_used"``, ``"attempts_left"`` (None: unlimited) and ``"size"``
         (players in the period). ``submission_id``/``retries`` as
-        ``RedisLeaderboard.submit``: a resend of an applied id returns the first result
-        (``"duplicate": True``, its ``"period"`` the first write's) and uses no attempt.
+        ``RedisLeaderboard.submit``: a resend of an applied id returns the first result, field
+        for field (its ``"period"``, ``"attempts_used"``, ``"size"``: the first write's, whatever
+        the clock says now) and uses no attempt; ``"duplicate"`` is True when another call had
+        applied it, False for this call's own resend after a lost reply. ``PeriodClosed`` also
+        when the period has expired on the server's clock.
 
         Redis cost:
             One round trip, one script: the checks (a few HGET/HLEN) and the plain board's
@@ -448,7 +456,9 @@ class TournamentBase(PeriodClock):
     def add_attempts(self, user_id: str, n: int = 1) -> Plan[Optional[int]]:
         """Grant the player ``n`` more attempts in the current period (the tournament must have
         ``max_attempts``); returns their attempts left. Allowed outside the active window (it
-        takes effect for the rest of the period); it joins no one.
+        takes effect for the rest of the period, and is kept until the period's keys expire); it
+        joins no one. ``PeriodClosed`` if the period has expired on the server's clock (a client
+        clock far behind): nothing is granted.
 
         Redis cost:
             One round trip, one script (an HINCRBY and a few reads).
