@@ -150,10 +150,15 @@ class ReplyDropper:
             threading.Thread(target=self._pipe, args=(server, client, drop), daemon=True).start()
 
     @staticmethod
-    def _pipe(source: socket.socket, sink: socket.socket, drop: bool) -> None:
+    def drops_at(data: bytes) -> bool:
+        """Whether a dropped connection closes at ``data``, the server's next bytes (passed on
+        before it): at its first reply here; a subclass may wait for a reply of its own."""
+        return True
+
+    def _pipe(self, source: socket.socket, sink: socket.socket, drop: bool) -> None:
         try:
             while data := source.recv(65536):
-                if drop:  # the write ran; its reply goes nowhere
+                if drop and self.drops_at(data):  # the write ran; its reply goes nowhere
                     break
                 sink.sendall(data)
         except OSError:

@@ -8,7 +8,6 @@ import multiprocessing
 import os
 import random
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -252,20 +251,8 @@ class SettlementDropper(ReplyDropper):
     flight ran, their replies are lost."""
 
     @staticmethod
-    def _pipe(source: socket.socket, sink: socket.socket, drop: bool) -> None:
-        try:
-            while data := source.recv(65536):
-                if drop and data.startswith(b"*7\r\n"):
-                    break
-                sink.sendall(data)
-        except OSError:
-            pass
-        for s in (source, sink):
-            try:
-                s.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass
-            s.close()
+    def drops_at(data: bytes) -> bool:
+        return data.startswith(b"*7\r\n")
 
 
 def test_settle_counts_its_own_resent_cohorts_as_settled(
