@@ -83,6 +83,12 @@ void raise_server_error(const std::string& message) {
   if (starts_with(message, kRateLimited)) {
     throw RateLimited(message, std::strtod(message.c_str() + kRateLimited.size(), nullptr));
   }
+  // "CLOCK <server ms> <from> <until> ..." (_lib.lua's check_clock): the server's time.
+  static constexpr std::string_view kClock = "CLOCK ";
+  if (starts_with(message, kClock)) {
+    throw ClockSkew(message.substr(kClock.size()),
+                    std::strtoll(message.c_str() + kClock.size(), nullptr, 10));
+  }
   // "SUBMISSIONREUSED <record key> was applied for another user ..." (_lib.lua's check_reuse):
   // the caller's mistake, so a ValueError, not a ResponseError.
   static constexpr std::string_view kReused = "SUBMISSIONREUSED ";

@@ -77,6 +77,16 @@ struct RateLimited : ResponseError {
   double retry_after;  // seconds until the user's window has room (server time)
 };
 
+// CLOCK (seasons, leagues, tournaments, rolling windows: _lib.lua's check_clock): the server's
+// clock says the write does not belong to the period (bucket, window) the client named from its
+// own clock; nothing was changed. The client corrects its clock and sends the write again, or,
+// when its clock is off by more than it accepts, raises it (ClockSkewError in Python).
+struct ClockSkew : ResponseError {
+  ClockSkew(const std::string& message, long long server_ms)
+      : ResponseError(message), server_time_ms(server_ms) {}
+  long long server_time_ms;  // the server's clock when it refused the write (unix ms)
+};
+
 // MOVED, ASK, TRYAGAIN, CLUSTERDOWN, or a script stopped at a key of a migrating slot: a cluster
 // node did not run the command (or the script failed before its first write). The cluster client
 // follows these (connection/cluster.hpp); another client raises them.

@@ -34,7 +34,9 @@ import pytest
 import pytest_asyncio
 
 import launchers
+import server_clock
 from apis import Api, Runner
+from helpers import FakeClock
 from redis_leaderboard import _redis_server
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -60,6 +62,7 @@ class RedisServer(_redis_server.RedisServer):
                 tls=tls,
                 extra_args=extra_args,
                 dir_prefix="redis-leaderboard-test-",
+                env=server_clock.ENV,  # the clock tests move (tests/server_clock.py)
             )
         except _redis_server.RedisServerError as exc:
             pytest.exit(f"{exc} (apt-get install -y redis-server)", returncode=2)
@@ -141,8 +144,19 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 def redis_server() -> Iterator[RedisServer]:
     """The session's shared private redis-server."""
     server = RedisServer()
+    FakeClock.movable = server_clock.movable(server.redis_py(), server.port)
     yield server
     server.cleanup()
+
+
+@pytest.fixture(autouse=True)
+def _real_server_clock() -> Iterator[None]:
+    """Each test starts and ends with the servers on the real clock (a FakeClock moves them)."""
+    if server_clock.moved():
+        server_clock.reset()
+    yield
+    if server_clock.moved():
+        server_clock.reset()
 
 
 @pytest.fixture(scope="session")

@@ -9,6 +9,8 @@ import threading
 from datetime import datetime, timedelta, timezone
 from typing import Any, Optional
 
+import server_clock
+
 UTC = timezone.utc
 
 
@@ -66,16 +68,47 @@ def small_board_entry(rank: int) -> dict[str, Any]:
 class FakeClock:
     """An injectable clock: an aware datetime that tests move, kept in UTC (adding a timedelta
     to a datetime in a zone with daylight saving adds wall time, and would skip a repeated
-    hour)."""
+    hour).
 
-    def __init__(self, now: datetime) -> None:
-        self.now = now.astimezone(UTC)
+    The server decides what time it is (which period, bucket or window a write belongs to), so
+    setting or advancing a FakeClock moves the test servers' clocks to the same instant, frozen
+    there (tests/server_clock.py). ``server=False``: a client's own clock, off from the server's
+    (the server's is left where it is). Against a server whose clock cannot be moved (a static
+    build), a test that moves it is skipped. While the server's clock stands still, a blocking
+    read's timeout (XREAD BLOCK, ``events(block=...)`` above 0) never passes: read with
+    ``block=0``."""
+
+    movable = True  # conftest's redis_server fixture says whether the session's server follows
+
+    def __init__(self, now: datetime, *, server: bool = True) -> None:
+        self.server = server
+        self.now = now
+
+    @property
+    def now(self) -> datetime:
+        return self._now
+
+    @now.setter
+    def now(self, value: datetime) -> None:
+        self._now = value.astimezone(UTC)
+        if self.server:
+            if not FakeClock.movable:
+                import pytest
+
+                pytest.skip("the server's clock cannot be moved (a statically linked server)")
+            server_clock.freeze(self._now)
 
     def __call__(self) -> datetime:
-        return self.now
+        return self._now
 
     def advance(self, delta: timedelta) -> None:
-        self.now += delta
+        self.now = self._now + delta
+
+    def release(self) -> None:
+        """The server's clock is the real one again; this one stays where it is, a client's
+        own clock from now on (for a process, such as the CLI, that runs on the real one)."""
+        self.server = False
+        server_clock.reset()
 
 
 def millis(moment: datetime) -> int:

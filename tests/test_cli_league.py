@@ -27,6 +27,7 @@ def test_standings_tiers_and_settle(redis_server: Any, board_key: str) -> None:
         for user, score in [("ann", 30), ("bob", 20), ("cy", 10), ("dee", 5)]:
             league.submit(user, score, {"team": "red"})
         last = league.period_id()
+    yesterday.release()  # the server (and the CLI) on today's clock: yesterday has ended
 
     standings = cli(redis_server, board_key, "league", "standings", "bob", *OPTIONS,
                     "--period-id", last)  # fmt: skip

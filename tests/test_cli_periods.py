@@ -19,12 +19,13 @@ def test_reads_take_the_current_period(redis_server: Any, board_key: str) -> Non
                 client, key=board_key, period=period, tz="Europe/Amsterdam", keep=2
             )
             board.submit(f"now-{period}", 10, {"name": period})
-            # A write stamped in the previous period (its clock, as a replay would).
+            # A write into the previous period, named explicitly (as a replay would: its grace
+            # lets it write there after the period ended on the server's clock).
             earlier = board.previous().start + timedelta(seconds=1)
             PeriodicLeaderboard(
                 client, key=board_key, period=period, tz="Europe/Amsterdam", keep=2,
-                clock=lambda e=earlier: e,  # type: ignore[misc]
-            ).submit(f"then-{period}", 5)  # fmt: skip
+                grace=timedelta(days=40),
+            ).at(earlier).submit(f"then-{period}", 5)  # fmt: skip
             boards[period] = (board.current().key, board.next_reset())
     for period, (key, reset) in boards.items():
         top = cli(redis_server, board_key, "top", "--period", period, "--tz", "Europe/Amsterdam")

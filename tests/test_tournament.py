@@ -20,6 +20,7 @@ from conftest import RedisServer, unique_key
 from helpers import FakeClock, ReplyDropper, keys_under, millis, snapshot
 from redis_leaderboard import (
     AttemptsExhausted,
+    ClockSkewError,
     NotJoined,
     OptionsMismatch,
     PeriodClosed,
@@ -34,6 +35,7 @@ UTC = timezone.utc
 # today or later.
 DAY0 = datetime.now(UTC).replace(hour=0, minute=0, second=0, microsecond=0)
 REFUSALS: dict[str, type[Exception]] = {
+    "clock": ClockSkewError,
     "closed": PeriodClosed,
     "stale": StalePeriod,
     "not_joined": NotJoined,
@@ -196,18 +198,22 @@ def test_every_key_of_a_period_expires_with_it(
     t = api.tournament(key, clock, schedule="day", max_attempts=2, keep=2)
     deadline = millis(DAY0 + timedelta(days=2))  # when the 2nd period after it begins
     # Each period's first call is another write: a join, a submission, a grant.
-    api.call(t.join, "ann")
-    clock.advance(timedelta(days=1))
-    api.call(t.submit, "bob", 1, {"name": "Bob"})
-    clock.advance(timedelta(days=1))
-    api.call(t.add_attempts, "cid", 1)
-    for day in range(3):
+    writes = [
+        partial(api.call, t.join, "ann"),
+        partial(api.call, t.submit, "bob", 1, {"name": "Bob"}),
+        partial(api.call, t.add_attempts, "cid", 1),
+    ]
+    for day, write in enumerate(writes):
+        write()
         period = (DAY0 + timedelta(days=day)).strftime("%Y-%m-%d")
         names = keys_under(r, f"{key}:{period}")
         assert names, period
         assert {n: r.pexpiretime(n) for n in names} == dict.fromkeys(
             names, deadline + day * 86_400_000
         )
+        clock.advance(timedelta(days=1))
+    # On the server's clock (FakeClock moves it), the first two periods have expired.
+    assert keys_under(r, f"{key}:{DAY0.strftime('%Y-%m-%d')}") == set()
 
 
 def test_a_grant_is_kept_until_its_period_expires(
@@ -226,11 +232,12 @@ def test_a_grant_is_kept_until_its_period_expires(
     assert r.pexpiretime(bonus) == r.pexpiretime(f"{key}:{period}:entrants") > seconds * 1000
 
 
-def test_a_write_into_a_period_expired_on_the_servers_clock_is_refused(
+def test_a_client_clock_far_behind_the_servers_is_refused(
     api: Api, key: str, redis_server: RedisServer
 ) -> None:
     r = redis_server.redis_py()
-    behind = FakeClock(datetime.now(UTC) - timedelta(days=13))  # a clock 13 days behind
+    # A client's clock 13 days behind the server's (the real one).
+    behind = FakeClock(datetime.now(UTC) - timedelta(days=13), server=False)
     t = api.tournament(key, behind, schedule="day", max_size=3, max_attempts=2)
     period = t.period_id(behind.now)
     today = datetime.now(UTC).strftime("%Y-%m-%d")
@@ -243,15 +250,16 @@ def test_a_write_into_a_period_expired_on_the_servers_clock_is_refused(
     for call in calls:
         # Refused before anything is written, naming the period and the server's time.
         with pytest.raises(
-            PeriodClosed, match=f"period {period} .*expired.*server's time is {today}"
-        ):
+            ClockSkewError, match=f"MAX_CLOCK_SKEW .*period {period} .*which says {today}"
+        ) as refused:
             call()
+        assert abs(refused.value.server_time - datetime.now(UTC)) < timedelta(minutes=1)
     assert keys_under(r, key) == set()  # never acknowledged and then deleted: nothing written
     # A correct clock's writes are taken, and the late client's refusals changed nothing there.
     now = api.tournament(key, None, schedule="day", max_size=3, max_attempts=2)
     assert api.call(now.join, "p0")["size"] == 1
     before = snapshot(r, key)
-    with pytest.raises(PeriodClosed):
+    with pytest.raises(ClockSkewError):
         api.call(t.join, "p1")
     assert snapshot(r, key) == before
 
@@ -340,11 +348,14 @@ CONFIGS: list[dict[str, Any]] = [
 ]  # fmt: skip
 
 
-def _now(t: Any, named: Optional[str] = None) -> Now:
+def _now(t: Any, named: Optional[str] = None, server: Optional[Any] = None) -> Now:
+    """The moment of a call by tournament object ``t`` (its clock); ``server``: the tournament
+    object whose clock is the server's, when ``t``'s is not."""
     now = t.now()
     start = t.periods_of.start_of(now)
     _, end = t.window(now)
-    return Now(t.periods_of.period_id(start), int(start.timestamp()), now < end, named)
+    on_server = None if server is None else _now(server)
+    return Now(t.periods_of.period_id(start), int(start.timestamp()), now < end, named, on_server)
 
 
 def _expect(fn: Callable[[], Any], model_fn: Callable[[], Any]) -> tuple[Any, Any]:
@@ -372,7 +383,8 @@ def test_differential_against_the_model(api: Api, redis_server: RedisServer, see
     with unique_key(redis_server, "tournament-diff") as key:
         clock = FakeClock(DAY0 + timedelta(minutes=rng.randint(0, 120)))
         t = api.tournament(key, clock, **options, **config)
-        lag_clock = FakeClock(clock.now)
+        # A client whose clock lags (its own: the server's clock is `clock`'s).
+        lag_clock = FakeClock(clock.now, server=False)
         lagging = api.tournament(key, lag_clock, **options, **config)
         users = [f"u{i}" for i in range(rng.randint(4, 9))]
         sids: list[tuple[str, float, str]] = []
@@ -391,7 +403,7 @@ def test_differential_against_the_model(api: Api, redis_server: RedisServer, see
                 named = rng.choice(
                     [_now(client).period, t.period_id(clock.now - timedelta(days=1))]
                 )
-            now = _now(client, named)
+            now = _now(client, named, t if client is lagging else None)
             op = rng.random()
             if op < 0.15:
                 got, want = _expect(

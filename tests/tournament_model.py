@@ -29,12 +29,21 @@ class PeriodState:
 @dataclass(frozen=True)
 class Now:
     """The moment of a call: the period the client's clock is in (id, start), whether its
-    active window is open, and the period the caller named (None: not named)."""
+    active window is open, the period the caller named (None: not named), and the server's
+    clock's moment (None: the client's clock is the server's). The server's clock decides: a
+    write that names no period is refused (``clock``: ClockSkewError, the clocks being further
+    apart than MAX_CLOCK_SKEW) when the server's clock is in another period, and the window's
+    activity is the server's."""
 
     period: str
     start: int
     active: bool
     named: Optional[str] = None
+    server: Optional[Now] = None
+
+    @property
+    def on_server(self) -> Now:
+        return self.server or self
 
 
 class TournamentModel:
@@ -125,7 +134,8 @@ class TournamentModel:
             return {**self.submissions[submission_id], "duplicate": True}
         if stale:
             raise Refused("stale")
-        self._check_period(now, now.named is not None)
+        server = self._server_checks(now, now.named is not None)
+        self._check_period(server, now.named is not None)
         if user not in s.used:
             if self.join_required:
                 raise Refused("not_joined")
@@ -160,10 +170,19 @@ class TournamentModel:
             self.submissions[submission_id] = result
         return result
 
+    def _server_checks(self, now: Now, named: bool = False) -> Now:
+        """The server's clock against the period the call names: refused when it is in another
+        one (a period not named: ``clock``; a named one it has left: ``stale``); else the call's
+        moment on the server's clock."""
+        server = now.on_server
+        if server.period != now.period:
+            raise Refused("stale" if named else "clock")
+        return server
+
     def join(self, now: Now, user: str) -> dict[str, object]:
         if not now.active:  # the client's check
             raise Refused("closed")
-        self._check_period(now, False)  # a join names no period
+        self._check_period(self._server_checks(now), False)  # a join names no period
         s = self.state(now.period)
         joined_now = False
         if user not in s.used:
@@ -180,6 +199,7 @@ class TournamentModel:
         }
 
     def add_attempts(self, now: Now, user: str, n: int) -> Optional[int]:
+        self._server_checks(now)
         s = self.state(now.period)
         s.bonus[user] = s.bonus.get(user, 0) + n
         return self.attempts_left(now.period, user)

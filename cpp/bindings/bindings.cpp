@@ -446,43 +446,54 @@ PYBIND11_MODULE(_core, m) {
   };
   py::class_<Board>(m, "Board",
                     "A board's key, size limit and ranking rules; builds validated operations.")
-      .def(
-          py::init([option_arg](std::string key, py::handle max_entries, py::handle order,
-                                py::handle ties, py::handle submission_ttl, py::handle rate_limit,
-                                py::handle events, py::handle events_maxlen, py::handle expire_at,
-                                std::optional<std::string> submission_scope, py::handle score_range,
-                                py::handle max_increment, py::handle tiebreak) {
-            // The guards.
-            leaderboard::Guards guards;
-            guards.submission_ttl = number_arg(submission_ttl, "submission_ttl");
-            if (!rate_limit.is_none()) {
-              if (!PyTuple_Check(rate_limit.ptr()) || PyTuple_Size(rate_limit.ptr()) != 2) {
-                throw py::type_error(
-                    "rate_limit must be None or a (max_writes, per_seconds) tuple, not " +
-                    std::string(Py_TYPE(rate_limit.ptr())->tp_name));
-              }
-              auto pair = py::reinterpret_borrow<py::tuple>(rate_limit);
-              guards.rate_max = integer_arg(pair[0], "rate_limit's max_writes");
-              guards.rate_per = number_arg(pair[1], "rate_limit's per_seconds");
-            }
-            if (!PyBool_Check(events.ptr())) {
-              throw py::type_error("events must be a bool, not " +
-                                   std::string(Py_TYPE(events.ptr())->tp_name));
-            }
-            guards.events = events.cast<bool>();
-            guards.events_maxlen = integer_arg(events_maxlen, "events_maxlen");
-            score_limits_arg(score_range, max_increment, guards);  // fair play
-            std::optional<long long> deadline;                     // seasons: a periodic board's
-            if (!expire_at.is_none()) deadline = integer_arg(expire_at, "expire_at");
-            return Board(std::move(key), max_entries_arg(max_entries),
-                         leaderboard::parse_order(option_arg(order, "order")),
-                         leaderboard::parse_ties(option_arg(ties, "ties")), guards, deadline,
-                         std::move(submission_scope), tiebreak_columns_arg(tiebreak));
-          }),
-          "key"_a, "max_entries"_a, py::kw_only(), "order"_a = "desc", "ties"_a = "lexicographic",
-          "submission_ttl"_a = 86400, "rate_limit"_a = py::none(), "events"_a = false,
-          "events_maxlen"_a = 10000, "expire_at"_a = py::none(), "submission_scope"_a = py::none(),
-          "score_range"_a = py::none(), "max_increment"_a = py::none(), "tiebreak"_a = py::none())
+      .def(py::init([option_arg](std::string key, py::handle max_entries, py::handle order,
+                                 py::handle ties, py::handle submission_ttl, py::handle rate_limit,
+                                 py::handle events, py::handle events_maxlen, py::handle expire_at,
+                                 std::optional<std::string> submission_scope,
+                                 py::handle score_range, py::handle max_increment,
+                                 py::handle tiebreak, py::handle open_span) {
+             // The guards.
+             leaderboard::Guards guards;
+             guards.submission_ttl = number_arg(submission_ttl, "submission_ttl");
+             if (!rate_limit.is_none()) {
+               if (!PyTuple_Check(rate_limit.ptr()) || PyTuple_Size(rate_limit.ptr()) != 2) {
+                 throw py::type_error(
+                     "rate_limit must be None or a (max_writes, per_seconds) tuple, not " +
+                     std::string(Py_TYPE(rate_limit.ptr())->tp_name));
+               }
+               auto pair = py::reinterpret_borrow<py::tuple>(rate_limit);
+               guards.rate_max = integer_arg(pair[0], "rate_limit's max_writes");
+               guards.rate_per = number_arg(pair[1], "rate_limit's per_seconds");
+             }
+             if (!PyBool_Check(events.ptr())) {
+               throw py::type_error("events must be a bool, not " +
+                                    std::string(Py_TYPE(events.ptr())->tp_name));
+             }
+             guards.events = events.cast<bool>();
+             guards.events_maxlen = integer_arg(events_maxlen, "events_maxlen");
+             score_limits_arg(score_range, max_increment, guards);  // fair play
+             std::optional<long long> deadline;                     // seasons: a periodic board's
+             if (!expire_at.is_none()) deadline = integer_arg(expire_at, "expire_at");
+             std::optional<std::pair<long long, long long>> span;  // seasons: the server's clock
+             if (!open_span.is_none()) {
+               if (!PyTuple_Check(open_span.ptr()) || PyTuple_Size(open_span.ptr()) != 2) {
+                 throw py::type_error("open_span must be None or a (from, until) tuple, not " +
+                                      std::string(Py_TYPE(open_span.ptr())->tp_name));
+               }
+               auto pair = py::reinterpret_borrow<py::tuple>(open_span);
+               span.emplace(integer_arg(pair[0], "open_span's from"),
+                            integer_arg(pair[1], "open_span's until"));
+             }
+             return Board(std::move(key), max_entries_arg(max_entries),
+                          leaderboard::parse_order(option_arg(order, "order")),
+                          leaderboard::parse_ties(option_arg(ties, "ties")), guards, deadline,
+                          std::move(submission_scope), tiebreak_columns_arg(tiebreak), span);
+           }),
+           "key"_a, "max_entries"_a, py::kw_only(), "order"_a = "desc", "ties"_a = "lexicographic",
+           "submission_ttl"_a = 86400, "rate_limit"_a = py::none(), "events"_a = false,
+           "events_maxlen"_a = 10000, "expire_at"_a = py::none(), "submission_scope"_a = py::none(),
+           "score_range"_a = py::none(), "max_increment"_a = py::none(), "tiebreak"_a = py::none(),
+           "open_span"_a = py::none())
       .def_property_readonly("tiebreak",
                              [](const Board& self) -> py::object {
                                if (self.tiebreak().empty()) return py::none();
@@ -493,6 +504,7 @@ PYBIND11_MODULE(_core, m) {
                                return py::tuple(columns);
                              })
       .def_property_readonly("expire_at", &Board::expire_at)
+      .def_property_readonly("open_span", &Board::open_span)
       .def_property_readonly("submission_scope", &Board::submission_scope)
       .def_property_readonly("period", &Board::period)
       .def_property_readonly("key", &Board::key)

@@ -543,7 +543,7 @@ struct PythonError {
   int parent;  // index into kPythonErrors, or kException, or kValueError
   const char* doc;
 };
-constexpr int kRedisError = 12, kConnectionError = 9, kResponseError = 11;
+constexpr int kRedisError = 13, kConnectionError = 10, kResponseError = 12;
 constexpr int kException = -1, kValueError = -2;  // built-in parents
 constexpr PythonError kPythonErrors[] = {
     // Guards: a ResponseError (the server refused the write; the connection is fine), not a
@@ -558,6 +558,12 @@ constexpr PythonError kPythonErrors[] = {
      "(WAIT, or WAITAOF with wait_aof) within replica_timeout; it was not resent. replicas is "
      "how many confirmed, min_replicas how many were required. Sending it again applies it "
      "again, unless it carries a submission_id (then it returns the first result)."},
+    // The server's clock refused the period a client named from its own (far off) clock.
+    {"ClockSkewError", is_a<ClockSkew>, kResponseError,
+     "The server's clock says the write does not belong to the period (bucket, window) the "
+     "client's clock named, and the client's clock is further off than the board accepts "
+     "(redis_leaderboard.MAX_CLOCK_SKEW); nothing was changed. server_time is the server's "
+     "clock then (an aware datetime, UTC)."},
     {"AuthenticationError", is_a<AuthenticationError>, kConnectionError,
      "The server refused the username or password."},
     {"BusyLoadingError", is_a<BusyLoadingError>, kConnectionError,
@@ -613,6 +619,7 @@ static_assert(std::string_view(kPythonErrors[kConnectionError].name) == "Connect
 static_assert(std::string_view(kPythonErrors[kResponseError].name) == "ResponseError");
 static_assert(std::string_view(kPythonErrors[0].name) == "RateLimited");
 static_assert(std::string_view(kPythonErrors[1].name) == "NotReplicatedError");
+static_assert(std::string_view(kPythonErrors[2].name) == "ClockSkewError");
 py::handle python_errors[kErrorCount];  // created by declare_exceptions, never freed
 
 py::object make_python_error(py::handle type, const char* what) { return type(what); }
@@ -643,6 +650,14 @@ py::object exception_object(const std::exception_ptr& error) {
     py::object value = make_python_error(python_errors[1], e.what());
     value.attr("replicas") = py::int_(e.replicas);
     value.attr("min_replicas") = py::int_(e.min_replicas);
+    return value;
+  } catch (const ClockSkew& e) {  // with the server's time, an aware datetime (UTC)
+    py::object value = make_python_error(python_errors[2], e.what());
+    py::module_ datetime = py::module_::import("datetime");
+    py::object utc = datetime.attr("timezone").attr("utc");
+    value.attr("server_time") =
+        datetime.attr("datetime").attr("fromtimestamp")(py::int_(e.server_time_ms / 1000), utc) +
+        datetime.attr("timedelta")(py::arg("milliseconds") = e.server_time_ms % 1000);
     return value;
   } catch (const std::exception& e) {
     for (std::size_t i = 0; i < kErrorCount; ++i) {

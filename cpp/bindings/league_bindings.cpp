@@ -82,9 +82,9 @@ std::string text_arg(py::handle value, const char* what) {
 
 LeaguePeriod period_arg(py::handle value) {
   auto tuple = value.cast<py::tuple>();
-  if (tuple.size() != 3) throw py::type_error("a period is (id, start ms, expire ms)");
+  if (tuple.size() != 4) throw py::type_error("a period is (id, start ms, expire ms, end ms)");
   return LeaguePeriod{text_arg(tuple[0], "period"), integer_arg(tuple[1], "start"),
-                      integer_arg(tuple[2], "expire")};
+                      integer_arg(tuple[2], "expire"), integer_arg(tuple[3], "end")};
 }
 
 // (operation, take): take() is None (nothing), the record as a dict, or {"unsettled": period,

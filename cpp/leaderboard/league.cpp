@@ -96,7 +96,7 @@ std::vector<std::string> League::args(const char* op, const LeaguePeriod& period
           std::to_string(events_maxlen_),
           period.id,
           std::to_string(period.start_ms),
-          std::to_string(period.expire_ms)};
+          std::to_string(period.expire_ms) + " " + std::to_string(period.end_ms)};
 }
 
 namespace {

@@ -55,6 +55,7 @@ struct LeaguePeriod {
   std::string id;
   long long start_ms = 0;
   long long expire_ms = 0;
+  long long end_ms = 0;  // when the period ends (the next begins), on the server's clock
 };
 
 // One partition of a league: every key under `base` (one hash tag on a cluster).

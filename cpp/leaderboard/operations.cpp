@@ -944,8 +944,13 @@ std::vector<std::string> Board::Identity::with_events(std::vector<std::string> a
 
 Board::Board(std::string key, long long max_entries, Order order, Ties ties, Guards guards,
              std::optional<long long> expire_at, std::optional<std::string> submission_scope,
-             std::vector<TiebreakColumn> tiebreak)
+             std::vector<TiebreakColumn> tiebreak,
+             std::optional<std::pair<long long, long long>> open_span)
     : id_(std::make_shared<Identity>()) {
+  if (open_span && !(open_span->first < open_span->second)) {
+    throw InvalidArgument("open_span must be (from, until) with from < until (unix ms)");
+  }
+  id_->open_span = open_span;
   if (tiebreak.size() > kMaxTiebreakColumns) {
     throw InvalidArgument("tiebreak takes at most 4 columns");
   }
@@ -999,6 +1004,12 @@ Board::Board(std::string key, long long max_entries, Order order, Ties ties, Gua
 
 // ---- Guards -----------------------------------------------------------------------------------
 
+std::string Board::open_word() const {
+  const auto& span = id_->open_span;
+  if (!span) return {};
+  return " open:" + std::to_string(span->first) + ":" + std::to_string(span->second);
+}
+
 std::optional<std::string> Board::period() const {
   if (id_->scope.size() == id_->key.size()) return std::nullopt;
   return id_->key.substr(id_->scope.size() + 1);
@@ -1020,6 +1031,7 @@ void Board::add_guards(std::string& spec, std::vector<std::string>& keys,
     keys.push_back(key() + ":events");
   }
   if (expire_at()) spec += " expire:" + std::to_string(*expire_at());  // seasons: no key
+  spec += open_word();                                                 // seasons: no key
   spec += limit_words(guards);                                         // fair play: no key
   if (period()) {  // a period's board: the guards recorded for every period (merge_scope_guards)
     spec += " gscope:";
@@ -1496,7 +1508,7 @@ std::unique_ptr<Operation> Board::upsert_chunk(std::vector<BatchEntry> entries,
   }
   const auto count = static_cast<long long>(entries.size());
   if (count == 0) return std::make_unique<Batch>(std::vector<Command>{}, 0);
-  if (!has_default_options() || id_->guards.any() || any_id || expire_at() ||
+  if (!has_default_options() || id_->guards.any() || any_id || expire_at() || open_span() ||
       id_->hiding.load(std::memory_order_relaxed)) {
     // Each entry's score goes to the option keys too: one script (bulk.lua), all or nothing.
     // Guards and submission ids too ('rate' is only checked against the record); on
@@ -1509,6 +1521,7 @@ std::unique_ptr<Operation> Board::upsert_chunk(std::vector<BatchEntry> entries,
     }
     if (guards.events) words += " events:" + std::to_string(guards.events_maxlen);
     if (expire_at()) words += " expire:" + std::to_string(*expire_at());
+    words += open_word();
     words += limit_words(guards);
     if (period()) words += " gscope:";  // its key before the stream's
     std::vector<std::string> user_keys,

@@ -265,11 +265,15 @@ class Board {
   // (f"{submission_scope}:submission:{id}"); none: the board's key. A period's board (seasons)
   // is f"{scope}:{period id}" and records its ids under its periodic board's key, so a resend
   // finds the first write's record whatever period the clock says then.
+  // `open_span` [from, until) (unix ms): a period's board (seasons): when, on the server's
+  // clock, its writes belong to its period (see check_clock in _lib.lua); a write outside it is
+  // refused (ClockSkew) before anything is written.
   Board(std::string key, long long max_entries, Order order = Order::Desc,
         Ties ties = Ties::Lexicographic, Guards guards = {},
         std::optional<long long> expire_at = std::nullopt,
         std::optional<std::string> submission_scope = std::nullopt,
-        std::vector<TiebreakColumn> tiebreak = {});
+        std::vector<TiebreakColumn> tiebreak = {},
+        std::optional<std::pair<long long, long long>> open_span = std::nullopt);
 
   const std::string& key() const { return id_->key; }
   long long max_entries() const { return id_->max_entries.load(std::memory_order_relaxed); }
@@ -281,6 +285,7 @@ class Board {
   std::size_t entry_size() const { return id_->tiebreak.empty() ? 3 : 4; }
   std::string ties_word() const { return id_->ties_word(); }
   std::optional<long long> expire_at() const { return id_->expire_at; }
+  const std::optional<std::pair<long long, long long>>& open_span() const { return id_->open_span; }
   // Where submission ids are recorded (the key, or a periodic board's key), and the record of
   // `submission_id`: f"{submission_scope}:submission:{submission_id}".
   const std::string& submission_scope() const { return id_->scope; }
@@ -294,6 +299,8 @@ class Board {
   // their keys to `keys`; nothing on a board without them (write.lua and group.lua use them).
   void add_guards(std::string& spec, std::vector<std::string>& keys, const std::string& user_id,
                   const std::optional<std::string>& submission_id) const;
+  // " open:<from>:<until>" for a board with an open span (see the constructor), else "".
+  std::string open_word() const;
   // True once a reply showed that the board's recorded options are this object's: until then a
   // default board's get_rank is a script that checks them (then ZREVRANK), and its other reads
   // declare its options hash, which their scripts check (then they skip the check).
@@ -403,7 +410,8 @@ class Board {
     std::atomic<bool> hiding{false};
     Guards guards;
     std::optional<long long> expire_at;  // unix ms; none: the board never expires
-    std::string scope;                   // where submission ids are recorded (see Board)
+    std::optional<std::pair<long long, long long>> open_span;  // unix ms; none: any time
+    std::string scope;  // where submission ids are recorded (see Board)
 
     std::vector<TiebreakColumn> tiebreak;  // none: the score alone ranks
     bool is_default() const {

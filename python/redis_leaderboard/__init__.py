@@ -13,6 +13,7 @@ from ._core import (
     AttemptsExhausted,
     AuthenticationError,
     BusyLoadingError,
+    ClockSkewError,
     ConnectionError,
     ExecAbortError,
     NoPermissionError,
@@ -42,6 +43,7 @@ from ._sync import (
     Tournament,
 )
 from .asyncio import RedisLeaderboard as AsyncRedisLeaderboard
+from .boards.seasons import MAX_CLOCK_SKEW
 from .client import Client
 from .cluster import ClusterClient
 from .sharded import ShardedLeaderboard
@@ -64,11 +66,13 @@ else:
 
 
 __all__ = [
+    "MAX_CLOCK_SKEW",
     "AsyncRedisLeaderboard",
     "AttemptsExhausted",
     "AuthenticationError",
     "BusyLoadingError",
     "Client",
+    "ClockSkewError",
     "ClusterClient",
     "ConnectionError",
     "ExecAbortError",

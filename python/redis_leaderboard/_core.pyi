@@ -1,6 +1,7 @@
 """The compiled core: RESP codec, leaderboard operations and transports (C++)."""
 
 import asyncio
+import datetime
 from typing import (
     Any,
     Callable,
@@ -141,6 +142,15 @@ class RateLimited(ResponseError):
     retry_after: float
     """Seconds until the user's sliding window has room for another write."""
 
+class ClockSkewError(ResponseError):
+    """The server's clock says the write does not belong to the period (bucket, window) the
+    client's clock named, and the client's clock is further off than the board accepts
+    (redis_leaderboard.MAX_CLOCK_SKEW); nothing was changed. server_time is the server's clock
+    then (an aware datetime, UTC)."""
+
+    server_time: datetime.datetime
+    """The server's clock when it refused the write."""
+
 class OptionsMismatch(ValueError):
     """The board's options (order, ties, rate_limit, events) differ from those recorded in
     Redis for it; nothing was changed. A ValueError."""
@@ -212,16 +222,21 @@ class Board:
         score_range: Optional[tuple[Optional[float], Optional[float]]] = None,
         max_increment: Optional[float] = None,
         tiebreak: Optional[Sequence[tuple[str, str]]] = None,
+        open_span: Optional[tuple[int, int]] = None,
     ) -> None:
         """ValueError for an unknown ``order`` or ``ties``, TypeError if not a str; the guards
         checked too. ``expire_at`` (unix ms): every write PEXPIREATs the board's keys at it
         (seasons). ``submission_scope``: where submission ids are recorded
         (``f"{submission_scope}:submission:{id}"``; default the key); a period's board is
-        ``f"{scope}:{period id}"`` and records its ids under its periodic board's key."""
+        ``f"{scope}:{period id}"`` and records its ids under its periodic board's key.
+        ``open_span`` (from, until), unix ms: when, on the server's clock, the board's writes
+        belong to its period; outside it the server refuses them (ClockSkewError)."""
     @property
     def key(self) -> str: ...
     @property
     def expire_at(self) -> Optional[int]: ...
+    @property
+    def open_span(self) -> Optional[tuple[int, int]]: ...
     @property
     def submission_scope(self) -> str: ...
     @property
@@ -652,7 +667,7 @@ class AsyncClusterCore:
 
 # --- leagues ----------------------------------------------------------------------------------
 
-_LeaguePeriod = tuple[str, int, int]  # (period id, start unix ms, deadline unix ms)
+_LeaguePeriod = tuple[str, int, int, int]  # (period id, start, deadline, end: unix ms)
 _LeagueTake = Callable[[], Any]  # the record as a dict, None, or {"unsettled", "unsettled_start"}
 
 class League:

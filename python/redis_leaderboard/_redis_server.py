@@ -179,8 +179,11 @@ class RedisServer:
         extra_args: Sequence[str] = (),
         dir_prefix: str = "redis-leaderboard-",
         avoid_ports: Sequence[int] = (),
+        env: Optional[Mapping[str, str]] = None,
     ) -> None:
         self.binary = binary or find_server()
+        # Variables added to the server's environment (the tests' clock: tests/server_clock.py).
+        self.env = dict(env or {})
         self.password = password
         self.unix_socket = unix_socket
         self.tls = tls
@@ -281,6 +284,7 @@ class RedisServer:
                 stderr=subprocess.DEVNULL,
                 start_new_session=True,
                 preexec_fn=_parent_death_signal(),
+                env={**os.environ, **self.env} if self.env else None,
             )
         except OSError as exc:
             raise RedisServerError(f"cannot run {self.binary}: {exc}") from exc

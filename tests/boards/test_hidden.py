@@ -173,7 +173,7 @@ def test_a_groups_write_keeps_a_hidden_player_aside_on_that_board(api: Api, boar
 
 def test_a_periodic_board_hides_in_every_later_period(api: Api, board_key: str, r: Any) -> None:
     clock = FakeClock(datetime.now(UTC).replace(hour=12, minute=0, second=0, microsecond=0))
-    board = api.periodic(board_key, "day", clock=clock)
+    board = api.periodic(board_key, "day", clock=clock, keep=3)  # the first kept 2 days on
     board.upsert_user("cheat", 50)
     board.upsert_user("fair", 10)
     assert board.hide("cheat") is True

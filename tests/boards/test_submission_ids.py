@@ -361,7 +361,7 @@ def make_boards(api: Api, key: str, clock: FakeClock, client: Any = None) -> lis
             window=timedelta(hours=1),
             bucket=timedelta(minutes=10),
             clock=clock,
-            submission_ttl=60,
+            submission_ttl=3600,
             client=client,
         ),
     ]
@@ -393,8 +393,9 @@ def test_a_repeated_group_write_returns_the_stored_results(
     assert boards[0].get_user_metadata("ada") == {"team": "red"}
     # Each board's id lives under that board, for that board's submission_ttl; a periodic
     # board's under its own key, whatever the period.
-    assert 86_000_000 < r.pttl(f"{board_key}:alltime:submission:match-1") <= 86_400_000
-    assert 0 < r.pttl(f"{board_key}:recent:submission:match-1") <= 60_000
+    assert r.pttl(f"{board_key}:alltime:submission:match-1") == 86_400_000 - 600_000
+    # (the server's clock moved 10 minutes: 50 of the window's 60 are left)
+    assert 0 < r.pttl(f"{board_key}:recent:submission:match-1") <= 3_000_000
     assert r.exists(f"{boards[2].key}:submission:match-1")
     # Without an id there is no "duplicate" key: the shape is unchanged.
     assert all("duplicate" not in res for res in group.submit("cy", 1).values())
@@ -650,7 +651,7 @@ def test_a_periodic_boards_resend_after_the_boundary_returns_the_first_result(
     api: Api, board_key: str, r: Any
 ) -> None:
     clock = FakeClock(SUNDAY_LATE)
-    weekly = api.periodic(board_key, period="week", clock=clock)
+    weekly = api.periodic(board_key, period="week", clock=clock, submission_ttl=8 * 86400)
     first = weekly.submit("ann", 5, mode="incr", submission_id="x")
     assert (first["period"], first["duplicate"]) == (W_OLD, False)
     clock.now = MONDAY
@@ -658,12 +659,13 @@ def test_a_periodic_boards_resend_after_the_boundary_returns_the_first_result(
     assert again == {**first, "duplicate": True}
     assert weekly.get_size() == 0  # W49 untouched
     assert r.zscore(f"{board_key}:{W_OLD}", "ann") == 5.0
-    # The record is the periodic board's, kept for submission_ttl, not for the period.
-    assert 86_000_000 < r.pttl(f"{board_key}:submission:x") <= 86_400_000
+    # The record is the periodic board's, kept for submission_ttl (8 days of the server's
+    # clock, which moved 2 seconds), not for the period.
+    assert 8 * 86_400_000 - 3_000 < r.pttl(f"{board_key}:submission:x") <= 8 * 86_400_000 - 2_000
     assert not r.exists(f"{board_key}:{W_OLD}:submission:x")
     # upsert_many's ids are the periodic board's too.
     weekly.current().upsert_many([("bea", 2, None, "bulk-1")])
-    clock.now = MONDAY + timedelta(days=7)  # W50
+    clock.now = MONDAY + timedelta(days=7)  # the week after
     dup = weekly.submit("bea", 2, submission_id="bulk-1")
     assert (dup["duplicate"], dup["period"], dup["rank"]) == (True, W_NEW, None)
     assert weekly.get_size() == 0

@@ -443,6 +443,52 @@ local function remove_worst(b, prefix, user_ids, scores)
   unlink_metadata(prefix, user_ids)
 end
 
+-- ---- The server's clock -----------------------------------------------------------------------
+-- The server's clock (TIME) decides which period, bucket or window a write belongs to, and when
+-- anything closes or expires: a client's clock never does. A client names the period it writes
+-- (its keys are in the call) from its own clock corrected by what the server told it before, and
+-- says when, on the server's clock, that write belongs there: the span [from, until) (the word
+-- 'open:<from ms>:<until ms>', see guard_fields). A write outside it is refused before anything
+-- is written, with the server's time (check_clock): the client corrects its clock and sends it
+-- again, or raises (see ServerClock in boards/seasons.py).
+
+-- The server's clock: unix milliseconds.
+local function server_ms()
+  local time = redis.call('TIME')
+  return tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
+end
+
+-- Unix ms as an ISO 8601 UTC time, "2026-12-06T10:51:03.123Z" (days to a civil date: H.
+-- Hinnant's algorithm; Redis's Lua has no os.date).
+local function utc_text(ms)
+  local seconds = math.floor(ms / 1000)
+  local rest = seconds % 86400
+  local z = (seconds - rest) / 86400 + 719468
+  local era = math.floor(z / 146097)
+  local doe = z - era * 146097
+  local yoe = math.floor((doe - math.floor(doe / 1460) + math.floor(doe / 36524)
+    - math.floor(doe / 146096)) / 365)
+  local doy = doe - (365 * yoe + math.floor(yoe / 4) - math.floor(yoe / 100))
+  local mp = math.floor((5 * doy + 2) / 153)
+  local day = doy - math.floor((153 * mp + 2) / 5) + 1
+  local month = mp < 10 and mp + 3 or mp - 9
+  local year = yoe + era * 400 + (month <= 2 and 1 or 0)
+  return string.format('%04d-%02d-%02dT%02d:%02d:%02d.%03dZ', year, month, day,
+    math.floor(rest / 3600), math.floor(rest % 3600 / 60), rest % 60, ms % 1000)
+end
+
+-- nil, or the CLOCK error if the server's time is outside [from, until) (unix ms, numbers or
+-- texts): 'CLOCK <server ms> <from> <until> <what>' (the client raises ClockSkew with the
+-- server's time). `what` names what the span is (a period, a bucket).
+local function check_clock(from, till, what)
+  local now = server_ms()
+  if now >= tonumber(from) and now < tonumber(till) then return nil end
+  return redis.error_reply(string.format('CLOCK %d %d %d ', now, tonumber(from), tonumber(till))
+    .. what .. ' takes writes from ' .. utc_text(tonumber(from)) .. ' to '
+    .. utc_text(tonumber(till)) .. ' on the server\'s clock, which says ' .. utc_text(now)
+    .. '; nothing was changed')
+end
+
 -- ---- Guards (issue 17): idempotency keys, rate limits, change events ---------------------------
 -- A write may carry guards, each a field of `w` (plan_write) set by guard_fields from words of
 -- the caller's spec: 'sid:<ttl ms>' (w.submission_key: the stored result of an idempotent
@@ -458,7 +504,7 @@ end
 -- of a board with events is in its stream, each event's 'kind' saying what made it.
 
 -- The guard words without a key of their own (see guard_fields).
-local KEYLESS_WORDS = {expire = true, range = true, maxinc = true, tb = true}
+local KEYLESS_WORDS = {expire = true, range = true, maxinc = true, tb = true, open = true}
 
 -- The score limits' words (fair play, see guard_fields) into w: true if `name` is one of them.
 local function limit_word(w, name, a, b)
@@ -479,6 +525,8 @@ end
 -- and highest score a write may leave; either may be empty) and 'maxinc:<n>' (w.max_increment:
 -- the most one write may improve a score by, in the board's order): see check_score_limits.
 -- 'gscope:' has a key: a period's board's periodic board's options (see merge_scope_guards).
+-- 'open:<from ms>:<until ms>' (w.open_from, w.open_until), keyless: when, on the server's clock,
+-- the write belongs to the period it names (see check_clock).
 local function guard_fields(w, spec, from, last_key)
   local k = last_key
   for i = from, #spec do
@@ -488,6 +536,8 @@ local function guard_fields(w, spec, from, last_key)
     local name, a, b = string.match(spec[i], '^(%a+):([^:]*):?(.*)$')
     if name == 'expire' then
       w.expire_at = a
+    elseif name == 'open' then  -- the span of the server's clock the write belongs to
+      w.open_from, w.open_until = a, b
     elseif name == 'tb' then  -- tie-break columns: the member's key of the write's values
       w.tb = a
     elseif not limit_word(w, name, a, b) then  -- the score limits are keyless too
@@ -1117,6 +1167,12 @@ local function plan_write(w)
     if not guards then return nil, err end
   elseif records_guards(b) then
     return nil, check_guards(b, w)
+  end
+  -- The period the write names, against the server's clock: after the guards, so that a
+  -- submission id applied before answers its stored result, whatever the clock says now.
+  if w.open_from then
+    err = check_clock(w.open_from, w.open_until, 'board ' .. board)
+    if err then return nil, err end
   end
 
   local old_text = redis.call('ZSCORE', board, user_id)
@@ -1858,6 +1914,13 @@ local function refresh_window(win, want, no_slice)
   end
   err = check_window(win)
   if err then return nil, err end
+  -- A bucket expires one bucket after it left the window (window_deadline), and a transition
+  -- subtracts the buckets that leave from the window's aggregates: the oldest of them, bucket
+  -- ready - n + 1, is gone once the server's clock reaches bucket ready + 2. From then on a
+  -- transition (starting, or under way since) counts the window afresh from its own buckets.
+  if st.ready and not st.old and server_ms() >= (st.ready + 2) * win.bucket_ms then
+    st = {frac = false}
+  end
   local units = STEP_UNITS
   local step = redis.call('GET', win.step_key)
   if step and tonumber(step) and tonumber(step) >= 1 then units = tonumber(step) end

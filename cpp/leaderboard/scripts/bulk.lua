@@ -9,8 +9,9 @@
 -- ARGV: order, ties, guards (words, see guard_fields in _lib.lua: 'sid:<ttl ms>' (entries may
 -- carry ids), 'rate:<max>:<per ms>' (checked against the record only: a bulk load is not
 -- rate limited), 'events:<maxlen>', 'expire:<unix ms>' (a periodic board's deadline, see
--- expire_board), 'range:<min>:<max>' and 'maxinc:<n>' (score limits: an entry out of them
--- refuses the chunk, SCOREREJECTED), 'gscope:' (a period's board: its periodic board's options
+-- expire_board), 'open:<from>:<until>' (when its writes belong to its period, see check_clock),
+-- 'range:<min>:<max>' and 'maxinc:<n>' (score limits: an entry out of them refuses the chunk,
+-- SCOREREJECTED), 'gscope:' (a period's board: its periodic board's options
 -- hash, the key before the stream's; see merge_scope_guards); '' for none), then per entry:
 -- user_id, score, with 'sid'
 -- 1 or 0 (it carries an id), number of metadata fields, field, value, ...
@@ -25,7 +26,7 @@ local err = check_acl('ZSCORE', board, 'x') or check_acl('ZADD', board, '0', 'x'
   or check_type(board, 'zset') or (not b.default and check_option_keys(b))
 if err then return err end
 -- Guards (issue 17)
-local w, ids, expire_at = {user_id = ''}, false, nil
+local w, ids, expire_at, open_from, open_until = {user_id = ''}, false, nil, nil, nil
 for word in string.gmatch(ARGV[3], '%S+') do
   local name, a, c = string.match(word, '^(%a+):([^:]*):?(.*)$')
   if name == 'sid' then
@@ -38,6 +39,8 @@ for word in string.gmatch(ARGV[3], '%S+') do
     w.guard_scope = true
   elseif name == 'expire' then  -- issue 16
     expire_at = a
+  elseif name == 'open' then  -- a period's board: when its writes belong to it (check_clock)
+    open_from, open_until = a, c
   else
     limit_word(w, name, a, c)  -- fair play: each entry checked as upsert_user would be
   end
@@ -92,6 +95,16 @@ if w.events_key then
     or check_type(w.events_key, 'stream') or check_acl(b.position_command, b.ranked, 'x')
     or check_acl('ZRANGE', b.ranked, '0', '0') or check_acl('ZCARD', b.ranked)
   if err then return err end
+end
+-- The period, against the server's clock, unless every entry is a resend of an applied id.
+if open_from then
+  for _, entry in ipairs(entries) do
+    if not entry.skip then
+      err = check_clock(open_from, open_until, 'board ' .. board)
+      if err then return err end
+      break
+    end
+  end
 end
 -- Fair play: a hidden player's entry is kept aside, as their writes are (see hidden_state).
 if b.recorded_hidden or b.scope_hidden then

@@ -13,8 +13,10 @@
 --   a board:  'board', mode, order, ties, max_entries, the number of its keys, '', '', its spec
 --             words or '' (as write.lua's, see guard_fields: issue 17's 'sid:..', 'rate:..',
 --             'events:..', their keys the board's last; issue 16's 'expire:<unix ms>', no key)
---   a window: 'window', mode, order, aggregate ('sum' | 'max' | 'min'), max_entries, bucket i,
---             bucket length (ms), window length (ms), its spec words or '' ('sid:..' alone)
+--   a window: 'window', mode, order, aggregate ('sum' | 'max' | 'min'), max_entries, bucket i
+--             (the caller's clock's; the write goes to the server's clock's bucket, see
+--             check_clock in _lib.lua), bucket length (ms), window length (ms), its spec words
+--             or '' ('sid:..' alone)
 --   (mode: 'set' | 'best' | 'incr').
 -- A member whose spec has 'sid:<ttl ms>' (a submission id: its record "<scope>:submission:<id>",
 -- see read_submission in _lib.lua) applies the write once, as write.lua: a repeat writes nothing
@@ -260,13 +262,16 @@ for m = 1, members do
       first_field = first_field}, spec, 1, k + nkeys - 1))
     k = k + nkeys
   else
-    local bucket_key = KEYS[k]
-    local bucket_text = ARGV[a + 6]
+    -- The bucket of the server's clock (the caller named its own clock's: KEYS[k]).
+    local named, bucket_ms = KEYS[k], tonumber(ARGV[a + 7])
+    local prefix = string.sub(named, 1, #named - #ARGV[a + 6])
+    local bucket = math.floor(server_ms() / bucket_ms)
+    local bucket_key = prefix .. string.format('%d', bucket)
     plan, reply = plan_window(guard_fields({kind = 'window', mode = mode, desc = order == 'desc',
-      aggregate = ARGV[a + 4], max_entries = tonumber(ARGV[a + 5]), bucket = tonumber(bucket_text),
-      bucket_ms = tonumber(ARGV[a + 7]), window_ms = tonumber(ARGV[a + 8]),
+      aggregate = ARGV[a + 4], max_entries = tonumber(ARGV[a + 5]), bucket = bucket,
+      bucket_ms = bucket_ms, window_ms = tonumber(ARGV[a + 8]),
       bucket_key = bucket_key, user_key = KEYS[k + 1], union = KEYS[k + 2], marker = KEYS[k + 3],
-      options = KEYS[k + 4], prefix = string.sub(bucket_key, 1, #bucket_key - #bucket_text),
+      options = KEYS[k + 4], prefix = prefix,
       user_id = user_id, number = number, fields = ARGV, first_field = first_field},
       spec, 1, k + 4 + keyed))
     k = k + 5 + keyed

@@ -13,13 +13,17 @@
 -- "<B>:<P>:c:<n>:placed"; those keys are named here, in the partition's hash tag.
 -- ARGV: op ('submit' | 'join' | 'close' | 'settle' | 'hide' | 'unhide' | 'hidden'), tiers (count), cohort size, promote,
 -- demote ('<count>' or 'f<fraction>'), demote_idle ('1' | '0'), order, ties, write mode,
--- events maxlen, period id, period start (unix ms), the period's deadline (unix ms), then:
+-- events maxlen, period id, period start (unix ms), the period's times: '<deadline> <end>' (unix
+-- ms: when its keys expire, and when it ends; the server's clock decides, see check_clock in
+-- _lib.lua: a submit or join belongs to the period only from its start to its end, a close only
+-- from its end), then:
 --   submit: user_id, score, bracket, spec words ('' or 'sid:<ttl ms>'), call token ('' without
 --           a submission id), field, value, ...
 --   join:   user_id, bracket
 --   settle: cohort number, call token
 --   hide, unhide: user_id, bracket (unhide: where a kept score places them)
--- Replies: a status 'OPTIONS <recorded>' (the league records other options), 'UNSETTLED
+-- Replies: an error 'CLOCK ...' (the server's clock is outside the call's span: see above),
+-- a status 'OPTIONS <recorded>' (the league records other options), 'UNSETTLED
 -- <start ms> <period id>' (an earlier period must be settled before anyone is placed in this
 -- one: the client settles it and sends the call again); an error 'PERIODCLOSED ...' (the
 -- period takes no more writes); else
@@ -44,7 +48,8 @@ for word in string.gmatch(ARGV[9], '%S+') do rule[#rule + 1] = word end
 local cfg = {tiers = tonumber(ARGV[2]), size = tonumber(ARGV[3]), promote = ARGV[4],
   demote = ARGV[5], idle = ARGV[6] == '1', order = ARGV[7], ties = ARGV[8], mode = rule[1],
   maxlen = ARGV[10]}
-local period, start, expire = ARGV[11], tonumber(ARGV[12]), ARGV[13]
+local period, start = ARGV[11], tonumber(ARGV[12])
+local expire, period_end = string.match(ARGV[13], '^(%d+) (%d+)$')
 local base = string.sub(OPTIONS, 1, #OPTIONS - 8)  -- "<B>"
 local prefix = base .. ':' .. period  -- "<B>:<P>"
 local config = table.concat({'tiers=' .. ARGV[2], 'size=' .. ARGV[3], 'promote=' .. ARGV[4],
@@ -108,6 +113,14 @@ local function check_league(writes)
   local recorded = redis.call('HGET', OPTIONS, 'config')
   if recorded and recorded ~= config then return redis.status_reply('OPTIONS ' .. recorded) end
   return nil
+end
+
+-- nil, or the CLOCK error if the server's clock is not within the period (a submit or a join:
+-- `ended` false) or the period has not ended there (a close: `ended` true).
+local function check_period_clock(ended)
+  local what = 'period ' .. period .. ' of league ' .. base
+  if ended then return check_clock(period_end, 9007199254740991, what .. ' (its close)') end
+  return check_clock(start, period_end, what)
 end
 
 local function closed(why)
@@ -291,6 +304,10 @@ if op == 'submit' then
     local answer = stored_answer(w, token)
     if answer then return answer end
   end
+  -- The period, on the server's clock: after a stored answer (a resend answers, whatever the
+  -- clock says now), before anything is written.
+  err = check_period_clock(false)
+  if err then return err end
   local hidden
   hidden, err = league_hides(user_id)
   if hidden == nil then return err end
@@ -329,6 +346,8 @@ if op == 'join' then
   local err = check_league(true)
   if err then return err end
   local user_id, bracket = ARGV[14], ARGV[15]
+  err = check_period_clock(false)
+  if err then return err end
   local hidden
   hidden, err = league_hides(user_id)
   if hidden == nil then return err end
@@ -352,7 +371,7 @@ if op == 'join' then
 end
 
 if op == 'close' then
-  local err = check_league(true)
+  local err = check_league(true) or check_period_clock(true)
   if err then return err end
   if redis.call('EXISTS', STATE) == 0 then return {0, 0} end
   redis.call('HSET', STATE, 'closed', '1')

@@ -5,15 +5,19 @@
 -- the server is out of memory (a transition's step may then take a little more: at most a
 -- step's worth of entries); delete_user and clear only delete.
 -- KEYS: the union "<key>", its marker "<key>:window", its options hash "<key>:options".
--- ARGV: command, bucket i (the caller's), bucket length (ms), window length (ms), order,
--- aggregate, max_entries, then for 'delete': user_id.
+-- ARGV: command, bucket i (the caller's clock's: only a hint, the server's clock decides: the
+-- bucket is the server's, see check_clock in _lib.lua), bucket length (ms), window length (ms),
+-- order, aggregate, max_entries, then for 'delete': user_id.
 -- Returns: 'refresh': the marker's text if the window is complete for the reader's bucket (or a
 -- later one), else 0 (a step was done: call again); 'check': the marker's text (a read between
 -- a 'refresh' and a 'check' that return the same text read the window that 'refresh' vouched
 -- for: no transition started in between); 'delete': 1 if the user was in the window (the union or
 -- a bucket), 0 if not, -1 if a transition step was done first (call again); 'clear': how many
 -- users' traces it removed.
-local command, bucket_text = ARGV[1], ARGV[2]
+-- The bucket of the server's clock: a reader (or a writer) whose clock is ahead never moves the
+-- window for the others, one behind never reads an old one.
+local command = ARGV[1]
+local bucket_text = string.format('%d', math.floor(server_ms() / tonumber(ARGV[3])))
 -- The marker's text as readers compare it: without the window ahead's state (its third word),
 -- which the window's board does not depend on; a transition's in full.
 local function window_text(text)

@@ -17,14 +17,16 @@
 -- client whose clock is far behind would write keys that are deleted at once).
 -- ARGV: op ('submit' | 'join' | 'add_attempts' | 'hide' | 'unhide' | 'hidden'), max_size ('' : none), join_required ('1' |
 -- '0'), max_attempts ('' : none), write mode, order, ties, period id, period start, the active
--- window's end, the next period's start, the period's deadline (unix ms), now (unix ms; '' : the
--- server's clock), whether the caller named the period (the stale-client guard: '0' no, '1' this
+-- window's end, the next period's start, the period's deadline (unix ms), '' (unused: the
+-- server's clock decides, see check_clock in _lib.lua), whether the caller named the period (the stale-client guard: '0' no, '1' this
 -- one, '2' another one: refused unless the call is a resend of an applied submission id),
 -- user_id, then
 --   submit:       score, spec words ('' or 'sid:<ttl ms>'), the call token ('' without a
 --                 submission id: see new_call_token in operations.hpp), field, value, ...
 --   add_attempts: n
--- Replies: a status 'OPTIONS <recorded>' (the tournament records other options); an error
+-- Replies: an error 'CLOCK ...' (the server's clock is in another period than the one the call
+-- names from the client's clock); a status 'OPTIONS <recorded>' (the tournament records other
+-- options); an error
 -- 'PERIODCLOSED ...' (outside the active window, a newer period has begun, or the period has
 -- expired on the server's clock), 'STALEPERIOD ...'
 -- (the caller named a period that is not the current one), 'NOTJOINED ...', 'TOURNAMENTFULL ...',
@@ -70,31 +72,6 @@ local function refuse(code, why)
     .. why .. '; nothing was changed')
 end
 
--- The server's clock, unix ms.
-local function server_ms()
-  local time = redis.call('TIME')
-  return tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
-end
-
--- Unix ms as an ISO 8601 UTC time, "2026-12-06T10:51:03.123Z" (days to a civil date: H.
--- Hinnant's algorithm; Redis's Lua has no os.date).
-local function utc_text(ms)
-  local seconds = math.floor(ms / 1000)
-  local rest = seconds % 86400
-  local z = (seconds - rest) / 86400 + 719468
-  local era = math.floor(z / 146097)
-  local doe = z - era * 146097
-  local yoe = math.floor((doe - math.floor(doe / 1460) + math.floor(doe / 36524)
-    - math.floor(doe / 146096)) / 365)
-  local doy = doe - (365 * yoe + math.floor(yoe / 4) - math.floor(yoe / 100))
-  local mp = math.floor((5 * doy + 2) / 153)
-  local day = doy - math.floor((153 * mp + 2) / 5) + 1
-  local month = mp < 10 and mp + 3 or mp - 9
-  local year = yoe + era * 400 + (month <= 2 and 1 or 0)
-  return string.format('%04d-%02d-%02dT%02d:%02d:%02d.%03dZ', year, month, day,
-    math.floor(rest / 3600), math.floor(rest % 3600 / 60), rest % 60, ms % 1000)
-end
-
 -- nil, or the error refusing a write into this period because its deadline (when its keys
 -- expire) has passed on the server's clock: whatever the client's clock says, such a write would
 -- be acknowledged and deleted at once (a PEXPIREAT in the past deletes the key).
@@ -109,9 +86,13 @@ end
 -- newer period has begun (by the clock, or written by another client), or it has expired on
 -- the server's clock (check_expired).
 local function check_period()
-  local err = check_expired()
+  -- The server's clock decides: a call that did not name its period belongs to the one the
+  -- server's clock is in (CLOCK otherwise: the client takes the server's time and sends it
+  -- again); a named one is judged below (STALEPERIOD once a newer period has begun).
+  local err = (not named and check_clock(start, next_start, 'tournament ' .. base .. ' period '
+    .. period)) or check_expired()
   if err then return err end
-  local now = tonumber(ARGV[13]) or server_ms()
+  local now = server_ms()
   local newer = now >= next_start
   local current = redis.call('GET', CURRENT)
   if current then
@@ -265,7 +246,9 @@ if op == 'join' then
 end
 
 if op == 'add_attempts' then
-  err = check_expired()  -- a grant into an expired period would be deleted at once
+  -- The period the server's clock is in (a grant into an expired period would be deleted at
+  -- once, into the next would be early).
+  err = check_clock(start, next_start, 'tournament ' .. base .. ' period ' .. period)
   if err then return err end
   local joined, used = entrant()
   if not recorded then redis.call('HSET', OPTIONS, 'config', config) end

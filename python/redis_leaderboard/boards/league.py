@@ -245,13 +245,15 @@ class LeagueBase(PeriodClock, Generic[S]):
         """When the current period ends (and may be settled): an aware datetime in ``tz``."""
         return self._next_start()
 
-    def _period(self, start: datetime) -> tuple[str, int, int]:
-        """(id, start ms, deadline ms) of the period starting at ``start``: its keys expire when
-        the ``keep``-th period after it begins."""
-        deadline = self.periods_of.next_start(start)
+    def _period(self, start: datetime) -> tuple[str, int, int, int]:
+        """(id, start ms, deadline ms, end ms) of the period starting at ``start``: its keys
+        expire when the ``keep``-th period after it begins; it ends when the next begins (on the
+        server's clock: the script checks its writes and its close against it)."""
+        end = self.periods_of.next_start(start)
+        deadline = end
         for _ in range(self.keep - 1):
             deadline = self.periods_of.next_start(deadline)
-        return (self.periods_of.period_id(start), _millis(start), _millis(deadline))
+        return (self.periods_of.period_id(start), _millis(start), _millis(deadline), _millis(end))
 
     def _start_of(self, period: PeriodArg) -> datetime:
         """The start of the period ``period`` names: None (the current one), an aware datetime
@@ -290,12 +292,18 @@ class LeagueBase(PeriodClock, Generic[S]):
 
     def _settle_partition(
         self, league: _core.League, start: datetime, tally: dict[str, Any]
-    ) -> Plan[None]:
+    ) -> Plan[bool]:
         """Closes one partition's period, then settles each of its cohorts (one script each,
-        pipelined); a cohort whose script fails is noted in ``tally`` and the others go on."""
+        pipelined); a cohort whose script fails is noted in ``tally`` and the others go on.
+        Returns False, having done nothing, if the period has not ended on the server's clock
+        (the league then follows the server's clock)."""
         period = self._period(start)
         operation, take = league.close(period)
-        yield operation
+        try:
+            yield operation
+        except _core.ClockSkewError as error:  # not ended there: nothing was closed
+            self._follow_server(error)
+            return False
         closed = take()
         cohorts = closed["cohorts"] if closed else 0
         tally["cohorts"] += cohorts
@@ -329,6 +337,7 @@ class LeagueBase(PeriodClock, Generic[S]):
             except _core.ResponseError as error:  # that cohort's script refused: it changed nothing
                 tally["errors"].append((period[0], first + replies, error))
                 first += replies + 1
+        return True
 
     def _settle_pending(
         self, league: _core.League, reply: Any, tally: dict[str, Any]
@@ -391,8 +400,9 @@ class LeagueBase(PeriodClock, Generic[S]):
                     if not (reply and "unsettled" in reply):
                         break
                     start = self._start_at_ms(reply["unsettled_start"])
+                    if not (yield from self._settle_partition(league, start, tally)):
+                        continue  # it has not ended on the server's clock: asked again
                     tally["periods"].append(reply["unsettled"])
-                    yield from self._settle_partition(league, start, tally)
                     if tally["errors"]:
                         break
         else:
@@ -404,7 +414,12 @@ class LeagueBase(PeriodClock, Generic[S]):
                 )
             tally["periods"].append(self.periods_of.period_id(start))
             for league in self._leagues:
-                yield from self._settle_partition(league, start, tally)
+                if not (yield from self._settle_partition(league, start, tally)):
+                    raise ValueError(
+                        f"period {self.periods_of.period_id(start)} of league {self.key!r} has "
+                        f"not ended on the server's clock: it ends at "
+                        f"{self.periods_of.next_start(start).isoformat()}"
+                    )
         self._raise_errors(tally)
         result: LeagueSettlement = {
             "periods": sorted(set(tally["periods"])),
@@ -458,7 +473,11 @@ class LeagueBase(PeriodClock, Generic[S]):
             operation, take = league.submit(
                 period, user_id, score, metadata, room, submission_id, retries
             )
-            yield operation
+            try:
+                yield operation
+            except _core.ClockSkewError as error:  # the server's clock is in another period
+                self._follow_server(error)
+                continue
             reply = take()
             if "unsettled" in reply:
                 yield from self._settle_pending(league, reply, self._new_tally())
@@ -495,7 +514,11 @@ class LeagueBase(PeriodClock, Generic[S]):
         for _ in range(MAX_SETTLE_ROUNDS):
             period = self._period(self._start_of(None))
             operation, take = league.join(period, user_id, room)
-            yield operation
+            try:
+                yield operation
+            except _core.ClockSkewError as error:  # the server's clock is in another period
+                self._follow_server(error)
+                continue
             reply = take()
             if "unsettled" in reply:
                 yield from self._settle_pending(league, reply, self._new_tally())

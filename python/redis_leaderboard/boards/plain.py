@@ -178,6 +178,7 @@ class BoardBase:
         tiebreak: Optional[Sequence[tuple[str, Order]]] = None,
         _expire_at: Optional[int] = None,
         _submission_scope: Optional[str] = None,
+        _open_span: Optional[tuple[int, int]] = None,
     ) -> None:
         board = _core.Board(  # validates first
             key,
@@ -190,6 +191,7 @@ class BoardBase:
             events_maxlen=events_maxlen,
             expire_at=_expire_at,  # a period's board (seasons.PeriodBoard): its deadline
             submission_scope=_submission_scope,  # and where its submission ids are recorded
+            open_span=_open_span,  # and when, on the server's clock, its writes belong to it
             score_range=score_range,
             max_increment=max_increment,
             tiebreak=tiebreak,

@@ -10,9 +10,14 @@ sets; reads see the union of
 * [`LeaderboardGroup`][redis_leaderboard.LeaderboardGroup]: one atomic write (one script, one round
 trip) to several boards.
 
-The clock rule: the period (or bucket) a write lands in is decided by the *client's* clock
-(``clock``, injectable), because its id is part of the key name, chosen before the command is
-sent; the server only enforces the keys' deadlines. See README, "Seasons and windows".
+The clock rule: the *server's* clock (the ``TIME`` a script sees) decides which period or bucket
+a write belongs to, and when anything closes or expires. A period's id is part of its keys'
+names, so the client names it from its own clock (``clock``, injectable), corrected by what the
+server told it (``ServerClock``); each write says when, on the server's clock, it belongs to the
+period it names, and the server refuses it otherwise before anything is written: the client
+then takes the server's time and sends it again, or raises ``ClockSkewError`` if its clock is
+off by more than ``MAX_CLOCK_SKEW``. A rolling window's bucket is the server's alone. See
+docs/seasons.md, "Whose clock".
 """
 
 from __future__ import annotations
@@ -51,6 +56,7 @@ from .events import EVENTS_BATCH
 from .plain import DEFAULT_CHUNK_SIZE, Leaderboard
 
 __all__ = [
+    "MAX_CLOCK_SKEW",
     "Aggregate",
     "Clock",
     "GroupBase",
@@ -60,6 +66,7 @@ __all__ = [
     "PeriodicBase",
     "Periods",
     "RollingState",
+    "ServerClock",
 ]
 
 PeriodName = Literal["hour", "day", "week", "month"]
@@ -261,13 +268,53 @@ def _check_grace(grace: timedelta) -> timedelta:
     return grace
 
 
-class PeriodClock:
+MAX_CLOCK_SKEW = timedelta(minutes=5)
+"""How far a client's clock may be off the server's: within it, a write the server refuses
+(its clock says another period) is sent again on the server's time, which the board keeps
+following; beyond it, the write raises ``ClockSkewError`` (nothing was changed)."""
+
+
+def _clock_skew_error(message: str, server_time: datetime) -> _core.ClockSkewError:
+    error = _core.ClockSkewError(message)
+    error.server_time = server_time
+    return error
+
+
+class ServerClock:
+    """A board's time: its clock (``clock``: the system's, or one injected), corrected by the
+    server's. The server decides (see the module); when it refuses a write because its clock
+    says another period, the board learns the difference (``_follow_server``) and its ``now()``
+    is the server's from then on."""
+
+    clock: Clock
+    """The client's clock: a callable returning an aware datetime."""
+    _skew = timedelta(0)  # the server's clock minus the client's, as last seen
+
+    def now(self) -> datetime:
+        """The server's time as this client knows it: its clock, corrected by the difference the
+        server last showed (an aware datetime, UTC)."""
+        return _aware(self.clock(), "clock()") + self._skew
+
+    def _follow_server(self, error: _core.ClockSkewError) -> None:
+        """After the server refused a write for the period it named: keep the difference between
+        the clocks, or raise ``ClockSkewError`` if it is more than ``MAX_CLOCK_SKEW``."""
+        own = _aware(self.clock(), "clock()")
+        skew = error.server_time - own
+        if abs(skew) > MAX_CLOCK_SKEW:
+            raise _clock_skew_error(
+                f"this client's clock ({own.isoformat()}) is {skew} off the server's "
+                f"({error.server_time.isoformat()}): more than MAX_CLOCK_SKEW "
+                f"({MAX_CLOCK_SKEW}); nothing was changed ({error})",
+                error.server_time,
+            ) from None
+        self._skew = skew
+
+
+class PeriodClock(ServerClock):
     """What a board of periods (a periodic board, a league) holds about time: its ``Periods``,
     its clock, and the questions answered from them."""
 
     periods_of: Periods
-    clock: Clock
-    """The clock deciding the current period: a callable returning an aware datetime."""
 
     def _start_clock(self, periods: Periods, clock: Any) -> None:
         """Keeps the periods and the clock (checked: the constructor's argument)."""
@@ -285,10 +332,6 @@ class PeriodClock:
     def tz(self) -> tzinfo:
         """The time zone periods are named and begin in."""
         return self.periods_of.tz
-
-    def now(self) -> datetime:
-        """The clock's time (an aware datetime, UTC)."""
-        return _aware(self.clock(), "clock()")
 
     def period_id(self, when: Optional[datetime] = None) -> str:
         """The id of the period holding ``when`` (default: now)."""
@@ -310,6 +353,17 @@ B = TypeVar("B", bound="PeriodState")
 T = TypeVar("T")
 P = ParamSpec("P")
 R = TypeVar("R")
+
+
+CLOCK_ROUNDS = 3
+
+
+class _PeriodMoved(_core.PeriodClosed):
+    """The server refused a write to the period that was current: its clock is in another."""
+
+
+"""How often a write through the current period is sent after the server refused the period
+its clock named (each time on the server's time, so once is the rule: at a period boundary)."""
 
 
 def on_current(method: one_trip[P, R]) -> one_trip[P, R]:
@@ -386,7 +440,7 @@ class PeriodicBase(PeriodClock, Generic[B]):
         [`RedisLeaderboard.order`][redis_leaderboard.RedisLeaderboard.order]."""
         self.ties: Ties = ties
         """The tie rule of every period's board."""
-        self._boards: dict[datetime, B] = {}
+        self._boards: dict[tuple[datetime, bool], B] = {}
         # The current period's board: while the clock is within its bounds, current() needs
         # no period arithmetic (the time zone's rules).
         self._current: Optional[B] = None
@@ -400,8 +454,8 @@ class PeriodicBase(PeriodClock, Generic[B]):
             deadline = self.periods_of.next_start(deadline)
         return max(deadline, end + self.grace)
 
-    def _board_at(self, start: datetime) -> B:
-        board = self._boards.get(start)
+    def _board_at(self, start: datetime, explicit: bool = True) -> B:
+        board = self._boards.get((start, explicit))
         if board is None:
             if len(self._boards) > 2 * self.keep + 8:
                 self._boards.clear()
@@ -415,8 +469,9 @@ class PeriodicBase(PeriodClock, Generic[B]):
                 guards=self.guards,
                 periodic=self,
                 start=start,
+                explicit=explicit,
             )
-            self._boards[start] = board
+            self._boards[(start, explicit)] = board
         return board
 
     def current(self) -> B:
@@ -425,13 +480,15 @@ class PeriodicBase(PeriodClock, Generic[B]):
         board = self._current
         if board is not None and board.start <= now < board.end:
             return board
-        board = self._board_at(self.periods_of.start_of(now))
+        board = self._board_at(self.periods_of.start_of(now), False)
         self._current = board
         return board
 
     def at(self, when: datetime) -> B:
         """The board of the period holding the aware datetime ``when`` (any period: reading an
-        expired one finds it empty; writing checks ``grace``)."""
+        expired one finds it empty). Its writes are that period's, whatever the clock says: the
+        server refuses them (``PeriodClosed``) before the period begins and once it ended more
+        than ``grace`` ago on the server's clock."""
         return self._board_at(self.periods_of.start_of(when))
 
     def previous(self, n: int = 1) -> B:
@@ -486,7 +543,16 @@ class PeriodicBase(PeriodClock, Generic[B]):
             As ``RedisLeaderboard.upsert_user`` (one round trip, one script), plus a PEXPIREAT of
             every key it writes at the period's deadline.
         """
-        return (yield from PeriodState.upsert_user.plan(self.current(), user_id, score, metadata))
+        for _ in range(CLOCK_ROUNDS):
+            try:
+                return (
+                    yield from PeriodState.upsert_user.plan(
+                        self.current(), user_id, score, metadata
+                    )
+                )
+            except _PeriodMoved:  # the server's clock is in another period: now ours too
+                pass
+        raise self._unsettled_clock()
 
     @plan
     def increment_score(
@@ -499,8 +565,16 @@ class PeriodicBase(PeriodClock, Generic[B]):
         Redis cost:
             As ``RedisLeaderboard.increment_score``, plus a PEXPIREAT of every key it writes.
         """
-        board = self.current()
-        return (yield from PeriodState.increment_score.plan(board, user_id, amount, metadata))
+        for _ in range(CLOCK_ROUNDS):
+            try:
+                return (
+                    yield from PeriodState.increment_score.plan(
+                        self.current(), user_id, amount, metadata
+                    )
+                )
+            except _PeriodMoved:  # the server's clock is in another period: now ours too
+                pass
+        raise self._unsettled_clock()
 
     @plan
     def submit(
@@ -527,17 +601,29 @@ class PeriodicBase(PeriodClock, Generic[B]):
             key
             it writes.
         """
-        return (
-            yield from PeriodState.submit.plan(
-                self.current(),
-                user_id,
-                score,
-                metadata,
-                mode=mode,
-                submission_id=submission_id,
-                retries=retries,
-                tiebreak=tiebreak,
-            )
+        for _ in range(CLOCK_ROUNDS):
+            try:
+                return (
+                    yield from PeriodState.submit.plan(
+                        self.current(),
+                        user_id,
+                        score,
+                        metadata,
+                        mode=mode,
+                        submission_id=submission_id,
+                        retries=retries,
+                        tiebreak=tiebreak,
+                    )
+                )
+            except _PeriodMoved:  # the server's clock is in another period: now ours too
+                pass
+        raise self._unsettled_clock()
+
+    def _unsettled_clock(self) -> _core.ClockSkewError:
+        return _clock_skew_error(
+            f"the server refused the period of {self.key!r} {CLOCK_ROUNDS} times: its clock "
+            "moves unlike this client's; nothing was changed",
+            self.now(),
         )
 
     # The reads, delete_user and every query: the plain board's, on the current period's board.
@@ -641,12 +727,19 @@ class PeriodState:
         guards: Mapping[str, Any],
         periodic: PeriodicBase[Any],
         start: datetime,
+        explicit: bool = True,
     ) -> None:
         self.periodic = periodic
         self.start = start
         self.end = periodic.periods_of.next_start(start)
         self.period = periodic.periods_of.period_id(start)
         self.expires = periodic.expire_at(start)
+        # When, on the server's clock, a write belongs to this period: the period itself for the
+        # current period's writes (at the boundary the server's clock decides, and the periodic
+        # board sends the write again to the next period); up to ``grace`` after its end for a
+        # period named explicitly (at(), previous()).
+        self.explicit = explicit
+        self.open_until = self.end + periodic.grace if explicit else self.end
         super().__init__(  # type: ignore[call-arg]  # the board class after this one
             redis_client,
             key,
@@ -658,34 +751,42 @@ class PeriodState:
             # period records ids under the periodic board's key, so a resend after a boundary
             # finds the first write's record and returns its result (and period).
             _submission_scope=periodic.key,
+            _open_span=(_millis(start), _millis(self.open_until)),
             **guards,
         )
 
-    def check_writable(self) -> None:
-        """[`PeriodClosed`][redis_leaderboard.PeriodClosed] (a ValueError; before anything is sent)
-        if the clock says this
-        period no longer (or not yet) takes writes: it ended more than ``grace`` ago, or it has
-        not begun."""
-        now = self.periodic.now()
-        if now < self.start:
-            raise _core.PeriodClosed(
-                f"period {self.period} of {self.periodic.key!r} begins at "
-                f"{self.start.astimezone(self.periodic.tz).isoformat()}; the clock says "
-                f"{now.astimezone(self.periodic.tz).isoformat()}"
+    def _closed(self, error: _core.ClockSkewError) -> _core.PeriodClosed:
+        """The server refused a write to this period named explicitly: ``PeriodClosed``, naming
+        the period, when it takes writes, and the server's time."""
+        tz = self.periodic.tz
+        server = error.server_time.astimezone(tz).isoformat()
+        if error.server_time < self.start:
+            why = f"begins at {self.start.astimezone(tz).isoformat()}"
+        else:
+            why = (
+                f"ended at {self.end.astimezone(tz).isoformat()} and takes no writes after "
+                f"{self.open_until.astimezone(tz).isoformat()} (grace {self.periodic.grace})"
             )
-        if now >= self.end + self.periodic.grace:
-            raise _core.PeriodClosed(
-                f"period {self.period} of {self.periodic.key!r} ended at "
-                f"{self.end.astimezone(self.periodic.tz).isoformat()} and takes no writes after "
-                f"{(self.end + self.periodic.grace).astimezone(self.periodic.tz).isoformat()} "
-                f"(grace {self.periodic.grace}); the clock says "
-                f"{now.astimezone(self.periodic.tz).isoformat()}"
-            )
+        return _core.PeriodClosed(
+            f"period {self.period} of {self.periodic.key!r} {why}; the server's clock says "
+            f"{server}; nothing was changed"
+        )
+
+    def _written(self, steps: Plan[T]) -> Plan[T]:
+        """A write's plan, the server's refusal of its period raised as ``PeriodClosed``: on a
+        period named explicitly, as it is; on the period that was current, after the periodic
+        board took the server's time (its own writes then go to the server's period)."""
+        try:
+            return (yield from steps)
+        except _core.ClockSkewError as error:
+            if not self.explicit:  # the periodic board's time: the server's from now on
+                self.periodic._follow_server(error)
+                raise _PeriodMoved(str(self._closed(error))) from None
+            raise self._closed(error) from None
 
     def _group_member(self, mode: str) -> tuple[Any, str, int]:
-        """As one of a [`LeaderboardGroup`][redis_leaderboard.LeaderboardGroup]'s boards, if the
-        period takes writes."""
-        self.check_writable()
+        """As one of a [`LeaderboardGroup`][redis_leaderboard.LeaderboardGroup]'s boards (the
+        server refuses the write if the period takes no writes then)."""
         return (self._board, mode, 0)
 
     @plan
@@ -693,10 +794,10 @@ class PeriodState:
         self, user_id: str, score: float, metadata: Optional[Mapping[str, Any]] = None
     ) -> Plan[WriteResult]:
         """As [`RedisLeaderboard.upsert_user`][redis_leaderboard.RedisLeaderboard.upsert_user], if
-        the period takes writes."""
-        self.check_writable()
-        result: WriteResult = yield self._board.upsert_user(user_id, score, metadata)
-        return result
+        the period takes writes on the server's clock (else ``PeriodClosed``)."""
+        return (
+            yield from self._written(self._one(self._board.upsert_user(user_id, score, metadata)))
+        )
 
     @plan
     def increment_score(
@@ -704,10 +805,9 @@ class PeriodState:
     ) -> Plan[WriteResult]:
         """As
         [`RedisLeaderboard.increment_score`][redis_leaderboard.RedisLeaderboard.increment_score], if
-        the period takes writes."""
-        self.check_writable()
-        result: WriteResult = yield self._board.increment_score(user_id, amount, metadata)
-        return result
+        the period takes writes on the server's clock (else ``PeriodClosed``)."""
+        operation = self._board.increment_score(user_id, amount, metadata)
+        return (yield from self._written(self._one(operation)))
 
     @plan
     def submit(
@@ -722,8 +822,7 @@ class PeriodState:
         tiebreak: Optional[Mapping[str, float]] = None,
     ) -> Plan[SubmitResult]:
         """As [`RedisLeaderboard.submit`][redis_leaderboard.RedisLeaderboard.submit], if the period
-        takes writes."""
-        self.check_writable()
+        takes writes on the server's clock (else ``PeriodClosed``)."""
         operation = self._board.submit(
             user_id,
             score,
@@ -733,7 +832,11 @@ class PeriodState:
             retries=retries,
             tiebreak=tiebreak,
         )
-        result: SubmitResult = yield operation
+        return (yield from self._written(self._one(operation)))
+
+    @staticmethod
+    def _one(operation: _core.Operation[T]) -> Plan[T]:
+        result: T = yield operation
         return result
 
     @plan
@@ -746,11 +849,13 @@ class PeriodState:
         retries: int = 2,
     ) -> Plan[ImportSummary]:
         """As [`RedisLeaderboard.upsert_many`][redis_leaderboard.RedisLeaderboard.upsert_many], if
-        the period takes writes."""
-        self.check_writable()
+        the period takes writes on the server's clock (else ``PeriodClosed``, raised by the chunk
+        the server refused: the chunks before it were written)."""
         return (
-            yield from Leaderboard.upsert_many.plan(
-                self, entries, chunk_size=chunk_size, progress=progress, retries=retries
+            yield from self._written(
+                Leaderboard.upsert_many.plan(
+                    self, entries, chunk_size=chunk_size, progress=progress, retries=retries
+                )
             )
         )
 
@@ -769,7 +874,7 @@ def _whole_millis(value: timedelta, what: str) -> int:
     return value // timedelta(milliseconds=1)
 
 
-class RollingState:
+class RollingState(ServerClock):
     """A rolling window ([`RollingLeaderboard`][redis_leaderboard.RollingLeaderboard], sync or
     asyncio): the window, its
     buckets, the clock, and the writes; the reads are the board class's, each run after the
@@ -813,7 +918,6 @@ class RollingState:
         if clock is not None and not callable(clock):
             raise TypeError("clock must be a callable returning an aware datetime")
         self.clock = clock or _system_clock
-        """The clock deciding the current bucket (an aware datetime)."""
         run = self.redis.run
         self._run = lambda read: run(self._refreshed(read))
 
@@ -831,10 +935,6 @@ class RollingState:
     def aggregate(self) -> str:
         """How a user's bucket scores combine: ``"sum"``, ``"max"`` or ``"min"``."""
         return self._window.aggregate
-
-    def now(self) -> datetime:
-        """The clock's time (an aware datetime, UTC)."""
-        return _aware(self.clock(), "clock()")
 
     def bucket_at(self, when: Optional[datetime] = None) -> int:
         """The bucket holding ``when`` (default: now): unix ms // bucket length."""
@@ -1131,9 +1231,35 @@ class GroupBase:
             One round trip, one script (every board planned, then written); per board, a plain
             write's commands (O(log N) each), plus a GET and a SET of its id's record with a
             ``submission_id``."""
-        operation, results = self._request(user_id, score, metadata, mode, submission_id, retries)
-        yield operation
-        return dict(zip(self.keys, results()))
+        for _ in range(CLOCK_ROUNDS):
+            operation, results = self._request(
+                user_id, score, metadata, mode, submission_id, retries
+            )
+            try:
+                yield operation
+            except _core.ClockSkewError as error:  # nothing was written
+                self._follow_server(error)
+                continue
+            return dict(zip(self.keys, results()))
+        raise _clock_skew_error(
+            f"the server refused the periods of {self.keys!r} {CLOCK_ROUNDS} times: its clock "
+            "moves unlike this client's; nothing was changed",
+            datetime.now(UTC),
+        )
+
+    def _follow_server(self, error: _core.ClockSkewError) -> None:
+        """The server refused a member's period: a periodic board's current one takes the
+        server's time (the write is sent again); a period named explicitly raises
+        ``PeriodClosed``."""
+        text = str(error)
+        refused = text.partition(" board ")[2].rpartition(" takes writes from ")[0]
+        for board in self.boards:
+            if isinstance(board, PeriodicBase) and refused.startswith(board.key + ":"):
+                board._follow_server(error)
+                return
+            if isinstance(board, PeriodState) and refused == board._board.key:
+                raise board._closed(error) from None
+        raise error
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.keys!r})"

@@ -66,6 +66,7 @@ from .._types import (
 from ..options import board_client
 from .plain import Leaderboard, user_id_text
 from .seasons import (
+    CLOCK_ROUNDS,
     UTC,
     Clock,
     Period,
@@ -230,8 +231,6 @@ class TournamentBase(PeriodClock):
         self.max_increment = max_increment
         """The most one write may improve a player's score by (fair play), or None."""
         self._start_clock(_periods(schedule, tz, anchor), clock)
-        # With the system clock, the script checks the window on the server's clock.
-        self._server_clock = clock is None
         self.redis = board_client(
             self.display_name,
             redis_client,
@@ -299,7 +298,7 @@ class TournamentBase(PeriodClock):
             _millis(end),
             _millis(following),
             _millis(deadline),
-            None if self._server_clock else _millis(now),
+            None,  # the server's clock decides
             named,
         )
 
@@ -352,6 +351,24 @@ class TournamentBase(PeriodClock):
                 f"{now.astimezone(self.tz).isoformat()}; nothing was sent"
             )
         return self._period(start, now, flag)
+
+    def _sent(self, operation: _core.Operation[Any]) -> Plan[bool]:
+        """Sends a write: False if the server's clock was in another period than the one it
+        named (nothing was written; the tournament now follows the server's clock)."""
+        try:
+            yield operation
+        except _core.ClockSkewError as error:
+            self._follow_server(error)
+            return False
+        return True
+
+    def _unsettled_clock(self) -> _core.ClockSkewError:
+        error = _core.ClockSkewError(
+            f"the server refused the period of tournament {self.key!r} {CLOCK_ROUNDS} times: its "
+            "clock moves unlike this client's; nothing was changed"
+        )
+        error.server_time = self.now()
+        return error
 
     def _attempts_left(self, used: int, bonus: int) -> Optional[int]:
         if self.max_attempts is None:
@@ -411,11 +428,15 @@ class TournamentBase(PeriodClock):
             write (O(log N)).
         """
         user = user_id_text(user_id)
-        core_period = self._writable(period, resend=submission_id is not None)
-        operation, take = self._tournament.submit(
-            core_period, user, score, metadata, submission_id, retries
-        )
-        yield operation
+        for _ in range(CLOCK_ROUNDS):
+            core_period = self._writable(period, resend=submission_id is not None)
+            operation, take = self._tournament.submit(
+                core_period, user, score, metadata, submission_id, retries
+            )
+            if (yield from self._sent(operation)):
+                break
+        else:
+            raise self._unsettled_clock()
         reply = take()
         result = cast(
             TournamentSubmitResult,
@@ -440,9 +461,13 @@ class TournamentBase(PeriodClock):
             One round trip, one script (an HSET and a few HGET/HLEN).
         """
         user = user_id_text(user_id)
-        core_period = self._writable(None, resend=False)
-        operation, take = self._tournament.join(core_period, user)
-        yield operation
+        for _ in range(CLOCK_ROUNDS):
+            core_period = self._writable(None, resend=False)
+            operation, take = self._tournament.join(core_period, user)
+            if (yield from self._sent(operation)):
+                break
+        else:
+            raise self._unsettled_clock()
         reply = take()
         result: TournamentJoin = {
             "period": core_period[0],
@@ -466,10 +491,14 @@ class TournamentBase(PeriodClock):
         user = user_id_text(user_id)
         if isinstance(n, bool) or not isinstance(n, int):
             raise TypeError(f"n must be an int, not {type(n).__name__}")
-        now = self.now()
-        core_period = self._period(self.periods_of.start_of(now), now)
-        operation, take = self._tournament.add_attempts(core_period, user, n)
-        yield operation
+        for _ in range(CLOCK_ROUNDS):
+            now = self.now()
+            core_period = self._period(self.periods_of.start_of(now), now)
+            operation, take = self._tournament.add_attempts(core_period, user, n)
+            if (yield from self._sent(operation)):
+                break
+        else:
+            raise self._unsettled_clock()
         reply = take()
         return self._attempts_left(reply["used"], reply["bonus"])
 
