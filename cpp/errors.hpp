@@ -105,7 +105,8 @@ struct OptionsMismatch : InvalidArgument {
   using InvalidArgument::InvalidArgument;
 };
 
-// A write to a period that no longer (or not yet) takes writes (seasons; raised in Python).
+// A write to a period that no longer (or not yet) takes writes on the server's clock (seasons,
+// leagues, tournaments).
 struct PeriodClosed : InvalidArgument {
   using InvalidArgument::InvalidArgument;
 };

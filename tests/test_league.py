@@ -281,6 +281,20 @@ def test_settle_counts_its_own_resent_cohorts_as_settled(
     assert [t["players"] for t in api.call(league.tiers)] == [12, 3, 0, 0]
 
 
+def test_a_period_anchored_between_milliseconds_settles(api: Api, key: str) -> None:
+    """A timedelta period's anchor is taken to the millisecond (before, a start read back from
+    the keys, in unix ms, named the period before it, and settle() found 0 cohorts)."""
+    anchor = datetime(2031, 3, 2, 10, 0, 0, 123456, tzinfo=UTC)
+    clock = FakeClock(anchor + timedelta(seconds=1))
+    league = api.league(key, clock, tiers=TIERS, cohort_size=3, promote=1, demote=1,
+                        period=timedelta(minutes=1), anchor=anchor)  # fmt: skip
+    for user, score in [("ann", 3), ("bob", 2), ("cy", 1)]:
+        api.call(league.submit, user, score)
+    clock.advance(timedelta(minutes=1))
+    settled = api.call(league.settle)
+    assert (settled["cohorts"], settled["settled"], settled["promoted"]) == (1, 1, 1)
+
+
 def test_settled_events_one_per_cohort(api: Api, key: str, redis_server: RedisServer) -> None:
     clock = FakeClock(MONDAY)
     league = api.league(key, clock, tiers=TIERS, cohort_size=2, promote=1, demote=0)

@@ -590,8 +590,8 @@ constexpr PythonError kPythonErrors[] = {
      "The board's options (order, ties, rate_limit, events) differ from those recorded in Redis "
      "for it; nothing was changed. A ValueError."},
     {"PeriodClosed", is_a<PeriodClosed>, kValueError,
-     "A write to a period that no longer (or not yet) takes writes; nothing was sent. A "
-     "ValueError."},
+     "A write to a period that no longer (or not yet) takes writes on the server's clock; nothing "
+     "was changed. A ValueError."},
     {"SubmissionIdReused", is_a<SubmissionIdReused>, kValueError,
      "The submission id was applied before for another user or another payload (score, mode, "
      "metadata); nothing was changed. A resend repeating the write exactly returns the first "

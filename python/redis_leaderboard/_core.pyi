@@ -160,8 +160,8 @@ class ScoreRejected(ValueError):
     rate-limit count, no event, no submission record). A ValueError."""
 
 class PeriodClosed(ValueError):
-    """A write to a period that no longer (or not yet) takes writes; nothing was sent. A
-    ValueError."""
+    """A write to a period that no longer (or not yet) takes writes on the server's clock; nothing
+    was changed. A ValueError."""
 
 class SubmissionIdReused(ValueError):
     """The submission id was applied before for another user or another payload (score, mode,

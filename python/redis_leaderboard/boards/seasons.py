@@ -138,7 +138,10 @@ class Periods:
                 raise ValueError("a timedelta period must be a whole number of milliseconds")
             if anchor is None:
                 raise ValueError("a timedelta period needs an anchor (an aware datetime)")
-            self.anchor = _aware(anchor, "anchor")
+            # Whole milliseconds, as every period's start then is: the scripts and the keys
+            # carry starts in unix ms, and a start read back from them is the period's own.
+            anchor = _aware(anchor, "anchor")
+            self.anchor = anchor.replace(microsecond=anchor.microsecond // 1000 * 1000)
         elif period not in ("hour", "day", "week", "month"):
             raise ValueError(
                 f"period must be 'hour', 'day', 'week', 'month' or a timedelta, not {period!r}"
@@ -918,6 +921,7 @@ class RollingState(ServerClock):
         if clock is not None and not callable(clock):
             raise TypeError("clock must be a callable returning an aware datetime")
         self.clock = clock or _system_clock
+        """The client's clock (the bucket is the server's: see ``ServerClock``)."""
         run = self.redis.run
         self._run = lambda read: run(self._refreshed(read))
 
