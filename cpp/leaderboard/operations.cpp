@@ -1024,7 +1024,9 @@ void Board::add_guards(std::string& spec, std::vector<std::string>& keys,
   }
   if (guards.rate_max) {
     spec += " rate:" + std::to_string(*guards.rate_max) + ":" + milliseconds(guards.rate_per);
-    keys.push_back(key() + ":rate:" + user_id);
+    // The user's window is the scope's (a periodic board's for each of its periods): a limit is
+    // over real time, not restarted by a period boundary.
+    keys.push_back(submission_scope() + ":rate:" + user_id);
   }
   if (guards.events) {
     spec += " events:" + std::to_string(guards.events_maxlen);

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 import pytest
@@ -70,6 +70,25 @@ def test_an_idle_user_leaves_no_key(api: Api, board_key: str, r: Any) -> None:
     assert 0 < r.pttl(f"{board_key}:rate:u") <= 200
     time.sleep(0.3)
     assert r.exists(f"{board_key}:rate:u") == 0
+
+
+@sync_and_one_loop
+def test_a_periodic_boards_limit_is_not_restarted_by_a_boundary(
+    api: Api, board_key: str, r: Any
+) -> None:
+    """One write an hour: 23:59:59 and 00:00:01 are two (before, each period's board had its
+    own window, and both were taken)."""
+    clock = FakeClock(datetime(2031, 5, 4, 23, 59, 59, tzinfo=UTC))
+    daily = api.periodic(board_key, "day", clock=clock, rate_limit=(1, 3600))
+    daily.submit("ann", 1)
+    clock.advance(timedelta(seconds=2))
+    before = snapshot(r, board_key)
+    with pytest.raises(RateLimited) as limited:
+        daily.submit("ann", 2)
+    assert 3590 < limited.value.retry_after <= 3598
+    assert snapshot(r, board_key) == before
+    assert r.exists(f"{board_key}:rate:ann") == 1  # the periodic board's, not a period's
+    assert daily.submit("bob", 1)["period"] == "2031-05-05"  # another user's own window
 
 
 def test_a_duplicate_does_not_count_against_the_limit(api: Api, board_key: str) -> None:
