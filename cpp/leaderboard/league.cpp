@@ -127,13 +127,10 @@ std::unique_ptr<Operation> League::submit(const LeaguePeriod& period, std::strin
   auto keys = this->keys(period);
   auto args = this->args("submit", period);
   std::string words;
+  // The submission id's word carries this call's token (see add_submission_guard).
   if (submission_id) add_submission_guard(words, keys, base_, submission_ttl_, *submission_id);
-  // One call token per call (this operation), the same in each of its sendings: the script
-  // stores it with the submission id's record, so this call's own resend after a lost reply is
-  // told apart from another call with the same id (only the latter is a duplicate).
   args.insert(args.end(), {user_id, format_score(score), std::move(bracket),
-                           words.empty() ? words : words.substr(1),
-                           submission_id ? new_call_token() : std::string()});
+                           words.empty() ? words : words.substr(1)});
   for (auto& [field, value] : metadata) {
     args.push_back(std::move(field));
     args.push_back(std::move(value));

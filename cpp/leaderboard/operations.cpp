@@ -736,7 +736,8 @@ double require_submission_ttl(double seconds) {
 void add_submission_guard(std::string& spec, std::vector<std::string>& keys,
                           const std::string& scope, double submission_ttl,
                           const std::string& submission_id) {
-  spec += " sid:" + milliseconds(submission_ttl);
+  // With this call's token (see new_call_token): the record keeps the one that applied it.
+  spec += " sid:" + milliseconds(submission_ttl) + ":" + new_call_token();
   keys.push_back(scope + ":submission:" + submission_id);
 }
 

@@ -457,8 +457,9 @@ class Board {
   std::shared_ptr<Identity> id_;
 };
 
-// An idempotent write's guard word " sid:<ttl ms>" (appended to `spec`) and its record's key
-// f"{scope}:submission:{submission_id}" (appended to `keys`), see guard_fields and
+// An idempotent write's guard word " sid:<ttl ms>:<call token>" (appended to `spec`; a new
+// token, see new_call_token: one per call, since a call builds its command once) and its record's
+// key f"{scope}:submission:{submission_id}" (appended to `keys`), see guard_fields and
 // read_submission in _lib.lua; what Board::add_guards and a window's group write add for a
 // submission id.
 void add_submission_guard(std::string& spec, std::vector<std::string>& keys,

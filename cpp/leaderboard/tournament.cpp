@@ -109,11 +109,9 @@ std::unique_ptr<Operation> Tournament::submit(const TournamentPeriod& period, st
   auto args = this->args("submit", period, user_id);
   auto keys = board_keys(period, user_id);
   std::string words;
+  // The submission id's word carries this call's token (see add_submission_guard).
   if (submission_id) add_submission_guard(words, keys, key_, submission_ttl_, *submission_id);
-  // The call token: one per call, the same in each of its sendings (the record keeps the one that
-  // applied it, so this call's own resend is not a duplicate; another call's with the id is).
-  args.insert(args.end(), {format_score(score), words.empty() ? words : words.substr(1),
-                           submission_id ? new_call_token() : std::string()});
+  args.insert(args.end(), {format_score(score), words.empty() ? words : words.substr(1)});
   for (auto& [field, value] : metadata) {
     args.push_back(std::move(field));
     args.push_back(std::move(value));

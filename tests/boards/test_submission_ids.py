@@ -151,8 +151,9 @@ def test_a_lost_reply_is_resent_and_applies_once(
     finally:
         proxy.close()
     assert proxy.dropped == 2
-    # The first attempt applied (its reply was lost); the resend found its stored result.
-    assert result["duplicate"] is True and result["score"] == 7.0
+    # The first attempt applied (its reply was lost); the resend found its stored result, and
+    # being this call's own (its call token), it is no duplicate: this call applied it.
+    assert result["duplicate"] is False and result["score"] == 7.0
     assert r.zscore(board_key, "u") == 7.0
     assert r.zscore(board_key, "v") == 1.0  # applied once, reported as a ConnectionError
 
@@ -536,8 +537,12 @@ def test_a_lost_group_reply_is_resent_and_applies_once(
     finally:
         proxy.close()
     assert proxy.dropped == 1
-    # The first attempt applied (its reply was lost); the resend found the stored results.
-    assert all(res["duplicate"] is True and res["score"] == 7.0 for res in out.values())
+    # The first attempt applied (its reply was lost); the resend found the stored results: this
+    # call's own, so no duplicate anywhere.
+    assert all(res["duplicate"] is False and res["score"] == 7.0 for res in out.values())
+    # Another call with the id is one.
+    again = api.group(boards).submit("u", 7, mode="incr", submission_id="lost")
+    assert again == {k: {**v, "duplicate": True} for k, v in out.items()}
     assert scores(r, boards, "u") == [7.0] * 4
 
 

@@ -544,8 +544,9 @@ local function guard_fields(w, spec, from, last_key)
       k = k + 1
       if name == 'gscope' then  -- a period's board: its periodic board's options (see below)
         w.guard_scope = KEYS[k]
-      elseif name == 'sid' then
+      elseif name == 'sid' then  -- 'sid:<ttl ms>:<call token>' (see store_submission)
         w.submission_key, w.submission_ttl = KEYS[k], a
+        if b ~= '' then w.call_token = b end
       elseif name == 'rate' then
         w.rate_key, w.rate_max, w.rate_per = KEYS[k], tonumber(a), tonumber(b)
       elseif name == 'events' then
@@ -682,10 +683,17 @@ end
 -- ---- Submission ids: records ------------------------------------------------------------------
 -- A submission id's record "<scope>:submission:<id>" (scope: the board's key; a periodic
 -- board's own key for every period, so a resend finds it whatever period the clock says then;
--- a window's key) is the string cmsgpack.pack({2, user_id, fingerprint, applied, reply,
--- written}): the user and payload the id belongs to (an id belongs to one user and one
--- payload), the key of the board the write landed on, submit()'s reply (false if upsert_many
--- applied the id: it keeps no result per entry) and, for upsert_many, the score it wrote.
+-- a window's key; a league partition's, a tournament's) is the string cmsgpack.pack({2,
+-- user_id, fingerprint, applied, reply, written, token = call token, rest = rest}): the user and
+-- payload the id belongs to (an id belongs to one user and one payload), the key of the board
+-- the write landed on, submit()'s reply (false if upsert_many applied the id: it keeps no
+-- result per entry), for upsert_many the score it wrote, the call token of the call that
+-- applied it, and the rest of a board type's answer (a league's placement and zone, a
+-- tournament's attempts: keep_rest), so that a resend answers the first result whole, nothing
+-- recomputed, whatever the clock says then. The one mechanism every board type uses.
+-- A call token (the word 'sid:<ttl ms>:<token>': one random token per call, the same in each of
+-- its sendings, see new_call_token in operations.hpp) tells this call's own resend after a lost
+-- reply (not a duplicate: "duplicate" 0) from another call with the same id (a duplicate: 1).
 -- Records an older client wrote (a packed reply, or 'upsert_many <score>') name no user: they
 -- are answered as they were then, without the checks.
 
@@ -718,7 +726,8 @@ local function read_submission(key)
   end
   if record[1] ~= 2 then return {legacy = true, reply = record} end
   return {user_id = record[2], fingerprint = record[3], applied = record[4],
-    reply = record[5] or nil, written = record[6] or ''}
+    reply = record[5] or nil, written = record[6] or '', token = record.token,
+    rest = record.rest}
 end
 
 -- nil, or the SUBMISSIONREUSED error reply (the client raises SubmissionIdReused) if `record`
@@ -782,20 +791,31 @@ local function check_submission(w, b)
       .. ' was applied by upsert_many to a board, not to this window; nothing was changed')
   end
   local reply = record.reply
-  reply[#reply + 1] = 1
+  -- A duplicate, unless the call that applied it sends it again (its own resend: 0).
+  reply[#reply + 1] = (w.call_token and record.token == w.call_token) and 0 or 1
   reply[#reply + 1] = record.applied or w.board or w.union
-  return reply
+  return reply, record.rest
 end
 
--- Stores a write's reply under its submission id (with the user, the payload's fingerprint and
--- `applied`, the key of the board written), then marks it (its last elements 0, not a
--- duplicate, and `applied`); returns it.
+-- Stores a write's reply under its submission id (with the user, the payload's fingerprint,
+-- `applied`, the key of the board written, and the call token), then marks it (its last
+-- elements 0, not a duplicate, and `applied`); returns it.
 local function store_submission(w, reply, applied)
-  redis.call('SET', w.submission_key,
-    cmsgpack.pack({2, w.user_id, w.fingerprint, applied, reply, false}), 'PX', w.submission_ttl)
+  local record = {2, w.user_id, w.fingerprint, applied, reply, false}
+  record.token = w.call_token
+  redis.call('SET', w.submission_key, cmsgpack.pack(record), 'PX', w.submission_ttl)
   reply[#reply + 1] = 0
   reply[#reply + 1] = applied
   return reply
+end
+
+-- Adds `rest`, the rest of a board type's answer (a table of texts, numbers and booleans), to
+-- the record this script has just stored for w's submission id (its time to live kept):
+-- check_submission returns it with the stored reply.
+local function keep_rest(w, rest)
+  local record = cmsgpack.unpack(redis.call('GET', w.submission_key))
+  record.rest = rest
+  redis.call('SET', w.submission_key, cmsgpack.pack(record), 'KEEPTTL')
 end
 
 -- The checks of a write's guards, before anything is written: nil and what apply_guards needs,

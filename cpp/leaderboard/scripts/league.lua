@@ -17,8 +17,8 @@
 -- ms: when its keys expire, and when it ends; the server's clock decides, see check_clock in
 -- _lib.lua: a submit or join belongs to the period only from its start to its end, a close only
 -- from its end), then:
---   submit: user_id, score, bracket, spec words ('' or 'sid:<ttl ms>'), call token ('' without
---           a submission id), field, value, ...
+--   submit: user_id, score, bracket, spec words ('' or 'sid:<ttl ms>:<call token>'), field,
+--           value, ...
 --   join:   user_id, bracket
 --   settle: cohort number, call token
 --   hide, unhide: user_id, bracket (unhide: where a kept score places them)
@@ -235,15 +235,12 @@ local function league_hides(user_id)
 end
 
 -- ---- Submission records: a resend answers the first answer --------------------------------
--- A submit with a submission id stores its whole answer once, in the id's record: _lib.lua's
--- store_submission writes the record with submit()'s reply on the cohort's board, and the same
--- script adds the rest of the league's answer ('league': {tier, cohort, bracket, cutoff rank or
--- false, zone, size, period id}) and the call token of the call that applied it ('token'). A
--- later submit with that id answers the record, before anything about the period is looked at
--- (which period the clock says, whether it is closed, settled or ended): nothing is recomputed.
--- It is a duplicate (1) unless it carries the same call token: the same call's own resend after
--- a lost reply (0). (Here until _lib.lua's store_submission takes a board type's whole answer
--- and the call token, so that every board type shares this one mechanism.)
+-- A submit with a submission id stores its whole answer once, in the id's record (_lib.lua's:
+-- store_submission with submit()'s reply on the cohort's board, then keep_rest with the rest
+-- of the league's answer: {tier, cohort, bracket, cutoff rank or false, zone, size, period id}).
+-- A later submit with that id answers the record, before anything about the period is looked at
+-- (which period the clock says, whether it is closed, settled or ended): nothing is recomputed;
+-- a duplicate unless it is the same call's own resend (its call token, see check_submission).
 
 -- The whole answer: {submit()'s reply, rest...}.
 local function answer_of(reply, rest)
@@ -252,24 +249,18 @@ local function answer_of(reply, rest)
   return answer
 end
 
--- Stores the rest of the answer and the token in the record store_submission has just written
--- (its ttl kept; check_submission checked SET on it); returns the whole answer.
-local function store_answer(w, token, reply, rest)
-  if w.submission_key then
-    local record = cmsgpack.unpack(redis.call('GET', w.submission_key))
-    record.league, record.token = rest, token
-    redis.call('SET', w.submission_key, cmsgpack.pack(record), 'KEEPTTL')
-  end
+-- Keeps the rest of the answer in the record store_submission has just written; returns the
+-- whole answer.
+local function store_answer(w, reply, rest)
+  if w.submission_key then keep_rest(w, rest) end
   return answer_of(reply, rest)
 end
 
 -- nil if w's submission id was never applied; else the answer to return: an error reply
 -- (SUBMISSIONREUSED, see check_submission), or the stored answer (duplicate or not, see above).
-local function stored_answer(w, token)
-  local reply = check_submission(w, nil)
+local function stored_answer(w)
+  local reply, rest = check_submission(w, nil)
   if not reply or reply.err or reply.ok then return reply end
-  local ok, record = pcall(cmsgpack.unpack, redis.call('GET', w.submission_key))
-  local rest = ok and type(record) == 'table' and record.league
   if not rest then
     -- A record an older client wrote holds submit()'s reply alone: the rest is what that
     -- client answered (the cohort's tier and bracket, zone 'stay', size 0), its period the
@@ -283,8 +274,6 @@ local function stored_answer(w, token)
     rest = {tonumber(tier_then or '0'), tonumber(cohort),
       redis.call('HGET', state, 'b:' .. cohort) or '', false, 'stay', 0,
       string.sub(applied, #base + 2, at - 1)}
-  elseif token ~= '' and record.token == token then
-    reply[#reply - 1] = 0  -- this call's own resend: not a duplicate
   end
   return answer_of(reply, rest)
 end
@@ -292,16 +281,16 @@ end
 if op == 'submit' then
   local err = check_league(true)
   if err then return err end
-  local user_id, number, bracket, words, token = ARGV[14], ARGV[15], ARGV[16], ARGV[17], ARGV[18]
+  local user_id, number, bracket, words = ARGV[14], ARGV[15], ARGV[16], ARGV[17]
   -- The write (the cohort's board is named once the placement is known).
   local w = {user_id = user_id, mode = cfg.mode, order = cfg.order, ties = cfg.ties,
-    submit = true, number = number, max_entries = 4294967296, fields = ARGV, first_field = 19,
+    submit = true, number = number, max_entries = 4294967296, fields = ARGV, first_field = 18,
     expire_at = expire}
   if words ~= '' then
     local spec = {}
     for word in string.gmatch(words, '%S+') do spec[#spec + 1] = word end
     guard_fields(w, spec, 1, 9)  -- the submission id's record: KEYS[9]
-    local answer = stored_answer(w, token)
+    local answer = stored_answer(w)
     if answer then return answer end
   end
   -- The period, on the server's clock: after a stored answer (a resend answers, whatever the
@@ -332,13 +321,13 @@ if op == 'submit' then
   if not redis.call('HGET', OPTIONS, 'config') then record_config() end
   if placement then apply_placement(placement, user_id) end
   reply = apply_write(plan)
-  if hidden then return store_answer(w, token, reply, {tier, 0, '', false, 'stay', 0, period}) end
+  if hidden then return store_answer(w, reply, {tier, 0, '', false, 'stay', 0, period}) end
   local b = plan.b
   local size = redis.call('SCARD', cohort_key(n) .. ':placed')
   local scored = redis.call('ZCARD', board)
   local stored = redis.call('ZSCORE', board, user_id)
   local rank = stored and cutoff_rank(b, user_id, tonumber(stored))
-  return store_answer(w, token, reply, {tier, n, redis.call('HGET', STATE, 'b:' .. n) or bracket,
+  return store_answer(w, reply, {tier, n, redis.call('HGET', STATE, 'b:' .. n) or bracket,
     rank or false, zone_of(tier, rank, scored, size), size, period})
 end
 

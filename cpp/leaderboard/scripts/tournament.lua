@@ -21,8 +21,8 @@
 -- server's clock decides, see check_clock in _lib.lua), whether the caller named the period (the stale-client guard: '0' no, '1' this
 -- one, '2' another one: refused unless the call is a resend of an applied submission id),
 -- user_id, then
---   submit:       score, spec words ('' or 'sid:<ttl ms>'), the call token ('' without a
---                 submission id: see new_call_token in operations.hpp), field, value, ...
+--   submit:       score, spec words ('' or 'sid:<ttl ms>:<call token>': see new_call_token in
+--                 operations.hpp), field, value, ...
 --   add_attempts: n
 -- Replies: an error 'CLOCK ...' (the server's clock is in another period than the one the call
 -- names from the client's clock); a status 'OPTIONS <recorded>' (the tournament records other
@@ -139,32 +139,24 @@ end
 
 -- ---- Submission records: the whole first reply ----
 -- A submission id's record (_lib.lua's, see read_submission) keeps submit()'s reply on the
--- period's board; the tournament adds its own part as the record's 7th element, {'tournament',
--- period id, attempts used, attempts granted, players, call token}: the rest of the first reply
--- and the call that applied it. A resend answers the first reply whole from it, nothing
--- recomputed.
-local TOKEN = ARGV[18]
+-- period's board and, with keep_rest, the rest of the first reply: {period id, attempts used,
+-- attempts granted, players}. A resend answers the first reply whole from it, nothing
+-- recomputed (a duplicate unless it is the same call's own resend: check_submission).
 
--- Adds the tournament's part of `result` (the reply being returned) to the record the write
--- just stored (apply_guards' store_submission), keeping its time to live.
+-- Keeps the tournament's part of `result` (the reply being returned) in the record the write
+-- just stored (apply_guards' store_submission).
 local function keep_first_result(w, result)
-  local record = cmsgpack.unpack(redis.call('GET', w.submission_key))
-  record[7] = {'tournament', result[2], result[3], result[4], result[5], TOKEN}
-  redis.call('SET', w.submission_key, cmsgpack.pack(record), 'PX', w.submission_ttl)
+  keep_rest(w, {result[2], result[3], result[4], result[5]})
 end
 
 -- The reply to a resend of an applied submission id, from `reply` (check_submission's: the
--- stored submit() reply, then 1 (a duplicate) and the board the write landed on): the first
--- reply whole, a duplicate unless this resend carries the call token that applied it (the same
--- call's own resend). A record without the tournament's part (an older client's) is answered as
--- then: the player's state in the period of this call.
+-- stored submit() reply, then the duplicate flag and the board the write landed on): the first
+-- reply whole. A record without the tournament's part (an older client's) is answered as then:
+-- the player's state in the period of this call.
 local function first_result(w, reply)
-  local ok, record = pcall(cmsgpack.unpack, redis.call('GET', w.submission_key))
-  local part = ok and type(record) == 'table' and record[7]
-  if type(part) == 'table' and part[1] == 'tournament' then
-    if TOKEN ~= '' and part[6] == TOKEN then reply[#reply - 1] = 0 end  -- the same call
-    return {reply, part[2], part[3], part[4], part[5]}
-  end
+  local record = read_submission(w.submission_key)
+  local rest = record and record.rest
+  if rest then return {reply, rest[1], rest[2], rest[3], rest[4]} end
   local _, used, bonus = entrant()
   return {reply, string.sub(reply[#reply], #base + 2), used, bonus,
     redis.call('HLEN', ENTRANTS)}
@@ -190,7 +182,7 @@ if op == 'submit' then
   local board = BOARD
   local w = {board = board, user_key = KEYS[6], k = 7, mode = mode, order = order, ties = ties,
     submit = true, number = number, user_id = user_id, max_entries = 4294967296, fields = ARGV,
-    first_field = 19, expire_at = expire}
+    first_field = 18, expire_at = expire}
   if words ~= '' then
     local spec = {}
     for word in string.gmatch(words, '%S+') do spec[#spec + 1] = word end
