@@ -144,7 +144,8 @@ PANEL_COUNTERS = {
 DURATION_METRIC = "db.client.operation.duration"
 METRICS_NO_SDK = (
     "latency metrics are off: the OpenTelemetry SDK is not installed "
-    '(pip install "redis-leaderboard[otel]", then restart the demo)'
+    '(pip install "redis-leaderboard[otel]" in the demo\'s environment adds it to the '
+    "installed package, or pip install opentelemetry-sdk; then restart the demo)"
 )
 METRICS_TAKEN = (
     "latency metrics are off: the process was already instrumented "
