@@ -23,7 +23,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "python" / "redis_leaderboard"
-NEWEST = (3, 13)
+NEWEST = (3, 15)
 
 
 def pyproject() -> str:
