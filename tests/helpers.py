@@ -176,11 +176,17 @@ class ReplyDropper:
             except OSError:
                 return
             server = socket.create_connection(("127.0.0.1", self.port_to))
-            drop = self.dropped < self.drops
-            if drop:
-                self.dropped += 1
+            drop = self.may_drop()
             threading.Thread(target=self._pipe, args=(client, server, False), daemon=True).start()
             threading.Thread(target=self._pipe, args=(server, client, drop), daemon=True).start()
+
+    def may_drop(self) -> bool:
+        """Whether a new connection may drop a reply (then ``drops_at`` says where): its first
+        ``drops`` connections here; a subclass may decide otherwise."""
+        if self.dropped >= self.drops:
+            return False
+        self.dropped += 1
+        return True
 
     @staticmethod
     def drops_at(data: bytes) -> bool:

@@ -11,7 +11,6 @@ scores are the sums of the ids' amounts, per period where the board has periods)
 from __future__ import annotations
 
 import random
-import socket
 import threading
 from datetime import datetime, timedelta
 from typing import Any, Callable
@@ -35,15 +34,8 @@ class ArmedDropper(ReplyDropper):
         self.lock = threading.Lock()
         super().__init__(port, drops=0)
 
-    def _accept(self) -> None:
-        while not self.closing:
-            try:
-                client, _ = self.listener.accept()
-            except OSError:
-                return
-            server = socket.create_connection(("127.0.0.1", self.port_to))
-            threading.Thread(target=self._pipe, args=(client, server, False), daemon=True).start()
-            threading.Thread(target=self._pipe, args=(server, client, True), daemon=True).start()
+    def may_drop(self) -> bool:
+        return True  # any connection: the armed reply is dropped wherever it comes
 
     def drops_at(self, data: bytes) -> bool:  # type: ignore[override]
         with self.lock:

@@ -546,16 +546,10 @@ class PeriodicBase(PeriodClock, Generic[B]):
             As ``RedisLeaderboard.upsert_user`` (one round trip, one script), plus a PEXPIREAT of
             every key it writes at the period's deadline.
         """
-        for _ in range(CLOCK_ROUNDS):
-            try:
-                return (
-                    yield from PeriodState.upsert_user.plan(
-                        self.current(), user_id, score, metadata
-                    )
-                )
-            except _PeriodMoved:  # the server's clock is in another period: now ours too
-                pass
-        raise self._unsettled_clock()
+        result: WriteResult = yield from self._on_current(
+            PeriodState.upsert_user, user_id, score, metadata
+        )
+        return result
 
     @plan
     def increment_score(
@@ -568,16 +562,10 @@ class PeriodicBase(PeriodClock, Generic[B]):
         Redis cost:
             As ``RedisLeaderboard.increment_score``, plus a PEXPIREAT of every key it writes.
         """
-        for _ in range(CLOCK_ROUNDS):
-            try:
-                return (
-                    yield from PeriodState.increment_score.plan(
-                        self.current(), user_id, amount, metadata
-                    )
-                )
-            except _PeriodMoved:  # the server's clock is in another period: now ours too
-                pass
-        raise self._unsettled_clock()
+        result: WriteResult = yield from self._on_current(
+            PeriodState.increment_score, user_id, amount, metadata
+        )
+        return result
 
     @plan
     def submit(
@@ -604,26 +592,27 @@ class PeriodicBase(PeriodClock, Generic[B]):
             key
             it writes.
         """
+        result: SubmitResult = yield from self._on_current(
+            PeriodState.submit,
+            user_id,
+            score,
+            metadata,
+            mode=mode,
+            submission_id=submission_id,
+            retries=retries,
+            tiebreak=tiebreak,
+        )
+        return result
+
+    def _on_current(self, method: Any, *args: Any, **kwargs: Any) -> Plan[Any]:
+        """The period board's write ``method`` (a ``plan``) on the current period's board; sent
+        again to the server's period when the server's clock is in another one."""
         for _ in range(CLOCK_ROUNDS):
             try:
-                return (
-                    yield from PeriodState.submit.plan(
-                        self.current(),
-                        user_id,
-                        score,
-                        metadata,
-                        mode=mode,
-                        submission_id=submission_id,
-                        retries=retries,
-                        tiebreak=tiebreak,
-                    )
-                )
+                return (yield from method.plan(self.current(), *args, **kwargs))
             except _PeriodMoved:  # the server's clock is in another period: now ours too
                 pass
-        raise self._unsettled_clock()
-
-    def _unsettled_clock(self) -> _core.ClockSkewError:
-        return _clock_skew_error(
+        raise _clock_skew_error(
             f"the server refused the period of {self.key!r} {CLOCK_ROUNDS} times: its clock "
             "moves unlike this client's; nothing was changed",
             self.now(),
