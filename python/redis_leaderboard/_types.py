@@ -189,12 +189,6 @@ class EventBatch(TypedDict):
     events: list[Event]
 
 
-class SyncRun(Protocol):
-    """A sync client's ``run``: an operation's result."""
-
-    def __call__(self, operation: _core.Operation[T], /) -> T: ...
-
-
 class AsyncRun(Protocol):
     """An asyncio client's ``run``: an awaitable of an operation's result."""
 

@@ -1477,13 +1477,6 @@ local function state_text(st)
   return text
 end
 
--- The bucket the window is complete for, or nil (none, expired, old format, in transition).
-local function built_bucket(win)
-  local st = window_state(window_names(win))
-  if st.old or st.target then return nil end
-  return st.ready
-end
-
 -- x and y combined by the window's aggregate (nil: none); inf + -inf is 0 (ZUNIONSTORE's rule).
 local function aggregate_of(win, x, y)
   if x == nil then return y end
