@@ -684,3 +684,28 @@ def test_a_window_header_takes_no_memory_before_its_elements_come(header: bytes)
     grown = _mapped_bytes() - before
     assert core.take_completions() == [] and core.outstanding == 1  # the reply is still coming
     assert grown < 16 << 20, f"{grown} bytes taken for {len(header)} bytes of reply"
+
+
+# ---- Classes made without their constructor -----------------------------------------------------
+
+# Every class of _core, and the package's subclasses of them.
+CORE_CLASSES = [
+    cls for cls in vars(_core).values() if isinstance(cls, type) and not issubclass(cls, Exception)
+]
+
+
+class _SubBoard(Board):
+    pass
+
+
+@pytest.mark.parametrize(
+    "cls",
+    [*CORE_CLASSES, redis_leaderboard.Client, redis_leaderboard.ClusterClient, _SubBoard],
+    ids=lambda cls: cls.__qualname__,
+)
+def test_a_class_made_with_new_alone_raises_instead_of_crashing(cls: type) -> None:
+    # Issue 39, item 12: cls.__new__(cls) made an object whose C++ value was never constructed,
+    # and any method called on it crashed the interpreter.
+    assert len(CORE_CLASSES) >= 13
+    with pytest.raises(TypeError, match=r"__new__\(\) alone makes an object with nothing in it"):
+        cls.__new__(cls)
