@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 import redis_leaderboard
+from hostile import hello_reply
 from redis_leaderboard import _core
 from redis_leaderboard._core import Board
 
@@ -676,6 +677,9 @@ def _mapped_bytes() -> int:
 def test_a_window_header_takes_no_memory_before_its_elements_come(header: bytes) -> None:
     core = _core.ConnectionCore()
     core.connected(0.0)
+    assert core.take_write() == _core.encode_command("HELLO", "2")  # the handshake, alone
+    core.wrote()
+    core.received(hello_reply(), 0.0)
     core.submit(1, Board("lb", 100).get_top(3), 0.0)
     assert core.take_write()
     core.wrote()
