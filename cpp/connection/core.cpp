@@ -421,6 +421,12 @@ bool Core::is_protocol_error(const std::exception_ptr& error) {
 void Core::lost(const std::exception_ptr& error, Clock::time_point now) {
   if (!connected_) return;
   observe(Signal::connection_lost, message_of(error));
+  if (!ready_) {
+    // Lost before the handshake was answered (a TLS server refusing the client's certificate
+    // once its own handshake is done, a server closing at once): no request was sent, so those
+    // waiting fail now with the cause, as after a failed connect.
+    connect_failed(error);
+  }
   give_up(error, false, now);
 }
 
