@@ -633,6 +633,23 @@ def test_noscript_resends_the_body_and_the_wait_again() -> None:
     assert results(core) == {1: True}
 
 
+def test_a_write_behind_another_s_wait_allows_it_and_gets_its_own_answer() -> None:
+    # Issue 39, item 11: the server runs a write pipelined behind another's WAIT only once that
+    # WAIT returns. Its deadline allowed its own wait only, so it timed out ("Timeout reading")
+    # while still to run (and then ran); now it allows the waits ahead and gets its own answer.
+    core = connected_core(min_replicas=1, replica_timeout=1, socket_timeout=0.5)
+    core.submit(1, board().delete_user("u"), 0.0)
+    core.submit(2, board().delete_user("v"), 0.0)
+    assert flush(core).count(wait(ms=1000)) == 2  # one write, both with their WAIT
+    core.received(b":1\r\n:0\r\n", 1.0)  # the first, its WAIT: no replica within 1 s
+    assert isinstance(results(core)[1], rl.NotReplicatedError)
+    core.tick(1.9)  # past 0.5 + 1 from the call: the second has run for 0.9 s of its wait
+    assert not results(core) and core.is_connected and not core.take_close()
+    core.received(b":1\r\n:0\r\n", 2.0)
+    error = results(core)[2]
+    assert isinstance(error, rl.NotReplicatedError) and "applied on the primary" in str(error)
+
+
 def test_a_write_s_deadline_allows_replica_timeout() -> None:
     core = connected_core(min_replicas=1, replica_timeout=5, socket_timeout=1)
     core.submit(1, board().delete_user("u"), 0.0)
