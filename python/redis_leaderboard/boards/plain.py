@@ -311,7 +311,8 @@ class Leaderboard(BoardBase, Generic[S]):
             away, there is no ``"rank"`` and ``"metadata"`` is the payload sent.
 
         Raises:
-            ValueError: An empty ``user_id``, a NaN or infinite score (nothing is sent).
+            ValueError: An empty ``user_id``, a NaN or infinite score, an ``int`` a double cannot
+                hold exactly (beyond 2**53; nothing is sent).
             RateLimited: The board's ``rate_limit`` refused the write (nothing changed).
             OutOfMemoryError: The server is at ``maxmemory`` (refused before the script runs).
 
@@ -331,7 +332,9 @@ class Leaderboard(BoardBase, Generic[S]):
 
         Args:
             user_id: The user.
-            amount: Added to its score (finite; may be negative). A new user starts from 0.
+            amount: Added to its score (finite; may be negative). A new user starts from 0. A
+                result a double cannot hold exactly (beyond 2**53) raises ``ValueError``, and
+                nothing is written.
             metadata: Fields merged into the user's hash.
 
         Returns:
