@@ -172,24 +172,9 @@ std::string Core::take_write() {
     }
     out.reserve(size);
   }
-  // What the server holds on purpose ahead of each request (WAIT, XREAD BLOCK): it runs a
-  // request only once those before it on the connection returned, so a write's deadline allows
-  // their waits too. A write pipelined behind another's WAIT (the asyncio client's durable
-  // writes) then gets its own answer, NotReplicatedError included, as on the sync client's
-  // pool, instead of a timeout while it was still to run (and would run after). A read behind
-  // them keeps its deadline and fails alone (tick).
-  double held_ahead = 0;
-  for (const auto& request : in_flight_) {
-    if (!request.expired) held_ahead += request.server_wait;
-  }
   std::size_t commands = 0;
   while (!waiting_.empty() && requests_in_flight_ < max_in_flight_) {
     Request& request = waiting_.front();
-    if (held_ahead > 0 && request.deadline && request.exchange && !request.exchange->is_read()) {
-      *request.deadline +=
-          std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(held_ahead));
-    }
-    held_ahead += request.server_wait;
     if (max_reply_bytes_in_flight_ != 0) {
       const std::size_t bytes = request.exchange ? learnt_bytes(request.exchange->name()) : 0;
       if (bytes_in_flight_ != 0 && bytes_in_flight_ + bytes > max_reply_bytes_in_flight_) break;
@@ -436,12 +421,6 @@ bool Core::is_protocol_error(const std::exception_ptr& error) {
 void Core::lost(const std::exception_ptr& error, Clock::time_point now) {
   if (!connected_) return;
   observe(Signal::connection_lost, message_of(error));
-  if (!ready_) {
-    // Lost before the handshake was answered (a TLS server refusing the client's certificate
-    // once its own handshake is done, a server closing at once): no request was sent, so those
-    // waiting fail now with the cause, as after a failed connect.
-    connect_failed(error);
-  }
   give_up(error, false, now);
 }
 
@@ -511,16 +490,12 @@ void Core::tick(Clock::time_point now) {
       if (overdue && held && !request.handshake) {
         observe(Signal::timeout, "reading from " + options_.address());
         request.expired = true;
-        const bool write = request.exchange && !request.exchange->is_read();
-        completions_.push_back(
-            {request.id,
-             {},
-             {},
-             std::make_exception_ptr(TimeoutError(
-                 "Timeout reading from " + options_.address() +
-                 " (behind a request the server holds: WAIT or a block" +
-                 (write ? "; this write was sent, and may be applied once the server runs it)"
-                        : ")")))});
+        completions_.push_back({request.id,
+                                {},
+                                {},
+                                std::make_exception_ptr(TimeoutError(
+                                    "Timeout reading from " + options_.address() +
+                                    " (behind a request the server holds: WAIT or a block)"))});
         continue;
       }
       if (overdue) {

@@ -48,16 +48,9 @@ std::optional<Clock::time_point> earliest_deadline(const Jobs& jobs) {
   return out;
 }
 
-// A node's certificate failed verification, or the node is a server too old for the scripts:
-// every node would fail the same way (one CA, one set of options, one server version), so the
-// request fails at once instead of waiting for a node that works.
-bool refused_everywhere(const std::exception_ptr& error) {
-  try {
-    std::rethrow_exception(error);
-  } catch (const UnsupportedServerError&) {
-    return true;
-  } catch (...) {
-  }
+// A node's certificate failed verification: every node would fail the same way (one CA, one
+// set of options), so the request fails at once instead of waiting for a node that works.
+bool certificate_refused(const std::exception_ptr& error) {
   return message_of(error).find("certificate verify failed") != std::string::npos;
 }
 
@@ -254,7 +247,7 @@ void ClusterClient::refresh_map(bool force, std::optional<Clock::time_point> dea
     } catch (const NoPermissionError&) {
       throw;
     } catch (const ConnectionError& e) {
-      if (refused_everywhere(std::current_exception())) throw;
+      if (certificate_refused(std::current_exception())) throw;
       errors += std::string("; ") + e.what();
       suspect(node);
     } catch (const TimeoutError& e) {
@@ -557,7 +550,7 @@ std::vector<Completion> ClusterClient::run_batch(std::vector<Outgoing> batch) {
       for (auto& job : jobs) emit(Completion(job.id, {}, {}, std::current_exception()));
       break;
     } catch (const RedisError&) {
-      if (refused_everywhere(std::current_exception())) {
+      if (certificate_refused(std::current_exception())) {
         for (auto& job : jobs) emit(Completion(job.id, {}, {}, std::current_exception()));
         break;
       }
@@ -590,7 +583,7 @@ std::vector<Completion> ClusterClient::run_batch(std::vector<Outgoing> batch) {
         group.jobs.clear();
         continue;
       } catch (const RedisError&) {
-        if (refused_everywhere(std::current_exception())) {
+        if (certificate_refused(std::current_exception())) {
           for (auto& job : group.jobs) emit(Completion(job.id, {}, {}, std::current_exception()));
           group.jobs.clear();
           continue;
@@ -814,7 +807,7 @@ void AsyncClusterTransport::route_loop() {
       for (auto& job : ready) emit(Completion(job.id, {}, {}, std::current_exception()));
       continue;
     } catch (const RedisError&) {
-      if (refused_everywhere(std::current_exception())) {
+      if (certificate_refused(std::current_exception())) {
         for (auto& job : ready) emit(Completion(job.id, {}, {}, std::current_exception()));
         continue;
       }
@@ -906,7 +899,7 @@ void AsyncClusterTransport::work(Worker& worker) {
       for (auto& job : live) emit(Completion(job.id, {}, {}, std::current_exception()));
       continue;
     } catch (const RedisError&) {
-      if (refused_everywhere(std::current_exception())) {
+      if (certificate_refused(std::current_exception())) {
         for (auto& job : live) emit(Completion(job.id, {}, {}, std::current_exception()));
         continue;
       }
