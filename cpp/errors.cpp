@@ -98,6 +98,12 @@ void raise_server_error(const std::string& message) {
   // "SCOREREJECTED user <id> on <board>: ..." (fair play, _lib.lua's check_score_limits).
   static constexpr std::string_view kRejected = "SCOREREJECTED ";
   if (starts_with(message, kRejected)) throw ScoreRejected(message.substr(kRejected.size()));
+  // "INEXACT <old> + <amount> is beyond ..." (_lib.lua's check_exact_sum): an increment whose
+  // result a double cannot hold, the caller's to avoid as a score it cannot hold (number_arg).
+  static constexpr std::string_view kInexact = "INEXACT ";
+  if (starts_with(message, kInexact)) {
+    throw InvalidArgument("increment: " + message.substr(kInexact.size()));
+  }
   // "NOTEAM member <id> of team board <key> has no team ..." (team.lua): a ValueError.
   static constexpr std::string_view kNoTeam = "NOTEAM ";
   if (starts_with(message, kNoTeam)) throw InvalidArgument(message.substr(kNoTeam.size()));

@@ -23,6 +23,12 @@ struct AuthenticationError : ConnectionError {
   using ConnectionError::ConnectionError;
 };
 
+// The server is older than the scripts need (connection/exchange.hpp's kMinimumVersions): a
+// ConnectionError in Python; the cluster client does not wait for another node (all are alike).
+struct UnsupportedServerError : ConnectionError {
+  using ConnectionError::ConnectionError;
+};
+
 // LOADING: the server is loading its dataset; wait and retry (a ConnectionError, as in redis-py).
 struct BusyLoadingError : ConnectionError {
   using ConnectionError::ConnectionError;

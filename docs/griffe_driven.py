@@ -222,11 +222,6 @@ def _classes(module: griffe.Module | griffe.Class) -> Any:
 # Plumbing between the package's classes, not API: left out of the reference (and the checks).
 HIDDEN = {
     "redis",
-    "client_class",
-    "cluster_client_class",
-    "display_name",
-    "event_stream_class",
-    "board_class",
     "guards",
     "periods_of",
     "is_cluster",

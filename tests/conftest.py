@@ -54,9 +54,11 @@ class RedisServer(_redis_server.RedisServer):
         password: Optional[str] = None,
         extra_args: Sequence[str] = (),
         tls: Optional[_redis_server.TlsFiles] = None,
+        binary: Optional[str] = None,
     ) -> None:
         try:
             super().__init__(
+                binary=binary,
                 password=password,
                 unix_socket=True,
                 tls=tls,

@@ -158,7 +158,8 @@ def contents(r: Any, key: str) -> dict[str, Any]:
 class ReplyDropper:
     """A TCP proxy to `port`: its first `drops` connections forward the client's bytes and
     close as soon as the server answers (the reply is dropped); later ones pass through. A
-    write sent through it reached Redis; its reply never reaches the client."""
+    write sent through it reached Redis; its reply never reaches the client. The connection's
+    handshake (HELLO, answered before any request is sent) passes."""
 
     def __init__(self, port: int, drops: int) -> None:
         self.port_to = port
@@ -197,7 +198,9 @@ class ReplyDropper:
     def _pipe(self, source: socket.socket, sink: socket.socket, drop: bool) -> None:
         try:
             while data := source.recv(65536):
-                if drop and self.drops_at(data):  # the write ran; its reply goes nowhere
+                handshake = b"$6\r\nserver\r\n" in data[:64]  # HELLO's reply
+                # The write ran; its reply goes nowhere.
+                if drop and not handshake and self.drops_at(data):
                     break
                 sink.sendall(data)
         except OSError:

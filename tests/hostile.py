@@ -5,7 +5,9 @@ sends, it calls ``respond(connection, argv)`` (``connection``: 0 for the first a
 connection, 1 for the next, ...; ``argv``: the command as a list of ``bytes``) and writes what
 it returns: ``bytes``, an iterable of ``bytes`` chunks (written one after the other, until the
 client goes away), or ``None`` to answer nothing. Every command received is recorded in
-``commands`` as ``(connection, argv)``.
+``commands`` as ``(connection, argv)``, but for the handshake's ``HELLO``, which the server
+answers itself with ``hello`` (by default as Redis 7.0.0: ``hello_reply()``), counted in
+``hellos``; ``hello=None`` hands it to ``respond`` as any command.
 """
 
 from __future__ import annotations
@@ -46,9 +48,30 @@ def parse_commands(buffer: bytearray) -> list[list[bytes]]:
     return commands
 
 
+def hello_reply(version: str = "7.0.0", server: str = "redis") -> bytes:
+    """HELLO 2's reply (RESP2: a flat array of field, value) from ``server`` ``version``."""
+    fields: list[bytes] = []
+    for name, value in [
+        ("server", server),
+        ("version", version),
+        ("proto", 2),
+        ("id", 7),
+        ("mode", "standalone"),
+        ("role", "master"),
+    ]:
+        fields.append(b"$%d\r\n%s\r\n" % (len(name), name.encode()))
+        if isinstance(value, int):
+            fields.append(b":%d\r\n" % value)
+        else:
+            fields.append(b"$%d\r\n%s\r\n" % (len(value), value.encode()))
+    return b"*%d\r\n" % (len(fields) + 2) + b"".join(fields) + b"$7\r\nmodules\r\n*0\r\n"
+
+
 class HostileServer:
-    def __init__(self, respond: Responder) -> None:
+    def __init__(self, respond: Responder, hello: Optional[bytes] = hello_reply()) -> None:
         self.respond = respond
+        self.hello = hello
+        self.hellos = 0
         self.commands: list[tuple[int, list[bytes]]] = []
         self.connections = 0
         self._lock = threading.Lock()
@@ -92,6 +115,11 @@ class HostileServer:
                     return
                 buffer += data
                 for argv in parse_commands(buffer):
+                    if self.hello is not None and argv[0].upper() == b"HELLO":
+                        with self._lock:
+                            self.hellos += 1
+                        conn.sendall(self.hello)
+                        continue
                     with self._lock:
                         self.commands.append((index, argv))
                     response = self.respond(index, argv)

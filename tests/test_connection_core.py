@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 import redis_leaderboard as rl
+from hostile import hello_reply
 from redis_leaderboard import _core
 
 
@@ -24,9 +25,17 @@ def zcard() -> bytes:
     return cmd("ZCARD", "lb")
 
 
+def connect(core: _core.ConnectionCore, now: float) -> None:
+    """The socket is open at ``now``: the handshake (HELLO 2 alone, with the default options)
+    goes first, answered as Redis 7.0 does."""
+    core.connected(now)
+    assert flush(core) == cmd("HELLO", "2")
+    core.received(hello_reply(), now)
+
+
 def connected_core(**options: Any) -> _core.ConnectionCore:
     core = _core.ConnectionCore(**options)
-    core.connected(0.0)
+    connect(core, 0.0)
     return core
 
 
@@ -66,7 +75,7 @@ def test_requests_wait_for_a_connection_then_go_out_in_one_write() -> None:
     sizes(core, 1, 2, 3)
     assert core.take_write() == b""
     assert core.wants_connection
-    core.connected(0.0)
+    connect(core, 0.0)
     assert flush(core) == zcard() * 3
     core.received(b":1\r\n:2\r\n:3\r\n", 0.0)
     assert results(core) == {1: 1, 2: 2, 3: 3}
@@ -146,9 +155,11 @@ def test_the_handshake_goes_alone_before_any_request() -> None:
     core = _core.ConnectionCore(password="pw", db=2, client_name="me")
     sizes(core, 1)
     core.connected(0.0)
-    assert flush(core) == cmd("AUTH", "pw") + cmd("SELECT", "2") + cmd("CLIENT", "SETNAME", "me")
+    assert flush(core) == (
+        cmd("AUTH", "pw") + cmd("HELLO", "2") + cmd("SELECT", "2") + cmd("CLIENT", "SETNAME", "me")
+    )
     assert flush(core) == b""  # a request must never run before SELECT took effect
-    core.received(b"+OK\r\n+OK\r\n+OK\r\n", 0.0)
+    core.received(b"+OK\r\n" + hello_reply() + b"+OK\r\n+OK\r\n", 0.0)
     assert flush(core) == zcard()
     core.received(b":4\r\n", 0.0)
     assert results(core) == {1: 4}
@@ -158,8 +169,13 @@ def test_the_handshake_goes_alone_before_any_request() -> None:
 @pytest.mark.parametrize(
     ("replies", "error"),
     [
-        (b"-WRONGPASS invalid username-password pair\r\n+OK\r\n", rl.AuthenticationError),
-        (b"+OK\r\n-ERR DB index is out of range\r\n", rl.ResponseError),
+        (
+            b"-WRONGPASS invalid username-password pair\r\n"
+            b"-NOAUTH HELLO must be called with the client already authenticated\r\n"
+            b"-NOAUTH Authentication required.\r\n",
+            rl.AuthenticationError,
+        ),
+        (b"+OK\r\n" + hello_reply() + b"-ERR DB index is out of range\r\n", rl.ResponseError),
     ],
     ids=["auth", "select"],
 )
@@ -290,14 +306,14 @@ def test_a_connection_lost_at_every_point_of_a_pipeline(answered: int) -> None:
     assert done == {i: i for i in range(1, answered + 1)}
     # Reads write nothing: those unanswered go first on the next connection, once.
     assert core.wants_connection == (answered < 4)
-    core.connected(0.0)
+    connect(core, 0.0)
     assert flush(core) == zcard() * (4 - answered)
     core.lost("gone again", 0.0)
     done = results(core)
     assert sorted(done) == list(range(answered + 1, 5))
     for error in done.values():
         assert isinstance(error, rl.ConnectionError) and str(error) == "gone again"
-    core.connected(0.0)
+    connect(core, 0.0)
     assert flush(core) == b""
     assert core.outstanding == 0
 
@@ -312,7 +328,7 @@ def test_written_writes_are_never_sent_again() -> None:
     done = results(core)
     assert sorted(done) == [1, 2]
     assert all(isinstance(e, rl.ConnectionError) and str(e) == "gone" for e in done.values())
-    core.connected(0.0)
+    connect(core, 0.0)
     assert flush(core) == zcard()  # the read only
     core.received(b":7\r\n", 0.0)
     assert results(core) == {3: 7}
@@ -333,7 +349,7 @@ def test_a_read_sent_again_keeps_its_deadline() -> None:
     flush(core)
     core.lost("gone", 0.6)
     assert results(core) == {}
-    core.connected(0.6)
+    connect(core, 0.6)
     assert flush(core) == zcard()
     assert core.next_deadline == pytest.approx(1.0)  # the call's, not 0.6 + 1.0
     core.tick(1.0)
@@ -357,7 +373,7 @@ def test_requests_not_written_wait_for_the_next_connection() -> None:
     core.lost("gone", 0.0)
     assert sorted(results(core)) == [1, 2]
     assert core.wants_connection
-    core.connected(0.0)
+    connect(core, 0.0)
     assert flush(core) == zcard() * 2
     core.received(b":3\r\n:4\r\n", 0.0)
     assert results(core) == {3: 3, 4: 4}
@@ -475,7 +491,7 @@ def test_a_request_cancelled_before_it_is_written_is_never_written() -> None:
     core = _core.ConnectionCore()
     sizes(core, 1, 2)
     core.cancel(1)
-    core.connected(0.0)
+    connect(core, 0.0)
     assert flush(core) == zcard()
 
 
@@ -593,9 +609,10 @@ def test_an_error_reply_wins_over_the_wait_and_waitaof_counts_replicas() -> None
     core.received(b"-ERR boom\r\n:0\r\n", 0.0)  # the write refused: nothing was applied
     error = results(core)[1]
     assert isinstance(error, rl.ResponseError) and str(error) == "ERR boom"
-    core = connected_core(min_replicas=1, wait_aof=True)
-    flush(core)  # the handshake's WAITAOF probe
-    core.received(b"*2\r\n:0\r\n:0\r\n", 0.0)
+    core = _core.ConnectionCore(min_replicas=1, wait_aof=True)
+    core.connected(0.0)
+    assert flush(core) == cmd("HELLO", "2") + cmd("WAITAOF", "0", "0", "0")  # WAITAOF's probe
+    core.received(hello_reply() + b"*2\r\n:0\r\n:0\r\n", 0.0)
     core.submit(1, board().delete_user("u"), 0.0)
     core.submit(2, board().delete_user("v"), 0.0)
     assert flush(core).count(cmd("WAITAOF", "0", "1", "2000")) == 2
@@ -614,6 +631,23 @@ def test_noscript_resends_the_body_and_the_wait_again() -> None:
     assert b"$4\r\nEVAL\r\n" in resent and resent.endswith(wait())
     core.received(b":1\r\n:1\r\n", 0.0)
     assert results(core) == {1: True}
+
+
+def test_a_write_behind_another_s_wait_allows_it_and_gets_its_own_answer() -> None:
+    # Issue 39, item 11: the server runs a write pipelined behind another's WAIT only once that
+    # WAIT returns. Its deadline allowed its own wait only, so it timed out ("Timeout reading")
+    # while still to run (and then ran); now it allows the waits ahead and gets its own answer.
+    core = connected_core(min_replicas=1, replica_timeout=1, socket_timeout=0.5)
+    core.submit(1, board().delete_user("u"), 0.0)
+    core.submit(2, board().delete_user("v"), 0.0)
+    assert flush(core).count(wait(ms=1000)) == 2  # one write, both with their WAIT
+    core.received(b":1\r\n:0\r\n", 1.0)  # the first, its WAIT: no replica within 1 s
+    assert isinstance(results(core)[1], rl.NotReplicatedError)
+    core.tick(1.9)  # past 0.5 + 1 from the call: the second has run for 0.9 s of its wait
+    assert not results(core) and core.is_connected and not core.take_close()
+    core.received(b":1\r\n:0\r\n", 2.0)
+    error = results(core)[2]
+    assert isinstance(error, rl.NotReplicatedError) and "applied on the primary" in str(error)
 
 
 def test_a_write_s_deadline_allows_replica_timeout() -> None:

@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 import redis_leaderboard
+from hostile import hello_reply
 from redis_leaderboard import _core
 from redis_leaderboard._core import Board
 
@@ -676,6 +677,9 @@ def _mapped_bytes() -> int:
 def test_a_window_header_takes_no_memory_before_its_elements_come(header: bytes) -> None:
     core = _core.ConnectionCore()
     core.connected(0.0)
+    assert core.take_write() == _core.encode_command("HELLO", "2")  # the handshake, alone
+    core.wrote()
+    core.received(hello_reply(), 0.0)
     core.submit(1, Board("lb", 100).get_top(3), 0.0)
     assert core.take_write()
     core.wrote()
@@ -684,3 +688,28 @@ def test_a_window_header_takes_no_memory_before_its_elements_come(header: bytes)
     grown = _mapped_bytes() - before
     assert core.take_completions() == [] and core.outstanding == 1  # the reply is still coming
     assert grown < 16 << 20, f"{grown} bytes taken for {len(header)} bytes of reply"
+
+
+# ---- Classes made without their constructor -----------------------------------------------------
+
+# Every class of _core, and the package's subclasses of them.
+CORE_CLASSES = [
+    cls for cls in vars(_core).values() if isinstance(cls, type) and not issubclass(cls, Exception)
+]
+
+
+class _SubBoard(Board):
+    pass
+
+
+@pytest.mark.parametrize(
+    "cls",
+    [*CORE_CLASSES, redis_leaderboard.Client, redis_leaderboard.ClusterClient, _SubBoard],
+    ids=lambda cls: cls.__qualname__,
+)
+def test_a_class_made_with_new_alone_raises_instead_of_crashing(cls: type) -> None:
+    # Issue 39, item 12: cls.__new__(cls) made an object whose C++ value was never constructed,
+    # and any method called on it crashed the interpreter.
+    assert len(CORE_CLASSES) >= 13
+    with pytest.raises(TypeError, match=r"__new__\(\) alone makes an object with nothing in it"):
+        cls.__new__(cls)

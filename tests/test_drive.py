@@ -28,7 +28,7 @@ UTC = timezone.utc
 PAIRS = [
     (RedisLeaderboard, aio.RedisLeaderboard),
     (PeriodicLeaderboard, aio.PeriodicLeaderboard),
-    (PeriodBoard, aio.PeriodicLeaderboard.board_class),
+    (PeriodBoard, aio.PeriodicLeaderboard._board_class),
     (RollingLeaderboard, aio.RollingLeaderboard),
     (LeaderboardGroup, aio.LeaderboardGroup),
 ]
@@ -58,7 +58,7 @@ def test_the_twins_have_the_same_methods_plain_and_coroutine(sync: type, async_:
 
 def test_the_asyncio_board_methods_are_coroutines_where_the_plain_boards_are() -> None:
     # Every method that is a coroutine on asyncio's RedisLeaderboard is one on its subclasses.
-    for cls in (aio.PeriodicLeaderboard.board_class, aio.RollingLeaderboard):
+    for cls in (aio.PeriodicLeaderboard._board_class, aio.RollingLeaderboard):
         for name, method in public_methods(aio.RedisLeaderboard).items():
             if inspect.iscoroutinefunction(method):
                 assert inspect.iscoroutinefunction(getattr(cls, name)), (cls, name)
@@ -161,7 +161,7 @@ def test_a_one_trip_method_on_the_asyncio_class_is_its_awaiting_copy() -> None:
 def test_signatures_show_what_a_method_gives_not_how_it_is_written() -> None:
     for cls in (RedisLeaderboard, aio.RedisLeaderboard, PeriodicLeaderboard):
         assert inspect.signature(cls.get_rank).return_annotation == "Optional[int]"
-    for cls in (RedisLeaderboard, aio.RedisLeaderboard, aio.PeriodicLeaderboard.board_class):
+    for cls in (RedisLeaderboard, aio.RedisLeaderboard, aio.PeriodicLeaderboard._board_class):
         assert inspect.signature(cls.upsert_many).return_annotation == "ImportSummary"
 
 

@@ -213,6 +213,45 @@ def test_unconfirmed_write_raises_once_applied_never_resent(api: Api, pair: Pair
     assert board.increment_score("ada", 1)["score"] == 7.0
 
 
+@pytest.mark.parametrize("socket_timeout", [0.3, TIMEOUT, 1.0])
+def test_unconfirmed_writes_raise_not_replicated_on_both_clients(
+    pair: Pair, key: str, socket_timeout: float
+) -> None:
+    """Issue 39, item 11: the asyncio client pipelines its writes on one connection, each with
+    its WAIT, which the server runs one after the other; those behind the first timed out
+    ("Timeout reading ...") while still to run, and then ran. Now a write's deadline allows the
+    waits ahead of it: each answers NotReplicatedError (applied on the primary, not resent), as
+    the sync client does, whether socket_timeout is below, at or above replica_timeout."""
+    import asyncio
+
+    options: dict[str, Any] = {
+        "min_replicas": 1,
+        "replica_timeout": TIMEOUT,
+        "socket_timeout": socket_timeout,
+    }
+    users = [f"u{i}" for i in range(4)]
+
+    async def main() -> list[Any]:
+        async with aio.Client(pair.primary.host, pair.primary.port, **options) as client:
+            board = aio.RedisLeaderboard(client, key)
+            writes = [board.increment_score(user, 1) for user in users]
+            return list(await asyncio.gather(*writes, return_exceptions=True))
+
+    with paused(pair.replica, pair.primary):
+        outcomes = asyncio.run(main())
+        with Client(pair.primary.host, pair.primary.port, **options) as client:
+            with pytest.raises(NotReplicatedError) as raised:
+                RedisLeaderboard(client, key).increment_score("sync", 1)
+        outcomes.append(raised.value)
+    for outcome in outcomes:
+        assert isinstance(outcome, NotReplicatedError), repr(outcome)
+        assert "increment_score: applied on the primary" in str(outcome)
+        assert "not resent" in str(outcome)
+    # Each applied once.
+    for user in [*users, "sync"]:
+        assert replica_score(pair.primary, key, user) == 1.0
+
+
 def test_an_asyncio_read_behind_a_wait_times_out_alone(pair: Pair, key: str) -> None:
     """On the asyncio client's one connection, a read pipelined behind a write's WAIT is
     answered only after it: past its socket_timeout it fails alone, the write still gets its

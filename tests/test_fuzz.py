@@ -158,8 +158,11 @@ def test_fuzz_sync_methods(redis_server: Any, board_key: str, seed: int) -> None
             before = client.stats()["round_trips"]
             try:
                 getattr(board, name)(*args, **kwargs)
-            except ALLOWED:
-                assert client.stats()["round_trips"] == before, describe(name, args, kwargs)
+            except ALLOWED as exc:
+                # The one refusal the server makes: an increment whose result a double cannot
+                # hold (the stored score decides it; the script changes nothing).
+                sent = "beyond the integers a score holds exactly" in str(exc)
+                assert client.stats()["round_trips"] == before + sent, describe(name, args, kwargs)
         assert board.get_size() >= 0  # the connection is still in step
     finally:
         client.close()

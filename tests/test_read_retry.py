@@ -52,7 +52,7 @@ class DroppingProxy:
     """Forwards 127.0.0.1:<port> to a real server. While ``drops`` > 0, the reply to the next
     request a client sends is read from the server (so the request ran) and then, instead of
     being forwarded, the client's connection is closed. ``requests`` counts the requests (the
-    client's writes) forwarded."""
+    client's writes) forwarded, a connection's handshake (its first write, HELLO) left out."""
 
     def __init__(self, target: tuple[str, int]) -> None:
         self.target = target
@@ -93,9 +93,11 @@ class DroppingProxy:
                     if not more:
                         return
                     data += more
+                handshake = b"$5\r\nHELLO\r\n" in data[:64]
                 with self._lock:
-                    self.requests += 1
-                    drop = self.drops > 0
+                    drop = self.drops > 0 and not handshake
+                    if not handshake:
+                        self.requests += 1
                     if drop:
                         self.drops -= 1
                 upstream.sendall(data)

@@ -12,6 +12,7 @@
 
 #include "bindings/async_core.hpp"
 #include "bindings/conversions.hpp"
+#include "bindings/guarded.hpp"
 #include "codec/resp.hpp"
 #include "connection/core.hpp"
 #include "connection/exchange.hpp"
@@ -99,8 +100,8 @@ void declare_time(py::module_& m) {
   using namespace rlb::bindings;
   using rlb::leaderboard::Board;
   using rlb::leaderboard::Window;
-  py::class_<Window>(m, "Window",
-                     "A rolling window's buckets and union; builds validated operations.")
+  py::class_<Window>(
+      m, "Window", "A rolling window's buckets and union; builds validated operations.", guarded())
       .def(py::init([](std::string key, py::handle bucket_ms, py::handle window_ms,
                        py::handle aggregate, py::handle max_entries, py::handle order,
                        py::handle submission_ttl) {
@@ -388,7 +389,8 @@ PYBIND11_MODULE(_core, m) {
   declare_exceptions(m);
 
   py::class_<PyOperation>(m, "Operation",
-                          "One leaderboard operation: its requests and how it reads the replies.")
+                          "One leaderboard operation: its requests and how it reads the replies.",
+                          guarded())
       .def_property_readonly("name", [](const PyOperation& self) { return self.name; })
       .def_property_readonly(
           "cached_metadata_prefix",
@@ -445,7 +447,8 @@ PYBIND11_MODULE(_core, m) {
     return value.cast<std::string>();
   };
   py::class_<Board>(m, "Board",
-                    "A board's key, size limit and ranking rules; builds validated operations.")
+                    "A board's key, size limit and ranking rules; builds validated operations.",
+                    guarded())
       .def(py::init([option_arg](std::string key, py::handle max_entries, py::handle order,
                                  py::handle ties, py::handle submission_ttl, py::handle rate_limit,
                                  py::handle events, py::handle events_maxlen, py::handle expire_at,
@@ -725,7 +728,7 @@ PYBIND11_MODULE(_core, m) {
   declare_time(m);
 
   py::class_<BlockingClient, std::shared_ptr<BlockingClient>> client(
-      m, "Client", "A blocking, pipelined Redis client, safe to share between threads.");
+      m, "Client", "A blocking, pipelined Redis client, safe to share between threads.", guarded());
   {
     py::options signatures;  // the docstring's signature comes from the option table
     signatures.disable_function_signatures();
@@ -801,7 +804,8 @@ PYBIND11_MODULE(_core, m) {
       });
 
   py::class_<AsyncCore> async_core(
-      m, "AsyncCore", "The asyncio client's core; use redis_leaderboard.asyncio.Client.");
+      m, "AsyncCore", "The asyncio client's core; use redis_leaderboard.asyncio.Client.",
+      guarded());
   {
     py::options signatures;  // the docstring's signature comes from the option table
     signatures.disable_function_signatures();
@@ -875,7 +879,8 @@ PYBIND11_MODULE(_core, m) {
   py::class_<AsyncClientCache>(
       m, "ClientCache",
       "The asyncio client's client-side cache of metadata and its invalidation connection "
-      "(AsyncCore.client_cache makes one with the core's own options).")
+      "(AsyncCore.client_cache makes one with the core's own options).",
+      guarded())
       .def(
           "begin",
           [barrier_id](AsyncClientCache& self, const std::string& prefix) {
@@ -922,7 +927,8 @@ PYBIND11_MODULE(_core, m) {
       });
 
   py::class_<connection::CachedRead, std::shared_ptr<connection::CachedRead>>(
-      m, "CachedRead", "One read through the client-side cache (see connection/cache.hpp).")
+      m, "CachedRead", "One read through the client-side cache (see connection/cache.hpp).",
+      guarded())
       .def(py::init([](AsyncClientCache& cache, PyOperation& operation) {
              if (!operation.operation || !operation.operation->cached_metadata_prefix()) {
                throw py::value_error("not a read the cache serves");
@@ -950,7 +956,8 @@ PYBIND11_MODULE(_core, m) {
   // closes and completions out. Times are seconds on an arbitrary clock.
   py::class_<CoreHarness>(m, "ConnectionCore",
                           "The connection core without I/O (for tests): feed it events, bytes "
-                          "and time; read what it wants written, closed and completed.")
+                          "and time; read what it wants written, closed and completed.",
+                          guarded())
       .def(py::init([](const py::kwargs& options) {
              auto arguments = client_arguments(kAsyncClient, py::args(), options);
              return std::make_unique<CoreHarness>(std::move(arguments.client),

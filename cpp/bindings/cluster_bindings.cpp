@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "bindings/conversions.hpp"
+#include "bindings/guarded.hpp"
 #include "connection/cluster.hpp"
 #include "errors.hpp"
 #include "transport/cluster_client.hpp"
@@ -195,10 +196,11 @@ void declare_cluster(py::module_& m) {
   py::class_<ClusterClient, std::shared_ptr<ClusterClient>> client(
       m, "ClusterClient",
       "A blocking Redis Cluster client, safe to share between threads: one connection pool per "
-      "node, requests routed by their keys' hash slot.");
+      "node, requests routed by their keys' hash slot.",
+      guarded());
   py::class_<AsyncClusterCore> async_core(
       m, "AsyncClusterCore",
-      "The asyncio cluster client's core; use redis_leaderboard.asyncio.ClusterClient.");
+      "The asyncio cluster client's core; use redis_leaderboard.asyncio.ClusterClient.", guarded());
   {
     py::options signatures;  // the docstring's signature comes from the option table
     signatures.disable_function_signatures();

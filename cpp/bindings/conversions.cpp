@@ -87,6 +87,19 @@ double number_arg(py::handle value, const char* field) {
   }
   double result = PyFloat_AS_DOUBLE(number);
   Py_DECREF(number);
+  // An int a double cannot hold (beyond 2^53 doubles skip integers) would be sent rounded, a
+  // number the caller never wrote: refused before anything is sent.
+  if (PyLong_Check(value.ptr()) && std::fabs(result) >= 9007199254740992.0) {
+    py::object back = py::reinterpret_steal<py::object>(PyLong_FromDouble(result));
+    if (!back) throw py::error_already_set();
+    const int exact = PyObject_RichCompareBool(back.ptr(), value.ptr(), Py_EQ);
+    if (exact < 0) throw py::error_already_set();
+    if (exact == 0) {
+      throw InvalidArgument(std::string(field) + " " + utf8(py::repr(value)) +
+                            " is an int a double cannot hold exactly (beyond 2**53); pass a "
+                            "float to accept the rounding");
+    }
+  }
   return result;
 }
 

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "bindings/conversions.hpp"
+#include "bindings/guarded.hpp"
 #include "errors.hpp"
 #include "leaderboard/league.hpp"
 #include "leaderboard/team.hpp"
@@ -108,7 +109,8 @@ py::tuple with_reply(std::unique_ptr<leaderboard::Operation> operation,
 }  // namespace
 
 void declare_league(py::module_& m) {
-  py::class_<League>(m, "League", "One partition of a league; builds validated operations.")
+  py::class_<League>(m, "League", "One partition of a league; builds validated operations.",
+                     guarded())
       .def(
           py::init([](std::string base, py::handle tiers, py::handle cohort_size,
                       py::handle promote, py::handle demote, bool demote_idle, py::handle mode,
@@ -254,7 +256,7 @@ TournamentPeriod tournament_period_arg(py::handle value) {
 }  // namespace
 
 void declare_tournament(py::module_& m) {
-  py::class_<Tournament>(m, "Tournament", "A tournament; builds validated operations.")
+  py::class_<Tournament>(m, "Tournament", "A tournament; builds validated operations.", guarded())
       .def(
           py::init([](std::string key, py::handle max_size, bool join_required,
                       py::handle max_attempts, py::handle mode, py::handle order, py::handle ties,
@@ -328,7 +330,7 @@ void declare_tournament(py::module_& m) {
 
 void declare_team(py::module_& m) {
   using leaderboard::TeamBoard;
-  py::class_<TeamBoard>(m, "TeamBoard", "A team board; builds validated operations.")
+  py::class_<TeamBoard>(m, "TeamBoard", "A team board; builds validated operations.", guarded())
       .def(py::init([](std::string key, py::handle aggregate, py::handle order) {
              return TeamBoard(std::move(key),
                               leaderboard::parse_team_aggregate(text_arg(aggregate, "aggregate")),

@@ -142,9 +142,19 @@ void Core::connected(Clock::time_point now) {
 void Core::connect_failed(const std::exception_ptr& error) {
   connected_ = false;
   set_open(false);
-  // Nothing was sent: the waiting requests fail now; the next submission tries again.
+  // Nothing was sent: the waiting requests fail now; the next submission tries again. A
+  // cluster node's are handed back instead: the cluster client sends them to whichever node
+  // serves their slot (the node may be failing over).
   for (auto& request : waiting_) {
-    if (!request.handshake) complete(std::move(request), error);
+    if (request.handshake) continue;
+    if (options_.hand_back_resends && request.exchange && !request.cancelled) {
+      Completion back{request.id, {}, {}, error};
+      back.redirected = std::move(request.exchange);
+      back.unsent = true;
+      completions_.push_back(std::move(back));
+    } else {
+      complete(std::move(request), error);
+    }
   }
   waiting_.clear();
 }
@@ -172,9 +182,24 @@ std::string Core::take_write() {
     }
     out.reserve(size);
   }
+  // What the server holds on purpose ahead of each request (WAIT, XREAD BLOCK): it runs a
+  // request only once those before it on the connection returned, so a write's deadline allows
+  // their waits too. A write pipelined behind another's WAIT (the asyncio client's durable
+  // writes) then gets its own answer, NotReplicatedError included, as on the sync client's
+  // pool, instead of a timeout while it was still to run (and would run after). A read behind
+  // them keeps its deadline and fails alone (tick).
+  double held_ahead = 0;
+  for (const auto& request : in_flight_) {
+    if (!request.expired) held_ahead += request.server_wait;
+  }
   std::size_t commands = 0;
   while (!waiting_.empty() && requests_in_flight_ < max_in_flight_) {
     Request& request = waiting_.front();
+    if (held_ahead > 0 && request.deadline && request.exchange && !request.exchange->is_read()) {
+      *request.deadline +=
+          std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(held_ahead));
+    }
+    held_ahead += request.server_wait;
     if (max_reply_bytes_in_flight_ != 0) {
       const std::size_t bytes = request.exchange ? learnt_bytes(request.exchange->name()) : 0;
       if (bytes_in_flight_ != 0 && bytes_in_flight_ + bytes > max_reply_bytes_in_flight_) break;
@@ -421,6 +446,12 @@ bool Core::is_protocol_error(const std::exception_ptr& error) {
 void Core::lost(const std::exception_ptr& error, Clock::time_point now) {
   if (!connected_) return;
   observe(Signal::connection_lost, message_of(error));
+  if (!ready_) {
+    // Lost before the handshake was answered (a TLS server refusing the client's certificate
+    // once its own handshake is done, a server closing at once): no request was sent, so those
+    // waiting fail now with the cause, as after a failed connect.
+    connect_failed(error);
+  }
   give_up(error, false, now);
 }
 
@@ -490,12 +521,16 @@ void Core::tick(Clock::time_point now) {
       if (overdue && held && !request.handshake) {
         observe(Signal::timeout, "reading from " + options_.address());
         request.expired = true;
-        completions_.push_back({request.id,
-                                {},
-                                {},
-                                std::make_exception_ptr(TimeoutError(
-                                    "Timeout reading from " + options_.address() +
-                                    " (behind a request the server holds: WAIT or a block)"))});
+        const bool write = request.exchange && !request.exchange->is_read();
+        completions_.push_back(
+            {request.id,
+             {},
+             {},
+             std::make_exception_ptr(TimeoutError(
+                 "Timeout reading from " + options_.address() +
+                 " (behind a request the server holds: WAIT or a block" +
+                 (write ? "; this write was sent, and may be applied once the server runs it)"
+                        : ")")))});
         continue;
       }
       if (overdue) {

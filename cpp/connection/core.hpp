@@ -61,6 +61,9 @@ struct Completion {
   // ClientOptions::hand_back_resends, also a request whose reply was lost and that may be
   // resent (error is why the connection was lost), rewound.
   std::unique_ptr<Exchange> redirected;
+  // With `redirected`: the request was never written (the connection failed, or was lost
+  // before its handshake was answered), so it may go anywhere, any number of times.
+  bool unsent = false;
 };
 
 class Core {

@@ -83,6 +83,8 @@ Handshake handshake_for(const ClientOptions& options) {
       add({"AUTH", *options.password});
     }
   }
+  handshake.hello = handshake.expected;
+  add({"HELLO", "2"});
   const std::string db = std::to_string(options.db);
   if (options.db != 0) add({"SELECT", db});
   if (options.client_name) add({"CLIENT", "SETNAME", *options.client_name});
@@ -95,8 +97,41 @@ Handshake handshake_for(const ClientOptions& options) {
   return handshake;
 }
 
+void check_server_version(const Reply& hello, const std::string& address) {
+  if (!hello.is_array()) return;
+  std::string server = "redis";
+  const std::string* version = nullptr;
+  for (std::size_t i = 0; i + 1 < hello.elements.size(); i += 2) {
+    const Reply& field = hello.elements[i];
+    const Reply& value = hello.elements[i + 1];
+    if (field.type != codec::ReplyType::String || value.type != codec::ReplyType::String) continue;
+    if (field.str == "server") server = value.str;
+    if (field.str == "version") version = &value.str;
+    if (field.str == "mode" && value.str == "sentinel") return;  // runs no scripts
+  }
+  if (version == nullptr) return;
+  const MinimumVersion* minimum = &kMinimumVersions[0];
+  for (const auto& kind : kMinimumVersions) {
+    if (server == kind.server) minimum = &kind;
+  }
+  char* end = nullptr;
+  const long major = std::strtol(version->c_str(), &end, 10);
+  const long minor = *end == '.' ? std::strtol(end + 1, nullptr, 10) : 0;
+  if (major > minimum->major || (major == minimum->major && minor >= minimum->minor)) return;
+  throw UnsupportedServerError(
+      std::string(minimum->display) + " " + *version + " at " + address +
+      " is too old: redis_leaderboard needs " + std::string(minimum->display) + " " +
+      std::to_string(minimum->major) + "." + std::to_string(minimum->minor) +
+      "+ (its scripts declare flags, which older servers cannot read); "
+      "nothing was sent");
+}
+
 void check_handshake(const Handshake& handshake, const std::vector<Reply>& replies) {
   for (std::size_t i = 0; i < replies.size(); ++i) {
+    if (i == handshake.hello) {  // after AUTH's reply: a failed AUTH was raised first
+      check_server_version(replies[i], handshake.address);
+      continue;
+    }
     if (!replies[i].is_error()) continue;
     if (i == 0 && handshake.authenticates) throw AuthenticationError(replies[i].str);
     if (i == handshake.waitaof) {

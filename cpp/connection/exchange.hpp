@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "codec/reply.hpp"
@@ -32,19 +33,39 @@ bool is_cluster_redirect(const Reply& reply);
 // NOAUTH/WRONGPASS, BusyLoadingError for LOADING, ..., else ResponseError).
 [[noreturn]] void raise_error_reply(const Reply& reply);
 
-// AUTH, SELECT, CLIENT SETNAME and READONLY (a cluster replica for reads) for a new connection,
-// pipelined in one round trip; with durability.aof, a WAITAOF 0 0 0 (it returns at once) that
-// proves the server has WAITAOF before any write is sent.
+// AUTH, HELLO 2, SELECT, CLIENT SETNAME and READONLY (a cluster replica for reads) for a new
+// connection, pipelined in one round trip; with durability.aof, a WAITAOF 0 0 0 (it returns at
+// once) that proves the server has WAITAOF before any write is sent. HELLO 2 keeps RESP2 and
+// names the server and its version: one older than the scripts need is refused before any
+// request is sent (kMinimumVersions).
 struct Handshake {
-  std::string wire;  // empty when the defaults need nothing
+  std::string wire;
   std::size_t expected = 0;
   bool authenticates = false;
+  std::size_t hello = SIZE_MAX;    // the index of HELLO's reply
   std::size_t waitaof = SIZE_MAX;  // the index of the WAITAOF probe's reply, if sent
   std::string address;             // the server's, for messages
 };
 Handshake handshake_for(const ClientOptions& options);
-// Throws AuthenticationError if AUTH failed, else the first error reply's exception.
+// Throws AuthenticationError if AUTH failed, UnsupportedServerError if the server is older than
+// the minimum (check_server_version), else the first error reply's exception.
 void check_handshake(const Handshake& handshake, const std::vector<Reply>& replies);
+
+// The oldest server of each kind the scripts run on (script flags, `#!lua`: Redis 7.0; Valkey
+// began at 7.2), by HELLO's "server" field; any other name is held to Redis's.
+struct MinimumVersion {
+  std::string_view server;
+  std::string_view display;
+  int major, minor;
+};
+inline constexpr MinimumVersion kMinimumVersions[] = {{"redis", "Redis", 7, 0},
+                                                      {"valkey", "Valkey", 7, 2}};
+// Throws UnsupportedServerError (a ConnectionError) naming the server's version and the minimum
+// if HELLO's reply (a flat array of field, value in RESP2) names a server older than its kind's
+// minimum. An error reply (an ACL without HELLO, a proxy that does not know it), a reply without
+// a version or a sentinel's (it runs no scripts) checks nothing: the server's own errors still
+// say what it lacks.
+void check_server_version(const Reply& hello, const std::string& address);
 
 // The scripts a connection loaded (sent with their body after NOSCRIPT), to tell a first load
 // from a reload (Exchange::on_replies).

@@ -48,10 +48,30 @@ std::optional<Clock::time_point> earliest_deadline(const Jobs& jobs) {
   return out;
 }
 
-// A node's certificate failed verification: every node would fail the same way (one CA, one
-// set of options), so the request fails at once instead of waiting for a node that works.
-bool certificate_refused(const std::exception_ptr& error) {
+// A node's certificate failed verification, or the node is a server too old for the scripts:
+// every node would fail the same way (one CA, one set of options, one server version), so the
+// request fails at once instead of waiting for a node that works.
+bool refused_everywhere(const std::exception_ptr& error) {
+  try {
+    std::rethrow_exception(error);
+  } catch (const UnsupportedServerError&) {
+    return true;
+  } catch (...) {
+  }
   return message_of(error).find("certificate verify failed") != std::string::npos;
+}
+
+// The connection's handshake was refused in a way every node would refuse it.
+bool refused_at_handshake(const std::exception_ptr& error) {
+  try {
+    std::rethrow_exception(error);
+  } catch (const AuthenticationError&) {
+    return true;
+  } catch (const NoPermissionError&) {
+    return true;
+  } catch (...) {
+  }
+  return refused_everywhere(error);
 }
 
 // One raw command as an operation, its reply kept in `sink`.
@@ -247,7 +267,7 @@ void ClusterClient::refresh_map(bool force, std::optional<Clock::time_point> dea
     } catch (const NoPermissionError&) {
       throw;
     } catch (const ConnectionError& e) {
-      if (certificate_refused(std::current_exception())) throw;
+      if (refused_everywhere(std::current_exception())) throw;
       errors += std::string("; ") + e.what();
       suspect(node);
     } catch (const TimeoutError& e) {
@@ -432,6 +452,18 @@ void ClusterClient::settle(Job job, Completion completion, const NodeAddress& no
     return;
   }
   job.exchange = std::move(completion.redirected);
+  if (completion.unsent) {
+    // Never written: as if the node had been unreachable (but where every node would refuse
+    // the same way: credentials, a certificate, a server too old).
+    if (refused_at_handshake(completion.error)) {
+      emit(Completion(job.id, {}, {}, completion.error));
+      return;
+    }
+    mark_stale();
+    job.ask.reset();
+    retry_later(std::move(job), completion.error, emit, next);
+    return;
+  }
   if (!is_redirect(completion.error)) {
     // The reply was lost, and the request cannot apply twice (a submission id): sent again, to
     // whichever node serves the slot when it goes (a failover may be under way), with a new
@@ -550,7 +582,7 @@ std::vector<Completion> ClusterClient::run_batch(std::vector<Outgoing> batch) {
       for (auto& job : jobs) emit(Completion(job.id, {}, {}, std::current_exception()));
       break;
     } catch (const RedisError&) {
-      if (certificate_refused(std::current_exception())) {
+      if (refused_everywhere(std::current_exception())) {
         for (auto& job : jobs) emit(Completion(job.id, {}, {}, std::current_exception()));
         break;
       }
@@ -583,7 +615,7 @@ std::vector<Completion> ClusterClient::run_batch(std::vector<Outgoing> batch) {
         group.jobs.clear();
         continue;
       } catch (const RedisError&) {
-        if (certificate_refused(std::current_exception())) {
+        if (refused_everywhere(std::current_exception())) {
           for (auto& job : group.jobs) emit(Completion(job.id, {}, {}, std::current_exception()));
           group.jobs.clear();
           continue;
@@ -807,7 +839,7 @@ void AsyncClusterTransport::route_loop() {
       for (auto& job : ready) emit(Completion(job.id, {}, {}, std::current_exception()));
       continue;
     } catch (const RedisError&) {
-      if (certificate_refused(std::current_exception())) {
+      if (refused_everywhere(std::current_exception())) {
         for (auto& job : ready) emit(Completion(job.id, {}, {}, std::current_exception()));
         continue;
       }
@@ -899,7 +931,7 @@ void AsyncClusterTransport::work(Worker& worker) {
       for (auto& job : live) emit(Completion(job.id, {}, {}, std::current_exception()));
       continue;
     } catch (const RedisError&) {
-      if (certificate_refused(std::current_exception())) {
+      if (refused_everywhere(std::current_exception())) {
         for (auto& job : live) emit(Completion(job.id, {}, {}, std::current_exception()));
         continue;
       }

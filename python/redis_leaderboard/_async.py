@@ -42,10 +42,10 @@ class RedisLeaderboard(Leaderboard[AsyncEventStream[Event]], AsyncDriven):
     ``redis://localhost:6379/0``.
     """
 
-    client_class = Client
-    cluster_client_class = AsyncClusterClient
-    display_name = "redis_leaderboard.asyncio.RedisLeaderboard"
-    event_stream_class: type[AsyncEventStream[Event]] = AsyncEventStream
+    _client_class = Client
+    _cluster_client_class = AsyncClusterClient
+    _display_name = "redis_leaderboard.asyncio.RedisLeaderboard"
+    _event_stream_class: type[AsyncEventStream[Event]] = AsyncEventStream
 
 
 class PeriodBoard(PeriodState, RedisLeaderboard):
@@ -60,8 +60,8 @@ class PeriodicLeaderboard(PeriodicBase[PeriodBoard], AsyncDriven):
     [`at`][redis_leaderboard.asyncio.PeriodicLeaderboard.at],
     [`previous`][redis_leaderboard.asyncio.PeriodicLeaderboard.previous] return asyncio boards."""
 
-    board_class = PeriodBoard
-    client_class = Client
+    _board_class = PeriodBoard
+    _client_class = Client
 
 
 class RollingLeaderboard(RollingState, RedisLeaderboard):
@@ -75,7 +75,7 @@ class LeaderboardGroup(GroupBase, AsyncDriven):
     are
     asyncio ones."""
 
-    client_class = Client
+    _client_class = Client
 
 
 class ShardedLeaderboard(ShardedBase, AsyncDriven):
@@ -83,35 +83,35 @@ class ShardedLeaderboard(ShardedBase, AsyncDriven):
     [`ClusterClient`][redis_leaderboard.asyncio.ClusterClient] of asyncio: same constructor,
     methods, results and errors, each method that talks to Redis a coroutine."""
 
-    cluster_client_class = AsyncClusterClient
-    display_name = "redis_leaderboard.asyncio.ShardedLeaderboard"
-    board_class = RedisLeaderboard
+    _cluster_client_class = AsyncClusterClient
+    _display_name = "redis_leaderboard.asyncio.ShardedLeaderboard"
+    _board_class = RedisLeaderboard
 
 
 class League(LeagueBase[AsyncEventStream[LeagueEvent]], AsyncDriven):
     """The asyncio twin of [`League`][redis_leaderboard.League]."""
 
-    client_class = Client
-    cluster_client_class = AsyncClusterClient
-    display_name = "redis_leaderboard.asyncio.League"
-    event_stream_class: type[AsyncEventStream[LeagueEvent]] = AsyncEventStream
+    _client_class = Client
+    _cluster_client_class = AsyncClusterClient
+    _display_name = "redis_leaderboard.asyncio.League"
+    _event_stream_class: type[AsyncEventStream[LeagueEvent]] = AsyncEventStream
 
 
 class Tournament(TournamentBase, AsyncDriven):
     """The asyncio twin of ``redis_leaderboard.Tournament``: ``at`` and
     ``current`` return asyncio boards."""
 
-    client_class = Client
-    cluster_client_class = AsyncClusterClient
-    board_class = RedisLeaderboard
-    display_name = "redis_leaderboard.asyncio.Tournament"
+    _client_class = Client
+    _cluster_client_class = AsyncClusterClient
+    _board_class = RedisLeaderboard
+    _display_name = "redis_leaderboard.asyncio.Tournament"
 
 
 class TeamLeaderboard(TeamBase, AsyncDriven):
     """The asyncio twin of [`TeamLeaderboard`][redis_leaderboard.TeamLeaderboard]: ``teams``
     and ``members`` are asyncio boards."""
 
-    client_class = Client
-    cluster_client_class = AsyncClusterClient
-    board_class = RedisLeaderboard
-    display_name = "redis_leaderboard.asyncio.TeamLeaderboard"
+    _client_class = Client
+    _cluster_client_class = AsyncClusterClient
+    _board_class = RedisLeaderboard
+    _display_name = "redis_leaderboard.asyncio.TeamLeaderboard"

@@ -66,10 +66,10 @@ class RedisLeaderboard(Leaderboard[EventStream[Event]], SyncDriven):
     changed); recorded with the board as ``rate_limit`` is. See the Fair play guide.
     """
 
-    client_class = Client
-    cluster_client_class = _core.ClusterClient
-    display_name = "RedisLeaderboard"
-    event_stream_class: type[EventStream[Event]] = EventStream
+    _client_class = Client
+    _cluster_client_class = _core.ClusterClient
+    _display_name = "RedisLeaderboard"
+    _event_stream_class: type[EventStream[Event]] = EventStream
 
 
 class PeriodBoard(PeriodState, RedisLeaderboard):
@@ -104,8 +104,8 @@ class PeriodicLeaderboard(PeriodicBase[PeriodBoard], SyncDriven):
     write to a period that ended longer ago raises ``ValueError`` before anything is sent.
     """
 
-    board_class = PeriodBoard
-    client_class = Client
+    _board_class = PeriodBoard
+    _client_class = Client
 
 
 class RollingLeaderboard(RollingState, RedisLeaderboard):
@@ -145,7 +145,7 @@ class LeaderboardGroup(GroupBase, SyncDriven):
     of its clock) objects. ``mode``: one for every board, or a mapping of board keys to modes.
     """
 
-    client_class = Client
+    _client_class = Client
 
 
 class ShardedLeaderboard(ShardedBase, SyncDriven):
@@ -175,9 +175,9 @@ class ShardedLeaderboard(ShardedBase, SyncDriven):
       deep windows also read every better entry.
     """
 
-    cluster_client_class = _core.ClusterClient
-    display_name = "ShardedLeaderboard"
-    board_class = RedisLeaderboard
+    _cluster_client_class = _core.ClusterClient
+    _display_name = "ShardedLeaderboard"
+    _board_class = RedisLeaderboard
 
 
 class League(LeagueBase[EventStream[LeagueEvent]], SyncDriven):
@@ -191,10 +191,10 @@ class League(LeagueBase[EventStream[LeagueEvent]], SyncDriven):
     players, brackets, partitions).
     """
 
-    client_class = Client
-    cluster_client_class = _core.ClusterClient
-    display_name = "League"
-    event_stream_class: type[EventStream[LeagueEvent]] = EventStream
+    _client_class = Client
+    _cluster_client_class = _core.ClusterClient
+    _display_name = "League"
+    _event_stream_class: type[EventStream[LeagueEvent]] = EventStream
 
 
 class Tournament(TournamentBase, SyncDriven):
@@ -209,10 +209,10 @@ class Tournament(TournamentBase, SyncDriven):
     ``standings`` the kept past ones. The Tournaments guide states every rule.
     """
 
-    client_class = Client
-    cluster_client_class = _core.ClusterClient
-    board_class = RedisLeaderboard
-    display_name = "Tournament"
+    _client_class = Client
+    _cluster_client_class = _core.ClusterClient
+    _board_class = RedisLeaderboard
+    _display_name = "Tournament"
 
 
 class TeamLeaderboard(TeamBase, SyncDriven):
@@ -222,7 +222,7 @@ class TeamLeaderboard(TeamBase, SyncDriven):
     query of ``RedisLeaderboard``. The Team boards guide states every rule.
     """
 
-    client_class = Client
-    cluster_client_class = _core.ClusterClient
-    board_class = RedisLeaderboard
-    display_name = "TeamLeaderboard"
+    _client_class = Client
+    _cluster_client_class = _core.ClusterClient
+    _board_class = RedisLeaderboard
+    _display_name = "TeamLeaderboard"

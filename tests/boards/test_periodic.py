@@ -504,4 +504,4 @@ def test_periodic_query_arguments_are_checked_before_sending(api: Api, board_key
 
 def test_exports() -> None:
     assert redis_leaderboard.PeriodicLeaderboard is PeriodicLeaderboard
-    assert aio.PeriodicLeaderboard.board_class.__module__ == "redis_leaderboard._async"
+    assert aio.PeriodicLeaderboard._board_class.__module__ == "redis_leaderboard._async"

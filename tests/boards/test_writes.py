@@ -116,7 +116,11 @@ def test_increments_accumulate_like_doubles(api: Api, board_key: str) -> None:
     result = board.increment_score("p", 0.1)
     assert result["score"] == 0.1 + 0.1 + 0.1  # 0.30000000000000004
     assert board.increment_score("big", 2.0**53)["score"] == 2.0**53
-    assert board.increment_score("big", 1)["score"] == 2.0**53  # double rounding, as Redis
+    # Beyond 2^53 a double skips integers: a sum it cannot hold is refused, not rounded (issue
+    # 39, item 7; tests/boards/test_exact_scores.py).
+    with pytest.raises(ValueError, match="beyond the integers a score holds exactly"):
+        board.increment_score("big", 1)
+    assert board.get_user_entry("big")["score"] == 2.0**53
 
 
 def test_integer_user_ids_are_stored_as_strings(api: Api, board_key: str, r: Any) -> None:

@@ -4,6 +4,7 @@
 #
 #   bash tests/servers/fetch.sh                 # the default set: valkey-8.0 valkey-8.1 valkey-9.1 redis-7.4
 #   bash tests/servers/fetch.sh redis-8.0       # also Redis 8.0, built from Debian 13's source (~3 min)
+#   bash tests/servers/fetch.sh redis-6.0       # Redis 6.0, too old: the client must refuse it
 #   REDIS_LEADERBOARD_SERVER=$DIR/valkey-9.1/bin/valkey-server python -m pytest -m "not browser"
 #
 # The cache is $REDIS_LEADERBOARD_SERVERS_DIR (default ~/.cache/redis-leaderboard/servers); a
@@ -20,6 +21,10 @@
 #               LD_LIBRARY_PATH and exec the real binaries in libexec/
 #   redis-8.0   Debian 13's redis source package's upstream tarball, built with upstream's
 #               make (BUILD_TLS=yes; ~3 minutes on 2 cores)
+#   redis-6.0   Debian 11's redis-tools (Redis 6.0.16) with the libraries it links that
+#               Debian 12 lacks (Lua 5.1 and its cjson/bitop, OpenSSL 1.1, jemalloc, lzf) in
+#               lib/, run through bin/ wrappers as redis-7.4's; not a server to test against but
+#               one older than the minimum (tests/test_server_version.py refuses it)
 #
 # $REDIS_LEADERBOARD_SERVERS_SEED, if set, is a directory of servers fetched before (by this
 # script, elsewhere): a server missing from the cache is copied from there when it runs, instead
@@ -153,7 +158,7 @@ lib_wrapper() {
     local out=$1 name=$2
     cat >"$out/bin/$name" <<'EOF'
 #!/bin/sh
-# Runs the real binary of this name (libexec/) with the OpenSSL 1.1 it was built for (lib/).
+# Runs the real binary of this name (libexec/) with the libraries it was built for (lib/).
 # (Links to it are followed; nothing is taken from PATH.)
 self=$(command -p readlink -f "$0")
 here=${self%/*}
@@ -208,6 +213,26 @@ fetch_redis_80() {
     basename "$orig" >"$out/SOURCE"
 }
 
+fetch_redis_60() {
+    local out="$DIR/redis-6.0" x="$WORK/redis-6.0" deb name
+    rm -rf "$x"
+    apt_download "$x/debs" redis-tools/bullseye liblua5.1-0/bullseye lua-cjson/bullseye \
+        lua-bitop/bullseye libssl1.1/bullseye libjemalloc2/bullseye liblzf1/bullseye
+    for deb in "$x"/debs/*.deb; do dpkg -x "$deb" "$x/root"; done
+    rm -rf "$out"
+    mkdir -p "$out/bin" "$out/libexec" "$out/lib"
+    # Debian's redis-server and redis-sentinel are links to redis-check-rdb: the binary picks its
+    # role by the name it is run under.
+    for name in redis-server redis-sentinel; do
+        install -m 755 "$x/root/usr/bin/redis-check-rdb" "$out/libexec/$name"
+        lib_wrapper "$out" "$name"
+    done
+    install -m 755 "$x/root/usr/bin/redis-cli" "$out/libexec/"
+    lib_wrapper "$out" redis-cli
+    cp -a "$x"/root/usr/lib/x86_64-linux-gnu/*.so.* "$out/lib/"
+    ls "$x"/debs >"$out/PACKAGES"
+}
+
 server_binary() {
     case $1 in
     valkey-*) echo "$DIR/$1/bin/valkey-server" ;;
@@ -234,8 +259,9 @@ fetch() {
         valkey-9.1) fetch_valkey_91 ;;
         redis-7.4) fetch_redis_74 ;;
         redis-8.0) fetch_redis_80 ;;
+        redis-6.0) fetch_redis_60 ;;
         *)
-            log "unknown server '$name' (valkey-8.0 valkey-8.1 valkey-9.1 redis-7.4 redis-8.0)"
+            log "unknown server '$name' (valkey-8.0 valkey-8.1 valkey-9.1 redis-7.4 redis-8.0 redis-6.0)"
             return 2
             ;;
         esac

@@ -1124,11 +1124,24 @@ local function forget_hidden(key, options, user_id)
   if redis.call('HLEN', key) == 0 then redis.call('HDEL', options, 'hidden') end
 end
 
+-- Nil if old + amount = sum exactly, else the INEXACT error reply: beyond 2^53 a double skips
+-- integers, and the sum rounded there is a score nobody wrote (issue 39). TwoSum (Knuth) gives
+-- the rounding error of the sum exactly; below 2^53 a fraction's rounding is a double's own.
+local function check_exact_sum(old, amount, sum)
+  if not (math.abs(sum) >= 2 ^ 53 and math.abs(sum) < math.huge) then return nil end
+  local part = sum - old
+  if (old - (sum - part)) + (amount - part) == 0 then return nil end
+  return redis.error_reply('INEXACT ' .. score_text(old) .. ' + ' .. score_text(amount)
+    .. ' is beyond the integers a score holds exactly (2^53); nothing was written')
+end
+
 -- The score a write leaves: w.number applied to `old` (nil: none) by w.mode ('set' | 'best' |
--- 'incr'); or nil and the NaN error reply.
+-- 'incr'); or nil and the error reply (NaN, INEXACT).
 local function next_score(b, w, old)
   local score = tonumber(w.number)
   if w.mode == 'incr' and old then
+    local err = check_exact_sum(old, score, old + score)
+    if err then return nil, err end
     score = old + score
   elseif w.mode == 'best' and old and not better(b, score, old) then
     score = old

@@ -33,7 +33,11 @@ if not string.find(ARGV[1], ' ', 1, true) and no_options_recorded(KEYS[3]) then
   if err then return err end
   local old = redis.call('ZSCORE', board, user_id)
   local score = tonumber(number)
-  if mode == 'incr' and old then score = tonumber(old) + score end
+  if mode == 'incr' and old then
+    err = check_exact_sum(tonumber(old), score, tonumber(old) + score)
+    if err then return err end
+    score = tonumber(old) + score
+  end
   if score ~= score then return redis.error_reply('ERR resulting score is not a number (NaN)') end
   local overflow = size + (old and 0 or 1) - tonumber(ARGV[4])
   local trimmed, trimmed_away = {}, false

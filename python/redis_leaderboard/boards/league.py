@@ -140,10 +140,10 @@ class LeagueBase(PeriodClock, Generic[S]):
     """A league (:class:`League`, sync or asyncio): its options, periods, partitions and
     methods, each written once (see the module for the design)."""
 
-    client_class: Any  # the public class's
-    event_stream_class: type[S]  # the public class's
-    cluster_client_class: Any
-    display_name: str = "League"
+    _client_class: Any  # the public class's
+    _event_stream_class: type[S]  # the public class's
+    _cluster_client_class: Any
+    _display_name: str = "League"
     redis: Any
 
     def __init__(
@@ -214,12 +214,12 @@ class LeagueBase(PeriodClock, Generic[S]):
         """The most one write may improve a player's score by (fair play), or None."""
         self._start_clock(Periods(period, tz, anchor), clock)
         self.redis = board_client(
-            self.display_name,
+            self._display_name,
             redis_client,
             url,
             key,
-            self.client_class,
-            self.cluster_client_class,
+            self._client_class,
+            self._cluster_client_class,
             needs_hash_tag=partitions == 1,  # each partition has its own
         )
         self.key = key
@@ -780,13 +780,13 @@ class LeagueBase(PeriodClock, Generic[S]):
             }
             return out
 
-        return self.event_stream_class(
+        return self._event_stream_class(
             self, last_id, block, count, read=league.read_events, convert=settled
         )
 
     def __repr__(self) -> str:
         return (
-            f"{self.display_name}(key={self.key!r}, tiers={list(self.tier_names)!r}, "
+            f"{self._display_name}(key={self.key!r}, tiers={list(self.tier_names)!r}, "
             f"period={self.period!r}, cohort_size={self.cohort_size}, promote={self.promote!r}, "
             f"demote={self.demote!r}, mode={self.mode!r}, order={self.order!r}, "
             f"ties={self.ties!r}, partitions={self.partitions})"

@@ -154,9 +154,9 @@ class BoardBase:
 
     # Set by the public classes: the client this class makes from a url or a redis-py client,
     # the cluster client it runs on, its name in reprs and errors, and its event stream.
-    client_class: Any
-    cluster_client_class: Any
-    display_name: str
+    _client_class: Any
+    _cluster_client_class: Any
+    _display_name: str
     redis: Any
     _run: Runner
 
@@ -197,12 +197,12 @@ class BoardBase:
             tiebreak=tiebreak,
         )
         self.redis = board_client(
-            self.display_name,
+            self._display_name,
             redis_client,
             url,
             key,
-            self.client_class,
-            self.cluster_client_class,
+            self._client_class,
+            self._cluster_client_class,
         )
         self._board = board
         self._run = self.redis.run
@@ -284,14 +284,14 @@ class BoardBase:
             options += f", score_range={self._board.score_range!r}"
         if self._board.max_increment is not None:
             options += f", max_increment={self._board.max_increment!r}"
-        return f"{self.display_name}(key={self.key!r}, max_entries={self.max_entries}{options})"
+        return f"{self._display_name}(key={self.key!r}, max_entries={self.max_entries}{options})"
 
 
 class Leaderboard(BoardBase, Generic[S]):
     """The guide's methods and the queries, each written once (the public classes' docstring
     tells what the board is)."""
 
-    event_stream_class: type[S]  # the public class's
+    _event_stream_class: type[S]  # the public class's
 
     @one_trip
     def upsert_user(
@@ -313,7 +313,8 @@ class Leaderboard(BoardBase, Generic[S]):
             away, there is no ``"rank"`` and ``"metadata"`` is the payload sent.
 
         Raises:
-            ValueError: An empty ``user_id``, a NaN or infinite score (nothing is sent).
+            ValueError: An empty ``user_id``, a NaN or infinite score, an ``int`` a double cannot
+                hold exactly (beyond 2**53; nothing is sent).
             RateLimited: The board's ``rate_limit`` refused the write (nothing changed).
             OutOfMemoryError: The server is at ``maxmemory`` (refused before the script runs).
 
@@ -333,7 +334,9 @@ class Leaderboard(BoardBase, Generic[S]):
 
         Args:
             user_id: The user.
-            amount: Added to its score (finite; may be negative). A new user starts from 0.
+            amount: Added to its score (finite; may be negative). A new user starts from 0. A
+                result a double cannot hold exactly (beyond 2**53) raises ``ValueError``, and
+                nothing is written.
             metadata: Fields merged into the user's hash.
 
         Returns:
@@ -482,7 +485,7 @@ class Leaderboard(BoardBase, Generic[S]):
             events
             on the stream's own connection, waiting in slices of 2 s.
         """
-        return self.event_stream_class(self, last_id, block, count)
+        return self._event_stream_class(self, last_id, block, count)
 
     @one_trip
     def set_max_entries(self, max_entries: Optional[int]) -> Sent[list[str]]:

@@ -387,8 +387,8 @@ class PeriodicBase(PeriodClock, Generic[B]):
     asyncio): the periods, the
     clock, the boards, and the guide's methods on the current period's board."""
 
-    board_class: type[B]
-    client_class: Any  # the public class's
+    _board_class: type[B]
+    _client_class: Any  # the public class's
 
     def __init__(
         self,
@@ -432,7 +432,7 @@ class PeriodicBase(PeriodClock, Generic[B]):
         """How many periods are kept, the current one included."""
         self.grace = _check_grace(grace)
         """How long after its end a period still takes writes sent to it explicitly."""
-        self.redis = make_client(redis_client, url, self.client_class)
+        self.redis = make_client(redis_client, url, self._client_class)
         self._run: Runner = self.redis.run
         self.key = key
         """The periodic board's key: each period's board is at ``f"{key}:{period_id}"``."""
@@ -463,7 +463,7 @@ class PeriodicBase(PeriodClock, Generic[B]):
             if len(self._boards) > 2 * self.keep + 8:
                 self._boards.clear()
                 self._current = None
-            board = self.board_class(
+            board = self._board_class(
                 self.redis,
                 key=f"{self.key}:{self.periods_of.period_id(start)}",
                 max_entries=self.max_entries,
@@ -1142,7 +1142,7 @@ class GroupBase:
     """A group ([`LeaderboardGroup`][redis_leaderboard.LeaderboardGroup], sync or asyncio): the
     boards and the write."""
 
-    client_class: Any  # the public class's
+    _client_class: Any  # the public class's
 
     def __init__(self, redis_client: Any, boards: Sequence[Any], *, url: Optional[str] = None):
         boards = list(boards)
@@ -1166,7 +1166,7 @@ class GroupBase:
         """The group's boards, in the order given."""
         self.keys = keys
         """The boards' keys, in the same order (the keys of ``submit``'s result)."""
-        self.redis = make_client(redis_client, url, self.client_class)
+        self.redis = make_client(redis_client, url, self._client_class)
 
     def _request(
         self,

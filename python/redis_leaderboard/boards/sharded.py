@@ -88,9 +88,9 @@ class ShardedBase:
 
     # Set by the public classes: the cluster client this class runs on, its name in reprs and
     # errors, and the plain board class upsert_many loads each shard with.
-    cluster_client_class: Any
-    display_name: str
-    board_class: type[Leaderboard[Any]]
+    _cluster_client_class: Any
+    _display_name: str
+    _board_class: type[Leaderboard[Any]]
     redis: Any
     _run: Runner
 
@@ -143,13 +143,13 @@ class ShardedBase:
             )
             for i in range(shards)
         ]
-        expected = self.cluster_client_class
+        expected = self._cluster_client_class
         if not hasattr(redis_client, "run_many") or (
             getattr(type(redis_client), "is_cluster", False)
             and not isinstance(redis_client, expected)
         ):  # not a cluster client, or one of the other API (blocking for asyncio, or the reverse)
             raise TypeError(
-                f"{self.display_name} runs on a {public_name(expected)}, "
+                f"{self._display_name} runs on a {public_name(expected)}, "
                 f"not a {public_name(type(redis_client))}"
             )
         self.redis = redis_client
@@ -177,7 +177,7 @@ class ShardedBase:
 
     def __repr__(self) -> str:
         return (
-            f"{self.display_name}(key={self.key!r}, shards={self.shards}, "
+            f"{self._display_name}(key={self.key!r}, shards={self.shards}, "
             f"order={self.order!r}, ties={self.ties!r})"
         )
 
@@ -1063,7 +1063,7 @@ class ShardedBase:
 
     def _refuse_events(self) -> NotImplementedError:
         return NotImplementedError(
-            f"events are not supported on a {self.display_name}: each shard would append to its "
+            f"events are not supported on a {self._display_name}: each shard would append to its "
             "own stream ('{key:0}:events', '{key:1}:events', ...), in its own slot, often on "
             "another node, so there is no one stream to read (XREAD cannot span slots on a "
             "cluster) and no order between the shards' events; use a RedisLeaderboard (one slot) "
@@ -1124,7 +1124,7 @@ class ShardedBase:
         """
         check_bulk_arguments(chunk_size, progress)
         boards = [
-            self.board_class(self.redis, key=b.key, **self._shard_board_kwargs())
+            self._board_class(self.redis, key=b.key, **self._shard_board_kwargs())
             for b in self._boards
         ]
         lock = threading.Lock()  # the blocking driver reports from a thread per shard

@@ -34,10 +34,10 @@ class TeamBase:
     """A team board ([`TeamLeaderboard`][redis_leaderboard.TeamLeaderboard], sync or asyncio),
     written once (see the module for the design)."""
 
-    client_class: Any  # the public class's
-    cluster_client_class: Any
-    board_class: Any  # the plain board class of the same API
-    display_name: str = "TeamLeaderboard"
+    _client_class: Any  # the public class's
+    _cluster_client_class: Any
+    _board_class: Any  # the plain board class of the same API
+    _display_name: str = "TeamLeaderboard"
     redis: Any
 
     def __init__(
@@ -53,8 +53,8 @@ class TeamBase:
             raise ValueError("key must be a non-empty str")
         self._team = _core.TeamBoard(key, aggregate=aggregate, order=order)
         self.redis = board_client(
-            self.display_name, redis_client, url, key, self.client_class,
-            self.cluster_client_class,
+            self._display_name, redis_client, url, key, self._client_class,
+            self._cluster_client_class,
         )  # fmt: skip
         self.key = key
         """The team board's key: the teams' board; the members' is ``f"{key}:members"``."""
@@ -62,10 +62,10 @@ class TeamBase:
         """How a team's score follows from its members': ``"sum"`` or ``"best"``."""
         self.order: Order = order
         """``"desc"`` (higher is better) or ``"asc"``, for members and teams alike."""
-        self.teams = self.board_class(self.redis, key=key, max_entries=None, order=order)
+        self.teams = self._board_class(self.redis, key=key, max_entries=None, order=order)
         """The teams' board, for reads (``get_top``, ``get_rank(team)``, ...): a
         ``RedisLeaderboard`` of the same API."""
-        self.members = self.board_class(
+        self.members = self._board_class(
             self.redis, key=f"{key}:members", max_entries=None, order=order
         )
         """The members' board, for reads: a ``RedisLeaderboard`` of the same API."""

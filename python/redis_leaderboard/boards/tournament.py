@@ -165,10 +165,10 @@ class TournamentBase(PeriodClock):
     """A tournament (``Tournament``, sync or asyncio): its options, schedule and methods,
     each written once (see the module for the design)."""
 
-    client_class: Any  # the public class's
-    cluster_client_class: Any
-    board_class: Any  # the plain board class of the same API
-    display_name: str = "Tournament"
+    _client_class: Any  # the public class's
+    _cluster_client_class: Any
+    _board_class: Any  # the plain board class of the same API
+    _display_name: str = "Tournament"
     redis: Any
 
     def __init__(
@@ -232,12 +232,12 @@ class TournamentBase(PeriodClock):
         """The most one write may improve a player's score by (fair play), or None."""
         self._start_clock(_periods(schedule, tz, anchor), clock)
         self.redis = board_client(
-            self.display_name,
+            self._display_name,
             redis_client,
             url,
             key,
-            self.client_class,
-            self.cluster_client_class,
+            self._client_class,
+            self._cluster_client_class,
         )
         self.key = key
         """The tournament's key: a period's board is ``f"{key}:{period_id}"``."""
@@ -387,7 +387,7 @@ class TournamentBase(PeriodClock):
         if board is None:
             if len(self._boards) > 2 * self.keep + 8:
                 self._boards.clear()
-            board = self.board_class(self.redis, board_key, None, order=self.order, ties=self.ties)
+            board = self._board_class(self.redis, board_key, None, order=self.order, ties=self.ties)
             self._boards[board_key] = board
         return board
 
@@ -609,7 +609,7 @@ class TournamentBase(PeriodClock):
 
     def __repr__(self) -> str:
         return (
-            f"{self.display_name}(key={self.key!r}, schedule={self.schedule!r}, "
+            f"{self._display_name}(key={self.key!r}, schedule={self.schedule!r}, "
             f"duration={self.duration!r}, max_size={self.max_size}, "
             f"join_required={self.join_required}, max_attempts={self.max_attempts}, "
             f"mode={self.mode!r}, order={self.order!r}, ties={self.ties!r})"
