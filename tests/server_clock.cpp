@@ -15,6 +15,13 @@
 // found with dlsym(RTLD_NEXT), once; dlsym may allocate, and an allocator initialising itself
 // (jemalloc) may read the clock: a reading made while the function is being found, or before,
 // takes the system call instead.
+//
+// Valkey 9 on x86 reads the wall clock (gettimeofday) at most once a millisecond and adds the
+// processor's time stamp counter (rdtsc, no libc call) in between: a clock moved by the tests
+// would reach it up to a millisecond late, and a frozen one would run for up to a millisecond,
+// then jump back. It takes the counter only if /proc/cpuinfo shows the constant_tsc flag, else it
+// uses clock_gettime(CLOCK_MONOTONIC) and reads the wall clock each time; so the shim shows the
+// server an empty /proc/cpuinfo (it is read nowhere else in Redis or Valkey).
 #include <dlfcn.h>
 #include <fcntl.h>
 #include <sys/mman.h>
@@ -25,7 +32,9 @@
 
 #include <atomic>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
+#include <cstring>
 
 namespace {
 
@@ -97,9 +106,23 @@ int64_t now_ns(int64_t in_mode) {
   }
 }
 
+using Fopen = FILE* (*)(const char*, const char*);
+
+// libc's fopen64 (fopen is the same function on 64-bit systems), the empty file for
+// /proc/cpuinfo.
+FILE* next_fopen(const char* path, const char* how) {
+  static const Fopen next = reinterpret_cast<Fopen>(dlsym(RTLD_NEXT, "fopen64"));
+  if (path != nullptr && std::strcmp(path, "/proc/cpuinfo") == 0) path = "/dev/null";
+  return next(path, how);
+}
+
 }  // namespace
 
 extern "C" {
+
+FILE* fopen(const char* path, const char* how) { return next_fopen(path, how); }
+
+FILE* fopen64(const char* path, const char* how) { return next_fopen(path, how); }
 
 int clock_gettime(clockid_t clock, timespec* ts) {
   if (clock != CLOCK_REALTIME && clock != CLOCK_REALTIME_COARSE) {
