@@ -146,11 +146,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 def redis_server() -> Iterator[RedisServer]:
     """The session's shared private redis-server."""
     server = RedisServer()
-    # Valkey 9 answers TIME from a wall clock it does not read again each time (a FakeClock's
-    # moves reach it only now and then): its tests that move the clock are skipped.
-    FakeClock.movable = server_clock.movable(
-        server.redis_py(), server.port
-    ) and not server.server_version().at_least("valkey", 9)
+    FakeClock.movable = server_clock.movable(server.redis_py(), server.port)
     yield server
     server.cleanup()
 

@@ -7,8 +7,22 @@
 //   mode 2: frozen at `fake`.
 // The monotonic clocks stay real: Redis measures timeouts and durations with them.
 // libfaketime does this in general, but crashes Debian's redis-server (jemalloc calls the clock
-// while it is initialising); this file does only what the tests need, reading the real clock by
-// the system call itself.
+// while it is initialising); this file does only what the tests need.
+//
+// Cost: Redis reads the clock (mostly CLOCK_MONOTONIC) several times per command, so every
+// reading the shim does not change goes to libc's own clock_gettime, which reads the vDSO (a
+// system call per reading cost a quarter of redis-benchmark's GET rate). libc's function is
+// found with dlsym(RTLD_NEXT), once; dlsym may allocate, and an allocator initialising itself
+// (jemalloc) may read the clock: a reading made while the function is being found, or before,
+// takes the system call instead.
+//
+// Valkey 9 on x86 reads the wall clock (gettimeofday) at most once a millisecond and adds the
+// processor's time stamp counter (rdtsc, no libc call) in between: a clock moved by the tests
+// would reach it up to a millisecond late, and a frozen one would run for up to a millisecond,
+// then jump back. It takes the counter only if /proc/cpuinfo shows the constant_tsc flag, else it
+// uses clock_gettime(CLOCK_MONOTONIC) and reads the wall clock each time; so the shim shows the
+// server an empty /proc/cpuinfo (it is read nowhere else in Redis or Valkey).
+#include <dlfcn.h>
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
@@ -18,7 +32,9 @@
 
 #include <atomic>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
+#include <cstring>
 
 namespace {
 
@@ -41,35 +57,80 @@ Shared* shared() {
   return mapped;
 }
 
+// The mode in force: 0 (the real clock) without a file.
+int64_t mode() {
+  Shared* s = shared();
+  return s == nullptr ? 0 : s->mode.load(std::memory_order_acquire);
+}
+
+using ClockGettime = int (*)(clockid_t, timespec*);
+
+int raw_clock_gettime(clockid_t clock, timespec* ts) {
+  return static_cast<int>(syscall(SYS_clock_gettime, clock, ts));
+}
+
+// libc's clock_gettime, or the system call while it is being looked up (on this thread: the
+// lookup's own allocations may read the clock). initial-exec: the flag is in the static TLS block
+// (a preloaded library has its place there), so reading it never allocates.
+std::atomic<ClockGettime> next_clock_gettime{nullptr};
+thread_local bool resolving __attribute__((tls_model("initial-exec"))) = false;
+
+ClockGettime real_clock_gettime() {
+  ClockGettime next = next_clock_gettime.load(std::memory_order_acquire);
+  if (next != nullptr) return next;
+  if (resolving) return raw_clock_gettime;
+  resolving = true;
+  next = reinterpret_cast<ClockGettime>(dlsym(RTLD_NEXT, "clock_gettime"));
+  resolving = false;
+  if (next == nullptr) next = raw_clock_gettime;
+  next_clock_gettime.store(next, std::memory_order_release);
+  return next;
+}
+
 int64_t real_ns() {
   timespec ts{};
-  syscall(SYS_clock_gettime, CLOCK_REALTIME, &ts);
+  real_clock_gettime()(CLOCK_REALTIME, &ts);
   return static_cast<int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec;
 }
 
-int64_t now_ns() {
-  const int64_t real = real_ns();
+// The wall clock in nanoseconds: the real one in mode 0 (or if the mode changes under us).
+int64_t now_ns(int64_t in_mode) {
   Shared* s = shared();
-  if (s == nullptr) return real;
-  switch (s->mode.load()) {
+  switch (in_mode) {
     case 1:
-      return s->fake.load() + (real - s->real.load());
+      return s->fake.load() + (real_ns() - s->real.load());
     case 2:
       return s->fake.load();
     default:
-      return real;
+      return real_ns();
   }
+}
+
+using Fopen = FILE* (*)(const char*, const char*);
+
+// libc's fopen64 (fopen is the same function on 64-bit systems), the empty file for
+// /proc/cpuinfo.
+FILE* next_fopen(const char* path, const char* how) {
+  static const Fopen next = reinterpret_cast<Fopen>(dlsym(RTLD_NEXT, "fopen64"));
+  if (path != nullptr && std::strcmp(path, "/proc/cpuinfo") == 0) path = "/dev/null";
+  return next(path, how);
 }
 
 }  // namespace
 
 extern "C" {
 
+FILE* fopen(const char* path, const char* how) { return next_fopen(path, how); }
+
+FILE* fopen64(const char* path, const char* how) { return next_fopen(path, how); }
+
 int clock_gettime(clockid_t clock, timespec* ts) {
   if (clock != CLOCK_REALTIME && clock != CLOCK_REALTIME_COARSE) {
-    return static_cast<int>(syscall(SYS_clock_gettime, clock, ts));
+    return real_clock_gettime()(clock, ts);
   }
-  const int64_t ns = now_ns();
+  const int64_t in_mode = mode();
+  if (in_mode == 0) return real_clock_gettime()(clock, ts);
+  const int64_t ns = now_ns(in_mode);
   ts->tv_sec = static_cast<time_t>(ns / 1000000000);
   ts->tv_nsec = static_cast<long>(ns % 1000000000);
   return 0;
@@ -77,7 +138,7 @@ int clock_gettime(clockid_t clock, timespec* ts) {
 
 int gettimeofday(timeval* tv, void*) {
   if (tv != nullptr) {
-    const int64_t ns = now_ns();
+    const int64_t ns = now_ns(mode());
     tv->tv_sec = static_cast<time_t>(ns / 1000000000);
     tv->tv_usec = static_cast<suseconds_t>(ns % 1000000000 / 1000);
   }
@@ -85,7 +146,7 @@ int gettimeofday(timeval* tv, void*) {
 }
 
 time_t time(time_t* out) {
-  const time_t seconds = static_cast<time_t>(now_ns() / 1000000000);
+  const time_t seconds = static_cast<time_t>(now_ns(mode()) / 1000000000);
   if (out != nullptr) *out = seconds;
   return seconds;
 }

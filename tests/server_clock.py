@@ -37,7 +37,17 @@ def _build() -> Path:
     if not out.exists():
         partial = out.with_suffix(f".{os.getpid()}.so")
         subprocess.run(
-            ["g++", "-std=c++17", "-O2", "-shared", "-fPIC", "-o", str(partial), str(_SOURCE)],
+            [
+                "g++",
+                "-std=c++17",
+                "-O2",
+                "-shared",
+                "-fPIC",
+                "-o",
+                str(partial),
+                str(_SOURCE),
+                "-ldl",
+            ],
             check=True,
         )
         partial.replace(out)
