@@ -15,11 +15,6 @@
 
 namespace rlb::leaderboard {
 
-namespace scripts {
-extern const Script league;       // a league's writes: submit, join, close, settle (one cohort)
-extern const Script league_read;  // a league's reads: standings, tier_of, tiers, results
-}  // namespace scripts
-
 // A league operation's result: named fields, in order (the bindings make a dict of them).
 struct LeagueRecord;
 using LeagueField =

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "errors.hpp"
+#include "leaderboard/script_calls.hpp"
 
 namespace rlb::leaderboard {
 
@@ -933,6 +934,16 @@ std::vector<std::string> Board::Identity::with_options(std::vector<std::string> 
   return args;
 }
 
+std::optional<arg::order> Board::Identity::order_arg() const {
+  if (is_default()) return std::nullopt;
+  return arg::order{std::string(name_of(order))};
+}
+
+std::optional<arg::ties> Board::Identity::ties_arg() const {
+  if (is_default()) return std::nullopt;
+  return arg::ties{ties_word()};
+}
+
 std::vector<std::string> Board::Identity::with_events(std::vector<std::string> args) const {
   if (!guards.events) return with_options(std::move(args));
   args.emplace_back(name_of(order));
@@ -1211,12 +1222,16 @@ std::vector<std::string> Board::script_keys(std::vector<std::string> extra, Chec
   keys.reserve(4 + extra.size());
   keys.push_back(key());
   for (auto& k : extra) keys.push_back(std::move(k));
-  if (!has_default_options()) {
-    for (auto& k : option_keys()) keys.push_back(std::move(k));
-  } else if (check == Check::EveryCall || !options_checked()) {
-    keys.push_back(key() + ":options");
-  }
+  for (auto& k : option_keys_arg(check).value) keys.push_back(std::move(k));
   return keys;
+}
+
+arg::option_keys Board::option_keys_arg(Check check) const {
+  if (!has_default_options()) return arg::option_keys{option_keys()};
+  if (check == Check::EveryCall || !options_checked()) {
+    return arg::option_keys{{key() + ":options"}};
+  }
+  return arg::option_keys{{}};
 }
 
 std::vector<std::string> Board::removal_keys(std::vector<std::string> extra) const {
@@ -1373,14 +1388,15 @@ std::unique_ptr<Operation> Board::get_rank(std::string user_id) const {
     return std::make_unique<SingleCall>(
         "get_rank", Command{nullptr, strings("ZREVRANK", key(), std::move(user_id))}, parse);
   }
-  Command command = script_call(scripts::rank, script_keys({}, Check::UntilConfirmed),
-                                id_->with_options(strings(std::move(user_id))));
+  Command command = calls::rank(arg::board{key()}, option_keys_arg(Check::UntilConfirmed),
+                                arg::user_id{std::move(user_id)}, id_->order_arg(),
+                                id_->ties_arg());
   return std::make_unique<SingleCall>("get_rank", std::move(command), parse, id_);
 }
 
 std::unique_ptr<Operation> Board::check_options() const {
-  Command command =
-      script_call(scripts::rank, script_keys({}, Check::EveryCall), id_->with_options({""}));
+  Command command = calls::rank(arg::board{key()}, option_keys_arg(Check::EveryCall),
+                                arg::user_id{""}, id_->order_arg(), id_->ties_arg());
   return std::make_unique<SingleCall>(
       "check_options", std::move(command),
       [id = id_](Reply& reply) -> Result {
@@ -1402,8 +1418,9 @@ std::unique_ptr<Operation> Board::get_user_metadata(std::string user_id) const {
 std::unique_ptr<Operation> Board::get_user_entry(std::string user_id) const {
   require_user_id(user_id);
   Command command =
-      script_call(scripts::entry, script_keys({metadata_key(user_id)}, Check::UntilConfirmed),
-                  id_->with_options({user_id}));
+      calls::entry(arg::board{key()}, arg::user_key{metadata_key(user_id)},
+                   option_keys_arg(Check::UntilConfirmed), arg::user_id{user_id},
+                   id_->order_arg(), id_->ties_arg());
   return std::make_unique<SingleCall>(
       "get_user_entry", std::move(command),
       [user_id = std::move(user_id), size = entry_size()](Reply& reply) mutable -> Result {

@@ -15,6 +15,7 @@
 
 #include "codec/reply.hpp"
 #include "leaderboard/scripts.hpp"
+#include "leaderboard/script_args.hpp"
 
 namespace rlb::leaderboard {
 
@@ -26,13 +27,6 @@ using Metadata = std::vector<std::pair<std::string, std::string>>;  // HGETALL o
 // call that applied it, so a resend of that same call (after a lost reply) is told apart from
 // another call with the same id: only the latter is a duplicate.
 std::string new_call_token();
-
-// One command. With a script, argv is {numkeys, keys..., args...} and it is sent as EVALSHA
-// (EVAL after a NOSCRIPT reply); otherwise argv is the whole command.
-struct Command {
-  const Script* script = nullptr;
-  std::vector<std::string> argv;
-};
 
 struct Entry {
   std::optional<long long> rank;  // 1-based; absent when a write was trimmed away
@@ -426,6 +420,9 @@ class Board {
     // A script's last fixed arguments: order and ties, on a board with options only (a default
     // board's commands stay within the 10 arguments Redis accepts before authentication).
     std::vector<std::string> with_options(std::vector<std::string> args) const;
+    // The same two, as a declared script takes them (`order?`, `ties?`).
+    std::optional<arg::order> order_arg() const;
+    std::optional<arg::ties> ties_arg() const;
     // with_options, and on a board with events (guards) order, ties and the word
     // 'events:<maxlen>[ expire:<unix ms>]': a removal's last arguments (see removal_events in
     // _lib.lua). A board without events sends exactly with_options'.
@@ -448,6 +445,8 @@ class Board {
   // {key, extra keys..., option keys...}, as every script declares them. A default board's
   // options hash is left out once it need not be checked: its scripts then skip the check.
   std::vector<std::string> script_keys(std::vector<std::string> extra, Check check) const;
+  // The option keys of script_keys, as a declared script takes them (`option_keys...`).
+  arg::option_keys option_keys_arg(Check check) const;
   // script_keys(extra, EveryCall), then the events stream on a board with events: a removal's
   // keys (delete_user, clear, trims).
   std::vector<std::string> removal_keys(std::vector<std::string> extra) const;

@@ -13,10 +13,6 @@
 
 namespace rlb::leaderboard {
 
-namespace scripts {
-extern const Script team;  // a team board's calls: submit, move, remove, members
-}  // namespace scripts
-
 // How a team's score follows from its members' contributions: their sum, or the best one.
 enum class TeamAggregate { Sum, Best };
 TeamAggregate parse_team_aggregate(std::string_view name);

@@ -15,11 +15,6 @@
 
 namespace rlb::leaderboard {
 
-namespace scripts {
-extern const Script tournament;       // a tournament's writes: submit, join, add_attempts
-extern const Script tournament_read;  // a player's state in a period
-}  // namespace scripts
-
 // The period an operation is about (unix ms): its start, the end of its active window, the
 // next period's start, the deadline of its keys; `now`: the client's clock (none: the server's
 // clock decides); `named`: whether the caller named the period (the stale-client guard): 0 no,

@@ -1,0 +1,579 @@
+"""Build the server-side scripts into C++: run by CMake at build time, tested by
+tests/test_script_generator.py.
+
+Reads every ``<name>.lua`` of this folder (``_lib.lua`` is the helpers) and writes, into the
+output folder:
+
+- ``scripts.cpp``: each script's body as Redis runs it, with its SHA1 (EVALSHA needs no
+  SCRIPT LOAD round trip);
+- ``leaderboard/scripts.hpp``: the registry, one ``extern const Script`` per script, named by
+  its file, with the first line of the script's own comment: no list is kept by hand.
+
+A script's body is its ``#!lua`` line (its flags, Redis 7.0+), then the helpers of ``_lib.lua``
+it uses (transitively, in ``_lib.lua``'s order), then its own text. Redis runs the whole chunk on
+every call, and each ``local function`` is a closure built on every call, so a script carries
+only what it uses. A script with a line starting ``-- @options`` has two paths: before it, the
+guide's (a default board: the guide's commands only, ending in a return), after it the path of
+boards with options; the helpers only the second path uses are placed just before it, so a call
+that returns on the guide's path never builds them.
+
+``_lib.lua`` holds only ``local function NAME(...)`` blocks (ending at a line ``end``) and
+``local NAME = <value>`` lines, each with the comment lines right above it; a helper may use
+only helpers above it. Anything else there is an error, as is a script without a ``#!lua``
+line: the build stops with the file and the line.
+
+A script declares its interface once, in ``--:`` lines among its opening comment::
+
+    --: KEYS board: the board
+    --: KEYS option_keys...: the board's option keys (board_spec in _lib.lua)
+    --: ARGV user_id: the user
+    --: ARGV order?: on a board with options, its order
+
+``NAME...`` is the rest of the list (last in it), ``NAME?`` may be left out (only after every
+required one, and not in a list with a ``...``). From that declaration the script's body gets a
+prologue of named locals, right after its ``#!lua`` line (``local board, option_keys_at =
+KEYS[1], 2``: a ``...`` name's local is the index of its first element), so its text names
+what it reads; and C++ gets, in ``leaderboard/script_args.hpp``, one type per name
+(``arg::board``, a string; ``arg::option_keys``, a list; constructed explicitly, so a call
+site names every argument) and, in ``leaderboard/script_calls.hpp``, one function per script
+(``calls::entry(arg::board, ...)``, in the declared order) that builds its EVALSHA: a missing,
+extra or misplaced argument is a compile error. A name means one thing in every script (a
+string, or a list).
+
+A script of several calls (a league's submit, join, close, ...) declares its common keys and
+arguments, then each call after a ``--: CALL word`` line with its own (after the common ones)::
+
+    --: KEYS state: the period's state
+    --: ARGV period: the period's id
+    --: CALL join: a placement alone
+    --: ARGV user_id: the player
+
+ARGV[1] is then the call's word (the local ``call``), and C++ gets one function per call,
+``calls::league_join(arg::state, arg::period, arg::user_id)``, which sends the word.
+
+Usage: ``python generate.py <scripts folder> <output folder>``. A file whose content would not
+change is not rewritten (so nothing recompiles for nothing).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+LIB = "_lib.lua"
+_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_FUNCTION = re.compile(r"^local function ([A-Za-z_][A-Za-z0-9_]*)\(")
+_VALUE = re.compile(r"^local ([A-Za-z_][A-Za-z0-9_]*) = ")
+_SCRIPT_NAME = re.compile(r"^[a-z][a-z0-9_]*$")
+
+
+class GenerateError(Exception):
+    """A script or the helpers break a rule of this file's docstring."""
+
+
+def identifiers(code: str) -> set[str]:
+    """The identifiers of Lua code, comments left out (a helper named in a comment is no use)."""
+    return set(_IDENTIFIER.findall(re.sub(r"--[^\n]*", "", code)))
+
+
+@dataclass
+class Helper:
+    name: str
+    text: str  # its comment lines, then its definition, each line ending in "\n"
+    uses: list[str] = field(default_factory=list)  # the helpers it uses (all above it)
+
+
+def parse_lib(text: str, path: str = LIB) -> list[Helper]:
+    """The helpers of ``_lib.lua``, in file order."""
+    helpers: list[Helper] = []
+    comments = ""
+    current: Helper | None = None
+    lines = text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    for number, line in enumerate(lines, 1):
+        if current is not None:  # inside a function: up to its "end" line
+            current.text += line + "\n"
+            if line == "end":
+                current = None
+        elif match := _FUNCTION.match(line):
+            current = Helper(match[1], comments + line + "\n")
+            helpers.append(current)
+            comments = ""
+        elif match := _VALUE.match(line):
+            helpers.append(Helper(match[1], comments + line + "\n"))
+            comments = ""
+        elif line.startswith("--"):
+            comments += line + "\n"
+        elif line == "":
+            comments = ""  # a comment paragraph of the file, not of a helper
+        else:
+            raise GenerateError(
+                f"{path}:{number}: not a `local function` or a `local NAME = ` line: {line}"
+            )
+    if current is not None:
+        raise GenerateError(f'{path}: local function {current.name} has no "end" line')
+    names = [helper.name for helper in helpers]
+    if len(set(names)) != len(names):
+        twice = sorted({name for name in names if names.count(name) > 1})
+        raise GenerateError(f"{path}: defined twice: {', '.join(twice)}")
+    index = {name: i for i, name in enumerate(names)}
+    for i, helper in enumerate(helpers):
+        used = identifiers(helper.text)
+        for other in names:
+            if other != helper.name and other in used:
+                if index[other] > i:
+                    raise GenerateError(
+                        f"{path}: {helper.name} uses {other}, which is defined below it"
+                    )
+                helper.uses.append(other)
+    return helpers
+
+
+def helpers_used(code: str, helpers: list[Helper], exclude: set[str]) -> tuple[str, set[str]]:
+    """The text of the helpers ``code`` uses, transitively, in ``_lib.lua``'s order, but those in
+    ``exclude``; and the names of all it uses (``exclude``'s included)."""
+    by_name = {helper.name: helper for helper in helpers}
+    used = identifiers(code)
+    wanted = {helper.name for helper in helpers if helper.name in used}
+    queue = list(wanted)
+    while queue:
+        for other in by_name[queue.pop()].uses:
+            if other not in wanted:
+                wanted.add(other)
+                queue.append(other)
+    text = "".join(helper.text + "\n" for helper in helpers if helper.name in wanted - exclude)
+    return text, wanted
+
+
+@dataclass
+class Param:
+    name: str
+    kind: str  # "one", "optional" or "rest"
+    about: str
+
+
+@dataclass
+class Call:
+    """One call of a script: its keys and arguments, after the script's common ones."""
+
+    name: str  # "" for a script of one call; else the word its ARGV[1] carries
+    about: str
+    keys: list[Param] = field(default_factory=list)
+    args: list[Param] = field(default_factory=list)
+
+
+@dataclass
+class Script:
+    name: str
+    body: str  # as Redis runs it
+    summary: str  # the first sentence of its own comment
+    # Its declaration: the common keys and arguments (calls[0] with name ""), then each call's
+    # own; empty: it declares nothing (yet).
+    calls: list[Call] = field(default_factory=list)
+
+    @property
+    def sha1(self) -> str:
+        return hashlib.sha1(self.body.encode()).hexdigest()
+
+    def signatures(self) -> list[tuple[str, str, list[Param], list[Param]]]:
+        """(C++ function name, call word, keys, args) of each way to call the script."""
+        if not self.calls:
+            return []
+        common, own = self.calls[0], self.calls[1:]
+        if not own:
+            return [(self.name, "", common.keys, common.args)]
+        return [
+            (
+                f"{self.name}_{call.name}",
+                call.name,
+                common.keys + call.keys,
+                common.args + call.args,
+            )
+            for call in own
+        ]
+
+
+def build_script(name: str, text: str, helpers: list[Helper]) -> Script:
+    """One script's body, from its file's text."""
+    if not _SCRIPT_NAME.match(name):
+        raise GenerateError(f"{name}.lua: a script's name is lower case letters, digits and _")
+    shebang = re.match(r"#!lua[^\n]*\n", text)
+    if not shebang:
+        raise GenerateError(f"{name}.lua must start with a #!lua line declaring its flags")
+    own = text[shebang.end() :]
+    calls = parse_declaration(name, own)
+    declared = {p.name for call in calls for p in call.keys + call.args}
+    clash = declared & {h.name for h in helpers}
+    if clash:
+        raise GenerateError(f"{name}.lua declares {', '.join(sorted(clash))}, a helper's name")
+    prologue = lua_prologue(calls) if calls else ""
+    split = own.find("\n-- @options")
+    if split == -1:
+        lib, _ = helpers_used(own, helpers, set())
+        body = shebang[0] + prologue + lib + own
+    else:
+        guide, options = own[: split + 1], own[split + 1 :]
+        lib_guide, names = helpers_used(guide, helpers, set())
+        lib_options, _ = helpers_used(options, helpers, names)
+        body = shebang[0] + prologue + lib_guide + guide + lib_options + options
+    return Script(name, body, first_sentence(own), calls)
+
+
+_DECLARATION = re.compile(r"^--: (KEYS|ARGV|CALL) ([a-z][a-z0-9_]*)(\.\.\.|\?)?(?:: (.*))?$")
+# Names a declaration may not take: Lua's and C++'s keywords, and the generated code's own.
+_RESERVED = set(
+    "and break do else elseif end false for function goto if in local nil not or repeat return "
+    "then true until while auto bool case catch char class const continue default delete double "
+    "enum explicit extern float friend inline int long namespace new operator private protected "
+    "public register short signed sizeof static struct switch template this throw try typedef "
+    "union unsigned using virtual void volatile call out value".split()
+)
+
+
+def _check_list(where: str, params: list[Param]) -> None:
+    """A list's rules: a rest is last; optional ones go last, never with a rest; no optional
+    key."""
+    if any(p.kind == "rest" for p in params) and any(p.kind == "optional" for p in params):
+        raise GenerateError(f"{where}: a list has optional ones or a rest, not both")
+    for i, param in enumerate(params):
+        later = params[i + 1 :]
+        if param.kind == "rest" and later:
+            raise GenerateError(f"{where}: {param.name}... must be last")
+        if param.kind == "optional" and any(p.kind != "optional" for p in later):
+            raise GenerateError(f"{where}: optional {param.name}? must follow every required one")
+    if any(p.kind == "rest" for p in params) and any(p.kind == "optional" for p in params):
+        raise GenerateError(f"{where}: a list has optional ones or a rest, not both")
+
+
+def parse_declaration(name: str, own: str) -> list[Call]:
+    """A script's declaration: its common keys and arguments, then each call's (empty: it
+    declares nothing)."""
+    calls = [Call("", "")]
+    for number, line in enumerate(own.split("\n"), 2):
+        if not line.startswith("--:"):
+            continue
+        where = f"{name}.lua:{number}"
+        match = _DECLARATION.match(line)
+        if not match:
+            raise GenerateError(
+                f"{where}: a declaration is `--: KEYS|ARGV name[...|?][: about]` or "
+                "`--: CALL word[: about]`"
+            )
+        which, word, mark, about = match[1], match[2], match[3], match[4] or ""
+        if word in _RESERVED:
+            raise GenerateError(f"{where}: {word} is a reserved word")
+        if which == "CALL":
+            if mark or any(call.name == word for call in calls):
+                raise GenerateError(f"{where}: a call is a word, declared once")
+            calls.append(Call(word, about))
+            continue
+        kind = {"...": "rest", "?": "optional", None: "one"}[mark]
+        if which == "KEYS" and kind == "optional":
+            raise GenerateError(f"{where}: a key is never optional (declare a rest)")
+        mine = [p.name for p in calls[0].keys + calls[0].args + calls[-1].keys + calls[-1].args]
+        if word in mine:
+            raise GenerateError(f"{where}: {word} is declared twice")
+        (calls[-1].keys if which == "KEYS" else calls[-1].args).append(Param(word, kind, about))
+    if len(calls) == 1 and not calls[0].keys and not calls[0].args:
+        return []
+    if not calls[0].keys:
+        raise GenerateError(f"{name}.lua: declares no KEYS before its calls")
+    for call in calls[1:] or calls:
+        both = calls[0] if call is calls[0] else call
+        keys = calls[0].keys + (call.keys if call is not calls[0] else [])
+        args = calls[0].args + (call.args if call is not calls[0] else [])
+        label = f"{name}.lua" + (f", call {both.name}" if both.name else "")
+        _check_list(f"{label} KEYS", keys)
+        _check_list(f"{label} ARGV", args)
+    return calls
+
+
+def _assign(table: str, params: list[Param], first: int) -> tuple[list[str], list[str]]:
+    """The locals and values of `params`, the list's elements from `first` on."""
+    names = [p.name + "_at" if p.kind == "rest" else p.name for p in params]
+    values = [str(i) if p.kind == "rest" else f"{table}[{i}]" for i, p in enumerate(params, first)]
+    return names, values
+
+
+def lua_prologue(calls: list[Call]) -> str:
+    """The named locals of a declared script's KEYS and ARGV (a rest's: the index of its first
+    element). A script of several calls: ARGV[1] is the call's word, local ``call``; each
+    call's own keys and arguments are set by it."""
+    lines = ["-- The call's keys and arguments, as declared (generate.py)."]
+    common, own = calls[0], calls[1:]
+    first_arg = 2 if own else 1
+    for table, params, first in (("KEYS", common.keys, 1), ("ARGV", common.args, first_arg)):
+        names, values = _assign(table, params, first)
+        if table == "ARGV" and own:
+            names, values = ["call", *names], ["ARGV[1]", *values]
+        if names:
+            lines.append(f"local {', '.join(names)} = {', '.join(values)}")
+    if own:
+        union: list[str] = []
+        for call in own:
+            for table, params, first in (
+                ("KEYS", call.keys, 1 + len(common.keys)),
+                ("ARGV", call.args, first_arg + len(common.args)),
+            ):
+                for local in _assign(table, params, first)[0]:
+                    if local not in union:
+                        union.append(local)
+        if union:
+            lines.append(f"local {', '.join(union)}")
+        branch = "if"
+        for call in own:
+            sets: list[str] = []
+            for table, params, first in (
+                ("KEYS", call.keys, 1 + len(common.keys)),
+                ("ARGV", call.args, first_arg + len(common.args)),
+            ):
+                names, values = _assign(table, params, first)
+                if names:
+                    sets.append(f"  {', '.join(names)} = {', '.join(values)}")
+            lines.append(f"{branch} call == '{call.name}' then")
+            lines += sets
+            branch = "elseif"
+        lines.append("end")
+    return "\n".join(lines) + "\n"
+
+
+def first_sentence(text: str) -> str:
+    """The first sentence of the comment that opens ``text`` (what the script is for)."""
+    words: list[str] = []
+    for line in text.split("\n"):
+        if not line.startswith("--") or line.startswith("-- @"):
+            break
+        for word in line[2:].split():
+            words.append(word)
+            if word.endswith(".") or (word.endswith(":") and len(words) > 12):
+                return " ".join(words).rstrip(":.") + "."
+    return " ".join(words)
+
+
+def _comment(text: str, width: int = 98) -> list[str]:
+    """``text`` as C++ comment lines of at most ``width`` columns."""
+    lines: list[str] = []
+    line = "//"
+    for word in text.split():
+        if len(line) + 1 + len(word) > width and line != "//":
+            lines.append(line)
+            line = "//"
+        line += " " + word
+    lines.append(line)
+    return lines
+
+
+def build_all(folder: Path) -> list[Script]:
+    """Every script of ``folder``, by name."""
+    helpers = parse_lib((folder / LIB).read_text(), LIB)
+    return [
+        build_script(path.stem, path.read_text(), helpers)
+        for path in sorted(folder.glob("*.lua"))
+        if path.name != LIB
+    ]
+
+
+def _cpp_string(text: str) -> str:
+    """``text`` as a C++ raw string literal (split where it would hold its own delimiter)."""
+    delimiter = "lua"
+    if f'){delimiter}"' in text:
+        raise GenerateError(f'a script holds ){delimiter}", the end of its C++ literal')
+    return f'R"{delimiter}({text}){delimiter}"'
+
+
+def scripts_cpp(scripts: list[Script]) -> str:
+    out = [
+        "// Generated by cpp/leaderboard/scripts/generate.py from cpp/leaderboard/scripts/*.lua.",
+        "// Do not edit.",
+        '#include "leaderboard/scripts.hpp"',
+        "",
+        "namespace rlb::leaderboard::scripts {",
+    ]
+    for script in scripts:
+        out.append(
+            f'extern const Script {script.name}{{"{script.name}", {_cpp_string(script.body)}, '
+            f'"{script.sha1}"}};'
+        )
+    out.append("}  // namespace rlb::leaderboard::scripts")
+    return "\n".join(out) + "\n"
+
+
+def scripts_hpp(scripts: list[Script]) -> str:
+    out = [
+        "// The server-side scripts of cpp/leaderboard/scripts/*.lua, embedded at build time.",
+        "// Generated by cpp/leaderboard/scripts/generate.py. Do not edit.",
+        "#pragma once",
+        "",
+        "#include <string>",
+        "#include <string_view>",
+        "#include <vector>",
+        "",
+        "namespace rlb::leaderboard {",
+        "",
+        "struct Script {",
+        "  std::string_view name;",
+        "  std::string_view body;  // its #!lua line, the _lib.lua helpers it uses, then its text",
+        "  std::string_view sha1;  // hex, as EVALSHA wants it",
+        "};",
+        "",
+        "// One command. With a script, argv is {numkeys, keys..., args...} and it is sent as",
+        "// EVALSHA (EVAL after a NOSCRIPT reply); otherwise argv is the whole command.",
+        "struct Command {",
+        "  const Script* script = nullptr;",
+        "  std::vector<std::string> argv;",
+        "};",
+        "",
+        "namespace scripts {",
+    ]
+    for script in scripts:
+        out += _comment(f"{script.name}.lua: {script.summary}")
+        out.append(f"extern const Script {script.name};")
+    out += ["}  // namespace scripts", "", "}  // namespace rlb::leaderboard"]
+    return "\n".join(out) + "\n"
+
+
+def _shapes(scripts: list[Script]) -> dict[str, str]:
+    """Each declared name's C++ shape ("one": a string, "rest": a list), the same everywhere."""
+    shapes: dict[str, str] = {}
+    where: dict[str, str] = {}
+    for script in scripts:
+        for call in script.calls:
+            for param in call.keys + call.args:
+                shape = "rest" if param.kind == "rest" else "one"
+                if shapes.setdefault(param.name, shape) != shape:
+                    raise GenerateError(
+                        f"{script.name}.lua: {param.name} is a list here and a string in "
+                        f"{where[param.name]}.lua (or the other way round): a name means one "
+                        "thing"
+                    )
+                where.setdefault(param.name, script.name)
+    return dict(sorted(shapes.items()))
+
+
+def script_args_hpp(scripts: list[Script]) -> str:
+    out = [
+        "// The named arguments of the scripts' calls (see script_calls.hpp), one type per name",
+        "// declared in cpp/leaderboard/scripts/*.lua. Generated by generate.py. Do not edit.",
+        "#pragma once",
+        "",
+        "#include <string>",
+        "#include <utility>",
+        "#include <vector>",
+        "",
+        "namespace rlb::leaderboard::arg {",
+    ]
+    for name, shape in _shapes(scripts).items():
+        value = "std::vector<std::string>" if shape == "rest" else "std::string"
+        out += [
+            f"struct {name} {{",
+            f"  explicit {name}({value} v) : value(std::move(v)) {{}}",
+            f"  {value} value;",
+            "};",
+        ]
+    out.append("}  // namespace rlb::leaderboard::arg")
+    return "\n".join(out) + "\n"
+
+
+def script_calls_hpp(scripts: list[Script]) -> str:
+    out = [
+        "// One function per declared call of a script: its EVALSHA, built from named arguments",
+        "// in the order its declaration gives (cpp/leaderboard/scripts/<name>.lua; a script of",
+        "// several calls has one per call, <script>_<call>). Generated by generate.py. Do not",
+        "// edit.",
+        "#pragma once",
+        "",
+        "#include <optional>",
+        "#include <string>",
+        "#include <utility>",
+        "#include <vector>",
+        "",
+        '#include "leaderboard/script_args.hpp"',
+        '#include "leaderboard/scripts.hpp"',
+        "",
+        "namespace rlb::leaderboard::calls {",
+    ]
+    for script in scripts:
+        abouts = {p.name: p.about for c in script.calls for p in c.keys + c.args if p.about}
+        for function, word, keys, args in script.signatures():
+            params = [
+                f"std::optional<arg::{p.name}> {p.name} = std::nullopt"
+                if p.kind == "optional"
+                else f"arg::{p.name} {p.name}"
+                for p in keys + args
+            ]
+            about = next((c.about for c in script.calls if c.name == word and c.about), "")
+            out += ["", *_comment(f"{script.name}.lua: {about or script.summary}")]
+            for p in keys + args:
+                if p.name in abouts:
+                    out += _comment(f"{p.name}: {abouts[p.name]}")
+            out.append(f"inline Command {function}({', '.join(params)}) {{")
+            fixed_keys = sum(1 for p in keys if p.kind == "one")
+            rest_key = next((p for p in keys if p.kind == "rest"), None)
+            count = str(fixed_keys) + (f" + {rest_key.name}.value.size()" if rest_key else "")
+            size = f"1 + {count} + {(1 if word else 0) + sum(1 for p in args if p.kind != 'rest')}"
+            for p in args:
+                if p.kind == "rest":
+                    size += f" + {p.name}.value.size()"
+            out += [
+                f"  Command out{{&scripts::{script.name}, {{}}}};",
+                f"  out.argv.reserve({size});",
+                f"  out.argv.push_back(std::to_string({count}));",
+            ]
+            for i, p in enumerate(keys + args):
+                if word and i == len(keys):
+                    out.append(f'  out.argv.emplace_back("{word}");')
+                if p.kind == "rest":
+                    out.append(
+                        f"  for (auto& v : {p.name}.value) out.argv.push_back(std::move(v));"
+                    )
+                elif p.kind == "optional":
+                    out += [
+                        f"  if (!{p.name}) return out;",
+                        f"  out.argv.push_back(std::move({p.name}->value));",
+                    ]
+                else:
+                    out.append(f"  out.argv.push_back(std::move({p.name}.value));")
+            if word and not args:
+                out.append(f'  out.argv.emplace_back("{word}");')
+            out += ["  return out;", "}"]
+    out.append("}  // namespace rlb::leaderboard::calls")
+    return "\n".join(out) + "\n"
+
+
+def write_if_changed(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if path.exists() and path.read_text() == text:
+        return
+    partial = path.with_suffix(path.suffix + ".new")
+    partial.write_text(text)
+    partial.replace(path)
+
+
+def main(argv: list[str]) -> int:
+    if len(argv) != 3:
+        print(f"usage: {argv[0]} <scripts folder> <output folder>", file=sys.stderr)
+        return 2
+    folder, output = Path(argv[1]), Path(argv[2])
+    try:
+        scripts = build_all(folder)
+    except GenerateError as error:
+        print(f"generate.py: {error}", file=sys.stderr)
+        return 1
+    write_if_changed(output / "scripts.cpp", scripts_cpp(scripts))
+    try:
+        args_hpp, calls_hpp = script_args_hpp(scripts), script_calls_hpp(scripts)
+    except GenerateError as error:
+        print(f"generate.py: {error}", file=sys.stderr)
+        return 1
+    write_if_changed(output / "leaderboard" / "scripts.hpp", scripts_hpp(scripts))
+    write_if_changed(output / "leaderboard" / "script_args.hpp", args_hpp)
+    write_if_changed(output / "leaderboard" / "script_calls.hpp", calls_hpp)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

@@ -1,0 +1,259 @@
+"""cpp/leaderboard/scripts/generate.py, the build step that turns the Lua scripts into C++: how
+a script's body is put together, and that a broken helper file or script stops the build with
+the file and the reason."""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import os
+import subprocess
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+SCRIPTS = Path(__file__).resolve().parents[1] / "cpp" / "leaderboard" / "scripts"
+
+
+def _load() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("generate", SCRIPTS / "generate.py")
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["generate"] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+generate = _load()
+
+LIB = """\
+-- A file comment: no helper's.
+
+-- The width.
+local WIDTH = 16
+
+-- Twice x.
+local function double(x)
+  return x * 2
+end
+
+-- Twice double, and WIDTH.
+local function quadruple(x)
+  return double(double(x)) + WIDTH
+end
+
+local function unused()
+  return 1
+end
+"""
+
+
+def test_helpers_are_read_with_their_comments_and_uses() -> None:
+    helpers = generate.parse_lib(LIB)
+    assert [h.name for h in helpers] == ["WIDTH", "double", "quadruple", "unused"]
+    assert helpers[0].text == "-- The width.\nlocal WIDTH = 16\n"
+    assert helpers[2].uses == ["WIDTH", "double"]
+    assert "file comment" not in "".join(h.text for h in helpers)
+
+
+def test_a_script_carries_only_the_helpers_it_uses_transitively_in_file_order() -> None:
+    helpers = generate.parse_lib(LIB)
+    script = generate.build_script("demo", "#!lua flags=no-writes\nreturn quadruple(1)\n", helpers)
+    body = script.body
+    assert body.startswith("#!lua flags=no-writes\n-- The width.\nlocal WIDTH = 16\n")
+    assert body.index("local function double") < body.index("local function quadruple")
+    assert "unused" not in body
+    assert body.endswith("return quadruple(1)\n")
+    assert script.sha1 == hashlib.sha1(body.encode()).hexdigest()
+
+
+def test_the_options_path_builds_its_own_helpers_after_the_guides_path() -> None:
+    helpers = generate.parse_lib(LIB)
+    text = (
+        "#!lua\n-- demo: a test.\nif x then return double(1) end\n"
+        "-- @options: boards with options\nreturn quadruple(2)\n"
+    )
+    body = generate.build_script("demo", text, helpers).body
+    guide_return = body.index("return double(1)")
+    # double is the guide path's, built once before it; quadruple (and WIDTH) only after it.
+    assert body.index("local function double") < guide_return
+    assert body.count("local function double") == 1
+    assert guide_return < body.index("local WIDTH") < body.index("local function quadruple")
+
+
+@pytest.mark.parametrize(
+    ("lib", "message"),
+    [
+        ("x = 1\n", "_lib.lua:1: not a `local function`"),
+        ("local function f()\n  return 1\n", 'local function f has no "end" line'),
+        ("local function f()\n  return g()\nend\nlocal function g()\nend\n", "f uses g"),
+        ("local A = 1\nlocal A = 2\n", "defined twice: A"),
+    ],
+)
+def test_a_broken_helper_file_is_refused_naming_why(lib: str, message: str) -> None:
+    with pytest.raises(generate.GenerateError, match=message.replace("(", r"\(")):
+        generate.parse_lib(lib, "_lib.lua")
+
+
+def test_a_script_without_its_flags_line_is_refused() -> None:
+    with pytest.raises(generate.GenerateError, match="must start with a #!lua line"):
+        generate.build_script("demo", "return 1\n", [])
+
+
+def test_the_real_scripts_each_get_a_registry_entry_and_their_body(tmp_path: Path) -> None:
+    assert generate.main(["generate.py", str(SCRIPTS), str(tmp_path)]) == 0
+    names = sorted(p.stem for p in SCRIPTS.glob("*.lua") if p.name != "_lib.lua")
+    header = (tmp_path / "leaderboard" / "scripts.hpp").read_text()
+    source = (tmp_path / "scripts.cpp").read_text()
+    for name in names:
+        assert f"extern const Script {name};" in header
+        assert f'extern const Script {name}{{"{name}", R"lua(#!lua' in source
+    # Nothing is rewritten when nothing changed (nothing recompiles for nothing).
+    before = {p: p.stat().st_mtime_ns for p in tmp_path.rglob("*") if p.is_file()}
+    os.utime(tmp_path / "scripts.cpp", ns=(1, 1))
+    assert generate.main(["generate.py", str(SCRIPTS), str(tmp_path)]) == 0
+    assert (tmp_path / "scripts.cpp").stat().st_mtime_ns == 1
+    assert set(before) == {p for p in tmp_path.rglob("*") if p.is_file()}
+
+
+def test_a_failed_build_says_which_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "_lib.lua").write_text("")
+    (tmp_path / "bad.lua").write_text("return 1\n")
+    assert generate.main(["generate.py", str(tmp_path), str(tmp_path / "out")]) == 1
+    assert "bad.lua must start with a #!lua line" in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()
+
+
+DEMO = """\
+#!lua
+-- demo: a script of two calls.
+--: KEYS board: the board
+--: ARGV period: the period
+--: CALL join: a placement alone
+--: KEYS option_keys...: its option keys
+--: ARGV user_id: the player
+--: CALL settle: one cohort
+--: KEYS record: the settlement's record
+--: ARGV cohort: the cohort
+--: ARGV token?: the call's token
+return {call, board, option_keys_at, period, user_id, cohort, token, record}
+"""
+
+
+def test_a_declaration_gives_the_script_named_locals_and_cpp_a_function_per_call() -> None:
+    script = generate.build_script("demo", DEMO, [])
+    prologue = script.body.split("-- demo:")[0]
+    assert prologue == (
+        "#!lua\n"
+        "-- The call's keys and arguments, as declared (generate.py).\n"
+        "local board = KEYS[1]\n"
+        "local call, period = ARGV[1], ARGV[2]\n"
+        "local option_keys_at, user_id, record, cohort, token\n"
+        "if call == 'join' then\n"
+        "  option_keys_at = 2\n"
+        "  user_id = ARGV[3]\n"
+        "elseif call == 'settle' then\n"
+        "  record = KEYS[2]\n"
+        "  cohort, token = ARGV[3], ARGV[4]\n"
+        "end\n"
+    )
+    assert [s[0] for s in script.signatures()] == ["demo_join", "demo_settle"]
+
+
+def test_the_generated_calls_compile_and_send_their_arguments_in_the_declared_order(
+    tmp_path: Path,
+) -> None:
+    """The C++ a declaration gives, compiled and run: each call's EVALSHA arguments."""
+    scripts = tmp_path / "scripts"
+    scripts.mkdir()
+    (scripts / "_lib.lua").write_text("")
+    (scripts / "demo.lua").write_text(DEMO)
+    out = tmp_path / "out"
+    assert generate.main(["generate.py", str(scripts), str(out)]) == 0
+    main = tmp_path / "main.cpp"
+    main.write_text(
+        """
+#include <cstdio>
+#include "leaderboard/script_calls.hpp"
+using namespace rlb::leaderboard;
+static void show(const Command& c) {
+  std::printf("%s", std::string(c.script->name).c_str());
+  for (const auto& a : c.argv) std::printf(" [%s]", a.c_str());
+  std::printf("\\n");
+}
+int main() {
+  show(calls::demo_join(arg::board{"b"}, arg::option_keys{{"o1", "o2"}}, arg::period{"p"},
+                        arg::user_id{"ann"}));
+  show(calls::demo_settle(arg::board{"b"}, arg::record{"r"}, arg::period{"p"},
+                          arg::cohort{"3"}));
+  show(calls::demo_settle(arg::board{"b"}, arg::record{"r"}, arg::period{"p"},
+                          arg::cohort{"3"}, arg::token{"t"}));
+}
+"""
+    )
+    root = Path(__file__).resolve().parents[1]
+    binary = tmp_path / "main"
+    subprocess.run(
+        [
+            "g++",
+            "-std=c++17",
+            "-Wall",
+            "-Wextra",
+            "-Werror",
+            f"-I{root / 'cpp'}",
+            f"-I{out}",
+            str(main),
+            str(out / "scripts.cpp"),
+            "-o",
+            str(binary),
+        ],
+        check=True,
+    )
+    printed = subprocess.run([str(binary)], check=True, capture_output=True, text=True).stdout
+    assert printed.splitlines() == [
+        "demo [3] [b] [o1] [o2] [join] [p] [ann]",
+        "demo [2] [b] [r] [settle] [p] [3]",
+        "demo [2] [b] [r] [settle] [p] [3] [t]",
+    ]
+    # A misplaced argument does not compile.
+    main.write_text(
+        '#include "leaderboard/script_calls.hpp"\nusing namespace rlb::leaderboard;\n'
+        'int main() { calls::demo_join(arg::board{"b"}, arg::option_keys{{}}, '
+        'arg::user_id{"ann"}, arg::period{"p"}); }\n'
+    )
+    failed = subprocess.run(
+        ["g++", "-std=c++17", "-fsyntax-only", f"-I{root / 'cpp'}", f"-I{out}", str(main)],
+        capture_output=True,
+        text=True,
+    )
+    assert failed.returncode != 0 and "could not convert" in failed.stderr
+
+
+@pytest.mark.parametrize(
+    ("declaration", "message"),
+    [
+        ("--: KEYS a...\n--: KEYS b\n", "a... must be last"),
+        ("--: KEYS a\n--: ARGV b?\n--: ARGV c\n", "optional b\\? must follow"),
+        ("--: KEYS a\n--: ARGV b?\n--: ARGV c...\n", "optional ones or a rest"),
+        ("--: KEYS a?\n", "a key is never optional"),
+        ("--: KEYS a\n--: ARGV a\n", "a is declared twice"),
+        ("--: KEYS end\n", "end is a reserved word"),
+        ("--: KEYS a\n--: ARGV b\n--: CALL x\n--: CALL x\n", "declared once"),
+        ("--: ARGV b\n", "declares no KEYS"),
+        ("--: KEYS a b\n", "a declaration is"),
+        ("--: KEYS double_it\n", "a helper's name"),
+    ],
+)
+def test_a_broken_declaration_is_refused_naming_why(declaration: str, message: str) -> None:
+    helpers = generate.parse_lib("local function double_it(x)\n  return x * 2\nend\n")
+    with pytest.raises(generate.GenerateError, match=message):
+        generate.build_script("demo", "#!lua\n" + declaration + "return 1\n", helpers)
+
+
+def test_a_name_means_one_thing_in_every_script() -> None:
+    one = generate.build_script("one", "#!lua\n--: KEYS a\n--: ARGV b\nreturn 1\n", [])
+    two = generate.build_script("two", "#!lua\n--: KEYS a\n--: ARGV b...\nreturn 1\n", [])
+    with pytest.raises(generate.GenerateError, match="b is a list here and a string"):
+        generate.script_args_hpp([one, two])
