@@ -379,14 +379,19 @@ class SingleCall final : public Operation {
 // larger than one page is read in several round trips and is not one snapshot.
 class ListAll final : public Operation {
  public:
-  ListAll(std::shared_ptr<Identity> id, std::vector<std::string> keys, std::string prefix)
-      : id_(std::move(id)), keys_(std::move(keys)), prefix_(std::move(prefix)) {}
+  ListAll(std::shared_ptr<Identity> id, std::string board, arg::option_keys option_keys,
+          std::string prefix)
+      : id_(std::move(id)),
+        board_(std::move(board)),
+        option_keys_(std::move(option_keys)),
+        prefix_(std::move(prefix)) {}
   const char* name() const override { return "list_all"; }
   bool paged() const override { return true; }
   std::vector<Command> next() override {
-    return {script_call(scripts::window, keys_,
-                        id_->with_options({prefix_, "range", std::to_string(entries_.size()),
-                                           std::to_string(Board::kPageSize)}))};
+    return {calls::window(arg::board{board_}, option_keys_, arg::user_prefix{prefix_},
+                          arg::mode{"range"}, arg::start{std::to_string(entries_.size())},
+                          arg::count{std::to_string(Board::kPageSize)}, id_->order_arg(),
+                          id_->ties_arg())};
   }
   codec::ReplySink* reply_sink(std::size_t) override { return &window_; }
   bool feed(std::vector<Reply>& replies) override {
@@ -417,12 +422,13 @@ class ListAll final : public Operation {
   }
   std::unique_ptr<Operation> without_metadata() const override {
     if (prefix_.empty()) return nullptr;
-    return std::make_unique<ListAll>(id_, keys_, std::string());
+    return std::make_unique<ListAll>(id_, board_, option_keys_, std::string());
   }
 
  private:
   std::shared_ptr<Identity> id_;
-  std::vector<std::string> keys_;
+  std::string board_;
+  arg::option_keys option_keys_;
   std::string prefix_;  // empty: without metadata (window.lua's lean mode)
   WindowReader window_;
   std::vector<Entry> entries_;
@@ -1335,8 +1341,9 @@ std::unique_ptr<Operation> Board::set_max_entries(long long max_entries) const {
 std::unique_ptr<Operation> Board::get_top(long long count) const {
   count = require_at_least_one(count, "count");
   Command command =
-      script_call(scripts::window, script_keys({}, Check::UntilConfirmed),
-                  id_->with_options(strings(metadata_prefix(), "top", "0", std::to_string(count))));
+      calls::window(arg::board{key()}, option_keys_arg(Check::UntilConfirmed),
+                    arg::user_prefix{metadata_prefix()}, arg::mode{"top"}, arg::start{"0"},
+                    arg::count{std::to_string(count)}, id_->order_arg(), id_->ties_arg());
   auto call = SingleCall("get_top", std::move(command),
                          SingleCall::WindowParser([](WindowReader* window) -> Result {
                            if (window == nullptr) unexpected("a rank window");
@@ -1370,9 +1377,10 @@ std::unique_ptr<Operation> Board::get_top(long long count) const {
 std::unique_ptr<Operation> Board::get_around_rank(long long rank, long long count) const {
   rank = require_at_least_one(rank, "rank");
   count = require_at_least_one(count, "count");
-  Command command = script_call(scripts::window, script_keys({}, Check::UntilConfirmed),
-                                id_->with_options({metadata_prefix(), "around",
-                                                   std::to_string(rank), std::to_string(count)}));
+  Command command = calls::window(
+      arg::board{key()}, option_keys_arg(Check::UntilConfirmed),
+      arg::user_prefix{metadata_prefix()}, arg::mode{"around"}, arg::start{std::to_string(rank)},
+      arg::count{std::to_string(count)}, id_->order_arg(), id_->ties_arg());
   return SingleCall("get_around_rank", std::move(command), SingleCall::WindowParser(window_entries),
                     id_)
       .caches_metadata(metadata_prefix());
@@ -1388,9 +1396,9 @@ std::unique_ptr<Operation> Board::get_rank(std::string user_id) const {
     return std::make_unique<SingleCall>(
         "get_rank", Command{nullptr, strings("ZREVRANK", key(), std::move(user_id))}, parse);
   }
-  Command command = calls::rank(arg::board{key()}, option_keys_arg(Check::UntilConfirmed),
-                                arg::user_id{std::move(user_id)}, id_->order_arg(),
-                                id_->ties_arg());
+  Command command =
+      calls::rank(arg::board{key()}, option_keys_arg(Check::UntilConfirmed),
+                  arg::user_id{std::move(user_id)}, id_->order_arg(), id_->ties_arg());
   return std::make_unique<SingleCall>("get_rank", std::move(command), parse, id_);
 }
 
@@ -1417,10 +1425,9 @@ std::unique_ptr<Operation> Board::get_user_metadata(std::string user_id) const {
 
 std::unique_ptr<Operation> Board::get_user_entry(std::string user_id) const {
   require_user_id(user_id);
-  Command command =
-      calls::entry(arg::board{key()}, arg::user_key{metadata_key(user_id)},
-                   option_keys_arg(Check::UntilConfirmed), arg::user_id{user_id},
-                   id_->order_arg(), id_->ties_arg());
+  Command command = calls::entry(arg::board{key()}, arg::user_key{metadata_key(user_id)},
+                                 option_keys_arg(Check::UntilConfirmed), arg::user_id{user_id},
+                                 id_->order_arg(), id_->ties_arg());
   return std::make_unique<SingleCall>(
       "get_user_entry", std::move(command),
       [user_id = std::move(user_id), size = entry_size()](Reply& reply) mutable -> Result {
@@ -1439,7 +1446,8 @@ std::unique_ptr<Operation> Board::get_user_entry(std::string user_id) const {
 }
 
 std::unique_ptr<Operation> Board::list_all() const {
-  return std::make_unique<ListAll>(id_, script_keys({}, Check::UntilConfirmed), metadata_prefix());
+  return std::make_unique<ListAll>(id_, key(), option_keys_arg(Check::UntilConfirmed),
+                                   metadata_prefix());
 }
 
 std::unique_ptr<Operation> Board::get_size() const {
@@ -1616,9 +1624,10 @@ void require_not_nan(double value, const char* field) {
 std::unique_ptr<Operation> Board::get_around_user(std::string user_id, long long count) const {
   require_user_id(user_id);
   count = require_at_least_one(count, "count");
-  Command command = script_call(
-      scripts::around, script_keys({}, Check::EveryCall),
-      id_->with_options({metadata_prefix(), std::move(user_id), std::to_string(count)}));
+  Command command =
+      calls::around(arg::board{key()}, option_keys_arg(Check::EveryCall),
+                    arg::user_prefix{metadata_prefix()}, arg::user_id{std::move(user_id)},
+                    arg::count{std::to_string(count)}, id_->order_arg(), id_->ties_arg());
   return SingleCall("get_around_user", std::move(command),
                     SingleCall::WindowParser([](WindowReader* window) -> Result {
                       // nil: the user is not on the board
@@ -1635,13 +1644,11 @@ std::unique_ptr<Operation> Board::get_entries(std::vector<std::string> user_ids)
                           " ids, not " + std::to_string(user_ids.size()));
   }
   for (const auto& user_id : user_ids) require_user_id(user_id);
-  std::vector<std::string> args;
-  args.reserve(4 + user_ids.size());
-  args.push_back(metadata_prefix());
-  args.push_back(std::to_string(user_ids.size()));
-  for (const auto& user_id : user_ids) args.push_back(user_id);
-  Command command = script_call(scripts::entries, script_keys({}, Check::EveryCall),
-                                id_->with_options(std::move(args)));
+  Command command = calls::entries(
+      arg::board{key()}, option_keys_arg(Check::EveryCall), arg::user_prefix{metadata_prefix()},
+      arg::board_order{id_->is_default() ? "" : name_of(id_->order)},
+      arg::board_ties{id_->is_default() ? std::string() : id_->ties_word()},
+      arg::user_ids{user_ids});
   return SingleCall(
              "get_entries", std::move(command),
              [user_ids = std::move(user_ids), size = entry_size()](Reply& reply) mutable -> Result {
@@ -1677,10 +1684,10 @@ std::unique_ptr<Operation> Board::get_page(long long page, long long page_size) 
   page_size = require_between(page_size, 1, kMaxQueryItems, "page_size");
   // Past any board's end from 2^32 on (the product then fits); `page` is reported as asked.
   const long long start = std::min((std::min(page, kMaxWindow) - 1) * page_size, kMaxWindow);
-  Command command =
-      script_call(scripts::window, script_keys({}, Check::UntilConfirmed),
-                  id_->with_options({metadata_prefix(), "range", std::to_string(start),
-                                     std::to_string(page_size)}));
+  Command command = calls::window(
+      arg::board{key()}, option_keys_arg(Check::UntilConfirmed),
+      arg::user_prefix{metadata_prefix()}, arg::mode{"range"}, arg::start{std::to_string(start)},
+      arg::count{std::to_string(page_size)}, id_->order_arg(), id_->ties_arg());
   return SingleCall(
              "get_page", std::move(command),
              SingleCall::WindowParser([page, page_size, start](WindowReader* window) -> Result {
@@ -1706,10 +1713,11 @@ std::unique_ptr<Operation> Board::get_by_score(double min_score, double max_scor
   if (offset < 0) throw InvalidArgument("offset must be at least 0");
   offset = std::min(offset, kMaxWindow);
   limit = require_at_least_one(limit, "limit");
-  Command command = script_call(
-      scripts::by_score, script_keys({}, Check::EveryCall),
-      id_->with_options({metadata_prefix(), format_score(min_score), format_score(max_score),
-                         std::to_string(offset), std::to_string(limit)}));
+  Command command =
+      calls::by_score(arg::board{key()}, option_keys_arg(Check::EveryCall),
+                      arg::user_prefix{metadata_prefix()}, arg::low{format_score(min_score)},
+                      arg::high{format_score(max_score)}, arg::offset{std::to_string(offset)},
+                      arg::limit{std::to_string(limit)}, id_->order_arg(), id_->ties_arg());
   return std::make_unique<SingleCall>("get_by_score", std::move(command),
                                       SingleCall::WindowParser(window_entries), id_);
 }
@@ -1735,15 +1743,17 @@ std::unique_ptr<Operation> Board::rank_for_score(double score) const {
                                              : Command{nullptr, {"ZCOUNT", counted, "-inf", bound}};
     return std::make_unique<SingleCall>("rank_for_score", std::move(command), parse);
   }
-  Command command = script_call(scripts::stats, script_keys({}, Check::EveryCall),
-                                id_->with_options({"rank_for", format_score(score), "", ""}));
+  Command command =
+      calls::stats_rank_for(arg::board{key()}, option_keys_arg(Check::EveryCall),
+                            arg::score{format_score(score)}, id_->order_arg(), id_->ties_arg());
   return std::make_unique<SingleCall>("rank_for_score", std::move(command), parse, id_);
 }
 
 std::unique_ptr<Operation> Board::get_percentile(std::string user_id) const {
   require_user_id(user_id);
-  Command command = script_call(scripts::stats, script_keys({}, Check::EveryCall),
-                                id_->with_options({"percentile", std::move(user_id), "", ""}));
+  Command command =
+      calls::stats_percentile(arg::board{key()}, option_keys_arg(Check::EveryCall),
+                              arg::user_id{std::move(user_id)}, id_->order_arg(), id_->ties_arg());
   return std::make_unique<SingleCall>(
       "get_percentile", std::move(command),
       [](Reply& reply) -> Result {
@@ -1762,8 +1772,9 @@ std::unique_ptr<Operation> Board::get_percentile(std::string user_id) const {
 
 std::unique_ptr<Operation> Board::score_at_percentile(double p) const {
   if (!(p >= 0 && p <= 100)) throw InvalidArgument("p must be between 0 and 100");
-  Command command = script_call(scripts::stats, script_keys({}, Check::EveryCall),
-                                id_->with_options({"at", format_score(p), "", ""}));
+  Command command =
+      calls::stats_at(arg::board{key()}, option_keys_arg(Check::EveryCall),
+                      arg::percent{format_score(p)}, id_->order_arg(), id_->ties_arg());
   return std::make_unique<SingleCall>(
       "score_at_percentile", std::move(command),
       [](Reply& reply) -> Result {
@@ -1781,11 +1792,11 @@ std::unique_ptr<Operation> Board::get_histogram(long long bins, std::optional<do
   if (min_score && max_score && *min_score > *max_score) {
     throw InvalidArgument("min_score must not be greater than max_score");
   }
-  Command command =
-      script_call(scripts::stats, script_keys({}, Check::EveryCall),
-                  id_->with_options({"histogram", std::to_string(bins),
-                                     min_score ? format_score(*min_score) : std::string(),
-                                     max_score ? format_score(*max_score) : std::string()}));
+  Command command = calls::stats_histogram(
+      arg::board{key()}, option_keys_arg(Check::EveryCall), arg::bins{std::to_string(bins)},
+      arg::low{min_score ? format_score(*min_score) : std::string()},
+      arg::high{max_score ? format_score(*max_score) : std::string()}, id_->order_arg(),
+      id_->ties_arg());
   return std::make_unique<SingleCall>(
       "get_histogram", std::move(command),
       [bins](Reply& reply) -> Result {

@@ -1,13 +1,18 @@
 #!lua flags=no-writes
 -- get_around_user: the rank window centred on a user's position, clamped to the board as
 -- get_around_rank's (a full window at both ends), with each entry's metadata. A read.
--- KEYS: board, then the option keys (see board_spec in _lib.lua). ARGV: metadata prefix,
--- user_id, count, then on a board with options: order, ties.
+--: KEYS board: the board
+--: KEYS option_keys...: the board's option keys (board_spec in _lib.lua)
+--: ARGV user_prefix: the metadata hashes' prefix, "<board>:user:"
+--: ARGV user_id: the user
+--: ARGV count: the window's size
+--: ARGV order?: on a board with options, its order
+--: ARGV ties?: on a board with options, its ties
 -- Returns nil if the user is not on the board, else window.lua's reply: {start, board size,
 -- {user_id, score, {field, value, ...}, ...}}, plus the entries' zero-based ranks for ties where
 -- equal scores share a rank (competition, dense). O(log N + count).
-local board, user_id, count = KEYS[1], ARGV[2], tonumber(ARGV[3])
-local b = board_spec(board, 2, ARGV[4], ARGV[5])
+count = tonumber(count)
+local b = board_spec(board, option_keys_at, order, ties)
 local err = check_acl('ZRANGE', b.ranked, '0', '0') or check_acl('ZCARD', board)
   or check_acl(b.position_command, b.ranked, 'x')
   or (b.first and check_acl('HGET', b.first_keys, user_id))
@@ -27,7 +32,7 @@ if size > count then
 end
 local ranged = range_best(b, start, start + count - 1)
 local entries
-entries, err = hydrate(b, ARGV[1], ranged)
+entries, err = hydrate(b, user_prefix, ranged)
 if err then return err end
 if b.shared then return {start, size, entries, window_ranks(b, ranged, start)} end
 return {start, size, entries}

@@ -1,26 +1,30 @@
 #!lua flags=no-writes
 -- get_entries: the entries of a list of users (friends), each with its score, rank under the
 -- board's tie rule and metadata, in one consistent read. A read.
--- KEYS: board, then the option keys (see board_spec in _lib.lua). ARGV: metadata prefix ('':
--- no metadata, the client caches it), n,
--- n user ids, then on a board with options: order, ties.
+--: KEYS board: the board
+--: KEYS option_keys...: the board's option keys (board_spec in _lib.lua)
+--: ARGV user_prefix: the metadata hashes' prefix, "<board>:user:" ('': no metadata, the client caches it)
+--: ARGV board_order: on a board with options, its order; else ''
+--: ARGV board_ties: on a board with options, its ties; else ''
+--: ARGV user_ids...: the users, in the order of the reply
 -- Returns one item per id, in the order given: false (nil) if it is not on the board, else
 -- {score, zero-based rank, {field, value, ...}}. O(n log N).
-local board, prefix, n = KEYS[1], ARGV[1], tonumber(ARGV[2])
-local b = board_spec(board, 2, ARGV[3 + n], ARGV[4 + n])
+local prefix = user_prefix
+local b = board_spec(board, option_keys_at, board_order ~= '' and board_order or nil,
+  board_ties ~= '' and board_ties or nil)
 local err = check_acl('ZSCORE', board, 'x') or check_acl(b.position_command, b.ranked, 'x')
   or (b.shared and check_acl('ZCOUNT', b.dense or board, '0', '0'))
   or (b.first and check_acl('HGET', b.first_keys, 'x'))
 if err then return err end
 local lean = prefix == ''  -- the client caches metadata: {} for each entry's
-for i = 3, 2 + n do
+for i = user_ids_at, #ARGV do
   err = not lean and check_acl('HGETALL', prefix .. ARGV[i])
   if err then return err end
 end
 err = check_options(b)
 if err then return err end
 local out, empty = {}, {}
-for i = 3, 2 + n do
+for i = user_ids_at, #ARGV do
   local user_id = ARGV[i]
   local score = redis.call('ZSCORE', board, user_id)
   if score then

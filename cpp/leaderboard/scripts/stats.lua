@@ -1,16 +1,28 @@
 #!lua flags=no-writes
 -- The board's statistics, each O(log N) (the histogram O(bins log N)), none scanning the board.
--- A read. KEYS: board, then the option keys (see board_spec in _lib.lua). ARGV: the query and
--- three arguments ('' where it takes fewer), then on a board with options: order, ties.
---   'rank_for', score        -> rank_for_score - 1: the entries (dense: distinct scores)
---                               strictly better than score
---   'percentile', user_id    -> nil if absent, else {entries strictly worse, board size}
---   'at', p                  -> nil on an empty board, else the score at position
---                               max(1, ceil(p / 100 * size)) from the worst (nearest rank)
---   'histogram', bins, min, max ('' for the board's lowest / highest score)
---                            -> {} on an empty board, else {{edge texts, bins + 1}, {counts}}
-local board, query = KEYS[1], ARGV[1]
-local b = board_spec(board, 2, ARGV[5], ARGV[6])
+-- A read.
+--: KEYS board: the board
+--: KEYS option_keys...: the board's option keys (board_spec in _lib.lua)
+--: CALL rank_for: rank_for_score - 1: the entries (dense: distinct scores) strictly better than score
+--: ARGV score: the score, an exact text
+--: ARGV order?: on a board with options, its order
+--: ARGV ties?: on a board with options, its ties
+--: CALL percentile: nil if the user is absent, else {entries strictly worse, board size}
+--: ARGV user_id: the user
+--: ARGV order?: on a board with options, its order
+--: ARGV ties?: on a board with options, its ties
+--: CALL at: nil on an empty board, else the score at position max(1, ceil(p / 100 * size)) from the worst (nearest rank)
+--: ARGV percent: p
+--: ARGV order?: on a board with options, its order
+--: ARGV ties?: on a board with options, its ties
+--: CALL histogram: {} on an empty board, else {{edge texts, bins + 1}, {counts}}
+--: ARGV bins: how many bins
+--: ARGV low: the lowest edge ('': the board's lowest score)
+--: ARGV high: the highest edge ('': the board's highest score)
+--: ARGV order?: on a board with options, its order
+--: ARGV ties?: on a board with options, its ties
+local query = call
+local b = board_spec(board, option_keys_at, order, ties)
 local err = check_acl('ZCOUNT', board, '0', '0') or check_acl('ZCARD', board)
   or check_acl('ZSCORE', board, 'x') or check_acl('ZRANGE', board, '0', '0')
   or (b.tiebreak and (check_acl('HGET', b.first_keys, 'x')
@@ -26,16 +38,16 @@ if query == 'rank_for' then
   -- The rank the score would be reported with: entries strictly better, or on a dense board
   -- the distinct scores strictly better.
   local counted = b.dense or board
-  if b.desc then return redis.call('ZCOUNT', counted, '(' .. ARGV[2], '+inf') end
-  return redis.call('ZCOUNT', counted, '-inf', '(' .. ARGV[2])
+  if b.desc then return redis.call('ZCOUNT', counted, '(' .. score, '+inf') end
+  return redis.call('ZCOUNT', counted, '-inf', '(' .. score)
 end
 
 if query == 'percentile' then
-  local score = redis.call('ZSCORE', board, ARGV[2])
+  local score = redis.call('ZSCORE', board, user_id)
   if not score then return false end
   if b.tiebreak then  -- the (score, columns) order: those after the user's place are worse
     local size = redis.call('ZCARD', board)
-    return {size - 1 - redis.call(b.position_command, b.ranked, ranked_member(b, ARGV[2])), size}
+    return {size - 1 - redis.call(b.position_command, b.ranked, ranked_member(b, user_id)), size}
   end
   local worse
   if b.desc then
@@ -50,7 +62,7 @@ local size = redis.call('ZCARD', board)
 
 if query == 'at' then
   if size == 0 then return false end
-  local k = math.min(size, math.max(1, math.ceil(tonumber(ARGV[2]) / 100 * size)))
+  local k = math.min(size, math.max(1, math.ceil(tonumber(percent) / 100 * size)))
   local ranged
   if b.desc then  -- worst first: ascending scores
     ranged = redis.call('ZRANGE', board, k - 1, k - 1, 'WITHSCORES')
@@ -62,8 +74,7 @@ end
 
 if query == 'histogram' then
   if size == 0 then return {} end
-  local bins = tonumber(ARGV[2])
-  local low, high = tonumber(ARGV[3]), tonumber(ARGV[4])
+  bins, low, high = tonumber(bins), tonumber(low), tonumber(high)
   if not low then
     low = tonumber(redis.call('ZRANGE', board, 0, 0, 'WITHSCORES')[2])
     if high and low > high then low = high end

@@ -1,20 +1,23 @@
 #!lua flags=no-writes
 -- get_top / get_around_rank / a page of list_all: a rank window with each entry's metadata.
 -- A read (no-writes): it runs when the server is out of memory and on read-only replicas.
--- KEYS: board, then the option keys (see board_spec in _lib.lua). ARGV: metadata prefix,
--- 'top' | 'range' | 'around', start (0-based) or rank, count, then on a board with options:
--- order, ties. 'around' centres the window on the 1-based position and clamps it to the board,
--- as the guide. Returns {start, board size (-1 for 'top', which needs none), {user_id, score,
+--: KEYS board: the board
+--: KEYS option_keys...: the board's option keys (board_spec in _lib.lua)
+--: ARGV user_prefix: the metadata hashes' prefix, "<board>:user:"
+--: ARGV mode: 'top' | 'range' | 'around' ('around' centres the window on the 1-based position start and clamps it to the board, as the guide)
+--: ARGV start: the first position (0-based), or for 'around' the rank
+--: ARGV count: the window's size
+--: ARGV order?: on a board with options, its order
+--: ARGV ties?: on a board with options, its ties Returns {start, board size (-1 for 'top', which needs none), {user_id, score,
 -- {field, value, ...}, ...}}, and for ties where equal scores share a rank (competition, dense)
 -- the entries' zero-based ranks.
-local board, mode = KEYS[1], ARGV[2]
-if not ARGV[5] and no_options_recorded(KEYS[2]) then  -- the guide's board
-  local count = tonumber(ARGV[4])
+if not order and no_options_recorded(KEYS[option_keys_at]) then  -- the guide's board
+  count = tonumber(count)
   local err = check_acl('ZRANGE', board, '0', '0') or (mode ~= 'top' and check_acl('ZCARD', board))
   if err then return err end
   local size = -1
   if mode ~= 'top' then size = redis.call('ZCARD', board) end
-  local start = tonumber(ARGV[3])
+  start = tonumber(start)
   if mode == 'around' then
     if size <= count then
       start = 0
@@ -23,14 +26,14 @@ if not ARGV[5] and no_options_recorded(KEYS[2]) then  -- the guide's board
     end
   end
   local entries
-  entries, err = hydrate(nil, ARGV[1],
+  entries, err = hydrate(nil, user_prefix,
     redis.call('ZRANGE', board, start, start + count - 1, 'REV', 'WITHSCORES'))
   if err then return err end
   return {start, size, entries}
 end
 -- @options: boards with options (and a default board's options key that is not absent)
-local b = board_spec(board, 2, ARGV[5], ARGV[6])
-local count = tonumber(ARGV[4])
+local b = board_spec(board, option_keys_at, order, ties)
+count = tonumber(count)
 local err = check_acl('ZRANGE', b.ranked, '0', '0')
   or (mode ~= 'top' and check_acl('ZCARD', board))
   or (b.shared and check_acl('ZCOUNT', b.dense or board, '0', '0'))
@@ -40,7 +43,7 @@ if err then return err end
 local size = -1
 if mode ~= 'top' then size = redis.call('ZCARD', board) end
 
-local start = tonumber(ARGV[3])
+start = tonumber(start)
 if mode == 'around' then
   if size <= count then
     start = 0
@@ -50,7 +53,7 @@ if mode == 'around' then
 end
 local ranged = range_best(b, start, start + count - 1)
 local entries
-entries, err = hydrate(b, ARGV[1], ranged)
+entries, err = hydrate(b, user_prefix, ranged)
 if err then return err end
 if b.shared then return {start, size, entries, window_ranks(b, ranged, start)} end
 return {start, size, entries}
