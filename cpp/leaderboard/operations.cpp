@@ -438,13 +438,18 @@ class ListAll final : public Operation {
 // clear: remove a page of entries and their metadata per round trip until none remain.
 class Clear final : public Operation {
  public:
-  Clear(std::shared_ptr<Identity> id, std::vector<std::string> keys, std::string prefix)
-      : id_(std::move(id)), keys_(std::move(keys)), prefix_(std::move(prefix)) {}
+  Clear(std::shared_ptr<Identity> id, std::string board, arg::removal_keys keys, std::string prefix)
+      : id_(std::move(id)),
+        board_(std::move(board)),
+        keys_(std::move(keys)),
+        prefix_(std::move(prefix)) {}
   const char* name() const override { return "clear"; }
   bool paged() const override { return true; }
   std::vector<Command> next() override {
-    return {script_call(scripts::clear, keys_,
-                        id_->with_events({prefix_, std::to_string(Board::kPageSize)}))};
+    auto last = id_->removal_args();
+    return {calls::clear(arg::board{board_}, keys_, arg::user_prefix{prefix_},
+                         arg::page{std::to_string(Board::kPageSize)}, std::move(last.order),
+                         std::move(last.ties), std::move(last.removal))};
   }
   bool feed(std::vector<Reply>& replies) override {
     id_->accept(replies.at(0));
@@ -457,7 +462,8 @@ class Clear final : public Operation {
 
  private:
   std::shared_ptr<Identity> id_;
-  std::vector<std::string> keys_;
+  std::string board_;
+  arg::removal_keys keys_;
   std::string prefix_;
   RoundTripBudget budget_;
 };
@@ -467,9 +473,10 @@ class Clear final : public Operation {
 class Trim final : public Operation {
  public:
   // set_max_entries (no `report`) makes `max_entries` the board's limit once it has finished.
-  Trim(std::shared_ptr<Identity> id, std::vector<std::string> keys, std::string prefix,
+  Trim(std::shared_ptr<Identity> id, std::string board, arg::removal_keys keys, std::string prefix,
        long long max_entries, std::optional<long long> report)
       : id_(std::move(id)),
+        board_(std::move(board)),
         keys_(std::move(keys)),
         prefix_(std::move(prefix)),
         max_entries_(max_entries),
@@ -479,10 +486,12 @@ class Trim final : public Operation {
   std::vector<Command> next() override {
     long long wanted =
         report_ ? *report_ - static_cast<long long>(summary_.user_ids.size()) : Board::kPageSize;
-    return {script_call(
-        scripts::trim, keys_,
-        id_->with_events({prefix_, std::to_string(max_entries_), std::to_string(Board::kPageSize),
-                          std::to_string(std::max(0LL, wanted))}))};
+    auto last = id_->removal_args();
+    return {calls::trim(arg::board{board_}, keys_, arg::user_prefix{prefix_},
+                        arg::max_entries{std::to_string(max_entries_)},
+                        arg::limit{std::to_string(Board::kPageSize)},
+                        arg::report{std::to_string(std::max(0LL, wanted))}, std::move(last.order),
+                        std::move(last.ties), std::move(last.removal))};
   }
   bool feed(std::vector<Reply>& replies) override {
     auto& reply = replies.at(0);
@@ -510,7 +519,8 @@ class Trim final : public Operation {
 
  private:
   std::shared_ptr<Identity> id_;
-  std::vector<std::string> keys_;
+  std::string board_;
+  arg::removal_keys keys_;
   std::string prefix_;
   long long max_entries_;
   std::optional<long long> report_;  // none: every id, as set_max_entries returns them
@@ -950,14 +960,16 @@ std::optional<arg::ties> Board::Identity::ties_arg() const {
   return arg::ties{ties_word()};
 }
 
-std::vector<std::string> Board::Identity::with_events(std::vector<std::string> args) const {
-  if (!guards.events) return with_options(std::move(args));
-  args.emplace_back(name_of(order));
-  args.emplace_back(ties_word());
+Board::Identity::RemovalArgs Board::Identity::removal_args() const {
+  RemovalArgs out;
+  if (!guards.events && is_default()) return out;
+  out.order = arg::order{std::string(name_of(order))};
+  out.ties = arg::ties{ties_word()};
+  if (!guards.events) return out;
   std::string words = "events:" + std::to_string(guards.events_maxlen);
   if (expire_at) words += " expire:" + std::to_string(*expire_at);  // a periodic board's stream
-  args.push_back(std::move(words));
-  return args;
+  out.removal = arg::removal{std::move(words)};
+  return out;
 }
 
 Board::Board(std::string key, long long max_entries, Order order, Ties ties, Guards guards,
@@ -1240,9 +1252,9 @@ arg::option_keys Board::option_keys_arg(Check check) const {
   return arg::option_keys{{}};
 }
 
-std::vector<std::string> Board::removal_keys(std::vector<std::string> extra) const {
-  std::vector<std::string> keys = script_keys(std::move(extra), Check::EveryCall);
-  if (id_->guards.events) keys.push_back(key() + ":events");
+arg::removal_keys Board::removal_keys_arg() const {
+  arg::removal_keys keys{option_keys_arg(Check::EveryCall).value};
+  if (id_->guards.events) keys.value.push_back(key() + ":events");
   return keys;
 }
 
@@ -1334,7 +1346,7 @@ std::unique_ptr<Operation> Board::submit(std::string user_id, double score, Meta
 
 std::unique_ptr<Operation> Board::set_max_entries(long long max_entries) const {
   max_entries = require_at_least_one(max_entries, "max_entries");
-  return std::make_unique<Trim>(id_, removal_keys({}), metadata_prefix(), max_entries,
+  return std::make_unique<Trim>(id_, key(), removal_keys_arg(), metadata_prefix(), max_entries,
                                 std::nullopt);
 }
 
@@ -1458,8 +1470,10 @@ std::unique_ptr<Operation> Board::get_size() const {
 std::unique_ptr<Operation> Board::delete_user(std::string user_id) const {
   require_user_id(user_id);
   // The metadata goes whether or not the user was on the board, as the guide's delete_user.
-  Command command = script_call(scripts::remove, removal_keys({metadata_key(user_id)}),
-                                id_->with_events({user_id}));
+  auto last = id_->removal_args();
+  Command command = calls::remove(arg::board{key()}, arg::user_key{metadata_key(user_id)},
+                                  removal_keys_arg(), arg::user_id{user_id}, std::move(last.order),
+                                  std::move(last.ties), std::move(last.removal));
   return std::make_unique<SingleCall>(
       "delete_user", std::move(command),
       [](Reply& reply) -> Result { return parse_count(reply, 1) == 1; }, id_);
@@ -1514,7 +1528,7 @@ std::unique_ptr<Operation> Board::hiding_call(const char* action, std::string us
 }
 
 std::unique_ptr<Operation> Board::trim_to_max_entries(long long report) const {
-  return std::make_unique<Trim>(id_, removal_keys({}), metadata_prefix(), max_entries(),
+  return std::make_unique<Trim>(id_, key(), removal_keys_arg(), metadata_prefix(), max_entries(),
                                 std::max(0LL, report));
 }
 
@@ -1600,7 +1614,7 @@ std::unique_ptr<Operation> Board::upsert_chunk(std::vector<BatchEntry> entries,
 }
 
 std::unique_ptr<Operation> Board::clear() const {
-  return std::make_unique<Clear>(id_, removal_keys({}), metadata_prefix());
+  return std::make_unique<Clear>(id_, key(), removal_keys_arg(), metadata_prefix());
 }
 
 // ---- Queries ----------------------------------------------------------------------------------

@@ -14,8 +14,8 @@
 #include <vector>
 
 #include "codec/reply.hpp"
-#include "leaderboard/scripts.hpp"
 #include "leaderboard/script_args.hpp"
+#include "leaderboard/scripts.hpp"
 
 namespace rlb::leaderboard {
 
@@ -423,10 +423,15 @@ class Board {
     // The same two, as a declared script takes them (`order?`, `ties?`).
     std::optional<arg::order> order_arg() const;
     std::optional<arg::ties> ties_arg() const;
-    // with_options, and on a board with events (guards) order, ties and the word
-    // 'events:<maxlen>[ expire:<unix ms>]': a removal's last arguments (see removal_events in
-    // _lib.lua). A board without events sends exactly with_options'.
-    std::vector<std::string> with_events(std::vector<std::string> args) const;
+    // A removal's last arguments (`order?`, `ties?`, `removal?`): with_options', and on a
+    // board with events (guards) order, ties and 'events:<maxlen>[ expire:<unix ms>]' (see
+    // removal_events in _lib.lua).
+    struct RemovalArgs {
+      std::optional<arg::order> order;
+      std::optional<arg::ties> ties;
+      std::optional<arg::removal> removal;
+    };
+    RemovalArgs removal_args() const;
     // Every script reply goes through here first: the status 'OPTIONS order=.. ties=..' (the
     // board's recorded options differ) raises InvalidArgument naming both; anything else shows
     // the options agree.
@@ -447,9 +452,9 @@ class Board {
   std::vector<std::string> script_keys(std::vector<std::string> extra, Check check) const;
   // The option keys of script_keys, as a declared script takes them (`option_keys...`).
   arg::option_keys option_keys_arg(Check check) const;
-  // script_keys(extra, EveryCall), then the events stream on a board with events: a removal's
-  // keys (delete_user, clear, trims).
-  std::vector<std::string> removal_keys(std::vector<std::string> extra) const;
+  // A removal's keys after the board and its own (delete_user, clear, trims:
+  // `removal_keys...`): the option keys, then on a board with events the stream.
+  arg::removal_keys removal_keys_arg() const;
   // hide.lua's call: `action` 'hide', 'unhide' or 'list' (user_id '').
   std::unique_ptr<Operation> hiding_call(const char* action, std::string user_id, bool scope) const;
 

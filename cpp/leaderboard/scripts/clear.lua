@@ -2,17 +2,21 @@
 -- clear, one page: remove up to `page` entries (worst first) and their metadata; once the board
 -- is empty, its option keys too. Only deletes (with events, also appends one event), so it
 -- runs when the server is out of memory (allow-oom) and frees it.
--- KEYS: board, then the option keys (see board_spec in _lib.lua), then with events the stream
--- "<board>:events". ARGV: metadata prefix, page, then on a board with options or events: order,
--- ties, then with events 'events:<maxlen>[ expire:<unix ms>]' (see removal_events in _lib.lua).
+--: KEYS board: the board
+--: KEYS removal_keys...: the board's option keys (board_spec in _lib.lua), then with events its stream "<board>:events"
+--: ARGV user_prefix: the metadata hashes' prefix, "<board>:user:"
+--: ARGV page: at most how many entries this call removes
+--: ARGV order?: on a board with options or events, its order
+--: ARGV ties?: on a board with options or events, its ties
+--: ARGV removal?: with events, 'events:<maxlen>[ expire:<unix ms>]' (see removal_events in _lib.lua)
 -- Returns how many entries remain (hidden players go with the last page). With events, a page that removed entries appends one
 -- 'clear' event (how many it removed, how many are left), never one per entry.
-local board, prefix = KEYS[1], ARGV[1]
-if not ARGV[3] and no_options_recorded(KEYS[2]) then  -- the guide's board
+local prefix = user_prefix
+if not order and no_options_recorded(KEYS[removal_keys_at]) then  -- the guide's board
   local err = check_acl('ZCARD', board) or check_acl('ZRANGE', board, '0', '0')
   if err then return err end
   local user_ids
-  user_ids, err = call_board(board, 'ZRANGE', 0, tonumber(ARGV[2]) - 1)  -- and the board's type
+  user_ids, err = call_board(board, 'ZRANGE', 0, tonumber(page) - 1)  -- and the board's type
   if err then return err end
   err = check_remove_lowest(board, prefix, user_ids)
   if err then return err end
@@ -23,15 +27,15 @@ if not ARGV[3] and no_options_recorded(KEYS[2]) then  -- the guide's board
   return left
 end
 -- @options: boards with options or events (and a default board's options key that is not absent)
-local b = board_spec(board, 2, ARGV[3], ARGV[4])
-local w = removal_events(ARGV[5])  -- events (issue 17): the stream is the last of KEYS
+local b = board_spec(board, removal_keys_at, order, ties)
+local w = removal_events(removal)  -- events (issue 17): the stream is the last of KEYS
 local err = check_acl('ZCARD', board) or check_acl('ZRANGE', b.ranked, '0', '0')
   or check_type(board, 'zset') or (not b.default and check_option_keys(b))
   or (not b.default and check_acl('UNLINK', b.options))
 if err then return err end
 err = check_options(b) or check_removal_events(b, w)
 if err then return err end
-local user_ids, scores = split_range(b, range_worst(b, tonumber(ARGV[2])))
+local user_ids, scores = split_range(b, range_worst(b, tonumber(page)))
 err = check_remove_worst(b, prefix, user_ids)
 if err then return err end
 -- Counted before the writes: a page that empties the board deletes its sorted sets, which are

@@ -2,15 +2,17 @@
 -- delete_user: remove the user from the board and its metadata hash (whether or not it was on
 -- the board, as the guide's delete_user). Only deletes (with events, also appends one event,
 -- far smaller than what it frees), so it runs when the server is out of memory (allow-oom).
--- KEYS: board, the user's metadata hash, then the option keys (see board_spec in _lib.lua),
--- then with events the stream "<board>:events".
--- ARGV: user_id, then on a board with options or events: order, ties, then with events
--- 'events:<maxlen>[ expire:<unix ms>]' (see removal_events in _lib.lua).
+--: KEYS board: the board
+--: KEYS user_key: the user's metadata hash
+--: KEYS removal_keys...: the board's option keys (board_spec in _lib.lua), then with events its stream "<board>:events"
+--: ARGV user_id: the user
+--: ARGV order?: on a board with options or events, its order
+--: ARGV ties?: on a board with options or events, its ties
+--: ARGV removal?: with events, 'events:<maxlen>[ expire:<unix ms>]' (see removal_events in _lib.lua)
 -- Returns 1 if the user was on the board (or hidden with a score: it goes, they stay hidden),
 -- else 0. With events, removing a user appends a
 -- 'delete' event (deleting one who was not on the board changes no entry: no event).
-local board, user_key, user_id = KEYS[1], KEYS[2], ARGV[1]
-if not ARGV[2] and no_options_recorded(KEYS[3]) then  -- the guide's board
+if not order and no_options_recorded(KEYS[removal_keys_at]) then  -- the guide's board
   local err = check_acl('ZREM', board, user_id) or check_acl('UNLINK', user_key)
     or check_type(user_key, 'hash')
   if err then return err end
@@ -22,8 +24,8 @@ if not ARGV[2] and no_options_recorded(KEYS[3]) then  -- the guide's board
   return removed
 end
 -- @options: boards with options or events (and a default board's options key that is not absent)
-local b = board_spec(board, 3, ARGV[2], ARGV[3])
-local w = removal_events(ARGV[4])  -- events (issue 17): the stream is the last of KEYS
+local b = board_spec(board, removal_keys_at, order, ties)
+local w = removal_events(removal)  -- events (issue 17): the stream is the last of KEYS
 local err = check_acl('ZREM', board, user_id) or check_acl('UNLINK', user_key)
   or check_type(board, 'zset') or check_type(user_key, 'hash')
   or (not b.default and check_option_keys(b))

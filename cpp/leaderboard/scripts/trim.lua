@@ -3,15 +3,20 @@
 -- `limit` entries per call so a large trim never blocks the server for long. Only deletes
 -- (with events, also appends the ids it removed), so it runs when the server is out of memory
 -- (allow-oom).
--- KEYS: board, then the option keys (see board_spec in _lib.lua), then with events the stream
--- "<board>:events". ARGV: metadata prefix, max_entries, limit, how many trimmed ids to return,
--- then on a board with options or events: order, ties, then with events
--- 'events:<maxlen>[ expire:<unix ms>]' (see removal_events in _lib.lua).
+--: KEYS board: the board
+--: KEYS removal_keys...: the board's option keys (board_spec in _lib.lua), then with events its stream "<board>:events"
+--: ARGV user_prefix: the metadata hashes' prefix, "<board>:user:"
+--: ARGV max_entries: the board's limit
+--: ARGV limit: at most how many entries this call removes
+--: ARGV report: how many trimmed ids to return
+--: ARGV order?: on a board with options or events, its order
+--: ARGV ties?: on a board with options or events, its ties
+--: ARGV removal?: with events, 'events:<maxlen>[ expire:<unix ms>]' (see removal_events in _lib.lua)
 -- Returns {entries still over the limit, entries trimmed, the first trimmed ids (worst first)}.
 -- With events, a call that trimmed appends 'trim' events listing them (1,000 ids an event).
-local board, prefix = KEYS[1], ARGV[1]
-local max_entries = tonumber(ARGV[2])
-if not ARGV[5] and no_options_recorded(KEYS[2]) then  -- the guide's board
+local prefix = user_prefix
+max_entries, limit, report = tonumber(max_entries), tonumber(limit), tonumber(report)
+if not order and no_options_recorded(KEYS[removal_keys_at]) then  -- the guide's board
   local err = check_acl('ZCARD', board) or check_acl('ZRANGE', board, '0', '0')
   if err then return err end
   local size
@@ -20,16 +25,16 @@ if not ARGV[5] and no_options_recorded(KEYS[2]) then  -- the guide's board
   local over = size - max_entries
   local trimmed = {}
   if over > 0 then
-    trimmed = redis.call('ZRANGE', board, 0, math.min(over, tonumber(ARGV[3])) - 1)
+    trimmed = redis.call('ZRANGE', board, 0, math.min(over, limit) - 1)
   end
   err = check_remove_lowest(board, prefix, trimmed)
   if err then return err end
   remove_lowest(board, prefix, trimmed)
-  return {math.max(0, over - #trimmed), #trimmed, first_of(trimmed, tonumber(ARGV[4]))}
+  return {math.max(0, over - #trimmed), #trimmed, first_of(trimmed, report)}
 end
 -- @options: boards with options or events (and a default board's options key that is not absent)
-local b = board_spec(board, 2, ARGV[5], ARGV[6])
-local w = removal_events(ARGV[7])  -- events (issue 17): the stream is the last of KEYS
+local b = board_spec(board, removal_keys_at, order, ties)
+local w = removal_events(removal)  -- events (issue 17): the stream is the last of KEYS
 local err = check_acl('ZCARD', board) or check_acl('ZRANGE', b.ranked, '0', '0')
   or check_type(board, 'zset') or (not b.default and check_option_keys(b))
 if err then return err end
@@ -53,7 +58,7 @@ end
 -- Counted before the writes (see check_present in _lib.lua).
 local size = redis.call('ZCARD', board) - #strays
 for _, stray in ipairs(strays) do keep_hidden(b, stray[1], stray[2], stray[2], nil) end
-local overflow = math.min(size - max_entries, tonumber(ARGV[3]))
+local overflow = math.min(size - max_entries, limit)
 local trimmed, scores = {}, {}
 if overflow > 0 then trimmed, scores = split_range(b, range_worst(b, overflow)) end
 err = check_remove_worst(b, prefix, trimmed)
@@ -64,4 +69,4 @@ if w then add_trim_events(w, trimmed) end
 -- Counted, not read again: after a write, a script reads no key it may have deleted (see
 -- check_present in _lib.lua).
 local remaining = math.max(0, size - #trimmed - max_entries)
-return {remaining, #trimmed, first_of(trimmed, tonumber(ARGV[4]))}
+return {remaining, #trimmed, first_of(trimmed, report)}
