@@ -129,22 +129,17 @@ void declare_time(py::module_& m) {
       .def("bucket_key", &Window::bucket_key, "bucket"_a)
       .def(
           "refreshed",
-          [](const Window& self, py::handle bucket, py::handle read) {
-            return wrap(self.refreshed(integer_arg(bucket, "bucket"), operation_arg(read).take()));
+          [](const Window& self, py::handle read) {
+            return wrap(self.refreshed(operation_arg(read).take()));
           },
-          "bucket"_a, "read"_a)
+          "read"_a)
       .def(
           "delete_user",
-          [](const Window& self, py::handle bucket, py::handle user_id) {
-            return wrap(self.delete_user(integer_arg(bucket, "bucket"), user_id_arg(user_id)));
+          [](const Window& self, py::handle user_id) {
+            return wrap(self.delete_user(user_id_arg(user_id)));
           },
-          "bucket"_a, "user_id"_a)
-      .def(
-          "clear",
-          [](const Window& self, py::handle bucket) {
-            return wrap(self.clear(integer_arg(bucket, "bucket")));
-          },
-          "bucket"_a);
+          "user_id"_a)
+      .def("clear", [](const Window& self) { return wrap(self.clear()); });
 
   m.def(
       "group_submit",

@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "errors.hpp"
+#include "leaderboard/script_calls.hpp"
 
 namespace rlb::leaderboard {
 namespace {
@@ -276,33 +277,31 @@ std::vector<std::string> Window::keys() const {
   return {key_, key_ + ":window", key_ + ":options"};
 }
 
-std::vector<std::string> Window::args(const char* command, long long bucket) const {
+void Window::check_bucket(long long bucket) const {
   if (bucket < 0 || bucket > (1LL << 52) / bucket_ms_) {
     throw InvalidArgument("bucket " + std::to_string(bucket) + " is out of range");
   }
-  return {command,
-          std::to_string(bucket),
-          std::to_string(bucket_ms_),
-          std::to_string(window_ms_),
-          name_of(order_),
-          name_of(aggregate_),
-          std::to_string(max_entries_)};
 }
 
-std::unique_ptr<Operation> Window::refreshed(long long bucket,
-                                             std::unique_ptr<Operation> read) const {
+template <typename Call, typename... Own>
+Command Window::rolling(Call call, Own... own) const {
+  return call(arg::window_board{key_}, arg::marker{key_ + ":window"},
+              arg::window_options{key_ + ":options"}, arg::bucket_ms{std::to_string(bucket_ms_)},
+              arg::window_ms{std::to_string(window_ms_)}, arg::window_order{name_of(order_)},
+              arg::aggregate{name_of(aggregate_)}, arg::max_entries{std::to_string(max_entries_)},
+              std::move(own)...);
+}
+
+std::unique_ptr<Operation> Window::refreshed(std::unique_ptr<Operation> read) const {
   if (!read) throw InvalidArgument("no read to refresh the window for");
-  return std::make_unique<Refreshed>(
-      script_command(scripts::rolling, keys(), args("refresh", bucket)),
-      script_command(scripts::rolling, keys(), args("check", bucket)), std::move(read));
+  return std::make_unique<Refreshed>(rolling(calls::rolling_refresh), rolling(calls::rolling_check),
+                                     std::move(read));
 }
 
-std::unique_ptr<Operation> Window::delete_user(long long bucket, std::string user_id) const {
+std::unique_ptr<Operation> Window::delete_user(std::string user_id) const {
   if (user_id.empty()) throw InvalidArgument("user_id must not be empty");
-  auto arguments = args("delete", bucket);
-  arguments.push_back(std::move(user_id));
   return std::make_unique<Stepped>("delete_user",
-                                   script_command(scripts::rolling, keys(), std::move(arguments)),
+                                   rolling(calls::rolling_delete, arg::user_id{std::move(user_id)}),
                                    [](Reply& reply) -> std::optional<Result> {
                                      long long found = integer_reply(reply, "delete_user");
                                      if (found == -1)
@@ -312,9 +311,8 @@ std::unique_ptr<Operation> Window::delete_user(long long bucket, std::string use
                                    });
 }
 
-std::unique_ptr<Operation> Window::clear(long long bucket) const {
-  return std::make_unique<OneCall>("clear",
-                                   script_command(scripts::rolling, keys(), args("clear", bucket)),
+std::unique_ptr<Operation> Window::clear() const {
+  return std::make_unique<OneCall>("clear", rolling(calls::rolling_clear),
                                    [](Reply& reply) -> Result {
                                      if (integer_reply(reply, "clear") < 0) unexpected("clear");
                                      return None{};
@@ -365,7 +363,7 @@ std::unique_ptr<Operation> group_submit(std::vector<GroupMember> members, std::s
           throw InvalidArgument("board '" + name + "' is twice in a group");
         }
       }
-      auto window_args = window.args("write", member.bucket);  // validates the bucket
+      window.check_bucket(member.bucket);
       names.push_back(window.key());
       boards.emplace_back(std::nullopt);
       options.push_back(std::string("order='") + name_of(window.order()) +
@@ -377,11 +375,11 @@ std::unique_ptr<Operation> group_submit(std::vector<GroupMember> members, std::s
       if (submission_id) {
         add_submission_guard(words, keys, window.key(), window.submission_ttl(), *submission_id);
       }
-      args.insert(
-          args.end(),
-          {"window", mode, name_of(window.order()), name_of(window.aggregate()),
-           std::to_string(window.max_entries()), window_args[1], std::to_string(window.bucket_ms()),
-           std::to_string(window.window_ms()), words.empty() ? words : words.substr(1)});
+      args.insert(args.end(),
+                  {"window", mode, name_of(window.order()), name_of(window.aggregate()),
+                   std::to_string(window.max_entries()), std::to_string(member.bucket),
+                   std::to_string(window.bucket_ms()), std::to_string(window.window_ms()),
+                   words.empty() ? words : words.substr(1)});
     }
   }
   for (auto& [field, value] : metadata) {

@@ -46,20 +46,29 @@ class Window {
   double submission_ttl() const { return submission_ttl_; }
   std::string bucket_key(long long bucket) const;
 
+  // The bucket is always the server's clock's (rolling.lua): the caller names none.
   // `read` (an operation of a Board on key()), its first round trip led by the refresh of the
-  // window for `bucket` and followed by a check of the marker (rolling.lua 'refresh', 'check'):
-  // sent again, the read's replies dropped, while a transition to the bucket takes more steps.
-  std::unique_ptr<Operation> refreshed(long long bucket, std::unique_ptr<Operation> read) const;
+  // window for the bucket now and followed by a check of the marker (rolling.lua 'refresh',
+  // 'check'): sent again, the read's replies dropped, while a transition takes more steps.
+  std::unique_ptr<Operation> refreshed(std::unique_ptr<Operation> read) const;
   // Removes the user from the union, from every bucket that may still exist, and its metadata;
   // true if it was in any of them. Finishes a transition first (as many round trips as steps).
-  std::unique_ptr<Operation> delete_user(long long bucket, std::string user_id) const;
+  std::unique_ptr<Operation> delete_user(std::string user_id) const;
   // Removes every key of the window and the metadata of everyone in it.
-  std::unique_ptr<Operation> clear(long long bucket) const;
+  std::unique_ptr<Operation> clear() const;
 
-  // rolling.lua's KEYS and its ARGV after the command.
+  // The window's keys: its board, its marker, its options hash (group.lua takes them too).
   std::vector<std::string> keys() const;
-  std::vector<std::string> args(const char* command, long long bucket) const;
+  // InvalidArgument unless `bucket` is one a write may name.
+  void check_bucket(long long bucket) const;
 
+ private:
+  // rolling.lua's call `call` (calls::rolling_<word>) with the window's keys and arguments,
+  // then `own`, the call's own.
+  template <typename Call, typename... Own>
+  Command rolling(Call call, Own... own) const;
+
+ public:
  private:
   std::string key_;
   long long bucket_ms_, window_ms_;

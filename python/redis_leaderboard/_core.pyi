@@ -392,14 +392,15 @@ class Window:
     def submission_ttl(self) -> float:
         """Seconds the result of a write with a submission id is kept (guards)."""
     def bucket_key(self, bucket: int) -> str: ...
-    def refreshed(self, bucket: int, read: Operation[_T]) -> Operation[_T]:
+    def refreshed(self, read: Operation[_T]) -> Operation[_T]:
         """``read`` (a ``Board`` operation on the window's key), led by the refresh of the
-        window for ``bucket`` and followed by a check of its marker, in the same round trip;
-        sent again (its replies dropped) while the window's transition takes more steps."""
-    def delete_user(self, bucket: int, user_id: str) -> Operation[bool]:
+        window for the server's bucket now and followed by a check of its marker, in the same
+        round trip; sent again (its replies dropped) while the window's transition takes more
+        steps."""
+    def delete_user(self, user_id: str) -> Operation[bool]:
         """Result: True if the user was in the window (sent again while the window's transition
         takes more steps)."""
-    def clear(self, bucket: int) -> Operation[None]: ...
+    def clear(self) -> Operation[None]: ...
 
 def group_submit(
     members: Iterable[tuple[Union[Board, Window], str, int]],

@@ -374,7 +374,7 @@ def test_a_refreshed_read_counts_only_after_a_complete_refresh_and_an_equal_chec
     read = window(0, 1, [(bulk("ada"), bulk("3"), array())])
 
     def op() -> Any:
-        o = Window("lb", 60_000, 240_000).refreshed(7, Board("lb", 5).get_top(1))
+        o = Window("lb", 60_000, 240_000).refreshed(Board("lb", 5).get_top(1))
         assert len(split_requests(o.request())) == 3  # refresh, read, check
         return o
 

@@ -31,9 +31,11 @@ A script declares its interface once, in ``--:`` lines among its opening comment
 
 ``NAME...`` is the rest of the list (last in it), ``NAME?`` may be left out (only after every
 required one, and not in a list with a ``...``). From that declaration the script's body gets a
-prologue of named locals, right after its ``#!lua`` line (``local board, option_keys_at =
-KEYS[1], 2``: a ``...`` name's local is the index of its first element), so its text names
-what it reads; and C++ gets, in ``leaderboard/script_args.hpp``, one type per name
+prologue of named locals, just before its own text, after the helpers (``local board,
+option_keys_at = KEYS[1], 2``: a ``...`` name's local is the index of its first element), so
+its text names what it reads (after the helpers: locals declared above them made every call of
+a tournament script cost ~10k more server instructions, measured with callgrind); and C++
+gets, in ``leaderboard/script_args.hpp``, one type per name
 (``arg::board``, a string; ``arg::option_keys``, a list; constructed explicitly, so a call
 site names every argument) and, in ``leaderboard/script_calls.hpp``, one function per script
 (``calls::entry(arg::board, ...)``, in the declared order) that builds its EVALSHA: a missing,
@@ -214,12 +216,12 @@ def build_script(name: str, text: str, helpers: list[Helper]) -> Script:
     split = own.find("\n-- @options")
     if split == -1:
         lib, _ = helpers_used(own, helpers, set())
-        body = shebang[0] + prologue + lib + own
+        body = shebang[0] + lib + prologue + own
     else:
         guide, options = own[: split + 1], own[split + 1 :]
         lib_guide, names = helpers_used(guide, helpers, set())
         lib_options, _ = helpers_used(options, helpers, names)
-        body = shebang[0] + prologue + lib_guide + guide + lib_options + options
+        body = shebang[0] + lib_guide + prologue + guide + lib_options + options
     return Script(name, body, first_sentence(own), calls)
 
 
@@ -264,7 +266,7 @@ def parse_declaration(name: str, own: str) -> list[Call]:
                 "`--: CALL word[: about]`"
             )
         which, word, mark, about = match[1], match[2], match[3], match[4] or ""
-        if word in _RESERVED:
+        if which != "CALL" and word in _RESERVED:  # a call's word is only a string
             raise GenerateError(f"{where}: {word} is a reserved word")
         if which == "CALL":
             if mark or any(call.name == word for call in calls):
@@ -324,7 +326,7 @@ def lua_prologue(calls: list[Call]) -> str:
                         union.append(local)
         if union:
             lines.append(f"local {', '.join(union)}")
-        branch = "if"
+        branch = "if"  # only the calls that take their own: no comparison for the others
         for call in own:
             sets: list[str] = []
             for table, params, first in (
@@ -334,10 +336,12 @@ def lua_prologue(calls: list[Call]) -> str:
                 names, values = _assign(table, params, first)
                 if names:
                     sets.append(f"  {', '.join(names)} = {', '.join(values)}")
-            lines.append(f"{branch} call == '{call.name}' then")
-            lines += sets
-            branch = "elseif"
-        lines.append("end")
+            if sets:
+                lines.append(f"{branch} call == '{call.name}' then")
+                lines += sets
+                branch = "elseif"
+        if branch == "elseif":
+            lines.append("end")
     return "\n".join(lines) + "\n"
 
 

@@ -4,10 +4,20 @@
 -- else a GET), 'check' after it, and delete_user and clear. allow-oom: reads stay available when
 -- the server is out of memory (a transition's step may then take a little more: at most a
 -- step's worth of entries); delete_user and clear only delete.
--- KEYS: the union "<key>", its marker "<key>:window", its options hash "<key>:options".
--- ARGV: command, bucket i (the caller's clock's: only a hint, the server's clock decides: the
--- bucket is the server's, see check_clock in _lib.lua), bucket length (ms), window length (ms),
--- order, aggregate, max_entries, then for 'delete': user_id.
+--: KEYS window_board: the window's board "<key>", the union of its buckets
+--: KEYS marker: its marker "<key>:window"
+--: KEYS window_options: its options hash "<key>:options"
+--: ARGV bucket_ms: a bucket's length (ms)
+--: ARGV window_ms: the window's length (ms)
+--: ARGV window_order: 'desc' | 'asc'
+--: ARGV aggregate: how a user's scores in the window combine
+--: ARGV max_entries: the window's limit
+--: CALL refresh: before a read
+--: CALL check: after it
+--: CALL delete: delete_user
+--: ARGV user_id: the user
+--: CALL clear: clear
+-- The bucket is the server's clock's (see check_clock in _lib.lua): the caller sends none.
 -- Returns: 'refresh': the marker's text if the window is complete for the reader's bucket (or a
 -- later one), else 0 (a step was done: call again); 'check': the marker's text (a read between
 -- a 'refresh' and a 'check' that return the same text read the window that 'refresh' vouched
@@ -16,8 +26,8 @@
 -- users' traces it removed.
 -- The bucket of the server's clock: a reader (or a writer) whose clock is ahead never moves the
 -- window for the others, one behind never reads an old one.
-local command = ARGV[1]
-local bucket_text = string.format('%d', math.floor(server_ms() / tonumber(ARGV[3])))
+local command = call
+local bucket_text = string.format('%d', math.floor(server_ms() / tonumber(bucket_ms)))
 -- The marker's text as readers compare it: without the window ahead's state (its third word),
 -- which the window's board does not depend on; a transition's in full.
 local function window_text(text)
@@ -26,20 +36,20 @@ local function window_text(text)
     or string.match(text, '^(%-?%d+ [01]) [LE]%d+%.%d+$') or text
 end
 if command == 'refresh' or command == 'check' then  -- a window complete for the bucket: a GET
-  local err = check_acl('GET', KEYS[2]) or check_type(KEYS[2], 'string')
+  local err = check_acl('GET', marker) or check_type(marker, 'string')
   if err then return err end
-  local text = redis.call('GET', KEYS[2])
+  local text = redis.call('GET', marker)
   if command == 'check' then return window_text(text) end
   local ready, flag = string.match(text or '', '^(%d+) ([01])$')
   if not ready then ready, flag = string.match(text or '', '^(%d+) ([01]) r$') end
   if ready and tonumber(ready) >= tonumber(bucket_text) then return ready .. ' ' .. flag end
 end
 -- @options: a window to bring to the caller's bucket, delete_user, clear
-local union = KEYS[1]
-local win = window_names({union = union, marker = KEYS[2], options = KEYS[3],
-  prefix = union .. ':bucket:', bucket = tonumber(bucket_text), bucket_ms = tonumber(ARGV[3]),
-  window_ms = tonumber(ARGV[4]), desc = ARGV[5] == 'desc', aggregate = ARGV[6],
-  max_entries = tonumber(ARGV[7])})
+local union = window_board
+local win = window_names({union = union, marker = marker, options = window_options,
+  prefix = union .. ':bucket:', bucket = tonumber(bucket_text), bucket_ms = tonumber(bucket_ms),
+  window_ms = tonumber(window_ms), desc = window_order == 'desc', aggregate = aggregate,
+  max_entries = tonumber(max_entries)})
 
 if command == 'refresh' then
   local done, err = refresh_window(win, win.bucket)
@@ -81,7 +91,6 @@ for _, key in ipairs(buckets) do
 end
 
 if command == 'delete' then
-  local user_id = ARGV[8]
   local user_key = union .. ':user:' .. user_id
   err = check_acl('UNLINK', user_key) or check_type(user_key, 'hash')
     or check_present(union, buckets) or check_present(union, {user_key, win.all, win.newest, win.ahead})

@@ -943,7 +943,7 @@ class RollingState(ServerClock):
         return self.bucket_start(self.bucket_at() - self._window.buckets + 1)
 
     def _refreshed(self, read: _core.Operation[T]) -> _core.Operation[T]:
-        return self._window.refreshed(self.bucket_at(), read)
+        return self._window.refreshed(read)
 
     @staticmethod
     def _entry(result: SubmitResult) -> WriteResult:
@@ -1055,7 +1055,7 @@ class RollingState(ServerClock):
         Redis cost:
             One round trip, one script: a ZREM per bucket in the window, and the metadata's UNLINK.
         """
-        result: bool = yield self._window.delete_user(self.bucket_at(), user_id)
+        result: bool = yield self._window.delete_user(user_id)
         return result
 
     @plan
@@ -1065,7 +1065,7 @@ class RollingState(ServerClock):
         Redis cost:
             One round trip, one script: O(entries in the window).
         """
-        yield self._window.clear(self.bucket_at())
+        yield self._window.clear()
 
     @plan
     def set_max_entries(self, max_entries: Optional[int]) -> Plan[list[str]]:
