@@ -1,17 +1,18 @@
 #include "leaderboard/team.hpp"
 
 #include <cmath>
+#include <tuple>
 #include <utility>
 
 #include "errors.hpp"
 #include "leaderboard/script_call.hpp"
+#include "leaderboard/script_calls.hpp"
 
 namespace rlb::leaderboard {
 namespace {
 
 using script_call::Call;
 using script_call::Caller;
-using script_call::command;
 using script_call::integer_of;
 using script_call::part;
 using script_call::require_user_id;
@@ -40,6 +41,25 @@ LeagueField optional_text(const Reply& reply, const char* what) {
   return text_of(reply, what);
 }
 
+// `call` (a calls::team_<op>) given the elements of `parts`, tuples of named arguments, in
+// turn: what every call sends is built once, and a missing or misplaced argument is still a
+// compile error.
+template <class Call, class... Parts>
+Command with_common(Call call, Parts... parts) {
+  return std::apply([&call](auto&&... all) { return call(std::move(all)...); },
+                    std::tuple_cat(std::move(parts)...));
+}
+
+std::vector<std::string> flat(Metadata metadata) {
+  std::vector<std::string> fields;
+  fields.reserve(2 * metadata.size());
+  for (auto& [field, value] : metadata) {
+    fields.push_back(std::move(field));
+    fields.push_back(std::move(value));
+  }
+  return fields;
+}
+
 }  // namespace
 
 TeamAggregate parse_team_aggregate(std::string_view name) {
@@ -61,26 +81,26 @@ std::string TeamBoard::config() const {
   return std::string("aggregate=") + name_of(aggregate_) + " order=" + name_of(order_);
 }
 
-std::vector<std::string> TeamBoard::keys(const std::string& member,
-                                         const std::optional<std::string>& team) const {
-  std::vector<std::string> keys{key_ + ":options",
-                                key_ + ":team_of",
-                                key_,
-                                key_ + ":members",
-                                key_ + ":members:user:" + member,
-                                key_ + ":members:options"};
-  if (team) keys.push_back(key_ + ":team:" + *team);
-  return keys;
+TeamBoard::Keys TeamBoard::keys() const {
+  return {arg::team_options{key_ + ":options"}, arg::memberships{key_ + ":team_of"},
+          arg::team_board{key_}, arg::member_board{key_ + ":members"}};
 }
 
-std::vector<std::string> TeamBoard::args(const char* op, const std::string& member,
-                                         const std::optional<std::string>& team) const {
-  return {op, name_of(aggregate_), name_of(order_), member, team ? *team : std::string()};
+TeamBoard::Options TeamBoard::options() const {
+  return {arg::aggregate{name_of(aggregate_)}, arg::order{name_of(order_)}};
 }
 
-#define RLB_TEAM_CALL(name, keys, args, parse, out, resends)                            \
-  std::make_unique<Call>(Caller::Team, name, command(scripts::team, keys, args), parse, \
-                         std::move(out), key_, config(), resends)
+arg::member_key TeamBoard::member_key(const std::string& member) const {
+  return arg::member_key{key_ + ":members:user:" + member};
+}
+
+arg::team_key TeamBoard::team_key(const std::string& team) const {
+  return arg::team_key{key_ + ":team:" + team};
+}
+
+#define RLB_TEAM_CALL(name, command, parse, out, resends)                                    \
+  std::make_unique<Call>(Caller::Team, name, command, parse, std::move(out), key_, config(), \
+                         resends)
 
 std::unique_ptr<Operation> TeamBoard::submit(std::string member, double score, Metadata metadata,
                                              std::optional<std::string> team, WriteMode mode,
@@ -88,12 +108,20 @@ std::unique_ptr<Operation> TeamBoard::submit(std::string member, double score, M
   require_user_id(member);
   if (team) require_team(*team);
   if (!std::isfinite(score)) throw InvalidArgument("score must be a finite number");
-  auto args = this->args("submit", member, team);
-  args.insert(args.end(), {name_of(mode), format_score(score)});
-  for (auto& [field, value] : metadata) {
-    args.push_back(std::move(field));
-    args.push_back(std::move(value));
-  }
+  // The members' board's option keys: its ties are lexicographic (see board_spec).
+  arg::option_keys option_keys{{key_ + ":members:options"}};
+  Command command =
+      team ? with_common(calls::team_submit, keys(),
+                         std::tuple(member_key(member), team_key(*team), std::move(option_keys)),
+                         options(),
+                         std::tuple(arg::member{member}, arg::team{*team}, arg::mode{name_of(mode)},
+                                    arg::score{format_score(score)},
+                                    arg::metadata{flat(std::move(metadata))}))
+           : with_common(calls::team_submit_own, keys(),
+                         std::tuple(member_key(member), std::move(option_keys)), options(),
+                         std::tuple(arg::member{member}, arg::mode{name_of(mode)},
+                                    arg::score{format_score(score)},
+                                    arg::metadata{flat(std::move(metadata))}));
   auto parse = [member](Reply& reply) {
     const char* what = "TeamLeaderboard.submit";
     part(reply, 5, 0, what);
@@ -105,14 +133,15 @@ std::unique_ptr<Operation> TeamBoard::submit(std::string member, double score, M
     return record;
   };
   // A write: never resent after a lost reply.
-  return RLB_TEAM_CALL("TeamLeaderboard.submit", keys(member, team), std::move(args), parse, out,
-                       0);
+  return RLB_TEAM_CALL("TeamLeaderboard.submit", std::move(command), parse, out, 0);
 }
 
 std::unique_ptr<Operation> TeamBoard::move(std::string member, std::string team,
                                            std::shared_ptr<LeagueReply> out) const {
   require_user_id(member);
   require_team(team);
+  Command command = with_common(calls::team_move, keys(), std::tuple(team_key(team)), options(),
+                                std::tuple(arg::member{std::move(member)}, arg::team{team}));
   auto parse = [](Reply& reply) {
     const char* what = "TeamLeaderboard.move";
     part(reply, 4, 0, what);
@@ -123,25 +152,27 @@ std::unique_ptr<Operation> TeamBoard::move(std::string member, std::string team,
     return record;
   };
   // Moving twice to the same team changes nothing more: it may be resent.
-  return RLB_TEAM_CALL("TeamLeaderboard.move", keys(member, team), args("move", member, team),
-                       parse, out, 2);
+  return RLB_TEAM_CALL("TeamLeaderboard.move", std::move(command), parse, out, 2);
 }
 
 std::unique_ptr<Operation> TeamBoard::remove(std::string member,
                                              std::shared_ptr<LeagueReply> out) const {
   require_user_id(member);
+  Command command = with_common(calls::team_remove, keys(), std::tuple(member_key(member)),
+                                options(), std::tuple(arg::member{member}));
   auto parse = [](Reply& reply) {
     LeagueRecord record;
     record.add("removed", integer_of(reply, "TeamLeaderboard.remove") == 1);
     return record;
   };
-  return RLB_TEAM_CALL("TeamLeaderboard.remove", keys(member, std::nullopt),
-                       args("remove", member, std::nullopt), parse, out, 2);
+  return RLB_TEAM_CALL("TeamLeaderboard.remove", std::move(command), parse, out, 2);
 }
 
 std::unique_ptr<Operation> TeamBoard::members(std::string team,
                                               std::shared_ptr<LeagueReply> out) const {
   require_team(team);
+  Command command = with_common(calls::team_members, keys(), std::tuple(team_key(team)), options(),
+                                std::tuple(arg::team{team}));
   auto parse = [](Reply& reply) {
     const char* what = "TeamLeaderboard.team_members";
     if (!reply.is_array() || reply.elements.size() % 2 != 0) unexpected(what);
@@ -156,13 +187,14 @@ std::unique_ptr<Operation> TeamBoard::members(std::string team,
     record.add("members", std::move(contributions));
     return record;
   };
-  return RLB_TEAM_CALL("TeamLeaderboard.team_members", keys("", team), args("members", "", team),
-                       parse, out, 2);
+  return RLB_TEAM_CALL("TeamLeaderboard.team_members", std::move(command), parse, out, 2);
 }
 
 std::unique_ptr<Operation> TeamBoard::team_of(std::string member,
                                               std::shared_ptr<LeagueReply> out) const {
   require_user_id(member);
+  Command command = with_common(calls::team_team_of, keys(), options(),
+                                std::tuple(arg::member{std::move(member)}));
   auto parse = [](Reply& reply) {
     LeagueRecord record;
     if (reply.is_nil()) {
@@ -172,8 +204,7 @@ std::unique_ptr<Operation> TeamBoard::team_of(std::string member,
     }
     return record;
   };
-  return RLB_TEAM_CALL("TeamLeaderboard.team_of", keys(member, std::nullopt),
-                       args("team_of", member, std::nullopt), parse, out, 2);
+  return RLB_TEAM_CALL("TeamLeaderboard.team_of", std::move(command), parse, out, 2);
 }
 
 #undef RLB_TEAM_CALL

@@ -7,9 +7,11 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <tuple>
 
 #include "leaderboard/league.hpp"
 #include "leaderboard/operations.hpp"
+#include "leaderboard/script_args.hpp"
 
 namespace rlb::leaderboard {
 
@@ -43,10 +45,13 @@ class TeamBoard {
   std::unique_ptr<Operation> team_of(std::string member, std::shared_ptr<LeagueReply> out) const;
 
  private:
-  std::vector<std::string> keys(const std::string& member,
-                                const std::optional<std::string>& team) const;
-  std::vector<std::string> args(const char* op, const std::string& member,
-                                const std::optional<std::string>& team) const;
+  // What every call of scripts/team.lua sends (see its declaration): its keys, the options.
+  using Keys = std::tuple<arg::team_options, arg::memberships, arg::team_board, arg::member_board>;
+  using Options = std::tuple<arg::aggregate, arg::order>;
+  Keys keys() const;
+  Options options() const;
+  arg::member_key member_key(const std::string& member) const;
+  arg::team_key team_key(const std::string& team) const;
   std::string config() const;
 
   std::string key_;

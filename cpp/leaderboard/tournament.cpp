@@ -2,17 +2,18 @@
 
 #include <cmath>
 #include <functional>
+#include <tuple>
 #include <utility>
 
 #include "errors.hpp"
 #include "leaderboard/script_call.hpp"
+#include "leaderboard/script_calls.hpp"
 
 namespace rlb::leaderboard {
 namespace {
 
 using script_call::Call;
 using script_call::Caller;
-using script_call::command;
 using script_call::integer_of;
 using script_call::part;
 using script_call::require_user_id;
@@ -22,6 +23,25 @@ using script_call::unexpected;
 
 std::string optional_text(const std::optional<long long>& value) {
   return value ? std::to_string(*value) : std::string();
+}
+
+// `call` (a calls::tournament_<op>) given the elements of `parts`, tuples of named arguments,
+// in turn: what every call sends is built once, and a missing or misplaced argument is still a
+// compile error.
+template <class Call, class... Parts>
+Command with_common(Call call, Parts... parts) {
+  return std::apply([&call](auto&&... all) { return call(std::move(all)...); },
+                    std::tuple_cat(std::move(parts)...));
+}
+
+std::vector<std::string> flat(Metadata metadata) {
+  std::vector<std::string> fields;
+  fields.reserve(2 * metadata.size());
+  for (auto& [field, value] : metadata) {
+    fields.push_back(std::move(field));
+    fields.push_back(std::move(value));
+  }
+  return fields;
 }
 
 }  // namespace
@@ -54,50 +74,47 @@ std::string Tournament::config() const {
          limit_words(limits_) + " order=" + name_of(order_) + " ties=" + name_of(ties_);
 }
 
-std::vector<std::string> Tournament::keys(const TournamentPeriod& period) const {
+Tournament::Keys Tournament::keys(const TournamentPeriod& period) const {
   if (period.id.empty()) throw InvalidArgument("a period id must not be empty");
-  const std::string board = board_key(period.id);
-  return {key_ + ":options", key_ + ":current", board + ":entrants", board + ":bonus", board};
+  std::string board = board_key(period.id);
+  return {arg::tournament_options{key_ + ":options"}, arg::tournament_current{key_ + ":current"},
+          arg::entrants{board + ":entrants"}, arg::bonus_key{board + ":bonus"},
+          arg::board{std::move(board)}};
 }
 
-std::vector<std::string> Tournament::board_keys(const TournamentPeriod& period,
-                                                const std::string& user_id) const {
-  auto keys = this->keys(period);
-  const std::string board = keys.back();
-  keys.push_back(board + ":user:" + user_id);
-  keys.push_back(board + ":options");
-  if (ties_ == Ties::First) {
-    keys.push_back(board + ":first");
-    keys.push_back(board + ":first:keys");
-  } else if (ties_ == Ties::Dense) {
-    keys.push_back(board + ":dense");
-  }
-  return keys;
+Tournament::Options Tournament::options() const {
+  return {arg::max_size{optional_text(max_size_)},
+          arg::join_required{join_required_ ? "1" : "0"},
+          arg::max_attempts{optional_text(max_attempts_)},
+          arg::write_rule{name_of(mode_) + limit_words(limits_)},
+          arg::order{name_of(order_)},
+          arg::ties{name_of(ties_)}};
 }
 
-std::vector<std::string> Tournament::args(const char* op, const TournamentPeriod& period,
-                                          const std::string& user_id) const {
+Tournament::PeriodArgs Tournament::period_args(const TournamentPeriod& period) {
+  return {arg::period{period.id},
+          arg::period_start{std::to_string(period.start_ms)},
+          arg::window_end{std::to_string(period.window_end_ms)},
+          arg::next_start{std::to_string(period.next_start_ms)},
+          arg::expire{std::to_string(period.expire_ms)},
+          arg::period_named{std::to_string(period.named)}};
+}
+
+std::string Tournament::user_key(const TournamentPeriod& period, const std::string& user_id) const {
   require_user_id(user_id);
-  return {op,
-          optional_text(max_size_),
-          join_required_ ? "1" : "0",
-          optional_text(max_attempts_),
-          name_of(mode_) + limit_words(limits_),  // the write rule
-          name_of(order_),
-          name_of(ties_),
-          period.id,
-          std::to_string(period.start_ms),
-          std::to_string(period.window_end_ms),
-          std::to_string(period.next_start_ms),
-          std::to_string(period.expire_ms),
-          optional_text(period.now_ms),
-          std::to_string(period.named),
-          user_id};
+  return board_key(period.id) + ":user:" + user_id;
 }
 
-#define RLB_TOURNAMENT_CALL(name, script, keys, args, parse, out, resends)             \
-  std::make_unique<Call>(Caller::Tournament, name, command(script, keys, args), parse, \
-                         std::move(out), key_, config(), resends)
+std::vector<std::string> Tournament::option_keys(const TournamentPeriod& period) const {
+  const std::string board = board_key(period.id);
+  if (ties_ == Ties::First) return {board + ":options", board + ":first", board + ":first:keys"};
+  if (ties_ == Ties::Dense) return {board + ":options", board + ":dense"};
+  return {board + ":options"};
+}
+
+#define RLB_TOURNAMENT_CALL(name, command, parse, out, resends)                                    \
+  std::make_unique<Call>(Caller::Tournament, name, command, parse, std::move(out), key_, config(), \
+                         resends)
 
 std::unique_ptr<Operation> Tournament::submit(const TournamentPeriod& period, std::string user_id,
                                               double score, Metadata metadata,
@@ -106,16 +123,22 @@ std::unique_ptr<Operation> Tournament::submit(const TournamentPeriod& period, st
   if (!std::isfinite(score)) throw InvalidArgument("score must be a finite number");
   require_submission_id(submission_id);
   if (retries < 0) throw InvalidArgument("retries must be at least 0");
-  auto args = this->args("submit", period, user_id);
-  auto keys = board_keys(period, user_id);
+  require_user_id(user_id);
+  auto common = keys(period);
+  auto user = user_key(period, user_id);
+  auto write_keys = option_keys(period);
   std::string words;
   // The submission id's word carries this call's token (see add_submission_guard).
-  if (submission_id) add_submission_guard(words, keys, key_, submission_ttl_, *submission_id);
-  args.insert(args.end(), {format_score(score), words.empty() ? words : words.substr(1)});
-  for (auto& [field, value] : metadata) {
-    args.push_back(std::move(field));
-    args.push_back(std::move(value));
+  if (submission_id) {
+    add_submission_guard(words, write_keys, key_, submission_ttl_, *submission_id);
   }
+  Command command = with_common(
+      calls::tournament_submit, std::move(common),
+      std::tuple(arg::user_key{std::move(user)}, arg::write_keys{std::move(write_keys)}), options(),
+      period_args(period),
+      std::tuple(arg::user_id{user_id}, arg::score{format_score(score)},
+                 arg::guard_words{words.empty() ? words : words.substr(1)},
+                 arg::metadata{flat(std::move(metadata))}));
   const bool idempotent = submission_id.has_value();
   auto parse = [user_id, idempotent](Reply& reply) {
     const char* what = "Tournament.submit";
@@ -130,13 +153,15 @@ std::unique_ptr<Operation> Tournament::submit(const TournamentPeriod& period, st
   };
   // Only a write carrying a submission id may be resent after a lost reply: it cannot apply
   // (nor use an attempt) twice.
-  return RLB_TOURNAMENT_CALL("Tournament.submit", scripts::tournament, std::move(keys),
-                             std::move(args), parse, out, idempotent ? retries : 0);
+  return RLB_TOURNAMENT_CALL("Tournament.submit", std::move(command), parse, out,
+                             idempotent ? retries : 0);
 }
 
 std::unique_ptr<Operation> Tournament::join(const TournamentPeriod& period, std::string user_id,
                                             std::shared_ptr<LeagueReply> out) const {
-  auto args = this->args("join", period, user_id);
+  require_user_id(user_id);
+  Command command = with_common(calls::tournament_join, keys(period), options(),
+                                period_args(period), std::tuple(arg::user_id{std::move(user_id)}));
   auto parse = [](Reply& reply) {
     const char* what = "Tournament.join";
     part(reply, 4, 0, what);
@@ -148,17 +173,25 @@ std::unique_ptr<Operation> Tournament::join(const TournamentPeriod& period, std:
     return record;
   };
   // Joining twice changes nothing more: it may be resent after a lost reply.
-  return RLB_TOURNAMENT_CALL("Tournament.join", scripts::tournament, keys(period), std::move(args),
-                             parse, out, 2);
+  return RLB_TOURNAMENT_CALL("Tournament.join", std::move(command), parse, out, 2);
 }
 
 std::unique_ptr<Operation> Tournament::hiding(const char* op, const TournamentPeriod& period,
                                               std::string user_id,
                                               std::shared_ptr<LeagueReply> out) const {
-  const bool list = std::string_view(op) == "hidden";
-  if (list) user_id = "-";  // unused
-  auto args = this->args(op, period, user_id);
-  auto keys = board_keys(period, user_id);
+  const std::string_view which = op;
+  const bool list = which == "hidden";
+  Command command;
+  if (list) {  // `user_id` unused
+    command = with_common(calls::tournament_hidden, keys(period), options(), period_args(period));
+  } else {
+    if (which != "hide" && which != "unhide") throw InvalidArgument("unknown hiding operation");
+    std::string user = user_key(period, user_id);
+    command = with_common(
+        which == "hide" ? calls::tournament_hide : calls::tournament_unhide, keys(period),
+        std::tuple(arg::user_key{std::move(user)}, arg::option_keys{option_keys(period)}),
+        options(), period_args(period), std::tuple(arg::user_id{std::move(user_id)}));
+  }
   auto parse = [list](Reply& reply) {
     LeagueRecord record;
     if (list) {
@@ -170,9 +203,8 @@ std::unique_ptr<Operation> Tournament::hiding(const char* op, const TournamentPe
   };
   // Hiding or showing twice changes nothing more: it may be resent after a lost reply.
   return RLB_TOURNAMENT_CALL(
-      list ? "Tournament.hidden"
-           : (std::string_view(op) == "hide" ? "Tournament.hide" : "Tournament.unhide"),
-      scripts::tournament, std::move(keys), std::move(args), parse, out, 2);
+      list ? "Tournament.hidden" : (which == "hide" ? "Tournament.hide" : "Tournament.unhide"),
+      std::move(command), parse, out, 2);
 }
 
 std::unique_ptr<Operation> Tournament::add_attempts(const TournamentPeriod& period,
@@ -183,8 +215,10 @@ std::unique_ptr<Operation> Tournament::add_attempts(const TournamentPeriod& peri
                           "' has no max_attempts: its attempts are unlimited");
   }
   if (n < 1) throw InvalidArgument("n must be at least 1");
-  auto args = this->args("add_attempts", period, user_id);
-  args.push_back(std::to_string(n));
+  require_user_id(user_id);
+  Command command =
+      with_common(calls::tournament_add_attempts, keys(period), options(), period_args(period),
+                  std::tuple(arg::user_id{std::move(user_id)}, arg::attempts{std::to_string(n)}));
   auto parse = [](Reply& reply) {
     const char* what = "Tournament.add_attempts";
     part(reply, 3, 0, what);
@@ -195,13 +229,17 @@ std::unique_ptr<Operation> Tournament::add_attempts(const TournamentPeriod& peri
     return record;
   };
   // An increment: never resent.
-  return RLB_TOURNAMENT_CALL("Tournament.add_attempts", scripts::tournament, keys(period),
-                             std::move(args), parse, out, 0);
+  return RLB_TOURNAMENT_CALL("Tournament.add_attempts", std::move(command), parse, out, 0);
 }
 
 std::unique_ptr<Operation> Tournament::status(const TournamentPeriod& period, std::string user_id,
                                               std::shared_ptr<LeagueReply> out) const {
-  auto args = this->args("status", period, user_id);
+  require_user_id(user_id);
+  auto [options_key, current, entrants, bonus, board] = keys(period);
+  Command command =
+      with_common(calls::tournament_read,
+                  std::tuple(std::move(options_key), std::move(entrants), std::move(bonus)),
+                  options(), std::tuple(arg::user_id{std::move(user_id)}));
   auto parse = [](Reply& reply) {
     const char* what = "Tournament.status";
     part(reply, 4, 0, what);
@@ -212,8 +250,7 @@ std::unique_ptr<Operation> Tournament::status(const TournamentPeriod& period, st
     record.add("size", integer_of(reply.elements[3], what));
     return record;
   };
-  return RLB_TOURNAMENT_CALL("Tournament.status", scripts::tournament_read, keys(period),
-                             std::move(args), parse, out, 1);
+  return RLB_TOURNAMENT_CALL("Tournament.status", std::move(command), parse, out, 1);
 }
 
 #undef RLB_TOURNAMENT_CALL

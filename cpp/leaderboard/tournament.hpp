@@ -8,17 +8,20 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "leaderboard/league.hpp"
 #include "leaderboard/operations.hpp"
+#include "leaderboard/script_args.hpp"
 
 namespace rlb::leaderboard {
 
 // The period an operation is about (unix ms): its start, the end of its active window, the
-// next period's start, the deadline of its keys; `now`: the client's clock (none: the server's
-// clock decides); `named`: whether the caller named the period (the stale-client guard): 0 no,
-// 1 this one, 2 another one (refused unless the call resends an applied submission id).
+// next period's start, the deadline of its keys; `now`: unused (the server's clock decides, see
+// check_clock in _lib.lua; the bindings still take it); `named`: whether the caller named the
+// period (the stale-client guard): 0 no, 1 this one, 2 another one (refused unless the call
+// resends an applied submission id).
 struct TournamentPeriod {
   std::string id;
   long long start_ms = 0;
@@ -66,12 +69,20 @@ class Tournament {
                                     std::shared_ptr<LeagueReply> out) const;
 
  private:
-  std::vector<std::string> keys(const TournamentPeriod& period) const;
-  // keys(), then the user's metadata hash and the period's board's option keys (see board_spec).
-  std::vector<std::string> board_keys(const TournamentPeriod& period,
-                                      const std::string& user_id) const;
-  std::vector<std::string> args(const char* op, const TournamentPeriod& period,
-                                const std::string& user_id) const;
+  // What every call of scripts/tournament.lua sends (see its declaration): its keys, the
+  // tournament's options (tournament_read.lua's too), the period.
+  using Keys = std::tuple<arg::tournament_options, arg::tournament_current, arg::entrants,
+                          arg::bonus_key, arg::board>;
+  using Options = std::tuple<arg::max_size, arg::join_required, arg::max_attempts, arg::write_rule,
+                             arg::order, arg::ties>;
+  using PeriodArgs = std::tuple<arg::period, arg::period_start, arg::window_end, arg::next_start,
+                                arg::expire, arg::period_named>;
+  Keys keys(const TournamentPeriod& period) const;
+  Options options() const;
+  static PeriodArgs period_args(const TournamentPeriod& period);
+  // The user's metadata hash on the period's board, and the board's option keys (board_spec).
+  std::string user_key(const TournamentPeriod& period, const std::string& user_id) const;
+  std::vector<std::string> option_keys(const TournamentPeriod& period) const;
   std::string config() const;
 
   std::string key_;

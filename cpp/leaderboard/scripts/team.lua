@@ -4,50 +4,81 @@
 -- on the teams' board, atomically), a move between teams, a member's removal, and a team's
 -- members. No flags: Redis 7 refuses it up front when out of memory. Every check that can fail
 -- (key types, permissions, the recorded options) runs before the first write.
--- KEYS (a team board "<K>"): <K>:options (the recorded options: 'team' "aggregate=<a>
--- order=<o>"; on an 'asc' board also order and ties, for the teams' board's reads), <K>:team_of
--- (member -> team), <K> (the teams' board, the guide's layout), <K>:members (the members' board,
--- the guide's layout), the member's metadata hash <K>:members:user:<id>, <K>:members:options,
--- then the team's contributions <K>:team:<t> (the team named, or the member's).
--- ARGV: op ('submit' | 'move' | 'remove' | 'members' | 'team_of'), aggregate ('sum' | 'best'), order, member
--- ('' for 'members'), team ('' : the member's own), then for submit: mode, score, field, value...
+-- A team board "<K>".
+--: KEYS team_options: <K>:options, the recorded options: 'team' "aggregate=<a> order=<o>"; on
+--   an 'asc' board also order and ties, for the teams' board's reads
+--: KEYS memberships: <K>:team_of, member -> team
+--: KEYS team_board: <K>, the teams' board (the guide's layout)
+--: KEYS member_board: <K>:members, the members' board (the guide's layout)
+--: ARGV aggregate: how a team's score follows from its members' ('sum' or 'best')
+--: ARGV order: both boards' order
+--: CALL submit: a member's write, into the team named (which moves them there)
+--: KEYS member_key: the member's metadata hash <K>:members:user:<id>
+--: KEYS team_key: the team's contributions <K>:team:<t>
+--: KEYS option_keys...: the members' board's option keys (board_spec in _lib.lua)
+--: ARGV member: the member
+--: ARGV team: the team
+--: ARGV mode: the write mode
+--: ARGV score: the score
+--: ARGV metadata...: field, value, ...
+--: CALL submit_own: a member's write, into their own team
+--: KEYS member_key: the member's metadata hash <K>:members:user:<id>
+--: KEYS option_keys...: the members' board's option keys (board_spec in _lib.lua)
+--: ARGV member: the member
+--: ARGV mode: the write mode
+--: ARGV score: the score
+--: ARGV metadata...: field, value, ...
+--: CALL move: a member (and their contribution) moved to a team
+--: KEYS team_key: the team's contributions <K>:team:<t>
+--: ARGV member: the member
+--: ARGV team: the team
+--: CALL remove: a member removed, with their metadata and contribution
+--: KEYS member_key: the member's metadata hash <K>:members:user:<id>
+--: ARGV member: the member
+--: CALL members: a team's members
+--: KEYS team_key: the team's contributions <K>:team:<t>
+--: ARGV team: the team
+--: CALL team_of: a member's team
+--: ARGV member: the member
 -- Replies: a status 'OPTIONS <recorded>' (the board records other options); an error 'NOTEAM
 -- ...' (a member's first write names no team); else
---   submit:  {submit()'s reply on the members' board (see apply_write), team, the team's score,
---             its 1-based rank, the member's previous team or false}
+--   submit, submit_own: {submit()'s reply on the members' board (see apply_write), team, the
+--            team's score, its 1-based rank, the member's previous team or false}
 --   move:    {previous team or false, team, the team's score or false, its rank or false}
 --   remove:  1 if the member was on the board, else 0
 --   members: {member, contribution, ...} best first
 --   team_of: the member's team, or nil
-local OPTIONS, TEAM_OF, TEAMS, MEMBERS = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
-local MEMBER_KEY = KEYS[5]
-local op, aggregate, order, member, team = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5]
+-- The declared names the functions below reach, declared again here, after _lib.lua's helpers:
+-- a closure reaching a local declared above them first walks the open upvalues of every helper
+-- (Lua 5.1's luaF_findupval), ~8,000 more server instructions a call.
+local team_options, team_board, aggregate, order, member =
+  team_options, team_board, aggregate, order, member
 local config = 'aggregate=' .. aggregate .. ' order=' .. order
 local desc = order == 'desc'
-local teams = board_spec(TEAMS, 1, order, 'lexicographic')
+local position_command = desc and 'ZREVRANK' or 'ZRANK'  -- the teams' board's (ties lexicographic)
 
-local function team_key(t) return TEAMS .. ':team:' .. t end
+local function contributions_of(t) return team_board .. ':team:' .. t end
 
-local err = check_type(OPTIONS, 'hash') or check_type(TEAM_OF, 'hash')
-  or check_type(TEAMS, 'zset') or check_acl('HGET', OPTIONS, 'team')
-  or check_acl('HGET', TEAM_OF, 'x') or check_acl('ZSCORE', TEAMS, 'x')
+local err = check_type(team_options, 'hash') or check_type(memberships, 'hash')
+  or check_type(team_board, 'zset') or check_acl('HGET', team_options, 'team')
+  or check_acl('HGET', memberships, 'x') or check_acl('ZSCORE', team_board, 'x')
 if err then return err end
-local recorded = redis.call('HGET', OPTIONS, 'team')
+local recorded = redis.call('HGET', team_options, 'team')
 if recorded and recorded ~= config then return redis.status_reply('OPTIONS ' .. recorded) end
-local current = member ~= '' and redis.call('HGET', TEAM_OF, member) or nil
-if team == '' then team = current end
+local current = member and redis.call('HGET', memberships, member) or nil
+team = team or current
 -- The team's contributions: declared when the caller named the team, else the member's own
--- (reached through the member's entry in TEAM_OF, see check_present).
-local NEW_TEAM = KEYS[7] or (team and team_key(team))
+-- (reached through the member's entry in memberships, see check_present).
+local NEW_TEAM = team_key or (team and contributions_of(team))
 if NEW_TEAM then
   err = check_type(NEW_TEAM, 'zset') or check_acl('ZRANGE', NEW_TEAM, '0', '0')
-    or (not KEYS[7] and check_present(TEAM_OF, {NEW_TEAM}))
+    or (not team_key and check_present(memberships, {NEW_TEAM}))
   if err then return err end
 end
 
-if op == 'team_of' then return current or false end
+if call == 'team_of' then return current or false end
 
-if op == 'members' then
+if call == 'members' then
   local ranged
   if desc then
     ranged = redis.call('ZRANGE', NEW_TEAM, 0, -1, 'REV', 'WITHSCORES')
@@ -57,11 +88,11 @@ if op == 'members' then
   return ranged
 end
 
-err = check_acl('HSET', OPTIONS, 'team', config) or check_acl('HSET', TEAM_OF, 'x', 'x')
-  or check_acl('HDEL', TEAM_OF, 'x') or (NEW_TEAM and (check_acl('ZADD', NEW_TEAM, '0', 'x')
-    or check_acl('ZREM', NEW_TEAM, 'x'))) or check_acl('ZINCRBY', TEAMS, '0', 'x')
-  or check_acl('ZADD', TEAMS, '0', 'x') or check_acl('ZREM', TEAMS, 'x')
-  or check_acl(teams.position_command, TEAMS, 'x')
+err = check_acl('HSET', team_options, 'team', config) or check_acl('HSET', memberships, 'x', 'x')
+  or check_acl('HDEL', memberships, 'x') or (NEW_TEAM and (check_acl('ZADD', NEW_TEAM, '0', 'x')
+    or check_acl('ZREM', NEW_TEAM, 'x'))) or check_acl('ZINCRBY', team_board, '0', 'x')
+  or check_acl('ZADD', team_board, '0', 'x') or check_acl('ZREM', team_board, 'x')
+  or check_acl(position_command, team_board, 'x')
 if err then return err end
 
 -- A team's contributions and score: a member's contribution `old` (nil: none) becomes `new`
@@ -71,14 +102,14 @@ if err then return err end
 local function contribute(t, key, old, new)
   if new then redis.call('ZADD', key, new, member) else redis.call('ZREM', key, member) end
   if redis.call('ZCARD', key) == 0 then
-    redis.call('ZREM', TEAMS, t)
+    redis.call('ZREM', team_board, t)
     return
   end
   if aggregate == 'sum' then
-    if not redis.call('ZSCORE', TEAMS, t) then
-      redis.call('ZADD', TEAMS, new or 0, t)
+    if not redis.call('ZSCORE', team_board, t) then
+      redis.call('ZADD', team_board, new or 0, t)
     else
-      redis.call('ZINCRBY', TEAMS, (new or 0) - (old or 0), t)
+      redis.call('ZINCRBY', team_board, (new or 0) - (old or 0), t)
     end
     return
   end
@@ -88,24 +119,24 @@ local function contribute(t, key, old, new)
   else
     best = redis.call('ZRANGE', key, 0, 0, 'WITHSCORES')
   end
-  redis.call('ZADD', TEAMS, best[2], t)
+  redis.call('ZADD', team_board, best[2], t)
 end
 
 -- The team's score (text) and 1-based rank on the teams' board, or false, false.
 local function standing(t)
-  local score = redis.call('ZSCORE', TEAMS, t)
+  local score = redis.call('ZSCORE', team_board, t)
   if not score then return false, false end
-  return score, redis.call(teams.position_command, TEAMS, t) + 1
+  return score, redis.call(position_command, team_board, t) + 1
 end
 
 -- Records the options (an 'asc' board's order too, for the teams' board's own reads).
 local function record()
   if recorded then return end
-  redis.call('HSET', OPTIONS, 'team', config)
-  if not desc then redis.call('HSET', OPTIONS, 'order', order, 'ties', 'lexicographic') end
+  redis.call('HSET', team_options, 'team', config)
+  if not desc then redis.call('HSET', team_options, 'order', order, 'ties', 'lexicographic') end
 end
 
-local old_key = current and team_key(current)
+local old_key = current and contributions_of(current)
 
 -- nil, or the error reply refusing a write, move or removal whose sum ('sum' boards) would
 -- leave a team's score infinite or not a number: the member's contribution `old` (nil: none)
@@ -113,9 +144,9 @@ local old_key = current and team_key(current)
 local function check_sums(from, old, to, new)
   if aggregate ~= 'sum' then return nil end
   local function finite(t, delta)
-    local total = tonumber(redis.call('ZSCORE', TEAMS, t) or '0') + delta
+    local total = tonumber(redis.call('ZSCORE', team_board, t) or '0') + delta
     if total == total and total ~= math.huge and total ~= -math.huge then return nil end
-    return redis.error_reply('ERR team ' .. t .. ' of team board ' .. TEAMS .. ' would have a '
+    return redis.error_reply('ERR team ' .. t .. ' of team board ' .. team_board .. ' would have a '
       .. 'score that is not a finite number; nothing was changed')
   end
   if from and old and from ~= to then
@@ -127,19 +158,18 @@ local function check_sums(from, old, to, new)
 end
 if old_key then
   err = check_type(old_key, 'zset') or check_acl('ZADD', old_key, '0', 'x')
-    or check_acl('ZREM', old_key, 'x') or check_present(TEAM_OF, {old_key})
+    or check_acl('ZREM', old_key, 'x') or check_present(memberships, {old_key})
   if err then return err end
 end
 
-if op == 'submit' then
+if call == 'submit' or call == 'submit_own' then
   if not team then
-    return redis.error_reply('NOTEAM member ' .. member .. ' of team board ' .. TEAMS
+    return redis.error_reply('NOTEAM member ' .. member .. ' of team board ' .. team_board
       .. ' has no team: its first write names one; nothing was changed')
   end
-  local mode = ARGV[6]
-  local plan, reply = plan_write({board = MEMBERS, user_key = MEMBER_KEY, k = 6, mode = mode,
-    order = order, ties = 'lexicographic', submit = true, number = ARGV[7], user_id = member,
-    max_entries = 4294967296, fields = ARGV, first_field = 8})
+  local plan, reply = plan_write({board = member_board, user_key = member_key, k = option_keys_at,
+    mode = mode, order = order, ties = 'lexicographic', submit = true, number = score,
+    user_id = member, max_entries = 4294967296, fields = ARGV, first_field = metadata_at})
   if not plan then return reply end
   err = check_sums(current, plan.old, team, plan.score)
   if err then return err end
@@ -149,13 +179,13 @@ if op == 'submit' then
   local old, new = plan.old, plan.score
   if current and current ~= team and old then contribute(current, old_key, old, nil) end
   contribute(team, NEW_TEAM, current == team and old or nil, new)
-  redis.call('HSET', TEAM_OF, member, team)
+  redis.call('HSET', memberships, member, team)
   local score, rank = standing(team)
   return {reply, team, score, rank, current or false}
 end
 
-if op == 'move' then
-  local score = redis.call('ZSCORE', MEMBERS, member)
+if call == 'move' then
+  local score = redis.call('ZSCORE', member_board, member)
   if current ~= team and score then
     err = check_sums(current, tonumber(score), team, tonumber(score))
     if err then return err end
@@ -164,29 +194,28 @@ if op == 'move' then
   if current ~= team then
     if score and current then contribute(current, old_key, tonumber(score), nil) end
     if score then contribute(team, NEW_TEAM, nil, tonumber(score)) end
-    redis.call('HSET', TEAM_OF, member, team)
+    redis.call('HSET', memberships, member, team)
   end
   local team_score, rank = standing(team)
   return {current or false, team, team_score, rank}
 end
 
-if op == 'remove' then
-  local b = board_spec(MEMBERS, 6, order, 'lexicographic')
-  err = check_acl('ZREM', MEMBERS, member) or check_acl('UNLINK', MEMBER_KEY)
-    or check_type(MEMBERS, 'zset') or check_type(MEMBER_KEY, 'hash')
+if call == 'remove' then
+  err = check_acl('ZREM', member_board, member) or check_acl('UNLINK', member_key)
+    or check_type(member_board, 'zset') or check_type(member_key, 'hash')
   if err then return err end
-  local score = redis.call('ZSCORE', MEMBERS, member)
+  local score = redis.call('ZSCORE', member_board, member)
   if score and current then
     err = check_sums(current, tonumber(score), nil, nil)
     if err then return err end
   end
-  if score then redis.call('ZREM', b.board, member) end
-  redis.call('UNLINK', MEMBER_KEY)
+  if score then redis.call('ZREM', member_board, member) end
+  redis.call('UNLINK', member_key)
   if current then
     if score then contribute(current, old_key, tonumber(score), nil) end
-    redis.call('HDEL', TEAM_OF, member)
+    redis.call('HDEL', memberships, member)
   end
   return score and 1 or 0
 end
 
-return redis.error_reply('ERR unknown team operation ' .. tostring(op))
+return redis.error_reply('ERR unknown team operation ' .. tostring(call))

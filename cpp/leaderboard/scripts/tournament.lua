@@ -5,25 +5,52 @@
 -- can fail (key types, permissions, the recorded options, the active window, the period, the
 -- capacity, the attempts) runs before the first write, so a refused call changes nothing: no
 -- attempt used, no join recorded.
--- KEYS (a tournament "<T>", period "<P>"): <T>:options (the recorded options), <T>:current
--- ("<start ms> <period id>": the newest period written), <T>:<P>:entrants (user -> attempts
--- used: a field per player in the period), <T>:<P>:bonus (user -> attempts granted), <T>:<P>
--- (the period's board, the guide's layout), then for submit: the user's metadata hash
--- <T>:<P>:user:<id>, the board's option keys (see board_spec), and with a submission id its
--- record <T>:submission:<id> (the tournament's, whatever the period).
--- Every key of a period (<T>:<P>:entrants, <T>:<P>:bonus, the board's) expires at the period's
--- deadline, set by whichever call creates or writes it; a write into a period whose deadline has
--- passed on the server's clock (TIME) is refused before anything is written (PERIODCLOSED: a
--- client whose clock is far behind would write keys that are deleted at once).
--- ARGV: op ('submit' | 'join' | 'add_attempts' | 'hide' | 'unhide' | 'hidden'), max_size ('' : none), join_required ('1' |
--- '0'), max_attempts ('' : none), write mode, order, ties, period id, period start, the active
--- window's end, the next period's start, the period's deadline (unix ms), '' (unused: the
--- server's clock decides, see check_clock in _lib.lua), whether the caller named the period (the stale-client guard: '0' no, '1' this
--- one, '2' another one: refused unless the call is a resend of an applied submission id),
--- user_id, then
---   submit:       score, spec words ('' or 'sid:<ttl ms>:<call token>': see new_call_token in
---                 operations.hpp), field, value, ...
---   add_attempts: n
+-- A tournament "<T>", its period "<P>". Every key of a period (<T>:<P>:entrants, <T>:<P>:bonus,
+-- the board's) expires at the period's deadline, set by whichever call creates or writes it; a
+-- write into a period whose deadline has passed on the server's clock (TIME) is refused before
+-- anything is written (PERIODCLOSED: a client whose clock is far behind would write keys that
+-- are deleted at once). The server's clock decides (see check_clock in _lib.lua).
+--: KEYS tournament_options: <T>:options, the recorded options
+--: KEYS tournament_current: <T>:current, "<start ms> <period id>": the newest period written
+--: KEYS entrants: <T>:<P>:entrants, user -> attempts used: a field per player in the period
+--: KEYS bonus_key: <T>:<P>:bonus, user -> attempts granted
+--: KEYS board: <T>:<P>, the period's board (the guide's layout)
+--: ARGV max_size: players a period takes ('': no limit)
+--: ARGV join_required: '1' or '0'
+--: ARGV max_attempts: attempts a player has per period ('': no limit)
+--: ARGV write_rule: the write mode, then the score limits' words if any (see league.lua)
+--: ARGV order: the board's order
+--: ARGV ties: the board's ties
+--: ARGV period: the period's id
+--: ARGV period_start: the period's start (unix ms)
+--: ARGV window_end: the end of the period's active window (unix ms)
+--: ARGV next_start: the next period's start (unix ms)
+--: ARGV expire: the period's deadline (unix ms), when its keys expire
+--: ARGV period_named: whether the caller named the period (the stale-client guard): '0' no,
+--   '1' this one, '2' another one: refused unless the call resends an applied submission id
+--: CALL submit: a player's submission (every check, then an attempt used and the score)
+--: KEYS user_key: the user's metadata hash <T>:<P>:user:<id>
+--: KEYS write_keys...: the period's board's option keys (board_spec in _lib.lua), then the
+--   guards' (guard_fields): with a submission id its record <T>:submission:<id> (the
+--   tournament's, whatever the period)
+--: ARGV user_id: the player
+--: ARGV score: the score
+--: ARGV guard_words: '' or 'sid:<ttl ms>:<call token>' (see new_call_token in operations.hpp)
+--: ARGV metadata...: field, value, ...
+--: CALL join: a player joins the period
+--: ARGV user_id: the player
+--: CALL add_attempts: attempts granted to a player in the period
+--: ARGV user_id: the player
+--: ARGV attempts: how many
+--: CALL hide: a player hidden from every period (fair play)
+--: KEYS user_key: the user's metadata hash <T>:<P>:user:<id>
+--: KEYS option_keys...: the period's board's option keys (board_spec in _lib.lua)
+--: ARGV user_id: the player
+--: CALL unhide: a hidden player shown again
+--: KEYS user_key: the user's metadata hash <T>:<P>:user:<id>
+--: KEYS option_keys...: the period's board's option keys (board_spec in _lib.lua)
+--: ARGV user_id: the player
+--: CALL hidden: the hidden players
 -- Replies: an error 'CLOCK ...' (the server's clock is in another period than the one the call
 -- names from the client's clock); a status 'OPTIONS <recorded>' (the tournament records other
 -- options); an error
@@ -39,32 +66,36 @@
 --   join:         {1 if joined now else 0, attempts used, attempts granted, players}
 --   add_attempts: {attempts used, attempts granted, players}
 --   hide, unhide: 1 if the player was not hidden before (or was), else 0; hidden: the hidden
---                 ids, in byte order (KEYS for these: submit's, without a submission record)
-local OPTIONS, CURRENT, ENTRANTS, BONUS, BOARD = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
-local op = ARGV[1]
-local max_size, join_required = tonumber(ARGV[2]), ARGV[3] == '1'
-local max_attempts = tonumber(ARGV[4])
--- ARGV[5], the write rule: the mode, then the score limits' words if any (see league.lua).
+--                 ids, in byte order
+-- The declared names the functions below reach, declared again here, after _lib.lua's helpers:
+-- a closure reaching a local declared above them first walks the open upvalues of every helper
+-- (Lua 5.1's luaF_findupval), ~8,000 more server instructions a call.
+local tournament_options, tournament_current, entrants, bonus_key =
+  tournament_options, tournament_current, entrants, bonus_key
+local period, period_start, window_end, expire = period, period_start, window_end, expire
+local max_size, join_required, user_id = max_size, join_required, user_id
+local capacity, attempts_per_period = tonumber(max_size), tonumber(max_attempts)
 local rule = {}
-for word in string.gmatch(ARGV[5], '%S+') do rule[#rule + 1] = word end
-local mode, order, ties = rule[1], ARGV[6], ARGV[7]
-local period, start, window_end = ARGV[8], tonumber(ARGV[9]), tonumber(ARGV[10])
-local next_start, expire = tonumber(ARGV[11]), ARGV[12]
-local named, stale, user_id = ARGV[14] ~= '0', ARGV[14] == '2', ARGV[15]
-local base = string.sub(OPTIONS, 1, #OPTIONS - 8)  -- "<T>"
-local config = 'max_size=' .. ARGV[2] .. ' join_required=' .. ARGV[3] .. ' max_attempts='
-  .. ARGV[4] .. ' mode=' .. ARGV[5] .. ' order=' .. order .. ' ties=' .. ties
+for word in string.gmatch(write_rule, '%S+') do rule[#rule + 1] = word end
+local mode = rule[1]
+local start, window_end_ms = tonumber(period_start), tonumber(window_end)
+local next_start_ms = tonumber(next_start)
+local named, stale = period_named ~= '0', period_named == '2'
+local base = string.sub(tournament_options, 1, #tournament_options - 8)  -- "<T>"
+local config = 'max_size=' .. max_size .. ' join_required=' .. join_required .. ' max_attempts='
+  .. max_attempts .. ' mode=' .. write_rule .. ' order=' .. order .. ' ties=' .. ties
 
-local err = check_type(OPTIONS, 'hash') or check_type(CURRENT, 'string')
-  or check_type(ENTRANTS, 'hash') or check_type(BONUS, 'hash')
-  or check_acl('HGET', OPTIONS, 'config') or check_acl('HSET', OPTIONS, 'config', 'x')
-  or check_acl('GET', CURRENT) or check_acl('SET', CURRENT, 'x')
-  or check_acl('HGET', ENTRANTS, 'x') or check_acl('HLEN', ENTRANTS)
-  or check_acl('HINCRBY', ENTRANTS, 'x', '1') or check_acl('HGET', BONUS, 'x')
-  or check_acl('HINCRBY', BONUS, 'x', '1') or check_acl('PEXPIREAT', ENTRANTS, expire)
-  or check_acl('PEXPIREAT', BONUS, expire)
+local err = check_type(tournament_options, 'hash') or check_type(tournament_current, 'string')
+  or check_type(entrants, 'hash') or check_type(bonus_key, 'hash')
+  or check_acl('HGET', tournament_options, 'config')
+  or check_acl('HSET', tournament_options, 'config', 'x')
+  or check_acl('GET', tournament_current) or check_acl('SET', tournament_current, 'x')
+  or check_acl('HGET', entrants, 'x') or check_acl('HLEN', entrants)
+  or check_acl('HINCRBY', entrants, 'x', '1') or check_acl('HGET', bonus_key, 'x')
+  or check_acl('HINCRBY', bonus_key, 'x', '1') or check_acl('PEXPIREAT', entrants, expire)
+  or check_acl('PEXPIREAT', bonus_key, expire)
 if err then return err end
-local recorded = redis.call('HGET', OPTIONS, 'config')
+local recorded = redis.call('HGET', tournament_options, 'config')
 if recorded and recorded ~= config then return redis.status_reply('OPTIONS ' .. recorded) end
 
 local function refuse(code, why)
@@ -89,12 +120,12 @@ local function check_period()
   -- The server's clock decides: a call that did not name its period belongs to the one the
   -- server's clock is in (CLOCK otherwise: the client takes the server's time and sends it
   -- again); a named one is judged below (STALEPERIOD once a newer period has begun).
-  local err = (not named and check_clock(start, next_start, 'tournament ' .. base .. ' period '
+  local err = (not named and check_clock(start, next_start_ms, 'tournament ' .. base .. ' period '
     .. period)) or check_expired()
   if err then return err end
   local now = server_ms()
-  local newer = now >= next_start
-  local current = redis.call('GET', CURRENT)
+  local newer = now >= next_start_ms
+  local current = redis.call('GET', tournament_current)
   if current then
     local at = string.find(current, ' ', 1, true)
     local current_start = tonumber(string.sub(current, 1, at - 1))
@@ -107,34 +138,35 @@ local function check_period()
     return refuse('PERIODCLOSED', 'has ended: ' .. which .. ' has begun')
   end
   if now < start then return refuse('PERIODCLOSED', 'has not begun') end
-  if now >= window_end then
-    return refuse('PERIODCLOSED', 'is not active: its window closed at ' .. ARGV[10] .. ' ms')
+  if now >= window_end_ms then
+    return refuse('PERIODCLOSED', 'is not active: its window closed at ' .. window_end .. ' ms')
   end
   return nil
 end
 
 -- The player's state: joined, attempts used, attempts granted.
 local function entrant()
-  local used = redis.call('HGET', ENTRANTS, user_id)
-  return used ~= false, tonumber(used or '0'), tonumber(redis.call('HGET', BONUS, user_id) or '0')
+  local used = redis.call('HGET', entrants, user_id)
+  return used ~= false, tonumber(used or '0'),
+    tonumber(redis.call('HGET', bonus_key, user_id) or '0')
 end
 
 -- nil, or the error refusing a player who is not in yet: join required, or the tournament full.
 local function check_entry(joined, submitting)
   if joined then return nil end
-  if submitting and join_required then
+  if submitting and join_required == '1' then
     return refuse('NOTJOINED', 'user ' .. user_id .. ' has not joined (join_required)')
   end
-  if max_size and redis.call('HLEN', ENTRANTS) >= max_size then
-    return refuse('TOURNAMENTFULL', 'it has its ' .. ARGV[2] .. ' players (max_size)')
+  if capacity and redis.call('HLEN', entrants) >= capacity then
+    return refuse('TOURNAMENTFULL', 'it has its ' .. max_size .. ' players (max_size)')
   end
   return nil
 end
 
 -- The writes every accepted call makes before its own: the options recorded, the newest period.
 local function mark()
-  if not recorded then redis.call('HSET', OPTIONS, 'config', config) end
-  redis.call('SET', CURRENT, ARGV[9] .. ' ' .. period)
+  if not recorded then redis.call('HSET', tournament_options, 'config', config) end
+  redis.call('SET', tournament_current, period_start .. ' ' .. period)
 end
 
 -- ---- Submission records: the whole first reply ----
@@ -159,7 +191,7 @@ local function first_result(w, reply)
   if rest then return {reply, rest[1], rest[2], rest[3], rest[4]} end
   local _, used, bonus = entrant()
   return {reply, string.sub(reply[#reply], #base + 2), used, bonus,
-    redis.call('HLEN', ENTRANTS)}
+    redis.call('HLEN', entrants)}
 end
 
 -- ---- Hidden players (fair play, see "Hidden players" in _lib.lua) ----
@@ -170,29 +202,27 @@ local HIDDEN = base .. ':hidden'
 -- Whether the tournament hides `user_id`; or nil and an error reply (the hash is reached
 -- through the options hash, see check_present).
 local function tournament_hides()
-  if not redis.call('HGET', OPTIONS, 'hidden') then return false end
+  if not redis.call('HGET', tournament_options, 'hidden') then return false end
   local err = check_type(HIDDEN, 'hash') or check_acl('HEXISTS', HIDDEN, user_id)
-    or check_present(OPTIONS, {HIDDEN})
+    or check_present(tournament_options, {HIDDEN})
   if err then return nil, err end
   return redis.call('HEXISTS', HIDDEN, user_id) == 1
 end
 
-if op == 'submit' then
-  local number, words = ARGV[16], ARGV[17]
-  local board = BOARD
-  local w = {board = board, user_key = KEYS[6], k = 7, mode = mode, order = order, ties = ties,
-    submit = true, number = number, user_id = user_id, max_entries = 4294967296, fields = ARGV,
-    first_field = 18, expire_at = expire}
-  if words ~= '' then
+if call == 'submit' then
+  local w = {board = board, user_key = user_key, k = write_keys_at, mode = mode, order = order,
+    ties = ties, submit = true, number = score, user_id = user_id, max_entries = 4294967296,
+    fields = ARGV, first_field = metadata_at, expire_at = expire}
+  if guard_words ~= '' then
     local spec = {}
-    for word in string.gmatch(words, '%S+') do spec[#spec + 1] = word end
+    for word in string.gmatch(guard_words, '%S+') do spec[#spec + 1] = word end
     guard_fields(w, spec, 1, #KEYS)  -- the submission id's record: the last key
   end
   guard_fields(w, rule, 2, 0)  -- the score limits (keyless), checked by plan_write
   local hidden
   hidden, err = tournament_hides()
   if hidden == nil then return err end
-  if hidden then w.scope_hidden, w.scope_options = HIDDEN, OPTIONS end
+  if hidden then w.scope_hidden, w.scope_options = HIDDEN, tournament_options end
   local plan, reply = plan_write(w)
   if not plan then
     if type(reply) ~= 'table' or reply.err or reply.ok then return reply end
@@ -208,20 +238,21 @@ if op == 'submit' then
   local joined, used, bonus = entrant()
   err = check_entry(joined, true)
   if err then return err end
-  if max_attempts and used >= max_attempts + bonus then
-    return refuse('NOATTEMPTS', 'user ' .. user_id .. ' has used its ' .. (max_attempts + bonus)
+  if attempts_per_period and used >= attempts_per_period + bonus then
+    return refuse('NOATTEMPTS', 'user ' .. user_id .. ' has used its '
+      .. (attempts_per_period + bonus)
       .. ' attempts')
   end
   mark()
-  used = redis.call('HINCRBY', ENTRANTS, user_id, 1)
-  redis.call('PEXPIREAT', ENTRANTS, expire)  -- after the write that may have created it
+  used = redis.call('HINCRBY', entrants, user_id, 1)
+  redis.call('PEXPIREAT', entrants, expire)  -- after the write that may have created it
   reply = apply_write(plan)
-  local result = {reply, period, used, bonus, redis.call('HLEN', ENTRANTS)}
+  local result = {reply, period, used, bonus, redis.call('HLEN', entrants)}
   if w.submission_key then keep_first_result(w, result) end
   return result
 end
 
-if op == 'join' then
+if call == 'join' then
   err = check_period()
   if err then return err end
   local joined, used, bonus = entrant()
@@ -230,26 +261,26 @@ if op == 'join' then
     err = check_entry(false, false)
     if err then return err end
     mark()
-    redis.call('HSET', ENTRANTS, user_id, 0)
-    redis.call('PEXPIREAT', ENTRANTS, expire)  -- after the write that may have created it
+    redis.call('HSET', entrants, user_id, 0)
+    redis.call('PEXPIREAT', entrants, expire)  -- after the write that may have created it
     now = 1
   end
-  return {now, used, bonus, redis.call('HLEN', ENTRANTS)}
+  return {now, used, bonus, redis.call('HLEN', entrants)}
 end
 
-if op == 'add_attempts' then
+if call == 'add_attempts' then
   -- The period the server's clock is in (a grant into an expired period would be deleted at
   -- once, into the next would be early).
-  err = check_clock(start, next_start, 'tournament ' .. base .. ' period ' .. period)
+  err = check_clock(start, next_start_ms, 'tournament ' .. base .. ' period ' .. period)
   if err then return err end
   local joined, used = entrant()
-  if not recorded then redis.call('HSET', OPTIONS, 'config', config) end
-  local bonus = redis.call('HINCRBY', BONUS, user_id, ARGV[16])
-  redis.call('PEXPIREAT', BONUS, expire)
-  return {used, bonus, redis.call('HLEN', ENTRANTS)}
+  if not recorded then redis.call('HSET', tournament_options, 'config', config) end
+  local bonus = redis.call('HINCRBY', bonus_key, user_id, attempts)
+  redis.call('PEXPIREAT', bonus_key, expire)
+  return {used, bonus, redis.call('HLEN', entrants)}
 end
 
-if op == 'hidden' then
+if call == 'hidden' then
   err = check_type(HIDDEN, 'hash') or check_acl('HKEYS', HIDDEN)
   if err then return err end
   local ids = redis.call('HKEYS', HIDDEN)
@@ -257,46 +288,46 @@ if op == 'hidden' then
   return ids
 end
 
-if op == 'hide' or op == 'unhide' then
-  local b = board_spec(BOARD, 7, order, ties)
+if call == 'hide' or call == 'unhide' then
+  local b = board_spec(board, option_keys_at, order, ties)
   err = check_type(HIDDEN, 'hash') or check_acl('HSET', HIDDEN, user_id, '')
-    or check_acl('HDEL', HIDDEN, user_id) or check_acl('HSET', OPTIONS, 'hidden', '1')
-    or check_acl('HDEL', OPTIONS, 'hidden') or check_type(BOARD, 'zset')
+    or check_acl('HDEL', HIDDEN, user_id) or check_acl('HSET', tournament_options, 'hidden', '1')
+    or check_acl('HDEL', tournament_options, 'hidden') or check_type(board, 'zset')
     or check_type(b.options, 'hash') or (not b.default and check_option_keys(b))
-    or check_hidden_writes(b, user_id, expire) or check_acl('HDEL', BOARD .. ':hidden', user_id)
+    or check_hidden_writes(b, user_id, expire) or check_acl('HDEL', board .. ':hidden', user_id)
     or check_acl('HDEL', b.options, 'hidden')
   if err then return err end
   local record
   err, record = check_options(b)
   if err then return err end
   if b.recorded_hidden then
-    err = check_present(b.options, {BOARD .. ':hidden'})
+    err = check_present(b.options, {board .. ':hidden'})
     if err then return err end
   end
   local was = redis.call('HEXISTS', HIDDEN, user_id) == 1
-  if op == 'hide' then
+  if call == 'hide' then
     if was then return 0 end
-    local score = redis.call('ZSCORE', BOARD, user_id)
+    local score = redis.call('ZSCORE', board, user_id)
     if score then  -- this period's entry, kept aside
       if record then redis.call('HSET', b.options, 'order', b.order, 'ties', b.ties) end
       keep_hidden(b, user_id, score, score, expire)
     end
-    record_hidden(HIDDEN, OPTIONS, user_id)
+    record_hidden(HIDDEN, tournament_options, user_id)
     return 1
   end
   -- unhide: this period's kept score back on its board, as a write of it.
   if not was then return 0 end
-  local kept = b.recorded_hidden and redis.call('HGET', BOARD .. ':hidden', user_id)
+  local kept = b.recorded_hidden and redis.call('HGET', board .. ':hidden', user_id)
   local plan
   if kept and kept ~= '' then
-    plan, err = plan_write({board = BOARD, user_key = KEYS[6], k = 7, mode = 'set',
+    plan, err = plan_write({board = board, user_key = user_key, k = option_keys_at, mode = 'set',
       order = order, ties = ties, number = kept_parts(kept), user_id = user_id,
       max_entries = 4294967296,
       fields = {}, first_field = 1, expire_at = expire, restore = true})
     if not plan then return err end
   end
-  forget_hidden(HIDDEN, OPTIONS, user_id)
-  if kept then forget_hidden(BOARD .. ':hidden', b.options, user_id) end
+  forget_hidden(HIDDEN, tournament_options, user_id)
+  if kept then forget_hidden(board .. ':hidden', b.options, user_id) end
   if plan then
     plan.b.recorded_hidden = nil  -- the hash may be gone: not named again (see check_present)
     apply_write(plan)
@@ -304,4 +335,4 @@ if op == 'hide' or op == 'unhide' then
   return 1
 end
 
-return redis.error_reply('ERR unknown tournament operation ' .. tostring(op))
+return redis.error_reply('ERR unknown tournament operation ' .. tostring(call))

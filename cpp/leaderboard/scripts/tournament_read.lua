@@ -1,21 +1,29 @@
 #!lua flags=no-writes
--- A tournament's read of a player's state in a period (see tournament.lua for its KEYS, the
--- first five, and its ARGV up to user_id). A read (no-writes): it runs when the server is out of
--- memory and on read-only replicas.
+-- A tournament's read of a player's state in a period (see tournament.lua for its keys and
+-- arguments, which these are of). A read (no-writes): it runs when the server is out of memory
+-- and on read-only replicas.
+--: KEYS tournament_options: <T>:options, the recorded options
+--: KEYS entrants: <T>:<P>:entrants, user -> attempts used: a field per player in the period
+--: KEYS bonus_key: <T>:<P>:bonus, user -> attempts granted
+--: ARGV max_size: players a period takes ('': no limit)
+--: ARGV join_required: '1' or '0'
+--: ARGV max_attempts: attempts a player has per period ('': no limit)
+--: ARGV write_rule: the write mode, then the score limits' words if any (see league.lua)
+--: ARGV order: the board's order
+--: ARGV ties: the board's ties
+--: ARGV user_id: the player
 -- Replies: the status 'OPTIONS <recorded>' (see tournament.lua), else {1 if the player is in the
 -- period (joined or submitted) else 0, attempts used, attempts granted, players in the period}.
-local OPTIONS, ENTRANTS, BONUS = KEYS[1], KEYS[3], KEYS[4]
-local user_id = ARGV[15]
-local config = 'max_size=' .. ARGV[2] .. ' join_required=' .. ARGV[3] .. ' max_attempts='
-  .. ARGV[4] .. ' mode=' .. ARGV[5] .. ' order=' .. ARGV[6] .. ' ties=' .. ARGV[7]
+local config = 'max_size=' .. max_size .. ' join_required=' .. join_required .. ' max_attempts='
+  .. max_attempts .. ' mode=' .. write_rule .. ' order=' .. order .. ' ties=' .. ties
 
-local err = check_type(OPTIONS, 'hash') or check_type(ENTRANTS, 'hash')
-  or check_type(BONUS, 'hash') or check_acl('HGET', OPTIONS, 'config')
-  or check_acl('HGET', ENTRANTS, 'x') or check_acl('HLEN', ENTRANTS)
-  or check_acl('HGET', BONUS, 'x')
+local err = check_type(tournament_options, 'hash') or check_type(entrants, 'hash')
+  or check_type(bonus_key, 'hash') or check_acl('HGET', tournament_options, 'config')
+  or check_acl('HGET', entrants, 'x') or check_acl('HLEN', entrants)
+  or check_acl('HGET', bonus_key, 'x')
 if err then return err end
-local recorded = redis.call('HGET', OPTIONS, 'config')
+local recorded = redis.call('HGET', tournament_options, 'config')
 if recorded and recorded ~= config then return redis.status_reply('OPTIONS ' .. recorded) end
-local used = redis.call('HGET', ENTRANTS, user_id)
-return {used and 1 or 0, tonumber(used or '0'), tonumber(redis.call('HGET', BONUS, user_id) or '0'),
-  redis.call('HLEN', ENTRANTS)}
+local used = redis.call('HGET', entrants, user_id)
+return {used and 1 or 0, tonumber(used or '0'),
+  tonumber(redis.call('HGET', bonus_key, user_id) or '0'), redis.call('HLEN', entrants)}
