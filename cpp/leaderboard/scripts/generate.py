@@ -33,8 +33,9 @@ A script declares its interface once, in ``--:`` lines among its opening comment
 required one, and not in a list with a ``...``). From that declaration the script's body gets a
 prologue of named locals, just before its own text, after the helpers (``local board,
 option_keys_at = KEYS[1], 2``: a ``...`` name's local is the index of its first element), so
-its text names what it reads (after the helpers: locals declared above them made every call of
-a tournament script cost ~10k more server instructions, measured with callgrind); and C++
+its text names what it reads (after the helpers: a closure of the script reaching a local
+declared above them first walks the open upvalues of every helper, Lua 5.1's luaF_findupval,
+~8-10k more server instructions a tournament call, measured with callgrind); and C++
 gets, in ``leaderboard/script_args.hpp``, one type per name
 (``arg::board``, a string; ``arg::option_keys``, a list; constructed explicitly, so a call
 site names every argument) and, in ``leaderboard/script_calls.hpp``, one function per script

@@ -48,11 +48,6 @@
 --   remove:  1 if the member was on the board, else 0
 --   members: {member, contribution, ...} best first
 --   team_of: the member's team, or nil
--- The declared names the functions below reach, declared again here, after _lib.lua's helpers:
--- a closure reaching a local declared above them first walks the open upvalues of every helper
--- (Lua 5.1's luaF_findupval), ~8,000 more server instructions a call.
-local team_options, team_board, aggregate, order, member =
-  team_options, team_board, aggregate, order, member
 local config = 'aggregate=' .. aggregate .. ' order=' .. order
 local desc = order == 'desc'
 local position_command = desc and 'ZREVRANK' or 'ZRANK'  -- the teams' board's (ties lexicographic)

@@ -67,13 +67,6 @@
 --   add_attempts: {attempts used, attempts granted, players}
 --   hide, unhide: 1 if the player was not hidden before (or was), else 0; hidden: the hidden
 --                 ids, in byte order
--- The declared names the functions below reach, declared again here, after _lib.lua's helpers:
--- a closure reaching a local declared above them first walks the open upvalues of every helper
--- (Lua 5.1's luaF_findupval), ~8,000 more server instructions a call.
-local tournament_options, tournament_current, entrants, bonus_key =
-  tournament_options, tournament_current, entrants, bonus_key
-local period, period_start, window_end, expire = period, period_start, window_end, expire
-local max_size, join_required, user_id = max_size, join_required, user_id
 local capacity, attempts_per_period = tonumber(max_size), tonumber(max_attempts)
 local rule = {}
 for word in string.gmatch(write_rule, '%S+') do rule[#rule + 1] = word end
