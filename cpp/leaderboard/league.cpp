@@ -2,17 +2,19 @@
 
 #include <cmath>
 #include <functional>
+#include <string_view>
+#include <tuple>
 #include <utility>
 
 #include "errors.hpp"
 #include "leaderboard/script_call.hpp"
+#include "leaderboard/script_calls.hpp"
 
 namespace rlb::leaderboard {
 namespace {
 
 using script_call::Call;
 using script_call::Caller;
-using script_call::command;
 using script_call::integer_of;
 using script_call::metadata_of;
 using script_call::part;
@@ -76,27 +78,31 @@ std::string League::cohort_key(const std::string& period, long long cohort) cons
   return base_ + ":" + period + ":c:" + std::to_string(cohort);
 }
 
-std::vector<std::string> League::keys(const LeaguePeriod& period) const {
+template <class Function, class... OwnKeys, class... Own>
+Command League::call_keyed(Function function, const LeaguePeriod& period,
+                           std::tuple<OwnKeys...> own_keys, Own... own) const {
   if (period.id.empty()) throw InvalidArgument("a period id must not be empty");
   const std::string prefix = base_ + ":" + period.id;
-  return {base_ + ":options", base_ + ":tier",   base_ + ":tiers",  base_ + ":open",
-          base_ + ":events",  prefix + ":state", prefix + ":where", prefix + ":result"};
+  auto keys =
+      std::make_tuple(arg::league_options{base_ + ":options"}, arg::league_tier{base_ + ":tier"},
+                      arg::league_tiers{base_ + ":tiers"}, arg::league_open{base_ + ":open"},
+                      arg::league_events{base_ + ":events"}, arg::period_state{prefix + ":state"},
+                      arg::period_where{prefix + ":where"}, arg::period_result{prefix + ":result"});
+  auto args = std::make_tuple(
+      arg::tier_count{std::to_string(tiers_)}, arg::cohort_size{std::to_string(cohort_size_)},
+      arg::promote{promote_.word()}, arg::demote{demote_.word()},
+      arg::demote_idle{demote_idle_ ? "1" : "0"}, arg::order{name_of(order_)},
+      arg::ties{name_of(ties_)}, arg::write_rule{name_of(mode_) + limit_words(limits_)},
+      arg::events_maxlen{std::to_string(events_maxlen_)}, arg::period{period.id},
+      arg::period_start{std::to_string(period.start_ms)},
+      arg::period_times{std::to_string(period.expire_ms) + " " + std::to_string(period.end_ms)});
+  return std::apply(function, std::tuple_cat(std::move(keys), std::move(own_keys), std::move(args),
+                                             std::make_tuple(std::move(own)...)));
 }
 
-std::vector<std::string> League::args(const char* op, const LeaguePeriod& period) const {
-  return {op,
-          std::to_string(tiers_),
-          std::to_string(cohort_size_),
-          promote_.word(),
-          demote_.word(),
-          demote_idle_ ? "1" : "0",
-          name_of(order_),
-          name_of(ties_),
-          name_of(mode_) + limit_words(limits_),  // the write rule
-          std::to_string(events_maxlen_),
-          period.id,
-          std::to_string(period.start_ms),
-          std::to_string(period.expire_ms) + " " + std::to_string(period.end_ms)};
+template <class Function, class... Own>
+Command League::call(Function function, const LeaguePeriod& period, Own... own) const {
+  return call_keyed(function, period, std::tuple<>{}, std::move(own)...);
 }
 
 namespace {
@@ -124,17 +130,22 @@ std::unique_ptr<Operation> League::submit(const LeaguePeriod& period, std::strin
   if (!std::isfinite(score)) throw InvalidArgument("score must be a finite number");
   require_submission_id(submission_id);
   if (retries < 0) throw InvalidArgument("retries must be at least 0");
-  auto keys = this->keys(period);
-  auto args = this->args("submit", period);
+  std::vector<std::string> record_keys;  // the submission id's record, if any
   std::string words;
   // The submission id's word carries this call's token (see add_submission_guard).
-  if (submission_id) add_submission_guard(words, keys, base_, submission_ttl_, *submission_id);
-  args.insert(args.end(), {user_id, format_score(score), std::move(bracket),
-                           words.empty() ? words : words.substr(1)});
+  if (submission_id)
+    add_submission_guard(words, record_keys, base_, submission_ttl_, *submission_id);
+  std::vector<std::string> fields;
+  fields.reserve(2 * metadata.size());
   for (auto& [field, value] : metadata) {
-    args.push_back(std::move(field));
-    args.push_back(std::move(value));
+    fields.push_back(std::move(field));
+    fields.push_back(std::move(value));
   }
+  Command command = call_keyed(
+      calls::league_submit, period, std::make_tuple(arg::submission_keys{std::move(record_keys)}),
+      arg::user_id{user_id}, arg::score{format_score(score)}, arg::bracket{std::move(bracket)},
+      arg::submission_words{words.empty() ? words : words.substr(1)},
+      arg::metadata{std::move(fields)});
   const bool idempotent = submission_id.has_value();
   auto parse = [user_id, idempotent](Reply& reply) {
     const char* what = "League.submit";
@@ -154,17 +165,15 @@ std::unique_ptr<Operation> League::submit(const LeaguePeriod& period, std::strin
     record.add("period", text_of(reply.elements[7], what));
     return record;
   };
-  return RLB_LEAGUE_CALL("League.submit",
-                         command(scripts::league, std::move(keys), std::move(args)), parse, out,
-                         idempotent ? retries : 0);
+  return RLB_LEAGUE_CALL("League.submit", std::move(command), parse, out, idempotent ? retries : 0);
 }
 
 std::unique_ptr<Operation> League::join(const LeaguePeriod& period, std::string user_id,
                                         std::string bracket,
                                         std::shared_ptr<LeagueReply> out) const {
   require_user_id(user_id);
-  auto args = this->args("join", period);
-  args.insert(args.end(), {std::move(user_id), std::move(bracket)});
+  Command command = call(calls::league_join, period, arg::user_id{std::move(user_id)},
+                         arg::bracket{std::move(bracket)});
   auto parse = [](Reply& reply) {
     const char* what = "League.join";
     LeagueRecord record;
@@ -176,17 +185,28 @@ std::unique_ptr<Operation> League::join(const LeaguePeriod& period, std::string 
     record.add("placed", integer_of(reply.elements[4], what) == 1);
     return record;
   };
-  return RLB_LEAGUE_CALL("League.join", command(scripts::league, keys(period), std::move(args)),
-                         parse, out, 0);
+  return RLB_LEAGUE_CALL("League.join", std::move(command), parse, out, 0);
 }
 
 std::unique_ptr<Operation> League::hiding(const char* op, const LeaguePeriod& period,
                                           std::string user_id, std::string bracket,
                                           std::shared_ptr<LeagueReply> out) const {
-  const bool list = std::string_view(op) == "hidden";
+  const std::string_view which(op);
+  const bool list = which == "hidden";
+  if (!list && which != "hide" && which != "unhide") {
+    throw InvalidArgument("a league hides, unhides or lists hidden players, not " +
+                          std::string(which));
+  }
   if (!list) require_user_id(user_id);
-  auto args = this->args(op, period);
-  if (!list) args.insert(args.end(), {std::move(user_id), std::move(bracket)});
+  Command command;
+  if (list) {
+    command = call(calls::league_hidden, period);
+  } else if (which == "hide") {
+    command = call(calls::league_hide, period, arg::user_id{std::move(user_id)});
+  } else {  // unhide: a score kept while hidden places the player in `bracket`
+    command = call(calls::league_unhide, period, arg::user_id{std::move(user_id)},
+                   arg::bracket{std::move(bracket)});
+  }
   auto parse = [list](Reply& reply) {
     LeagueRecord record;
     if (list) {
@@ -198,8 +218,8 @@ std::unique_ptr<Operation> League::hiding(const char* op, const LeaguePeriod& pe
   };
   // Hiding or showing twice changes nothing more: it may be resent after a lost reply.
   return RLB_LEAGUE_CALL(
-      list ? "League.hidden" : (std::string_view(op) == "hide" ? "League.hide" : "League.unhide"),
-      command(scripts::league, keys(period), std::move(args)), parse, out, 2);
+      list ? "League.hidden" : (which == "hide" ? "League.hide" : "League.unhide"),
+      std::move(command), parse, out, 2);
 }
 
 std::unique_ptr<Operation> League::close(const LeaguePeriod& period,
@@ -211,18 +231,17 @@ std::unique_ptr<Operation> League::close(const LeaguePeriod& period,
     return record;
   };
   // Closing twice changes nothing more: it may be resent after a lost reply.
-  return RLB_LEAGUE_CALL("close", command(scripts::league, keys(period), args("close", period)),
-                         parse, out, 2);
+  return RLB_LEAGUE_CALL("close", call(calls::league_close, period), parse, out, 2);
 }
 
 std::unique_ptr<Operation> League::settle(const LeaguePeriod& period, long long cohort,
                                           std::shared_ptr<LeagueReply> out) const {
   if (cohort < 1) throw InvalidArgument("a cohort number is at least 1");
-  auto args = this->args("settle", period);
   // The call token (one per call, the same in each sending): the script stores it with the
   // cohort's settlement, so this call's own resend after a lost reply answers what this call
   // settled, and only another call's answers "already".
-  args.insert(args.end(), {std::to_string(cohort), new_call_token()});
+  Command command = call(calls::league_settle, period, arg::cohort{std::to_string(cohort)},
+                         arg::call_token{new_call_token()});
   auto parse = [](Reply& reply) {
     const char* what = "League.settle";
     LeagueRecord record;
@@ -238,15 +257,14 @@ std::unique_ptr<Operation> League::settle(const LeaguePeriod& period, long long 
   };
   // A cohort is settled once (its script checks): a resend after a lost reply answers this
   // call's settlement again (its call token), another call "already".
-  return RLB_LEAGUE_CALL("League.settle", command(scripts::league, keys(period), std::move(args)),
-                         parse, out, 2);
+  return RLB_LEAGUE_CALL("League.settle", std::move(command), parse, out, 2);
 }
 
 std::unique_ptr<Operation> League::standings(const LeaguePeriod& period, std::string user_id,
                                              bool check, std::shared_ptr<LeagueReply> out) const {
   require_user_id(user_id);
-  auto args = this->args("standings", period);
-  args.insert(args.end(), {check ? "check" : "", std::move(user_id)});
+  Command command = call(calls::league_read_standings, period,
+                         arg::read_check{check ? "check" : ""}, arg::user_id{std::move(user_id)});
   auto parse = [](Reply& reply) {
     const char* what = "League.standings";
     LeagueRecord record;
@@ -280,30 +298,25 @@ std::unique_ptr<Operation> League::standings(const LeaguePeriod& period, std::st
     record.add("entries", std::move(entries));
     return record;
   };
-  return RLB_LEAGUE_CALL("League.standings",
-                         command(scripts::league_read, keys(period), std::move(args)), parse, out,
-                         1);
+  return RLB_LEAGUE_CALL("League.standings", std::move(command), parse, out, 1);
 }
 
 std::unique_ptr<Operation> League::tier_of(const LeaguePeriod& period, std::string user_id,
                                            bool check, std::shared_ptr<LeagueReply> out) const {
   require_user_id(user_id);
-  auto args = this->args("tier_of", period);
-  args.insert(args.end(), {check ? "check" : "", std::move(user_id)});
+  Command command = call(calls::league_read_tier_of, period, arg::read_check{check ? "check" : ""},
+                         arg::user_id{std::move(user_id)});
   auto parse = [](Reply& reply) {
     LeagueRecord record;
     record.add("tier", integer_of(reply, "League.tier_of"));
     return record;
   };
-  return RLB_LEAGUE_CALL("League.tier_of",
-                         command(scripts::league_read, keys(period), std::move(args)), parse, out,
-                         1);
+  return RLB_LEAGUE_CALL("League.tier_of", std::move(command), parse, out, 1);
 }
 
 std::unique_ptr<Operation> League::tiers(const LeaguePeriod& period, bool check,
                                          std::shared_ptr<LeagueReply> out) const {
-  auto args = this->args("tiers", period);
-  args.push_back(check ? "check" : "");
+  Command command = call(calls::league_read_tiers, period, arg::read_check{check ? "check" : ""});
   auto parse = [](Reply& reply) {
     const char* what = "League.tiers";
     if (!reply.is_array() || reply.elements.size() % 2 != 0) unexpected(what);
@@ -318,15 +331,14 @@ std::unique_ptr<Operation> League::tiers(const LeaguePeriod& period, bool check,
     record.add("tiers", std::move(counts));
     return record;
   };
-  return RLB_LEAGUE_CALL("tiers", command(scripts::league_read, keys(period), std::move(args)),
-                         parse, out, 1);
+  return RLB_LEAGUE_CALL("tiers", std::move(command), parse, out, 1);
 }
 
 std::unique_ptr<Operation> League::results(const LeaguePeriod& period, std::string user_id,
                                            std::shared_ptr<LeagueReply> out) const {
   require_user_id(user_id);
-  auto args = this->args("results", period);
-  args.insert(args.end(), {"", std::move(user_id)});
+  Command command = call(calls::league_read_results, period, arg::read_check{""},
+                         arg::user_id{std::move(user_id)});
   auto parse = [](Reply& reply) {
     const char* what = "League.results";
     LeagueRecord record;
@@ -347,9 +359,7 @@ std::unique_ptr<Operation> League::results(const LeaguePeriod& period, std::stri
     }
     return record;
   };
-  return RLB_LEAGUE_CALL("League.results",
-                         command(scripts::league_read, keys(period), std::move(args)), parse, out,
-                         1);
+  return RLB_LEAGUE_CALL("League.results", std::move(command), parse, out, 1);
 }
 
 #undef RLB_LEAGUE_CALL

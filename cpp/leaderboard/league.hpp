@@ -7,6 +7,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <variant>
 #include <vector>
@@ -108,8 +109,15 @@ class League {
                                      std::shared_ptr<LeagueReply> out) const;
 
  private:
-  std::vector<std::string> keys(const LeaguePeriod& period) const;
-  std::vector<std::string> args(const char* op, const LeaguePeriod& period) const;
+  // The script call `function` (a calls::league_* or calls::league_read_* function, see
+  // scripts/league.lua) about `period`: the league's keys and arguments, then the call's own
+  // keys `own_keys` and arguments `own`. Defined, and used, in league.cpp.
+  template <class Function, class... OwnKeys, class... Own>
+  Command call_keyed(Function function, const LeaguePeriod& period, std::tuple<OwnKeys...> own_keys,
+                     Own... own) const;
+  // As call_keyed, for a call without keys of its own.
+  template <class Function, class... Own>
+  Command call(Function function, const LeaguePeriod& period, Own... own) const;
 
   std::string base_;
   long long tiers_, cohort_size_;

@@ -4,24 +4,54 @@
 -- period, and settling one cohort. No flags: Redis 7 refuses it up front when out of memory.
 -- Every check that can fail (key types, permissions, the league's recorded options, the
 -- period's state) runs before the first write, so a refused call changes nothing.
--- KEYS (one partition "<B>", all in its hash tag): <B>:options, <B>:tier (user -> tier index),
--- <B>:tiers (tier index -> players), <B>:open ("<start ms> <period id>": the newest period with
--- players), <B>:events, then the period's <B>:<P>:state, <B>:<P>:where (user -> cohort),
--- <B>:<P>:result (user -> "<new tier> <zone> <rank|-> <score|->"), then with a submission id its
--- record. A cohort n is the board "<B>:<P>:c:<n>" (the guide's layout: metadata at
--- "<B>:<P>:c:<n>:user:<id>", option keys after it, see board_spec), its placed players the set
--- "<B>:<P>:c:<n>:placed"; those keys are named here, in the partition's hash tag.
--- ARGV: op ('submit' | 'join' | 'close' | 'settle' | 'hide' | 'unhide' | 'hidden'), tiers (count), cohort size, promote,
--- demote ('<count>' or 'f<fraction>'), demote_idle ('1' | '0'), order, ties, write mode,
--- events maxlen, period id, period start (unix ms), the period's times: '<deadline> <end>' (unix
--- ms: when its keys expire, and when it ends; the server's clock decides, see check_clock in
--- _lib.lua: a submit or join belongs to the period only from its start to its end, a close only
--- from its end), then:
---   submit: user_id, score, bracket, spec words ('' or 'sid:<ttl ms>:<call token>'), field,
---           value, ...
---   join:   user_id, bracket
---   settle: cohort number, call token
---   hide, unhide: user_id, bracket (unhide: where a kept score places them)
+-- One partition "<B>" of a league, all its keys in its hash tag. A cohort n is the board
+-- "<B>:<P>:c:<n>" (the guide's layout: metadata at "<B>:<P>:c:<n>:user:<id>", option keys after
+-- it, see board_spec), its placed players the set "<B>:<P>:c:<n>:placed"; those keys are named
+-- here, in the partition's hash tag.
+--: KEYS league_options: <B>:options, the league's recorded options ('config', 'hidden')
+--: KEYS league_tier: <B>:tier, user -> tier index
+--: KEYS league_tiers: <B>:tiers, tier index -> players
+--: KEYS league_open: <B>:open, "<start ms> <period id>": the newest period with players
+--: KEYS league_events: <B>:events, the league's event stream
+--: KEYS period_state: <B>:<P>:state, the period's state
+--: KEYS period_where: <B>:<P>:where, user -> cohort
+--: KEYS period_result: <B>:<P>:result, user -> "<new tier> <zone> <rank|-> <score|->"
+--: ARGV tier_count: the league's tiers (a count)
+--: ARGV cohort_size: its players per cohort
+--: ARGV promote: its promotion cutoff ('<count>' or 'f<fraction>')
+--: ARGV demote: its demotion cutoff ('<count>' or 'f<fraction>')
+--: ARGV demote_idle: '1' (players who never scored are demoted) or '0'
+--: ARGV order: its cohorts' order
+--: ARGV ties: its cohorts' tie rule
+--: ARGV write_rule: its write mode, then its score limits' words ('range:<a>:<b>', 'maxinc:<n>')
+--: ARGV events_maxlen: its event stream's MAXLEN
+--: ARGV period: the period's id
+--: ARGV period_start: the period's start (unix ms)
+--: ARGV period_times: '<deadline> <end>' (unix ms: when its keys expire, when it ends)
+--: CALL submit: a player's write (placed in a cohort by their first), and its score
+--: KEYS submission_keys...: with a submission id, its record (else none)
+--: ARGV user_id: the player
+--: ARGV score: the score written
+--: ARGV bracket: the bracket a placement puts the player in
+--: ARGV submission_words: '' or 'sid:<ttl ms>:<call token>'
+--: ARGV metadata...: field, value, ...
+--: CALL join: a placement alone
+--: ARGV user_id: the player
+--: ARGV bracket: the bracket a placement puts the player in
+--: CALL close: closes the period to writes
+--: CALL settle: settles one cohort
+--: ARGV cohort: the cohort's number
+--: ARGV call_token: this call's token (its resend answers its settlement)
+--: CALL hide: hides a player (fair play)
+--: ARGV user_id: the player
+--: CALL unhide: shows a hidden player again
+--: ARGV user_id: the player
+--: ARGV bracket: the bracket a placement puts the player in
+--: CALL hidden: the hidden players
+-- The write rule's score limits: see guard_fields in _lib.lua; the rule is part of the recorded
+-- config like every option.
+-- The period's times: the server's clock decides (see check_clock in _lib.lua): a submit or
+-- join belongs to the period only from its start to its end, a close only from its end.
 -- Replies: an error 'CLOCK ...' (the server's clock is outside the call's span: see above),
 -- a status 'OPTIONS <recorded>' (the league records other options), 'UNSETTLED
 -- <start ms> <period id>' (an earlier period must be settled before anyone is placed in this
@@ -38,79 +68,57 @@
 --   hide:   1 if the player was not hidden before, else 0; unhide: 1 if they were, else 0
 --   hidden: the hidden ids, in byte order
 -- A hidden player's submit and join answer cohort 0 (no seat), see "Hidden players" below.
-local OPTIONS, TIER, TIERS, OPEN, EVENTS = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
-local STATE, WHERE, RESULT = KEYS[6], KEYS[7], KEYS[8]
-local op = ARGV[1]
--- ARGV[9], the write rule: the mode, then the score limits' words if any ('range:<min>:<max>',
--- 'maxinc:<n>': see guard_fields in _lib.lua), part of the recorded config like every option.
-local rule = {}
-for word in string.gmatch(ARGV[9], '%S+') do rule[#rule + 1] = word end
-local cfg = {tiers = tonumber(ARGV[2]), size = tonumber(ARGV[3]), promote = ARGV[4],
-  demote = ARGV[5], idle = ARGV[6] == '1', order = ARGV[7], ties = ARGV[8], mode = rule[1],
-  maxlen = ARGV[10]}
-local period, start = ARGV[11], tonumber(ARGV[12])
-local expire, period_end = string.match(ARGV[13], '^(%d+) (%d+)$')
-local base = string.sub(OPTIONS, 1, #OPTIONS - 8)  -- "<B>"
+-- The declared names the functions below capture, declared again here, after the helpers of
+-- _lib.lua: Lua 5.1 finds a captured local by walking the open upvalues down from the top of the
+-- stack, so capturing the prologue's (below every helper) walks past all the helpers (measured:
+-- 2-4% more server instructions a call). To go when generate.py puts the prologue after them.
+local league_options, league_tier, league_tiers, league_open, league_events =
+  league_options, league_tier, league_tiers, league_open, league_events
+local period_state, period_where, period_result, period =
+  period_state, period_where, period_result, period
+local cfg = {tiers = tonumber(tier_count), size = tonumber(cohort_size), promote = promote,
+  demote = demote, idle = demote_idle == '1', order = order, ties = ties,
+  maxlen = events_maxlen}
+local start = tonumber(period_start)
+local expire, period_end = string.match(period_times, '^(%d+) (%d+)$')
+local base = string.sub(league_options, 1, #league_options - 8)  -- "<B>"
 local prefix = base .. ':' .. period  -- "<B>:<P>"
-local config = table.concat({'tiers=' .. ARGV[2], 'size=' .. ARGV[3], 'promote=' .. ARGV[4],
-  'demote=' .. ARGV[5], 'idle=' .. ARGV[6], 'order=' .. ARGV[7], 'ties=' .. ARGV[8],
-  'mode=' .. ARGV[9]}, ' ')
+local config = league_config_text(tier_count, cohort_size, promote, demote, demote_idle, order,
+  ties, write_rule)
 
 local function cohort_key(n) return prefix .. ':c:' .. n end
 
--- The cohort's board spec (see board_spec), its option keys declared after the others.
+-- The cohort's board and the index of its option keys (see board_spec and
+-- league_cohort_keys).
 local function cohort_board(n)
   local board = cohort_key(n)
-  local k = #KEYS + 1
-  KEYS[k] = board .. ':options'
-  if cfg.ties == 'first' then
-    KEYS[k + 1], KEYS[k + 2] = board .. ':first', board .. ':first:keys'
-  elseif cfg.ties == 'dense' then
-    KEYS[k + 1] = board .. ':dense'
-  end
-  return board, k
-end
-
--- How many a cutoff spec ('<count>' or 'f<fraction>') takes from a cohort of `size` players.
-local function cut(spec, size)
-  if string.sub(spec, 1, 1) == 'f' then
-    return math.floor(tonumber(string.sub(spec, 2)) * size + 1e-9)
-  end
-  return tonumber(spec)
-end
-
--- The zone of a player of tier `tier` whose cutoff rank (1 + the players strictly ahead under
--- a rule where equal scores share a rank, else the position) is `rank` (nil: placed, never
--- scored) among `scored` players of a cohort of `size` placed: promotion wins an overlap, and
--- nobody leaves the ends.
-local function zone_of(tier, rank, scored, size)
-  if not rank then return (cfg.idle and tier > 0) and 'demote' or 'stay' end
-  if tier < cfg.tiers - 1 and rank <= cut(cfg.promote, size) then return 'promote' end
-  if tier > 0 and rank > scored - cut(cfg.demote, size) then return 'demote' end
-  return 'stay'
+  return board, league_cohort_keys(board, cfg.ties)
 end
 
 -- nil, or the reply to return: an error (a key of another type, a denied command), or the
 -- OPTIONS status if the league records other options. `record`: the caller writes, and
 -- records the options if none are.
 local function check_league(writes)
-  local err = check_type(OPTIONS, 'hash') or check_type(TIER, 'hash')
-    or check_type(TIERS, 'hash') or check_type(OPEN, 'string') or check_type(STATE, 'hash')
-    or check_type(WHERE, 'hash') or check_type(RESULT, 'hash') or check_type(EVENTS, 'stream')
-    or check_acl('HGET', OPTIONS, 'config') or check_acl('HGET', STATE, 'x')
-    or check_acl('HGET', WHERE, 'x') or check_acl('HGET', TIER, 'x')
+  local err = check_type(league_options, 'hash') or check_type(league_tier, 'hash')
+    or check_type(league_tiers, 'hash') or check_type(league_open, 'string')
+    or check_type(period_state, 'hash') or check_type(period_where, 'hash')
+    or check_type(period_result, 'hash') or check_type(league_events, 'stream')
+    or check_acl('HGET', league_options, 'config') or check_acl('HGET', period_state, 'x')
+    or check_acl('HGET', period_where, 'x') or check_acl('HGET', league_tier, 'x')
   if err then return err end
   if writes then
-    err = check_acl('HSET', OPTIONS, 'config', 'x') or check_acl('HSET', STATE, 'x', 'x')
-      or check_acl('HINCRBY', STATE, 'x', '1') or check_acl('HSET', WHERE, 'x', 'x')
-      or check_acl('HSET', TIER, 'x', 'x') or check_acl('HINCRBY', TIERS, 'x', '1')
-      or check_acl('SET', OPEN, 'x') or check_acl('GET', OPEN)
-      or check_acl('PEXPIREAT', STATE, expire) or check_acl('PEXPIREAT', WHERE, expire)
-      or check_acl('PEXPIREAT', RESULT, expire) or check_acl('HSET', RESULT, 'x', 'x')
-      or check_acl('XADD', EVENTS, 'MAXLEN', '~', '1', '*', 'x', 'x')
+    err = check_acl('HSET', league_options, 'config', 'x')
+      or check_acl('HSET', period_state, 'x', 'x') or check_acl('HINCRBY', period_state, 'x', '1')
+      or check_acl('HSET', period_where, 'x', 'x') or check_acl('HSET', league_tier, 'x', 'x')
+      or check_acl('HINCRBY', league_tiers, 'x', '1') or check_acl('SET', league_open, 'x')
+      or check_acl('GET', league_open) or check_acl('PEXPIREAT', period_state, expire)
+      or check_acl('PEXPIREAT', period_where, expire)
+      or check_acl('PEXPIREAT', period_result, expire)
+      or check_acl('HSET', period_result, 'x', 'x')
+      or check_acl('XADD', league_events, 'MAXLEN', '~', '1', '*', 'x', 'x')
     if err then return err end
   end
-  local recorded = redis.call('HGET', OPTIONS, 'config')
+  local recorded = redis.call('HGET', league_options, 'config')
   if recorded and recorded ~= config then return redis.status_reply('OPTIONS ' .. recorded) end
   return nil
 end
@@ -131,8 +139,8 @@ end
 -- nil, or the reply refusing a placement in this period: closed, a newer period has players,
 -- or an earlier one is not settled yet (UNSETTLED: the client settles it, then sends again).
 local function check_placement()
-  if redis.call('HGET', STATE, 'closed') then return closed('is closed (settling)') end
-  local open = redis.call('GET', OPEN)
+  if redis.call('HGET', period_state, 'closed') then return closed('is closed (settling)') end
+  local open = redis.call('GET', league_open)
   if not open then return nil end
   local at = string.find(open, ' ', 1, true)
   local open_start, open_period = tonumber(string.sub(open, 1, at - 1)), string.sub(open, at + 1)
@@ -152,10 +160,10 @@ end
 local function plan_placement(user_id, bracket)
   local err = check_placement()
   if err then return nil, err end
-  local known = redis.call('HGET', TIER, user_id)
+  local known = redis.call('HGET', league_tier, user_id)
   local tier = tonumber(known or '0')
   local field = 'open:' .. tier .. ':' .. bracket
-  local n = tonumber(redis.call('HGET', STATE, field) or '0')
+  local n = tonumber(redis.call('HGET', period_state, field) or '0')
   local fresh = n == 0
   if not fresh then
     local placed = cohort_key(n) .. ':placed'
@@ -163,7 +171,7 @@ local function plan_placement(user_id, bracket)
     if err then return nil, err end
     fresh = redis.call('SCARD', placed) >= cfg.size
   end
-  if fresh then n = tonumber(redis.call('HGET', STATE, 'cohorts') or '0') + 1 end
+  if fresh then n = tonumber(redis.call('HGET', period_state, 'cohorts') or '0') + 1 end
   local placed = cohort_key(n) .. ':placed'
   err = check_type(placed, 'set') or check_acl('SADD', placed, user_id)
     or check_acl('PEXPIREAT', placed, expire)
@@ -174,34 +182,34 @@ end
 
 local function apply_placement(p, user_id)
   if p.fresh then
-    redis.call('HSET', STATE, 'cohorts', p.n, p.field, p.n, 't:' .. p.n, p.tier,
+    redis.call('HSET', period_state, 'cohorts', p.n, p.field, p.n, 't:' .. p.n, p.tier,
       'b:' .. p.n, p.bracket)
   end
   redis.call('SADD', p.placed, user_id)
-  redis.call('HSET', WHERE, user_id, p.n)
+  redis.call('HSET', period_where, user_id, p.n)
   if p.new_player then
-    redis.call('HSET', TIER, user_id, p.tier)
-    redis.call('HINCRBY', TIERS, p.tier, 1)
+    redis.call('HSET', league_tier, user_id, p.tier)
+    redis.call('HINCRBY', league_tiers, p.tier, 1)
   end
-  redis.call('SET', OPEN, string.format('%d', start) .. ' ' .. period)
-  redis.call('PEXPIREAT', STATE, expire)
-  redis.call('PEXPIREAT', WHERE, expire)
+  redis.call('SET', league_open, string.format('%d', start) .. ' ' .. period)
+  redis.call('PEXPIREAT', period_state, expire)
+  redis.call('PEXPIREAT', period_where, expire)
   redis.call('PEXPIREAT', p.placed, expire)
 end
 
 -- The recorded options, once: the first write of a league records them.
 local function record_config()
-  redis.call('HSET', OPTIONS, 'config', config)
+  redis.call('HSET', league_options, 'config', config)
 end
 
 -- A placed player's cohort n and tier, or nil.
 local function placement_of(user_id)
-  local n = redis.call('HGET', WHERE, user_id)
+  local n = redis.call('HGET', period_where, user_id)
   if not n then return nil end
-  return tonumber(n), tonumber(redis.call('HGET', STATE, 't:' .. n))
+  return tonumber(n), tonumber(redis.call('HGET', period_state, 't:' .. n))
 end
 
--- The cutoff rank of `score` on board spec `b` (see zone_of).
+-- The cutoff rank of `score` on board spec `b` (see league_zone in _lib.lua).
 local function cutoff_rank(b, user_id, score)
   if b.shared then return count_better(b, b.board, score) + 1 end
   return rank_of(b, user_id, score) + 1
@@ -227,9 +235,9 @@ end
 -- Whether the league hides `user_id`; or nil and an error reply. The hash is not a declared
 -- key: reached through the options hash (see check_present).
 local function league_hides(user_id)
-  if not redis.call('HGET', OPTIONS, 'hidden') then return false end
+  if not redis.call('HGET', league_options, 'hidden') then return false end
   local err = check_type(HIDDEN, 'hash') or check_acl('HEXISTS', HIDDEN, user_id)
-    or check_present(OPTIONS, {HIDDEN})
+    or check_present(league_options, {HIDDEN})
   if err then return nil, err end
   return redis.call('HEXISTS', HIDDEN, user_id) == 1
 end
@@ -269,7 +277,8 @@ local function stored_answer(w)
     local at = string.find(applied, ':c:', #base + 2, true)
     local state = string.sub(applied, 1, at - 1) .. ':state'
     local cohort = string.sub(applied, at + 3)
-    local tier_then = cohort == '0' and redis.call('HGET', TIER, w.user_id)  -- hidden: no seat
+    local tier_then = cohort == '0'  -- hidden: no seat
+      and redis.call('HGET', league_tier, w.user_id)
       or redis.call('HGET', state, 't:' .. cohort)
     rest = {tonumber(tier_then or '0'), tonumber(cohort),
       redis.call('HGET', state, 'b:' .. cohort) or '', false, 'stay', 0,
@@ -278,18 +287,19 @@ local function stored_answer(w)
   return answer_of(reply, rest)
 end
 
-if op == 'submit' then
+if call == 'submit' then
   local err = check_league(true)
   if err then return err end
-  local user_id, number, bracket, words = ARGV[14], ARGV[15], ARGV[16], ARGV[17]
   -- The write (the cohort's board is named once the placement is known).
-  local w = {user_id = user_id, mode = cfg.mode, order = cfg.order, ties = cfg.ties,
-    submit = true, number = number, max_entries = 4294967296, fields = ARGV, first_field = 18,
-    expire_at = expire}
-  if words ~= '' then
+  local rule = {}  -- the write rule's words: the mode, then the score limits'
+  for word in string.gmatch(write_rule, '%S+') do rule[#rule + 1] = word end
+  local w = {user_id = user_id, mode = rule[1], order = cfg.order, ties = cfg.ties,
+    submit = true, number = score, max_entries = 4294967296, fields = ARGV,
+    first_field = metadata_at, expire_at = expire}
+  if submission_words ~= '' then
     local spec = {}
-    for word in string.gmatch(words, '%S+') do spec[#spec + 1] = word end
-    guard_fields(w, spec, 1, 9)  -- the submission id's record: KEYS[9]
+    for word in string.gmatch(submission_words, '%S+') do spec[#spec + 1] = word end
+    guard_fields(w, spec, 1, submission_keys_at)  -- the submission id's record
     local answer = stored_answer(w)
     if answer then return answer end
   end
@@ -303,10 +313,10 @@ if op == 'submit' then
   local n, tier = placement_of(user_id)
   local placement
   if hidden then  -- no seat: cohort 0 keeps the score aside
-    if redis.call('HGET', STATE, 'closed') then return closed('is closed (settling)') end
-    n, tier = 0, tonumber(redis.call('HGET', TIER, user_id) or '0')
+    if redis.call('HGET', period_state, 'closed') then return closed('is closed (settling)') end
+    n, tier = 0, tonumber(redis.call('HGET', league_tier, user_id) or '0')
   elseif n then
-    if redis.call('HGET', STATE, 'closed') then return closed('is closed (settling)') end
+    if redis.call('HGET', period_state, 'closed') then return closed('is closed (settling)') end
   else
     placement, err = plan_placement(user_id, bracket)
     if not placement then return err end
@@ -315,10 +325,10 @@ if op == 'submit' then
   local board, k = cohort_board(n)
   w.board, w.user_key, w.k = board, board .. ':user:' .. user_id, k
   guard_fields(w, rule, 2, 0)  -- the score limits (keyless), checked by plan_write
-  if hidden then w.scope_hidden, w.scope_options = HIDDEN, OPTIONS end
+  if hidden then w.scope_hidden, w.scope_options = HIDDEN, league_options end
   local plan, reply = plan_write(w)
   if not plan then return reply end  -- (an id applied before was answered above)
-  if not redis.call('HGET', OPTIONS, 'config') then record_config() end
+  if not redis.call('HGET', league_options, 'config') then record_config() end
   if placement then apply_placement(placement, user_id) end
   reply = apply_write(plan)
   if hidden then return store_answer(w, reply, {tier, 0, '', false, 'stay', 0, period}) end
@@ -327,21 +337,20 @@ if op == 'submit' then
   local scored = redis.call('ZCARD', board)
   local stored = redis.call('ZSCORE', board, user_id)
   local rank = stored and cutoff_rank(b, user_id, tonumber(stored))
-  return store_answer(w, reply, {tier, n, redis.call('HGET', STATE, 'b:' .. n) or bracket,
-    rank or false, zone_of(tier, rank, scored, size), size, period})
+  return store_answer(w, reply, {tier, n, redis.call('HGET', period_state, 'b:' .. n) or bracket,
+    rank or false, league_zone(cfg, tier, rank, scored, size), size, period})
 end
 
-if op == 'join' then
+if call == 'join' then
   local err = check_league(true)
   if err then return err end
-  local user_id, bracket = ARGV[14], ARGV[15]
   err = check_period_clock(false)
   if err then return err end
   local hidden
   hidden, err = league_hides(user_id)
   if hidden == nil then return err end
   if hidden then  -- no seat while hidden
-    return {tonumber(redis.call('HGET', TIER, user_id) or '0'), 0, '', 0, 0}
+    return {tonumber(redis.call('HGET', league_tier, user_id) or '0'), 0, '', 0, 0}
   end
   local n, tier = placement_of(user_id)
   local now = 0
@@ -349,34 +358,34 @@ if op == 'join' then
     local placement
     placement, err = plan_placement(user_id, bracket)
     if not placement then return err end
-    if not redis.call('HGET', OPTIONS, 'config') then record_config() end
+    if not redis.call('HGET', league_options, 'config') then record_config() end
     apply_placement(placement, user_id)
     n, tier, now = placement.n, placement.tier, 1
-  elseif redis.call('HGET', STATE, 'closed') then
+  elseif redis.call('HGET', period_state, 'closed') then
     return closed('is closed (settling)')
   end
-  return {tier, n, redis.call('HGET', STATE, 'b:' .. n) or bracket,
+  return {tier, n, redis.call('HGET', period_state, 'b:' .. n) or bracket,
     redis.call('SCARD', cohort_key(n) .. ':placed'), now}
 end
 
-if op == 'close' then
+if call == 'close' then
   local err = check_league(true) or check_period_clock(true)
   if err then return err end
-  if redis.call('EXISTS', STATE) == 0 then return {0, 0} end
-  redis.call('HSET', STATE, 'closed', '1')
-  return {tonumber(redis.call('HGET', STATE, 'cohorts') or '0'),
-    tonumber(redis.call('HGET', STATE, 'settled') or '0')}
+  if redis.call('EXISTS', period_state) == 0 then return {0, 0} end
+  redis.call('HSET', period_state, 'closed', '1')
+  return {tonumber(redis.call('HGET', period_state, 'cohorts') or '0'),
+    tonumber(redis.call('HGET', period_state, 'settled') or '0')}
 end
 
-if op == 'settle' then
+if call == 'settle' then
   local err = check_league(true)
   if err then return err end
-  local n, token = ARGV[14], ARGV[15]
-  local tier = tonumber(redis.call('HGET', STATE, 't:' .. n) or '-1')
+  local n, token = cohort, call_token
+  local tier = tonumber(redis.call('HGET', period_state, 't:' .. n) or '-1')
   if tier < 0 then return redis.error_reply('ERR league ' .. base .. ' has no cohort ' .. n
     .. ' in period ' .. period) end
-  local bracket = redis.call('HGET', STATE, 'b:' .. n) or ''
-  local settled_by = redis.call('HGET', STATE, 's:' .. n)
+  local bracket = redis.call('HGET', period_state, 'b:' .. n) or ''
+  local settled_by = redis.call('HGET', period_state, 's:' .. n)
   if settled_by then
     -- {call token, answer} of the call that settled it ('1': an older client's, no answer).
     local ok, stored = pcall(cmsgpack.unpack, settled_by)
@@ -385,7 +394,7 @@ if op == 'settle' then
     end
     return {tonumber(n), tier, bracket, 1, {}, {}, {}}
   end
-  if not redis.call('HGET', STATE, 'closed') then
+  if not redis.call('HGET', period_state, 'closed') then
     return redis.error_reply('ERR period ' .. period .. ' of league ' .. base .. ' is not closed')
   end
   local board, k = cohort_board(n)
@@ -408,7 +417,7 @@ if op == 'settle' then
   local fields, counts = {}, {}
   local group_start, dense, previous = 1, 0, nil
   local function settle_one(id, rank, shown, score)
-    local zone = zone_of(tier, rank, scored, size)
+    local zone = league_zone(cfg, tier, rank, scored, size)
     local new = tier + (zone == 'promote' and 1 or zone == 'demote' and -1 or 0)
     local list = moves[zone]
     list[#list + 1] = id
@@ -428,19 +437,19 @@ if op == 'settle' then
   -- The writes: nothing below fails but on a server fault.
   for i = 1, #fields, 2 do
     local new = string.sub(fields[i + 1], 1, string.find(fields[i + 1], ' ', 1, true) - 1)
-    if tonumber(new) ~= tier then redis.call('HSET', TIER, fields[i], new) end
+    if tonumber(new) ~= tier then redis.call('HSET', league_tier, fields[i], new) end
   end
   for new, count in pairs(counts) do
-    redis.call('HINCRBY', TIERS, new, count)
-    redis.call('HINCRBY', TIERS, tier, -count)
+    redis.call('HINCRBY', league_tiers, new, count)
+    redis.call('HINCRBY', league_tiers, tier, -count)
   end
-  call_sliced('HSET', RESULT, fields)
-  redis.call('PEXPIREAT', RESULT, expire)
+  call_sliced('HSET', period_result, fields)
+  redis.call('PEXPIREAT', period_result, expire)
   local answer = {tonumber(n), tier, bracket, 0, moves.promote, moves.demote, moves.stay}
-  redis.call('HSET', STATE, 's:' .. n, cmsgpack.pack({token, answer}))
-  local settled = redis.call('HINCRBY', STATE, 'settled', 1)
-  if settled >= tonumber(redis.call('HGET', STATE, 'cohorts') or '0') then
-    redis.call('HSET', STATE, 'done', '1')
+  redis.call('HSET', period_state, 's:' .. n, cmsgpack.pack({token, answer}))
+  local settled = redis.call('HINCRBY', period_state, 'settled', 1)
+  if settled >= tonumber(redis.call('HGET', period_state, 'cohorts') or '0') then
+    redis.call('HSET', period_state, 'done', '1')
   end
   local event = {'kind', 'settled', 'period', period, 'cohort', n, 'tier', tier,
     'bracket', bracket}
@@ -450,11 +459,11 @@ if op == 'settle' then
       event[#event + 1] = id
     end
   end
-  redis.call('XADD', EVENTS, 'MAXLEN', '~', cfg.maxlen, '*', unpack(event))
+  redis.call('XADD', league_events, 'MAXLEN', '~', cfg.maxlen, '*', unpack(event))
   return answer
 end
 
-if op == 'hidden' then
+if call == 'hidden' then
   local err = check_league(false) or check_type(HIDDEN, 'hash') or check_acl('HKEYS', HIDDEN)
   if err then return err end
   local ids = redis.call('HKEYS', HIDDEN)
@@ -462,14 +471,13 @@ if op == 'hidden' then
   return ids
 end
 
-if op == 'hide' or op == 'unhide' then
+if call == 'hide' or call == 'unhide' then
   local err = check_league(true) or check_type(HIDDEN, 'hash') or check_acl('HSET', HIDDEN, 'x', '')
-    or check_acl('HDEL', HIDDEN, 'x') or check_acl('HSET', OPTIONS, 'hidden', '1')
-    or check_acl('HDEL', OPTIONS, 'hidden') or check_acl('HDEL', WHERE, 'x')
+    or check_acl('HDEL', HIDDEN, 'x') or check_acl('HSET', league_options, 'hidden', '1')
+    or check_acl('HDEL', league_options, 'hidden') or check_acl('HDEL', period_where, 'x')
   if err then return err end
-  local user_id, bracket = ARGV[14], ARGV[15]
   local was = redis.call('HEXISTS', HIDDEN, user_id) == 1
-  local settling = redis.call('HGET', STATE, 'closed')
+  local settling = redis.call('HGET', period_state, 'closed')
   -- Cohort 0's board, where a hidden player's scores are kept.
   local zero, kz = cohort_board(0)
   local z = board_spec(zero, kz, cfg.order, cfg.ties)
@@ -478,7 +486,7 @@ if op == 'hide' or op == 'unhide' then
     or check_acl('HGET', zero .. ':hidden', user_id) or check_acl('HLEN', zero .. ':hidden')
     or check_acl('HDEL', z.options, 'hidden')
   if err then return err end
-  if op == 'hide' then
+  if call == 'hide' then
     if was then return 0 end
     -- Off their seat in this period (a period being settled keeps them where they are).
     local n = not settling and placement_of(user_id)
@@ -499,11 +507,11 @@ if op == 'hide' or op == 'unhide' then
     if seat then
       if score then unrank(seat, user_id, score) end
       redis.call('SREM', seat.board .. ':placed', user_id)
-      redis.call('HDEL', WHERE, user_id)
+      redis.call('HDEL', period_where, user_id)
       keep_hidden(z, user_id, score or '', nil, expire)
       move_metadata(seat.board .. ':user:' .. user_id, zero .. ':user:' .. user_id)
     end
-    record_hidden(HIDDEN, OPTIONS, user_id)
+    record_hidden(HIDDEN, league_options, user_id)
     return 1
   end
   -- unhide: a kept score of this period comes back as the player's write of it (placed in a
@@ -527,7 +535,7 @@ if op == 'hide' or op == 'unhide' then
       expire_at = expire, restore = true})
     if not plan then return err end
   end
-  forget_hidden(HIDDEN, OPTIONS, user_id)
+  forget_hidden(HIDDEN, league_options, user_id)
   if kept and not settling then forget_hidden(zero .. ':hidden', z.options, user_id) end
   if plan then
     apply_placement(placement, user_id)
@@ -537,4 +545,4 @@ if op == 'hide' or op == 'unhide' then
   return 1
 end
 
-return redis.error_reply('ERR unknown league operation ' .. tostring(op))
+return redis.error_reply('ERR unknown league operation ' .. tostring(call))

@@ -1,12 +1,36 @@
 #!lua flags=no-writes
--- A league's reads (see league.lua for its keys and its ARGV up to the period's deadline). A
+-- A league's reads (the keys and the league's arguments of league.lua, then a read's own). A
 -- read (no-writes): it runs when the server is out of memory and on read-only replicas.
--- ARGV after the deadline: 'check' (the read is of the current period: reply UNSETTLED if an
--- earlier period with players is not settled yet, so the client settles it first) or '', then
---   standings: user_id
---   tier_of:   user_id
---   tiers:     nothing
---   results:   user_id
+--: KEYS league_options: <B>:options, the league's recorded options ('config', 'hidden')
+--: KEYS league_tier: <B>:tier, user -> tier index
+--: KEYS league_tiers: <B>:tiers, tier index -> players
+--: KEYS league_open: <B>:open, "<start ms> <period id>": the newest period with players
+--: KEYS league_events: <B>:events, the league's event stream (unused here)
+--: KEYS period_state: <B>:<P>:state, the period's state
+--: KEYS period_where: <B>:<P>:where, user -> cohort
+--: KEYS period_result: <B>:<P>:result, user -> "<new tier> <zone> <rank|-> <score|->"
+--: ARGV tier_count: the league's tiers (a count)
+--: ARGV cohort_size: its players per cohort
+--: ARGV promote: its promotion cutoff ('<count>' or 'f<fraction>')
+--: ARGV demote: its demotion cutoff ('<count>' or 'f<fraction>')
+--: ARGV demote_idle: '1' (players who never scored are demoted) or '0'
+--: ARGV order: its cohorts' order
+--: ARGV ties: its cohorts' tie rule
+--: ARGV write_rule: its write mode, then its score limits' words ('range:<a>:<b>', 'maxinc:<n>')
+--: ARGV events_maxlen: its event stream's MAXLEN (unused here)
+--: ARGV period: the period's id
+--: ARGV period_start: the period's start (unix ms)
+--: ARGV period_times: '<deadline> <end>' (unix ms; unused here)
+--: ARGV read_check: 'check' (a read of the current period, see below) or ''
+--: CALL standings: the standings of a player's cohort
+--: ARGV user_id: the player
+--: CALL tier_of: a player's tier
+--: ARGV user_id: the player
+--: CALL tiers: the players of each tier
+--: CALL results: a player's settled result
+--: ARGV user_id: the player
+-- A read of the current period ('check') replies UNSETTLED if an earlier period with players is
+-- not settled yet, so the client settles it first.
 -- Replies: the statuses 'OPTIONS <recorded>' and 'UNSETTLED <start ms> <period id>' (see
 -- league.lua), else
 --   standings: false if the user has no cohort in the period, else {tier, cohort, bracket,
@@ -17,29 +41,24 @@
 --   tiers:     {tier index, players, ...} (hidden players in no count)
 --   results:   false if the user has no settled result in the period, else {cohort, tier,
 --              new tier, zone, rank or false, score or false}
-local OPTIONS, TIER, TIERS, OPEN = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
-local STATE, WHERE, RESULT = KEYS[6], KEYS[7], KEYS[8]
-local op = ARGV[1]
-local cfg = {tiers = tonumber(ARGV[2]), promote = ARGV[4], demote = ARGV[5],
-  idle = ARGV[6] == '1', order = ARGV[7], ties = ARGV[8]}
-local period, start = ARGV[11], tonumber(ARGV[12])
-local base = string.sub(OPTIONS, 1, #OPTIONS - 8)
-local prefix = base .. ':' .. period
-local config = table.concat({'tiers=' .. ARGV[2], 'size=' .. ARGV[3], 'promote=' .. ARGV[4],
-  'demote=' .. ARGV[5], 'idle=' .. ARGV[6], 'order=' .. ARGV[7], 'ties=' .. ARGV[8],
-  'mode=' .. ARGV[9]}, ' ')
+local start = tonumber(period_start)
+local base = string.sub(league_options, 1, #league_options - 8)
+local config = league_config_text(tier_count, cohort_size, promote, demote, demote_idle, order,
+  ties, write_rule)
 
-local err = check_type(OPTIONS, 'hash') or check_type(TIER, 'hash') or check_type(TIERS, 'hash')
-  or check_type(OPEN, 'string') or check_type(STATE, 'hash') or check_type(WHERE, 'hash')
-  or check_type(RESULT, 'hash') or check_acl('HGET', OPTIONS, 'config')
-  or check_acl('GET', OPEN) or check_acl('HGETALL', STATE) or check_acl('HGET', WHERE, 'x')
-  or check_acl('HGET', TIER, 'x') or check_acl('HGETALL', TIERS) or check_acl('HGET', RESULT, 'x')
+local err = check_type(league_options, 'hash') or check_type(league_tier, 'hash')
+  or check_type(league_tiers, 'hash') or check_type(league_open, 'string')
+  or check_type(period_state, 'hash') or check_type(period_where, 'hash')
+  or check_type(period_result, 'hash') or check_acl('HGET', league_options, 'config')
+  or check_acl('GET', league_open) or check_acl('HGETALL', period_state)
+  or check_acl('HGET', period_where, 'x') or check_acl('HGET', league_tier, 'x')
+  or check_acl('HGETALL', league_tiers) or check_acl('HGET', period_result, 'x')
 if err then return err end
-local recorded = redis.call('HGET', OPTIONS, 'config')
+local recorded = redis.call('HGET', league_options, 'config')
 if recorded and recorded ~= config then return redis.status_reply('OPTIONS ' .. recorded) end
 
-if ARGV[14] == 'check' then
-  local open = redis.call('GET', OPEN)
+if read_check == 'check' then
+  local open = redis.call('GET', league_open)
   if open then
     local at = string.find(open, ' ', 1, true)
     local open_start, open_period = tonumber(string.sub(open, 1, at - 1)), string.sub(open, at + 1)
@@ -54,37 +73,16 @@ if ARGV[14] == 'check' then
   end
 end
 
-local function cut(spec, size)
-  if string.sub(spec, 1, 1) == 'f' then
-    return math.floor(tonumber(string.sub(spec, 2)) * size + 1e-9)
-  end
-  return tonumber(spec)
-end
-
--- As league.lua's zone_of.
-local function zone_of(tier, rank, scored, size)
-  if not rank then return (cfg.idle and tier > 0) and 'demote' or 'stay' end
-  if tier < cfg.tiers - 1 and rank <= cut(cfg.promote, size) then return 'promote' end
-  if tier > 0 and rank > scored - cut(cfg.demote, size) then return 'demote' end
-  return 'stay'
-end
-
-if op == 'standings' then
-  local user_id = ARGV[15]
-  local n = redis.call('HGET', WHERE, user_id)
+if call == 'standings' then
+  local n = redis.call('HGET', period_where, user_id)
   if not n then return false end
-  local tier = tonumber(redis.call('HGET', STATE, 't:' .. n))
-  local bracket = redis.call('HGET', STATE, 'b:' .. n) or ''
-  local settled = redis.call('HGET', STATE, 's:' .. n) and 1 or 0
-  local board = prefix .. ':c:' .. n
-  local k = #KEYS + 1
-  KEYS[k] = board .. ':options'
-  if cfg.ties == 'first' then
-    KEYS[k + 1], KEYS[k + 2] = board .. ':first', board .. ':first:keys'
-  elseif cfg.ties == 'dense' then
-    KEYS[k + 1] = board .. ':dense'
-  end
-  local b = board_spec(board, k, cfg.order, cfg.ties)
+  local tier = tonumber(redis.call('HGET', period_state, 't:' .. n))
+  local bracket = redis.call('HGET', period_state, 'b:' .. n) or ''
+  local settled = redis.call('HGET', period_state, 's:' .. n) and 1 or 0
+  local cfg = {tiers = tonumber(tier_count), promote = promote, demote = demote,
+    idle = demote_idle == '1'}  -- for league_zone
+  local board = base .. ':' .. period .. ':c:' .. n
+  local b = board_spec(board, league_cohort_keys(board, ties), order, ties)
   local placed = board .. ':placed'
   err = check_type(board, 'zset') or check_type(placed, 'set')
     or (b.first and check_type(b.first, 'zset')) or check_acl('ZRANGE', b.ranked, '0', '0')
@@ -101,7 +99,7 @@ if op == 'standings' then
     err = check_acl('HGETALL', key) or check_type(key, 'hash')
     if err then return err end
     if settled == 1 then  -- the zone settlement recorded
-      local result = redis.call('HGET', RESULT, id)
+      local result = redis.call('HGET', period_result, id)
       if result then zone = string.match(result, '^%S+ (%S+)') end
     end
     entries[#entries + 1] = id
@@ -117,37 +115,37 @@ if op == 'standings' then
     if score ~= previous then group_start, dense = i, dense + 1 end
     previous = score
     local cutoff = b.shared and group_start or i
-    local shown = (cfg.ties == 'dense' and dense) or (cfg.ties == 'competition' and group_start) or i
-    err = add(id, scores[i], shown, zone_of(tier, cutoff, scored, size))
+    local shown = (ties == 'dense' and dense) or (ties == 'competition' and group_start) or i
+    err = add(id, scores[i], shown, league_zone(cfg, tier, cutoff, scored, size))
     if err then return err end
   end
   for _, id in ipairs(members) do if not seen[id] then idle[#idle + 1] = id end end
   table.sort(idle)
   for _, id in ipairs(idle) do
-    err = add(id, nil, nil, zone_of(tier, nil, scored, size))
+    err = add(id, nil, nil, league_zone(cfg, tier, nil, scored, size))
     if err then return err end
   end
   return {tier, tonumber(n), bracket, size, settled, entries}
 end
 
-if op == 'tier_of' then
-  local tier = redis.call('HGET', TIER, ARGV[15])
+if call == 'tier_of' then
+  local tier = redis.call('HGET', league_tier, user_id)
   return tier and tonumber(tier) or false
 end
 
-if op == 'tiers' then
-  local flat = redis.call('HGETALL', TIERS)
+if call == 'tiers' then
+  local flat = redis.call('HGETALL', league_tiers)
   -- A hidden player is in no count (fair play): each hidden player with a tier is taken off
   -- that tier's count (they keep the tier: tier_of answers it, and unhide counts them again).
   -- The hidden hash "<B>:hidden" (see league.lua) is reached through the options hash.
-  if not redis.call('HGET', OPTIONS, 'hidden') then return flat end
+  if not redis.call('HGET', league_options, 'hidden') then return flat end
   local hidden = base .. ':hidden'
   err = check_type(hidden, 'hash') or check_acl('HKEYS', hidden)
-    or check_present(OPTIONS, {hidden})
+    or check_present(league_options, {hidden})
   if err then return err end
   local off = {}
   for _, id in ipairs(redis.call('HKEYS', hidden)) do
-    local tier = redis.call('HGET', TIER, id)
+    local tier = redis.call('HGET', league_tier, id)
     if tier then off[tier] = (off[tier] or 0) + 1 end
   end
   for i = 1, #flat, 2 do
@@ -156,14 +154,13 @@ if op == 'tiers' then
   return flat
 end
 
-if op == 'results' then
-  local user_id = ARGV[15]
-  local result = redis.call('HGET', RESULT, user_id)
+if call == 'results' then
+  local result = redis.call('HGET', period_result, user_id)
   if not result then return false end
-  local n = redis.call('HGET', WHERE, user_id)
+  local n = redis.call('HGET', period_where, user_id)
   local new, zone, rank, score = string.match(result, '^(%S+) (%S+) (%S+) (%S+)$')
-  return {tonumber(n), tonumber(redis.call('HGET', STATE, 't:' .. n)), tonumber(new), zone,
+  return {tonumber(n), tonumber(redis.call('HGET', period_state, 't:' .. n)), tonumber(new), zone,
     rank ~= '-' and tonumber(rank) or false, score ~= '-' and score or false}
 end
 
-return redis.error_reply('ERR unknown league read ' .. tostring(op))
+return redis.error_reply('ERR unknown league read ' .. tostring(call))
