@@ -18,16 +18,6 @@ using codec::ReplyType;
   throw RedisError(std::string("unexpected reply from Redis for ") + what);
 }
 
-Command script_command(const Script& script, std::vector<std::string> keys,
-                       std::vector<std::string> args) {
-  Command command{&script, {}};
-  command.argv.reserve(1 + keys.size() + args.size());
-  command.argv.push_back(std::to_string(keys.size()));
-  for (auto& key : keys) command.argv.push_back(std::move(key));
-  for (auto& arg : args) command.argv.push_back(std::move(arg));
-  return command;
-}
-
 long long integer_reply(const Reply& reply, const char* what) {
   if (reply.type != ReplyType::Integer) unexpected(what);
   return reply.integer;
@@ -388,7 +378,7 @@ std::unique_ptr<Operation> group_submit(std::vector<GroupMember> members, std::s
   }
   const bool idempotent = submission_id.has_value();
   return std::make_unique<GroupSubmit>(
-      script_command(scripts::group, std::move(keys), std::move(args)), std::move(names),
+      undeclared_call(scripts::group, std::move(keys), std::move(args)), std::move(names),
       std::move(options), std::move(boards), std::move(user_id), std::move(results), idempotent,
       retries);
 }

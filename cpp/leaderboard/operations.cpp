@@ -18,6 +18,16 @@
 
 namespace rlb::leaderboard {
 
+Command undeclared_call(const Script& script, std::vector<std::string> keys,
+                        std::vector<std::string> args) {
+  Command command{&script, {}};
+  command.argv.reserve(1 + keys.size() + args.size());
+  command.argv.push_back(std::to_string(keys.size()));
+  for (auto& key : keys) command.argv.push_back(std::move(key));
+  for (auto& arg : args) command.argv.push_back(std::move(arg));
+  return command;
+}
+
 std::string new_call_token() {
   // One generator per thread, seeded from the system's entropy (again in a forked child, which
   // would otherwise repeat its parent's tokens): tokens need to be unique, not secret.
@@ -278,16 +288,6 @@ std::vector<std::string> strings(Args&&... args) {
   out.reserve(sizeof...(Args));
   (out.emplace_back(std::forward<Args>(args)), ...);
   return out;
-}
-
-Command script_call(const Script& script, std::vector<std::string> keys,
-                    std::vector<std::string> args) {
-  Command command{&script, {}};
-  command.argv.reserve(1 + keys.size() + args.size());
-  command.argv.push_back(std::to_string(keys.size()));
-  for (auto& key : keys) command.argv.push_back(std::move(key));
-  for (auto& arg : args) command.argv.push_back(std::move(arg));
-  return command;
 }
 
 // One command, one reply, one result: every operation but the paged ones.
@@ -1293,7 +1293,7 @@ std::unique_ptr<Operation> Board::write(WriteMode mode, std::string user_id, dou
     args.push_back(field);
     args.push_back(value);
   }
-  Command command = script_call(scripts::write, std::move(keys), std::move(args));
+  Command command = undeclared_call(scripts::write, std::move(keys), std::move(args));
 
   if (submit) {
     const bool idempotent = submission_id.has_value();
@@ -1512,9 +1512,9 @@ std::unique_ptr<Operation> Board::hiding_call(const char* action, std::string us
   if (expire_at()) words += (words.empty() ? "" : " ") + ("expire:" + std::to_string(*expire_at()));
   const bool list = std::string_view(action) == "list";
   Command command =
-      script_call(scripts::hide, std::move(keys),
-                  {action, std::move(user_id), std::to_string(max_entries()), name_of(order()),
-                   ties_word(), scope ? "scope" : "", std::move(words)});
+      undeclared_call(scripts::hide, std::move(keys),
+                      {action, std::move(user_id), std::to_string(max_entries()), name_of(order()),
+                       ties_word(), scope ? "scope" : "", std::move(words)});
   return std::make_unique<SingleCall>(
       list ? "hidden" : action, std::move(command),
       [list, id = id_](Reply& reply) -> Result {
@@ -1585,7 +1585,7 @@ std::unique_ptr<Operation> Board::upsert_chunk(std::vector<BatchEntry> entries,
     if (period()) keys.push_back(submission_scope() + ":options");
     if (guards.events) keys.push_back(key() + ":events");
     auto call = std::make_unique<SingleCall>(
-        "upsert_many", script_call(scripts::bulk, std::move(keys), std::move(args)),
+        "upsert_many", undeclared_call(scripts::bulk, std::move(keys), std::move(args)),
         [count](Reply& reply) -> Result {
           // Entries whose submission id was applied before are skipped (guards).
           return parse_count(reply, count);

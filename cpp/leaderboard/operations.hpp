@@ -28,6 +28,12 @@ using Metadata = std::vector<std::pair<std::string, std::string>>;  // HGETALL o
 // another call with the same id: only the latter is a duplicate.
 std::string new_call_token();
 
+// The EVALSHA of a script that does not declare its interface yet (write, bulk, hide, group):
+// its keys and arguments in the order its comment gives. A declared script's call is
+// calls::<script>[_<call>] (generated, see cpp/leaderboard/scripts/generate.py).
+Command undeclared_call(const Script& script, std::vector<std::string> keys,
+                        std::vector<std::string> args);
+
 struct Entry {
   std::optional<long long> rank;  // 1-based; absent when a write was trimmed away
   std::string user_id;

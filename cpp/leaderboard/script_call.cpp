@@ -14,16 +14,6 @@ void unexpected(const char* what) {
   throw RedisError(std::string("unexpected reply from Redis for ") + what);
 }
 
-Command command(const Script& script, std::vector<std::string> keys,
-                std::vector<std::string> args) {
-  Command out{&script, {}};
-  out.argv.reserve(1 + keys.size() + args.size());
-  out.argv.push_back(std::to_string(keys.size()));
-  for (auto& key : keys) out.argv.push_back(std::move(key));
-  for (auto& arg : args) out.argv.push_back(std::move(arg));
-  return out;
-}
-
 long long integer_of(const Reply& reply, const char* what) {
   if (reply.type != ReplyType::Integer) unexpected(what);
   return reply.integer;

@@ -16,9 +16,6 @@ namespace rlb::leaderboard::script_call {
 
 [[noreturn]] void unexpected(const char* what);
 
-// EVALSHA's arguments for `script`: the number of keys, the keys, the arguments.
-Command command(const Script& script, std::vector<std::string> keys, std::vector<std::string> args);
-
 long long integer_of(const Reply& reply, const char* what);
 std::string text_of(const Reply& reply, const char* what);
 double score_of(const Reply& reply, const char* what);  // a score sent as text
