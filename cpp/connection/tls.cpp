@@ -5,7 +5,9 @@
 #include <openssl/pem.h>
 #include <openssl/ssl.h>
 #include <openssl/x509v3.h>
+#include <unistd.h>
 
+#include <cstdlib>
 #include <cstring>
 #include <utility>
 
@@ -36,6 +38,28 @@ int password_callback(char* buffer, int size, int, void* user_data) {
   if (password == nullptr || password->size() > static_cast<std::size_t>(size)) return 0;
   std::memcpy(buffer, password->data(), password->size());
   return static_cast<int>(password->size());
+}
+
+// The system trust store for an OpenSSL linked into the module (REDIS_LEADERBOARD_STATIC_RUNTIME,
+// the glibc 2.31 wheel): its default paths are its build's OPENSSLDIR (/etc/ssl: Debian's
+// certs/ folder, nothing on RHEL), so unless SSL_CERT_FILE / SSL_CERT_DIR name one, the first CA
+// bundle found where distributions keep it is loaded too (the list Go's crypto/x509 reads).
+void load_system_ca_bundle([[maybe_unused]] SSL_CTX* context) {
+#if defined(RLB_PROBE_CA_BUNDLES)
+  if (std::getenv(X509_get_default_cert_file_env()) != nullptr ||
+      std::getenv(X509_get_default_cert_dir_env()) != nullptr) {
+    return;
+  }
+  for (const char* bundle :
+       {"/etc/ssl/certs/ca-certificates.crt", "/etc/pki/tls/certs/ca-bundle.crt",
+        "/etc/ssl/ca-bundle.pem", "/etc/pki/ca-trust/extracted/pem/tls-ca-bundle.pem",
+        "/etc/ssl/cert.pem"}) {
+    if (::access(bundle, R_OK) == 0) {
+      if (SSL_CTX_load_verify_locations(context, bundle, nullptr) != 1) ERR_clear_error();
+      return;
+    }
+  }
+#endif
 }
 
 [[noreturn]] void load_failed(const std::string& what, const std::string& value) {
@@ -89,6 +113,9 @@ TlsContext::TlsContext(const TlsOptions& options) : options_(options) {
           SSL_CTX_set_default_verify_paths(context_) != 1) {
         throw ConnectionError("TLS: cannot load the system trust store: " +
                               openssl_reason("unknown error"));
+      }
+      if (!options_.ca_certs && !options_.ca_path && !options_.ca_data) {
+        load_system_ca_bundle(context_);
       }
     } else {
       SSL_CTX_set_verify(context_, SSL_VERIFY_NONE, nullptr);

@@ -69,11 +69,15 @@ long long require_at_least_one(long long value, const char* field) {
 static_assert(Board::kUnlimited == kMaxWindow, "a limit clamped to kMaxWindow is no limit");
 
 // A score from its text (false: not a number). from_chars: several times faster than strtod (no
-// locale); strtod for what it refuses (a leading '+', out of range).
+// locale); strtod for what it refuses (a leading '+', out of range), and for everything where the
+// standard library has no from_chars of doubles (GCC 10's libstdc++: the glibc 2.31 wheel is
+// built with it, .ci/wheels-compat; __cpp_lib_to_chars says both directions are there).
 bool read_score(std::string_view text, double& value) {
+#if defined(__cpp_lib_to_chars)
   const char* begin = text.data();
   auto [end, error] = std::from_chars(begin, begin + text.size(), value);
   if (error == std::errc() && end != begin) return true;
+#endif
   const std::string terminated(text);
   char* strtod_end = nullptr;
   value = std::strtod(terminated.c_str(), &strtod_end);

@@ -1,6 +1,5 @@
 #include "transport/cluster_client.hpp"
 
-#include <sys/eventfd.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -712,8 +711,6 @@ void ClusterClient::close() {
 // AsyncClusterTransport
 
 AsyncClusterTransport::AsyncClusterTransport(ClusterOptions options) : client_(std::move(options)) {
-  event_fd_ = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-  if (event_fd_ < 0) throw RedisError(std::string("eventfd: ") + std::strerror(errno));
   thread_ = std::thread([this] {
     disable_interrupt_checks();  // never the GIL: close() may hold it, joining this thread
     route_loop();
@@ -729,7 +726,6 @@ AsyncClusterTransport::~AsyncClusterTransport() {
     return;
   }
   close();
-  ::close(event_fd_);
 }
 
 void AsyncClusterTransport::submit(std::vector<ClusterClient::Outgoing> batch) {
@@ -741,9 +737,8 @@ void AsyncClusterTransport::submit(std::vector<ClusterClient::Outgoing> batch) {
 }
 
 std::vector<Completion> AsyncClusterTransport::take_completions() {
-  std::uint64_t count = 0;
-  // Clear the eventfd before taking: a completion queued after this wakes the loop again.
-  [[maybe_unused]] auto n = ::read(event_fd_, &count, sizeof count);
+  // Clear the wakeup before taking: a completion queued after this wakes the loop again.
+  wakeup_.drain();
   std::lock_guard<std::mutex> lock(mutex_);
   std::vector<Completion> out;
   out.swap(completions_);
@@ -757,10 +752,7 @@ void AsyncClusterTransport::publish(Completion completion) {
     wake = completions_.empty();
     completions_.push_back(std::move(completion));
   }
-  if (wake) {
-    const std::uint64_t one = 1;
-    [[maybe_unused]] auto n = ::write(event_fd_, &one, sizeof one);
-  }
+  if (wake) wakeup_.signal();
 }
 
 void AsyncClusterTransport::requeue(std::vector<Job> jobs) {

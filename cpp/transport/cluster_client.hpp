@@ -21,7 +21,7 @@
 // AsyncClusterTransport drives each node independently for the asyncio client: a router thread
 // assigns each request to its node, and one worker thread per node sends what is queued for it
 // (one pipelined write) and reads the replies, so a node that stops answering delays only its own
-// requests; finished requests wake the event loop through an eventfd, as
+// requests; finished requests wake the event loop through a Wakeup (eventfd), as
 // transport/multiplexed_client.hpp does.
 #pragma once
 
@@ -47,6 +47,7 @@
 #include "leaderboard/operations.hpp"
 #include "transport/blocking_client.hpp"
 #include "transport/fork.hpp"
+#include "transport/wakeup.hpp"
 
 namespace rlb::transport {
 
@@ -188,7 +189,7 @@ class AsyncClusterTransport {
 
   // Queues requests (any thread, never blocks on I/O); each completes through take_completions.
   void submit(std::vector<ClusterClient::Outgoing> batch);
-  int notify_fd() const { return event_fd_; }
+  int notify_fd() const { return wakeup_.fd(); }
   std::vector<Completion> take_completions();
   // Requests not yet sent fail with ConnectionError; those under way finish (within their
   // deadline); the threads stop. Idempotent.
@@ -216,7 +217,7 @@ class AsyncClusterTransport {
 
   ClusterClient client_;
   const ForkGuard fork_guard_;
-  int event_fd_ = -1;
+  Wakeup wakeup_;
   std::mutex mutex_;
   std::condition_variable wake_;
   std::vector<ClusterClient::Outgoing> submitted_;  // guarded by mutex_

@@ -3,7 +3,6 @@
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
-#include <sys/eventfd.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -75,16 +74,13 @@ LoopClient::LoopClient(ClientOptions options, std::size_t max_in_flight,
       tls_context_(connection::make_tls_context(options_.tls)),
       target_resolver_(options_, tls_context_),
       core_(options_, max_in_flight, counters_, max_bytes_in_flight) {
-  notify_fd_ = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-  if (notify_fd_ < 0) throw RedisError(std::string("eventfd: ") + std::strerror(errno));
   if (options_.sentinel.enabled()) {
     watcher_ = std::make_unique<SentinelWatcher>(options_, tls_context_, target_resolver_, [this] {
       {
         std::lock_guard<std::mutex> lock(mutex_);
         primary_changed_ = true;
       }
-      std::uint64_t one = 1;
-      [[maybe_unused]] auto n = ::write(notify_fd_, &one, sizeof one);
+      notify_.signal();
     });
   }
 }
@@ -104,7 +100,6 @@ std::shared_ptr<LoopClient> LoopClient::create(ClientOptions options, std::size_
 LoopClient::~LoopClient() {
   close();
   close_retired();
-  if (notify_fd_ >= 0) ::close(notify_fd_);
 }
 
 // ---- Requests --------------------------------------------------------------------------------
@@ -180,7 +175,7 @@ bool LoopClient::write_some() {
 int LoopClient::send_out() {
   while (out_pending()) {
     const auto n = ::send(fd_, out_.data() + out_offset_, out_.size() - out_offset_,
-                          MSG_NOSIGNAL | MSG_DONTWAIT);
+                          no_sigpipe_send_flags() | MSG_DONTWAIT);
     if (n > 0) {
       out_offset_ += static_cast<std::size_t>(n);
     } else if (n < 0 && errno == EINTR) {
@@ -281,8 +276,7 @@ void LoopClient::on_writable() {
 }
 
 void LoopClient::on_notify() {
-  std::uint64_t count = 0;
-  [[maybe_unused]] auto n = ::read(notify_fd_, &count, sizeof count);
+  notify_.drain();
   if (closed_) return;
   std::optional<Found> found;
   bool switched = false;
@@ -397,8 +391,7 @@ void LoopClient::start_connect() {
            // A lookup outlived by a newer one never hides the newer one's answer.
            if (!found_ || found_->generation < found.generation) found_ = std::move(found);
          }
-         std::uint64_t one = 1;
-         [[maybe_unused]] auto n = ::write(notify_fd_, &one, sizeof one);
+         notify_.signal();
          done->store(true);
        }),
        done});
@@ -412,7 +405,7 @@ void LoopClient::try_endpoint(std::size_t index) {
       fd_ = -1;
     }
     const auto& address = addresses_[index];
-    const int fd = ::socket(address.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    const int fd = open_stream_socket(address.ss_family);
     if (fd < 0) {
       last_connect_error_ = std::strerror(errno);
       continue;
@@ -517,8 +510,7 @@ void LoopClient::close() {
   // Bounded: each sentinel has a timeout (a host name's lookup, the resolver's).
   for (auto& helper : helpers_) helper.thread.join();
   helpers_.clear();
-  ::close(notify_fd_);  // no thread writes to it any more
-  notify_fd_ = -1;
+  notify_.close();  // no thread signals it any more
 }
 
 }  // namespace rlb::transport

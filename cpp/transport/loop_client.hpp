@@ -38,6 +38,7 @@
 #include "leaderboard/operations.hpp"
 #include "transport/fork.hpp"
 #include "transport/resolver.hpp"
+#include "transport/wakeup.hpp"
 
 namespace rlb::transport {
 
@@ -82,7 +83,7 @@ class LoopClient {
   }
   int writable_fd() const { return state_ == State::Connecting || out_pending() ? fd_ : -1; }
   // Readable when a helper thread has news (a resolved address, a new primary).
-  int notify_fd() const { return notify_fd_; }
+  int notify_fd() const { return notify_.fd(); }
   // When on_timer() must be called at the latest (none: no deadline). May be early.
   std::optional<Clock::time_point> wakeup_at() const;
   // Sockets given up: kept open until the loop stopped watching them (so that their number is
@@ -131,7 +132,7 @@ class LoopClient {
   const ForkGuard fork_guard_;
   connection::ClientCounters counters_;
   connection::Core core_;
-  int notify_fd_ = -1;
+  Wakeup notify_;
 
   State state_ = State::Disconnected;
   int fd_ = -1;

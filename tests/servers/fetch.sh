@@ -25,6 +25,9 @@
 #               Debian 12 lacks (Lua 5.1 and its cjson/bitop, OpenSSL 1.1, jemalloc, lzf) in
 #               lib/, run through bin/ wrappers as redis-7.4's; not a server to test against but
 #               one older than the minimum (tests/test_server_version.py refuses it)
+#   redis-8.0-sid   Debian unstable's redis-server and redis-tools (8.0.6, with TLS), and
+#   valkey-9.1-sid  valkey-server and valkey-tools (9.1.2, with TLS), with unstable's libc and
+#               the rest of their closure beside them (fetch_sid below; ~15 MB of .debs each)
 #
 # $REDIS_LEADERBOARD_SERVERS_SEED, if set, is a directory of servers fetched before (by this
 # script, elsewhere): a server missing from the cache is copied from there when it runs, instead
@@ -233,6 +236,76 @@ fetch_redis_60() {
     ls "$x"/debs >"$out/PACKAGES"
 }
 
+# Debian unstable's packages (redis-server 8.0.6, valkey-server 9.1.2, both built with TLS), which
+# need unstable's glibc: a private apt of unstable with an empty dpkg status resolves the whole
+# closure from libc6 up, each .deb is unpacked into $out/root, and bin/ holds wrappers that run
+# the real binary through the tree's own dynamic loader (ld.so --library-path ... --argv0 NAME:
+# the binary picks its role, server, sentinel or cli, by that name), so the server runs on the
+# tree's libc, libssl and the rest while nothing on the host changes, and the folder can be moved
+# (a wrapper finds the tree beside it).
+SID_DIR="$DIR/.apt-sid"
+sid_apt() {
+    local tool=$1
+    shift
+    "$tool" -o Dir::Etc::SourceList="$SID_DIR/sources.list" -o Dir::Etc::SourceParts=/dev/null \
+        -o Dir::State::Lists="$SID_DIR/lists" -o Dir::State::status="$SID_DIR/status" \
+        -o Dir::Cache::Archives="$SID_DIR/archives" -o Dir::Cache::pkgcache= -o Dir::Cache::srcpkgcache= \
+        -o APT::Sandbox::User=root -o Debug::NoLocking=1 -o APT::Architecture=amd64 \
+        -o APT::Architectures::=amd64 "$@"
+}
+
+# fetch_sid NAME PACKAGE... ; then bin/ gets a wrapper for each ROLE=BINARY of $SID_ROLES.
+fetch_sid() {
+    local name=$1
+    shift
+    local out="$DIR/$name" x="$WORK/$name" p packages loader role real
+    mkdir -p "$SID_DIR/lists/partial" "$SID_DIR/archives/partial"
+    echo "deb [signed-by=$KEYRING] $DEBIAN_MIRROR unstable main" >"$SID_DIR/sources.list"
+    : >"$SID_DIR/status"
+    if [ -z "$(find "$SID_DIR/lists" -maxdepth 1 -name '*_Packages*' -mmin -1440 2>/dev/null)" ]; then
+        log "updating the private apt lists (unstable)"
+        sid_apt apt-get -q update >&2
+    fi
+    packages=$(sid_apt apt-get -s install --no-install-recommends "$@" |
+        awk '$1 == "Inst" {sub(/^\(/, "", $3); print $2 "=" $3}')
+    [ -n "$packages" ] || {
+        log "$name: apt found no $* in unstable"
+        return 1
+    }
+    rm -rf "$x" "$out"
+    mkdir -p "$x/debs" "$out/bin"
+    # shellcheck disable=SC2086 # a list of name=version
+    (cd "$x/debs" && sid_apt apt-get -q download $packages >&2)
+    for p in "$x"/debs/*.deb; do dpkg-deb -x "$p" "$out/root"; done
+    loader=
+    for p in usr/lib/x86_64-linux-gnu/ld-linux-x86-64.so.2 lib64/ld-linux-x86-64.so.2; do
+        if [ -e "$out/root/$p" ]; then
+            loader=$p
+            break
+        fi
+    done
+    [ -n "$loader" ] || {
+        log "$name: no dynamic loader in the unpacked libc6"
+        return 1
+    }
+    rm -rf "$out/root/usr/share/doc" "$out/root/usr/share/man" "$out/root/usr/share/locale" \
+        "$out/root/usr/include" "$out/root/usr/lib/systemd" "$out/root/usr/bin/systemd"*
+    for role in $SID_ROLES; do
+        real=${role#*=}
+        role=${role%%=*}
+        cat >"$out/bin/$role" <<EOF
+#!/bin/sh
+# Runs Debian unstable's $real as $role, on the libraries unpacked beside it (../root).
+self=\$(command -p readlink -f "\$0")
+root=\${self%/*}/../root
+exec "\$root/$loader" --library-path "\$root/usr/lib/x86_64-linux-gnu:\$root/lib/x86_64-linux-gnu" \\
+    --argv0 "$role" "\$root/usr/bin/$real" "\$@"
+EOF
+        chmod 755 "$out/bin/$role"
+    done
+    echo "$packages" >"$out/PACKAGES"
+}
+
 server_binary() {
     case $1 in
     valkey-*) echo "$DIR/$1/bin/valkey-server" ;;
@@ -260,8 +333,16 @@ fetch() {
         redis-7.4) fetch_redis_74 ;;
         redis-8.0) fetch_redis_80 ;;
         redis-6.0) fetch_redis_60 ;;
+        redis-8.0-sid)
+            SID_ROLES="redis-server=redis-check-rdb redis-sentinel=redis-check-rdb redis-cli=redis-cli" \
+                fetch_sid redis-8.0-sid redis-server redis-tools
+            ;;
+        valkey-9.1-sid)
+            SID_ROLES="valkey-server=valkey-check-rdb valkey-sentinel=valkey-check-rdb valkey-cli=valkey-cli" \
+                fetch_sid valkey-9.1-sid valkey-server valkey-tools
+            ;;
         *)
-            log "unknown server '$name' (valkey-8.0 valkey-8.1 valkey-9.1 redis-7.4 redis-8.0 redis-6.0)"
+            log "unknown server '$name' (valkey-8.0 valkey-8.1 valkey-9.1 redis-7.4 redis-8.0 redis-8.0-sid valkey-9.1-sid redis-6.0)"
             return 2
             ;;
         esac
