@@ -14,6 +14,16 @@ void unexpected(const char* what) {
   throw RedisError(std::string("unexpected reply from Redis for ") + what);
 }
 
+std::vector<std::string> flat(Metadata metadata) {
+  std::vector<std::string> fields;
+  fields.reserve(2 * metadata.size());
+  for (auto& [field, value] : metadata) {
+    fields.push_back(std::move(field));
+    fields.push_back(std::move(value));
+  }
+  return fields;
+}
+
 long long integer_of(const Reply& reply, const char* what) {
   if (reply.type != ReplyType::Integer) unexpected(what);
   return reply.integer;

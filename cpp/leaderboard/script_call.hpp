@@ -8,6 +8,8 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <tuple>
+#include <utility>
 #include <vector>
 
 #include "leaderboard/league.hpp"
@@ -15,6 +17,18 @@
 namespace rlb::leaderboard::script_call {
 
 [[noreturn]] void unexpected(const char* what);
+
+// `call` (a generated calls:: function) given the elements of `parts`, tuples of named
+// arguments, in turn: what every call of a script sends is built once, and a missing or
+// misplaced argument is still a compile error.
+template <class Call, class... Parts>
+Command with_common(Call call, Parts... parts) {
+  return std::apply([&call](auto&&... all) { return call(std::move(all)...); },
+                    std::tuple_cat(std::move(parts)...));
+}
+
+// Metadata as a script's rest of arguments: field, value, ...
+std::vector<std::string> flat(Metadata metadata);
 
 long long integer_of(const Reply& reply, const char* what);
 std::string text_of(const Reply& reply, const char* what);

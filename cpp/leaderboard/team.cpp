@@ -13,12 +13,14 @@ namespace {
 
 using script_call::Call;
 using script_call::Caller;
+using script_call::flat;
 using script_call::integer_of;
 using script_call::part;
 using script_call::require_user_id;
 using script_call::score_of;
 using script_call::text_of;
 using script_call::unexpected;
+using script_call::with_common;
 
 void require_team(const std::string& team) {
   if (team.empty()) throw InvalidArgument("team must not be empty");
@@ -39,25 +41,6 @@ void add_standing(LeagueRecord& record, const Reply& score, const Reply& rank, c
 LeagueField optional_text(const Reply& reply, const char* what) {
   if (reply.is_nil()) return std::monostate{};  // Lua's false
   return text_of(reply, what);
-}
-
-// `call` (a calls::team_<op>) given the elements of `parts`, tuples of named arguments, in
-// turn: what every call sends is built once, and a missing or misplaced argument is still a
-// compile error.
-template <class Call, class... Parts>
-Command with_common(Call call, Parts... parts) {
-  return std::apply([&call](auto&&... all) { return call(std::move(all)...); },
-                    std::tuple_cat(std::move(parts)...));
-}
-
-std::vector<std::string> flat(Metadata metadata) {
-  std::vector<std::string> fields;
-  fields.reserve(2 * metadata.size());
-  for (auto& [field, value] : metadata) {
-    fields.push_back(std::move(field));
-    fields.push_back(std::move(value));
-  }
-  return fields;
 }
 
 }  // namespace

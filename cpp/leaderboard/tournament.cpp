@@ -14,34 +14,17 @@ namespace {
 
 using script_call::Call;
 using script_call::Caller;
+using script_call::flat;
 using script_call::integer_of;
 using script_call::part;
 using script_call::require_user_id;
 using script_call::strings_of;
 using script_call::text_of;
 using script_call::unexpected;
+using script_call::with_common;
 
 std::string optional_text(const std::optional<long long>& value) {
   return value ? std::to_string(*value) : std::string();
-}
-
-// `call` (a calls::tournament_<op>) given the elements of `parts`, tuples of named arguments,
-// in turn: what every call sends is built once, and a missing or misplaced argument is still a
-// compile error.
-template <class Call, class... Parts>
-Command with_common(Call call, Parts... parts) {
-  return std::apply([&call](auto&&... all) { return call(std::move(all)...); },
-                    std::tuple_cat(std::move(parts)...));
-}
-
-std::vector<std::string> flat(Metadata metadata) {
-  std::vector<std::string> fields;
-  fields.reserve(2 * metadata.size());
-  for (auto& [field, value] : metadata) {
-    fields.push_back(std::move(field));
-    fields.push_back(std::move(value));
-  }
-  return fields;
 }
 
 }  // namespace
