@@ -7,6 +7,7 @@ from __future__ import annotations
 import hashlib
 import importlib.util
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -97,6 +98,70 @@ def test_a_broken_helper_file_is_refused_naming_why(lib: str, message: str) -> N
         generate.parse_lib(lib, "_lib.lua")
 
 
+def _modules(folder: Path, **texts: str) -> Path:
+    (folder / "lib").mkdir()
+    for name, text in texts.items():
+        (folder / "lib" / f"{name}.lua").write_text(text)
+    return folder / "lib"
+
+
+def test_modules_come_after_those_they_require_and_a_script_takes_helpers_across_them(
+    tmp_path: Path,
+) -> None:
+    lib = _modules(
+        tmp_path,
+        # Named so that file order is not the order they must come in.
+        a_sums="--: REQUIRES z_base\nlocal function twice(x)\n  return one(x) * 2\nend\n",
+        z_base="local function one(x)\n  return x\nend\n",
+    )
+    helpers = generate.parse_modules(lib)
+    assert [(h.module, h.name, h.uses) for h in helpers] == [
+        ("z_base", "one", []),
+        ("a_sums", "twice", ["one"]),
+    ]
+    script = generate.build_script("demo", "#!lua\nreturn twice(1)\n", helpers)
+    assert script.body.index("local function one") < script.body.index("local function twice")
+
+
+@pytest.mark.parametrize(
+    ("texts", "message"),
+    [
+        (  # a helper of a module not required
+            {"a": "local function f()\n  return g()\nend\n", "b": "local function g()\nend\n"},
+            "lib/a.lua: f uses g of b, which its module does not require",
+        ),
+        (  # a requirement that names no module
+            {"a": "--: REQUIRES nowhere\nlocal X = 1\n"},
+            "lib/a.lua: requires nowhere, not a module of lib/",
+        ),
+        (  # a requirement the module does not use: the line must be true
+            {"a": "--: REQUIRES b\nlocal X = 1\n", "b": "local Y = 2\n"},
+            "lib/a.lua: requires b but uses none of it",
+        ),
+        (  # a cycle
+            {
+                "a": "--: REQUIRES b\nlocal function f()\n  return g\nend\n",
+                "b": "--: REQUIRES a\nlocal function g()\n  return f\nend\n",
+            },
+            "modules require each other: a -> b -> a",
+        ),
+        (  # one name in two modules
+            {"a": "local X = 1\n", "b": "local X = 2\n"},
+            "lib: defined twice: X",
+        ),
+        (  # REQUIRES after a helper
+            {"a": "local X = 1\n--: REQUIRES b\n", "b": "local Y = 2\n"},
+            "lib/a.lua:2: REQUIRES belongs in the opening comment",
+        ),
+    ],
+)
+def test_a_broken_module_is_refused_naming_why(
+    tmp_path: Path, texts: dict[str, str], message: str
+) -> None:
+    with pytest.raises(generate.GenerateError, match=re.escape(message)):
+        generate.parse_modules(_modules(tmp_path, **texts))
+
+
 def test_a_script_without_its_flags_line_is_refused() -> None:
     with pytest.raises(generate.GenerateError, match="must start with a #!lua line"):
         generate.build_script("demo", "return 1\n", [])
@@ -104,7 +169,7 @@ def test_a_script_without_its_flags_line_is_refused() -> None:
 
 def test_the_real_scripts_each_get_a_registry_entry_and_their_body(tmp_path: Path) -> None:
     assert generate.main(["generate.py", str(SCRIPTS), str(tmp_path)]) == 0
-    names = sorted(p.stem for p in SCRIPTS.glob("*.lua") if p.name != "_lib.lua")
+    names = sorted(p.stem for p in SCRIPTS.glob("*.lua"))
     header = (tmp_path / "leaderboard" / "scripts.hpp").read_text()
     source = (tmp_path / "scripts.cpp").read_text()
     for name in names:
@@ -119,7 +184,6 @@ def test_the_real_scripts_each_get_a_registry_entry_and_their_body(tmp_path: Pat
 
 
 def test_a_failed_build_says_which_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    (tmp_path / "_lib.lua").write_text("")
     (tmp_path / "bad.lua").write_text("return 1\n")
     assert generate.main(["generate.py", str(tmp_path), str(tmp_path / "out")]) == 1
     assert "bad.lua must start with a #!lua line" in capsys.readouterr().err
@@ -168,7 +232,6 @@ def test_the_generated_calls_compile_and_send_their_arguments_in_the_declared_or
     """The C++ a declaration gives, compiled and run: each call's EVALSHA arguments."""
     scripts = tmp_path / "scripts"
     scripts.mkdir()
-    (scripts / "_lib.lua").write_text("")
     (scripts / "demo.lua").write_text(DEMO)
     out = tmp_path / "out"
     assert generate.main(["generate.py", str(scripts), str(out)]) == 0

@@ -216,7 +216,7 @@ constexpr std::size_t kMaxTiebreakColumns = 4;
 constexpr std::size_t kTiebreakWidth = 16;
 
 // The ranked member's key of `values` on a board of `order` with `columns` (see board_spec in
-// _lib.lua): per column, 16 hex digits of the order-preserving image of the double, inverted
+// lib/options.lua): per column, 16 hex digits of the order-preserving image of the double, inverted
 // where the column's direction is not the board's, so that Redis's member order among equal
 // scores is the columns' rank order. InvalidArgument for NaN or a count that differs.
 std::string tiebreak_key(const std::vector<TiebreakColumn>& columns, Order order,
@@ -226,7 +226,7 @@ std::vector<std::pair<std::string, double>> tiebreak_values(
     const std::vector<TiebreakColumn>& columns, Order order, std::string_view key);
 
 // The score limits' words of a write's spec, keyless (" range:<min>:<max> maxinc:<n>", or ""),
-// as the scripts read them (guard_fields in _lib.lua); and their checks (InvalidArgument).
+// as the scripts read them (guard_fields in lib/guards.lua); and their checks (InvalidArgument).
 std::string limit_words(const Guards& guards);
 void validate_score_limits(const Guards& guards);
 
@@ -260,14 +260,14 @@ class Board {
   static constexpr long long kUnlimited = 1LL << 32;
 
   // `expire_at` (unix ms): a periodic board's deadline (seasons): every write PEXPIREATs
-  // every key of the board it touches, metadata hashes included (see expire_board in _lib.lua).
-  // `submission_scope`: where the board's submission ids are recorded
-  // (f"{submission_scope}:submission:{id}"); none: the board's key. A period's board (seasons)
-  // is f"{scope}:{period id}" and records its ids under its periodic board's key, so a resend
-  // finds the first write's record whatever period the clock says then.
-  // `open_span` [from, until) (unix ms): a period's board (seasons): when, on the server's
-  // clock, its writes belong to its period (see check_clock in _lib.lua); a write outside it is
-  // refused (ClockSkew) before anything is written.
+  // every key of the board it touches, metadata hashes included (see expire_board in
+  // lib/expiry.lua). `submission_scope`: where the board's submission ids are recorded
+  // (f"{submission_scope}:submission:{id}"); none: the board's key. A period's board (seasons) is
+  // f"{scope}:{period id}" and records its ids under its periodic board's key, so a resend finds
+  // the first write's record whatever period the clock says then. `open_span` [from, until) (unix
+  // ms): a period's board (seasons): when, on the server's clock, its writes belong to its period
+  // (see check_clock in lib/clock.lua); a write outside it is refused (ClockSkew) before anything
+  // is written.
   Board(std::string key, long long max_entries, Order order = Order::Desc,
         Ties ties = Ties::Lexicographic, Guards guards = {},
         std::optional<long long> expire_at = std::nullopt,
@@ -295,7 +295,7 @@ class Board {
   // The period id of a period's board (its key after f"{submission_scope}:"); none otherwise.
   std::optional<std::string> period() const;
   // Appends a write's guard words to `spec` (" sid:.. rate:.. events:.. expire:..", see
-  // guard_fields in _lib.lua: the guards, then a period's deadline, which has no key) and
+  // guard_fields in lib/guards.lua: the guards, then a period's deadline, which has no key) and
   // their keys to `keys`; nothing on a board without them (write.lua and group.lua use them).
   void add_guards(std::string& spec, std::vector<std::string>& keys, const std::string& user_id,
                   const std::optional<std::string>& submission_id) const;
@@ -418,7 +418,7 @@ class Board {
       return order == Order::Desc && ties == Ties::Lexicographic && tiebreak.empty();
     }
     // The tie rule as scripts get it: its name, or on a board with tie-break columns
-    // "tb:<name>.<desc|asc>,..." (recorded as the board's ties: see board_spec in _lib.lua).
+    // "tb:<name>.<desc|asc>,..." (recorded as the board's ties: see board_spec in lib/options.lua).
     std::string ties_word() const;
     // A result's entries, their ranked members split into the user id and the columns' values
     // (a board with tie-break columns: its reads return the whole member).
@@ -431,7 +431,7 @@ class Board {
     std::optional<arg::ties> ties_arg() const;
     // A removal's last arguments (`order?`, `ties?`, `removal?`): with_options', and on a
     // board with events (guards) order, ties and 'events:<maxlen>[ expire:<unix ms>]' (see
-    // removal_events in _lib.lua).
+    // removal_events in lib/removal_events.lua).
     struct RemovalArgs {
       std::optional<arg::order> order;
       std::optional<arg::ties> ties;
@@ -470,8 +470,8 @@ class Board {
 // An idempotent write's guard word " sid:<ttl ms>:<call token>" (appended to `spec`; a new
 // token, see new_call_token: one per call, since a call builds its command once) and its record's
 // key f"{scope}:submission:{submission_id}" (appended to `keys`), see guard_fields and
-// read_submission in _lib.lua; what Board::add_guards and a window's group write add for a
-// submission id.
+// read_submission in lib/submissions.lua; what Board::add_guards and a window's group write add
+// for a submission id.
 void add_submission_guard(std::string& spec, std::vector<std::string>& keys,
                           const std::string& scope, double submission_ttl,
                           const std::string& submission_id);

@@ -2,7 +2,7 @@
 -- get_around_user: the rank window centred on a user's position, clamped to the board as
 -- get_around_rank's (a full window at both ends), with each entry's metadata. A read.
 --: KEYS board: the board
---: KEYS option_keys...: the board's option keys (board_spec in _lib.lua)
+--: KEYS option_keys...: the board's option keys (board_spec in lib/options.lua)
 --: ARGV user_prefix: the metadata hashes' prefix, "<board>:user:"
 --: ARGV user_id: the user
 --: ARGV count: the window's size

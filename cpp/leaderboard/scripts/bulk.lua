@@ -2,23 +2,22 @@
 -- upsert_many, one chunk, on a board with options or guards (a default board's chunks are
 -- MULTI/EXEC): each entry set as upsert_user sets it (ZADD, the option keys, HSET), not
 -- trimmed; all or nothing. No flags: Redis 7 refuses it up front when out of memory.
--- KEYS: board, the option keys (see board_spec in _lib.lua), then per entry its metadata hash
--- and, if it carries a submission id, its record "<scope>:submission:<id>" (see read_submission
--- in _lib.lua); then the periodic board's options hash if the guards have 'gscope', then the
--- events stream if they have 'events'.
--- ARGV: order, ties, guards (words, see guard_fields in _lib.lua: 'sid:<ttl ms>' (entries may
--- carry ids), 'rate:<max>:<per ms>' (checked against the record only: a bulk load is not
--- rate limited), 'events:<maxlen>', 'expire:<unix ms>' (a periodic board's deadline, see
--- expire_board), 'open:<from>:<until>' (when its writes belong to its period, see check_clock),
--- 'range:<min>:<max>' and 'maxinc:<n>' (score limits: an entry out of them refuses the chunk,
--- SCOREREJECTED), 'gscope:' (a period's board: its periodic board's options
--- hash, the key before the stream's; see merge_scope_guards); '' for none), then per entry:
--- user_id, score, with 'sid'
--- 1 or 0 (it carries an id), number of metadata fields, field, value, ...
--- An entry whose id was applied before (by upsert_many or submit, or earlier in the chunk) for
--- the same user and payload (mode 'set', its score, its metadata) is skipped; for another, the
--- chunk is refused (SUBMISSIONREUSED), nothing written. An entry written keeps its record (no
--- reply, the score written) under its id. Returns the number of entries written.
+-- KEYS: board, the option keys (see board_spec in lib/options.lua), then per entry its metadata
+-- hash and, if it carries a submission id, its record "<scope>:submission:<id>" (see
+-- read_submission in _lib.lua); then the periodic board's options hash if the guards have
+-- 'gscope', then the events stream if they have 'events'. ARGV: order, ties, guards (words, see
+-- guard_fields in lib/guards.lua: 'sid:<ttl ms>' (entries may carry ids), 'rate:<max>:<per ms>'
+-- (checked against the record only: a bulk load is not rate limited), 'events:<maxlen>',
+-- 'expire:<unix ms>' (a periodic board's deadline, see expire_board), 'open:<from>:<until>' (when
+-- its writes belong to its period, see check_clock), 'range:<min>:<max>' and 'maxinc:<n>' (score
+-- limits: an entry out of them refuses the chunk, SCOREREJECTED), 'gscope:' (a period's board:
+-- its periodic board's options hash, the key before the stream's; see merge_scope_guards); '' for
+-- none), then per entry: user_id, score, with 'sid' 1 or 0 (it carries an id), number of metadata
+-- fields, field, value, ... An entry whose id was applied before (by upsert_many or submit, or
+-- earlier in the chunk) for the same user and payload (mode 'set', its score, its metadata) is
+-- skipped; for another, the chunk is refused (SUBMISSIONREUSED), nothing written. An entry
+-- written keeps its record (no reply, the score written) under its id. Returns the number of
+-- entries written.
 local board = KEYS[1]
 local b = board_spec(board, 2, ARGV[1], ARGV[2])
 local first_user_key = b.first and 5 or (b.dense and 4 or 3)
@@ -174,7 +173,7 @@ for _, entry in ipairs(entries) do
       redis.call('HSET', entry.key, unpack(ARGV, j, math.min(j + 999, entry.to)))
     end
     -- No result per entry, only the score written: submit() with the same id reports the
-    -- user's entry as it is then (see bulk_duplicate in _lib.lua).
+    -- user's entry as it is then (see bulk_duplicate in lib/submissions.lua).
     if entry.sid then
       redis.call('SET', entry.sid,
         cmsgpack.pack({2, entry.user_id, entry.fingerprint, board, false, entry.number}), 'PX',

@@ -4,7 +4,7 @@
 -- (entries strictly better than the range, entries in it), then read by position, so the work
 -- is O(log N + limit) whatever the offset.
 --: KEYS board: the board
---: KEYS option_keys...: the board's option keys (board_spec in _lib.lua)
+--: KEYS option_keys...: the board's option keys (board_spec in lib/options.lua)
 --: ARGV user_prefix: the metadata hashes' prefix, "<board>:user:"
 --: ARGV low: the lowest score, an exact text ('-inf' allowed)
 --: ARGV high: the highest score, an exact text ('inf' allowed)

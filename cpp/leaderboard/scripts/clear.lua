@@ -3,12 +3,12 @@
 -- is empty, its option keys too. Only deletes (with events, also appends one event), so it
 -- runs when the server is out of memory (allow-oom) and frees it.
 --: KEYS board: the board
---: KEYS removal_keys...: the board's option keys (board_spec in _lib.lua), then with events its stream "<board>:events"
+--: KEYS removal_keys...: the board's option keys (board_spec in lib/options.lua), then with events its stream "<board>:events"
 --: ARGV user_prefix: the metadata hashes' prefix, "<board>:user:"
 --: ARGV page: at most how many entries this call removes
 --: ARGV order?: on a board with options or events, its order
 --: ARGV ties?: on a board with options or events, its ties
---: ARGV removal?: with events, 'events:<maxlen>[ expire:<unix ms>]' (see removal_events in _lib.lua)
+--: ARGV removal?: with events, 'events:<maxlen>[ expire:<unix ms>]' (see removal_events in lib/removal_events.lua)
 -- Returns how many entries remain (hidden players go with the last page). With events, a page that removed entries appends one
 -- 'clear' event (how many it removed, how many are left), never one per entry.
 local prefix = user_prefix
@@ -21,7 +21,7 @@ if not order and no_options_recorded(KEYS[removal_keys_at]) then  -- the guide's
   err = check_remove_lowest(board, prefix, user_ids)
   if err then return err end
   -- Counted before the writes: the last page deletes the board, which is then not read again
-  -- (see check_present in _lib.lua).
+  -- (see check_present in lib/base.lua).
   local left = redis.call('ZCARD', board) - #user_ids
   remove_lowest(board, prefix, user_ids)
   return left
@@ -39,7 +39,7 @@ local user_ids, scores = split_range(b, range_worst(b, tonumber(page)))
 err = check_remove_worst(b, prefix, user_ids)
 if err then return err end
 -- Counted before the writes: a page that empties the board deletes its sorted sets, which are
--- then not read or named again (see check_present in _lib.lua).
+-- then not read or named again (see check_present in lib/base.lua).
 local left = redis.call('ZCARD', board) - #user_ids
 -- Fair play: the last page removes the hidden players too (their kept scores, their metadata;
 -- their being hidden: clear() forgets the board).

@@ -2,7 +2,7 @@
 -- get_entries: the entries of a list of users (friends), each with its score, rank under the
 -- board's tie rule and metadata, in one consistent read. A read.
 --: KEYS board: the board
---: KEYS option_keys...: the board's option keys (board_spec in _lib.lua)
+--: KEYS option_keys...: the board's option keys (board_spec in lib/options.lua)
 --: ARGV user_prefix: the metadata hashes' prefix, "<board>:user:" ('': no metadata, the client caches it)
 --: ARGV board_order: on a board with options, its order; else ''
 --: ARGV board_ties: on a board with options, its ties; else ''
@@ -37,7 +37,7 @@ for i = user_ids_at, #ARGV do
   end
 end
 -- A hash that has not moved yet with its slot reads as absent on the importing node: see
--- hydrate in _lib.lua.
+-- hydrate in lib/base.lua.
 if #empty > 0 then
   err = check_present(board, empty)
   if err then return err end

@@ -3,7 +3,7 @@
 -- (no-writes), so it runs when the server is out of memory and on read-only replicas.
 --: KEYS board: the board
 --: KEYS user_key: the user's metadata hash
---: KEYS option_keys...: the board's option keys (board_spec in _lib.lua; see Check)
+--: KEYS option_keys...: the board's option keys (board_spec in lib/options.lua; see Check)
 --: ARGV user_id: the user
 --: ARGV order?: on a board with options, its order
 --: ARGV ties?: on a board with options, its ties

@@ -1,7 +1,7 @@
 """Build the server-side scripts into C++: run by CMake at build time, tested by
 tests/test_script_generator.py.
 
-Reads every ``<name>.lua`` of this folder (``_lib.lua`` is the helpers) and writes, into the
+Reads every ``<name>.lua`` of this folder and the helpers' modules in ``lib/`` and writes, into the
 output folder:
 
 - ``scripts.cpp``: each script's body as Redis runs it, with its SHA1 (EVALSHA needs no
@@ -9,23 +9,28 @@ output folder:
 - ``leaderboard/scripts.hpp``: the registry, one ``extern const Script`` per script, named by
   its file, with the first line of the script's own comment: no list is kept by hand.
 
-A script's body is its ``#!lua`` line (its flags, Redis 7.0+), then the helpers of ``_lib.lua``
-it uses (transitively, in ``_lib.lua``'s order), then its own text. Redis runs the whole chunk on
+A script's body is its ``#!lua`` line (its flags, Redis 7.0+), then the helpers of ``lib/`` it
+uses (transitively, in the modules' order), then its own text. Redis runs the whole chunk on
 every call, and each ``local function`` is a closure built on every call, so a script carries
 only what it uses. A script with a line starting ``-- @options`` has two paths: before it, the
 guide's (a default board: the guide's commands only, ending in a return), after it the path of
 boards with options; the helpers only the second path uses are placed just before it, so a call
 that returns on the guide's path never builds them.
 
-``_lib.lua`` holds only ``local function NAME(...)`` blocks (ending at a line ``end``) and
-``local NAME = <value>`` lines, each with the comment lines right above it; a helper may use
-only helpers above it. Anything else there is an error, as is a script without a ``#!lua``
-line: the build stops with the file and the line.
+``lib/`` holds one module per concern shared by the scripts (``base``: keys, types and
+permissions; ``options``; ``clock``; ``guards``; ``submissions``; ``removal_events``; ``expiry``;
+``hiding``; ``board_write``; ``windows``; ``window_ahead``; ``leagues``). A module's opening
+comment names the modules whose helpers it uses, ``--: REQUIRES base options``: it comes after
+them, it may use no other's, and each it names it uses (the line stays true). A module holds
+only ``local function NAME(...)`` blocks (ending at a line ``end``) and ``local NAME = <value>``
+lines, each with the comment lines right above it; a helper may use only those above it in its
+module and those of the modules it requires. Anything else there is an error, as is a script
+without a ``#!lua`` line: the build stops with the file and the line.
 
 A script declares its interface once, in ``--:`` lines among its opening comment::
 
     --: KEYS board: the board
-    --: KEYS option_keys...: the board's option keys (board_spec in _lib.lua)
+    --: KEYS option_keys...: the board's option keys (board_spec in lib/options.lua)
     --: ARGV user_id: the user
     --: ARGV order?: on a board with options, its order
 
@@ -66,10 +71,11 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-LIB = "_lib.lua"
+LIB = "lib"  # the helpers' folder: one module per concern
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _FUNCTION = re.compile(r"^local function ([A-Za-z_][A-Za-z0-9_]*)\(")
 _VALUE = re.compile(r"^local ([A-Za-z_][A-Za-z0-9_]*) = ")
+_REQUIRES = re.compile(r"^--: REQUIRES( [a-z][a-z0-9_]*)+$")
 _SCRIPT_NAME = re.compile(r"^[a-z][a-z0-9_]*$")
 
 
@@ -87,10 +93,11 @@ class Helper:
     name: str
     text: str  # its comment lines, then its definition, each line ending in "\n"
     uses: list[str] = field(default_factory=list)  # the helpers it uses (all above it)
+    module: str = ""  # the module (lib/<module>.lua) that defines it
 
 
-def parse_lib(text: str, path: str = LIB) -> list[Helper]:
-    """The helpers of ``_lib.lua``, in file order."""
+def read_helpers(text: str, path: str) -> list[Helper]:
+    """The helpers one module's text defines, in file order (their uses not linked yet)."""
     helpers: list[Helper] = []
     comments = ""
     current: Helper | None = None
@@ -109,6 +116,10 @@ def parse_lib(text: str, path: str = LIB) -> list[Helper]:
         elif match := _VALUE.match(line):
             helpers.append(Helper(match[1], comments + line + "\n"))
             comments = ""
+        elif line.startswith("--: REQUIRES"):
+            if number != 1 and not all(earlier.startswith("--") for earlier in lines[:number]):
+                raise GenerateError(f"{path}:{number}: REQUIRES belongs in the opening comment")
+            comments = ""
         elif line.startswith("--"):
             comments += line + "\n"
         elif line == "":
@@ -119,25 +130,86 @@ def parse_lib(text: str, path: str = LIB) -> list[Helper]:
             )
     if current is not None:
         raise GenerateError(f'{path}: local function {current.name} has no "end" line')
-    names = [helper.name for helper in helpers]
-    if len(set(names)) != len(names):
-        twice = sorted({name for name in names if names.count(name) > 1})
-        raise GenerateError(f"{path}: defined twice: {', '.join(twice)}")
-    index = {name: i for i, name in enumerate(names)}
+    return helpers
+
+
+def _link(helpers: list[Helper], visible: dict[str, set[str]], path_of: dict[str, str]) -> None:
+    """Sets each helper's ``uses``: a helper may use those above it in its own module and those
+    of the modules its module requires (``visible``: module -> the modules it may use)."""
+    module_of = {helper.name: helper.module for helper in helpers}
+    twice = sorted({h.name for h in helpers if [o.name for o in helpers].count(h.name) > 1})
+    if twice:
+        raise GenerateError(f"{LIB}: defined twice: {', '.join(twice)}")
+    index = {helper.name: i for i, helper in enumerate(helpers)}
     for i, helper in enumerate(helpers):
-        used = identifiers(helper.text)
-        for other in names:
-            if other != helper.name and other in used:
-                if index[other] > i:
-                    raise GenerateError(
-                        f"{path}: {helper.name} uses {other}, which is defined below it"
-                    )
-                helper.uses.append(other)
+        path = path_of[helper.module]
+        for other in sorted(identifiers(helper.text) & module_of.keys()):
+            if other == helper.name:
+                continue
+            if module_of[other] not in visible[helper.module]:
+                raise GenerateError(
+                    f"{path}: {helper.name} uses {other} of {module_of[other]}, "
+                    "which its module does not require"
+                )
+            if index[other] > i:
+                raise GenerateError(
+                    f"{path}: {helper.name} uses {other}, which is defined below it"
+                )
+            helper.uses.append(other)
+
+
+def parse_lib(text: str, path: str = "lib.lua") -> list[Helper]:
+    """The helpers of one module's text, in file order, each with the helpers it uses."""
+    helpers = read_helpers(text, path)
+    _link(helpers, {"": {""}}, {"": path})
+    return helpers
+
+
+def parse_modules(folder: Path) -> list[Helper]:
+    """The helpers of every module of ``folder`` (``lib/*.lua``), each module's after those of
+    the modules it requires: its ``--: REQUIRES a b`` line (in its opening comment) names the
+    modules whose helpers it uses, and it may use no others."""
+    texts = {path.stem: path.read_text() for path in sorted(folder.glob("*.lua"))}
+    path_of = {name: f"{LIB}/{name}.lua" for name in texts}
+    requires: dict[str, list[str]] = {}
+    for name, text in texts.items():
+        words = [line.split()[2:] for line in text.split("\n") if line.startswith("--: REQUIRES")]
+        requires[name] = [word for line in words for word in line]
+        for other in requires[name]:
+            if other not in texts:
+                raise GenerateError(f"{path_of[name]}: requires {other}, not a module of {LIB}/")
+    order: list[str] = []
+    visible: dict[str, set[str]] = {}
+
+    def visit(name: str, chain: list[str]) -> None:
+        if name in visible:
+            return
+        if name in chain:
+            raise GenerateError(f"{LIB}: modules require each other: {' -> '.join([*chain, name])}")
+        for other in requires[name]:
+            visit(other, [*chain, name])
+        visible[name] = {name}.union(*(visible[other] for other in requires[name]))
+        order.append(name)
+
+    for name in texts:
+        visit(name, [])
+    helpers: list[Helper] = []
+    for name in order:
+        own = read_helpers(texts[name], path_of[name])
+        for helper in own:
+            helper.module = name
+        helpers += own
+    _link(helpers, visible, path_of)
+    for name in order:  # a requirement it does not use is an error too: the line must be true
+        used = {h.module for u in helpers if u.module == name for h in helpers if h.name in u.uses}
+        for other in requires[name]:
+            if other not in used:
+                raise GenerateError(f"{path_of[name]}: requires {other} but uses none of it")
     return helpers
 
 
 def helpers_used(code: str, helpers: list[Helper], exclude: set[str]) -> tuple[str, set[str]]:
-    """The text of the helpers ``code`` uses, transitively, in ``_lib.lua``'s order, but those in
+    """The text of the helpers ``code`` uses, transitively, in the modules' order, but those in
     ``exclude``; and the names of all it uses (``exclude``'s included)."""
     by_name = {helper.name: helper for helper in helpers}
     used = identifiers(code)
@@ -374,11 +446,9 @@ def _comment(text: str, width: int = 98) -> list[str]:
 
 def build_all(folder: Path) -> list[Script]:
     """Every script of ``folder``, by name."""
-    helpers = parse_lib((folder / LIB).read_text(), LIB)
+    helpers = parse_modules(folder / LIB)
     return [
-        build_script(path.stem, path.read_text(), helpers)
-        for path in sorted(folder.glob("*.lua"))
-        if path.name != LIB
+        build_script(path.stem, path.read_text(), helpers) for path in sorted(folder.glob("*.lua"))
     ]
 
 
@@ -421,7 +491,7 @@ def scripts_hpp(scripts: list[Script]) -> str:
         "",
         "struct Script {",
         "  std::string_view name;",
-        "  std::string_view body;  // its #!lua line, the _lib.lua helpers it uses, then its text",
+        "  std::string_view body;  // its #!lua line, the lib/ helpers it uses, then its text",
         "  std::string_view sha1;  // hex, as EVALSHA wants it",
         "};",
         "",

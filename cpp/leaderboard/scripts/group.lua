@@ -8,31 +8,30 @@
 --             keys of its guard words;
 --   a window: its bucket's sorted set "<key>:bucket:<i>", the user's metadata hash
 --             "<key>:user:<id>", the union "<key>", its marker "<key>:window", its options hash
---             "<key>:options" (see refresh_window in _lib.lua), the keys of its guard words.
+--             "<key>:options" (see refresh_window in lib/window_ahead.lua), the keys of its
+--             guard words.
 -- ARGV: user_id, score, the number of members, then 9 words per member, then field, value, ...
 --   a board:  'board', mode, order, ties, max_entries, the number of its keys, '', '', its spec
 --             words or '' (as write.lua's, see guard_fields: issue 17's 'sid:..', 'rate:..',
 --             'events:..', their keys the board's last; issue 16's 'expire:<unix ms>', no key)
 --   a window: 'window', mode, order, aggregate ('sum' | 'max' | 'min'), max_entries, bucket i
 --             (the caller's clock's; the write goes to the server's clock's bucket, see
---             check_clock in _lib.lua), bucket length (ms), window length (ms), its spec words
+--             check_clock in lib/clock.lua), bucket length (ms), window length (ms), its spec words
 --             or '' ('sid:..' alone)
 --   (mode: 'set' | 'best' | 'incr').
 -- A member whose spec has 'sid:<ttl ms>' (a submission id: its record "<scope>:submission:<id>",
--- see read_submission in _lib.lua) applies the write once, as write.lua: a repeat writes nothing
--- there and replies with the result stored by the first, then 1 (else 0) and the key of the
--- board the first landed on. The members are independent: a member whose id was applied
--- replies its stored result while the others are written; an id applied for another user or
--- payload refuses the whole write (SUBMISSIONREUSED).
--- A window whose transition to the write's bucket takes more than a step (see refresh_window in
--- _lib.lua): the reply is the status WINDOWBUSY, nothing of the write done (a step of the
--- transition was): the client sends the write again.
--- Returns one reply per member, submit()'s (see apply_write): {trimmed_ids, score, rank or
--- false, metadata, previous score or false, previous rank or false, 1 if changed else 0[, with
--- a submission id: 1 if a duplicate else 0, the key of the board written]}; for a window, of
--- its union (the window's board):
--- the ids are those the write pushed out of its max_entries (their buckets and metadata stay),
--- the scores the window's aggregates.
+-- see read_submission in lib/submissions.lua) applies the write once, as write.lua: a repeat
+-- writes nothing there and replies with the result stored by the first, then 1 (else 0) and the
+-- key of the board the first landed on. The members are independent: a member whose id was
+-- applied replies its stored result while the others are written; an id applied for another user
+-- or payload refuses the whole write (SUBMISSIONREUSED). A window whose transition to the write's
+-- bucket takes more than a step (see refresh_window in lib/window_ahead.lua): the reply is the
+-- status WINDOWBUSY, nothing of the write done (a step of the transition was): the client sends
+-- the write again. Returns one reply per member, submit()'s (see apply_write): {trimmed_ids,
+-- score, rank or false, metadata, previous score or false, previous rank or false, 1 if changed
+-- else 0[, with a submission id: 1 if a duplicate else 0, the key of the board written]}; for a
+-- window, of its union (the window's board): the ids are those the write pushed out of its
+-- max_entries (their buckets and metadata stay), the scores the window's aggregates.
 
 local WORDS = 9
 local user_id, number = ARGV[1], ARGV[2]
@@ -150,8 +149,8 @@ local function plan_window(win)
     end
     win.total = total
   end
-  -- The window ahead (see ahead_slice in _lib.lua): the user's aggregate there too, or dropped
-  -- (a write to a bucket its job in progress reads).
+  -- The window ahead (see ahead_slice in lib/window_ahead.lua): the user's aggregate there too,
+  -- or dropped (a write to a bucket its job in progress reads).
   if st.ahead == 'L' or st.ahead == 'E' then  -- what the slice after the write may run
     err = check_slice(win)
     if err then return nil, err end

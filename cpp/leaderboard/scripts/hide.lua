@@ -1,17 +1,16 @@
 #!lua
--- hide / unhide / hidden (fair play, see "Hidden players" in _lib.lua): take a player off the
+-- hide / unhide / hidden (fair play, see lib/hiding.lua): take a player off the
 -- board and keep their score aside, put it back, or list who is hidden. One script each call,
 -- atomic; a hidden player keeps their score and metadata and goes on being written.
--- KEYS: board, then the option keys (see board_spec in _lib.lua), then on a period's board its
--- periodic board's "<key>:hidden" and "<key>:options", then with events the stream
--- "<board>:events".
--- ARGV: action ('hide' | 'unhide' | 'list'), user_id ('' for 'list'), max_entries, order,
--- ties, 'scope' on a period's board (else ''), words: 'events:<maxlen>', 'expire:<unix ms>' (a
--- period's deadline), space-separated ('' for none).
--- Returns, for 'hide': 1 if the user was not hidden before, else 0 (a 'hide' event if they
--- were on the board); 'unhide': 1 if they were hidden, else 0 (a 'score' event if they come
--- back on the board; the trim that follows may remove the worst, with 'trim' in the event);
--- 'list': the hidden user ids, in byte order.
+-- KEYS: board, then the option keys (see board_spec in lib/options.lua), then on a period's board
+-- its periodic board's "<key>:hidden" and "<key>:options", then with events the stream
+-- "<board>:events". ARGV: action ('hide' | 'unhide' | 'list'), user_id ('' for 'list'),
+-- max_entries, order, ties, 'scope' on a period's board (else ''), words: 'events:<maxlen>',
+-- 'expire:<unix ms>' (a period's deadline), space-separated ('' for none). Returns, for 'hide': 1
+-- if the user was not hidden before, else 0 (a 'hide' event if they were on the board); 'unhide':
+-- 1 if they were hidden, else 0 (a 'score' event if they come back on the board; the trim that
+-- follows may remove the worst, with 'trim' in the event); 'list': the hidden user ids, in byte
+-- order.
 local board, action, user_id = KEYS[1], ARGV[1], ARGV[2]
 local b = board_spec(board, 2, ARGV[4], ARGV[5])
 local scope, expire_at = ARGV[6] == 'scope', string.match(ARGV[7], 'expire:(%d+)')

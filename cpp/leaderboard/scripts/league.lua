@@ -48,15 +48,14 @@
 --: ARGV user_id: the player
 --: ARGV bracket: the bracket a placement puts the player in
 --: CALL hidden: the hidden players
--- The write rule's score limits: see guard_fields in _lib.lua; the rule is part of the recorded
--- config like every option.
--- The period's times: the server's clock decides (see check_clock in _lib.lua): a submit or
--- join belongs to the period only from its start to its end, a close only from its end.
--- Replies: an error 'CLOCK ...' (the server's clock is outside the call's span: see above),
--- a status 'OPTIONS <recorded>' (the league records other options), 'UNSETTLED
--- <start ms> <period id>' (an earlier period must be settled before anyone is placed in this
--- one: the client settles it and sends the call again); an error 'PERIODCLOSED ...' (the
--- period takes no more writes); else
+-- The write rule's score limits: see guard_fields in lib/guards.lua; the rule is part of the
+-- recorded config like every option. The period's times: the server's clock decides (see
+-- check_clock in lib/clock.lua): a submit or join belongs to the period only from its start to
+-- its end, a close only from its end. Replies: an error 'CLOCK ...' (the server's clock is
+-- outside the call's span: see above), a status 'OPTIONS <recorded>' (the league records other
+-- options), 'UNSETTLED <start ms> <period id>' (an earlier period must be settled before anyone
+-- is placed in this one: the client settles it and sends the call again); an error 'PERIODCLOSED
+-- ...' (the period takes no more writes); else
 --   submit: {submit()'s reply (see apply_write), tier, cohort, bracket, cutoff rank or false,
 --            zone, placed players, period id}; with a submission id applied before, the answer
 --            stored then (see "Submission records" below)
@@ -201,13 +200,13 @@ local function placement_of(user_id)
   return tonumber(n), tonumber(redis.call('HGET', period_state, 't:' .. n))
 end
 
--- The cutoff rank of `score` on board spec `b` (see league_zone in _lib.lua).
+-- The cutoff rank of `score` on board spec `b` (see league_zone in lib/leagues.lua).
 local function cutoff_rank(b, user_id, score)
   if b.shared then return count_better(b, b.board, score) + 1 end
   return rank_of(b, user_id, score) + 1
 end
 
--- ---- Hidden players (fair play, see "Hidden players" in _lib.lua) ----
+-- ---- Hidden players (fair play, see lib/hiding.lua) ----
 -- The league records them in "<B>:hidden" (user_id -> '') and 'hidden' '1' in <B>:options. A
 -- hidden player has no seat: they are placed in no cohort, so they are in no standings, no
 -- cohort's size and no settlement (their tier stays); their writes are judged as any and kept
@@ -235,12 +234,13 @@ local function league_hides(user_id)
 end
 
 -- ---- Submission records: a resend answers the first answer --------------------------------
--- A submit with a submission id stores its whole answer once, in the id's record (_lib.lua's:
--- store_submission with submit()'s reply on the cohort's board, then keep_rest with the rest
--- of the league's answer: {tier, cohort, bracket, cutoff rank or false, zone, size, period id}).
--- A later submit with that id answers the record, before anything about the period is looked at
--- (which period the clock says, whether it is closed, settled or ended): nothing is recomputed;
--- a duplicate unless it is the same call's own resend (its call token, see check_submission).
+-- A submit with a submission id stores its whole answer once, in the id's record
+-- (lib/submissions.lua's: store_submission with submit()'s reply on the cohort's board, then
+-- keep_rest with the rest of the league's answer: {tier, cohort, bracket, cutoff rank or false,
+-- zone, size, period id}). A later submit with that id answers the record, before anything about
+-- the period is looked at (which period the clock says, whether it is closed, settled or ended):
+-- nothing is recomputed; a duplicate unless it is the same call's own resend (its call token, see
+-- check_submission).
 
 -- The whole answer: {submit()'s reply, rest...}.
 local function answer_of(reply, rest)

@@ -3,7 +3,7 @@
 -- default board's first call, which checks that the board has no options recorded. Without a
 -- user id, only that check (upsert_many's first chunk goes as MULTI/EXEC, which cannot check).
 --: KEYS board: the board
---: KEYS option_keys...: the board's option keys (board_spec in _lib.lua)
+--: KEYS option_keys...: the board's option keys (board_spec in lib/options.lua)
 --: ARGV user_id: the user ('' for the check alone)
 --: ARGV order?: on a board with options, its order
 --: ARGV ties?: on a board with options, its ties

@@ -4,11 +4,11 @@
 -- far smaller than what it frees), so it runs when the server is out of memory (allow-oom).
 --: KEYS board: the board
 --: KEYS user_key: the user's metadata hash
---: KEYS removal_keys...: the board's option keys (board_spec in _lib.lua), then with events its stream "<board>:events"
+--: KEYS removal_keys...: the board's option keys (board_spec in lib/options.lua), then with events its stream "<board>:events"
 --: ARGV user_id: the user
 --: ARGV order?: on a board with options or events, its order
 --: ARGV ties?: on a board with options or events, its ties
---: ARGV removal?: with events, 'events:<maxlen>[ expire:<unix ms>]' (see removal_events in _lib.lua)
+--: ARGV removal?: with events, 'events:<maxlen>[ expire:<unix ms>]' (see removal_events in lib/removal_events.lua)
 -- Returns 1 if the user was on the board (or hidden with a score: it goes, they stay hidden),
 -- else 0. With events, removing a user appends a
 -- 'delete' event (deleting one who was not on the board changes no entry: no event).
@@ -46,7 +46,7 @@ end
 local score = redis.call('ZSCORE', board, user_id)
 if score then
   local previous_rank = w and rank_of(b, user_id, tonumber(score))
-  -- The last entry: its removal deletes the board, not read again (see forget in _lib.lua).
+  -- The last entry: its removal deletes the board, not read again (see forget in lib/options.lua).
   local emptied = b.dense and redis.call('ZCARD', board) == 1
   if b.first then
     redis.call('ZREM', b.first, ranked_member(b, user_id))  -- forget() removes the rest

@@ -1,9 +1,9 @@
 #!lua flags=allow-oom
--- A rolling window's upkeep (issues 16 and 30; see refresh_window in _lib.lua): 'refresh' before
--- a read (one step of the window's transition to the reader's bucket, if it is not there yet;
--- else a GET), 'check' after it, and delete_user and clear. allow-oom: reads stay available when
--- the server is out of memory (a transition's step may then take a little more: at most a
--- step's worth of entries); delete_user and clear only delete.
+-- A rolling window's upkeep (issues 16 and 30; see refresh_window in lib/window_ahead.lua):
+-- 'refresh' before a read (one step of the window's transition to the reader's bucket, if it is
+-- not there yet; else a GET), 'check' after it, and delete_user and clear. allow-oom: reads stay
+-- available when the server is out of memory (a transition's step may then take a little more: at
+-- most a step's worth of entries); delete_user and clear only delete.
 --: KEYS window_board: the window's board "<key>", the union of its buckets
 --: KEYS marker: its marker "<key>:window"
 --: KEYS window_options: its options hash "<key>:options"
@@ -17,7 +17,7 @@
 --: CALL delete: delete_user
 --: ARGV user_id: the user
 --: CALL clear: clear
--- The bucket is the server's clock's (see check_clock in _lib.lua): the caller sends none.
+-- The bucket is the server's clock's (see check_clock in lib/clock.lua): the caller sends none.
 -- Returns: 'refresh': the marker's text if the window is complete for the reader's bucket (or a
 -- later one), else 0 (a step was done: call again); 'check': the marker's text (a read between
 -- a 'refresh' and a 'check' that return the same text read the window that 'refresh' vouched

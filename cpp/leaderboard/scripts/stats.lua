@@ -2,7 +2,7 @@
 -- The board's statistics, each O(log N) (the histogram O(bins log N)), none scanning the board.
 -- A read.
 --: KEYS board: the board
---: KEYS option_keys...: the board's option keys (board_spec in _lib.lua)
+--: KEYS option_keys...: the board's option keys (board_spec in lib/options.lua)
 --: CALL rank_for: rank_for_score - 1: the entries (dense: distinct scores) strictly better than score
 --: ARGV score: the score, an exact text
 --: ARGV order?: on a board with options, its order

@@ -15,7 +15,7 @@
 --: CALL submit: a member's write, into the team named (which moves them there)
 --: KEYS member_key: the member's metadata hash <K>:members:user:<id>
 --: KEYS team_key: the team's contributions <K>:team:<t>
---: KEYS option_keys...: the members' board's option keys (board_spec in _lib.lua)
+--: KEYS option_keys...: the members' board's option keys (board_spec in lib/options.lua)
 --: ARGV member: the member
 --: ARGV team: the team
 --: ARGV mode: the write mode
@@ -23,7 +23,7 @@
 --: ARGV metadata...: field, value, ...
 --: CALL submit_own: a member's write, into their own team
 --: KEYS member_key: the member's metadata hash <K>:members:user:<id>
---: KEYS option_keys...: the members' board's option keys (board_spec in _lib.lua)
+--: KEYS option_keys...: the members' board's option keys (board_spec in lib/options.lua)
 --: ARGV member: the member
 --: ARGV mode: the write mode
 --: ARGV score: the score

@@ -9,7 +9,7 @@
 -- the board's) expires at the period's deadline, set by whichever call creates or writes it; a
 -- write into a period whose deadline has passed on the server's clock (TIME) is refused before
 -- anything is written (PERIODCLOSED: a client whose clock is far behind would write keys that
--- are deleted at once). The server's clock decides (see check_clock in _lib.lua).
+-- are deleted at once). The server's clock decides (see check_clock in lib/clock.lua).
 --: KEYS tournament_options: <T>:options, the recorded options
 --: KEYS tournament_current: <T>:current, "<start ms> <period id>": the newest period written
 --: KEYS entrants: <T>:<P>:entrants, user -> attempts used: a field per player in the period
@@ -30,7 +30,7 @@
 --   '1' this one, '2' another one: refused unless the call resends an applied submission id
 --: CALL submit: a player's submission (every check, then an attempt used and the score)
 --: KEYS user_key: the user's metadata hash <T>:<P>:user:<id>
---: KEYS write_keys...: the period's board's option keys (board_spec in _lib.lua), then the
+--: KEYS write_keys...: the period's board's option keys (board_spec in lib/options.lua), then the
 --   guards' (guard_fields): with a submission id its record <T>:submission:<id> (the
 --   tournament's, whatever the period)
 --: ARGV user_id: the player
@@ -44,11 +44,11 @@
 --: ARGV attempts: how many
 --: CALL hide: a player hidden from every period (fair play)
 --: KEYS user_key: the user's metadata hash <T>:<P>:user:<id>
---: KEYS option_keys...: the period's board's option keys (board_spec in _lib.lua)
+--: KEYS option_keys...: the period's board's option keys (board_spec in lib/options.lua)
 --: ARGV user_id: the player
 --: CALL unhide: a hidden player shown again
 --: KEYS user_key: the user's metadata hash <T>:<P>:user:<id>
---: KEYS option_keys...: the period's board's option keys (board_spec in _lib.lua)
+--: KEYS option_keys...: the period's board's option keys (board_spec in lib/options.lua)
 --: ARGV user_id: the player
 --: CALL hidden: the hidden players
 -- Replies: an error 'CLOCK ...' (the server's clock is in another period than the one the call
@@ -163,10 +163,10 @@ local function mark()
 end
 
 -- ---- Submission records: the whole first reply ----
--- A submission id's record (_lib.lua's, see read_submission) keeps submit()'s reply on the
--- period's board and, with keep_rest, the rest of the first reply: {period id, attempts used,
--- attempts granted, players}. A resend answers the first reply whole from it, nothing
--- recomputed (a duplicate unless it is the same call's own resend: check_submission).
+-- A submission id's record (see read_submission in lib/submissions.lua) keeps submit()'s reply on
+-- the period's board and, with keep_rest, the rest of the first reply: {period id, attempts used,
+-- attempts granted, players}. A resend answers the first reply whole from it, nothing recomputed
+-- (a duplicate unless it is the same call's own resend: check_submission).
 
 -- Keeps the tournament's part of `result` (the reply being returned) in the record the write
 -- just stored (apply_guards' store_submission).
@@ -187,7 +187,7 @@ local function first_result(w, reply)
     redis.call('HLEN', entrants)}
 end
 
--- ---- Hidden players (fair play, see "Hidden players" in _lib.lua) ----
+-- ---- Hidden players (fair play, see lib/hiding.lua) ----
 -- The tournament records them in "<T>:hidden" (user_id -> '') and 'hidden' '1' in <T>:options,
 -- so they are hidden from every period: each period's board keeps their scores aside.
 local HIDDEN = base .. ':hidden'

@@ -4,14 +4,14 @@
 -- (with events, also appends the ids it removed), so it runs when the server is out of memory
 -- (allow-oom).
 --: KEYS board: the board
---: KEYS removal_keys...: the board's option keys (board_spec in _lib.lua), then with events its stream "<board>:events"
+--: KEYS removal_keys...: the board's option keys (board_spec in lib/options.lua), then with events its stream "<board>:events"
 --: ARGV user_prefix: the metadata hashes' prefix, "<board>:user:"
 --: ARGV max_entries: the board's limit
 --: ARGV limit: at most how many entries this call removes
 --: ARGV report: how many trimmed ids to return
 --: ARGV order?: on a board with options or events, its order
 --: ARGV ties?: on a board with options or events, its ties
---: ARGV removal?: with events, 'events:<maxlen>[ expire:<unix ms>]' (see removal_events in _lib.lua)
+--: ARGV removal?: with events, 'events:<maxlen>[ expire:<unix ms>]' (see removal_events in lib/removal_events.lua)
 -- Returns {entries still over the limit, entries trimmed, the first trimmed ids (worst first)}.
 -- With events, a call that trimmed appends 'trim' events listing them (1,000 ids an event).
 local prefix = user_prefix
@@ -55,7 +55,7 @@ if b.recorded_hidden then
     if score then strays[#strays + 1] = {kept[i], score} end
   end
 end
--- Counted before the writes (see check_present in _lib.lua).
+-- Counted before the writes (see check_present in lib/base.lua).
 local size = redis.call('ZCARD', board) - #strays
 for _, stray in ipairs(strays) do keep_hidden(b, stray[1], stray[2], stray[2], nil) end
 local overflow = math.min(size - max_entries, limit)
@@ -67,6 +67,6 @@ if err then return err end
 remove_worst(b, prefix, trimmed, scores)
 if w then add_trim_events(w, trimmed) end
 -- Counted, not read again: after a write, a script reads no key it may have deleted (see
--- check_present in _lib.lua).
+-- check_present in lib/base.lua).
 local remaining = math.max(0, size - #trimmed - max_entries)
 return {remaining, #trimmed, first_of(trimmed, report)}

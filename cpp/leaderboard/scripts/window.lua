@@ -2,7 +2,7 @@
 -- get_top / get_around_rank / a page of list_all: a rank window with each entry's metadata.
 -- A read (no-writes): it runs when the server is out of memory and on read-only replicas.
 --: KEYS board: the board
---: KEYS option_keys...: the board's option keys (board_spec in _lib.lua)
+--: KEYS option_keys...: the board's option keys (board_spec in lib/options.lua)
 --: ARGV user_prefix: the metadata hashes' prefix, "<board>:user:"
 --: ARGV mode: 'top' | 'range' | 'around' ('around' centres the window on the 1-based position start and clamps it to the board, as the guide)
 --: ARGV start: the first position (0-based), or for 'around' the rank

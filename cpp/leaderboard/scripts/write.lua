@@ -1,20 +1,19 @@
 #!lua
 -- upsert_user / increment_score / submit: write the score, merge the metadata, trim the board and
 -- read the entry back, atomically. No flags: Redis 7 refuses it up front when out of memory.
--- KEYS: board, the user's metadata hash, then the option keys (see board_spec in _lib.lua).
+-- KEYS: board, the user's metadata hash, then the option keys (see board_spec in lib/options.lua).
 -- ARGV: "<mode> [<order> <ties> <reply> [<guard>...] [expire:<unix ms>]]" (mode: 'set' | 'best'
--- | 'incr'; reply: 'entry' | 'submit'; guards: see guard_fields in _lib.lua, their keys the last
--- KEYS; expire: a periodic board's deadline, see expire_board; the
--- guide's methods on a default board send the mode alone), score or amount,
--- user_id, max_entries, field, value, ...
+-- | 'incr'; reply: 'entry' | 'submit'; guards: see guard_fields in lib/guards.lua, their keys the
+-- last KEYS; expire: a periodic board's deadline, see expire_board; the guide's methods on a
+-- default board send the mode alone), score or amount, user_id, max_entries, field, value, ...
 -- Ranks in replies are zero-based. Returns, for 'entry': {trimmed_ids, score} if the user was
--- trimmed away, else {trimmed_ids, score, rank, {field, value, ...}}; for 'submit':
--- {trimmed_ids, score, rank or nil, {field, value, ...}, previous score or nil, previous rank or
--- nil, 1 if the stored score changed else 0[, with a submission id: 1 if it is the stored
--- reply of an earlier write with that id (nothing was written), else 0; the key of the board
--- the write landed on (an earlier period's, for a resend into a later one)]}; RATELIMITED
--- retry_after=<s> ... when a rate limit refuses the write; SUBMISSIONREUSED ... when the id was
--- applied for another user or payload (see read_submission in _lib.lua).
+-- trimmed away, else {trimmed_ids, score, rank, {field, value, ...}}; for 'submit': {trimmed_ids,
+-- score, rank or nil, {field, value, ...}, previous score or nil, previous rank or nil, 1 if the
+-- stored score changed else 0[, with a submission id: 1 if it is the stored reply of an earlier
+-- write with that id (nothing was written), else 0; the key of the board the write landed on (an
+-- earlier period's, for a resend into a later one)]}; RATELIMITED retry_after=<s> ... when a rate
+-- limit refuses the write; SUBMISSIONREUSED ... when the id was applied for another user or
+-- payload (see read_submission in lib/submissions.lua).
 local board, user_key = KEYS[1], KEYS[2]
 if not string.find(ARGV[1], ' ', 1, true) and no_options_recorded(KEYS[3]) then
   -- The guide's board, and the guide's methods: mode 'set' or 'incr' alone.

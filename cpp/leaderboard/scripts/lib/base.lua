@@ -1,0 +1,168 @@
+-- ---- Keys, types and permissions ---------------------------------------------------------------
+-- The helpers every other module builds on (lib/ holds one module per concern; generate.py's
+-- docstring says how a script gets the helpers it uses). Metadata hashes live at prefix ..
+-- user_id, prefix being "<board>:user:".
+--
+-- A write that raises must change nothing, and Redis keeps the writes a script made before an
+-- error: so every writing script first checks the caller's ACL permissions for every command it
+-- will run and reads what it will touch to check key types, and only then writes. A check
+-- returns an error reply (a table), which the script returns before its first write. Commands
+-- are checked before they run even in reads: a command an ACL denies inside a script fails
+-- with "ERR The user executing the script can't run this command", and NOPERM is the clearer.
+
+-- redis.acl_check_cmd, looked up once per call of a script (it exists from Redis 7.0; before, a
+-- denied command fails where it runs).
+local acl_check_cmd = redis.acl_check_cmd
+
+-- nil, or a NOPERM error reply if the caller may not run the command (ACL commands and keys).
+local function check_acl(...)
+  if not acl_check_cmd or acl_check_cmd(...) then return nil end
+  local argv = {...}
+  return redis.error_reply("NOPERM this user has no permissions to run the '" .. argv[1]
+    .. "' command or to access its key '" .. tostring(argv[2]) .. "'; nothing was changed")
+end
+
+-- nil, or an error reply if `key` exists and is not of type `wanted` (WRONGTYPE), or if the
+-- caller may not ask (NOPERM).
+local function check_type(key, wanted)
+  local err = check_acl('TYPE', key)
+  if err then return err end
+  local found = redis.call('TYPE', key)['ok']
+  if found == 'none' or found == wanted then return nil end
+  return redis.error_reply('WRONGTYPE Operation against a key holding the wrong kind of value: '
+    .. key .. ' is a ' .. found .. ', not a ' .. wanted .. '; nothing was changed')
+end
+
+-- redis.pcall(command, board, ...) on a board the script has not type-checked: its reply, or
+-- nil and the error reply to return, check_type's (WRONGTYPE naming what the key is) if the
+-- board is not a sorted set. So a command the script runs anyway checks the board's type, and
+-- TYPE runs only when it failed; a failed command changed nothing.
+local function call_board(board, command, ...)
+  local reply = redis.pcall(command, board, ...)
+  if type(reply) == 'table' and reply.err then return nil, check_type(board, 'zset') or reply end
+  return reply
+end
+
+-- nil, or the first error of check_type(prefix .. id, 'hash') and of the caller's permission to
+-- UNLINK it, for the metadata hashes of `user_ids` (a key of another type there is not the
+-- board's: it is never deleted).
+local function check_metadata(prefix, user_ids)
+  for _, user_id in ipairs(user_ids) do
+    local key = prefix .. user_id
+    local err = check_acl('UNLINK', key) or check_type(key, 'hash')
+    if err then return err end
+  end
+  return nil
+end
+
+-- In a cluster, a command a script runs on a key it did not declare passes the same check as a
+-- command from a client: while its slot migrates, a key that is not on this node (or, for a
+-- command on several keys, any key missing there) makes the command, and with it the script,
+-- fail ("non local key", "undeclared keys ... rehashing of the slot"); on the importing node a
+-- command on one missing key runs there as if the key did not exist. So before its first write,
+-- a script reaches the undeclared keys it will write with a command on several keys, `anchor`
+-- (a key of the script known to exist: the ranked set it removes from) and a slice of them, as
+-- unlink_metadata will: a key missing on this node fails there, having changed nothing, and the
+-- cluster client sends the script again (to where the slot is served once it has moved). A
+-- stable slot checks nothing. Returns nil, or an error reply (EXISTS refused by the ACLs of
+-- Redis < 7.0 is skipped: such a server has no acl_check_cmd, and the write checks again).
+local function check_present(anchor, keys)
+  for i = 1, #keys, 1000 do
+    local slice = {anchor, unpack(keys, i, math.min(i + 999, #keys))}
+    if acl_check_cmd then
+      if acl_check_cmd('EXISTS', unpack(slice)) then redis.call('EXISTS', unpack(slice)) end
+    else
+      local reply = redis.pcall('EXISTS', unpack(slice))
+      if type(reply) == 'table' and reply.err
+        and not string.find(reply.err, "can't run this command", 1, true) then
+        return reply
+      end
+    end
+  end
+  return nil
+end
+
+-- The metadata hashes of `user_ids`.
+local function metadata_keys(prefix, user_ids)
+  local keys = {}
+  for i, user_id in ipairs(user_ids) do keys[i] = prefix .. user_id end
+  return keys
+end
+
+-- UNLINK in slices: unpack() is limited by Lua's C stack.
+local function unlink_metadata(prefix, user_ids)
+  local keys = {}
+  for _, user_id in ipairs(user_ids) do
+    keys[#keys + 1] = prefix .. user_id
+    if #keys == 1000 then
+      redis.call('UNLINK', unpack(keys))
+      keys = {}
+    end
+  end
+  if #keys > 0 then redis.call('UNLINK', unpack(keys)) end
+end
+
+-- The checks before removing `user_ids`, the lowest entries of the sorted set `set`, and their
+-- metadata (reached as check_present says, so that a slot migration refuses the script here).
+local function check_remove_lowest(set, prefix, user_ids)
+  if #user_ids == 0 then return nil end
+  return check_acl('ZREMRANGEBYRANK', set, '0', tostring(#user_ids - 1))
+    or check_metadata(prefix, user_ids) or check_present(set, metadata_keys(prefix, user_ids))
+end
+
+-- Removes `user_ids`, the lowest entries of a default board, and their metadata: the guide's trim.
+local function remove_lowest(board, prefix, user_ids)
+  if #user_ids == 0 then return end
+  redis.call('ZREMRANGEBYRANK', board, 0, #user_ids - 1)
+  unlink_metadata(prefix, user_ids)
+end
+
+-- The first `n` elements of `list` (the list itself if it has no more).
+local function first_of(list, n)
+  if #list <= n then return list end
+  local first = {}
+  for i = 1, n do first[i] = list[i] end
+  return first
+end
+
+-- Whether a default board may take a script's guide path (the guide's commands only): the client
+-- sends no options key once a reply has shown it the board records no options (`options` nil),
+-- or the board's options hash does not exist. Anything else (options recorded, a key of another
+-- type, a denied HGETALL) is for check_options, on the path of boards with options.
+local function no_options_recorded(options)
+  return not options or next(redis.pcall('HGETALL', options)) == nil
+end
+
+-- {user_id, score, {field, value, ...}, ...} from a ZRANGE ... WITHSCORES reply of the board's
+-- ranked set (see board_spec; b nil: the guide's board), or an error reply (NOPERM) as its
+-- second value. An empty prefix: the client caches metadata (see connection/cache.hpp), so
+-- every entry's is left empty ({}) and no hash is read.
+local function hydrate(b, prefix, ranged)
+  local out, first, lean = {}, b and b.first, prefix == ''
+  local none, empty = {}, {}
+  for i = 1, #ranged, 2 do
+    local user_id = first and string.sub(ranged[i], b.width + 1) or ranged[i]
+    -- Tie-break columns: the whole member, the client reads the columns' values from its key.
+    out[#out + 1] = first and b.tiebreak and ranged[i] or user_id
+    out[#out + 1] = ranged[i + 1]
+    if lean then
+      out[#out + 1] = none
+    else
+      local key = prefix .. user_id
+      local err = check_acl('HGETALL', key)
+      if err then return nil, err end
+      local metadata = redis.call('HGETALL', key)
+      if #metadata == 0 then empty[#empty + 1] = key end
+      out[#out + 1] = metadata
+    end
+  end
+  -- An empty hash may be one that has not moved yet (see check_present): on the node importing
+  -- the slot it reads as absent. The board (the anchor: the entries came from it) and those
+  -- keys together fail there, and the cluster client reads again; elsewhere they cost one
+  -- EXISTS, and only for entries without metadata.
+  if #empty > 0 then
+    local err = check_present(string.sub(prefix, 1, #prefix - 6), empty)
+    if err then return nil, err end
+  end
+  return out
+end

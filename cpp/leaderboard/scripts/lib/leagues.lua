@@ -1,0 +1,42 @@
+-- ---- Leagues (league.lua and league_read.lua) ---------------------------------------------
+
+-- The options a league records (its options hash's 'config', see league.lua), from its call's
+-- arguments as sent: two clients of a league must send the same.
+local function league_config_text(tiers, size, promote, demote, idle, order, ties, rule)
+  return table.concat({'tiers=' .. tiers, 'size=' .. size, 'promote=' .. promote,
+    'demote=' .. demote, 'idle=' .. idle, 'order=' .. order, 'ties=' .. ties, 'mode=' .. rule},
+    ' ')
+end
+
+-- How many a cutoff spec ('<count>' or 'f<fraction>') takes from a cohort of `size` players.
+local function league_cut(spec, size)
+  if string.sub(spec, 1, 1) == 'f' then
+    return math.floor(tonumber(string.sub(spec, 2)) * size + 1e-9)
+  end
+  return tonumber(spec)
+end
+
+-- The zone of a player of tier `tier` whose cutoff rank (1 + the players strictly ahead under
+-- a rule where equal scores share a rank, else the position) is `rank` (nil: placed, never
+-- scored) among `scored` players of a cohort of `size` placed: promotion wins an overlap, and
+-- nobody leaves the ends. `cfg`: the league's tiers (a count), promote and demote (cutoff
+-- specs) and idle (demote players who never scored).
+local function league_zone(cfg, tier, rank, scored, size)
+  if not rank then return (cfg.idle and tier > 0) and 'demote' or 'stay' end
+  if tier < cfg.tiers - 1 and rank <= league_cut(cfg.promote, size) then return 'promote' end
+  if tier > 0 and rank > scored - league_cut(cfg.demote, size) then return 'demote' end
+  return 'stay'
+end
+
+-- Declares the option keys of the cohort board `board` (see board_spec) after the call's keys,
+-- for a league whose ties rule is `ties`; returns the index of the first.
+local function league_cohort_keys(board, ties)
+  local k = #KEYS + 1
+  KEYS[k] = board .. ':options'
+  if ties == 'first' then
+    KEYS[k + 1], KEYS[k + 2] = board .. ':first', board .. ':first:keys'
+  elseif ties == 'dense' then
+    KEYS[k + 1] = board .. ':dense'
+  end
+  return k
+end
