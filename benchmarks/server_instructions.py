@@ -14,9 +14,14 @@ writing D requests and reading their D replies before the next D. The server's c
 zeroed before a layout and dumped after it (``callgrind_control``), so each figure is that
 layout's instructions divided by its calls: the server's work per call, whatever the client.
 
-It answers whether a client's connection layout changes the server's work: the issue 30
-question of ``get_top(100)`` from 100 asyncio tasks, where ours pipelines every call on one
-connection and redis.asyncio spreads them over 100 (``docs/pages/benchmarks.md``).
+It answers whether a client's connection layout changes the server's work: the question of
+``get_top(100)`` from 100 asyncio tasks, where ours pipelines every call on one connection and
+redis.asyncio spreads them over 100 (``docs/pages/benchmarks.md``).
+
+A write (``--method "submit (guards)"`` and the others of ``WRITES``) cannot be one request sent
+again (a resend is a duplicate): its ``--calls`` calls go through the library, one connection,
+each its own (a new submission id, another user), on a board with the guards it names; the
+figure is the server's work per call, ``--layouts`` ignored.
 """
 
 from __future__ import annotations
@@ -44,6 +49,20 @@ METHODS = {
     "get_rank": lambda board: board.get_rank("user:00000500"),
     "get_user_entry": lambda board: board.get_user_entry("user:00000500"),
 }
+# Writes, through the library: (the board's options, the i-th call).
+GUARDS = {"rate_limit": (1_000_000, 1.0), "events": True, "score_range": (0, 1e9)}
+WRITES: dict[str, tuple[dict[str, Any], Any]] = {
+    "submit": ({}, lambda board, i: board.submit(f"user:{i % 1500:08d}", i)),
+    "submit (guards)": (
+        GUARDS,
+        lambda board, i: board.submit(f"user:{i % 1500:08d}", i, submission_id=f"s{i}"),
+    ),
+    "upsert_user (guards)": (
+        GUARDS,
+        lambda board, i: board.upsert_user(f"user:{i % 1500:08d}", i, {"level": "3"}),
+    ),
+    "delete_user (events)": ({"events": True}, lambda board, i: board.delete_user(f"user:{i:08d}")),
+}
 
 
 def free_port() -> int:
@@ -63,11 +82,24 @@ def dumped_instructions(folder: str) -> int:
     return total
 
 
+def dump(folder: str, pid: int) -> int:
+    """The server's instructions since its counters were last zeroed (a callgrind dump)."""
+    for path in glob.glob(os.path.join(folder, "callgrind.out.*")):
+        os.unlink(path)
+    subprocess.run(["callgrind_control", "-d", str(pid)], capture_output=True)
+    for _ in range(50):
+        if glob.glob(os.path.join(folder, "callgrind.out.*")):
+            break
+        time.sleep(0.1)
+    time.sleep(0.3)  # the dump is written whole
+    return dumped_instructions(folder)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--calls", type=int, default=400)
     parser.add_argument("--layouts", default="1x1,1x10,1x100,10x1,100x1")
-    parser.add_argument("--method", default="get_top(100)", choices=sorted(METHODS))
+    parser.add_argument("--method", default="get_top(100)", choices=sorted([*METHODS, *WRITES]))
     parser.add_argument("--server", default="redis-server")
     args = parser.parse_args(argv)
     if not shutil.which("valgrind") or not shutil.which("callgrind_control"):
@@ -97,6 +129,22 @@ def main(argv: list[str] | None = None) -> int:
             except redis.ConnectionError:
                 time.sleep(0.1)
         version = probe.info("server")["redis_version"]
+        if args.method in WRITES:
+            options, call = WRITES[args.method]
+            board = rl.RedisLeaderboard(
+                rl.Client(port=port), key=KEY, max_entries=MAX_ENTRIES, **options
+            )
+            board.upsert_many(board_entries(1000))
+            call(board, 10**6)  # loads the script
+            subprocess.run(["callgrind_control", "-z", str(server.pid)], capture_output=True)
+            for i in range(args.calls):
+                call(board, i)
+            per_call = dump(folder, server.pid) / args.calls
+            print(
+                f"server instructions per {args.method} call: {args.server} {version} under "
+                f"callgrind, {args.calls} calls through the library: {per_call:,.0f}"
+            )
+            return 0
         board = rl.RedisLeaderboard(rl.Client(port=port), key=KEY, max_entries=MAX_ENTRIES)
         board.upsert_many(board_entries(1000))
         METHODS[args.method](board)  # loads the script: the raw EVALSHAs find it
@@ -131,15 +179,7 @@ def main(argv: list[str] | None = None) -> int:
                 thread.start()
             for thread in threads:
                 thread.join()
-            for path in glob.glob(os.path.join(folder, "callgrind.out.*")):
-                os.unlink(path)
-            subprocess.run(["callgrind_control", "-d", str(server.pid)], capture_output=True)
-            for _ in range(50):
-                if glob.glob(os.path.join(folder, "callgrind.out.*")):
-                    break
-                time.sleep(0.1)
-            time.sleep(0.3)  # the dump is written whole
-            per_call = dumped_instructions(folder) / (per * connections)
+            per_call = dump(folder, server.pid) / (per * connections)
             print(f"| {connections} x {depth} | {per_call:,.0f} |", flush=True)
             for client in clients:
                 client.close()

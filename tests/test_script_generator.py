@@ -337,3 +337,147 @@ def test_the_prologue_comes_after_the_helpers_just_before_the_scripts_own_text()
         < body.index("if x then")
         < body.index("local function quadruple")
     )
+
+
+WORDS_MODULE = """\
+-- The words.
+--: WORD sid submission_ttl call_token [submission_key]: an id
+--: WORD rate# rate_max rate_per [rate_key]: a limit
+--: WORD expire expire_at: a deadline
+--: WORD gscope [guard_scope]: a scope
+"""
+
+
+def test_guard_words_are_declared_once_and_become_straight_lua() -> None:
+    words: list[generate.Word] = []
+    helpers = generate.read_helpers(WORDS_MODULE + "local X = 1\n", "lib/g.lua", words)
+    assert [w.name for w in words] == ["sid", "rate", "expire", "gscope"]
+    assert (words[1].numbers, words[1].fields, words[1].key) == (
+        True,
+        ["rate_max", "rate_per"],
+        "rate_key",
+    )
+    assert [h.name for h in helpers] == ["read_guard_word", "GUARD_KEYED", "X"]
+    assert helpers[0].text == (
+        "-- The words.\n"
+        "local function read_guard_word(w, word)\n"
+        "  local name, a, b, c = string.match(word, '^(%a+):([^:]*):?([^:]*):?([^:]*)$')\n"
+        "  if name == 'sid' then\n"
+        "    w.submission_ttl, w.call_token = a ~= '' and a or nil, b ~= '' and b or nil\n"
+        "    return 'submission_key'\n"
+        "  elseif name == 'rate' then\n"
+        "    w.rate_max, w.rate_per = tonumber(a), tonumber(b)\n"
+        "    return 'rate_key'\n"
+        "  elseif name == 'expire' then\n"
+        "    w.expire_at = a ~= '' and a or nil\n"
+        "  elseif name == 'gscope' then\n"
+        "    return 'guard_scope'\n"
+        "  end\n"
+        "end\n"
+    )
+    assert helpers[1].text == "local GUARD_KEYED = {sid = true, rate = true, gscope = true}\n"
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("--: WORD sid a [k]\n--: WORD sid b\n", "lib/g.lua:2: a word is"),
+        ("--: WORD Sid a\n", "lib/g.lua:1: a word is"),
+        ("--: WORD w a b c d\n", "lib/g.lua:1: a word has at most 3 fields"),
+        ("--: WORD a x\nlocal X = 1\n--: WORD b y\n", "lib/g.lua:3: WORD lines are one block"),
+    ],
+)
+def test_a_broken_word_is_refused_naming_why(text: str, message: str) -> None:
+    with pytest.raises(generate.GenerateError, match=re.escape(message)):
+        generate.read_helpers(text, "lib/g.lua", [])
+
+
+def test_the_real_words_cpp_writes_are_the_fields_guard_fields_reads(
+    tmp_path: Path, r: object
+) -> None:
+    """Every declared word, built by the generated C++ (word::add) and read by the generated
+    table through the real guard_fields on a real server: each field and key comes back where
+    the declaration says, the keys in the words' order, an empty field nil."""
+    words: list[generate.Word] = []
+    helpers = generate.parse_modules(SCRIPTS / "lib", words)
+    out = tmp_path / "out"
+    assert generate.main(["generate.py", str(SCRIPTS), str(out)]) == 0
+    # Each word's values: its fields "<word>.<field>" (the second field of a word left empty),
+    # its key "key:<word>".
+    lines = [
+        "#include <cstdio>",
+        '#include "leaderboard/script_words.hpp"',
+        "using namespace rlb::leaderboard;",
+        "int main() {",
+        '  std::string spec = "head";',
+        "  std::vector<std::string> keys;",
+    ]
+    for word in words:
+        values = [f'"{word.name}.{f}"' if i != 1 else '""' for i, f in enumerate(word.fields)]
+        if word.key:
+            values.append(f'"key:{word.name}"')
+        keyed = "keys, " if word.key else ""
+        lines.append(f"  word::add(spec, {keyed}word::{word.name}{{{', '.join(values)}}});")
+    lines += [
+        '  std::printf("%s\\n", spec.c_str());',
+        '  for (const auto& k : keys) std::printf("%s\\n", k.c_str());',
+        "}",
+    ]
+    main = tmp_path / "main.cpp"
+    main.write_text("\n".join(lines) + "\n")
+    binary = tmp_path / "main"
+    subprocess.run(
+        [
+            "g++",
+            "-std=c++17",
+            "-Wall",
+            "-Wextra",
+            "-Werror",
+            f"-I{out}",
+            str(main),
+            "-o",
+            str(binary),
+        ],
+        check=True,
+    )
+    spec, *keys = subprocess.run(
+        [str(binary)], check=True, capture_output=True, text=True
+    ).stdout.splitlines()
+    assert keys == [f"key:{w.name}" for w in words if w.key]
+    # A script of the real helpers: guard_fields over the spec's words after "head", the keys
+    # ending at the last of KEYS (two other keys before them); it returns the fields it set.
+    script = generate.build_script(
+        "roundtrip",
+        "#!lua\n"
+        "local spec = {}\n"
+        "for word in string.gmatch(ARGV[1], '%S+') do spec[#spec + 1] = word end\n"
+        "local w = guard_fields({}, spec, 2, #KEYS)\n"
+        "local out = {}\n"
+        "for name, value in pairs(w) do out[#out + 1] = name .. '=' .. tostring(value) end\n"
+        "return out\n",
+        helpers,
+    )
+    numbers = {f for w in words if w.numbers for f in w.fields}
+    if numbers:  # a word of numbers: its fields sent as numbers
+        spec = " ".join(
+            word
+            if not any(word.startswith(w.name + ":") for w in words if w.numbers)
+            else ":".join(
+                [word.split(":")[0], *("7" if part else "" for part in word.split(":")[1:])]
+            )
+            for word in spec.split(" ")
+        )
+    got = dict(
+        item.split("=", 1)
+        for item in r.eval(script.body, 2 + len(keys), "x1", "x2", *keys, spec)  # type: ignore[attr-defined]
+    )
+    expected = {}
+    for word in words:
+        for i, field in enumerate(word.fields):
+            if i != 1:
+                expected[field] = "7" if word.numbers else f"{word.name}.{field}"
+        if word.key:
+            expected[word.key] = f"key:{word.name}"
+    if any(w.name in ("range", "maxinc") for w in words):
+        expected["limits"] = "true"
+    assert got == expected

@@ -15,6 +15,7 @@
 
 #include "errors.hpp"
 #include "leaderboard/script_calls.hpp"
+#include "leaderboard/script_words.hpp"
 
 namespace rlb::leaderboard {
 
@@ -758,17 +759,18 @@ void add_submission_guard(std::string& spec, std::vector<std::string>& keys,
                           const std::string& scope, double submission_ttl,
                           const std::string& submission_id) {
   // With this call's token (see new_call_token): the record keeps the one that applied it.
-  spec += " sid:" + milliseconds(submission_ttl) + ":" + new_call_token();
-  keys.push_back(scope + ":submission:" + submission_id);
+  word::add(spec, keys,
+            word::sid{milliseconds(submission_ttl), new_call_token(),
+                      scope + ":submission:" + submission_id});
 }
 
 std::string limit_words(const Guards& guards) {
   std::string words;
   if (guards.score_min || guards.score_max) {
-    words += " range:" + (guards.score_min ? limit_text(*guards.score_min) : "") + ":" +
-             (guards.score_max ? limit_text(*guards.score_max) : "");
+    word::add(words, word::range{guards.score_min ? limit_text(*guards.score_min) : "",
+                                 guards.score_max ? limit_text(*guards.score_max) : ""});
   }
-  if (guards.max_increment) words += " maxinc:" + limit_text(*guards.max_increment);
+  if (guards.max_increment) word::add(words, word::maxinc{limit_text(*guards.max_increment)});
   return words;
 }
 
@@ -970,8 +972,9 @@ Board::Identity::RemovalArgs Board::Identity::removal_args() const {
   out.order = arg::order{std::string(name_of(order))};
   out.ties = arg::ties{ties_word()};
   if (!guards.events) return out;
-  std::string words = "events:" + std::to_string(guards.events_maxlen);
-  if (expire_at) words += " expire:" + std::to_string(*expire_at);  // a periodic board's stream
+  // The stream's key is removal_keys_arg's last.
+  std::string words = word::text(word::events{std::to_string(guards.events_maxlen), ""});
+  if (expire_at) word::add(words, word::expire{std::to_string(*expire_at)});  // a periodic board's
   out.removal = arg::removal{std::move(words)};
   return out;
 }
@@ -1041,7 +1044,9 @@ Board::Board(std::string key, long long max_entries, Order order, Ties ties, Gua
 std::string Board::open_word() const {
   const auto& span = id_->open_span;
   if (!span) return {};
-  return " open:" + std::to_string(span->first) + ":" + std::to_string(span->second);
+  std::string words;
+  word::add(words, word::open{std::to_string(span->first), std::to_string(span->second)});
+  return words;
 }
 
 std::optional<std::string> Board::period() const {
@@ -1057,21 +1062,20 @@ void Board::add_guards(std::string& spec, std::vector<std::string>& keys,
     add_submission_guard(spec, keys, submission_scope(), guards.submission_ttl, *submission_id);
   }
   if (guards.rate_max) {
-    spec += " rate:" + std::to_string(*guards.rate_max) + ":" + milliseconds(guards.rate_per);
     // The user's window is the scope's (a periodic board's for each of its periods): a limit is
     // over real time, not restarted by a period boundary.
-    keys.push_back(submission_scope() + ":rate:" + user_id);
+    word::add(spec, keys,
+              word::rate{std::to_string(*guards.rate_max), milliseconds(guards.rate_per),
+                         submission_scope() + ":rate:" + user_id});
   }
   if (guards.events) {
-    spec += " events:" + std::to_string(guards.events_maxlen);
-    keys.push_back(key() + ":events");
+    word::add(spec, keys, word::events{std::to_string(guards.events_maxlen), key() + ":events"});
   }
-  if (expire_at()) spec += " expire:" + std::to_string(*expire_at());  // seasons: no key
-  spec += open_word();                                                 // seasons: no key
-  spec += limit_words(guards);                                         // fair play: no key
+  if (expire_at()) word::add(spec, word::expire{std::to_string(*expire_at())});  // seasons
+  spec += open_word();                                                           // seasons
+  spec += limit_words(guards);                                                   // fair play
   if (period()) {  // a period's board: the guards recorded for every period (merge_scope_guards)
-    spec += " gscope:";
-    keys.push_back(submission_scope() + ":options");
+    word::add(spec, keys, word::gscope{submission_scope() + ":options"});
   }
 }
 
@@ -1239,15 +1243,6 @@ std::vector<std::string> Board::option_keys() const {
   return keys;
 }
 
-std::vector<std::string> Board::script_keys(std::vector<std::string> extra, Check check) const {
-  std::vector<std::string> keys;
-  keys.reserve(4 + extra.size());
-  keys.push_back(key());
-  for (auto& k : extra) keys.push_back(std::move(k));
-  for (auto& k : option_keys_arg(check).value) keys.push_back(std::move(k));
-  return keys;
-}
-
 arg::option_keys Board::option_keys_arg(Check check) const {
   if (!has_default_options()) return arg::option_keys{option_keys()};
   if (check == Check::EveryCall || !options_checked()) {
@@ -1270,8 +1265,8 @@ std::unique_ptr<Operation> Board::write(WriteMode mode, std::string user_id, dou
     throw InvalidArgument("tiebreak values for a board without tie-break columns");
   }
   // Tie-break columns: the ranked member's key, a keyless word of the spec (see plan_write).
-  const std::string tiebreak_word =
-      tiebreak ? " tb:" + tiebreak_key(id_->tiebreak, order(), *tiebreak) : std::string();
+  std::string tiebreak_word;
+  if (tiebreak) word::add(tiebreak_word, word::tb{tiebreak_key(id_->tiebreak, order(), *tiebreak)});
   require_user_id(user_id);
   require_submission_id(submission_id);
   if (retries < 0) throw InvalidArgument("retries must be at least 0");
@@ -1284,20 +1279,20 @@ std::unique_ptr<Operation> Board::write(WriteMode mode, std::string user_id, dou
   if (submit || !has_default_options() || guarded || expire_at()) {
     spec = spec + " " + name_of(order()) + " " + ties_word() + (submit ? " submit" : " entry");
   }
-  std::vector<std::string> keys = script_keys(strings(metadata_key(user_id)), Check::EveryCall);
-  add_guards(spec, keys, user_id, submission_id);  // seasons and guards: none on a plain board
+  arg::write_keys keys{option_keys_arg(Check::EveryCall).value};
+  add_guards(spec, keys.value, user_id,
+             submission_id);  // seasons and guards: none on a plain board
   spec += tiebreak_word;
-  std::vector<std::string> args;
-  args.reserve(4 + 2 * metadata.size());
-  args.push_back(std::move(spec));
-  args.push_back(format_score(number));
-  args.push_back(user_id);
-  args.push_back(std::to_string(max_entries()));
-  for (auto& [field, value] : metadata) {
-    args.push_back(field);
-    args.push_back(value);
+  std::vector<std::string> fields;
+  fields.reserve(2 * metadata.size());
+  for (const auto& [field, value] : metadata) {
+    fields.push_back(field);
+    fields.push_back(value);
   }
-  Command command = undeclared_call(scripts::write, std::move(keys), std::move(args));
+  Command command = calls::write(
+      arg::board{key()}, arg::user_key{metadata_key(user_id)}, std::move(keys),
+      arg::spec{std::move(spec)}, arg::number{format_score(number)}, arg::user_id{user_id},
+      arg::max_entries{std::to_string(max_entries())}, arg::metadata{std::move(fields)});
 
   if (submit) {
     const bool idempotent = submission_id.has_value();
@@ -1500,25 +1495,23 @@ std::unique_ptr<Operation> Board::hidden(bool scope) const {
 std::unique_ptr<Operation> Board::hiding_call(const char* action, std::string user_id,
                                               bool scope) const {
   scope = scope && period();
-  // KEYS: the board, its option keys (always: the script records 'hidden' there), a period's
-  // board's periodic board's "<key>:hidden" and "<key>:options", the events stream.
-  std::vector<std::string> keys{key()};
-  for (auto& k : option_keys()) keys.push_back(std::move(k));
+  arg::hide_keys keys{option_keys()};  // always: the script records 'hidden' there
   if (scope) {
-    keys.push_back(submission_scope() + ":hidden");
-    keys.push_back(submission_scope() + ":options");
+    keys.value.push_back(submission_scope() + ":hidden");
+    keys.value.push_back(submission_scope() + ":options");
   }
   std::string words;
   if (id_->guards.events) {
-    keys.push_back(key() + ":events");
-    words = "events:" + std::to_string(id_->guards.events_maxlen);
+    word::add(words, keys.value,
+              word::events{std::to_string(id_->guards.events_maxlen), key() + ":events"});
   }
-  if (expire_at()) words += (words.empty() ? "" : " ") + ("expire:" + std::to_string(*expire_at()));
+  if (expire_at()) word::add(words, word::expire{std::to_string(*expire_at())});
+  if (!words.empty()) words.erase(0, 1);
   const bool list = std::string_view(action) == "list";
-  Command command =
-      undeclared_call(scripts::hide, std::move(keys),
-                      {action, std::move(user_id), std::to_string(max_entries()), name_of(order()),
-                       ties_word(), scope ? "scope" : "", std::move(words)});
+  Command command = calls::hide(
+      arg::board{key()}, std::move(keys), arg::action{action}, arg::user_id{std::move(user_id)},
+      arg::max_entries{std::to_string(max_entries())}, arg::order{std::string(name_of(order()))},
+      arg::ties{ties_word()}, arg::scope{scope ? "scope" : ""}, arg::removal{std::move(words)});
   return std::make_unique<SingleCall>(
       list ? "hidden" : action, std::move(command),
       [list, id = id_](Reply& reply) -> Result {
@@ -1560,21 +1553,26 @@ std::unique_ptr<Operation> Board::upsert_chunk(std::vector<BatchEntry> entries,
     // Guards and submission ids too ('rate' is only checked against the record); on
     // an expiring board (seasons), with the deadline of every key it writes.
     const Guards& guards = id_->guards;
+    // Its words name no keys (bulk.lua): each entry sends its own record, the stream and a period's
+    // periodic board's options go last.
     std::string words;
-    if (any_id) words += " sid:" + milliseconds(guards.submission_ttl);
+    if (any_id) words += ' ' + word::text(word::sid{milliseconds(guards.submission_ttl), "", ""});
     if (guards.rate_max) {
-      words += " rate:" + std::to_string(*guards.rate_max) + ":" + milliseconds(guards.rate_per);
+      words += ' ' + word::text(word::rate{std::to_string(*guards.rate_max),
+                                           milliseconds(guards.rate_per), ""});
     }
-    if (guards.events) words += " events:" + std::to_string(guards.events_maxlen);
-    if (expire_at()) words += " expire:" + std::to_string(*expire_at());
+    if (guards.events) {
+      words += ' ' + word::text(word::events{std::to_string(guards.events_maxlen), ""});
+    }
+    if (expire_at()) word::add(words, word::expire{std::to_string(*expire_at())});
     words += open_word();
     words += limit_words(guards);
-    if (period()) words += " gscope:";  // its key before the stream's
-    std::vector<std::string> user_keys,
-        args{name_of(order()), ties_word(), words.empty() ? "" : words.substr(1)};
+    if (period()) words += ' ' + word::text(word::gscope{""});  // its key before the stream's
+    arg::bulk_keys keys{option_keys_arg(Check::EveryCall).value};
+    std::vector<std::string> args;
     for (auto& entry : entries) {
-      user_keys.push_back(metadata_key(entry.user_id));
-      if (entry.submission_id) user_keys.push_back(submission_key(*entry.submission_id));
+      keys.value.push_back(metadata_key(entry.user_id));
+      if (entry.submission_id) keys.value.push_back(submission_key(*entry.submission_id));
       args.push_back(std::move(entry.user_id));
       args.push_back(format_score(entry.score));
       if (any_id) args.push_back(entry.submission_id ? "1" : "0");
@@ -1584,12 +1582,14 @@ std::unique_ptr<Operation> Board::upsert_chunk(std::vector<BatchEntry> entries,
         args.push_back(std::move(value));
       }
     }
-    std::vector<std::string> keys = script_keys({}, Check::EveryCall);
-    for (auto& user_key : user_keys) keys.push_back(std::move(user_key));
-    if (period()) keys.push_back(submission_scope() + ":options");
-    if (guards.events) keys.push_back(key() + ":events");
+    if (period()) keys.value.push_back(submission_scope() + ":options");
+    if (guards.events) keys.value.push_back(key() + ":events");
+    if (!words.empty()) words.erase(0, 1);
     auto call = std::make_unique<SingleCall>(
-        "upsert_many", undeclared_call(scripts::bulk, std::move(keys), std::move(args)),
+        "upsert_many",
+        calls::bulk(arg::board{key()}, std::move(keys), arg::order{std::string(name_of(order()))},
+                    arg::ties{ties_word()}, arg::guard_words{std::move(words)},
+                    arg::entries{std::move(args)}),
         [count](Reply& reply) -> Result {
           // Entries whose submission id was applied before are skipped (guards).
           return parse_count(reply, count);

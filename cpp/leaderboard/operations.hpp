@@ -453,10 +453,9 @@ class Board {
   // another client has since created with options is refused, never changed), or until a reply
   // has shown the board records none (reads, and get_rank, upsert_many's check).
   enum class Check { EveryCall, UntilConfirmed };
-  // {key, extra keys..., option keys...}, as every script declares them. A default board's
-  // options hash is left out once it need not be checked: its scripts then skip the check.
-  std::vector<std::string> script_keys(std::vector<std::string> extra, Check check) const;
-  // The option keys of script_keys, as a declared script takes them (`option_keys...`).
+  // The option keys, as a declared script takes them (`option_keys...`, after the board and its
+  // own keys). A default board's options hash is left out once it need not be checked: its
+  // scripts then skip the check.
   arg::option_keys option_keys_arg(Check check) const;
   // A removal's keys after the board and its own (delete_user, clear, trims:
   // `removal_keys...`): the option keys, then on a board with events the stream.

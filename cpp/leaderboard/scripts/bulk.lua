@@ -2,51 +2,34 @@
 -- upsert_many, one chunk, on a board with options or guards (a default board's chunks are
 -- MULTI/EXEC): each entry set as upsert_user sets it (ZADD, the option keys, HSET), not
 -- trimmed; all or nothing. No flags: Redis 7 refuses it up front when out of memory.
--- KEYS: board, the option keys (see board_spec in lib/options.lua), then per entry its metadata
--- hash and, if it carries a submission id, its record "<scope>:submission:<id>" (see
--- read_submission in _lib.lua); then the periodic board's options hash if the guards have
--- 'gscope', then the events stream if they have 'events'. ARGV: order, ties, guards (words, see
--- guard_fields in lib/guards.lua: 'sid:<ttl ms>' (entries may carry ids), 'rate:<max>:<per ms>'
--- (checked against the record only: a bulk load is not rate limited), 'events:<maxlen>',
--- 'expire:<unix ms>' (a periodic board's deadline, see expire_board), 'open:<from>:<until>' (when
--- its writes belong to its period, see check_clock), 'range:<min>:<max>' and 'maxinc:<n>' (score
--- limits: an entry out of them refuses the chunk, SCOREREJECTED), 'gscope:' (a period's board:
--- its periodic board's options hash, the key before the stream's; see merge_scope_guards); '' for
--- none), then per entry: user_id, score, with 'sid' 1 or 0 (it carries an id), number of metadata
--- fields, field, value, ... An entry whose id was applied before (by upsert_many or submit, or
--- earlier in the chunk) for the same user and payload (mode 'set', its score, its metadata) is
--- skipped; for another, the chunk is refused (SUBMISSIONREUSED), nothing written. An entry
--- written keeps its record (no reply, the score written) under its id. Returns the number of
--- entries written.
-local board = KEYS[1]
-local b = board_spec(board, 2, ARGV[1], ARGV[2])
+--: KEYS board: the board
+--: KEYS bulk_keys...: the board's option keys (board_spec in lib/options.lua), then per entry its metadata hash and, if it carries a submission id, its record "<scope>:submission:<id>" (see read_submission in lib/submissions.lua); then the periodic board's options hash with 'gscope', then the events stream with 'events'
+--: ARGV order: the board's order
+--: ARGV ties: the board's ties
+--: ARGV guard_words: the chunk's guard words, space-separated ('' for none; see GUARD_WORDS in lib/guards.lua); here 'sid' says entries may carry ids (each sends its own record), 'rate' is checked against the record only (a bulk load is not rate limited), a score limit refuses the chunk (SCOREREJECTED)
+--: ARGV entries...: per entry: user_id, score, with 'sid' 1 or 0 (it carries an id), the number of its metadata fields, field, value, ...
+-- An entry whose id was applied before (by upsert_many or submit, or earlier in the chunk) for
+-- the same user and payload (mode 'set', its score, its metadata) is skipped; for another, the
+-- chunk is refused (SUBMISSIONREUSED), nothing written. An entry written keeps its record (no
+-- reply, the score written) under its id. Returns the number of entries written.
+local b = board_spec(board, bulk_keys_at, order, ties)
+local words = {}
+for word in string.gmatch(guard_words, '%S+') do words[#words + 1] = word end
 local first_user_key = b.first and 5 or (b.dense and 4 or 3)
 local err = check_acl('ZSCORE', board, 'x') or check_acl('ZADD', board, '0', 'x')
   or check_type(board, 'zset') or (not b.default and check_option_keys(b))
 if err then return err end
--- Guards (issue 17)
-local w, ids, expire_at, open_from, open_until = {user_id = ''}, false, nil, nil, nil
-for word in string.gmatch(ARGV[3], '%S+') do
-  local name, a, c = string.match(word, '^(%a+):([^:]*):?(.*)$')
-  if name == 'sid' then
-    ids, w.submission_ttl = true, a
-  elseif name == 'rate' then
-    w.rate_key, w.rate_max, w.rate_per = true, tonumber(a), tonumber(c)
-  elseif name == 'events' then
-    w.events_key, w.events_maxlen = true, a  -- its key: the last
-  elseif name == 'gscope' then  -- a period's board: its periodic board's options, before it
-    w.guard_scope = true
-  elseif name == 'expire' then  -- issue 16
-    expire_at = a
-  elseif name == 'open' then  -- a period's board: when its writes belong to it (check_clock)
-    open_from, open_until = a, c
-  else
-    limit_word(w, name, a, c)  -- fair play: each entry checked as upsert_user would be
-  end
-end
+-- Guards: the chunk's words (see GUARD_WORDS in lib/guards.lua). Their keys here: the periodic
+-- board's options hash ('gscope'), then the stream ('events'), the last KEYS; 'sid' and 'rate'
+-- name none (each entry sends its own record; a bulk load is only checked against the recorded
+-- rate limit).
+local w = guard_fields({user_id = ''}, words, 1, nil)
+local ids, expire_at, open_from, open_until = w.submission_key, w.expire_at, w.open_from,
+  w.open_until
+w.submission_key = nil
 if w.events_key then w.events_key = KEYS[#KEYS] end
 if w.guard_scope then w.guard_scope = KEYS[#KEYS - (w.events_key and 1 or 0)] end
-local entries, i, k, seen = {}, 4, first_user_key, {}
+local entries, i, k, seen = {}, entries_at, first_user_key, {}
 while i <= #ARGV do
   local has_id = ids and ARGV[i + 2] == '1'
   local at = ids and i + 3 or i + 2

@@ -59,6 +59,12 @@ arguments, then each call after a ``--: CALL word`` line with its own (after the
 ARGV[1] is then the call's word (the local ``call``), and C++ gets one function per call,
 ``calls::league_join(arg::state, arg::period, arg::user_id)``, which sends the word.
 
+A write's guard words are declared once, in a module of ``lib/`` (``--: WORD name[#] field...
+[key]: about``; ``#``: its fields are numbers; ``[key]``: it names one of the script's KEYS,
+which goes to that field of ``w``): Lua gets ``read_guard_word(w, word)`` (straight code, no
+table built per call) and the set ``GUARD_KEYED``, C++ ``leaderboard/script_words.hpp``
+(``word::rate{...}``, ``word::text``, ``word::add(spec, keys, ...)``).
+
 Usage: ``python generate.py <scripts folder> <output folder>``. A file whose content would not
 change is not rewritten (so nothing recompiles for nothing).
 """
@@ -75,7 +81,10 @@ LIB = "lib"  # the helpers' folder: one module per concern
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _FUNCTION = re.compile(r"^local function ([A-Za-z_][A-Za-z0-9_]*)\(")
 _VALUE = re.compile(r"^local ([A-Za-z_][A-Za-z0-9_]*) = ")
-_REQUIRES = re.compile(r"^--: REQUIRES( [a-z][a-z0-9_]*)+$")
+_WORD = re.compile(r"^--: WORD ([a-z]+)(#?)((?: [a-z_]+)*)(?: \[([a-z_]+)\])?(?:: (.*))?$")
+# What the WORD declarations become in Lua: a function that reads one word into `w`, and the
+# set of the words that name a key.
+READ_WORD, KEYED_WORDS = "read_guard_word", "GUARD_KEYED"
 _SCRIPT_NAME = re.compile(r"^[a-z][a-z0-9_]*$")
 
 
@@ -89,6 +98,19 @@ def identifiers(code: str) -> set[str]:
 
 
 @dataclass
+class Word:
+    """A guard word (``--: WORD``): how a write's option travels in a script's spec, as
+    ``name:field:field...`` (space-separated from the others), and the key it names, if any
+    (a spec's keyed words' keys are the script's last KEYS, in the words' order)."""
+
+    name: str
+    numbers: bool  # its fields are numbers (tonumber in Lua)
+    fields: list[str]  # the fields of `w` (the write's plan) they set, in order
+    key: str | None  # the field of `w` its key goes to; None: it names no key
+    about: str
+
+
+@dataclass
 class Helper:
     name: str
     text: str  # its comment lines, then its definition, each line ending in "\n"
@@ -96,9 +118,12 @@ class Helper:
     module: str = ""  # the module (lib/<module>.lua) that defines it
 
 
-def read_helpers(text: str, path: str) -> list[Helper]:
-    """The helpers one module's text defines, in file order (their uses not linked yet)."""
+def read_helpers(text: str, path: str, words: list[Word] | None = None) -> list[Helper]:
+    """The helpers one module's text defines, in file order (their uses not linked yet); its
+    ``--: WORD`` lines, appended to ``words``, become two more where the first of them is:
+    ``read_guard_word(w, word)`` and the set ``GUARD_KEYED`` (see ``lua_words``)."""
     helpers: list[Helper] = []
+    table: list[Helper] = []
     comments = ""
     current: Helper | None = None
     lines = text.split("\n")
@@ -116,6 +141,23 @@ def read_helpers(text: str, path: str) -> list[Helper]:
         elif match := _VALUE.match(line):
             helpers.append(Helper(match[1], comments + line + "\n"))
             comments = ""
+        elif line.startswith("--: WORD"):
+            if words is None or (table and helpers[-1] is not table[-1]):
+                raise GenerateError(f"{path}:{number}: WORD lines are one block, in lib/ only")
+            word = _WORD.match(line)
+            if not word or word[1] in {w.name for w in words}:
+                raise GenerateError(
+                    f"{path}:{number}: a word is `--: WORD name[#] field... [key][: about]`, "
+                    "declared once"
+                )
+            fields = word[3].split()
+            if len(fields) > 3:
+                raise GenerateError(f"{path}:{number}: a word has at most 3 fields")
+            words.append(Word(word[1], word[2] == "#", fields, word[4], word[5] or ""))
+            if not table:
+                table = [Helper(READ_WORD, comments), Helper(KEYED_WORDS, "")]
+                helpers += table
+                comments = ""
         elif line.startswith("--: REQUIRES"):
             if number != 1 and not all(earlier.startswith("--") for earlier in lines[:number]):
                 raise GenerateError(f"{path}:{number}: REQUIRES belongs in the opening comment")
@@ -130,7 +172,40 @@ def read_helpers(text: str, path: str) -> list[Helper]:
             )
     if current is not None:
         raise GenerateError(f'{path}: local function {current.name} has no "end" line')
+    if table and words is not None:
+        table[0].text += lua_read_word(words)
+        table[1].text += lua_keyed_words(words)
     return helpers
+
+
+def lua_read_word(words: list[Word]) -> str:
+    """Lua reading one guard word into `w` (its fields, an empty one nil, ``#``: numbers), which
+    returns the field of `w` its key goes to (nil: it names no key). Straight code, not a table
+    of the words: Redis builds a script's tables on every call (a table of the words cost a
+    write ~13k more server instructions)."""
+    lines = [
+        "local function " + READ_WORD + "(w, word)",
+        "  local name, a, b, c = string.match(word, '^(%a+):([^:]*):?([^:]*):?([^:]*)$')",
+    ]
+    for i, word in enumerate(words):
+        lines.append(f"  {'if' if i == 0 else 'elseif'} name == '{word.name}' then")
+        if word.fields:
+            values = [
+                f"tonumber({v})" if word.numbers else f"{v} ~= '' and {v} or nil"
+                for v in "abc"[: len(word.fields)]
+            ]
+            fields = ", ".join(f"w.{f}" for f in word.fields)
+            lines.append(f"    {fields} = {', '.join(values)}")
+        if word.key:
+            lines.append(f"    return '{word.key}'")
+    lines += ["  end", "end"]
+    return "\n".join(lines) + "\n"
+
+
+def lua_keyed_words(words: list[Word]) -> str:
+    """The Lua set of the guard words that name a key."""
+    keyed = ", ".join(f"{w.name} = true" for w in words if w.key)
+    return f"local {KEYED_WORDS} = {{{keyed}}}\n"
 
 
 def _link(helpers: list[Helper], visible: dict[str, set[str]], path_of: dict[str, str]) -> None:
@@ -165,7 +240,7 @@ def parse_lib(text: str, path: str = "lib.lua") -> list[Helper]:
     return helpers
 
 
-def parse_modules(folder: Path) -> list[Helper]:
+def parse_modules(folder: Path, words: list[Word] | None = None) -> list[Helper]:
     """The helpers of every module of ``folder`` (``lib/*.lua``), each module's after those of
     the modules it requires: its ``--: REQUIRES a b`` line (in its opening comment) names the
     modules whose helpers it uses, and it may use no others."""
@@ -173,8 +248,8 @@ def parse_modules(folder: Path) -> list[Helper]:
     path_of = {name: f"{LIB}/{name}.lua" for name in texts}
     requires: dict[str, list[str]] = {}
     for name, text in texts.items():
-        words = [line.split()[2:] for line in text.split("\n") if line.startswith("--: REQUIRES")]
-        requires[name] = [word for line in words for word in line]
+        lines = [line.split()[2:] for line in text.split("\n") if line.startswith("--: REQUIRES")]
+        requires[name] = [word for line in lines for word in line]
         for other in requires[name]:
             if other not in texts:
                 raise GenerateError(f"{path_of[name]}: requires {other}, not a module of {LIB}/")
@@ -195,7 +270,7 @@ def parse_modules(folder: Path) -> list[Helper]:
         visit(name, [])
     helpers: list[Helper] = []
     for name in order:
-        own = read_helpers(texts[name], path_of[name])
+        own = read_helpers(texts[name], path_of[name], words if words is not None else [])
         for helper in own:
             helper.module = name
         helpers += own
@@ -444,12 +519,49 @@ def _comment(text: str, width: int = 98) -> list[str]:
     return lines
 
 
-def build_all(folder: Path) -> list[Script]:
-    """Every script of ``folder``, by name."""
-    helpers = parse_modules(folder / LIB)
+def build_all(folder: Path, words: list[Word] | None = None) -> list[Script]:
+    """Every script of ``folder``, by name (and the guard words of its modules into ``words``)."""
+    helpers = parse_modules(folder / LIB, words)
     return [
         build_script(path.stem, path.read_text(), helpers) for path in sorted(folder.glob("*.lua"))
     ]
+
+
+def script_words_hpp(words: list[Word]) -> str:
+    """C++ for the guard words: a struct per word (its fields, then its key), its text, and an
+    ``add`` that appends it to a spec, after a space (and its key to the keys, in lockstep)."""
+    out = [
+        "// The guard words of the scripts' specs, declared once in cpp/leaderboard/scripts/lib/",
+        "// (`--: WORD` lines). Generated by generate.py. Do not edit.",
+        "#pragma once",
+        "",
+        "#include <string>",
+        "#include <vector>",
+        "",
+        "namespace rlb::leaderboard::word {",
+    ]
+    for word in words:
+        out += _comment(f"{word.name}: {word.about}")
+        members = [*word.fields, *([word.key] if word.key else [])]
+        out.append(f"struct {word.name} {{")
+        out += [f"  std::string {m};" + ("  // its key" if m == word.key else "") for m in members]
+        out.append("};")
+        text = ' + ":" + '.join(f"w.{f}" for f in word.fields)
+        out += [
+            f"inline std::string text(const {word.name}&{' w' if word.fields else ''}) {{",
+            f'  return std::string("{word.name}:")' + (f" + {text}" if word.fields else "") + ";",
+            "}",
+        ]
+        params = "std::string& spec, " + ("std::vector<std::string>& keys, " if word.key else "")
+        out += [
+            f"inline void add({params}const {word.name}& w) {{",
+            "  spec += ' ';  // each word after a space, as the scripts split a spec",
+            "  spec += text(w);",
+            *([f"  keys.push_back(w.{word.key});"] if word.key else []),
+            "}",
+        ]
+    out.append("}  // namespace rlb::leaderboard::word")
+    return "\n".join(out) + "\n"
 
 
 def _cpp_string(text: str) -> str:
@@ -633,8 +745,9 @@ def main(argv: list[str]) -> int:
         print(f"usage: {argv[0]} <scripts folder> <output folder>", file=sys.stderr)
         return 2
     folder, output = Path(argv[1]), Path(argv[2])
+    words: list[Word] = []
     try:
-        scripts = build_all(folder)
+        scripts = build_all(folder, words)
     except GenerateError as error:
         print(f"generate.py: {error}", file=sys.stderr)
         return 1
@@ -647,6 +760,7 @@ def main(argv: list[str]) -> int:
     write_if_changed(output / "leaderboard" / "scripts.hpp", scripts_hpp(scripts))
     write_if_changed(output / "leaderboard" / "script_args.hpp", args_hpp)
     write_if_changed(output / "leaderboard" / "script_calls.hpp", calls_hpp)
+    write_if_changed(output / "leaderboard" / "script_words.hpp", script_words_hpp(words))
     return 0
 
 

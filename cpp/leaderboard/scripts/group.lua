@@ -241,7 +241,7 @@ local function spec_words(text)
   local spec, keyed = {}, 0
   for word in string.gmatch(text, '%S+') do
     spec[#spec + 1] = word
-    if not KEYLESS_WORDS[string.match(word, '^(%a+)')] then keyed = keyed + 1 end
+    if GUARD_KEYED[string.match(word, '^%a+')] then keyed = keyed + 1 end
   end
   return spec, keyed
 end

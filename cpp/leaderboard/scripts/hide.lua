@@ -2,19 +2,23 @@
 -- hide / unhide / hidden (fair play, see lib/hiding.lua): take a player off the
 -- board and keep their score aside, put it back, or list who is hidden. One script each call,
 -- atomic; a hidden player keeps their score and metadata and goes on being written.
--- KEYS: board, then the option keys (see board_spec in lib/options.lua), then on a period's board
--- its periodic board's "<key>:hidden" and "<key>:options", then with events the stream
--- "<board>:events". ARGV: action ('hide' | 'unhide' | 'list'), user_id ('' for 'list'),
--- max_entries, order, ties, 'scope' on a period's board (else ''), words: 'events:<maxlen>',
--- 'expire:<unix ms>' (a period's deadline), space-separated ('' for none). Returns, for 'hide': 1
--- if the user was not hidden before, else 0 (a 'hide' event if they were on the board); 'unhide':
--- 1 if they were hidden, else 0 (a 'score' event if they come back on the board; the trim that
--- follows may remove the worst, with 'trim' in the event); 'list': the hidden user ids, in byte
--- order.
-local board, action, user_id = KEYS[1], ARGV[1], ARGV[2]
-local b = board_spec(board, 2, ARGV[4], ARGV[5])
-local scope, expire_at = ARGV[6] == 'scope', string.match(ARGV[7], 'expire:(%d+)')
-local w = removal_events(ARGV[7])  -- events (issue 17): the stream is the last of KEYS
+--: KEYS board: the board
+--: KEYS hide_keys...: the board's option keys (always: a hide records 'hidden' there), then on a period's board its periodic board's "<key>:hidden" and "<key>:options", then with events the stream "<board>:events"
+--: ARGV action: 'hide' | 'unhide' | 'list'
+--: ARGV user_id: the user ('' for 'list')
+--: ARGV max_entries: the board's max_entries
+--: ARGV order: the board's order
+--: ARGV ties: the board's ties
+--: ARGV scope: 'scope' on a period's board, else ''
+--: ARGV removal: the guard words 'events:<maxlen>' (with events) and 'expire:<unix ms>' (a period's deadline), space-separated ('' for none)
+-- Returns, for 'hide': 1 if the user was not hidden before, else 0 (a 'hide' event if they were
+-- on the board); 'unhide': 1 if they were hidden, else 0 (a 'score' event if they come back on
+-- the board; the trim that follows may remove the worst, with 'trim' in the event); 'list': the
+-- hidden user ids, in byte order.
+local b = board_spec(board, hide_keys_at, order, ties)
+local w = removal_events(removal)  -- events: the stream is the last of KEYS
+local expire_at = string.match(removal, 'expire:(%d+)')
+scope = scope == 'scope'
 local last = #KEYS - (w and 1 or 0)
 local scope_hidden, scope_options = scope and KEYS[last - 1], scope and KEYS[last]
 local hidden = board .. ':hidden'
@@ -78,8 +82,8 @@ if kept and kept ~= '' then
   local user_key = string.sub(hidden, 1, #hidden - 6) .. 'user:' .. user_id
   local score, tb = kept_parts(kept)  -- tie-break columns: kept with the score
   plan, err = plan_write({board = board, user_key = user_key, k = 2, mode = 'set', tb = tb,
-    order = ARGV[4], ties = ARGV[5], number = score, user_id = user_id,
-    max_entries = tonumber(ARGV[3]), fields = {}, first_field = 1, expire_at = expire_at,
+    order = order, ties = ties, number = score, user_id = user_id,
+    max_entries = tonumber(max_entries), fields = {}, first_field = 1, expire_at = expire_at,
     restore = true, events_key = w and w.events_key, events_maxlen = w and w.events_maxlen})
   if not plan then return err end
 end

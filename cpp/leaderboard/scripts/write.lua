@@ -1,26 +1,29 @@
 #!lua
 -- upsert_user / increment_score / submit: write the score, merge the metadata, trim the board and
 -- read the entry back, atomically. No flags: Redis 7 refuses it up front when out of memory.
--- KEYS: board, the user's metadata hash, then the option keys (see board_spec in lib/options.lua).
--- ARGV: "<mode> [<order> <ties> <reply> [<guard>...] [expire:<unix ms>]]" (mode: 'set' | 'best'
--- | 'incr'; reply: 'entry' | 'submit'; guards: see guard_fields in lib/guards.lua, their keys the
--- last KEYS; expire: a periodic board's deadline, see expire_board; the guide's methods on a
--- default board send the mode alone), score or amount, user_id, max_entries, field, value, ...
+--: KEYS board: the board
+--: KEYS user_key: the user's metadata hash
+--: KEYS write_keys...: the board's option keys (board_spec in lib/options.lua), then the keys of the spec's guard words, in their order (GUARD_WORDS in lib/guards.lua)
+--: ARGV spec: the guide's methods on a default board, the mode alone ('set' | 'incr'); else "<mode> <order> <ties> <reply>[ <guard word>...]" (mode: 'set' | 'best' | 'incr'; reply: 'entry' | 'submit'; the words: see GUARD_WORDS in lib/guards.lua)
+--: ARGV number: the score, or the amount of an 'incr'
+--: ARGV user_id: the user
+--: ARGV max_entries: the board's max_entries
+--: ARGV metadata...: field, value, ...
 -- Ranks in replies are zero-based. Returns, for 'entry': {trimmed_ids, score} if the user was
--- trimmed away, else {trimmed_ids, score, rank, {field, value, ...}}; for 'submit': {trimmed_ids,
--- score, rank or nil, {field, value, ...}, previous score or nil, previous rank or nil, 1 if the
--- stored score changed else 0[, with a submission id: 1 if it is the stored reply of an earlier
--- write with that id (nothing was written), else 0; the key of the board the write landed on (an
--- earlier period's, for a resend into a later one)]}; RATELIMITED retry_after=<s> ... when a rate
--- limit refuses the write; SUBMISSIONREUSED ... when the id was applied for another user or
--- payload (see read_submission in lib/submissions.lua).
-local board, user_key = KEYS[1], KEYS[2]
-if not string.find(ARGV[1], ' ', 1, true) and no_options_recorded(KEYS[3]) then
+-- trimmed away, else {trimmed_ids, score, rank, {field, value, ...}}; for 'submit':
+-- {trimmed_ids, score, rank or nil, {field, value, ...}, previous score or nil, previous rank or
+-- nil, 1 if the stored score changed else 0[, with a submission id: 1 if it is the stored
+-- reply of an earlier write with that id (nothing was written), else 0; the key of the board
+-- the write landed on (an earlier period's, for a resend into a later one)]}; RATELIMITED
+-- retry_after=<s> ... when a rate limit refuses the write; SUBMISSIONREUSED ... when the id was
+-- applied for another user or payload (see read_submission in lib/submissions.lua).
+if not string.find(spec, ' ', 1, true) and no_options_recorded(KEYS[write_keys_at]) then
   -- The guide's board, and the guide's methods: mode 'set' or 'incr' alone.
-  local mode, number, user_id = ARGV[1], ARGV[2], ARGV[3]
+  local mode = spec
   local prefix = string.sub(user_key, 1, #user_key - #user_id)  -- "<board>:user:"
   local err = check_acl(mode == 'incr' and 'ZINCRBY' or 'ZADD', board, number, user_id)
-    or (#ARGV >= 5 and check_acl('HSET', user_key, ARGV[5], ARGV[6] or ''))
+    or (#ARGV >= metadata_at
+      and check_acl('HSET', user_key, ARGV[metadata_at], ARGV[metadata_at + 1] or ''))
     or check_acl('ZSCORE', board, user_id) or check_acl('ZCARD', board)
     or check_acl('ZRANGE', board, '0', '0') or check_acl('ZREVRANK', board, user_id)
     or check_acl('HGETALL', user_key)
@@ -38,7 +41,7 @@ if not string.find(ARGV[1], ' ', 1, true) and no_options_recorded(KEYS[3]) then
     score = tonumber(old) + score
   end
   if score ~= score then return redis.error_reply('ERR resulting score is not a number (NaN)') end
-  local overflow = size + (old and 0 or 1) - tonumber(ARGV[4])
+  local overflow = size + (old and 0 or 1) - tonumber(max_entries)
   local trimmed, trimmed_away = {}, false
   if overflow > 0 then
     -- Who the trim after the write removes: the lowest `overflow` entries of the board with the
@@ -81,7 +84,7 @@ if not string.find(ARGV[1], ' ', 1, true) and no_options_recorded(KEYS[3]) then
     redis.call('ZADD', board, number, user_id)
     score = number
   end
-  for i = 5, #ARGV, 1000 do
+  for i = metadata_at, #ARGV, 1000 do
     redis.call('HSET', user_key, unpack(ARGV, i, math.min(i + 999, #ARGV)))
   end
   remove_lowest(board, prefix, trimmed)
@@ -91,15 +94,15 @@ if not string.find(ARGV[1], ' ', 1, true) and no_options_recorded(KEYS[3]) then
   return {trimmed, score, redis.call('ZREVRANK', board, user_id), redis.call('HGETALL', user_key)}
 end
 -- @options: submit(), boards with options (and a default board's options key that is not absent)
-local spec = {ARGV[1]}  -- the guide's methods on a default board: the mode alone
-if string.find(ARGV[1], ' ', 1, true) then
-  spec = {}
-  for word in string.gmatch(ARGV[1], '%S+') do spec[#spec + 1] = word end
+local words = {spec}  -- the guide's methods on a default board: the mode alone
+if string.find(spec, ' ', 1, true) then
+  words = {}
+  for word in string.gmatch(spec, '%S+') do words[#words + 1] = word end
 end
-local w = {board = board, user_key = user_key, k = 3, mode = spec[1],
-  order = spec[2], ties = spec[3], submit = spec[4] == 'submit', number = ARGV[2],
-  user_id = ARGV[3], max_entries = tonumber(ARGV[4]), fields = ARGV, first_field = 5}
-guard_fields(w, spec, 5, #KEYS)  -- guards (issue 17) and expiry (issue 16): words after the 4th
+local w = {board = board, user_key = user_key, k = write_keys_at, mode = words[1],
+  order = words[2], ties = words[3], submit = words[4] == 'submit', number = number,
+  user_id = user_id, max_entries = tonumber(max_entries), fields = ARGV, first_field = metadata_at}
+guard_fields(w, words, 5, #KEYS)  -- the guard words, after the 4th: their keys the last
 local plan, reply = plan_write(w)
 if not plan then return reply end
 return apply_write(plan)

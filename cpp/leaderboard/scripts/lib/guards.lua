@@ -1,5 +1,5 @@
 --: REQUIRES base options
--- ---- Guards (issue 17): idempotency keys, rate limits, change events ---------------------------
+-- ---- Guards: idempotency keys, rate limits, change events, score limits -----------------------
 -- A write may carry guards, each a field of `w` (plan_write) set by guard_fields from words of
 -- the caller's spec: 'sid:<ttl ms>' (w.submission_key: the stored result of an idempotent
 -- write, "<board>:submission:<id>"), 'rate:<max>:<per ms>' (w.rate_key: the user's sliding
@@ -13,57 +13,35 @@
 -- Removals (delete_user, clear, a trim) append events too (see removal_events): every change
 -- of a board with events is in its stream, each event's 'kind' saying what made it.
 
--- The guard words without a key of their own (see guard_fields).
-local KEYLESS_WORDS = {expire = true, range = true, maxinc = true, tb = true, open = true}
+-- The guard words, each declared once here: C++ builds them (generate.py's script_words.hpp,
+-- `word::sid{...}`) and read_guard_word reads them, both generated from these lines. A word
+-- travels as "name:field:field..." in a script's spec; its fields set the fields of `w` (the
+-- write's plan) named here, an empty one left nil (`#`: they are numbers); a word with a [key]
+-- names one of the script's KEYS, which goes to that field of `w` (GUARD_KEYED: those words).
+--: WORD sid submission_ttl call_token [submission_key]: an idempotent write: the id's record "<scope>:submission:<id>" (see read_submission), its time to live (ms), this call's token (see store_submission)
+--: WORD rate# rate_max rate_per [rate_key]: a rate limit: at most rate_max writes per rate_per ms, the user's sliding window "<scope>:rate:<user_id>"
+--: WORD events events_maxlen [events_key]: change events: the stream "<board>:events", its MAXLEN
+--: WORD gscope [guard_scope]: a period's board: its periodic board's options hash (see merge_scope_guards)
+--: WORD expire expire_at: a periodic board's deadline, unix ms (see expire_board)
+--: WORD open open_from open_until: the span of the server's clock, unix ms, its writes belong to its period (see check_clock)
+--: WORD range# score_min score_max: fair play: the lowest and highest score a write may leave, either may be empty (see check_score_limits)
+--: WORD maxinc# max_increment: fair play: the most one write may improve a score by, in the board's order (see check_score_limits)
+--: WORD tb tb: tie-break columns: the ranked member's key of the write's values (see plan_write)
 
--- The score limits' words (fair play, see guard_fields) into w: true if `name` is one of them.
-local function limit_word(w, name, a, b)
-  if name == 'range' then
-    w.score_min, w.score_max, w.limits = tonumber(a), tonumber(b), true
-  elseif name == 'maxinc' then
-    w.max_increment, w.limits = tonumber(a), true
-  else
-    return false
-  end
-  return true
-end
-
--- Sets w's guard fields from the words spec[from], spec[from + 1], ... (see above), the keys of
--- those that have one ending at KEYS[last_key]; and w.expire_at from a word 'expire:<unix ms>'
--- (issue 16: a periodic board's deadline, see expire_board), which has no key; and the score
--- limits (fair play), keyless too: 'range:<min>:<max>' (w.score_min, w.score_max: the lowest
--- and highest score a write may leave; either may be empty) and 'maxinc:<n>' (w.max_increment:
--- the most one write may improve a score by, in the board's order): see check_score_limits.
--- 'gscope:' has a key: a period's board's periodic board's options (see merge_scope_guards).
--- 'open:<from ms>:<until ms>' (w.open_from, w.open_until), keyless: when, on the server's clock,
--- the write belongs to the period it names (see check_clock).
+-- Sets w's fields from the guard words spec[from], spec[from + 1], ... (see read_guard_word),
+-- the keys of those that name one ending at KEYS[last_key], in the words' order (last_key nil:
+-- the caller sent none, a keyed word's key field is set to true); and w.limits if a score limit
+-- is among them (see check_score_limits).
 local function guard_fields(w, spec, from, last_key)
   local k = last_key
-  for i = from, #spec do
-    if not KEYLESS_WORDS[string.match(spec[i], '^(%a+)')] then k = k - 1 end
-  end
-  for i = from, #spec do
-    local name, a, b = string.match(spec[i], '^(%a+):([^:]*):?(.*)$')
-    if name == 'expire' then
-      w.expire_at = a
-    elseif name == 'open' then  -- the span of the server's clock the write belongs to
-      w.open_from, w.open_until = a, b
-    elseif name == 'tb' then  -- tie-break columns: the member's key of the write's values
-      w.tb = a
-    elseif not limit_word(w, name, a, b) then  -- the score limits are keyless too
-      k = k + 1
-      if name == 'gscope' then  -- a period's board: its periodic board's options (see below)
-        w.guard_scope = KEYS[k]
-      elseif name == 'sid' then  -- 'sid:<ttl ms>:<call token>' (see store_submission)
-        w.submission_key, w.submission_ttl = KEYS[k], a
-        if b ~= '' then w.call_token = b end
-      elseif name == 'rate' then
-        w.rate_key, w.rate_max, w.rate_per = KEYS[k], tonumber(a), tonumber(b)
-      elseif name == 'events' then
-        w.events_key, w.events_maxlen = KEYS[k], a
-      end
+  for i = #spec, from, -1 do  -- from the last: its key is the last
+    local field = read_guard_word(w, spec[i])
+    if field then
+      w[field] = not k or KEYS[k]
+      k = k and k - 1
     end
   end
+  if w.score_min or w.score_max or w.max_increment then w.limits = true end
   return w
 end
 
