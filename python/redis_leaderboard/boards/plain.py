@@ -17,7 +17,7 @@ from typing import (
     TypeVar,
 )
 
-from .. import _core
+from .._core import Board, Operation
 from .._drive import Pipelined, Plan, Runner, Sent, one_trip, plan
 from .._types import (
     BulkEntry,
@@ -76,7 +76,7 @@ class ChunkOperations:
     any was handed out (and so may have been written)."""
 
     def __init__(
-        self, board: _core.Board, entries: Iterable[BulkEntry], chunk_size: int, retries: int = 2
+        self, board: Board, entries: Iterable[BulkEntry], chunk_size: int, retries: int = 2
     ) -> None:
         self._board = board
         self._chunks = chunked(entries, chunk_size)
@@ -88,10 +88,10 @@ class ChunkOperations:
         self._exhausted = False
         self.started = False
 
-    def __iter__(self) -> Iterator[_core.Operation[int]]:
+    def __iter__(self) -> Iterator[Operation[int]]:
         return self
 
-    def _build(self, chunk: list[BulkEntry]) -> _core.Operation[int]:
+    def _build(self, chunk: list[BulkEntry]) -> Operation[int]:
         operation = self._board.upsert_chunk(chunk, self._submitted, self._retries)
         self._submitted += len(chunk)
         return operation
@@ -107,7 +107,7 @@ class ChunkOperations:
                 return
             self._board.upsert_chunk(self._ahead, self._submitted, self._retries)
 
-    def __next__(self) -> _core.Operation[int]:
+    def __next__(self) -> Operation[int]:
         if self._ahead is not None:
             chunk, self._ahead = self._ahead, None
         elif self._exhausted:
@@ -180,7 +180,7 @@ class BoardBase:
         _submission_scope: Optional[str] = None,
         _open_span: Optional[tuple[int, int]] = None,
     ) -> None:
-        board = _core.Board(  # validates first
+        board = Board(  # validates first
             key,
             max_entries,
             order=order,

@@ -40,7 +40,7 @@ from typing import (
 )
 from zoneinfo import ZoneInfo
 
-from .. import _core
+from .._core import Board, ClockSkewError, Operation, PeriodClosed, Window, group_submit
 from .._drive import AsyncDriven, Plan, Runner, Sent, one_trip, plan
 from .._types import (
     BulkEntry,
@@ -277,8 +277,8 @@ MAX_CLOCK_SKEW = timedelta(minutes=5)
 following; beyond it, the write raises ``ClockSkewError`` (nothing was changed)."""
 
 
-def _clock_skew_error(message: str, server_time: datetime) -> _core.ClockSkewError:
-    error = _core.ClockSkewError(message)
+def _clock_skew_error(message: str, server_time: datetime) -> ClockSkewError:
+    error = ClockSkewError(message)
     error.server_time = server_time
     return error
 
@@ -298,7 +298,7 @@ class ServerClock:
         server last showed (an aware datetime, UTC)."""
         return _aware(self.clock(), "clock()") + self._skew
 
-    def _follow_server(self, error: _core.ClockSkewError) -> None:
+    def _follow_server(self, error: ClockSkewError) -> None:
         """After the server refused a write for the period it named: keep the difference between
         the clocks, or raise ``ClockSkewError`` if it is more than ``MAX_CLOCK_SKEW``."""
         own = _aware(self.clock(), "clock()")
@@ -361,7 +361,7 @@ R = TypeVar("R")
 CLOCK_ROUNDS = 3
 
 
-class _PeriodMoved(_core.PeriodClosed):
+class _PeriodMoved(PeriodClosed):
     """The server refused a write to the period that was current: its clock is in another."""
 
 
@@ -426,7 +426,7 @@ class PeriodicBase(PeriodClock, Generic[B]):
             "score_range": score_range,
             "max_increment": max_increment,
         }
-        _core.Board(key, max_entries, order=order, ties=ties, **self.guards)  # validates them
+        Board(key, max_entries, order=order, ties=ties, **self.guards)  # validates them
         self._start_clock(Periods(period, tz, anchor), clock)
         self.keep = _check_keep(keep)
         """How many periods are kept, the current one included."""
@@ -705,7 +705,7 @@ class PeriodState:
     its period's id, bounds and
     deadline, and the writes, refused once the period takes no more."""
 
-    _board: _core.Board
+    _board: Board
     _run: Runner  # the plain board's (a period's board is one)
 
     def __init__(
@@ -747,7 +747,7 @@ class PeriodState:
             **guards,
         )
 
-    def _closed(self, error: _core.ClockSkewError) -> _core.PeriodClosed:
+    def _closed(self, error: ClockSkewError) -> PeriodClosed:
         """The server refused a write to this period named explicitly: ``PeriodClosed``, naming
         the period, when it takes writes, and the server's time."""
         tz = self.periodic.tz
@@ -759,7 +759,7 @@ class PeriodState:
                 f"ended at {self.end.astimezone(tz).isoformat()} and takes no writes after "
                 f"{self.open_until.astimezone(tz).isoformat()} (grace {self.periodic.grace})"
             )
-        return _core.PeriodClosed(
+        return PeriodClosed(
             f"period {self.period} of {self.periodic.key!r} {why}; the server's clock says "
             f"{server}; nothing was changed"
         )
@@ -770,7 +770,7 @@ class PeriodState:
         board took the server's time (its own writes then go to the server's period)."""
         try:
             return (yield from steps)
-        except _core.ClockSkewError as error:
+        except ClockSkewError as error:
             if not self.explicit:  # the periodic board's time: the server's from now on
                 self.periodic._follow_server(error)
                 raise _PeriodMoved(str(self._closed(error))) from None
@@ -827,7 +827,7 @@ class PeriodState:
         return (yield from self._written(self._one(operation)))
 
     @staticmethod
-    def _one(operation: _core.Operation[T]) -> Plan[T]:
+    def _one(operation: Operation[T]) -> Plan[T]:
         result: T = yield operation
         return result
 
@@ -872,10 +872,10 @@ class RollingState(ServerClock):
     buckets, the clock, and the writes; the reads are the board class's, each run after the
     window's refresh."""
 
-    _window: _core.Window
+    _window: Window
     clock: Clock
     redis: Any
-    _run: Callable[[_core.Operation[Any]], Any]
+    _run: Callable[[Operation[Any]], Any]
 
     def __init__(
         self,
@@ -898,7 +898,7 @@ class RollingState(ServerClock):
         window_ms = _whole_millis(window, "window")
         if window_ms % bucket_ms:
             raise ValueError("window must be a whole number of buckets")
-        self._window = _core.Window(
+        self._window = Window(
             key,
             bucket_ms,
             window_ms,
@@ -942,7 +942,7 @@ class RollingState(ServerClock):
         """The start of the oldest bucket in the window now: scores written before it are out."""
         return self.bucket_start(self.bucket_at() - self._window.buckets + 1)
 
-    def _refreshed(self, read: _core.Operation[T]) -> _core.Operation[T]:
+    def _refreshed(self, read: Operation[T]) -> Operation[T]:
         return self._window.refreshed(read)
 
     @staticmethod
@@ -1013,7 +1013,7 @@ class RollingState(ServerClock):
                 f"a rolling window ({self._window.key!r}) has no tie-break columns: its board is "
                 "the union of its buckets"
             )
-        operation, results = _core.group_submit(  # positional: cheaper than keywords
+        operation, results = group_submit(  # positional: cheaper than keywords
             [(self._window, mode, self.bucket_at())],
             user_id,
             score,
@@ -1176,7 +1176,7 @@ class GroupBase:
         mode: GroupMode,
         submission_id: Optional[str] = None,
         retries: int = 2,
-    ) -> tuple[_core.Operation[Any], Any]:
+    ) -> tuple[Operation[Any], Any]:
         modes: Mapping[str, Any]
         if isinstance(mode, str):
             modes = dict.fromkeys(self.keys, mode)
@@ -1191,7 +1191,7 @@ class GroupBase:
         else:
             raise TypeError(f"mode must be a str or a mapping of keys to str, not {mode!r}")
         members = [board._group_member(modes[board.key]) for board in self.boards]
-        return _core.group_submit(members, user_id, score, metadata, submission_id, retries)
+        return group_submit(members, user_id, score, metadata, submission_id, retries)
 
     @plan
     def submit(
@@ -1230,7 +1230,7 @@ class GroupBase:
             )
             try:
                 yield operation
-            except _core.ClockSkewError as error:  # nothing was written
+            except ClockSkewError as error:  # nothing was written
                 self._follow_server(error)
                 continue
             return dict(zip(self.keys, results()))
@@ -1240,7 +1240,7 @@ class GroupBase:
             datetime.now(UTC),
         )
 
-    def _follow_server(self, error: _core.ClockSkewError) -> None:
+    def _follow_server(self, error: ClockSkewError) -> None:
         """The server refused a member's period: a periodic board's current one takes the
         server's time (the write is sent again); a period named explicitly raises
         ``PeriodClosed``."""
