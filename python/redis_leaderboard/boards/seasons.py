@@ -1,14 +1,13 @@
 """Time (seasons): periodic boards with archives, rolling windows, and one write for many boards.
 
 * [`PeriodicLeaderboard`][redis_leaderboard.PeriodicLeaderboard]: one plain board (the guide's
-layout) per period, at
-  ``f"{key}:{period_id}"``; a period's keys (its sorted set, option keys and every metadata
-  hash) expire together once ``keep`` newer periods have begun.
+  layout) per period, at ``f"{key}:{period_id}"``; a period's keys (its sorted set, option keys and
+  every metadata hash) expire together once ``keep`` newer periods have begun.
 * [`RollingLeaderboard`][redis_leaderboard.RollingLeaderboard]: scores land in per-bucket sorted
-sets; reads see the union of
-  the buckets inside the window, kept at ``key`` (metadata at ``f"{key}:user:{user_id}"``).
+  sets; reads see the union of the buckets inside the window, kept at ``key`` (metadata at
+  ``f"{key}:user:{user_id}"``).
 * [`LeaderboardGroup`][redis_leaderboard.LeaderboardGroup]: one atomic write (one script, one round
-trip) to several boards.
+  trip) to several boards.
 
 The clock rule: the *server's* clock (the ``TIME`` a script sees) decides which period or bucket
 a write belongs to, and when anything closes or expires. A period's id is part of its keys'
@@ -384,8 +383,8 @@ def on_current(method: one_trip[P, R]) -> one_trip[P, R]:
 
 class PeriodicBase(PeriodClock, Generic[B]):
     """A periodic board ([`PeriodicLeaderboard`][redis_leaderboard.PeriodicLeaderboard], sync or
-    asyncio): the periods, the
-    clock, the boards, and the guide's methods on the current period's board."""
+    asyncio): the periods, the clock, the boards, and the guide's methods on the current period's
+    board."""
 
     _board_class: type[B]
     _client_class: Any  # the public class's
@@ -449,8 +448,9 @@ class PeriodicBase(PeriodClock, Generic[B]):
         self._current: Optional[B] = None
 
     def expire_at(self, start: datetime) -> datetime:
-        """When the period starting at ``start`` expires: once ``keep`` newer periods... the
-        start of the ``keep``-th period after it, and never before its end plus ``grace``."""
+        """When the period starting at ``start`` expires: once ``keep`` newer periods have begun
+        (at the start of the ``keep``-th period after it), and never before its end plus
+        ``grace``."""
         end = self.periods_of.next_start(start)
         deadline = end
         for _ in range(self.keep - 1):
@@ -583,14 +583,12 @@ class PeriodicBase(PeriodClock, Generic[B]):
         period's board.
 
         The result says the ``"period"`` written. A ``submission_id`` is the periodic board's,
-        whatever
-        the period: a resend after the period changed writes nothing and returns the first result
-        (``"duplicate": True``, ``"period"`` the first write's).
+        whatever the period: a resend after the period changed writes nothing and returns the first
+        result (``"duplicate": True``, ``"period"`` the first write's).
 
         Redis cost:
             As ``RedisLeaderboard.submit`` (one round trip, one script), plus a PEXPIREAT of every
-            key
-            it writes.
+            key it writes.
         """
         result: SubmitResult = yield from self._on_current(
             PeriodState.submit,
@@ -679,15 +677,13 @@ class PeriodicBase(PeriodClock, Generic[B]):
     ) -> Any:
         """The current period's
         [`RedisLeaderboard.events`][redis_leaderboard.RedisLeaderboard.events] (an ``EventStream``;
-        under
-        asyncio an ``AsyncEventStream``): the change events of the period current when it is
-        called, from its stream ``f"{key}:{period_id}:events"`` (``events=True`` on the
-        periodic board). A stream follows that one period: after a rollover the new period's
-        writes go to the new period's stream, which this one never shows (it waits, or ends
-        once ``block`` passes without an event); to follow the board across periods, open
-        ``events("0")`` again after [`next_reset`][redis_leaderboard.PeriodicLeaderboard.next_reset]
-        (``"0"``: from the new period's first
-        event). A period's stream expires with the period's other keys."""
+        under asyncio an ``AsyncEventStream``): the change events of the period current when it is
+        called, from its stream ``f"{key}:{period_id}:events"`` (``events=True`` on the periodic
+        board). A stream follows that one period: after a rollover the new period's writes go to the
+        new period's stream, which this one never shows (it waits, or ends once ``block`` passes
+        without an event); to follow the board across periods, open ``events("0")`` again after
+        [`next_reset`][redis_leaderboard.PeriodicLeaderboard.next_reset] (``"0"``: from the new
+        period's first event). A period's stream expires with the period's other keys."""
         stream: Any = self.current().events(  # type: ignore[attr-defined]  # the board class's
             last_id, block=block, count=count
         )
@@ -702,8 +698,7 @@ def _display_name(obj: object) -> str:
 
 class PeriodState:
     """A period's board ([`PeriodBoard`][redis_leaderboard.seasons.PeriodBoard], sync or asyncio):
-    its period's id, bounds and
-    deadline, and the writes, refused once the period takes no more."""
+    its period's id, bounds and deadline, and the writes, refused once the period takes no more."""
 
     _board: Board
     _run: Runner  # the plain board's (a period's board is one)
@@ -868,9 +863,8 @@ def _whole_millis(value: timedelta, what: str) -> int:
 
 class RollingState(ServerClock):
     """A rolling window ([`RollingLeaderboard`][redis_leaderboard.RollingLeaderboard], sync or
-    asyncio): the window, its
-    buckets, the clock, and the writes; the reads are the board class's, each run after the
-    window's refresh."""
+    asyncio): the window, its buckets, the clock, and the writes; the reads are the board class's,
+    each run after the window's refresh."""
 
     _window: Window
     clock: Clock
@@ -991,9 +985,8 @@ class RollingState(ServerClock):
         ``TypeError``).
 
         ``mode`` as [`RedisLeaderboard.submit`][redis_leaderboard.RedisLeaderboard.submit], within
-        the
-        bucket. The result gives the user's aggregate over the window, its rank, the previous ones,
-        and who the write pushed out of the window's ``max_entries``. ``submission_id`` and
+        the bucket. The result gives the user's aggregate over the window, its rank, the previous
+        ones, and who the write pushed out of the window's ``max_entries``. ``submission_id`` and
         ``retries`` as ``RedisLeaderboard.submit``: the write applies once per id within
         ``submission_ttl`` (the id is the window's, whatever the bucket: a repeat in a later bucket
         writes nothing and returns the stored result with ``"duplicate": True``).
@@ -1209,16 +1202,14 @@ class GroupBase:
 
         ``submission_id``: every board applies the write once, as its own
         [`RedisLeaderboard.submit`][redis_leaderboard.RedisLeaderboard.submit] with that id would
-        (its record
-        ``f"{board key}:submission:{id}"``, kept for that board's ``submission_ttl``), all in
-        the one atomic script: a repeat writes nothing and returns each board's stored result
+        (its record ``f"{board key}:submission:{id}"``, kept for that board's ``submission_ttl``),
+        all in the one atomic script: a repeat writes nothing and returns each board's stored result
         with ``"duplicate": True`` (``False`` the first time). A write whose reply was lost is
-        resent on a new connection, at most ``retries`` times, then raises
-        ``ConnectionError``. The id belongs to the submission, not to the period it landed on:
-        a periodic board records it under its own key, so a repeat after the period changed
-        returns the first result, its ``"period"`` the first write's. An id applied for
-        another user or payload raises [`SubmissionIdReused`][redis_leaderboard.SubmissionIdReused]
-        and writes nothing.
+        resent on a new connection, at most ``retries`` times, then raises ``ConnectionError``. The
+        id belongs to the submission, not to the period it landed on: a periodic board records it
+        under its own key, so a repeat after the period changed returns the first result, its
+        ``"period"`` the first write's. An id applied for another user or payload raises
+        [`SubmissionIdReused`][redis_leaderboard.SubmissionIdReused] and writes nothing.
 
         Redis cost:
             One round trip, one script (every board planned, then written); per board, a plain
