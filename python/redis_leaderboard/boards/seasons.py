@@ -16,7 +16,7 @@ server told it (``ServerClock``); each write says when, on the server's clock, i
 period it names, and the server refuses it otherwise before anything is written: the client
 then takes the server's time and sends it again, or raises ``ClockSkewError`` if its clock is
 off by more than ``MAX_CLOCK_SKEW``. A rolling window's bucket is the server's alone. See
-docs/seasons.md, "Whose clock".
+docs/pages/guides/seasons.md, "Whose clock".
 """
 
 from __future__ import annotations
