@@ -78,7 +78,7 @@ const Prefix* match(std::string_view message) {
 }  // namespace
 
 void raise_server_error(const std::string& message) {
-  // "RATELIMITED retry_after=<seconds> ..." (issue 17, _lib.lua's plan_guards)
+  // "RATELIMITED retry_after=<seconds> ..." (rate limits: _lib.lua's plan_guards)
   static constexpr std::string_view kRateLimited = "RATELIMITED retry_after=";
   if (starts_with(message, kRateLimited)) {
     throw RateLimited(message, std::strtod(message.c_str() + kRateLimited.size(), nullptr));

@@ -9,10 +9,10 @@
 // and ASK are followed at once; TRYAGAIN, CLUSTERDOWN, a slot no node serves and a node that
 // cannot be connected to (nothing was sent: a failover under way) are retried after a short
 // pause with a fresh slot map, until the request's deadline (socket_timeout from the call, else
-// kDefaultWait). A request whose reply was lost is never sent again.
+// kDefaultWait).
 //
 // A request whose reply was lost is sent again only when its operation cannot apply twice
-// (Operation::resend_limit(): a write carrying a submission id, issue 17), at most that many
+// (Operation::resend_limit(): a write carrying a submission id, guards), at most that many
 // times: the node's connection hands it back (ClientOptions::hand_back_resends) and it is routed
 // again, so after a failover the resend goes to the slot's new primary once the map says so,
 // within a new deadline (socket_timeout from the resend, as on one node); or when it only reads
@@ -21,8 +21,8 @@
 // AsyncClusterTransport drives each node independently for the asyncio client: a router thread
 // assigns each request to its node, and one worker thread per node sends what is queued for it
 // (one pipelined write) and reads the replies, so a node that stops answering delays only its own
-// requests; finished requests wake the event loop through a Wakeup (eventfd), as
-// transport/multiplexed_client.hpp does.
+// requests; finished requests wake the event loop through a Wakeup (eventfd), as the one-node
+// client's helper threads do (transport/loop_client.hpp).
 #pragma once
 
 #include <atomic>

@@ -362,7 +362,7 @@ void LoopClient::start_connect() {
     }
   }
   // A host name (getaddrinfo blocks) or Sentinel (asking blocks, each sentinel within its
-  // timeout): on a helper thread, which wakes the loop through notify_fd_.
+  // timeout): on a helper thread, which wakes the loop through notify_.
   state_ = State::Resolving;
   helpers_.erase(std::remove_if(helpers_.begin(), helpers_.end(),
                                 [](Helper& helper) {

@@ -8,7 +8,8 @@ import atexit
 import weakref
 from typing import Any, Awaitable, Callable, Iterable, Optional, TypeVar
 
-from . import _core
+from ._core import AsyncCore, CachedRead, ClientCache, Operation
+from ._core import ping as ping_operation
 from ._types import AsyncRun
 from .options import (
     CHUNKS_IN_FLIGHT,
@@ -51,15 +52,15 @@ class Client:
 
     __signature__ = constructor_signature("AsyncCore")
 
-    @takes_options_of(_core.AsyncCore, __signature__)
+    @takes_options_of(AsyncCore, __signature__)
     def __init__(self, *args: Any, **options: Any) -> None:
-        self._start(_core.AsyncCore(*args, **options))
+        self._start(AsyncCore(*args, **options))
 
-    def _start(self, core: _core.AsyncCore) -> None:
+    def _start(self, core: AsyncCore) -> None:
         self._core = core
         # The client-side cache (see redis_leaderboard.Client): built by the core, from its
         # own options object, so its connection has every one of the client's options.
-        self._cache: Optional[_core.ClientCache] = core.client_cache()
+        self._cache: Optional[ClientCache] = core.client_cache()
         self._cache_setup: Optional[asyncio.Future[None]] = None
         _open_clients.add(self)
 
@@ -103,14 +104,14 @@ class Client:
             return self._core.run
         return self._run_maybe_cached
 
-    def _run_maybe_cached(self, operation: _core.Operation[T]) -> Awaitable[T]:
+    def _run_maybe_cached(self, operation: Operation[T]) -> Awaitable[T]:
         prefix = operation.cached_metadata_prefix
         if prefix is not None:
             return self._run_cached(operation, prefix, asyncio.get_running_loop())
         return self._core.run(operation)
 
     async def _run_cached(
-        self, operation: _core.Operation[T], prefix: str, loop: asyncio.AbstractEventLoop
+        self, operation: Operation[T], prefix: str, loop: asyncio.AbstractEventLoop
     ) -> T:
         """A read through the client-side cache (connection/cache.hpp): a barrier on the
         invalidation connection, the query without metadata, then the cached metadata (once
@@ -123,7 +124,7 @@ class Client:
                 self._cache_setup = loop.run_in_executor(None, cache.setup, prefix)
                 self._cache_setup.add_done_callback(self._cache_setup_done)
             return await self._core.run(operation)
-        read = _core.CachedRead(cache, operation)
+        read = CachedRead(cache, operation)
         # The barrier proves something only if the query goes to the invalidation connection's
         # server, and the connection in place now is where it goes if it is still in place
         # once the query is done (a failover moves each on its own).
@@ -148,7 +149,7 @@ class Client:
             future.exception()  # retrieved: a failed set-up only means reads stay uncached
 
     async def _await_barrier(
-        self, cache: _core.ClientCache, barrier: tuple[int, int], loop: asyncio.AbstractEventLoop
+        self, cache: ClientCache, barrier: tuple[int, int], loop: asyncio.AbstractEventLoop
     ) -> bool:
         """Reads the invalidation connection (when the loop sees it readable) until the
         barrier's PONG; a connection that is gone or late (BARRIER_TIMEOUT) is doubt: False."""
@@ -177,7 +178,7 @@ class Client:
 
     def run_pipelined(
         self,
-        operations: Iterable[_core.Operation[Any]],
+        operations: Iterable[Operation[Any]],
         on_result: Callable[[Any], object],
         window: int = CHUNKS_IN_FLIGHT,
     ) -> asyncio.Future[None]:
@@ -195,7 +196,7 @@ class Client:
 
     async def ping(self) -> bool:
         """PING the server."""
-        return await self.run(_core.ping())
+        return await self.run(ping_operation())
 
     def stats(self) -> dict[str, int]:
         """``round_trips`` (socket writes), ``commands``, ``calls``, ``reconnects``,

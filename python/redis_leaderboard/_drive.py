@@ -49,7 +49,7 @@ from typing import (
     overload,
 )
 
-from . import _core
+from ._core import Operation
 
 __all__ = [
     "INSTALLED",
@@ -83,7 +83,7 @@ class Sent(Generic[T_co]):
 class Runner(Protocol):
     """``self._run``: runs one operation on the board's client (see :class:`Sent`)."""
 
-    def __call__(self, operation: _core.Operation[T], /) -> Sent[T]: ...
+    def __call__(self, operation: Operation[T], /) -> Sent[T]: ...
 
 
 class Pipelined:
@@ -95,7 +95,7 @@ class Pipelined:
 
     def __init__(
         self,
-        operations: Iterator[_core.Operation[Any]],
+        operations: Iterator[Operation[Any]],
         on_reply: Callable[[Any], None],
         in_flight: int,
     ) -> None:
@@ -118,7 +118,7 @@ class Concurrent:
 
 CONCURRENT_THREADS = 16
 
-Step = Union["_core.Operation[Any]", "list[_core.Operation[Any]]", Pipelined, Concurrent]
+Step = Union["Operation[Any]", "list[Operation[Any]]", Pipelined, Concurrent]
 Plan = Generator[Step, Any, R]
 
 
@@ -302,7 +302,7 @@ def _sync_plan(function: Callable[..., Plan[Any]]) -> Callable[..., Any]:
             step = next(steps)
             while True:
                 try:
-                    if isinstance(step, _core.Operation):
+                    if isinstance(step, Operation):
                         result = self.redis.run(step)
                     elif isinstance(step, list):
                         result = self.redis.run_many(step)
@@ -347,7 +347,7 @@ def _async_plan(function: Callable[..., Plan[Any]]) -> Callable[..., Any]:
             step = next(steps)
             while True:
                 try:
-                    if isinstance(step, _core.Operation):
+                    if isinstance(step, Operation):
                         result = await self.redis.run(step)
                     elif isinstance(step, list):
                         result = list(await asyncio.gather(*self.redis.run_many(step)))

@@ -25,7 +25,7 @@ import select
 import threading
 from typing import Optional
 
-from . import _core
+from ._core import records_fd, take_records
 
 __all__ = ["EVENTS", "flush", "start"]
 
@@ -57,7 +57,7 @@ _started: Optional[int] = None  # the pid the pump thread runs in
 def flush() -> None:
     """Logs the records waiting now, on this thread (tests, and before a metrics export)."""
     with _lock:
-        records, dropped = _core.take_records()
+        records, dropped = take_records()
         for event, detail in records:
             logger_name, level, message = EVENTS[event]
             logger = _loggers[logger_name]
@@ -91,7 +91,7 @@ def start() -> None:
     with _lock:
         if _started == os.getpid():
             return
-        fd = _core.records_fd()
+        fd = records_fd()
         threading.Thread(
             target=_pump, args=(fd,), name="redis-leaderboard-logs", daemon=True
         ).start()

@@ -327,9 +327,9 @@ class RedisServer:
 
     def server_version(self) -> ServerVersion:
         """The running server's name and real version, from ``INFO server``."""
-        from . import _core
+        from ._core import Client
 
-        with _core.Client(self.host, self.port, password=self.password, socket_timeout=5) as c:
+        with Client(self.host, self.port, password=self.password, socket_timeout=5) as c:
             return parse_server_version(c.execute_command("INFO", "server"))
 
     def running(self) -> bool:

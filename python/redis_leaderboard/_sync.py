@@ -3,7 +3,7 @@ sync driver (``redis_leaderboard._drive``) on the sync clients. No method is wri
 
 from __future__ import annotations
 
-from . import _core
+from ._core import ClusterClient as CoreClusterClient
 from ._drive import SyncDriven
 from ._types import Event, LeagueEvent
 from .boards.events import EventStream
@@ -67,7 +67,7 @@ class RedisLeaderboard(Leaderboard[EventStream[Event]], SyncDriven):
     """
 
     _client_class = Client
-    _cluster_client_class = _core.ClusterClient
+    _cluster_client_class = CoreClusterClient
     _display_name = "RedisLeaderboard"
     _event_stream_class: type[EventStream[Event]] = EventStream
 
@@ -175,7 +175,7 @@ class ShardedLeaderboard(ShardedBase, SyncDriven):
       deep windows also read every better entry.
     """
 
-    _cluster_client_class = _core.ClusterClient
+    _cluster_client_class = CoreClusterClient
     _display_name = "ShardedLeaderboard"
     _board_class = RedisLeaderboard
 
@@ -192,7 +192,7 @@ class League(LeagueBase[EventStream[LeagueEvent]], SyncDriven):
     """
 
     _client_class = Client
-    _cluster_client_class = _core.ClusterClient
+    _cluster_client_class = CoreClusterClient
     _display_name = "League"
     _event_stream_class: type[EventStream[LeagueEvent]] = EventStream
 
@@ -210,7 +210,7 @@ class Tournament(TournamentBase, SyncDriven):
     """
 
     _client_class = Client
-    _cluster_client_class = _core.ClusterClient
+    _cluster_client_class = CoreClusterClient
     _board_class = RedisLeaderboard
     _display_name = "Tournament"
 
@@ -223,6 +223,6 @@ class TeamLeaderboard(TeamBase, SyncDriven):
     """
 
     _client_class = Client
-    _cluster_client_class = _core.ClusterClient
+    _cluster_client_class = CoreClusterClient
     _board_class = RedisLeaderboard
     _display_name = "TeamLeaderboard"

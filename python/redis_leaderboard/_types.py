@@ -24,7 +24,7 @@ from typing import (
 )
 
 if TYPE_CHECKING:
-    from . import _core
+    from ._core import Operation
 
 T = TypeVar("T")
 
@@ -192,7 +192,7 @@ class EventBatch(TypedDict):
 class AsyncRun(Protocol):
     """An asyncio client's ``run``: an awaitable of an operation's result."""
 
-    def __call__(self, operation: _core.Operation[T], /) -> Awaitable[T]: ...
+    def __call__(self, operation: Operation[T], /) -> Awaitable[T]: ...
 
 
 # --- leagues ---------------------------------------------------------------------------------

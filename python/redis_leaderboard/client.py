@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Iterable, Optional, TypeVar
 
-from . import _core
+from ._core import Client as CoreClient
 from .options import constructor_signature, sentinel_options, url_options
 
 __all__ = ["Client"]
@@ -12,8 +12,8 @@ __all__ = ["Client"]
 _Self = TypeVar("_Self", bound="Client")
 
 
-class Client(_core.Client):
-    __doc__ = _core.Client.__doc__
+class Client(CoreClient):
+    __doc__ = CoreClient.__doc__
     # The options are the compiled constructor's (its one option table); inspect.signature and
     # help() read them here.
     __signature__ = constructor_signature("Client")

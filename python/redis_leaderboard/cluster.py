@@ -15,7 +15,10 @@ import inspect
 import weakref
 from typing import Any, Callable, Iterable, Optional, TypeVar
 
-from . import _core
+from ._core import AsyncClusterCore, Operation
+from ._core import ClusterClient as CoreClusterClient
+from ._core import ConnectionError as RedisConnectionError
+from ._core import ping as ping_operation
 from .options import (
     _boolean,
     _host_and_port,
@@ -90,7 +93,7 @@ def cluster_url_options(url: str, **overrides: Any) -> dict[str, Any]:
     return out
 
 
-class ClusterClient(_core.ClusterClient):
+class ClusterClient(CoreClusterClient):
     """A blocking Redis Cluster client, safe to share between threads.
 
     ``ClusterClient(startup_nodes=[(host, port), ...], **options)``: any node of the cluster
@@ -134,11 +137,11 @@ class AsyncClusterClient:
     is_cluster = True
     __signature__ = _SIGNATURE
 
-    @takes_options_of(_core.AsyncClusterCore, _SIGNATURE)
+    @takes_options_of(AsyncClusterCore, _SIGNATURE)
     def __init__(self, *args: Any, **options: Any) -> None:
         """``AsyncClusterClient(startup_nodes=[(host, port), ...], **options)``, the options
         of ``ClusterClient``."""
-        self._core = _core.AsyncClusterCore(*args, **options)
+        self._core = AsyncClusterCore(*args, **options)
         self._loop: Optional[asyncio.AbstractEventLoop] = None
         _open_clients.add(self)
 
@@ -161,7 +164,7 @@ class AsyncClusterClient:
         if loop is self._loop:
             return loop
         if self._core.closed:
-            raise _core.ConnectionError("the client is closed")
+            raise RedisConnectionError("the client is closed")
         if self._loop is not None and not self._loop.is_closed():
             raise RuntimeError(
                 "this redis_leaderboard.asyncio.ClusterClient is bound to the event loop it was "
@@ -171,18 +174,18 @@ class AsyncClusterClient:
         loop.add_reader(self._core.fileno(), self._core.drain)
         return loop
 
-    def run(self, operation: _core.Operation[T]) -> asyncio.Future[T]:
+    def run(self, operation: Operation[T]) -> asyncio.Future[T]:
         """Submit a ``redis_leaderboard._core.Board`` operation; await the result."""
         return self._core.submit(operation, self._bound_loop())
 
-    def run_many(self, operations: Iterable[_core.Operation[Any]]) -> list[asyncio.Future[Any]]:
+    def run_many(self, operations: Iterable[Operation[Any]]) -> list[asyncio.Future[Any]]:
         """Submit operations together (one batch: one pipelined write per node, every node at
         once); one future each."""
         return self._core.submit_many(list(operations), self._bound_loop())
 
     def run_pipelined(
         self,
-        operations: Iterable[_core.Operation[Any]],
+        operations: Iterable[Operation[Any]],
         on_result: Callable[[Any], object],
         window: int = 4,
     ) -> asyncio.Future[None]:
@@ -193,7 +196,7 @@ class AsyncClusterClient:
         async def pipeline() -> None:
             iterator = iter(operations)
             while True:
-                taken: list[_core.Operation[Any]] = []
+                taken: list[Operation[Any]] = []
                 error: Optional[BaseException] = None
                 try:
                     while len(taken) < window:
@@ -214,7 +217,7 @@ class AsyncClusterClient:
 
     async def ping(self) -> bool:
         """PING a node."""
-        result: bool = await self.run(_core.ping())
+        result: bool = await self.run(ping_operation())
         return result
 
     def shards(self) -> list[dict[str, Any]]:

@@ -42,8 +42,9 @@ import time
 from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Optional
 
-from . import _core, _drive
-from ._core import RateLimited
+from . import _drive
+from ._core import ClusterClient as CoreClusterClient
+from ._core import RateLimited, observed
 
 if TYPE_CHECKING:
     from opentelemetry.metrics import CallbackOptions, MeterProvider, Observation
@@ -186,7 +187,7 @@ def _server_attributes(client: Any) -> dict[str, Any]:
     from .cluster import AsyncClusterClient
 
     address = getattr(client, "address", None)
-    if not callable(address) or isinstance(client, (_core.ClusterClient, AsyncClusterClient)):
+    if not callable(address) or isinstance(client, (CoreClusterClient, AsyncClusterClient)):
         return {}
     where = address()
     if not isinstance(where, str) or where.endswith("via Sentinel"):
@@ -275,8 +276,8 @@ class _Instruments:
         def observe(options: CallbackOptions) -> Iterable[Observation]:
             if _state is None or _state.meter_provider is not provider:
                 return []
-            observed = _core.observed()
-            return [Observation(observed[key], attributes) for key, attributes in series]
+            counters = observed()
+            return [Observation(counters[key], attributes) for key, attributes in series]
 
         return observe
 

@@ -31,7 +31,9 @@ from typing import (
 )
 from urllib.parse import unquote
 
-from . import _core
+from ._core import Client as CoreClient
+from ._core import ClusterClient as CoreClusterClient
+from ._core import has_hash_tag, option_table
 
 __all__ = [
     "DEFAULT_SENTINEL_PORT",
@@ -170,7 +172,7 @@ class CoreOption(NamedTuple):
 
 
 #: Every client option, in ``AsyncClientOptions``' order, then the cluster clients' own.
-OPTION_TABLE: tuple[CoreOption, ...] = tuple(CoreOption(*row) for row in _core.option_table())
+OPTION_TABLE: tuple[CoreOption, ...] = tuple(CoreOption(*row) for row in option_table())
 
 _CLUSTER_FIELDS = tuple(
     option.name
@@ -586,7 +588,7 @@ def make_client(redis_client: Any, url: Optional[str], client_class: type[_Clien
     """A ``client_class`` (the sync or the asyncio Client) for a leaderboard's arguments; a
     ``client_class`` given as ``redis_client`` is used as it is."""
     # The sync Client subclasses _core.Client: one made by _core.Client.from_url is as good.
-    core_client = issubclass(client_class, _core.Client) and isinstance(redis_client, _core.Client)
+    core_client = issubclass(client_class, CoreClient) and isinstance(redis_client, CoreClient)
     if isinstance(redis_client, client_class) or core_client:
         if url is not None:
             raise TypeError("pass either redis_client or url, not both")
@@ -617,7 +619,7 @@ def board_client(
     API as it is (its ``key`` then needs a hash tag, so that the board is in one slot, unless
     ``needs_hash_tag`` is False), else :func:`make_client`'s."""
     if getattr(type(redis_client), "is_cluster", False) or isinstance(
-        redis_client, _core.ClusterClient
+        redis_client, CoreClusterClient
     ):
         if not isinstance(redis_client, cluster_client_class):
             raise TypeError(
@@ -664,7 +666,7 @@ def require_hash_tag(key: str) -> None:
     """``ValueError`` unless ``key`` has a hash tag: on a cluster, every key of a board (the
     sorted set, ``f"{key}:user:{user_id}"``, ``f"{key}:options"``...) must be in one slot, which
     only a hash tag guarantees. Keys are never renamed: the caller chooses the name."""
-    if not _core.has_hash_tag(key):
+    if not has_hash_tag(key):
         raise ValueError(
             f"a board on Redis Cluster needs a hash tag in its key, so that its sorted set, "
             f"metadata hashes and option keys are in one slot: use key='{{{key}}}' or "

@@ -7,7 +7,7 @@ from __future__ import annotations
 import time
 from typing import Any, Callable, Generator, Generic, Mapping, Optional, TypeVar
 
-from .. import _core
+from .._core import Operation
 
 E = TypeVar("E", bound=Mapping[str, Any])
 
@@ -61,7 +61,7 @@ def events_slices(block: Optional[float]) -> Generator[Optional[float], Optional
 
 # One XREAD of a stream after an id: (last_id, count, block) -> its operation (a board's
 # ``read_events``, a league partition's).
-Reader = Callable[[str, int, Optional[float]], "_core.Operation[Any]"]
+Reader = Callable[[str, int, Optional[float]], "Operation[Any]"]
 
 
 class StreamState(Generic[E]):
@@ -94,7 +94,7 @@ class StreamState(Generic[E]):
         self._reader = None
         self.last_id = last_id
 
-    def _operation(self, block: Optional[float]) -> _core.Operation[Any]:
+    def _operation(self, block: Optional[float]) -> Operation[Any]:
         """One XREAD after ``last_id``: ``block`` 0 (or None) sends no BLOCK at all, so it
         answers at once (``BLOCK 1`` would wait for the server's timer, about 100 ms on an
         idle stream). Opens the reading connection (the client's options) the first time."""

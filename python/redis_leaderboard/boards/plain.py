@@ -1,6 +1,6 @@
-"""The guide's board, every method written once for both APIs (``redis_leaderboard._drive``):
-the constructor and options (``BoardBase``) and the methods (``Leaderboard``). The
-public ``RedisLeaderboard`` classes add a driver and their client types."""
+"""The guide's board, every method written once for both APIs (``redis_leaderboard._drive``): the
+constructor and options (``BoardBase``) and the methods (``Leaderboard``). The public
+``RedisLeaderboard`` classes add a driver and their client types."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from typing import (
     TypeVar,
 )
 
-from .. import _core
+from .._core import Board, Operation
 from .._drive import Pipelined, Plan, Runner, Sent, one_trip, plan
 from .._types import (
     BulkEntry,
@@ -76,7 +76,7 @@ class ChunkOperations:
     any was handed out (and so may have been written)."""
 
     def __init__(
-        self, board: _core.Board, entries: Iterable[BulkEntry], chunk_size: int, retries: int = 2
+        self, board: Board, entries: Iterable[BulkEntry], chunk_size: int, retries: int = 2
     ) -> None:
         self._board = board
         self._chunks = chunked(entries, chunk_size)
@@ -88,10 +88,10 @@ class ChunkOperations:
         self._exhausted = False
         self.started = False
 
-    def __iter__(self) -> Iterator[_core.Operation[int]]:
+    def __iter__(self) -> Iterator[Operation[int]]:
         return self
 
-    def _build(self, chunk: list[BulkEntry]) -> _core.Operation[int]:
+    def _build(self, chunk: list[BulkEntry]) -> Operation[int]:
         operation = self._board.upsert_chunk(chunk, self._submitted, self._retries)
         self._submitted += len(chunk)
         return operation
@@ -107,7 +107,7 @@ class ChunkOperations:
                 return
             self._board.upsert_chunk(self._ahead, self._submitted, self._retries)
 
-    def __next__(self) -> _core.Operation[int]:
+    def __next__(self) -> Operation[int]:
         if self._ahead is not None:
             chunk, self._ahead = self._ahead, None
         elif self._exhausted:
@@ -148,9 +148,8 @@ S = TypeVar("S", bound="StreamState[Any]")
 
 
 class BoardBase:
-    """What the sync and asyncio leaderboards share: the constructor, ``key``,
-    ``max_entries``, ``order``, ``ties``; their methods run the same ``_core.Board``
-    operations."""
+    """What the sync and asyncio leaderboards share: the constructor, ``key``, ``max_entries``,
+    ``order``, ``ties``; their methods run the same ``_core.Board`` operations."""
 
     # Set by the public classes: the client this class makes from a url or a redis-py client,
     # the cluster client it runs on, its name in reprs and errors, and its event stream.
@@ -180,7 +179,7 @@ class BoardBase:
         _submission_scope: Optional[str] = None,
         _open_span: Optional[tuple[int, int]] = None,
     ) -> None:
-        board = _core.Board(  # validates first
+        board = Board(  # validates first
             key,
             max_entries,
             order=order,
@@ -266,8 +265,7 @@ class BoardBase:
 
     def _group_member(self, mode: str) -> tuple[Any, str, int]:
         """As one of a [`LeaderboardGroup`][redis_leaderboard.LeaderboardGroup]'s boards: what the
-        group's script writes
-        (this board, the mode, no bucket)."""
+        group's script writes (this board, the mode, no bucket)."""
         return (self._board, mode, 0)
 
     def __repr__(self) -> str:
@@ -366,19 +364,17 @@ class Leaderboard(BoardBase, Generic[S]):
 
         With ``submission_id`` the write applies once: its result is stored under the board for
         ``submission_ttl`` seconds, and a repeat within that time writes nothing and returns the
-        stored
-        result with ``"duplicate": True`` (``False`` the first time). The id belongs to one user and
-        one payload: reusing it for another user, or with another score, mode or metadata, raises
-        [`SubmissionIdReused`][redis_leaderboard.SubmissionIdReused] and changes nothing; it never
-        answers with another user's data. Such a write whose reply was lost (the connection dropped)
-        is sent again on a new connection, at most ``retries`` times, then raises
+        stored result with ``"duplicate": True`` (``False`` the first time). The id belongs to one
+        user and one payload: reusing it for another user, or with another score, mode or metadata,
+        raises [`SubmissionIdReused`][redis_leaderboard.SubmissionIdReused] and changes nothing; it
+        never answers with another user's data. Such a write whose reply was lost (the connection
+        dropped) is sent again on a new connection, at most ``retries`` times, then raises
         ``ConnectionError``; a resend whose first attempt had applied returns ``"duplicate": True``.
         Without an id, a write is never resent. An id applied by
         [`upsert_many`][redis_leaderboard.RedisLeaderboard.upsert_many], which keeps no result per
         entry, also returns ``"duplicate": True`` and writes nothing: the user's entry now
         (``"score"``, ``"rank"``, ``"metadata"``), ``"previous_score"`` and ``"previous_rank"``
-        None,
-        ``"changed"`` False, no trimmed ids; if the user is no longer on the board, the score
+        None, ``"changed"`` False, no trimmed ids; if the user is no longer on the board, the score
         upsert_many wrote with ``"rank"`` None and ``"metadata"`` ``{}``.
 
         Args:
@@ -398,11 +394,9 @@ class Leaderboard(BoardBase, Generic[S]):
         Returns:
             ``{"user_id", "score" (stored now), "rank" (None if not on the board), "previous_score",
             "previous_rank" (None if new), "changed" (the stored score changed), "metadata" (the
-            whole
-            hash now), "trimmed_user_ids"}``, and ``"duplicate"`` with a ``submission_id``. If the
-            write itself was trimmed away: ``"rank"`` is None, ``"metadata"`` ``{}`` and the user's
-            id
-            is in ``"trimmed_user_ids"``.
+            whole hash now), "trimmed_user_ids"}``, and ``"duplicate"`` with a ``submission_id``. If
+            the write itself was trimmed away: ``"rank"`` is None, ``"metadata"`` ``{}`` and the
+            user's id is in ``"trimmed_user_ids"``.
 
         Raises:
             SubmissionIdReused: The id was applied before with another user or payload.
@@ -413,8 +407,7 @@ class Leaderboard(BoardBase, Generic[S]):
         Redis cost:
             One round trip: one script, as ``upsert_user`` (with a submission id it also reads and
             writes ``f"{key}:submission:{id}"``; with a rate limit, the user's
-            ``f"{key}:rate:{id}"``).
-            O(log N).
+            ``f"{key}:rate:{id}"``). O(log N).
         """
         return self._run(
             self._board.submit(
@@ -438,9 +431,8 @@ class Leaderboard(BoardBase, Generic[S]):
         """The board's change events after ``last_id``, oldest first, as they come.
 
         Each event is ``{"id", "kind", "user_id", "score", "rank", "previous_score",
-        "previous_rank",
-        "trimmed_user_ids", "overtaken"}``, ranks 1-based. ``"kind"`` says what changed the board,
-        each change appending its events atomically with it:
+        "previous_rank", "trimmed_user_ids", "overtaken"}``, ranks 1-based. ``"kind"`` says what
+        changed the board, each change appending its events atomically with it:
 
         - ``"score"``: a write (upsert_user, increment_score, submit, a group write, an upsert_many
           entry) changed the user's score or trimmed someone; ``"rank"`` None if the write was
@@ -453,21 +445,18 @@ class Leaderboard(BoardBase, Generic[S]):
           upsert_many's closing trim removed ``"trimmed_user_ids"`` (worst first, at most 1,000 an
           event); ``"user_id"``, ``"score"`` and the ranks None;
         - ``"clear"``: one page of [`clear`][redis_leaderboard.RedisLeaderboard.clear] (5,000
-          entries
-          a page) removed ``"removed"`` entries, leaving ``"size"`` (0: the board is empty); no ids
-          are listed (a big board appends one event a page, never one per entry); ``"user_id"``,
-          ``"score"`` and the ranks None.
+          entries a page) removed ``"removed"`` entries, leaving ``"size"`` (0: the board is empty);
+          no ids are listed (a big board appends one event a page, never one per entry);
+          ``"user_id"``, ``"score"`` and the ranks None.
 
         Other users' ranks move with a change (those below a deleted user go up one): the events
-        name
-        only the users they list. Pass the last ``"id"`` seen to resume after a disconnect without
-        missing any (while the stream still holds it: it keeps about ``events_maxlen``).
+        name only the users they list. Pass the last ``"id"`` seen to resume after a disconnect
+        without missing any (while the stream still holds it: it keeps about ``events_maxlen``).
 
         Reading holds a connection (XREAD BLOCK), so it runs on a connection of its own with the
         client's options, opened on the first read and closed with the stream (``close()``,
-        ``with``,
-        or the end of the iteration). ``read(block)`` is one round trip (a list, maybe empty);
-        ``last_id`` is where the next read resumes.
+        ``with``, or the end of the iteration). ``read(block)`` is one round trip (a list, maybe
+        empty); ``last_id`` is where the next read resumes.
 
         Args:
             last_id: ``"$"``: the events after now; ``"0"``: every event the stream still holds; an
@@ -482,8 +471,7 @@ class Leaderboard(BoardBase, Generic[S]):
 
         Redis cost:
             Nothing until the first read; then one XREAD (BLOCK) per batch of at most ``count``
-            events
-            on the stream's own connection, waiting in slices of 2 s.
+            events on the stream's own connection, waiting in slices of 2 s.
         """
         return self._event_stream_class(self, last_id, block, count)
 
@@ -502,9 +490,8 @@ class Leaderboard(BoardBase, Generic[S]):
 
         Redis cost:
             One round trip per page of 5,000 trimmed entries: a script flagged ``allow-oom`` (it
-            only
-            deletes) that checks, then trims (ZREMRANGEBYRANK, UNLINK of the metadata). O(log N + M)
-            for M trimmed.
+            only deletes) that checks, then trims (ZREMRANGEBYRANK, UNLINK of the metadata).
+            O(log N + M) for M trimmed.
         """
         return self._run(self._board.set_max_entries(max_entries))
 
@@ -520,8 +507,7 @@ class Leaderboard(BoardBase, Generic[S]):
 
         Redis cost:
             One round trip: a ``no-writes`` script, ZRANGE (REV) WITHSCORES and one HGETALL per
-            entry.
-            O(log N + count).
+            entry. O(log N + count).
         """
         return self._run(self._board.get_top(count))
 
@@ -604,8 +590,7 @@ class Leaderboard(BoardBase, Generic[S]):
 
         Redis cost:
             One round trip per page of 5,000 entries (at most 2 x the pages left after the first,
-            plus
-            one): a ``no-writes`` script, as ``get_top``. O(N).
+            plus one): a ``no-writes`` script, as ``get_top``. O(N).
         """
         return self._run(self._board.list_all())
 
@@ -635,8 +620,7 @@ class Leaderboard(BoardBase, Generic[S]):
 
         Redis cost:
             One round trip: a script flagged ``allow-oom`` (it frees memory) that checks, then ZREM
-            and
-            UNLINK. O(log N).
+            and UNLINK. O(log N).
         """
         return self._run(self._board.delete_user(user_id))
 
@@ -649,8 +633,7 @@ class Leaderboard(BoardBase, Generic[S]):
 
         Redis cost:
             One round trip per page of 5,000 entries: a script flagged ``allow-oom`` that checks,
-            then
-            ZREMRANGEBYRANK and UNLINK. O(N).
+            then ZREMRANGEBYRANK and UNLINK. O(N).
         """
         return self._run(self._board.clear())
 
@@ -658,9 +641,8 @@ class Leaderboard(BoardBase, Generic[S]):
 
     @one_trip
     def hide(self, user_id: str) -> Sent[bool]:
-        """Hide a player: they leave every rank, window, page, count, percentile and histogram,
-        keep their score and metadata, and their writes go on being judged and recorded, not
-        shown.
+        """Hide a player: they leave every rank, window, page, count, percentile and histogram, keep
+        their score and metadata, and their writes go on being judged and recorded, not shown.
 
         Their score is kept aside in ``f"{key}:hidden"`` (the board records ``hidden`` in its
         options hash), so every read stays as it is. A hidden player's writes follow the board's
@@ -716,9 +698,8 @@ class Leaderboard(BoardBase, Generic[S]):
         """``count`` entries centred on a user's position, the window clamped to the board.
 
         Centred on the user's position, not its rank (tied users have distinct positions), and
-        clamped
-        as [`get_around_rank`][redis_leaderboard.RedisLeaderboard.get_around_rank]'s (a full window
-        at both ends).
+        clamped as [`get_around_rank`][redis_leaderboard.RedisLeaderboard.get_around_rank]'s (a full
+        window at both ends).
 
         Args:
             user_id: The user.
@@ -760,8 +741,7 @@ class Leaderboard(BoardBase, Generic[S]):
         """The 1-based ``page`` of ``page_size`` entries, best first.
 
         ``total_pages`` is ``ceil(size / page_size)`` (0 on an empty board); a page past the end has
-        no
-        entries (never a short page borrowed from the one before).
+        no entries (never a short page borrowed from the one before).
 
         Args:
             page: The page, from 1.
@@ -794,8 +774,8 @@ class Leaderboard(BoardBase, Generic[S]):
 
         Redis cost:
             One round trip: a ``no-writes`` script, two ZCOUNTs find the range's positions, one
-            ZRANGE
-            reads it by position, one HGETALL per entry. O(log N + limit), whatever the offset.
+            ZRANGE reads it by position, one HGETALL per entry. O(log N + limit), whatever the
+            offset.
         """
         return self._run(self._board.get_by_score(min_score, max_score, offset=offset, limit=limit))
 
@@ -880,10 +860,10 @@ class Leaderboard(BoardBase, Generic[S]):
     ) -> Sent[list[HistogramBin]]:
         """The score distribution, in ascending score order whatever the board's order.
 
-        ``bins`` bins of equal width over ``[min_score, max_score]``; edges ``min + (max - min) * i
-        /
-        bins`` in doubles, the last exactly ``max``; each bin ``[min, max)`` but the last, which is
-        closed, so the counts add up (all scores equal: the last bin holds them all).
+        ``bins`` bins of equal width over ``[min_score, max_score]``; edges
+        ``min + (max - min) * i / bins`` in doubles, the last exactly ``max``; each bin
+        ``[min, max)`` but the last, which is closed, so the counts add up (all scores equal: the
+        last bin holds them all).
 
         Args:
             bins: How many bins, 1 to 1,000.
@@ -919,18 +899,16 @@ class Leaderboard(BoardBase, Generic[S]):
         grow while it loads.
 
         ``chunk_size`` and ``progress`` are checked before anything is read or written; each entry
-        is
-        validated as [`upsert_user`][redis_leaderboard.RedisLeaderboard.upsert_user] validates its
-        arguments, a bad one raising ``ValueError``/``TypeError`` naming its position
+        is validated as [`upsert_user`][redis_leaderboard.RedisLeaderboard.upsert_user] validates
+        its arguments, a bad one raising ``ValueError``/``TypeError`` naming its position
         (``"entry 41: ..."``).
 
         If it raises once chunks were sent (a bad entry in a later chunk, ``progress`` raising, a
         Redis error), the chunks the server applied stay written: every chunk before the failing
-        one,
-        and with several in flight possibly some after it; nothing of the chunk holding a bad entry;
-        of a chunk Redis failed, nothing if it refused the chunk (out of memory, OOM), else every
-        command but the failing one (a WRONGTYPE or NOPERM HSET leaves that entry's score written
-        without its metadata). The board is then trimmed to ``max_entries`` before the error
+        one, and with several in flight possibly some after it; nothing of the chunk holding a bad
+        entry; of a chunk Redis failed, nothing if it refused the chunk (out of memory, OOM), else
+        every command but the failing one (a WRONGTYPE or NOPERM HSET leaves that entry's score
+        written without its metadata). The board is then trimmed to ``max_entries`` before the error
         propagates; if that trim fails too (the connection is gone), the board may hold more than
         ``max_entries`` entries until the next write or
         [`set_max_entries`][redis_leaderboard.RedisLeaderboard.set_max_entries] trims it (on Python
@@ -938,15 +916,11 @@ class Leaderboard(BoardBase, Generic[S]):
         cancellation) stops at once, without the trim.
 
         Guards: an entry may be ``(user_id, score, metadata_or_None, submission_id)``; an entry
-            whose
-        id was applied before (by upsert_many, within ``submission_ttl``) is skipped, and the
-        summary
-        then has ``"duplicates": n``. A chunk whose entries all carry ids is resent after a lost
-        reply, at most ``retries`` times. Events are appended per changed entry (``"score"``) and
-        for
-        the closing trim (``"trim"``); rate limits do not apply to a bulk load. An id already used
-        by
-        [`submit`][redis_leaderboard.RedisLeaderboard.submit] is skipped too.
+        whose id was applied before (by upsert_many, within ``submission_ttl``) is skipped, and the
+        summary then has ``"duplicates": n``. A chunk whose entries all carry ids is resent after a
+        lost reply, at most ``retries`` times. Events are appended per changed entry (``"score"``)
+        and for the closing trim (``"trim"``); rate limits do not apply to a bulk load. An id
+        already used by [`submit`][redis_leaderboard.RedisLeaderboard.submit] is skipped too.
 
         Args:
             entries: The entries, any iterable.

@@ -1,14 +1,13 @@
 """Time (seasons): periodic boards with archives, rolling windows, and one write for many boards.
 
 * [`PeriodicLeaderboard`][redis_leaderboard.PeriodicLeaderboard]: one plain board (the guide's
-layout) per period, at
-  ``f"{key}:{period_id}"``; a period's keys (its sorted set, option keys and every metadata
-  hash) expire together once ``keep`` newer periods have begun.
+  layout) per period, at ``f"{key}:{period_id}"``; a period's keys (its sorted set, option keys and
+  every metadata hash) expire together once ``keep`` newer periods have begun.
 * [`RollingLeaderboard`][redis_leaderboard.RollingLeaderboard]: scores land in per-bucket sorted
-sets; reads see the union of
-  the buckets inside the window, kept at ``key`` (metadata at ``f"{key}:user:{user_id}"``).
+  sets; reads see the union of the buckets inside the window, kept at ``key`` (metadata at
+  ``f"{key}:user:{user_id}"``).
 * [`LeaderboardGroup`][redis_leaderboard.LeaderboardGroup]: one atomic write (one script, one round
-trip) to several boards.
+  trip) to several boards.
 
 The clock rule: the *server's* clock (the ``TIME`` a script sees) decides which period or bucket
 a write belongs to, and when anything closes or expires. A period's id is part of its keys'
@@ -17,7 +16,7 @@ server told it (``ServerClock``); each write says when, on the server's clock, i
 period it names, and the server refuses it otherwise before anything is written: the client
 then takes the server's time and sends it again, or raises ``ClockSkewError`` if its clock is
 off by more than ``MAX_CLOCK_SKEW``. A rolling window's bucket is the server's alone. See
-docs/seasons.md, "Whose clock".
+docs/pages/guides/seasons.md, "Whose clock".
 """
 
 from __future__ import annotations
@@ -40,7 +39,7 @@ from typing import (
 )
 from zoneinfo import ZoneInfo
 
-from .. import _core
+from .._core import Board, ClockSkewError, Operation, PeriodClosed, Window, group_submit
 from .._drive import AsyncDriven, Plan, Runner, Sent, one_trip, plan
 from .._types import (
     BulkEntry,
@@ -277,8 +276,8 @@ MAX_CLOCK_SKEW = timedelta(minutes=5)
 following; beyond it, the write raises ``ClockSkewError`` (nothing was changed)."""
 
 
-def _clock_skew_error(message: str, server_time: datetime) -> _core.ClockSkewError:
-    error = _core.ClockSkewError(message)
+def _clock_skew_error(message: str, server_time: datetime) -> ClockSkewError:
+    error = ClockSkewError(message)
     error.server_time = server_time
     return error
 
@@ -298,7 +297,7 @@ class ServerClock:
         server last showed (an aware datetime, UTC)."""
         return _aware(self.clock(), "clock()") + self._skew
 
-    def _follow_server(self, error: _core.ClockSkewError) -> None:
+    def _follow_server(self, error: ClockSkewError) -> None:
         """After the server refused a write for the period it named: keep the difference between
         the clocks, or raise ``ClockSkewError`` if it is more than ``MAX_CLOCK_SKEW``."""
         own = _aware(self.clock(), "clock()")
@@ -361,7 +360,7 @@ R = TypeVar("R")
 CLOCK_ROUNDS = 3
 
 
-class _PeriodMoved(_core.PeriodClosed):
+class _PeriodMoved(PeriodClosed):
     """The server refused a write to the period that was current: its clock is in another."""
 
 
@@ -384,8 +383,8 @@ def on_current(method: one_trip[P, R]) -> one_trip[P, R]:
 
 class PeriodicBase(PeriodClock, Generic[B]):
     """A periodic board ([`PeriodicLeaderboard`][redis_leaderboard.PeriodicLeaderboard], sync or
-    asyncio): the periods, the
-    clock, the boards, and the guide's methods on the current period's board."""
+    asyncio): the periods, the clock, the boards, and the guide's methods on the current period's
+    board."""
 
     _board_class: type[B]
     _client_class: Any  # the public class's
@@ -426,7 +425,7 @@ class PeriodicBase(PeriodClock, Generic[B]):
             "score_range": score_range,
             "max_increment": max_increment,
         }
-        _core.Board(key, max_entries, order=order, ties=ties, **self.guards)  # validates them
+        Board(key, max_entries, order=order, ties=ties, **self.guards)  # validates them
         self._start_clock(Periods(period, tz, anchor), clock)
         self.keep = _check_keep(keep)
         """How many periods are kept, the current one included."""
@@ -449,8 +448,9 @@ class PeriodicBase(PeriodClock, Generic[B]):
         self._current: Optional[B] = None
 
     def expire_at(self, start: datetime) -> datetime:
-        """When the period starting at ``start`` expires: once ``keep`` newer periods... the
-        start of the ``keep``-th period after it, and never before its end plus ``grace``."""
+        """When the period starting at ``start`` expires: once ``keep`` newer periods have begun
+        (at the start of the ``keep``-th period after it), and never before its end plus
+        ``grace``."""
         end = self.periods_of.next_start(start)
         deadline = end
         for _ in range(self.keep - 1):
@@ -583,14 +583,12 @@ class PeriodicBase(PeriodClock, Generic[B]):
         period's board.
 
         The result says the ``"period"`` written. A ``submission_id`` is the periodic board's,
-        whatever
-        the period: a resend after the period changed writes nothing and returns the first result
-        (``"duplicate": True``, ``"period"`` the first write's).
+        whatever the period: a resend after the period changed writes nothing and returns the first
+        result (``"duplicate": True``, ``"period"`` the first write's).
 
         Redis cost:
             As ``RedisLeaderboard.submit`` (one round trip, one script), plus a PEXPIREAT of every
-            key
-            it writes.
+            key it writes.
         """
         result: SubmitResult = yield from self._on_current(
             PeriodState.submit,
@@ -679,15 +677,13 @@ class PeriodicBase(PeriodClock, Generic[B]):
     ) -> Any:
         """The current period's
         [`RedisLeaderboard.events`][redis_leaderboard.RedisLeaderboard.events] (an ``EventStream``;
-        under
-        asyncio an ``AsyncEventStream``): the change events of the period current when it is
-        called, from its stream ``f"{key}:{period_id}:events"`` (``events=True`` on the
-        periodic board). A stream follows that one period: after a rollover the new period's
-        writes go to the new period's stream, which this one never shows (it waits, or ends
-        once ``block`` passes without an event); to follow the board across periods, open
-        ``events("0")`` again after [`next_reset`][redis_leaderboard.PeriodicLeaderboard.next_reset]
-        (``"0"``: from the new period's first
-        event). A period's stream expires with the period's other keys."""
+        under asyncio an ``AsyncEventStream``): the change events of the period current when it is
+        called, from its stream ``f"{key}:{period_id}:events"`` (``events=True`` on the periodic
+        board). A stream follows that one period: after a rollover the new period's writes go to the
+        new period's stream, which this one never shows (it waits, or ends once ``block`` passes
+        without an event); to follow the board across periods, open ``events("0")`` again after
+        [`next_reset`][redis_leaderboard.PeriodicLeaderboard.next_reset] (``"0"``: from the new
+        period's first event). A period's stream expires with the period's other keys."""
         stream: Any = self.current().events(  # type: ignore[attr-defined]  # the board class's
             last_id, block=block, count=count
         )
@@ -702,10 +698,9 @@ def _display_name(obj: object) -> str:
 
 class PeriodState:
     """A period's board ([`PeriodBoard`][redis_leaderboard.seasons.PeriodBoard], sync or asyncio):
-    its period's id, bounds and
-    deadline, and the writes, refused once the period takes no more."""
+    its period's id, bounds and deadline, and the writes, refused once the period takes no more."""
 
-    _board: _core.Board
+    _board: Board
     _run: Runner  # the plain board's (a period's board is one)
 
     def __init__(
@@ -747,7 +742,7 @@ class PeriodState:
             **guards,
         )
 
-    def _closed(self, error: _core.ClockSkewError) -> _core.PeriodClosed:
+    def _closed(self, error: ClockSkewError) -> PeriodClosed:
         """The server refused a write to this period named explicitly: ``PeriodClosed``, naming
         the period, when it takes writes, and the server's time."""
         tz = self.periodic.tz
@@ -759,7 +754,7 @@ class PeriodState:
                 f"ended at {self.end.astimezone(tz).isoformat()} and takes no writes after "
                 f"{self.open_until.astimezone(tz).isoformat()} (grace {self.periodic.grace})"
             )
-        return _core.PeriodClosed(
+        return PeriodClosed(
             f"period {self.period} of {self.periodic.key!r} {why}; the server's clock says "
             f"{server}; nothing was changed"
         )
@@ -770,7 +765,7 @@ class PeriodState:
         board took the server's time (its own writes then go to the server's period)."""
         try:
             return (yield from steps)
-        except _core.ClockSkewError as error:
+        except ClockSkewError as error:
             if not self.explicit:  # the periodic board's time: the server's from now on
                 self.periodic._follow_server(error)
                 raise _PeriodMoved(str(self._closed(error))) from None
@@ -827,7 +822,7 @@ class PeriodState:
         return (yield from self._written(self._one(operation)))
 
     @staticmethod
-    def _one(operation: _core.Operation[T]) -> Plan[T]:
+    def _one(operation: Operation[T]) -> Plan[T]:
         result: T = yield operation
         return result
 
@@ -868,14 +863,13 @@ def _whole_millis(value: timedelta, what: str) -> int:
 
 class RollingState(ServerClock):
     """A rolling window ([`RollingLeaderboard`][redis_leaderboard.RollingLeaderboard], sync or
-    asyncio): the window, its
-    buckets, the clock, and the writes; the reads are the board class's, each run after the
-    window's refresh."""
+    asyncio): the window, its buckets, the clock, and the writes; the reads are the board class's,
+    each run after the window's refresh."""
 
-    _window: _core.Window
+    _window: Window
     clock: Clock
     redis: Any
-    _run: Callable[[_core.Operation[Any]], Any]
+    _run: Callable[[Operation[Any]], Any]
 
     def __init__(
         self,
@@ -898,7 +892,7 @@ class RollingState(ServerClock):
         window_ms = _whole_millis(window, "window")
         if window_ms % bucket_ms:
             raise ValueError("window must be a whole number of buckets")
-        self._window = _core.Window(
+        self._window = Window(
             key,
             bucket_ms,
             window_ms,
@@ -942,7 +936,7 @@ class RollingState(ServerClock):
         """The start of the oldest bucket in the window now: scores written before it are out."""
         return self.bucket_start(self.bucket_at() - self._window.buckets + 1)
 
-    def _refreshed(self, read: _core.Operation[T]) -> _core.Operation[T]:
+    def _refreshed(self, read: Operation[T]) -> Operation[T]:
         return self._window.refreshed(read)
 
     @staticmethod
@@ -991,9 +985,8 @@ class RollingState(ServerClock):
         ``TypeError``).
 
         ``mode`` as [`RedisLeaderboard.submit`][redis_leaderboard.RedisLeaderboard.submit], within
-        the
-        bucket. The result gives the user's aggregate over the window, its rank, the previous ones,
-        and who the write pushed out of the window's ``max_entries``. ``submission_id`` and
+        the bucket. The result gives the user's aggregate over the window, its rank, the previous
+        ones, and who the write pushed out of the window's ``max_entries``. ``submission_id`` and
         ``retries`` as ``RedisLeaderboard.submit``: the write applies once per id within
         ``submission_ttl`` (the id is the window's, whatever the bucket: a repeat in a later bucket
         writes nothing and returns the stored result with ``"duplicate": True``).
@@ -1013,7 +1006,7 @@ class RollingState(ServerClock):
                 f"a rolling window ({self._window.key!r}) has no tie-break columns: its board is "
                 "the union of its buckets"
             )
-        operation, results = _core.group_submit(  # positional: cheaper than keywords
+        operation, results = group_submit(  # positional: cheaper than keywords
             [(self._window, mode, self.bucket_at())],
             user_id,
             score,
@@ -1176,7 +1169,7 @@ class GroupBase:
         mode: GroupMode,
         submission_id: Optional[str] = None,
         retries: int = 2,
-    ) -> tuple[_core.Operation[Any], Any]:
+    ) -> tuple[Operation[Any], Any]:
         modes: Mapping[str, Any]
         if isinstance(mode, str):
             modes = dict.fromkeys(self.keys, mode)
@@ -1191,7 +1184,7 @@ class GroupBase:
         else:
             raise TypeError(f"mode must be a str or a mapping of keys to str, not {mode!r}")
         members = [board._group_member(modes[board.key]) for board in self.boards]
-        return _core.group_submit(members, user_id, score, metadata, submission_id, retries)
+        return group_submit(members, user_id, score, metadata, submission_id, retries)
 
     @plan
     def submit(
@@ -1209,16 +1202,14 @@ class GroupBase:
 
         ``submission_id``: every board applies the write once, as its own
         [`RedisLeaderboard.submit`][redis_leaderboard.RedisLeaderboard.submit] with that id would
-        (its record
-        ``f"{board key}:submission:{id}"``, kept for that board's ``submission_ttl``), all in
-        the one atomic script: a repeat writes nothing and returns each board's stored result
+        (its record ``f"{board key}:submission:{id}"``, kept for that board's ``submission_ttl``),
+        all in the one atomic script: a repeat writes nothing and returns each board's stored result
         with ``"duplicate": True`` (``False`` the first time). A write whose reply was lost is
-        resent on a new connection, at most ``retries`` times, then raises
-        ``ConnectionError``. The id belongs to the submission, not to the period it landed on:
-        a periodic board records it under its own key, so a repeat after the period changed
-        returns the first result, its ``"period"`` the first write's. An id applied for
-        another user or payload raises [`SubmissionIdReused`][redis_leaderboard.SubmissionIdReused]
-        and writes nothing.
+        resent on a new connection, at most ``retries`` times, then raises ``ConnectionError``. The
+        id belongs to the submission, not to the period it landed on: a periodic board records it
+        under its own key, so a repeat after the period changed returns the first result, its
+        ``"period"`` the first write's. An id applied for another user or payload raises
+        [`SubmissionIdReused`][redis_leaderboard.SubmissionIdReused] and writes nothing.
 
         Redis cost:
             One round trip, one script (every board planned, then written); per board, a plain
@@ -1230,7 +1221,7 @@ class GroupBase:
             )
             try:
                 yield operation
-            except _core.ClockSkewError as error:  # nothing was written
+            except ClockSkewError as error:  # nothing was written
                 self._follow_server(error)
                 continue
             return dict(zip(self.keys, results()))
@@ -1240,7 +1231,7 @@ class GroupBase:
             datetime.now(UTC),
         )
 
-    def _follow_server(self, error: _core.ClockSkewError) -> None:
+    def _follow_server(self, error: ClockSkewError) -> None:
         """The server refused a member's period: a periodic board's current one takes the
         server's time (the write is sent again); a period named explicitly raises
         ``PeriodClosed``."""

@@ -21,7 +21,7 @@ import threading
 import zlib
 from typing import Any, Callable, Iterable, Iterator, Mapping, Optional
 
-from .. import _core
+from .._core import Board
 from .._drive import Concurrent, Plan, Runner, Sent, one_trip, plan
 from .._types import (
     BulkEntry,
@@ -131,7 +131,7 @@ class ShardedBase:
         # and score limits are exactly the user's (a write with an id goes to that shard, where
         # its result is kept; the shard's script counts the user's writes, checks its score).
         self._boards = [
-            _core.Board(
+            Board(
                 f"{{{key}:{i}}}",
                 max_entries,
                 order=order,
@@ -189,7 +189,7 @@ class ShardedBase:
         """
         return self._board_of(user_id).key
 
-    def _board_of(self, user_id: str) -> _core.Board:
+    def _board_of(self, user_id: str) -> Board:
         return self._boards[shard_of(user_id, self.shards)]
 
     # -- writes: one round trip, on the user's shard ----------------------------------------
