@@ -53,10 +53,7 @@ def main(argv: Optional[list[str]] = None) -> int:
 
         def fill() -> Iterator[Any]:
             for i in range(args.players):
-                operation, _ = partition.submit(
-                    period, f"p{i}", rng.randint(0, 10_000), None, "", None, 0
-                )
-                yield operation
+                yield partition.submit(period, f"p{i}", rng.randint(0, 10_000), None, "", None, 0)
 
         started = time.perf_counter()
         client.run_pipelined(fill(), lambda _: None, 64)

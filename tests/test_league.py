@@ -517,10 +517,9 @@ def test_a_crash_after_k_cohorts_then_settle_again(client: Client, redis_server:
     # What a process that died after k cohorts had done: closed the period, settled k cohorts.
     partition = league._leagues[0]
     period = league._period(league._start_of(W0))
-    operation, _ = partition.close(period)
-    client.run(operation)
+    client.run(partition.close(period))
     for cohort in range(1, k + 1):
-        client.run(partition.settle(period, cohort)[0])
+        client.run(partition.settle(period, cohort))
     summary = league.settle()
     # A period whose every cohort is settled is done: settle() has nothing left to visit.
     assert (summary["settled"], summary["already_settled"]) == ((40 - k, k) if k < 40 else (0, 0))

@@ -95,6 +95,51 @@ py::object max_entries_of(long long value) {
   return py::int_(value);
 }
 
+// group_submit's operation (leaderboard/group.hpp) from Python arguments.
+std::unique_ptr<rlb::leaderboard::Operation> group_write(py::handle members, py::handle user_id,
+                                                         py::handle score, py::handle metadata,
+                                                         py::handle submission_id,
+                                                         py::handle retries) {
+  using namespace rlb::bindings;
+  using rlb::leaderboard::Window;
+  std::vector<rlb::leaderboard::GroupMember> list;
+  for (py::handle item : py::iter(members)) {
+    auto member = item.cast<py::tuple>();
+    if (member.size() != 3) throw py::type_error("a group member is (board, mode, bucket)");
+    auto mode = rlb::leaderboard::parse_write_mode(option_text(member[1], "mode"));
+    if (py::isinstance<Window>(member[0])) {
+      list.push_back({member[0].cast<Window>(), mode, integer_arg(member[2], "bucket")});
+    } else {
+      list.push_back({member[0].cast<rlb::leaderboard::Board>(), mode, 0});
+    }
+  }
+  std::optional<std::string> id;  // guards
+  if (!submission_id.is_none()) id = option_text(submission_id, "submission_id");
+  return rlb::leaderboard::group_submit(
+      std::move(list), user_id_arg(user_id), number_arg(score, "score"), metadata_arg(metadata),
+      std::move(id), static_cast<int>(integer_arg(retries, "retries")));
+}
+
+// An operation whose result is kept in `kept` (and None given in its place): group_submit's,
+// for boards/seasons.py until it reads group_write's result.
+class Kept final : public rlb::leaderboard::Operation {
+ public:
+  Kept(std::unique_ptr<Operation> inner, std::shared_ptr<rlb::leaderboard::Result> kept)
+      : inner_(std::move(inner)), kept_(std::move(kept)) {}
+  const char* name() const override { return inner_->name(); }
+  std::vector<rlb::leaderboard::Command> next() override { return inner_->next(); }
+  bool feed(std::vector<rlb::codec::Reply>& replies) override { return inner_->feed(replies); }
+  rlb::leaderboard::Result take_result() override {
+    *kept_ = inner_->take_result();
+    return rlb::leaderboard::None{};
+  }
+  int resend_limit() const override { return inner_->resend_limit(); }
+
+ private:
+  std::unique_ptr<Operation> inner_;
+  std::shared_ptr<rlb::leaderboard::Result> kept_;
+};
+
 // Time (seasons): rolling windows and group writes (leaderboard/group.hpp).
 void declare_time(py::module_& m) {
   using namespace rlb::bindings;
@@ -142,41 +187,32 @@ void declare_time(py::module_& m) {
       .def("clear", [](const Window& self) { return wrap(self.clear()); });
 
   m.def(
+      "group_write",
+      [](py::handle members, py::handle user_id, py::handle score, py::handle metadata,
+         py::handle submission_id, py::handle retries) {
+        return wrap(group_write(members, user_id, score, metadata, submission_id, retries));
+      },
+      "members"_a, "user_id"_a, "score"_a, "metadata"_a = py::none(),
+      "submission_id"_a = py::none(), "retries"_a = 2,
+      "One write to several boards, in one script; its result is each board's submit() result, "
+      "in order.");
+  // group_write as (operation, results): the operation's result is None, results() gives each
+  // board's submit() result once it has run. Only until boards/seasons.py reads group_write's
+  // result, as every other plan reads its operation's (issue 40: one result channel).
+  m.def(
       "group_submit",
       [](py::handle members, py::handle user_id, py::handle score, py::handle metadata,
          py::handle submission_id, py::handle retries) {
-        std::vector<rlb::leaderboard::GroupMember> list;
-        for (py::handle item : py::iter(members)) {
-          auto member = item.cast<py::tuple>();
-          if (member.size() != 3) throw py::type_error("a group member is (board, mode, bucket)");
-          auto mode = rlb::leaderboard::parse_write_mode(option_text(member[1], "mode"));
-          if (py::isinstance<Window>(member[0])) {
-            list.push_back({member[0].cast<Window>(), mode, integer_arg(member[2], "bucket")});
-          } else {
-            list.push_back({member[0].cast<Board>(), mode, 0});
-          }
-        }
-        std::optional<std::string> id;  // guards
-        if (!submission_id.is_none()) id = option_text(submission_id, "submission_id");
-        auto results = std::make_shared<std::vector<rlb::leaderboard::SubmitResult>>();
-        auto operation = wrap(rlb::leaderboard::group_submit(
-            std::move(list), user_id_arg(user_id), number_arg(score, "score"),
-            metadata_arg(metadata), results, std::move(id),
-            static_cast<int>(integer_arg(retries, "retries"))));
-        // submit()'s result for each member, once the operation has run.
-        py::cpp_function take([results]() {
-          py::list out;
-          for (const auto& result : *results) {
-            out.append(to_python(rlb::leaderboard::Result(result)));
-          }
-          return out;
-        });
+        auto results = std::make_shared<rlb::leaderboard::Result>();
+        auto operation = wrap(std::make_unique<Kept>(
+            group_write(members, user_id, score, metadata, submission_id, retries), results));
+        py::cpp_function take([results]() { return to_python(*results); });
         return py::make_tuple(py::cast(std::move(operation)), std::move(take));
       },
       "members"_a, "user_id"_a, "score"_a, "metadata"_a = py::none(),
       "submission_id"_a = py::none(), "retries"_a = 2,
-      "One write to several boards: (operation, results), results() giving each board's submit() "
-      "result once the operation has run.");
+      "group_write as (operation, results), results() giving its result once the operation has "
+      "run (the operation's own result is None).");
 }
 
 // ---- The hottest calls without pybind11's dispatcher: a CPython vectorcall method

@@ -434,6 +434,30 @@ py::list entry_list(const std::vector<Entry>& entries) {
   return new_list(entries.size(), [&](std::size_t i) { return entry_dict(entries[i]); });
 }
 
+py::dict record_dict(const leaderboard::LeagueRecord& record);
+
+// A field of a league's, a tournament's or a team board's record.
+struct FieldToPython {
+  py::object operator()(std::monostate) const { return py::none(); }
+  py::object operator()(bool value) const { return py::bool_(value); }
+  py::object operator()(long long value) const { return py::int_(value); }
+  py::object operator()(double value) const { return py::float_(value); }
+  py::object operator()(const std::string& value) const { return text(value); }
+  py::object operator()(const std::vector<std::string>& value) const { return string_list(value); }
+  py::object operator()(const Metadata& value) const { return metadata_dict(value); }
+  py::object operator()(const leaderboard::SubmitResult& value) const;  // as ToPython's
+  py::object operator()(const std::vector<leaderboard::LeagueRecord>& value) const {
+    return new_list(value.size(), [&](std::size_t i) { return record_dict(value[i]); });
+  }
+};
+
+py::dict record_dict(const leaderboard::LeagueRecord& record) {
+  py::dict out;
+  for (const auto& [name, value] : record.fields)
+    out[text(name)] = std::visit(FieldToPython{}, value);
+  return out;
+}
+
 struct ToPython {
   py::object operator()(const leaderboard::None&) const { return py::none(); }
   py::object operator()(bool value) const { return py::bool_(value); }
@@ -537,7 +561,27 @@ struct ToPython {
     out[names->trimmed_user_ids] = string_list(summary.user_ids);
     return out;
   }
+  // A league's, a tournament's or a team board's: None (nothing), the record as a dict, or
+  // {"unsettled": period, "unsettled_start": ms} (a league's period to settle first).
+  py::object operator()(const leaderboard::LeagueReply& reply) const {
+    if (reply.unsettled) {
+      py::dict out;
+      out["unsettled"] = text(reply.unsettled->second);
+      out["unsettled_start"] = py::int_(reply.unsettled->first);
+      return out;
+    }
+    if (!reply.record) return py::none();
+    return record_dict(*reply.record);
+  }
+  // A group write's: each member's submit() result, in order.
+  py::object operator()(const std::vector<leaderboard::SubmitResult>& results) const {
+    return new_list(results.size(), [&](std::size_t i) { return (*this)(results[i]); });
+  }
 };
+
+py::object FieldToPython::operator()(const leaderboard::SubmitResult& value) const {
+  return ToPython{}(value);
+}
 
 py::object to_python(const Result& result) { return std::visit(ToPython{}, result); }
 

@@ -1,6 +1,6 @@
-// Leagues (leaderboard/league.hpp): pybind11 declarations and the conversion of their records to
-// dicts. Each operation method returns (operation, take): take() gives the record once the
-// operation has run (as group_submit's results).
+// Leagues, tournaments and team boards (leaderboard/league.hpp, tournament.hpp, team.hpp):
+// pybind11 declarations. Each operation method returns the operation, whose result (a
+// LeagueReply, made a dict by to_python) is what running it gives.
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
@@ -22,43 +22,7 @@ namespace {
 
 using leaderboard::Cutoff;
 using leaderboard::League;
-using leaderboard::LeagueField;
 using leaderboard::LeaguePeriod;
-using leaderboard::LeagueRecord;
-using leaderboard::LeagueReply;
-
-py::object record_to_python(const LeagueRecord& record);
-
-struct FieldToPython {
-  py::object operator()(std::monostate) const { return py::none(); }
-  py::object operator()(bool value) const { return py::bool_(value); }
-  py::object operator()(long long value) const { return py::int_(value); }
-  py::object operator()(double value) const { return py::float_(value); }
-  py::object operator()(const std::string& value) const { return py::str(value); }
-  py::object operator()(const std::vector<std::string>& value) const {
-    py::list out;
-    for (const auto& item : value) out.append(py::str(item));
-    return out;
-  }
-  py::object operator()(const leaderboard::Metadata& value) const {
-    return to_python(leaderboard::Result(value));
-  }
-  py::object operator()(const leaderboard::SubmitResult& value) const {
-    return to_python(leaderboard::Result(value));
-  }
-  py::object operator()(const std::vector<LeagueRecord>& value) const {
-    py::list out;
-    for (const auto& item : value) out.append(record_to_python(item));
-    return out;
-  }
-};
-
-py::object record_to_python(const LeagueRecord& record) {
-  py::dict out;
-  for (const auto& [name, value] : record.fields)
-    out[py::str(name)] = std::visit(FieldToPython{}, value);
-  return out;
-}
 
 // A cutoff: an int is a count, a float a fraction of the cohort.
 Cutoff cutoff_arg(py::handle value, const char* what) {
@@ -86,24 +50,6 @@ LeaguePeriod period_arg(py::handle value) {
   if (tuple.size() != 4) throw py::type_error("a period is (id, start ms, expire ms, end ms)");
   return LeaguePeriod{text_arg(tuple[0], "period"), integer_arg(tuple[1], "start"),
                       integer_arg(tuple[2], "expire"), integer_arg(tuple[3], "end")};
-}
-
-// (operation, take): take() is None (nothing), the record as a dict, or {"unsettled": period,
-// "unsettled_start": ms}.
-py::tuple with_reply(std::unique_ptr<leaderboard::Operation> operation,
-                     std::shared_ptr<LeagueReply> reply) {
-  auto wrapped = wrap(std::move(operation));
-  py::cpp_function take([reply]() -> py::object {
-    if (reply->unsettled) {
-      py::dict out;
-      out["unsettled"] = py::str(reply->unsettled->second);
-      out["unsettled_start"] = py::int_(reply->unsettled->first);
-      return out;
-    }
-    if (!reply->record) return py::none();
-    return record_to_python(*reply->record);
-  });
-  return py::make_tuple(py::cast(std::move(wrapped)), std::move(take));
 }
 
 }  // namespace
@@ -149,22 +95,18 @@ void declare_league(py::module_& m) {
              py::handle retries) {
             std::optional<std::string> id;
             if (!submission_id.is_none()) id = text_arg(submission_id, "submission_id");
-            auto reply = std::make_shared<LeagueReply>();
-            return with_reply(
-                self.submit(period_arg(period), user_id_arg(user_id), number_arg(score, "score"),
-                            metadata_arg(metadata), text_arg(bracket, "bracket"), std::move(id),
-                            static_cast<int>(integer_arg(retries, "retries")), reply),
-                reply);
+            return wrap(self.submit(period_arg(period), user_id_arg(user_id),
+                                    number_arg(score, "score"), metadata_arg(metadata),
+                                    text_arg(bracket, "bracket"), std::move(id),
+                                    static_cast<int>(integer_arg(retries, "retries"))));
           },
           "period"_a, "user_id"_a, "score"_a, "metadata"_a, "bracket"_a, "submission_id"_a,
           "retries"_a)
       .def(
           "join",
           [](const League& self, py::handle period, py::handle user_id, py::handle bracket) {
-            auto reply = std::make_shared<LeagueReply>();
-            return with_reply(self.join(period_arg(period), user_id_arg(user_id),
-                                        text_arg(bracket, "bracket"), reply),
-                              reply);
+            return wrap(
+                self.join(period_arg(period), user_id_arg(user_id), text_arg(bracket, "bracket")));
           },
           "period"_a, "user_id"_a, "bracket"_a)
       .def(
@@ -174,60 +116,49 @@ void declare_league(py::module_& m) {
             if (op != "hide" && op != "unhide" && op != "hidden") {
               throw py::value_error("op must be 'hide', 'unhide' or 'hidden'");
             }
-            auto reply = std::make_shared<LeagueReply>();
-            return with_reply(self.hiding(op.c_str(), period_arg(period), user_id_arg(user_id),
-                                          text_arg(bracket, "bracket"), reply),
-                              reply);
+            return wrap(self.hiding(op.c_str(), period_arg(period), user_id_arg(user_id),
+                                    text_arg(bracket, "bracket")));
           },
           "op"_a, "period"_a, "user_id"_a = "", "bracket"_a = "")
       .def(
           "close",
           [](const League& self, py::handle period) {
-            auto reply = std::make_shared<LeagueReply>();
-            return with_reply(self.close(period_arg(period), reply), reply);
+            return wrap(self.close(period_arg(period)));
           },
           "period"_a)
       .def(
           "settle",
           [](const League& self, py::handle period, py::handle cohort) {
-            auto reply = std::make_shared<LeagueReply>();
-            return with_reply(self.settle(period_arg(period), integer_arg(cohort, "cohort"), reply),
-                              reply);
+            return wrap(self.settle(period_arg(period), integer_arg(cohort, "cohort")));
           },
           "period"_a, "cohort"_a)
       .def(
           "standings",
           [](const League& self, py::handle period, py::handle user_id, bool check) {
-            auto reply = std::make_shared<LeagueReply>();
-            return with_reply(
-                self.standings(period_arg(period), user_id_arg(user_id), check, reply), reply);
+            return wrap(self.standings(period_arg(period), user_id_arg(user_id), check));
           },
           "period"_a, "user_id"_a, "check"_a)
       .def(
           "tier_of",
           [](const League& self, py::handle period, py::handle user_id, bool check) {
-            auto reply = std::make_shared<LeagueReply>();
-            return with_reply(self.tier_of(period_arg(period), user_id_arg(user_id), check, reply),
-                              reply);
+            return wrap(self.tier_of(period_arg(period), user_id_arg(user_id), check));
           },
           "period"_a, "user_id"_a, "check"_a)
       .def(
           "tiers",
           [](const League& self, py::handle period, bool check) {
-            auto reply = std::make_shared<LeagueReply>();
-            return with_reply(self.tiers(period_arg(period), check, reply), reply);
+            return wrap(self.tiers(period_arg(period), check));
           },
           "period"_a, "check"_a)
       .def(
           "results",
           [](const League& self, py::handle period, py::handle user_id) {
-            auto reply = std::make_shared<LeagueReply>();
-            return with_reply(self.results(period_arg(period), user_id_arg(user_id), reply), reply);
+            return wrap(self.results(period_arg(period), user_id_arg(user_id)));
           },
           "period"_a, "user_id"_a);
 }
 
-// Tournaments (leaderboard/tournament.hpp), with the league's records and (operation, take).
+// Tournaments (leaderboard/tournament.hpp).
 namespace {
 
 using leaderboard::Tournament;
@@ -281,12 +212,10 @@ void declare_tournament(py::module_& m) {
              py::handle metadata, py::handle submission_id, py::handle retries) {
             std::optional<std::string> id;
             if (!submission_id.is_none()) id = text_arg(submission_id, "submission_id");
-            auto reply = std::make_shared<LeagueReply>();
-            return with_reply(
-                self.submit(tournament_period_arg(period), user_id_arg(user_id),
-                            number_arg(score, "score"), metadata_arg(metadata), std::move(id),
-                            static_cast<int>(integer_arg(retries, "retries")), reply),
-                reply);
+            return wrap(self.submit(tournament_period_arg(period), user_id_arg(user_id),
+                                    number_arg(score, "score"), metadata_arg(metadata),
+                                    std::move(id),
+                                    static_cast<int>(integer_arg(retries, "retries"))));
           },
           "period"_a, "user_id"_a, "score"_a, "metadata"_a, "submission_id"_a, "retries"_a)
       .def(
@@ -295,35 +224,27 @@ void declare_tournament(py::module_& m) {
             if (op != "hide" && op != "unhide" && op != "hidden") {
               throw py::value_error("op must be 'hide', 'unhide' or 'hidden'");
             }
-            auto reply = std::make_shared<LeagueReply>();
-            return with_reply(
-                self.hiding(op.c_str(), tournament_period_arg(period), user_id_arg(user_id), reply),
-                reply);
+            return wrap(
+                self.hiding(op.c_str(), tournament_period_arg(period), user_id_arg(user_id)));
           },
           "op"_a, "period"_a, "user_id"_a = "")
       .def(
           "join",
           [](const Tournament& self, py::handle period, py::handle user_id) {
-            auto reply = std::make_shared<LeagueReply>();
-            return with_reply(self.join(tournament_period_arg(period), user_id_arg(user_id), reply),
-                              reply);
+            return wrap(self.join(tournament_period_arg(period), user_id_arg(user_id)));
           },
           "period"_a, "user_id"_a)
       .def(
           "add_attempts",
           [](const Tournament& self, py::handle period, py::handle user_id, py::handle n) {
-            auto reply = std::make_shared<LeagueReply>();
-            return with_reply(self.add_attempts(tournament_period_arg(period), user_id_arg(user_id),
-                                                integer_arg(n, "n"), reply),
-                              reply);
+            return wrap(self.add_attempts(tournament_period_arg(period), user_id_arg(user_id),
+                                          integer_arg(n, "n")));
           },
           "period"_a, "user_id"_a, "n"_a)
       .def(
           "status",
           [](const Tournament& self, py::handle period, py::handle user_id) {
-            auto reply = std::make_shared<LeagueReply>();
-            return with_reply(
-                self.status(tournament_period_arg(period), user_id_arg(user_id), reply), reply);
+            return wrap(self.status(tournament_period_arg(period), user_id_arg(user_id)));
           },
           "period"_a, "user_id"_a);
 }
@@ -344,40 +265,33 @@ void declare_team(py::module_& m) {
              py::handle team, py::handle mode) {
             std::optional<std::string> named;
             if (!team.is_none()) named = user_id_arg(team);
-            auto reply = std::make_shared<LeagueReply>();
-            return with_reply(
-                self.submit(user_id_arg(member), number_arg(score, "score"), metadata_arg(metadata),
-                            std::move(named), leaderboard::parse_write_mode(text_arg(mode, "mode")),
-                            reply),
-                reply);
+            return wrap(self.submit(user_id_arg(member), number_arg(score, "score"),
+                                    metadata_arg(metadata), std::move(named),
+                                    leaderboard::parse_write_mode(text_arg(mode, "mode"))));
           },
           "member"_a, "score"_a, "metadata"_a, "team"_a, "mode"_a)
       .def(
           "move",
           [](const TeamBoard& self, py::handle member, py::handle team) {
-            auto reply = std::make_shared<LeagueReply>();
-            return with_reply(self.move(user_id_arg(member), user_id_arg(team), reply), reply);
+            return wrap(self.move(user_id_arg(member), user_id_arg(team)));
           },
           "member"_a, "team"_a)
       .def(
           "remove",
           [](const TeamBoard& self, py::handle member) {
-            auto reply = std::make_shared<LeagueReply>();
-            return with_reply(self.remove(user_id_arg(member), reply), reply);
+            return wrap(self.remove(user_id_arg(member)));
           },
           "member"_a)
       .def(
           "members",
           [](const TeamBoard& self, py::handle team) {
-            auto reply = std::make_shared<LeagueReply>();
-            return with_reply(self.members(user_id_arg(team), reply), reply);
+            return wrap(self.members(user_id_arg(team)));
           },
           "team"_a)
       .def(
           "team_of",
           [](const TeamBoard& self, py::handle member) {
-            auto reply = std::make_shared<LeagueReply>();
-            return with_reply(self.team_of(user_id_arg(member), reply), reply);
+            return wrap(self.team_of(user_id_arg(member)));
           },
           "member"_a);
 }

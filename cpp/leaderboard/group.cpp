@@ -147,14 +147,13 @@ class Stepped final : public Operation {
 class GroupSubmit final : public Operation {
  public:
   GroupSubmit(Command command, std::vector<std::string> names, std::vector<std::string> options,
-              std::vector<std::optional<Board>> boards, std::string user_id,
-              std::shared_ptr<std::vector<SubmitResult>> results, bool idempotent, int resends)
+              std::vector<std::optional<Board>> boards, std::string user_id, bool idempotent,
+              int resends)
       : command_(std::move(command)),
         names_(std::move(names)),
         options_(std::move(options)),
         boards_(std::move(boards)),
         user_id_(std::move(user_id)),
-        results_(std::move(results)),
         idempotent_(idempotent),
         resends_(resends) {}
   const char* name() const override { return "group_submit"; }
@@ -171,16 +170,15 @@ class GroupSubmit final : public Operation {
     }
     if (reply.type == ReplyType::Status) refuse_options(reply.str);
     if (!reply.is_array() || reply.elements.size() != names_.size()) unexpected(name());
-    std::vector<SubmitResult> out;
-    out.reserve(names_.size());
+    results_.clear();
+    results_.reserve(names_.size());
     for (std::size_t i = 0; i < names_.size(); ++i) {
       const Board* board = boards_[i] ? &*boards_[i] : nullptr;  // a period's: says its period
-      out.push_back(parse_submit_reply(reply.elements[i], user_id_, idempotent_, board));
+      results_.push_back(parse_submit_reply(reply.elements[i], user_id_, idempotent_, board));
     }
-    if (results_) *results_ = std::move(out);
     return true;
   }
-  Result take_result() override { return static_cast<long long>(names_.size()); }
+  Result take_result() override { return std::move(results_); }
 
  private:
   // "OPTIONS member=<m> order=<o> ties=<t>": member m (1-based) records other options.
@@ -209,7 +207,7 @@ class GroupSubmit final : public Operation {
   std::vector<std::string> names_, options_;
   std::vector<std::optional<Board>> boards_;  // each member's board (none: a window)
   std::string user_id_;
-  std::shared_ptr<std::vector<SubmitResult>> results_;
+  std::vector<SubmitResult> results_;  // each member's, in order
   bool idempotent_;
   int resends_;
   int steps_ = 0;
@@ -311,7 +309,6 @@ std::unique_ptr<Operation> Window::clear() const {
 
 std::unique_ptr<Operation> group_submit(std::vector<GroupMember> members, std::string user_id,
                                         double score, Metadata metadata,
-                                        std::shared_ptr<std::vector<SubmitResult>> results,
                                         std::optional<std::string> submission_id, int retries) {
   if (user_id.empty()) throw InvalidArgument("user_id must not be empty");
   if (!std::isfinite(score)) throw InvalidArgument("score must be a finite number");
@@ -379,8 +376,7 @@ std::unique_ptr<Operation> group_submit(std::vector<GroupMember> members, std::s
   const bool idempotent = submission_id.has_value();
   return std::make_unique<GroupSubmit>(
       undeclared_call(scripts::group, std::move(keys), std::move(args)), std::move(names),
-      std::move(options), std::move(boards), std::move(user_id), std::move(results), idempotent,
-      retries);
+      std::move(options), std::move(boards), std::move(user_id), idempotent, retries);
 }
 
 }  // namespace rlb::leaderboard

@@ -92,15 +92,14 @@ constexpr std::size_t kMaxGroupMembers = 64;
 
 // One score and metadata written to every member atomically, in one round trip (group.lua):
 // every write planned before any is applied, so a refused one writes nothing anywhere. Its
-// result is the number of members; `results` receives submit()'s result for each, in order (a
-// window's about its union). A member whose recorded options differ raises InvalidArgument
-// naming it. With `submission_id` (guards) each member applies the write once, as
-// Board::submit with that id (the id's key is the member's, its time to live the member's
-// submission_ttl): a repeat returns each member's stored result with duplicate set; the request
-// may then be resent on a new connection, at most `retries` times, when its reply was lost.
+// result is submit()'s result for each member, in order (a window's about its union). A member
+// whose recorded options differ raises InvalidArgument naming it. With `submission_id` (guards)
+// each member applies the write once, as Board::submit with that id (the id's key is the member's,
+// its time to live the member's submission_ttl): a repeat returns each member's stored result with
+// duplicate set; the request may then be resent on a new connection, at most `retries` times, when
+// its reply was lost.
 std::unique_ptr<Operation> group_submit(std::vector<GroupMember> members, std::string user_id,
                                         double score, Metadata metadata,
-                                        std::shared_ptr<std::vector<SubmitResult>> results,
                                         std::optional<std::string> submission_id = std::nullopt,
                                         int retries = 2);
 

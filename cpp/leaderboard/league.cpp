@@ -116,16 +116,16 @@ std::string config_text(long long tiers, long long size, const Cutoff& promote,
 }
 }  // namespace
 
-#define RLB_LEAGUE_CALL(name, cmd, parse, out, resends)                                     \
-  std::make_unique<Call>(Caller::League, name, cmd, parse, std::move(out), base_,           \
+#define RLB_LEAGUE_CALL(name, cmd, parse, resends)                                          \
+  std::make_unique<Call>(Caller::League, name, cmd, parse, base_,                           \
                          config_text(tiers_, cohort_size_, promote_, demote_, demote_idle_, \
                                      order_, ties_, mode_, limits_),                        \
                          resends)
 
 std::unique_ptr<Operation> League::submit(const LeaguePeriod& period, std::string user_id,
                                           double score, Metadata metadata, std::string bracket,
-                                          std::optional<std::string> submission_id, int retries,
-                                          std::shared_ptr<LeagueReply> out) const {
+                                          std::optional<std::string> submission_id,
+                                          int retries) const {
   require_user_id(user_id);
   if (!std::isfinite(score)) throw InvalidArgument("score must be a finite number");
   require_submission_id(submission_id);
@@ -165,12 +165,11 @@ std::unique_ptr<Operation> League::submit(const LeaguePeriod& period, std::strin
     record.add("period", text_of(reply.elements[7], what));
     return record;
   };
-  return RLB_LEAGUE_CALL("League.submit", std::move(command), parse, out, idempotent ? retries : 0);
+  return RLB_LEAGUE_CALL("League.submit", std::move(command), parse, idempotent ? retries : 0);
 }
 
 std::unique_ptr<Operation> League::join(const LeaguePeriod& period, std::string user_id,
-                                        std::string bracket,
-                                        std::shared_ptr<LeagueReply> out) const {
+                                        std::string bracket) const {
   require_user_id(user_id);
   Command command = call(calls::league_join, period, arg::user_id{std::move(user_id)},
                          arg::bracket{std::move(bracket)});
@@ -185,12 +184,11 @@ std::unique_ptr<Operation> League::join(const LeaguePeriod& period, std::string 
     record.add("placed", integer_of(reply.elements[4], what) == 1);
     return record;
   };
-  return RLB_LEAGUE_CALL("League.join", std::move(command), parse, out, 0);
+  return RLB_LEAGUE_CALL("League.join", std::move(command), parse, 0);
 }
 
 std::unique_ptr<Operation> League::hiding(const char* op, const LeaguePeriod& period,
-                                          std::string user_id, std::string bracket,
-                                          std::shared_ptr<LeagueReply> out) const {
+                                          std::string user_id, std::string bracket) const {
   const std::string_view which(op);
   const bool list = which == "hidden";
   if (!list && which != "hide" && which != "unhide") {
@@ -219,11 +217,10 @@ std::unique_ptr<Operation> League::hiding(const char* op, const LeaguePeriod& pe
   // Hiding or showing twice changes nothing more: it may be resent after a lost reply.
   return RLB_LEAGUE_CALL(
       list ? "League.hidden" : (which == "hide" ? "League.hide" : "League.unhide"),
-      std::move(command), parse, out, 2);
+      std::move(command), parse, 2);
 }
 
-std::unique_ptr<Operation> League::close(const LeaguePeriod& period,
-                                         std::shared_ptr<LeagueReply> out) const {
+std::unique_ptr<Operation> League::close(const LeaguePeriod& period) const {
   auto parse = [](Reply& reply) {
     LeagueRecord record;
     record.add("cohorts", integer_of(part(reply, 2, 0, "League.close"), "League.close"));
@@ -231,11 +228,10 @@ std::unique_ptr<Operation> League::close(const LeaguePeriod& period,
     return record;
   };
   // Closing twice changes nothing more: it may be resent after a lost reply.
-  return RLB_LEAGUE_CALL("close", call(calls::league_close, period), parse, out, 2);
+  return RLB_LEAGUE_CALL("close", call(calls::league_close, period), parse, 2);
 }
 
-std::unique_ptr<Operation> League::settle(const LeaguePeriod& period, long long cohort,
-                                          std::shared_ptr<LeagueReply> out) const {
+std::unique_ptr<Operation> League::settle(const LeaguePeriod& period, long long cohort) const {
   if (cohort < 1) throw InvalidArgument("a cohort number is at least 1");
   // The call token (one per call, the same in each sending): the script stores it with the
   // cohort's settlement, so this call's own resend after a lost reply answers what this call
@@ -257,11 +253,11 @@ std::unique_ptr<Operation> League::settle(const LeaguePeriod& period, long long 
   };
   // A cohort is settled once (its script checks): a resend after a lost reply answers this
   // call's settlement again (its call token), another call "already".
-  return RLB_LEAGUE_CALL("League.settle", std::move(command), parse, out, 2);
+  return RLB_LEAGUE_CALL("League.settle", std::move(command), parse, 2);
 }
 
 std::unique_ptr<Operation> League::standings(const LeaguePeriod& period, std::string user_id,
-                                             bool check, std::shared_ptr<LeagueReply> out) const {
+                                             bool check) const {
   require_user_id(user_id);
   Command command = call(calls::league_read_standings, period,
                          arg::read_check{check ? "check" : ""}, arg::user_id{std::move(user_id)});
@@ -298,11 +294,11 @@ std::unique_ptr<Operation> League::standings(const LeaguePeriod& period, std::st
     record.add("entries", std::move(entries));
     return record;
   };
-  return RLB_LEAGUE_CALL("League.standings", std::move(command), parse, out, 1);
+  return RLB_LEAGUE_CALL("League.standings", std::move(command), parse, 1);
 }
 
 std::unique_ptr<Operation> League::tier_of(const LeaguePeriod& period, std::string user_id,
-                                           bool check, std::shared_ptr<LeagueReply> out) const {
+                                           bool check) const {
   require_user_id(user_id);
   Command command = call(calls::league_read_tier_of, period, arg::read_check{check ? "check" : ""},
                          arg::user_id{std::move(user_id)});
@@ -311,11 +307,10 @@ std::unique_ptr<Operation> League::tier_of(const LeaguePeriod& period, std::stri
     record.add("tier", integer_of(reply, "League.tier_of"));
     return record;
   };
-  return RLB_LEAGUE_CALL("League.tier_of", std::move(command), parse, out, 1);
+  return RLB_LEAGUE_CALL("League.tier_of", std::move(command), parse, 1);
 }
 
-std::unique_ptr<Operation> League::tiers(const LeaguePeriod& period, bool check,
-                                         std::shared_ptr<LeagueReply> out) const {
+std::unique_ptr<Operation> League::tiers(const LeaguePeriod& period, bool check) const {
   Command command = call(calls::league_read_tiers, period, arg::read_check{check ? "check" : ""});
   auto parse = [](Reply& reply) {
     const char* what = "League.tiers";
@@ -331,11 +326,10 @@ std::unique_ptr<Operation> League::tiers(const LeaguePeriod& period, bool check,
     record.add("tiers", std::move(counts));
     return record;
   };
-  return RLB_LEAGUE_CALL("tiers", std::move(command), parse, out, 1);
+  return RLB_LEAGUE_CALL("tiers", std::move(command), parse, 1);
 }
 
-std::unique_ptr<Operation> League::results(const LeaguePeriod& period, std::string user_id,
-                                           std::shared_ptr<LeagueReply> out) const {
+std::unique_ptr<Operation> League::results(const LeaguePeriod& period, std::string user_id) const {
   require_user_id(user_id);
   Command command = call(calls::league_read_results, period, arg::read_check{""},
                          arg::user_id{std::move(user_id)});
@@ -359,7 +353,7 @@ std::unique_ptr<Operation> League::results(const LeaguePeriod& period, std::stri
     }
     return record;
   };
-  return RLB_LEAGUE_CALL("League.results", std::move(command), parse, out, 1);
+  return RLB_LEAGUE_CALL("League.results", std::move(command), parse, 1);
 }
 
 #undef RLB_LEAGUE_CALL

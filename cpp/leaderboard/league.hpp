@@ -8,34 +8,11 @@
 #include <optional>
 #include <string>
 #include <tuple>
-#include <utility>
-#include <variant>
 #include <vector>
 
 #include "leaderboard/operations.hpp"
 
 namespace rlb::leaderboard {
-
-// A league operation's result: named fields, in order (the bindings make a dict of them).
-struct LeagueRecord;
-using LeagueField =
-    std::variant<std::monostate, bool, long long, double, std::string, std::vector<std::string>,
-                 Metadata, SubmitResult, std::vector<LeagueRecord>>;
-struct LeagueRecord {
-  std::vector<std::pair<std::string, LeagueField>> fields;
-  void add(std::string name, LeagueField value) {
-    fields.emplace_back(std::move(name), std::move(value));
-  }
-};
-
-// What a league operation received: nothing (the user has no cohort, no result), a record, or
-// the period that must be settled first (its start, unix ms, and id): no one is placed in a
-// period, and no read of the current period answers, while an earlier period with players is
-// not settled.
-struct LeagueReply {
-  std::optional<LeagueRecord> record;
-  std::optional<std::pair<long long, std::string>> unsettled;
-};
 
 // A cutoff: the top (promote) or bottom (demote) players of a cohort, a count or a fraction of
 // the cohort's placed players (rounded down).
@@ -78,35 +55,30 @@ class League {
   // same operation's own resend, told by the call token it sends).
   std::unique_ptr<Operation> submit(const LeaguePeriod& period, std::string user_id, double score,
                                     Metadata metadata, std::string bracket,
-                                    std::optional<std::string> submission_id, int retries,
-                                    std::shared_ptr<LeagueReply> out) const;
+                                    std::optional<std::string> submission_id, int retries) const;
   // A placement without a score. Record: "tier", "cohort", "bracket", "size", "placed".
   std::unique_ptr<Operation> join(const LeaguePeriod& period, std::string user_id,
-                                  std::string bracket, std::shared_ptr<LeagueReply> out) const;
+                                  std::string bracket) const;
   // Closes the period to writes. Record: "cohorts", "settled".
-  std::unique_ptr<Operation> close(const LeaguePeriod& period,
-                                   std::shared_ptr<LeagueReply> out) const;
+  std::unique_ptr<Operation> close(const LeaguePeriod& period) const;
   // Settles one cohort (once: a cohort another call settled answers "already"; this operation's
   // own resend answers its settlement). Record: "cohort", "tier", "bracket", "already",
   // "promoted", "demoted", "stayed".
-  std::unique_ptr<Operation> settle(const LeaguePeriod& period, long long cohort,
-                                    std::shared_ptr<LeagueReply> out) const;
+  std::unique_ptr<Operation> settle(const LeaguePeriod& period, long long cohort) const;
   // Hidden players (fair play): `op` "hide" or "unhide" (record "changed": the player was
   // not hidden before, or was), "hidden" (record "user_ids", in byte order; `user_id` unused).
   // A hidden player has no seat in any cohort; unhide seats them again in `bracket` if they
   // wrote a score of `period` while hidden.
   std::unique_ptr<Operation> hiding(const char* op, const LeaguePeriod& period, std::string user_id,
-                                    std::string bracket, std::shared_ptr<LeagueReply> out) const;
+                                    std::string bracket) const;
   // Reads; `check`: the read is of the current period (reply `unsettled` if one must be
   // settled first).
-  std::unique_ptr<Operation> standings(const LeaguePeriod& period, std::string user_id, bool check,
-                                       std::shared_ptr<LeagueReply> out) const;
-  std::unique_ptr<Operation> tier_of(const LeaguePeriod& period, std::string user_id, bool check,
-                                     std::shared_ptr<LeagueReply> out) const;
-  std::unique_ptr<Operation> tiers(const LeaguePeriod& period, bool check,
-                                   std::shared_ptr<LeagueReply> out) const;
-  std::unique_ptr<Operation> results(const LeaguePeriod& period, std::string user_id,
-                                     std::shared_ptr<LeagueReply> out) const;
+  std::unique_ptr<Operation> standings(const LeaguePeriod& period, std::string user_id,
+                                       bool check) const;
+  std::unique_ptr<Operation> tier_of(const LeaguePeriod& period, std::string user_id,
+                                     bool check) const;
+  std::unique_ptr<Operation> tiers(const LeaguePeriod& period, bool check) const;
+  std::unique_ptr<Operation> results(const LeaguePeriod& period, std::string user_id) const;
 
  private:
   // The script call `function` (a calls::league_* or calls::league_read_* function, see

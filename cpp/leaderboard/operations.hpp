@@ -129,11 +129,35 @@ struct HistogramBin {
   long long count = 0;
 };
 
+// A league's, a tournament's or a team board's result (script_call.hpp): named fields, in
+// order (the bindings make a dict of them).
+struct LeagueRecord;
+using LeagueField =
+    std::variant<std::monostate, bool, long long, double, std::string, std::vector<std::string>,
+                 Metadata, SubmitResult, std::vector<LeagueRecord>>;
+struct LeagueRecord {
+  std::vector<std::pair<std::string, LeagueField>> fields;
+  void add(std::string name, LeagueField value) {
+    fields.emplace_back(std::move(name), std::move(value));
+  }
+};
+
+// What a league, tournament or team board operation answers: nothing (a league's user with no
+// cohort, no result), a record, or (a league's) the period that must be settled first (its
+// start, unix ms, and id): no one is placed in a period, and no read of the current period
+// answers, while an earlier period with players is not settled.
+struct LeagueReply {
+  std::optional<LeagueRecord> record;
+  std::optional<std::pair<long long, std::string>> unsettled;
+};
+
+// An operation's result: one type per kind of answer, each made a Python value by the bindings
+// (bindings/conversions.cpp, to_python). A group write's is each member's SubmitResult.
 using Result =
     std::variant<None, bool, long long, std::optional<long long>, Metadata, std::optional<Entry>,
                  std::vector<Entry>, WriteResult, std::vector<std::string>, TrimSummary,
                  SubmitResult, std::vector<std::optional<Entry>>, Page, std::optional<double>,
-                 std::vector<HistogramBin>, EventBatch>;
+                 std::vector<HistogramBin>, EventBatch, LeagueReply, std::vector<SubmitResult>>;
 
 // A board's ranking rules (see README, "Ranking rules"). Order: which scores are better. Ties:
 // how equal scores rank: Redis's member order (lexicographic), the earlier achiever first

@@ -68,13 +68,12 @@ void require_user_id(const std::string& user_id) {
   if (user_id.empty()) throw InvalidArgument("user_id must not be empty");
 }
 
-Call::Call(Caller caller, const char* what, Command command, Parser parse,
-           std::shared_ptr<LeagueReply> out, std::string key, std::string config, int resends)
+Call::Call(Caller caller, const char* what, Command command, Parser parse, std::string key,
+           std::string config, int resends)
     : caller_(caller),
       what_(what),
       command_(std::move(command)),
       parse_(std::move(parse)),
-      out_(std::move(out)),
       key_(std::move(key)),
       config_(std::move(config)),
       resends_(resends) {}
@@ -103,7 +102,7 @@ bool Call::feed(std::vector<Reply>& replies) {
   } else if (caller_ != Caller::League || !reply.is_nil()) {
     result.record = parse_(reply);
   }
-  if (out_) *out_ = std::move(result);
+  result_ = std::move(result);
   return true;
 }
 

@@ -6,13 +6,12 @@
 
 #include <cstddef>
 #include <functional>
-#include <memory>
 #include <string>
 #include <tuple>
 #include <utility>
 #include <vector>
 
-#include "leaderboard/league.hpp"
+#include "leaderboard/operations.hpp"
 
 namespace rlb::leaderboard::script_call {
 
@@ -47,26 +46,26 @@ enum class Caller {
   Team         // as Tournament
 };
 
-// One script call whose reply goes, parsed, to a LeagueReply. 'OPTIONS <recorded>' raises
+// One script call whose result is its reply, parsed: a LeagueReply. 'OPTIONS <recorded>' raises
 // OptionsMismatch naming the board `key` and this client's `config`; the error replies raise
 // through the one error table.
 class Call final : public Operation {
  public:
   using Parser = std::function<LeagueRecord(Reply&)>;
-  Call(Caller caller, const char* what, Command command, Parser parse,
-       std::shared_ptr<LeagueReply> out, std::string key, std::string config, int resends);
+  Call(Caller caller, const char* what, Command command, Parser parse, std::string key,
+       std::string config, int resends);
   const char* name() const override { return what_; }
   std::vector<Command> next() override { return {command_}; }
   int resend_limit() const override { return resends_; }
   bool feed(std::vector<Reply>& replies) override;
-  Result take_result() override { return None{}; }
+  Result take_result() override { return std::move(result_); }
 
  private:
   Caller caller_;
   const char* what_;
   Command command_;
   Parser parse_;
-  std::shared_ptr<LeagueReply> out_;
+  LeagueReply result_;
   std::string key_, config_;
   int resends_;
 };

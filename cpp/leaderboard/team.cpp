@@ -81,13 +81,12 @@ arg::team_key TeamBoard::team_key(const std::string& team) const {
   return arg::team_key{key_ + ":team:" + team};
 }
 
-#define RLB_TEAM_CALL(name, command, parse, out, resends)                                    \
-  std::make_unique<Call>(Caller::Team, name, command, parse, std::move(out), key_, config(), \
-                         resends)
+#define RLB_TEAM_CALL(name, command, parse, resends) \
+  std::make_unique<Call>(Caller::Team, name, command, parse, key_, config(), resends)
 
 std::unique_ptr<Operation> TeamBoard::submit(std::string member, double score, Metadata metadata,
-                                             std::optional<std::string> team, WriteMode mode,
-                                             std::shared_ptr<LeagueReply> out) const {
+                                             std::optional<std::string> team,
+                                             WriteMode mode) const {
   require_user_id(member);
   if (team) require_team(*team);
   if (!std::isfinite(score)) throw InvalidArgument("score must be a finite number");
@@ -116,11 +115,10 @@ std::unique_ptr<Operation> TeamBoard::submit(std::string member, double score, M
     return record;
   };
   // A write: never resent after a lost reply.
-  return RLB_TEAM_CALL("TeamLeaderboard.submit", std::move(command), parse, out, 0);
+  return RLB_TEAM_CALL("TeamLeaderboard.submit", std::move(command), parse, 0);
 }
 
-std::unique_ptr<Operation> TeamBoard::move(std::string member, std::string team,
-                                           std::shared_ptr<LeagueReply> out) const {
+std::unique_ptr<Operation> TeamBoard::move(std::string member, std::string team) const {
   require_user_id(member);
   require_team(team);
   Command command = with_common(calls::team_move, keys(), std::tuple(team_key(team)), options(),
@@ -135,11 +133,10 @@ std::unique_ptr<Operation> TeamBoard::move(std::string member, std::string team,
     return record;
   };
   // Moving twice to the same team changes nothing more: it may be resent.
-  return RLB_TEAM_CALL("TeamLeaderboard.move", std::move(command), parse, out, 2);
+  return RLB_TEAM_CALL("TeamLeaderboard.move", std::move(command), parse, 2);
 }
 
-std::unique_ptr<Operation> TeamBoard::remove(std::string member,
-                                             std::shared_ptr<LeagueReply> out) const {
+std::unique_ptr<Operation> TeamBoard::remove(std::string member) const {
   require_user_id(member);
   Command command = with_common(calls::team_remove, keys(), std::tuple(member_key(member)),
                                 options(), std::tuple(arg::member{member}));
@@ -148,11 +145,10 @@ std::unique_ptr<Operation> TeamBoard::remove(std::string member,
     record.add("removed", integer_of(reply, "TeamLeaderboard.remove") == 1);
     return record;
   };
-  return RLB_TEAM_CALL("TeamLeaderboard.remove", std::move(command), parse, out, 2);
+  return RLB_TEAM_CALL("TeamLeaderboard.remove", std::move(command), parse, 2);
 }
 
-std::unique_ptr<Operation> TeamBoard::members(std::string team,
-                                              std::shared_ptr<LeagueReply> out) const {
+std::unique_ptr<Operation> TeamBoard::members(std::string team) const {
   require_team(team);
   Command command = with_common(calls::team_members, keys(), std::tuple(team_key(team)), options(),
                                 std::tuple(arg::team{team}));
@@ -170,11 +166,10 @@ std::unique_ptr<Operation> TeamBoard::members(std::string team,
     record.add("members", std::move(contributions));
     return record;
   };
-  return RLB_TEAM_CALL("TeamLeaderboard.team_members", std::move(command), parse, out, 2);
+  return RLB_TEAM_CALL("TeamLeaderboard.team_members", std::move(command), parse, 2);
 }
 
-std::unique_ptr<Operation> TeamBoard::team_of(std::string member,
-                                              std::shared_ptr<LeagueReply> out) const {
+std::unique_ptr<Operation> TeamBoard::team_of(std::string member) const {
   require_user_id(member);
   Command command = with_common(calls::team_team_of, keys(), options(),
                                 std::tuple(arg::member{std::move(member)}));
@@ -187,7 +182,7 @@ std::unique_ptr<Operation> TeamBoard::team_of(std::string member,
     }
     return record;
   };
-  return RLB_TEAM_CALL("TeamLeaderboard.team_of", std::move(command), parse, out, 2);
+  return RLB_TEAM_CALL("TeamLeaderboard.team_of", std::move(command), parse, 2);
 }
 
 #undef RLB_TEAM_CALL

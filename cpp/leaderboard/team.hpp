@@ -1,7 +1,7 @@
 // Team boards, without I/O: members' scores on one board, their teams ranked by the members'
 // contributions on another, both written by one script (see python/redis_leaderboard/boards/
-// team.py for the design, scripts/team.lua for the data layout). Results reuse the league's
-// records (named fields; the bindings make a dict of them).
+// team.py for the design, scripts/team.lua for the data layout). Results are the league's
+// records (LeagueReply, operations.hpp: named fields, a dict in Python).
 #pragma once
 
 #include <memory>
@@ -9,7 +9,6 @@
 #include <string>
 #include <tuple>
 
-#include "leaderboard/league.hpp"
 #include "leaderboard/operations.hpp"
 #include "leaderboard/script_args.hpp"
 
@@ -31,18 +30,16 @@ class TeamBoard {
   // "submit" (submit()'s result on the members' board), "team", "team_score", "team_rank",
   // "previous_team" (none if the member had none).
   std::unique_ptr<Operation> submit(std::string member, double score, Metadata metadata,
-                                    std::optional<std::string> team, WriteMode mode,
-                                    std::shared_ptr<LeagueReply> out) const;
+                                    std::optional<std::string> team, WriteMode mode) const;
   // Moves a member (and their contribution) to `team`. Record: "previous_team", "team",
   // "team_score", "team_rank" (none if the team has no score yet).
-  std::unique_ptr<Operation> move(std::string member, std::string team,
-                                  std::shared_ptr<LeagueReply> out) const;
+  std::unique_ptr<Operation> move(std::string member, std::string team) const;
   // Removes a member, their metadata and their contribution. Record: "removed".
-  std::unique_ptr<Operation> remove(std::string member, std::shared_ptr<LeagueReply> out) const;
+  std::unique_ptr<Operation> remove(std::string member) const;
   // A team's members, best first. Record: "members", each {"user_id", "contribution"}.
-  std::unique_ptr<Operation> members(std::string team, std::shared_ptr<LeagueReply> out) const;
+  std::unique_ptr<Operation> members(std::string team) const;
   // A member's team. Record: "team" (none if they have none).
-  std::unique_ptr<Operation> team_of(std::string member, std::shared_ptr<LeagueReply> out) const;
+  std::unique_ptr<Operation> team_of(std::string member) const;
 
  private:
   // What every call of scripts/team.lua sends (see its declaration): its keys, the options.

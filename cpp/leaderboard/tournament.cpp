@@ -95,14 +95,13 @@ std::vector<std::string> Tournament::option_keys(const TournamentPeriod& period)
   return {board + ":options"};
 }
 
-#define RLB_TOURNAMENT_CALL(name, command, parse, out, resends)                                    \
-  std::make_unique<Call>(Caller::Tournament, name, command, parse, std::move(out), key_, config(), \
-                         resends)
+#define RLB_TOURNAMENT_CALL(name, command, parse, resends) \
+  std::make_unique<Call>(Caller::Tournament, name, command, parse, key_, config(), resends)
 
 std::unique_ptr<Operation> Tournament::submit(const TournamentPeriod& period, std::string user_id,
                                               double score, Metadata metadata,
-                                              std::optional<std::string> submission_id, int retries,
-                                              std::shared_ptr<LeagueReply> out) const {
+                                              std::optional<std::string> submission_id,
+                                              int retries) const {
   if (!std::isfinite(score)) throw InvalidArgument("score must be a finite number");
   require_submission_id(submission_id);
   if (retries < 0) throw InvalidArgument("retries must be at least 0");
@@ -136,12 +135,12 @@ std::unique_ptr<Operation> Tournament::submit(const TournamentPeriod& period, st
   };
   // Only a write carrying a submission id may be resent after a lost reply: it cannot apply
   // (nor use an attempt) twice.
-  return RLB_TOURNAMENT_CALL("Tournament.submit", std::move(command), parse, out,
+  return RLB_TOURNAMENT_CALL("Tournament.submit", std::move(command), parse,
                              idempotent ? retries : 0);
 }
 
-std::unique_ptr<Operation> Tournament::join(const TournamentPeriod& period, std::string user_id,
-                                            std::shared_ptr<LeagueReply> out) const {
+std::unique_ptr<Operation> Tournament::join(const TournamentPeriod& period,
+                                            std::string user_id) const {
   require_user_id(user_id);
   Command command = with_common(calls::tournament_join, keys(period), options(),
                                 period_args(period), std::tuple(arg::user_id{std::move(user_id)}));
@@ -156,12 +155,11 @@ std::unique_ptr<Operation> Tournament::join(const TournamentPeriod& period, std:
     return record;
   };
   // Joining twice changes nothing more: it may be resent after a lost reply.
-  return RLB_TOURNAMENT_CALL("Tournament.join", std::move(command), parse, out, 2);
+  return RLB_TOURNAMENT_CALL("Tournament.join", std::move(command), parse, 2);
 }
 
 std::unique_ptr<Operation> Tournament::hiding(const char* op, const TournamentPeriod& period,
-                                              std::string user_id,
-                                              std::shared_ptr<LeagueReply> out) const {
+                                              std::string user_id) const {
   const std::string_view which = op;
   const bool list = which == "hidden";
   Command command;
@@ -187,12 +185,11 @@ std::unique_ptr<Operation> Tournament::hiding(const char* op, const TournamentPe
   // Hiding or showing twice changes nothing more: it may be resent after a lost reply.
   return RLB_TOURNAMENT_CALL(
       list ? "Tournament.hidden" : (which == "hide" ? "Tournament.hide" : "Tournament.unhide"),
-      std::move(command), parse, out, 2);
+      std::move(command), parse, 2);
 }
 
 std::unique_ptr<Operation> Tournament::add_attempts(const TournamentPeriod& period,
-                                                    std::string user_id, long long n,
-                                                    std::shared_ptr<LeagueReply> out) const {
+                                                    std::string user_id, long long n) const {
   if (!max_attempts_) {
     throw InvalidArgument("tournament '" + key_ +
                           "' has no max_attempts: its attempts are unlimited");
@@ -212,11 +209,11 @@ std::unique_ptr<Operation> Tournament::add_attempts(const TournamentPeriod& peri
     return record;
   };
   // An increment: never resent.
-  return RLB_TOURNAMENT_CALL("Tournament.add_attempts", std::move(command), parse, out, 0);
+  return RLB_TOURNAMENT_CALL("Tournament.add_attempts", std::move(command), parse, 0);
 }
 
-std::unique_ptr<Operation> Tournament::status(const TournamentPeriod& period, std::string user_id,
-                                              std::shared_ptr<LeagueReply> out) const {
+std::unique_ptr<Operation> Tournament::status(const TournamentPeriod& period,
+                                              std::string user_id) const {
   require_user_id(user_id);
   auto [options_key, current, entrants, bonus, board] = keys(period);
   Command command =
@@ -233,7 +230,7 @@ std::unique_ptr<Operation> Tournament::status(const TournamentPeriod& period, st
     record.add("size", integer_of(reply.elements[3], what));
     return record;
   };
-  return RLB_TOURNAMENT_CALL("Tournament.status", std::move(command), parse, out, 1);
+  return RLB_TOURNAMENT_CALL("Tournament.status", std::move(command), parse, 1);
 }
 
 #undef RLB_TOURNAMENT_CALL

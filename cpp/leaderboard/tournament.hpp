@@ -2,7 +2,7 @@
 // attempts per period and an active window (see python/redis_leaderboard/boards/tournament.py
 // for the design, scripts/tournament.lua for the data layout). The periods (a calendar period or
 // a cron schedule) are computed in Python, which hands these operations the period of the moment.
-// Results reuse the league's records (named fields; the bindings make a dict of them).
+// Results are the league's records (LeagueReply, operations.hpp: named fields, a dict in Python).
 #pragma once
 
 #include <memory>
@@ -11,7 +11,6 @@
 #include <tuple>
 #include <vector>
 
-#include "leaderboard/league.hpp"
 #include "leaderboard/operations.hpp"
 #include "leaderboard/script_args.hpp"
 
@@ -50,23 +49,20 @@ class Tournament {
   // operation's own: it sends a call token, new_call_token(), with each sending).
   std::unique_ptr<Operation> submit(const TournamentPeriod& period, std::string user_id,
                                     double score, Metadata metadata,
-                                    std::optional<std::string> submission_id, int retries,
-                                    std::shared_ptr<LeagueReply> out) const;
+                                    std::optional<std::string> submission_id, int retries) const;
   // A join (refused past max_size). Record: "joined_now", "used", "bonus", "size".
-  std::unique_ptr<Operation> join(const TournamentPeriod& period, std::string user_id,
-                                  std::shared_ptr<LeagueReply> out) const;
+  std::unique_ptr<Operation> join(const TournamentPeriod& period, std::string user_id) const;
   // Attempts granted to a player in the period. Record: "used", "bonus", "size".
   std::unique_ptr<Operation> add_attempts(const TournamentPeriod& period, std::string user_id,
-                                          long long n, std::shared_ptr<LeagueReply> out) const;
+                                          long long n) const;
   // Hidden players (fair play): `op` "hide" or "unhide" (record "changed": the player was not
   // hidden before, or was), "hidden" (record "user_ids", in byte order; `user_id` unused). Hidden
   // from every period: hide takes their entry in `period` off its board (kept aside), unhide
   // puts it back.
   std::unique_ptr<Operation> hiding(const char* op, const TournamentPeriod& period,
-                                    std::string user_id, std::shared_ptr<LeagueReply> out) const;
+                                    std::string user_id) const;
   // A player's state in the period. Record: "joined", "used", "bonus", "size".
-  std::unique_ptr<Operation> status(const TournamentPeriod& period, std::string user_id,
-                                    std::shared_ptr<LeagueReply> out) const;
+  std::unique_ptr<Operation> status(const TournamentPeriod& period, std::string user_id) const;
 
  private:
   // What every call of scripts/tournament.lua sends (see its declaration): its keys, the

@@ -402,6 +402,19 @@ class Window:
         takes more steps)."""
     def clear(self) -> Operation[None]: ...
 
+def group_write(
+    members: Iterable[tuple[Union[Board, Window], str, int]],
+    user_id: str,
+    score: float,
+    metadata: Optional[Mapping[str, Any]] = None,
+    submission_id: Optional[str] = None,
+    retries: int = 2,
+) -> Operation[list[SubmitResult]]:
+    """One write to several boards (``(board or window, mode, bucket)``), atomically; its
+    result is submit()'s result for each, in order. With ``submission_id`` each board applies
+    it once (as ``Board.submit``: its results then carry ``"duplicate"``), and a lost reply is
+    resent at most ``retries`` times."""
+
 def group_submit(
     members: Iterable[tuple[Union[Board, Window], str, int]],
     user_id: str,
@@ -409,11 +422,10 @@ def group_submit(
     metadata: Optional[Mapping[str, Any]] = None,
     submission_id: Optional[str] = None,
     retries: int = 2,
-) -> tuple[Operation[Any], Callable[[], list[SubmitResult]]]:
-    """One write to several boards (``(board or window, mode, bucket)``), atomically; the
-    callable gives submit()'s result for each, in order, once the operation has run. With
-    ``submission_id`` each board applies it once (as ``Board.submit``: its results then carry
-    ``"duplicate"``), and a lost reply is resent at most ``retries`` times."""
+) -> tuple[Operation[None], Callable[[], list[SubmitResult]]]:
+    """``group_write`` as ``(operation, results)``: ``results()`` gives its result once the
+    operation has run (the operation's own is None). Only until ``boards/seasons.py`` reads
+    ``group_write``'s result."""
 
 def ping() -> Operation[bool]:
     """The PING operation (True when the server answers)."""
@@ -669,11 +681,15 @@ class AsyncClusterCore:
 # --- leagues ----------------------------------------------------------------------------------
 
 _LeaguePeriod = tuple[str, int, int, int]  # (period id, start, deadline, end: unix ms)
-_LeagueTake = Callable[[], Any]  # the record as a dict, None, or {"unsettled", "unsettled_start"}
+# A league operation's result: its record as a dict, None (nothing: no cohort, no result), or
+# {"unsettled": period id, "unsettled_start": unix ms} (an earlier period to settle first).
+_LeagueOperation = Operation[Optional[dict[str, Any]]]
+# A tournament's or a team board's: its record as a dict.
+_RecordOperation = Operation[dict[str, Any]]
 
 class League:
-    """One partition of a league (leagues); builds validated operations, no I/O. Each method
-    returns ``(operation, take)``: ``take()`` gives the operation's record once it has run."""
+    """One partition of a league (leagues); builds validated operations, no I/O. Each
+    operation's result is its record (see ``_LeagueOperation``)."""
 
     def __init__(
         self,
@@ -708,26 +724,18 @@ class League:
         bracket: str,
         submission_id: Optional[str],
         retries: int,
-    ) -> tuple[Operation[None], _LeagueTake]: ...
-    def join(
-        self, period: _LeaguePeriod, user_id: str, bracket: str
-    ) -> tuple[Operation[None], _LeagueTake]: ...
+    ) -> _LeagueOperation: ...
+    def join(self, period: _LeaguePeriod, user_id: str, bracket: str) -> _LeagueOperation: ...
     def hiding(
         self, op: str, period: _LeaguePeriod, user_id: str = "", bracket: str = ""
-    ) -> tuple[Operation[None], _LeagueTake]:
+    ) -> _LeagueOperation:
         """``op``: "hide", "unhide" (record ``{"changed"}``) or "hidden" (``{"user_ids"}``)."""
-    def close(self, period: _LeaguePeriod) -> tuple[Operation[None], _LeagueTake]: ...
-    def settle(self, period: _LeaguePeriod, cohort: int) -> tuple[Operation[None], _LeagueTake]: ...
-    def standings(
-        self, period: _LeaguePeriod, user_id: str, check: bool
-    ) -> tuple[Operation[None], _LeagueTake]: ...
-    def tier_of(
-        self, period: _LeaguePeriod, user_id: str, check: bool
-    ) -> tuple[Operation[None], _LeagueTake]: ...
-    def tiers(self, period: _LeaguePeriod, check: bool) -> tuple[Operation[None], _LeagueTake]: ...
-    def results(
-        self, period: _LeaguePeriod, user_id: str
-    ) -> tuple[Operation[None], _LeagueTake]: ...
+    def close(self, period: _LeaguePeriod) -> _LeagueOperation: ...
+    def settle(self, period: _LeaguePeriod, cohort: int) -> _LeagueOperation: ...
+    def standings(self, period: _LeaguePeriod, user_id: str, check: bool) -> _LeagueOperation: ...
+    def tier_of(self, period: _LeaguePeriod, user_id: str, check: bool) -> _LeagueOperation: ...
+    def tiers(self, period: _LeaguePeriod, check: bool) -> _LeagueOperation: ...
+    def results(self, period: _LeaguePeriod, user_id: str) -> _LeagueOperation: ...
 
 # --- tournaments ------------------------------------------------------------------------------
 
@@ -736,8 +744,8 @@ class League:
 _TournamentPeriod = tuple[str, int, int, int, int, Optional[int], int]
 
 class Tournament:
-    """A tournament (tournaments); builds validated operations, no I/O. Each method returns
-    ``(operation, take)``: ``take()`` gives the operation's record once it has run."""
+    """A tournament (tournaments); builds validated operations, no I/O. Each operation's
+    result is its record, a dict."""
 
     def __init__(
         self,
@@ -764,26 +772,18 @@ class Tournament:
         metadata: Optional[Mapping[str, Any]],
         submission_id: Optional[str],
         retries: int,
-    ) -> tuple[Operation[None], _LeagueTake]: ...
-    def hiding(
-        self, op: str, period: _TournamentPeriod, user_id: str = ""
-    ) -> tuple[Operation[None], _LeagueTake]:
+    ) -> _RecordOperation: ...
+    def hiding(self, op: str, period: _TournamentPeriod, user_id: str = "") -> _RecordOperation:
         """``op``: "hide", "unhide" (record ``{"changed"}``) or "hidden" (``{"user_ids"}``)."""
-    def join(
-        self, period: _TournamentPeriod, user_id: str
-    ) -> tuple[Operation[None], _LeagueTake]: ...
-    def add_attempts(
-        self, period: _TournamentPeriod, user_id: str, n: int
-    ) -> tuple[Operation[None], _LeagueTake]: ...
-    def status(
-        self, period: _TournamentPeriod, user_id: str
-    ) -> tuple[Operation[None], _LeagueTake]: ...
+    def join(self, period: _TournamentPeriod, user_id: str) -> _RecordOperation: ...
+    def add_attempts(self, period: _TournamentPeriod, user_id: str, n: int) -> _RecordOperation: ...
+    def status(self, period: _TournamentPeriod, user_id: str) -> _RecordOperation: ...
 
 # --- team boards ------------------------------------------------------------------------------
 
 class TeamBoard:
-    """A team board (team boards); builds validated operations, no I/O. Each method returns
-    ``(operation, take)``: ``take()`` gives the operation's record once it has run."""
+    """A team board (team boards); builds validated operations, no I/O. Each operation's
+    result is its record, a dict."""
 
     def __init__(self, key: str, *, aggregate: str, order: str) -> None: ...
     @property
@@ -795,11 +795,11 @@ class TeamBoard:
         metadata: Optional[Mapping[str, Any]],
         team: Optional[str],
         mode: str,
-    ) -> tuple[Operation[None], _LeagueTake]: ...
-    def move(self, member: str, team: str) -> tuple[Operation[None], _LeagueTake]: ...
-    def remove(self, member: str) -> tuple[Operation[None], _LeagueTake]: ...
-    def members(self, team: str) -> tuple[Operation[None], _LeagueTake]: ...
-    def team_of(self, member: str) -> tuple[Operation[None], _LeagueTake]: ...
+    ) -> _RecordOperation: ...
+    def move(self, member: str, team: str) -> _RecordOperation: ...
+    def remove(self, member: str) -> _RecordOperation: ...
+    def members(self, team: str) -> _RecordOperation: ...
+    def team_of(self, member: str) -> _RecordOperation: ...
 
 def observed() -> dict[str, int]:
     """The process's totals: every client's counters (round_trips, commands, connections,

@@ -298,31 +298,23 @@ class LeagueBase(PeriodClock, Generic[S]):
         Returns False, having done nothing, if the period has not ended on the server's clock
         (the league then follows the server's clock)."""
         period = self._period(start)
-        operation, take = league.close(period)
         try:
-            yield operation
+            closed = yield league.close(period)
         except _core.ClockSkewError as error:  # not ended there: nothing was closed
             self._follow_server(error)
             return False
-        closed = take()
         cohorts = closed["cohorts"] if closed else 0
         tally["cohorts"] += cohorts
         first = 1
         while first <= cohorts:
-            takes: list[Any] = []
             replies = 0
 
-            def operations(
-                begin: int = first, takes: list[Any] = takes
-            ) -> Iterator[_core.Operation[Any]]:
+            def operations(begin: int = first) -> Iterator[_core.Operation[Any]]:
                 for cohort in range(begin, cohorts + 1):
-                    operation, take = league.settle(period, cohort)
-                    takes.append(take)
-                    yield operation
+                    yield league.settle(period, cohort)
 
-            def on_reply(_: Any, takes: list[Any] = takes) -> None:
+            def on_reply(record: Any) -> None:
                 nonlocal replies
-                record = takes[replies]()
                 replies += 1
                 if record["already"]:
                     tally["already_settled"] += 1
@@ -394,9 +386,7 @@ class LeagueBase(PeriodClock, Generic[S]):
         if period is None:
             for league in self._leagues:
                 for _ in range(MAX_SETTLE_ROUNDS):
-                    operation, take = league.tiers(self._period(self._start_of(None)), True)
-                    yield operation
-                    reply = take()
+                    reply = yield league.tiers(self._period(self._start_of(None)), True)
                     if not (reply and "unsettled" in reply):
                         break
                     start = self._start_at_ms(reply["unsettled_start"])
@@ -470,15 +460,13 @@ class LeagueBase(PeriodClock, Generic[S]):
         for _ in range(MAX_SETTLE_ROUNDS):
             start = self._start_of(None)
             period = self._period(start)
-            operation, take = league.submit(
-                period, user_id, score, metadata, room, submission_id, retries
-            )
             try:
-                yield operation
+                reply = yield league.submit(
+                    period, user_id, score, metadata, room, submission_id, retries
+                )
             except _core.ClockSkewError as error:  # the server's clock is in another period
                 self._follow_server(error)
                 continue
-            reply = take()
             if "unsettled" in reply:
                 yield from self._settle_pending(league, reply, self._new_tally())
                 continue
@@ -513,13 +501,11 @@ class LeagueBase(PeriodClock, Generic[S]):
         room = _bracket(bracket)
         for _ in range(MAX_SETTLE_ROUNDS):
             period = self._period(self._start_of(None))
-            operation, take = league.join(period, user_id, room)
             try:
-                yield operation
+                reply = yield league.join(period, user_id, room)
             except _core.ClockSkewError as error:  # the server's clock is in another period
                 self._follow_server(error)
                 continue
-            reply = take()
             if "unsettled" in reply:
                 yield from self._settle_pending(league, reply, self._new_tally())
                 continue
@@ -539,9 +525,7 @@ class LeagueBase(PeriodClock, Generic[S]):
         league = self._partition(user_id_text(user_id))
         room = _bracket(bracket)
         for _ in range(MAX_SETTLE_ROUNDS):
-            operation, take = league.hiding(op, self._period(self._start_of(None)), user_id, room)
-            yield operation
-            reply = take()
+            reply = yield league.hiding(op, self._period(self._start_of(None)), user_id, room)
             if "unsettled" in reply:
                 yield from self._settle_pending(league, reply, self._new_tally())
                 continue
@@ -588,9 +572,8 @@ class LeagueBase(PeriodClock, Generic[S]):
         period = self._period(self._start_of(None))
         ids: list[str] = []
         for league in self._leagues:
-            operation, take = league.hiding("hidden", period)
-            yield operation
-            ids.extend(take()["user_ids"])
+            reply = yield league.hiding("hidden", period)
+            ids.extend(reply["user_ids"])
         return sorted(ids, key=lambda i: i.encode("utf-8", "surrogatepass"))
 
     # -- reads ---------------------------------------------------------------------------
@@ -601,9 +584,7 @@ class LeagueBase(PeriodClock, Generic[S]):
         current = period is None
         start = self._start_of(period)
         for _ in range(MAX_SETTLE_ROUNDS):
-            operation, take = build(self._period(start), current)
-            yield operation
-            reply = take()
+            reply = yield build(self._period(start), current)
             if reply is not None and "unsettled" in reply:
                 yield from self._settle_pending(league, reply, self._new_tally())
                 continue
@@ -695,9 +676,7 @@ class LeagueBase(PeriodClock, Generic[S]):
         if period is None:
             raise TypeError("results() needs the period: an id or a datetime in it")
         start = self._start_of(period)
-        operation, take = league.results(self._period(start), user_id)
-        yield operation
-        reply = take()
+        reply = yield league.results(self._period(start), user_id)
         if reply is None:
             return None
         result: LeagueResult = {

@@ -99,12 +99,10 @@ class TeamBase:
             contributions and the team's ZINCRBY (``"sum"``) or a ZRANGE and ZADD
             (``"best"``); a move adds the same on the team left. O(log N).
         """
-        operation, take = self._team.submit(
+        reply = yield self._team.submit(
             user_id_text(member), score, metadata,
             None if team is None else user_id_text(team), mode,
         )  # fmt: skip
-        yield operation
-        reply = take()
         return cast(
             TeamSubmitResult,
             {
@@ -127,9 +125,8 @@ class TeamBase:
             One round trip, one script: ZREM and ZADD on the two teams' contributions and
             their scores. O(log N).
         """
-        operation, take = self._team.move(user_id_text(member), user_id_text(team))
-        yield operation
-        return cast(TeamMove, take())
+        reply = yield self._team.move(user_id_text(member), user_id_text(team))
+        return cast(TeamMove, reply)
 
     @plan
     def remove(self, member: str) -> Plan[bool]:
@@ -139,9 +136,8 @@ class TeamBase:
         Redis cost:
             One round trip, one script. O(log N).
         """
-        operation, take = self._team.remove(user_id_text(member))
-        yield operation
-        return bool(take()["removed"])
+        reply = yield self._team.remove(user_id_text(member))
+        return bool(reply["removed"])
 
     @plan
     def team_members(self, team: str) -> Plan[list[TeamContribution]]:
@@ -150,9 +146,8 @@ class TeamBase:
         Redis cost:
             One round trip: one script, ZRANGE. O(log N + M) for M members.
         """
-        operation, take = self._team.members(user_id_text(team))
-        yield operation
-        return cast(list[TeamContribution], take()["members"])
+        reply = yield self._team.members(user_id_text(team))
+        return cast(list[TeamContribution], reply["members"])
 
     @plan
     def team_of(self, member: str) -> Plan[Optional[str]]:
@@ -161,6 +156,5 @@ class TeamBase:
         Redis cost:
             One round trip: HGET.
         """
-        operation, take = self._team.team_of(user_id_text(member))
-        yield operation
-        return cast(Optional[str], take()["team"])
+        reply = yield self._team.team_of(user_id_text(member))
+        return cast(Optional[str], reply["team"])

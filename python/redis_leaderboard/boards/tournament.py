@@ -352,15 +352,15 @@ class TournamentBase(PeriodClock):
             )
         return self._period(start, now, flag)
 
-    def _sent(self, operation: _core.Operation[Any]) -> Plan[bool]:
-        """Sends a write: False if the server's clock was in another period than the one it
-        named (nothing was written; the tournament now follows the server's clock)."""
+    def _sent(self, operation: _core.Operation[Any]) -> Plan[Optional[dict[str, Any]]]:
+        """Sends a write: its record, or None if the server's clock was in another period than
+        the one it named (nothing was written; the tournament now follows the server's clock)."""
         try:
-            yield operation
+            reply: dict[str, Any] = yield operation
         except _core.ClockSkewError as error:
             self._follow_server(error)
-            return False
-        return True
+            return None
+        return reply
 
     def _unsettled_clock(self) -> _core.ClockSkewError:
         error = _core.ClockSkewError(
@@ -430,14 +430,13 @@ class TournamentBase(PeriodClock):
         user = user_id_text(user_id)
         for _ in range(CLOCK_ROUNDS):
             core_period = self._writable(period, resend=submission_id is not None)
-            operation, take = self._tournament.submit(
-                core_period, user, score, metadata, submission_id, retries
+            reply = yield from self._sent(
+                self._tournament.submit(core_period, user, score, metadata, submission_id, retries)
             )
-            if (yield from self._sent(operation)):
+            if reply is not None:
                 break
         else:
             raise self._unsettled_clock()
-        reply = take()
         result = cast(
             TournamentSubmitResult,
             {
@@ -463,12 +462,11 @@ class TournamentBase(PeriodClock):
         user = user_id_text(user_id)
         for _ in range(CLOCK_ROUNDS):
             core_period = self._writable(None, resend=False)
-            operation, take = self._tournament.join(core_period, user)
-            if (yield from self._sent(operation)):
+            reply = yield from self._sent(self._tournament.join(core_period, user))
+            if reply is not None:
                 break
         else:
             raise self._unsettled_clock()
-        reply = take()
         result: TournamentJoin = {
             "period": core_period[0],
             "joined_now": reply["joined_now"],
@@ -494,12 +492,11 @@ class TournamentBase(PeriodClock):
         for _ in range(CLOCK_ROUNDS):
             now = self.now()
             core_period = self._period(self.periods_of.start_of(now), now)
-            operation, take = self._tournament.add_attempts(core_period, user, n)
-            if (yield from self._sent(operation)):
+            reply = yield from self._sent(self._tournament.add_attempts(core_period, user, n))
+            if reply is not None:
                 break
         else:
             raise self._unsettled_clock()
-        reply = take()
         return self._attempts_left(reply["used"], reply["bonus"])
 
     # -- fair play: hidden players --------------------------------------------------------
@@ -507,9 +504,8 @@ class TournamentBase(PeriodClock):
     def _hiding(self, op: str, user_id: str = "-") -> Plan[dict[str, Any]]:
         now = self.now()
         core_period = self._period(self.periods_of.start_of(now), now)
-        operation, take = self._tournament.hiding(op, core_period, user_id)
-        yield operation
-        return cast(dict[str, Any], take())
+        reply: dict[str, Any] = yield self._tournament.hiding(op, core_period, user_id)
+        return reply
 
     @plan
     def hide(self, user_id: str) -> Plan[bool]:
@@ -563,9 +559,7 @@ class TournamentBase(PeriodClock):
         start = self.periods_of.start_of(now)
         _, end, _ = self._bounds(start)
         core_period = self._period(start, now)
-        operation, take = self._tournament.status(core_period, user)
-        yield operation
-        reply = take()
+        reply = yield self._tournament.status(core_period, user)
         result: TournamentStatus = {
             "active": start <= now < end,
             "period": core_period[0],
