@@ -78,27 +78,27 @@ const Prefix* match(std::string_view message) {
 }  // namespace
 
 void raise_server_error(const std::string& message) {
-  // "RATELIMITED retry_after=<seconds> ..." (rate limits: _lib.lua's plan_guards)
+  // "RATELIMITED retry_after=<seconds> ..." (rate limits: lib/submissions.lua's plan_guards)
   static constexpr std::string_view kRateLimited = "RATELIMITED retry_after=";
   if (starts_with(message, kRateLimited)) {
     throw RateLimited(message, std::strtod(message.c_str() + kRateLimited.size(), nullptr));
   }
-  // "CLOCK <server ms> <from> <until> ..." (_lib.lua's check_clock): the server's time.
+  // "CLOCK <server ms> <from> <until> ..." (lib/clock.lua's check_clock): the server's time.
   static constexpr std::string_view kClock = "CLOCK ";
   if (starts_with(message, kClock)) {
     throw ClockSkew(message.substr(kClock.size()),
                     std::strtoll(message.c_str() + kClock.size(), nullptr, 10));
   }
-  // "SUBMISSIONREUSED <record key> was applied for another user ..." (_lib.lua's check_reuse):
+  // "SUBMISSIONREUSED <record key> was applied for another user ..." (lib/submissions.lua's check_reuse):
   // the caller's mistake, so a ValueError, not a ResponseError.
   static constexpr std::string_view kReused = "SUBMISSIONREUSED ";
   if (starts_with(message, kReused)) {
     throw SubmissionIdReused("submission id: " + message.substr(kReused.size()));
   }
-  // "SCOREREJECTED user <id> on <board>: ..." (fair play, _lib.lua's check_score_limits).
+  // "SCOREREJECTED user <id> on <board>: ..." (fair play, lib/guards.lua's check_score_limits).
   static constexpr std::string_view kRejected = "SCOREREJECTED ";
   if (starts_with(message, kRejected)) throw ScoreRejected(message.substr(kRejected.size()));
-  // "INEXACT <old> + <amount> is beyond ..." (_lib.lua's check_exact_sum): an increment whose
+  // "INEXACT <old> + <amount> is beyond ..." (lib/hiding.lua's check_exact_sum): an increment whose
   // result a double cannot hold, the caller's to avoid as a score it cannot hold (number_arg).
   static constexpr std::string_view kInexact = "INEXACT ";
   if (starts_with(message, kInexact)) {

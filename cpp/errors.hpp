@@ -83,7 +83,7 @@ struct RateLimited : ResponseError {
   double retry_after;  // seconds until the user's window has room (server time)
 };
 
-// CLOCK (seasons, leagues, tournaments, rolling windows: _lib.lua's check_clock): the server's
+// CLOCK (seasons, leagues, tournaments, rolling windows: lib/clock.lua's check_clock): the server's
 // clock says the write does not belong to the period (bucket, window) the client named from its
 // own clock; nothing was changed. The client corrects its clock and sends the write again, or,
 // when its clock is off by more than it accepts, raises it (ClockSkewError in Python).

@@ -95,7 +95,7 @@ py::object max_entries_of(long long value) {
   return py::int_(value);
 }
 
-// group_submit's operation (leaderboard/group.hpp) from Python arguments.
+// A group write (leaderboard/group.hpp) from Python arguments.
 std::unique_ptr<rlb::leaderboard::Operation> group_write(py::handle members, py::handle user_id,
                                                          py::handle score, py::handle metadata,
                                                          py::handle submission_id,
@@ -119,26 +119,6 @@ std::unique_ptr<rlb::leaderboard::Operation> group_write(py::handle members, py:
       std::move(list), user_id_arg(user_id), number_arg(score, "score"), metadata_arg(metadata),
       std::move(id), static_cast<int>(integer_arg(retries, "retries")));
 }
-
-// An operation whose result is kept in `kept` (and None given in its place): group_submit's,
-// for boards/seasons.py until it reads group_write's result.
-class Kept final : public rlb::leaderboard::Operation {
- public:
-  Kept(std::unique_ptr<Operation> inner, std::shared_ptr<rlb::leaderboard::Result> kept)
-      : inner_(std::move(inner)), kept_(std::move(kept)) {}
-  const char* name() const override { return inner_->name(); }
-  std::vector<rlb::leaderboard::Command> next() override { return inner_->next(); }
-  bool feed(std::vector<rlb::codec::Reply>& replies) override { return inner_->feed(replies); }
-  rlb::leaderboard::Result take_result() override {
-    *kept_ = inner_->take_result();
-    return rlb::leaderboard::None{};
-  }
-  int resend_limit() const override { return inner_->resend_limit(); }
-
- private:
-  std::unique_ptr<Operation> inner_;
-  std::shared_ptr<rlb::leaderboard::Result> kept_;
-};
 
 // Time (seasons): rolling windows and group writes (leaderboard/group.hpp).
 void declare_time(py::module_& m) {
@@ -196,23 +176,6 @@ void declare_time(py::module_& m) {
       "submission_id"_a = py::none(), "retries"_a = 2,
       "One write to several boards, in one script; its result is each board's submit() result, "
       "in order.");
-  // group_write as (operation, results): the operation's result is None, results() gives each
-  // board's submit() result once it has run. Only until boards/seasons.py reads group_write's
-  // result, as every other plan reads its operation's (issue 40: one result channel).
-  m.def(
-      "group_submit",
-      [](py::handle members, py::handle user_id, py::handle score, py::handle metadata,
-         py::handle submission_id, py::handle retries) {
-        auto results = std::make_shared<rlb::leaderboard::Result>();
-        auto operation = wrap(std::make_unique<Kept>(
-            group_write(members, user_id, score, metadata, submission_id, retries), results));
-        py::cpp_function take([results]() { return to_python(*results); });
-        return py::make_tuple(py::cast(std::move(operation)), std::move(take));
-      },
-      "members"_a, "user_id"_a, "score"_a, "metadata"_a = py::none(),
-      "submission_id"_a = py::none(), "retries"_a = 2,
-      "group_write as (operation, results), results() giving its result once the operation has "
-      "run (the operation's own result is None).");
 }
 
 // ---- The hottest calls without pybind11's dispatcher: a CPython vectorcall method

@@ -18,7 +18,7 @@ namespace rlb::leaderboard {
 
 // The period an operation is about (unix ms): its start, the end of its active window, the
 // next period's start, the deadline of its keys; `now`: unused (the server's clock decides, see
-// check_clock in _lib.lua; the bindings still take it); `named`: whether the caller named the
+// check_clock in lib/clock.lua; the bindings still take it); `named`: whether the caller named the
 // period (the stale-client guard): 0 no, 1 this one, 2 another one (refused unless the call
 // resends an applied submission id).
 struct TournamentPeriod {

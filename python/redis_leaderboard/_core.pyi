@@ -415,18 +415,6 @@ def group_write(
     it once (as ``Board.submit``: its results then carry ``"duplicate"``), and a lost reply is
     resent at most ``retries`` times."""
 
-def group_submit(
-    members: Iterable[tuple[Union[Board, Window], str, int]],
-    user_id: str,
-    score: float,
-    metadata: Optional[Mapping[str, Any]] = None,
-    submission_id: Optional[str] = None,
-    retries: int = 2,
-) -> tuple[Operation[None], Callable[[], list[SubmitResult]]]:
-    """``group_write`` as ``(operation, results)``: ``results()`` gives its result once the
-    operation has run (the operation's own is None). Only until ``boards/seasons.py`` reads
-    ``group_write``'s result."""
-
 def ping() -> Operation[bool]:
     """The PING operation (True when the server answers)."""
 

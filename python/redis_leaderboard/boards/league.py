@@ -17,7 +17,7 @@ player who does not play in a period is in no cohort and keeps their tier.
 A cohort is a board. Cohort ``n`` of period ``P`` is the guide's layout at
 ``f"{base}:{P}:c:{n}"`` (metadata at ``...:user:<id>``) with the league's ``order`` and
 ``ties``: the league's write is the plain board's write (``plan_write``/``apply_write`` of
-``_lib.lua``), so a cohort's ranks are exactly a board's. The league's other keys are
+``lib/board_write.lua``), so a cohort's ranks are exactly a board's. The league's other keys are
 ``{base}:options`` (its recorded options: two clients cannot disagree silently, as boards),
 ``:tier`` (user -> tier), ``:tiers`` (tier -> players), ``:open`` (the newest period with
 players), ``:events`` (a stream: one ``"settled"`` event per cohort) and, per period,
@@ -73,7 +73,7 @@ import zlib
 from datetime import datetime, timedelta, tzinfo
 from typing import Any, Generic, Iterator, Mapping, Optional, Sequence, TypeVar, Union, cast
 
-from .. import _core
+from .._core import ClockSkewError, League, Operation, ResponseError
 from .._drive import Pipelined, Plan, plan
 from .._types import (
     LeagueEvent,
@@ -191,7 +191,7 @@ class LeagueBase(PeriodClock, Generic[S]):
         else:
             bases = [key]
         self._leagues = [
-            _core.League(
+            League(
                 base,
                 tiers=len(self.tier_names),
                 cohort_size=cohort_size,
@@ -280,7 +280,7 @@ class LeagueBase(PeriodClock, Generic[S]):
 
         return self.periods_of.start_of(_EPOCH + timedelta(milliseconds=start_ms))
 
-    def _partition(self, user_id: str) -> _core.League:
+    def _partition(self, user_id: str) -> League:
         if self.partitions == 1:
             return self._leagues[0]
         return self._leagues[zlib.crc32(user_id.encode("utf-8")) % self.partitions]
@@ -291,7 +291,7 @@ class LeagueBase(PeriodClock, Generic[S]):
     # -- settlement ----------------------------------------------------------------------
 
     def _settle_partition(
-        self, league: _core.League, start: datetime, tally: dict[str, Any]
+        self, league: League, start: datetime, tally: dict[str, Any]
     ) -> Plan[bool]:
         """Closes one partition's period, then settles each of its cohorts (one script each,
         pipelined); a cohort whose script fails is noted in ``tally`` and the others go on.
@@ -300,7 +300,7 @@ class LeagueBase(PeriodClock, Generic[S]):
         period = self._period(start)
         try:
             closed = yield league.close(period)
-        except _core.ClockSkewError as error:  # not ended there: nothing was closed
+        except ClockSkewError as error:  # not ended there: nothing was closed
             self._follow_server(error)
             return False
         cohorts = closed["cohorts"] if closed else 0
@@ -309,7 +309,7 @@ class LeagueBase(PeriodClock, Generic[S]):
         while first <= cohorts:
             replies = 0
 
-            def operations(begin: int = first) -> Iterator[_core.Operation[Any]]:
+            def operations(begin: int = first) -> Iterator[Operation[Any]]:
                 for cohort in range(begin, cohorts + 1):
                     yield league.settle(period, cohort)
 
@@ -326,14 +326,12 @@ class LeagueBase(PeriodClock, Generic[S]):
             try:
                 yield Pipelined(operations(), on_reply, SETTLE_IN_FLIGHT)
                 break
-            except _core.ResponseError as error:  # that cohort's script refused: it changed nothing
+            except ResponseError as error:  # that cohort's script refused: it changed nothing
                 tally["errors"].append((period[0], first + replies, error))
                 first += replies + 1
         return True
 
-    def _settle_pending(
-        self, league: _core.League, reply: Any, tally: dict[str, Any]
-    ) -> Plan[None]:
+    def _settle_pending(self, league: League, reply: Any, tally: dict[str, Any]) -> Plan[None]:
         start = self._start_at_ms(reply["unsettled_start"])
         tally["periods"].append(reply["unsettled"])
         yield from self._settle_partition(league, start, tally)
@@ -464,7 +462,7 @@ class LeagueBase(PeriodClock, Generic[S]):
                 reply = yield league.submit(
                     period, user_id, score, metadata, room, submission_id, retries
                 )
-            except _core.ClockSkewError as error:  # the server's clock is in another period
+            except ClockSkewError as error:  # the server's clock is in another period
                 self._follow_server(error)
                 continue
             if "unsettled" in reply:
@@ -503,7 +501,7 @@ class LeagueBase(PeriodClock, Generic[S]):
             period = self._period(self._start_of(None))
             try:
                 reply = yield league.join(period, user_id, room)
-            except _core.ClockSkewError as error:  # the server's clock is in another period
+            except ClockSkewError as error:  # the server's clock is in another period
                 self._follow_server(error)
                 continue
             if "unsettled" in reply:
@@ -578,7 +576,7 @@ class LeagueBase(PeriodClock, Generic[S]):
 
     # -- reads ---------------------------------------------------------------------------
 
-    def _read(self, league: _core.League, build: Any, period: PeriodArg) -> Plan[Any]:
+    def _read(self, league: League, build: Any, period: PeriodArg) -> Plan[Any]:
         """Runs ``build(period, check)``; a read of the current period settles a pending earlier
         one first."""
         current = period is None

@@ -39,7 +39,7 @@ from typing import (
 )
 from zoneinfo import ZoneInfo
 
-from .._core import Board, ClockSkewError, Operation, PeriodClosed, Window, group_submit
+from .._core import Board, ClockSkewError, Operation, PeriodClosed, Window, group_write
 from .._drive import AsyncDriven, Plan, Runner, Sent, one_trip, plan
 from .._types import (
     BulkEntry,
@@ -1006,7 +1006,7 @@ class RollingState(ServerClock):
                 f"a rolling window ({self._window.key!r}) has no tie-break columns: its board is "
                 "the union of its buckets"
             )
-        operation, results = group_submit(  # positional: cheaper than keywords
+        results = yield group_write(  # positional: cheaper than keywords
             [(self._window, mode, self.bucket_at())],
             user_id,
             score,
@@ -1014,8 +1014,7 @@ class RollingState(ServerClock):
             submission_id,
             retries,
         )
-        yield operation
-        result: SubmitResult = results()[0]
+        result: SubmitResult = results[0]
         return result
 
     @plan
@@ -1169,7 +1168,7 @@ class GroupBase:
         mode: GroupMode,
         submission_id: Optional[str] = None,
         retries: int = 2,
-    ) -> tuple[Operation[Any], Any]:
+    ) -> Operation[list[SubmitResult]]:
         modes: Mapping[str, Any]
         if isinstance(mode, str):
             modes = dict.fromkeys(self.keys, mode)
@@ -1184,7 +1183,7 @@ class GroupBase:
         else:
             raise TypeError(f"mode must be a str or a mapping of keys to str, not {mode!r}")
         members = [board._group_member(modes[board.key]) for board in self.boards]
-        return group_submit(members, user_id, score, metadata, submission_id, retries)
+        return group_write(members, user_id, score, metadata, submission_id, retries)
 
     @plan
     def submit(
@@ -1216,15 +1215,14 @@ class GroupBase:
             write's commands (O(log N) each), plus a GET and a SET of its id's record with a
             ``submission_id``."""
         for _ in range(CLOCK_ROUNDS):
-            operation, results = self._request(
-                user_id, score, metadata, mode, submission_id, retries
-            )
             try:
-                yield operation
+                results = yield self._request(
+                    user_id, score, metadata, mode, submission_id, retries
+                )
             except ClockSkewError as error:  # nothing was written
                 self._follow_server(error)
                 continue
-            return dict(zip(self.keys, results()))
+            return dict(zip(self.keys, results))
         raise _clock_skew_error(
             f"the server refused the periods of {self.keys!r} {CLOCK_ROUNDS} times: its clock "
             "moves unlike this client's; nothing was changed",

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from typing import Any, Literal, Mapping, Optional, cast
 
-from .. import _core
+from .._core import TeamBoard
 from .._drive import Plan, plan
 from .._types import Order, TeamContribution, TeamMove, TeamSubmitResult, WriteMode
 from ..options import board_client
@@ -51,7 +51,7 @@ class TeamBase:
     ) -> None:
         if not isinstance(key, str) or not key:
             raise ValueError("key must be a non-empty str")
-        self._team = _core.TeamBoard(key, aggregate=aggregate, order=order)
+        self._team = TeamBoard(key, aggregate=aggregate, order=order)
         self.redis = board_client(
             self._display_name, redis_client, url, key, self._client_class,
             self._cluster_client_class,

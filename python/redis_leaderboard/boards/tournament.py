@@ -11,15 +11,15 @@ outside it raise ``PeriodClosed``; None: the whole period. A window longer than 
 ends with the period. The clock is the client's (injectable), as on periodic boards.
 
 A period is a board. Period ``P``'s board is the guide's layout at ``f"{key}:{P}"`` (metadata at
-``...:user:<id>``) with the tournament's ``order`` and ``ties``; the tournament's write is the
-plain board's (``plan_write``/``apply_write`` of ``_lib.lua``), so every query of a plain board
-reads it (the tournament forwards them to the current period's board, and ``at`` reaches a
-kept past one: its final standings). Beside it, ``f"{key}:{P}:entrants"`` (player -> attempts
-used: a field per player in the period) and ``f"{key}:{P}:bonus"`` (player -> attempts
-granted); and for the whole tournament ``f"{key}:options"`` (its recorded options: two clients
-cannot disagree silently) and ``f"{key}:current"`` (the newest period written). A period's keys
-expire together once ``keep`` newer periods have begun (each key gets that deadline from the
-call that creates it). A tournament's boards are never trimmed (``max_size`` bounds them).
+``...:user:<id>``) with the tournament's ``order`` and ``ties``; the tournament's write is the plain
+board's (``plan_write``/``apply_write`` of ``lib/board_write.lua``), so every query of a plain board
+reads it (the tournament forwards them to the current period's board, and ``at`` reaches a kept past
+one: its final standings). Beside it, ``f"{key}:{P}:entrants"`` (player -> attempts used: a field
+per player in the period) and ``f"{key}:{P}:bonus"`` (player -> attempts granted); and for the whole
+tournament ``f"{key}:options"`` (its recorded options: two clients cannot disagree silently) and
+``f"{key}:current"`` (the newest period written). A period's keys expire together once ``keep``
+newer periods have begun (each key gets that deadline from the call that creates it). A tournament's
+boards are never trimmed (``max_size`` bounds them).
 
 One script a write. ``submit`` runs every check in one script before its first write: the submission
 id (a resend of an applied id returns the first result whole, kept in its record, and uses no
@@ -52,7 +52,7 @@ from __future__ import annotations
 from datetime import datetime, timedelta, tzinfo
 from typing import Any, Mapping, Optional, Union, cast
 
-from .. import _core
+from .._core import ClockSkewError, Operation, PeriodClosed, StalePeriod, Tournament
 from .._drive import Plan, Sent, one_trip, plan
 from .._types import (
     Entry,
@@ -214,7 +214,7 @@ class TournamentBase(PeriodClock):
                 raise ValueError("duration must be a positive whole number of milliseconds")
         self.duration = duration
         """The active window from each period's start; None: the whole period."""
-        self._tournament = _core.Tournament(
+        self._tournament = Tournament(
             key,
             max_size=max_size,
             join_required=join_required,
@@ -339,31 +339,31 @@ class TournamentBase(PeriodClock):
                 if resend:
                     flag = 2
                 else:
-                    raise _core.StalePeriod(
+                    raise StalePeriod(
                         f"period {named} of tournament {self.key}: the submission was meant "
                         f"for this period, and the current one is {current}; nothing was sent"
                     )
         _, end, _ = self._bounds(start)
         if not resend and now >= end:
-            raise _core.PeriodClosed(
+            raise PeriodClosed(
                 f"period {current} of tournament {self.key}: its active window closed at "
                 f"{end.astimezone(self.tz).isoformat()}; the clock says "
                 f"{now.astimezone(self.tz).isoformat()}; nothing was sent"
             )
         return self._period(start, now, flag)
 
-    def _sent(self, operation: _core.Operation[Any]) -> Plan[Optional[dict[str, Any]]]:
+    def _sent(self, operation: Operation[Any]) -> Plan[Optional[dict[str, Any]]]:
         """Sends a write: its record, or None if the server's clock was in another period than
         the one it named (nothing was written; the tournament now follows the server's clock)."""
         try:
             reply: dict[str, Any] = yield operation
-        except _core.ClockSkewError as error:
+        except ClockSkewError as error:
             self._follow_server(error)
             return None
         return reply
 
-    def _unsettled_clock(self) -> _core.ClockSkewError:
-        error = _core.ClockSkewError(
+    def _unsettled_clock(self) -> ClockSkewError:
+        error = ClockSkewError(
             f"the server refused the period of tournament {self.key!r} {CLOCK_ROUNDS} times: its "
             "clock moves unlike this client's; nothing was changed"
         )
