@@ -89,8 +89,8 @@ void raise_server_error(const std::string& message) {
     throw ClockSkew(message.substr(kClock.size()),
                     std::strtoll(message.c_str() + kClock.size(), nullptr, 10));
   }
-  // "SUBMISSIONREUSED <record key> was applied for another user ..." (lib/submissions.lua's check_reuse):
-  // the caller's mistake, so a ValueError, not a ResponseError.
+  // "SUBMISSIONREUSED <record key> was applied for another user ..." (lib/submissions.lua's
+  // check_reuse): the caller's mistake, so a ValueError, not a ResponseError.
   static constexpr std::string_view kReused = "SUBMISSIONREUSED ";
   if (starts_with(message, kReused)) {
     throw SubmissionIdReused("submission id: " + message.substr(kReused.size()));

@@ -481,3 +481,25 @@ def test_the_real_words_cpp_writes_are_the_fields_guard_fields_reads(
     if any(w.name in ("range", "maxinc") for w in words):
         expected["limits"] = "true"
     assert got == expected
+
+
+def test_a_constant_is_declared_once_for_both_languages(tmp_path: Path) -> None:
+    consts: list[generate.Const] = []
+    helpers = generate.read_helpers(
+        "--: CONST BIG 4294967296: a big one\nlocal function f()\n  return BIG\nend\n",
+        "lib/c.lua",
+        [],
+        consts,
+    )
+    assert (helpers[0].name, helpers[0].text) == (
+        "BIG",
+        "-- a big one\nlocal BIG = 4294967296\n",
+    )
+    assert consts == [generate.Const("BIG", 4294967296, "a big one")]
+    assert "inline constexpr long long BIG = 4294967296LL;" in generate.script_constants_hpp(consts)
+    with pytest.raises(generate.GenerateError, match="a constant is"):
+        generate.read_helpers("--: CONST big 1\n", "lib/c.lua", [], [])
+    # The real one: C++'s unlimited max_entries is the scripts'.
+    assert generate.main(["generate.py", str(SCRIPTS), str(tmp_path)]) == 0
+    header = (tmp_path / "leaderboard" / "script_constants.hpp").read_text()
+    assert "inline constexpr long long UNLIMITED = 4294967296LL;" in header

@@ -319,7 +319,7 @@ std::unique_ptr<Operation> group_submit(std::vector<GroupMember> members, std::s
     throw InvalidArgument("a group holds at most " + std::to_string(kMaxGroupMembers) +
                           " boards, not " + std::to_string(members.size()));
   }
-  std::vector<std::string> keys, args{user_id, format_score(score), std::to_string(members.size())};
+  std::vector<std::string> keys, args;
   std::vector<std::string> names, options;
   std::vector<std::optional<Board>> boards;
   for (auto& member : members) {
@@ -374,9 +374,11 @@ std::unique_ptr<Operation> group_submit(std::vector<GroupMember> members, std::s
     args.push_back(std::move(value));
   }
   const bool idempotent = submission_id.has_value();
-  return std::make_unique<GroupSubmit>(
-      undeclared_call(scripts::group, std::move(keys), std::move(args)), std::move(names),
-      std::move(options), std::move(boards), std::move(user_id), idempotent, retries);
+  Command command = calls::group(
+      arg::member_keys{std::move(keys)}, arg::user_id{user_id}, arg::number{format_score(score)},
+      arg::members{std::to_string(members.size())}, arg::member_words{std::move(args)});
+  return std::make_unique<GroupSubmit>(std::move(command), std::move(names), std::move(options),
+                                       std::move(boards), std::move(user_id), idempotent, retries);
 }
 
 }  // namespace rlb::leaderboard

@@ -19,12 +19,12 @@ enum class Aggregate { Sum, Max, Min };
 Aggregate parse_aggregate(std::string_view name);
 const char* name_of(Aggregate aggregate);
 
-// A rolling window (see refresh_window in scripts/lib/window_ahead.lua): the scores of bucket i (unix ms /
-// bucket_ms, rounded down) in "<key>:bucket:<i>", the window's aggregates in "<key>:window:all"
-// and the best max_entries of them at "<key>" (the guide's layout: any Board on `key` reads it,
-// metadata included), kept up to date incrementally: the next window is kept ready beside it
-// ("<key>:window:ahead") and renamed into place when the bucket changes; when it is not ready,
-// the buckets that leave are subtracted in steps of bounded size, "<key>:window" naming the
+// A rolling window (see refresh_window in scripts/lib/window_ahead.lua): the scores of bucket i
+// (unix ms / bucket_ms, rounded down) in "<key>:bucket:<i>", the window's aggregates in
+// "<key>:window:all" and the best max_entries of them at "<key>" (the guide's layout: any Board on
+// `key` reads it, metadata included), kept up to date incrementally: the next window is kept ready
+// beside it ("<key>:window:ahead") and renamed into place when the bucket changes; when it is not
+// ready, the buckets that leave are subtracted in steps of bounded size, "<key>:window" naming the
 // bucket the window is complete for (and a transition's position, or the window ahead's state).
 // Buckets are passed in by the caller, whose clock decides them.
 class Window {

@@ -19,16 +19,6 @@
 
 namespace rlb::leaderboard {
 
-Command undeclared_call(const Script& script, std::vector<std::string> keys,
-                        std::vector<std::string> args) {
-  Command command{&script, {}};
-  command.argv.reserve(1 + keys.size() + args.size());
-  command.argv.push_back(std::to_string(keys.size()));
-  for (auto& key : keys) command.argv.push_back(std::move(key));
-  for (auto& arg : args) command.argv.push_back(std::move(arg));
-  return command;
-}
-
 std::string new_call_token() {
   // One generator per thread, seeded from the system's entropy (again in a forked child, which
   // would otherwise repeat its parent's tokens): tokens need to be unique, not secret.

@@ -15,6 +15,7 @@
 
 #include "codec/reply.hpp"
 #include "leaderboard/script_args.hpp"
+#include "leaderboard/script_constants.hpp"
 #include "leaderboard/scripts.hpp"
 
 namespace rlb::leaderboard {
@@ -27,12 +28,6 @@ using Metadata = std::vector<std::pair<std::string, std::string>>;  // HGETALL o
 // call that applied it, so a resend of that same call (after a lost reply) is told apart from
 // another call with the same id: only the latter is a duplicate.
 std::string new_call_token();
-
-// The EVALSHA of a script that does not declare its interface yet (write, bulk, hide, group):
-// its keys and arguments in the order its comment gives. A declared script's call is
-// calls::<script>[_<call>] (generated, see cpp/leaderboard/scripts/generate.py).
-Command undeclared_call(const Script& script, std::vector<std::string> keys,
-                        std::vector<std::string> args);
 
 struct Entry {
   std::optional<long long> rank;  // 1-based; absent when a write was trimmed away
@@ -281,7 +276,7 @@ class Board {
   static constexpr long long kPageSize = 5000;
   // An unlimited board's max_entries (None in Python): more than a sorted set can hold
   // (2^32 - 1 members), so no write ever trims; larger limits are clamped to it.
-  static constexpr long long kUnlimited = 1LL << 32;
+  static constexpr long long kUnlimited = constants::UNLIMITED;  // lib/base.lua's
 
   // `expire_at` (unix ms): a periodic board's deadline (seasons): every write PEXPIREATs
   // every key of the board it touches, metadata hashes included (see expire_board in

@@ -65,6 +65,10 @@ which goes to that field of ``w``): Lua gets ``read_guard_word(w, word)`` (strai
 table built per call) and the set ``GUARD_KEYED``, C++ ``leaderboard/script_words.hpp``
 (``word::rate{...}``, ``word::text``, ``word::add(spec, keys, ...)``).
 
+A constant both languages need is declared once too, ``--: CONST NAME integer: about`` in a
+module: a helper ``local NAME = integer`` there, ``constants::NAME`` in C++
+(``leaderboard/script_constants.hpp``).
+
 Usage: ``python generate.py <scripts folder> <output folder>``. A file whose content would not
 change is not rewritten (so nothing recompiles for nothing).
 """
@@ -81,6 +85,7 @@ LIB = "lib"  # the helpers' folder: one module per concern
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _FUNCTION = re.compile(r"^local function ([A-Za-z_][A-Za-z0-9_]*)\(")
 _VALUE = re.compile(r"^local ([A-Za-z_][A-Za-z0-9_]*) = ")
+_CONST = re.compile(r"^--: CONST ([A-Z][A-Z0-9_]*) (-?[0-9]+)(?:: (.*))?$")
 _WORD = re.compile(r"^--: WORD ([a-z]+)(#?)((?: [a-z_]+)*)(?: \[([a-z_]+)\])?(?:: (.*))?$")
 # What the WORD declarations become in Lua: a function that reads one word into `w`, and the
 # set of the words that name a key.
@@ -111,6 +116,16 @@ class Word:
 
 
 @dataclass
+class Const:
+    """A constant both languages need (``--: CONST NAME integer: about``): a Lua local of the
+    module that declares it, and ``constants::NAME`` in C++."""
+
+    name: str
+    value: int
+    about: str
+
+
+@dataclass
 class Helper:
     name: str
     text: str  # its comment lines, then its definition, each line ending in "\n"
@@ -118,7 +133,9 @@ class Helper:
     module: str = ""  # the module (lib/<module>.lua) that defines it
 
 
-def read_helpers(text: str, path: str, words: list[Word] | None = None) -> list[Helper]:
+def read_helpers(
+    text: str, path: str, words: list[Word] | None = None, consts: list[Const] | None = None
+) -> list[Helper]:
     """The helpers one module's text defines, in file order (their uses not linked yet); its
     ``--: WORD`` lines, appended to ``words``, become two more where the first of them is:
     ``read_guard_word(w, word)`` and the set ``GUARD_KEYED`` (see ``lua_words``)."""
@@ -140,6 +157,17 @@ def read_helpers(text: str, path: str, words: list[Word] | None = None) -> list[
             comments = ""
         elif match := _VALUE.match(line):
             helpers.append(Helper(match[1], comments + line + "\n"))
+            comments = ""
+        elif line.startswith("--: CONST"):
+            const = _CONST.match(line)
+            if consts is None or not const:
+                raise GenerateError(
+                    f"{path}:{number}: a constant is `--: CONST NAME integer[: about]`, "
+                    "in lib/ only"
+                )
+            consts.append(Const(const[1], int(const[2]), const[3] or ""))
+            about = f"-- {const[3]}\n" if const[3] else ""
+            helpers.append(Helper(const[1], comments + about + f"local {const[1]} = {const[2]}\n"))
             comments = ""
         elif line.startswith("--: WORD"):
             if words is None or (table and helpers[-1] is not table[-1]):
@@ -240,7 +268,9 @@ def parse_lib(text: str, path: str = "lib.lua") -> list[Helper]:
     return helpers
 
 
-def parse_modules(folder: Path, words: list[Word] | None = None) -> list[Helper]:
+def parse_modules(
+    folder: Path, words: list[Word] | None = None, consts: list[Const] | None = None
+) -> list[Helper]:
     """The helpers of every module of ``folder`` (``lib/*.lua``), each module's after those of
     the modules it requires: its ``--: REQUIRES a b`` line (in its opening comment) names the
     modules whose helpers it uses, and it may use no others."""
@@ -270,7 +300,12 @@ def parse_modules(folder: Path, words: list[Word] | None = None) -> list[Helper]
         visit(name, [])
     helpers: list[Helper] = []
     for name in order:
-        own = read_helpers(texts[name], path_of[name], words if words is not None else [])
+        own = read_helpers(
+            texts[name],
+            path_of[name],
+            words if words is not None else [],
+            consts if consts is not None else [],
+        )
         for helper in own:
             helper.module = name
         helpers += own
@@ -519,27 +554,53 @@ def _comment(text: str, width: int = 98) -> list[str]:
     return lines
 
 
-def build_all(folder: Path, words: list[Word] | None = None) -> list[Script]:
-    """Every script of ``folder``, by name (and the guard words of its modules into ``words``)."""
-    helpers = parse_modules(folder / LIB, words)
+def build_all(
+    folder: Path, words: list[Word] | None = None, consts: list[Const] | None = None
+) -> list[Script]:
+    """Every script of ``folder``, by name (and the guard words and constants of its modules
+    into ``words`` and ``consts``)."""
+    helpers = parse_modules(folder / LIB, words, consts)
     return [
         build_script(path.stem, path.read_text(), helpers) for path in sorted(folder.glob("*.lua"))
     ]
 
 
+def _header(about: str, includes: list[str], namespace: str) -> list[str]:
+    """A generated header's opening: what it holds (a comment, ending "Do not edit."), its
+    includes (system ones first) and the namespace it opens."""
+    system = [f"#include <{name}>" for name in includes if not name.endswith(".hpp")]
+    local = [f'#include "{name}"' for name in includes if name.endswith(".hpp")]
+    out = [*_comment(about + " Generated by generate.py. Do not edit."), "#pragma once", ""]
+    for group in (system, local):
+        if group:
+            out += [*group, ""]
+    return [*out, f"namespace {namespace} {{"]
+
+
+def script_constants_hpp(consts: list[Const]) -> str:
+    """C++ for the constants the modules of ``lib/`` declare (``--: CONST``)."""
+    out = _header(
+        "The constants the scripts and C++ share, declared once in cpp/leaderboard/scripts/lib/"
+        " (`--: CONST` lines).",
+        [],
+        "rlb::leaderboard::constants",
+    )
+    for const in consts:
+        out += _comment(f"{const.name}: {const.about}")
+        out.append(f"inline constexpr long long {const.name} = {const.value}LL;")
+    out.append("}  // namespace rlb::leaderboard::constants")
+    return "\n".join(out) + "\n"
+
+
 def script_words_hpp(words: list[Word]) -> str:
     """C++ for the guard words: a struct per word (its fields, then its key), its text, and an
     ``add`` that appends it to a spec, after a space (and its key to the keys, in lockstep)."""
-    out = [
-        "// The guard words of the scripts' specs, declared once in cpp/leaderboard/scripts/lib/",
-        "// (`--: WORD` lines). Generated by generate.py. Do not edit.",
-        "#pragma once",
-        "",
-        "#include <string>",
-        "#include <vector>",
-        "",
-        "namespace rlb::leaderboard::word {",
-    ]
+    out = _header(
+        "The guard words of the scripts' specs, declared once in cpp/leaderboard/scripts/lib/"
+        " (`--: WORD` lines).",
+        ["string", "vector"],
+        "rlb::leaderboard::word",
+    )
     for word in words:
         out += _comment(f"{word.name}: {word.about}")
         members = [*word.fields, *([word.key] if word.key else [])]
@@ -642,17 +703,12 @@ def _shapes(scripts: list[Script]) -> dict[str, str]:
 
 
 def script_args_hpp(scripts: list[Script]) -> str:
-    out = [
-        "// The named arguments of the scripts' calls (see script_calls.hpp), one type per name",
-        "// declared in cpp/leaderboard/scripts/*.lua. Generated by generate.py. Do not edit.",
-        "#pragma once",
-        "",
-        "#include <string>",
-        "#include <utility>",
-        "#include <vector>",
-        "",
-        "namespace rlb::leaderboard::arg {",
-    ]
+    out = _header(
+        "The named arguments of the scripts' calls (see script_calls.hpp), one type per name"
+        " declared in cpp/leaderboard/scripts/*.lua.",
+        ["string", "utility", "vector"],
+        "rlb::leaderboard::arg",
+    )
     for name, shape in _shapes(scripts).items():
         value = "std::vector<std::string>" if shape == "rest" else "std::string"
         out += [
@@ -666,23 +722,20 @@ def script_args_hpp(scripts: list[Script]) -> str:
 
 
 def script_calls_hpp(scripts: list[Script]) -> str:
-    out = [
-        "// One function per declared call of a script: its EVALSHA, built from named arguments",
-        "// in the order its declaration gives (cpp/leaderboard/scripts/<name>.lua; a script of",
-        "// several calls has one per call, <script>_<call>). Generated by generate.py. Do not",
-        "// edit.",
-        "#pragma once",
-        "",
-        "#include <optional>",
-        "#include <string>",
-        "#include <utility>",
-        "#include <vector>",
-        "",
-        '#include "leaderboard/script_args.hpp"',
-        '#include "leaderboard/scripts.hpp"',
-        "",
-        "namespace rlb::leaderboard::calls {",
-    ]
+    out = _header(
+        "One function per declared call of a script: its EVALSHA, built from named arguments in"
+        " the order its declaration gives (cpp/leaderboard/scripts/<name>.lua; a script of"
+        " several calls has one per call, <script>_<call>).",
+        [
+            "optional",
+            "string",
+            "utility",
+            "vector",
+            "leaderboard/script_args.hpp",
+            "leaderboard/scripts.hpp",
+        ],
+        "rlb::leaderboard::calls",
+    )
     for script in scripts:
         abouts = {p.name: p.about for c in script.calls for p in c.keys + c.args if p.about}
         for function, word, keys, args in script.signatures():
@@ -746,8 +799,9 @@ def main(argv: list[str]) -> int:
         return 2
     folder, output = Path(argv[1]), Path(argv[2])
     words: list[Word] = []
+    consts: list[Const] = []
     try:
-        scripts = build_all(folder, words)
+        scripts = build_all(folder, words, consts)
     except GenerateError as error:
         print(f"generate.py: {error}", file=sys.stderr)
         return 1
@@ -761,6 +815,7 @@ def main(argv: list[str]) -> int:
     write_if_changed(output / "leaderboard" / "script_args.hpp", args_hpp)
     write_if_changed(output / "leaderboard" / "script_calls.hpp", calls_hpp)
     write_if_changed(output / "leaderboard" / "script_words.hpp", script_words_hpp(words))
+    write_if_changed(output / "leaderboard" / "script_constants.hpp", script_constants_hpp(consts))
     return 0
 
 

@@ -1,19 +1,24 @@
 #!lua
--- LeaderboardGroup.submit and the writes of rolling windows (issue 16): one user's score and
+-- LeaderboardGroup.submit and the writes of rolling windows: one user's score and
 -- metadata written to several boards, atomically: every board's write is planned (every check
 -- that can fail) before any is applied, so a refused one leaves every board untouched. No flags:
 -- Redis 7 refuses it up front when out of memory.
--- KEYS, for each member in turn:
+--: KEYS member_keys...: each member's keys in turn (below)
+--: ARGV user_id: the user
+--: ARGV number: the score, or the amount of an 'incr'
+--: ARGV members: the number of members
+--: ARGV member_words...: 9 words per member (below), then the metadata: field, value, ...
+-- A member's keys:
 --   a board:  its sorted set, the user's metadata hash, its option keys (see board_spec), the
 --             keys of its guard words;
 --   a window: its bucket's sorted set "<key>:bucket:<i>", the user's metadata hash
 --             "<key>:user:<id>", the union "<key>", its marker "<key>:window", its options hash
 --             "<key>:options" (see refresh_window in lib/window_ahead.lua), the keys of its
 --             guard words.
--- ARGV: user_id, score, the number of members, then 9 words per member, then field, value, ...
+-- A member's 9 words:
 --   a board:  'board', mode, order, ties, max_entries, the number of its keys, '', '', its spec
---             words or '' (as write.lua's, see guard_fields: issue 17's 'sid:..', 'rate:..',
---             'events:..', their keys the board's last; issue 16's 'expire:<unix ms>', no key)
+--             words or '' (as write.lua's guard words: see GUARD_WORDS in lib/guards.lua, the
+--             keys of those that name one the board's last)
 --   a window: 'window', mode, order, aggregate ('sum' | 'max' | 'min'), max_entries, bucket i
 --             (the caller's clock's; the write goes to the server's clock's bucket, see
 --             check_clock in lib/clock.lua), bucket length (ms), window length (ms), its spec words
@@ -34,8 +39,8 @@
 -- max_entries (their buckets and metadata stay), the scores the window's aggregates.
 
 local WORDS = 9
-local user_id, number = ARGV[1], ARGV[2]
-local members, first_field = tonumber(ARGV[3]), 4 + WORDS * tonumber(ARGV[3])
+members = tonumber(members)
+local first_field = member_words_at + WORDS * members
 
 -- The union's order: ZREVRANK for 'desc'.
 local function window_rank(win, user)
@@ -247,9 +252,9 @@ local function spec_words(text)
 end
 
 -- Plan every member, then apply every plan.
-local plans, replies, k = {}, {}, 1
+local plans, replies, k = {}, {}, member_keys_at
 for m = 1, members do
-  local a = 3 + WORDS * (m - 1)
+  local a = member_words_at - 1 + WORDS * (m - 1)
   local kind, mode, order = ARGV[a + 1], ARGV[a + 2], ARGV[a + 3]
   local spec, keyed = spec_words(ARGV[a + 9])
   local plan, reply

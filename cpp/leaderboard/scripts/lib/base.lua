@@ -10,6 +10,8 @@
 -- are checked before they run even in reads: a command an ACL denies inside a script fails
 -- with "ERR The user executing the script can't run this command", and NOPERM is the clearer.
 
+--: CONST UNLIMITED 4294967296: max_entries of an unlimited board (None in Python), 2^32: no write ever trims it
+
 -- redis.acl_check_cmd, looked up once per call of a script (it exists from Redis 7.0; before, a
 -- denied command fails where it runs).
 local acl_check_cmd = redis.acl_check_cmd

@@ -67,7 +67,6 @@ end
 -- layout before the window-ahead kept a copy there, "old_all", dropped by the next transition).
 -- A window whose union is refilled cheaply (unlimited, or max_entries <= REFILL_MAX) keeps the
 -- next window ready ("fast").
-local UNLIMITED = 2 ^ 32
 local REFILL_MAX = 1000
 local function window_names(win)
   win.old_all = win.union .. ':window:all'
