@@ -188,36 +188,43 @@ TournamentPeriod tournament_period_arg(py::handle value) {
 
 void declare_tournament(py::module_& m) {
   py::class_<Tournament>(m, "Tournament", "A tournament; builds validated operations.", guarded())
-      .def(
-          py::init([](std::string key, py::handle max_size, bool join_required,
-                      py::handle max_attempts, py::handle mode, py::handle order, py::handle ties,
-                      py::handle submission_ttl, py::handle score_range, py::handle max_increment) {
-            leaderboard::Guards limits;
-            score_limits_arg(score_range, max_increment, limits);
-            return Tournament(std::move(key), optional_integer(max_size, "max_size"), join_required,
-                              optional_integer(max_attempts, "max_attempts"),
-                              leaderboard::parse_write_mode(text_arg(mode, "mode")),
-                              leaderboard::parse_order(text_arg(order, "order")),
-                              leaderboard::parse_ties(text_arg(ties, "ties")),
-                              number_arg(submission_ttl, "submission_ttl"), limits);
-          }),
-          "key"_a, py::kw_only(), "max_size"_a, "join_required"_a, "max_attempts"_a, "mode"_a,
-          "order"_a, "ties"_a, "submission_ttl"_a = 86400, "score_range"_a = py::none(),
-          "max_increment"_a = py::none())
+      .def(py::init([](std::string key, py::handle max_size, bool join_required,
+                       py::handle max_attempts, py::handle mode, py::handle order, py::handle ties,
+                       py::handle submission_ttl, py::handle score_range, py::handle max_increment,
+                       py::handle tiebreak) {
+             leaderboard::Guards limits;
+             score_limits_arg(score_range, max_increment, limits);
+             return Tournament(std::move(key), optional_integer(max_size, "max_size"),
+                               join_required, optional_integer(max_attempts, "max_attempts"),
+                               leaderboard::parse_write_mode(text_arg(mode, "mode")),
+                               leaderboard::parse_order(text_arg(order, "order")),
+                               leaderboard::parse_ties(text_arg(ties, "ties")),
+                               number_arg(submission_ttl, "submission_ttl"), limits,
+                               tiebreak_columns_arg(tiebreak));
+           }),
+           "key"_a, py::kw_only(), "max_size"_a, "join_required"_a, "max_attempts"_a, "mode"_a,
+           "order"_a, "ties"_a, "submission_ttl"_a = 86400, "score_range"_a = py::none(),
+           "max_increment"_a = py::none(), "tiebreak"_a = py::none())
       .def_property_readonly("key", &Tournament::key)
       .def("board_key", &Tournament::board_key, "period"_a)
       .def(
           "submit",
           [](const Tournament& self, py::handle period, py::handle user_id, py::handle score,
-             py::handle metadata, py::handle submission_id, py::handle retries) {
+             py::handle metadata, py::handle submission_id, py::handle retries,
+             py::handle tiebreak) {
             std::optional<std::string> id;
             if (!submission_id.is_none()) id = text_arg(submission_id, "submission_id");
+            if (!tiebreak.is_none() && self.tiebreak().empty()) {
+              throw py::value_error("tiebreak values for a tournament without tie-break columns");
+            }
             return wrap(self.submit(tournament_period_arg(period), user_id_arg(user_id),
                                     number_arg(score, "score"), metadata_arg(metadata),
                                     std::move(id),
-                                    static_cast<int>(integer_arg(retries, "retries"))));
+                                    static_cast<int>(integer_arg(retries, "retries")),
+                                    tiebreak_values_arg(tiebreak, self.tiebreak())));
           },
-          "period"_a, "user_id"_a, "score"_a, "metadata"_a, "submission_id"_a, "retries"_a)
+          "period"_a, "user_id"_a, "score"_a, "metadata"_a, "submission_id"_a, "retries"_a,
+          "tiebreak"_a = py::none())
       .def(
           "hiding",
           [](const Tournament& self, const std::string& op, py::handle period, py::handle user_id) {

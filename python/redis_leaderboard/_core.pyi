@@ -748,6 +748,7 @@ class Tournament:
         submission_ttl: float = 86400,
         score_range: Optional[tuple[Optional[float], Optional[float]]] = None,
         max_increment: Optional[float] = None,
+        tiebreak: Optional[Sequence[tuple[str, str]]] = None,
     ) -> None: ...
     @property
     def key(self) -> str: ...
@@ -760,7 +761,10 @@ class Tournament:
         metadata: Optional[Mapping[str, Any]],
         submission_id: Optional[str],
         retries: int,
-    ) -> _RecordOperation: ...
+        tiebreak: Optional[Mapping[str, float]] = None,
+    ) -> _RecordOperation:
+        """``tiebreak``: a value for each of the tournament's tie-break columns (as
+        ``Board.submit``'s); None keeps the stored values."""
     def hiding(self, op: str, period: _TournamentPeriod, user_id: str = "") -> _RecordOperation:
         """``op``: "hide", "unhide" (record ``{"changed"}``) or "hidden" (``{"user_ids"}``)."""
     def join(self, period: _TournamentPeriod, user_id: str) -> _RecordOperation: ...
