@@ -78,6 +78,14 @@ COMPETITION_WRITES: dict[str, tuple[Any, Any]] = {
         ),
         lambda cup, i: cup.submit(f"user:{i % 1500:08d}", i % 7, tiebreak={"seconds": i}),
     ),
+    "league.submit": (
+        lambda rl, client: rl.League(client, "bench:league"),
+        lambda league, i: league.submit(f"user:{i % 1500:08d}", i),
+    ),
+    "league.submit (tiebreak)": (
+        lambda rl, client: rl.League(client, "bench:league:tb", tiebreak=(("seconds", "asc"),)),
+        lambda league, i: league.submit(f"user:{i % 1500:08d}", i % 7, tiebreak={"seconds": i}),
+    ),
 }
 
 
