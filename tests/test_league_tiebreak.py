@@ -16,7 +16,7 @@ import pytest
 
 from apis import Api
 from conftest import RedisServer, unique_key
-from helpers import FakeClock, snapshot
+from helpers import FakeClock, ReplyDropper, snapshot
 from ranking_model import RankingModel
 from redis_leaderboard import OptionsMismatch, SubmissionIdReused
 
@@ -204,3 +204,26 @@ def test_hidden_players_keep_their_columns(api: Api, key: str) -> None:
     assert [
         (e["user_id"], e["tiebreak"]["seconds"]) for e in league.standings("bob")["entries"]
     ] == [("ann", 5.0), ("bob", 7.0)]
+
+
+def test_a_lost_reply_is_resent_and_answers_this_call(
+    api: Api, key: str, redis_server: RedisServer
+) -> None:
+    clock = FakeClock(MONDAY)
+    options: dict[str, Any] = {
+        "tiers": TIERS, "cohort_size": 4, "promote": 1, "demote": 1, "tiebreak": COLUMNS,
+    }  # fmt: skip
+    values = {"wins": 3, "seconds": 8.5}
+    proxy = ReplyDropper(redis_server.port, drops=1)
+    try:
+        client = api.connect(port=proxy.port, socket_timeout=5)
+        league = api.make("League", key, client=client, clock=clock, **options)
+        result = league.submit("ann", 7, submission_id="lost", tiebreak=values)
+    finally:
+        proxy.close()
+    assert proxy.dropped == 1 and result["duplicate"] is False  # the library's own resend
+    assert (result["score"], result["rank"], result["zone"]) == (7.0, 1, "promote")
+    direct = api.league(key, clock, **options)
+    again = direct.submit("ann", 7, submission_id="lost", tiebreak=values)  # another call
+    assert again == {**result, "duplicate": True}
+    assert direct.standings("ann")["entries"][0]["tiebreak"] == {"wins": 3.0, "seconds": 8.5}

@@ -16,7 +16,7 @@ import pytest
 
 from apis import Api
 from conftest import RedisServer, unique_key
-from helpers import FakeClock, snapshot
+from helpers import FakeClock, ReplyDropper, snapshot
 from ranking_model import RankingModel
 from redis_leaderboard import OptionsMismatch, SubmissionIdReused
 
@@ -174,3 +174,24 @@ def test_hidden_players_keep_their_columns(api: Api, key: str) -> None:
     assert [(e["user_id"], e["tiebreak"]["seconds"]) for e in cup.get_top()] == [
         ("ann", 4.0), ("bob", 7.0),
     ]  # fmt: skip
+
+
+def test_a_lost_reply_is_resent_and_answers_this_call(
+    api: Api, key: str, redis_server: RedisServer
+) -> None:
+    clock = FakeClock(DAY0 + timedelta(hours=1))
+    values = {"kills": 4, "seconds": 12.25}
+    proxy = ReplyDropper(redis_server.port, drops=1)
+    try:
+        client = api.connect(port=proxy.port, socket_timeout=5)
+        cup = api.make("Tournament", key, client=client, clock=clock, schedule="day",
+                       max_attempts=3, tiebreak=COLUMNS)  # fmt: skip
+        result = cup.submit("ann", 7, submission_id="lost", tiebreak=values)
+    finally:
+        proxy.close()
+    assert proxy.dropped == 1 and result["duplicate"] is False  # the library's own resend
+    assert (result["score"], result["rank"], result["attempts_used"]) == (7.0, 1, 1)
+    direct = api.tournament(key, clock, schedule="day", max_attempts=3, tiebreak=COLUMNS)
+    again = direct.submit("ann", 7, submission_id="lost", tiebreak=values)  # another call
+    assert again == {**result, "duplicate": True}
+    assert direct.get_user_entry("ann")["tiebreak"] == {"kills": 4.0, "seconds": 12.25}
