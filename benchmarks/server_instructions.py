@@ -21,7 +21,9 @@ redis.asyncio spreads them over 100 (``docs/pages/benchmarks.md``).
 A write (``--method "submit (guards)"`` and the others of ``WRITES``) cannot be one request sent
 again (a resend is a duplicate): its ``--calls`` calls go through the library, one connection,
 each its own (a new submission id, another user), on a board with the guards it names; the
-figure is the server's work per call, ``--layouts`` ignored.
+figure is the server's work per call, ``--layouts`` ignored. ``COMPETITION_WRITES`` measure a
+tournament's and a league's ``submit`` the same way (``--method tournament.submit``), with and
+without tie-break columns.
 """
 
 from __future__ import annotations
@@ -63,6 +65,28 @@ WRITES: dict[str, tuple[dict[str, Any], Any]] = {
     ),
     "delete_user (events)": ({"events": True}, lambda board, i: board.delete_user(f"user:{i:08d}")),
 }
+# Writes of the other board types, through the library: (the object on a client, the i-th call).
+# Each call is another player (a tournament's best score; a league's first write places them).
+COMPETITION_WRITES: dict[str, tuple[Any, Any]] = {
+    "tournament.submit": (
+        lambda rl, client: rl.Tournament(client, "bench:cup", schedule="day"),
+        lambda cup, i: cup.submit(f"user:{i % 1500:08d}", i),
+    ),
+    "tournament.submit (tiebreak)": (
+        lambda rl, client: rl.Tournament(
+            client, "bench:cup:tb", schedule="day", tiebreak=(("seconds", "asc"),)
+        ),
+        lambda cup, i: cup.submit(f"user:{i % 1500:08d}", i % 7, tiebreak={"seconds": i}),
+    ),
+    "league.submit": (
+        lambda rl, client: rl.League(client, "bench:league"),
+        lambda league, i: league.submit(f"user:{i % 1500:08d}", i),
+    ),
+    "league.submit (tiebreak)": (
+        lambda rl, client: rl.League(client, "bench:league:tb", tiebreak=(("seconds", "asc"),)),
+        lambda league, i: league.submit(f"user:{i % 1500:08d}", i % 7, tiebreak={"seconds": i}),
+    ),
+}
 
 
 def free_port() -> int:
@@ -99,7 +123,11 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--calls", type=int, default=400)
     parser.add_argument("--layouts", default="1x1,1x10,1x100,10x1,100x1")
-    parser.add_argument("--method", default="get_top(100)", choices=sorted([*METHODS, *WRITES]))
+    parser.add_argument(
+        "--method",
+        default="get_top(100)",
+        choices=sorted([*METHODS, *WRITES, *COMPETITION_WRITES]),
+    )
     parser.add_argument("--server", default="redis-server")
     args = parser.parse_args(argv)
     if not shutil.which("valgrind") or not shutil.which("callgrind_control"):
@@ -129,12 +157,16 @@ def main(argv: list[str] | None = None) -> int:
             except redis.ConnectionError:
                 time.sleep(0.1)
         version = probe.info("server")["redis_version"]
-        if args.method in WRITES:
-            options, call = WRITES[args.method]
-            board = rl.RedisLeaderboard(
-                rl.Client(port=port), key=KEY, max_entries=MAX_ENTRIES, **options
-            )
-            board.upsert_many(board_entries(1000))
+        if args.method in WRITES or args.method in COMPETITION_WRITES:
+            if args.method in WRITES:
+                options, call = WRITES[args.method]
+                board = rl.RedisLeaderboard(
+                    rl.Client(port=port), key=KEY, max_entries=MAX_ENTRIES, **options
+                )
+                board.upsert_many(board_entries(1000))
+            else:
+                make, call = COMPETITION_WRITES[args.method]
+                board = make(rl, rl.Client(port=port))
             call(board, 10**6)  # loads the script
             subprocess.run(["callgrind_control", "-z", str(server.pid)], capture_output=True)
             for i in range(args.calls):

@@ -344,6 +344,16 @@ py::dict metadata_dict(const Metadata& metadata) {
   return out;
 }
 
+// A board's tie-break columns' values: {name: value}, in order.
+static py::dict tiebreak_dict(const std::vector<std::pair<std::string, double>>& values) {
+  py::dict columns;
+  for (const auto& [name, value] : values) {
+    // NaN: none written yet (a write without values keeps the worst key, which is no number)
+    columns[py::str(name)] = std::isnan(value) ? py::none() : py::object(py::float_(value));
+  }
+  return columns;
+}
+
 py::dict entry_dict(const Entry& entry) {
   auto out = py::reinterpret_steal<py::dict>(checked(PyDict_New()));
   PyObject* dict = out.ptr();
@@ -351,14 +361,7 @@ py::dict entry_dict(const Entry& entry) {
   set_new(dict, names->user_id.ptr(), new_text(entry.user_id));
   set_new(dict, names->score.ptr(), checked(PyFloat_FromDouble(entry.score)));
   set_new(dict, names->metadata.ptr(), metadata_dict(entry.metadata).release().ptr());
-  if (!entry.tiebreak.empty()) {  // a board with tie-break columns: {name: value}, in order
-    py::dict columns;
-    for (const auto& [name, value] : entry.tiebreak) {
-      // NaN: none written yet (a write without values keeps the worst key, which is no number)
-      columns[py::str(name)] = std::isnan(value) ? py::none() : py::object(py::float_(value));
-    }
-    out["tiebreak"] = std::move(columns);
-  }
+  if (!entry.tiebreak.empty()) out["tiebreak"] = tiebreak_dict(entry.tiebreak);
   return out;
 }
 
@@ -448,6 +451,9 @@ struct FieldToPython {
   py::object operator()(const leaderboard::SubmitResult& value) const;  // as ToPython's
   py::object operator()(const std::vector<leaderboard::LeagueRecord>& value) const {
     return new_list(value.size(), [&](std::size_t i) { return record_dict(value[i]); });
+  }
+  py::object operator()(const std::vector<std::pair<std::string, double>>& value) const {
+    return tiebreak_dict(value);  // a league's entry's tie-break columns
   }
 };
 

@@ -57,25 +57,27 @@ LeaguePeriod period_arg(py::handle value) {
 void declare_league(py::module_& m) {
   py::class_<League>(m, "League", "One partition of a league; builds validated operations.",
                      guarded())
-      .def(
-          py::init([](std::string base, py::handle tiers, py::handle cohort_size,
-                      py::handle promote, py::handle demote, bool demote_idle, py::handle mode,
-                      py::handle order, py::handle ties, py::handle events_maxlen,
-                      py::handle submission_ttl, py::handle score_range, py::handle max_increment) {
-            leaderboard::Guards limits;
-            score_limits_arg(score_range, max_increment, limits);
-            return League(std::move(base), integer_arg(tiers, "tiers"),
-                          integer_arg(cohort_size, "cohort_size"), cutoff_arg(promote, "promote"),
-                          cutoff_arg(demote, "demote"), demote_idle,
-                          leaderboard::parse_write_mode(text_arg(mode, "mode")),
-                          leaderboard::parse_order(text_arg(order, "order")),
-                          leaderboard::parse_ties(text_arg(ties, "ties")),
-                          integer_arg(events_maxlen, "events_maxlen"),
-                          number_arg(submission_ttl, "submission_ttl"), limits);
-          }),
-          "base"_a, py::kw_only(), "tiers"_a, "cohort_size"_a, "promote"_a, "demote"_a,
-          "demote_idle"_a, "mode"_a, "order"_a, "ties"_a, "events_maxlen"_a = 100000,
-          "submission_ttl"_a = 86400, "score_range"_a = py::none(), "max_increment"_a = py::none())
+      .def(py::init([](std::string base, py::handle tiers, py::handle cohort_size,
+                       py::handle promote, py::handle demote, bool demote_idle, py::handle mode,
+                       py::handle order, py::handle ties, py::handle events_maxlen,
+                       py::handle submission_ttl, py::handle score_range, py::handle max_increment,
+                       py::handle tiebreak) {
+             leaderboard::Guards limits;
+             score_limits_arg(score_range, max_increment, limits);
+             return League(std::move(base), integer_arg(tiers, "tiers"),
+                           integer_arg(cohort_size, "cohort_size"), cutoff_arg(promote, "promote"),
+                           cutoff_arg(demote, "demote"), demote_idle,
+                           leaderboard::parse_write_mode(text_arg(mode, "mode")),
+                           leaderboard::parse_order(text_arg(order, "order")),
+                           leaderboard::parse_ties(text_arg(ties, "ties")),
+                           integer_arg(events_maxlen, "events_maxlen"),
+                           number_arg(submission_ttl, "submission_ttl"), limits,
+                           tiebreak_columns_arg(tiebreak));
+           }),
+           "base"_a, py::kw_only(), "tiers"_a, "cohort_size"_a, "promote"_a, "demote"_a,
+           "demote_idle"_a, "mode"_a, "order"_a, "ties"_a, "events_maxlen"_a = 100000,
+           "submission_ttl"_a = 86400, "score_range"_a = py::none(), "max_increment"_a = py::none(),
+           "tiebreak"_a = py::none())
       .def_property_readonly("base", &League::base)
       .def("cohort_key", &League::cohort_key, "period"_a, "cohort"_a)
       .def(
@@ -91,17 +93,21 @@ void declare_league(py::module_& m) {
       .def(
           "submit",
           [](const League& self, py::handle period, py::handle user_id, py::handle score,
-             py::handle metadata, py::handle bracket, py::handle submission_id,
-             py::handle retries) {
+             py::handle metadata, py::handle bracket, py::handle submission_id, py::handle retries,
+             py::handle tiebreak) {
             std::optional<std::string> id;
             if (!submission_id.is_none()) id = text_arg(submission_id, "submission_id");
+            if (!tiebreak.is_none() && self.tiebreak().empty()) {
+              throw py::value_error("tiebreak values for a league without tie-break columns");
+            }
             return wrap(self.submit(period_arg(period), user_id_arg(user_id),
                                     number_arg(score, "score"), metadata_arg(metadata),
                                     text_arg(bracket, "bracket"), std::move(id),
-                                    static_cast<int>(integer_arg(retries, "retries"))));
+                                    static_cast<int>(integer_arg(retries, "retries")),
+                                    tiebreak_values_arg(tiebreak, self.tiebreak())));
           },
           "period"_a, "user_id"_a, "score"_a, "metadata"_a, "bracket"_a, "submission_id"_a,
-          "retries"_a)
+          "retries"_a, "tiebreak"_a = py::none())
       .def(
           "join",
           [](const League& self, py::handle period, py::handle user_id, py::handle bracket) {
@@ -188,36 +194,43 @@ TournamentPeriod tournament_period_arg(py::handle value) {
 
 void declare_tournament(py::module_& m) {
   py::class_<Tournament>(m, "Tournament", "A tournament; builds validated operations.", guarded())
-      .def(
-          py::init([](std::string key, py::handle max_size, bool join_required,
-                      py::handle max_attempts, py::handle mode, py::handle order, py::handle ties,
-                      py::handle submission_ttl, py::handle score_range, py::handle max_increment) {
-            leaderboard::Guards limits;
-            score_limits_arg(score_range, max_increment, limits);
-            return Tournament(std::move(key), optional_integer(max_size, "max_size"), join_required,
-                              optional_integer(max_attempts, "max_attempts"),
-                              leaderboard::parse_write_mode(text_arg(mode, "mode")),
-                              leaderboard::parse_order(text_arg(order, "order")),
-                              leaderboard::parse_ties(text_arg(ties, "ties")),
-                              number_arg(submission_ttl, "submission_ttl"), limits);
-          }),
-          "key"_a, py::kw_only(), "max_size"_a, "join_required"_a, "max_attempts"_a, "mode"_a,
-          "order"_a, "ties"_a, "submission_ttl"_a = 86400, "score_range"_a = py::none(),
-          "max_increment"_a = py::none())
+      .def(py::init([](std::string key, py::handle max_size, bool join_required,
+                       py::handle max_attempts, py::handle mode, py::handle order, py::handle ties,
+                       py::handle submission_ttl, py::handle score_range, py::handle max_increment,
+                       py::handle tiebreak) {
+             leaderboard::Guards limits;
+             score_limits_arg(score_range, max_increment, limits);
+             return Tournament(std::move(key), optional_integer(max_size, "max_size"),
+                               join_required, optional_integer(max_attempts, "max_attempts"),
+                               leaderboard::parse_write_mode(text_arg(mode, "mode")),
+                               leaderboard::parse_order(text_arg(order, "order")),
+                               leaderboard::parse_ties(text_arg(ties, "ties")),
+                               number_arg(submission_ttl, "submission_ttl"), limits,
+                               tiebreak_columns_arg(tiebreak));
+           }),
+           "key"_a, py::kw_only(), "max_size"_a, "join_required"_a, "max_attempts"_a, "mode"_a,
+           "order"_a, "ties"_a, "submission_ttl"_a = 86400, "score_range"_a = py::none(),
+           "max_increment"_a = py::none(), "tiebreak"_a = py::none())
       .def_property_readonly("key", &Tournament::key)
       .def("board_key", &Tournament::board_key, "period"_a)
       .def(
           "submit",
           [](const Tournament& self, py::handle period, py::handle user_id, py::handle score,
-             py::handle metadata, py::handle submission_id, py::handle retries) {
+             py::handle metadata, py::handle submission_id, py::handle retries,
+             py::handle tiebreak) {
             std::optional<std::string> id;
             if (!submission_id.is_none()) id = text_arg(submission_id, "submission_id");
+            if (!tiebreak.is_none() && self.tiebreak().empty()) {
+              throw py::value_error("tiebreak values for a tournament without tie-break columns");
+            }
             return wrap(self.submit(tournament_period_arg(period), user_id_arg(user_id),
                                     number_arg(score, "score"), metadata_arg(metadata),
                                     std::move(id),
-                                    static_cast<int>(integer_arg(retries, "retries"))));
+                                    static_cast<int>(integer_arg(retries, "retries")),
+                                    tiebreak_values_arg(tiebreak, self.tiebreak())));
           },
-          "period"_a, "user_id"_a, "score"_a, "metadata"_a, "submission_id"_a, "retries"_a)
+          "period"_a, "user_id"_a, "score"_a, "metadata"_a, "submission_id"_a, "retries"_a,
+          "tiebreak"_a = py::none())
       .def(
           "hiding",
           [](const Tournament& self, const std::string& op, py::handle period, py::handle user_id) {

@@ -9,6 +9,7 @@
 #include "errors.hpp"
 #include "leaderboard/script_call.hpp"
 #include "leaderboard/script_calls.hpp"
+#include "leaderboard/script_words.hpp"
 
 namespace rlb::leaderboard {
 namespace {
@@ -46,7 +47,8 @@ std::string Cutoff::word() const {
 
 League::League(std::string base, long long tiers, long long cohort_size, Cutoff promote,
                Cutoff demote, bool demote_idle, WriteMode mode, Order order, Ties ties,
-               long long events_maxlen, double submission_ttl, Guards limits)
+               long long events_maxlen, double submission_ttl, Guards limits,
+               std::vector<TiebreakColumn> tiebreak)
     : base_(std::move(base)),
       tiers_(tiers),
       cohort_size_(cohort_size),
@@ -57,6 +59,11 @@ League::League(std::string base, long long tiers, long long cohort_size, Cutoff 
       events_maxlen_(events_maxlen),
       submission_ttl_(require_submission_ttl(submission_ttl)) {
   if (base_.empty()) throw InvalidArgument("key must not be empty");
+  // The columns are a cohort board's: a Board validates them and names the tie rule.
+  const Board board(base_, Board::kUnlimited, order, ties, {}, std::nullopt, std::nullopt,
+                    std::move(tiebreak));
+  tiebreak_ = board.tiebreak();
+  ties_word_ = board.ties_word();
   validate_score_limits(limits);
   limits_.score_min = limits.score_min;
   limits_.score_max = limits.score_max;
@@ -92,7 +99,7 @@ Command League::call_keyed(Function function, const LeaguePeriod& period,
       arg::tier_count{std::to_string(tiers_)}, arg::cohort_size{std::to_string(cohort_size_)},
       arg::promote{promote_.word()}, arg::demote{demote_.word()},
       arg::demote_idle{demote_idle_ ? "1" : "0"}, arg::order{name_of(order_)},
-      arg::ties{name_of(ties_)}, arg::write_rule{name_of(mode_) + limit_words(limits_)},
+      arg::ties{ties_word_}, arg::write_rule{name_of(mode_) + limit_words(limits_)},
       arg::events_maxlen{std::to_string(events_maxlen_)}, arg::period{period.id},
       arg::period_start{std::to_string(period.start_ms)},
       arg::period_times{std::to_string(period.expire_ms) + " " + std::to_string(period.end_ms)});
@@ -107,11 +114,11 @@ Command League::call(Function function, const LeaguePeriod& period, Own... own) 
 
 namespace {
 std::string config_text(long long tiers, long long size, const Cutoff& promote,
-                        const Cutoff& demote, bool idle, Order order, Ties ties, WriteMode mode,
-                        const Guards& limits) {
+                        const Cutoff& demote, bool idle, Order order, const std::string& ties,
+                        WriteMode mode, const Guards& limits) {
   return "tiers=" + std::to_string(tiers) + " size=" + std::to_string(size) +
          " promote=" + promote.word() + " demote=" + demote.word() + " idle=" + (idle ? "1" : "0") +
-         " order=" + name_of(order) + " ties=" + name_of(ties) + " mode=" + name_of(mode) +
+         " order=" + name_of(order) + " ties=" + ties + " mode=" + name_of(mode) +
          limit_words(limits);
 }
 }  // namespace
@@ -119,15 +126,18 @@ std::string config_text(long long tiers, long long size, const Cutoff& promote,
 #define RLB_LEAGUE_CALL(name, cmd, parse, resends)                                          \
   std::make_unique<Call>(Caller::League, name, cmd, parse, base_,                           \
                          config_text(tiers_, cohort_size_, promote_, demote_, demote_idle_, \
-                                     order_, ties_, mode_, limits_),                        \
+                                     order_, ties_word_, mode_, limits_),                   \
                          resends)
 
 std::unique_ptr<Operation> League::submit(const LeaguePeriod& period, std::string user_id,
                                           double score, Metadata metadata, std::string bracket,
-                                          std::optional<std::string> submission_id,
-                                          int retries) const {
+                                          std::optional<std::string> submission_id, int retries,
+                                          std::optional<std::vector<double>> tiebreak) const {
   require_user_id(user_id);
   if (!std::isfinite(score)) throw InvalidArgument("score must be a finite number");
+  if (tiebreak && tiebreak_.empty()) {
+    throw InvalidArgument("tiebreak values for a league without tie-break columns");
+  }
   require_submission_id(submission_id);
   if (retries < 0) throw InvalidArgument("retries must be at least 0");
   std::vector<std::string> record_keys;  // the submission id's record, if any
@@ -135,6 +145,8 @@ std::unique_ptr<Operation> League::submit(const LeaguePeriod& period, std::strin
   // The submission id's word carries this call's token (see add_submission_guard).
   if (submission_id)
     add_submission_guard(words, record_keys, base_, submission_ttl_, *submission_id);
+  // Tie-break columns: the ranked member's key, a keyless word (see plan_write), as a Board's.
+  if (tiebreak) word::add(words, word::tb{tiebreak_key(tiebreak_, order_, *tiebreak)});
   std::vector<std::string> fields;
   fields.reserve(2 * metadata.size());
   for (auto& [field, value] : metadata) {
@@ -261,7 +273,9 @@ std::unique_ptr<Operation> League::standings(const LeaguePeriod& period, std::st
   require_user_id(user_id);
   Command command = call(calls::league_read_standings, period,
                          arg::read_check{check ? "check" : ""}, arg::user_id{std::move(user_id)});
-  auto parse = [](Reply& reply) {
+  // Tie-break columns: each entry ends with its ranked member's key (false: never scored).
+  const std::size_t stride = tiebreak_.empty() ? 5 : 6;
+  auto parse = [stride, columns = tiebreak_, order = order_](Reply& reply) {
     const char* what = "League.standings";
     LeagueRecord record;
     part(reply, 6, 0, what);
@@ -271,9 +285,9 @@ std::unique_ptr<Operation> League::standings(const LeaguePeriod& period, std::st
     record.add("size", integer_of(reply.elements[3], what));
     record.add("settled", integer_of(reply.elements[4], what) == 1);
     const Reply& flat = reply.elements[5];
-    if (!flat.is_array() || flat.elements.size() % 5 != 0) unexpected(what);
+    if (!flat.is_array() || flat.elements.size() % stride != 0) unexpected(what);
     std::vector<LeagueRecord> entries;
-    for (std::size_t i = 0; i < flat.elements.size(); i += 5) {
+    for (std::size_t i = 0; i < flat.elements.size(); i += stride) {
       LeagueRecord entry;
       const Reply* e = &flat.elements[i];
       entry.add("user_id", text_of(e[0], what));
@@ -289,6 +303,15 @@ std::unique_ptr<Operation> League::standings(const LeaguePeriod& period, std::st
       }
       entry.add("zone", text_of(e[3], what));
       entry.add("metadata", metadata_of(e[4], what));
+      if (stride == 6) {  // the columns' values as a board's entry has them (NaN: none)
+        std::vector<std::pair<std::string, double>> values;
+        if (e[5].is_nil()) {
+          for (const auto& column : columns) values.emplace_back(column.name, std::nan(""));
+        } else {
+          values = tiebreak_values(columns, order, text_of(e[5], what));
+        }
+        entry.add("tiebreak", std::move(values));
+      }
       entries.push_back(std::move(entry));
     }
     record.add("entries", std::move(entries));

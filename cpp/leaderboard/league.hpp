@@ -38,12 +38,16 @@ class League {
   static constexpr long long kMaxCohortSize = 1000;
 
   // `limits`: the score limits (fair play; its other guards are unused), carried by the write
-  // rule every operation sends and checked in every cohort board's writes.
+  // rule every operation sends and checked in every cohort board's writes. `tiebreak`: the
+  // tie-break columns of every cohort's board, validated as a Board's (their tie rule "tb:..."
+  // is recorded with the league's options; none: the config text is as before columns existed).
   League(std::string base, long long tiers, long long cohort_size, Cutoff promote, Cutoff demote,
          bool demote_idle, WriteMode mode, Order order, Ties ties, long long events_maxlen = 100000,
-         double submission_ttl = 86400, Guards limits = {});
+         double submission_ttl = 86400, Guards limits = {},
+         std::vector<TiebreakColumn> tiebreak = {});
 
   const std::string& base() const { return base_; }
+  const std::vector<TiebreakColumn>& tiebreak() const { return tiebreak_; }
   // The board of cohort `cohort` in `period`: "<base>:<period>:c:<cohort>".
   std::string cohort_key(const std::string& period, long long cohort) const;
 
@@ -52,10 +56,12 @@ class League {
   // result on the cohort's board), "tier", "cohort", "bracket", "cutoff_rank", "zone", "size",
   // "period" (the id of the period written). With a submission id applied before: the record
   // that write answered, whatever the period now ("submit"'s duplicate true unless this is the
-  // same operation's own resend, told by the call token it sends).
-  std::unique_ptr<Operation> submit(const LeaguePeriod& period, std::string user_id, double score,
-                                    Metadata metadata, std::string bracket,
-                                    std::optional<std::string> submission_id, int retries) const;
+  // same operation's own resend, told by the call token it sends). `tiebreak`: the values of
+  // the tie-break columns, as Board::submit's.
+  std::unique_ptr<Operation> submit(
+      const LeaguePeriod& period, std::string user_id, double score, Metadata metadata,
+      std::string bracket, std::optional<std::string> submission_id, int retries,
+      std::optional<std::vector<double>> tiebreak = std::nullopt) const;
   // A placement without a score. Record: "tier", "cohort", "bracket", "size", "placed".
   std::unique_ptr<Operation> join(const LeaguePeriod& period, std::string user_id,
                                   std::string bracket) const;
@@ -101,6 +107,8 @@ class League {
   Ties ties_;
   long long events_maxlen_;
   double submission_ttl_;
+  std::vector<TiebreakColumn> tiebreak_;
+  std::string ties_word_;  // the tie rule as scripts get it (Board::ties_word)
 };
 
 }  // namespace rlb::leaderboard

@@ -125,11 +125,12 @@ struct HistogramBin {
 };
 
 // A league's, a tournament's or a team board's result (script_call.hpp): named fields, in
-// order (the bindings make a dict of them).
+// order (the bindings make a dict of them); tie-break columns' values as Entry::tiebreak.
 struct LeagueRecord;
 using LeagueField =
     std::variant<std::monostate, bool, long long, double, std::string, std::vector<std::string>,
-                 Metadata, SubmitResult, std::vector<LeagueRecord>>;
+                 Metadata, SubmitResult, std::vector<LeagueRecord>,
+                 std::vector<std::pair<std::string, double>>>;
 struct LeagueRecord {
   std::vector<std::pair<std::string, LeagueField>> fields;
   void add(std::string name, LeagueField value) {

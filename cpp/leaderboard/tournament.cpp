@@ -8,6 +8,7 @@
 #include "errors.hpp"
 #include "leaderboard/script_call.hpp"
 #include "leaderboard/script_calls.hpp"
+#include "leaderboard/script_words.hpp"
 
 namespace rlb::leaderboard {
 namespace {
@@ -31,7 +32,8 @@ std::string optional_text(const std::optional<long long>& value) {
 
 Tournament::Tournament(std::string key, std::optional<long long> max_size, bool join_required,
                        std::optional<long long> max_attempts, WriteMode mode, Order order,
-                       Ties ties, double submission_ttl, Guards limits)
+                       Ties ties, double submission_ttl, Guards limits,
+                       std::vector<TiebreakColumn> tiebreak)
     : key_(std::move(key)),
       max_size_(max_size),
       max_attempts_(max_attempts),
@@ -41,6 +43,11 @@ Tournament::Tournament(std::string key, std::optional<long long> max_size, bool 
       ties_(ties),
       submission_ttl_(require_submission_ttl(submission_ttl)) {
   if (key_.empty()) throw InvalidArgument("key must not be empty");
+  // The columns are a period board's: a Board validates them and names the tie rule.
+  const Board board(key_, Board::kUnlimited, order, ties, {}, std::nullopt, std::nullopt,
+                    std::move(tiebreak));
+  tiebreak_ = board.tiebreak();
+  ties_word_ = board.ties_word();
   validate_score_limits(limits);
   limits_.score_min = limits.score_min;
   limits_.score_max = limits.score_max;
@@ -54,7 +61,7 @@ Tournament::Tournament(std::string key, std::optional<long long> max_size, bool 
 std::string Tournament::config() const {
   return "max_size=" + optional_text(max_size_) + " join_required=" + (join_required_ ? "1" : "0") +
          " max_attempts=" + optional_text(max_attempts_) + " mode=" + name_of(mode_) +
-         limit_words(limits_) + " order=" + name_of(order_) + " ties=" + name_of(ties_);
+         limit_words(limits_) + " order=" + name_of(order_) + " ties=" + ties_word_;
 }
 
 Tournament::Keys Tournament::keys(const TournamentPeriod& period) const {
@@ -71,7 +78,7 @@ Tournament::Options Tournament::options() const {
           arg::max_attempts{optional_text(max_attempts_)},
           arg::write_rule{name_of(mode_) + limit_words(limits_)},
           arg::order{name_of(order_)},
-          arg::ties{name_of(ties_)}};
+          arg::ties{ties_word_}};
 }
 
 Tournament::PeriodArgs Tournament::period_args(const TournamentPeriod& period) {
@@ -90,6 +97,7 @@ std::string Tournament::user_key(const TournamentPeriod& period, const std::stri
 
 std::vector<std::string> Tournament::option_keys(const TournamentPeriod& period) const {
   const std::string board = board_key(period.id);
+  if (!tiebreak_.empty()) return {board + ":options", board + ":tb", board + ":tb:keys"};
   if (ties_ == Ties::First) return {board + ":options", board + ":first", board + ":first:keys"};
   if (ties_ == Ties::Dense) return {board + ":options", board + ":dense"};
   return {board + ":options"};
@@ -100,9 +108,12 @@ std::vector<std::string> Tournament::option_keys(const TournamentPeriod& period)
 
 std::unique_ptr<Operation> Tournament::submit(const TournamentPeriod& period, std::string user_id,
                                               double score, Metadata metadata,
-                                              std::optional<std::string> submission_id,
-                                              int retries) const {
+                                              std::optional<std::string> submission_id, int retries,
+                                              std::optional<std::vector<double>> tiebreak) const {
   if (!std::isfinite(score)) throw InvalidArgument("score must be a finite number");
+  if (tiebreak && tiebreak_.empty()) {
+    throw InvalidArgument("tiebreak values for a tournament without tie-break columns");
+  }
   require_submission_id(submission_id);
   if (retries < 0) throw InvalidArgument("retries must be at least 0");
   require_user_id(user_id);
@@ -114,6 +125,8 @@ std::unique_ptr<Operation> Tournament::submit(const TournamentPeriod& period, st
   if (submission_id) {
     add_submission_guard(words, write_keys, key_, submission_ttl_, *submission_id);
   }
+  // Tie-break columns: the ranked member's key, a keyless word (see plan_write), as a Board's.
+  if (tiebreak) word::add(words, word::tb{tiebreak_key(tiebreak_, order_, *tiebreak)});
   Command command = with_common(
       calls::tournament_submit, std::move(common),
       std::tuple(arg::user_key{std::move(user)}, arg::write_keys{std::move(write_keys)}), options(),

@@ -33,12 +33,16 @@ struct TournamentPeriod {
 
 class Tournament {
  public:
-  // `limits`: the score limits (fair play), as League's.
+  // `limits`: the score limits (fair play), as League's. `tiebreak`: the tie-break columns of
+  // every period's board, validated as a Board's (their tie rule "tb:..." is recorded with the
+  // tournament's options; none: the config text is as it was before columns existed).
   Tournament(std::string key, std::optional<long long> max_size, bool join_required,
              std::optional<long long> max_attempts, WriteMode mode, Order order, Ties ties,
-             double submission_ttl = 86400, Guards limits = {});
+             double submission_ttl = 86400, Guards limits = {},
+             std::vector<TiebreakColumn> tiebreak = {});
 
   const std::string& key() const { return key_; }
+  const std::vector<TiebreakColumn>& tiebreak() const { return tiebreak_; }
   // The board of a period: "<key>:<period>" (the guide's layout).
   std::string board_key(const std::string& period) const { return key_ + ":" + period; }
 
@@ -46,10 +50,12 @@ class Tournament {
   // and the score written with the tournament's mode, atomically. Record: "submit" (submit()'s
   // result on the period's board), "period", "used", "bonus", "size". With a submission id, a
   // resend answers the first record whole (its "duplicate" false when the resend is this
-  // operation's own: it sends a call token, new_call_token(), with each sending).
-  std::unique_ptr<Operation> submit(const TournamentPeriod& period, std::string user_id,
-                                    double score, Metadata metadata,
-                                    std::optional<std::string> submission_id, int retries) const;
+  // operation's own: it sends a call token, new_call_token(), with each sending). `tiebreak`:
+  // the values of the tie-break columns, as Board::submit's.
+  std::unique_ptr<Operation> submit(
+      const TournamentPeriod& period, std::string user_id, double score, Metadata metadata,
+      std::optional<std::string> submission_id, int retries,
+      std::optional<std::vector<double>> tiebreak = std::nullopt) const;
   // A join (refused past max_size). Record: "joined_now", "used", "bonus", "size".
   std::unique_ptr<Operation> join(const TournamentPeriod& period, std::string user_id) const;
   // Attempts granted to a player in the period. Record: "used", "bonus", "size".
@@ -89,6 +95,8 @@ class Tournament {
   Order order_;
   Ties ties_;
   double submission_ttl_;
+  std::vector<TiebreakColumn> tiebreak_;
+  std::string ties_word_;  // the tie rule as scripts get it (Board::ties_word)
 };
 
 }  // namespace rlb::leaderboard

@@ -695,6 +695,7 @@ class League:
         submission_ttl: float = 86400,
         score_range: Optional[tuple[Optional[float], Optional[float]]] = None,
         max_increment: Optional[float] = None,
+        tiebreak: Optional[Sequence[tuple[str, str]]] = None,
     ) -> None: ...
     @property
     def base(self) -> str: ...
@@ -712,7 +713,10 @@ class League:
         bracket: str,
         submission_id: Optional[str],
         retries: int,
-    ) -> _LeagueOperation: ...
+        tiebreak: Optional[Mapping[str, float]] = None,
+    ) -> _LeagueOperation:
+        """``tiebreak``: a value for each of the league's tie-break columns (as
+        ``Board.submit``'s); None keeps the stored values."""
     def join(self, period: _LeaguePeriod, user_id: str, bracket: str) -> _LeagueOperation: ...
     def hiding(
         self, op: str, period: _LeaguePeriod, user_id: str = "", bracket: str = ""
@@ -720,7 +724,9 @@ class League:
         """``op``: "hide", "unhide" (record ``{"changed"}``) or "hidden" (``{"user_ids"}``)."""
     def close(self, period: _LeaguePeriod) -> _LeagueOperation: ...
     def settle(self, period: _LeaguePeriod, cohort: int) -> _LeagueOperation: ...
-    def standings(self, period: _LeaguePeriod, user_id: str, check: bool) -> _LeagueOperation: ...
+    def standings(self, period: _LeaguePeriod, user_id: str, check: bool) -> _LeagueOperation:
+        """Each entry of the record's ``"entries"`` carries ``"tiebreak"`` ({name: value or
+        None}) on a league with tie-break columns."""
     def tier_of(self, period: _LeaguePeriod, user_id: str, check: bool) -> _LeagueOperation: ...
     def tiers(self, period: _LeaguePeriod, check: bool) -> _LeagueOperation: ...
     def results(self, period: _LeaguePeriod, user_id: str) -> _LeagueOperation: ...
@@ -748,6 +754,7 @@ class Tournament:
         submission_ttl: float = 86400,
         score_range: Optional[tuple[Optional[float], Optional[float]]] = None,
         max_increment: Optional[float] = None,
+        tiebreak: Optional[Sequence[tuple[str, str]]] = None,
     ) -> None: ...
     @property
     def key(self) -> str: ...
@@ -760,7 +767,10 @@ class Tournament:
         metadata: Optional[Mapping[str, Any]],
         submission_id: Optional[str],
         retries: int,
-    ) -> _RecordOperation: ...
+        tiebreak: Optional[Mapping[str, float]] = None,
+    ) -> _RecordOperation:
+        """``tiebreak``: a value for each of the tournament's tie-break columns (as
+        ``Board.submit``'s); None keeps the stored values."""
     def hiding(self, op: str, period: _TournamentPeriod, user_id: str = "") -> _RecordOperation:
         """``op``: "hide", "unhide" (record ``{"changed"}``) or "hidden" (``{"user_ids"}``)."""
     def join(self, period: _TournamentPeriod, user_id: str) -> _RecordOperation: ...

@@ -217,15 +217,20 @@ class LeagueSubmitResult(_LeagueSubmitRequired, total=False):
     duplicate: bool
 
 
-class LeagueEntry(TypedDict):
-    """One player of a cohort's standings; ``rank`` and ``score`` None for a player placed who
-    never scored."""
-
+class _LeagueEntryRequired(TypedDict):
     rank: Optional[int]
     user_id: str
     score: Optional[float]
     zone: LeagueZone
     metadata: dict[str, str]
+
+
+class LeagueEntry(_LeagueEntryRequired, total=False):
+    """One player of a cohort's standings; ``rank`` and ``score`` None for a player placed who
+    never scored. On a league with tie-break columns also ``"tiebreak"``, as a board's
+    ``Entry`` (each value None for a player who never gave one)."""
+
+    tiebreak: dict[str, Optional[float]]
 
 
 class LeagueStandings(TypedDict):

@@ -22,7 +22,7 @@
 --: ARGV demote: its demotion cutoff ('<count>' or 'f<fraction>')
 --: ARGV demote_idle: '1' (players who never scored are demoted) or '0'
 --: ARGV order: its cohorts' order
---: ARGV ties: its cohorts' tie rule
+--: ARGV ties: its cohorts' tie rule ("tb:<name>.<dir>,...": tie-break columns, see board_spec)
 --: ARGV write_rule: its write mode, then its score limits' words ('range:<a>:<b>', 'maxinc:<n>')
 --: ARGV events_maxlen: its event stream's MAXLEN
 --: ARGV period: the period's id
@@ -33,7 +33,8 @@
 --: ARGV user_id: the player
 --: ARGV score: the score written
 --: ARGV bracket: the bracket a placement puts the player in
---: ARGV submission_words: '' or 'sid:<ttl ms>:<call token>'
+--: ARGV submission_words: '' or the words 'sid:<ttl ms>:<call token>' and 'tb:<key>' (tie-break
+--   columns' values, see plan_write), space-separated
 --: ARGV metadata...: field, value, ...
 --: CALL join: a placement alone
 --: ARGV user_id: the player
@@ -291,9 +292,11 @@ if call == 'submit' then
   if submission_words ~= '' then
     local spec = {}
     for word in string.gmatch(submission_words, '%S+') do spec[#spec + 1] = word end
-    guard_fields(w, spec, 1, submission_keys_at)  -- the submission id's record
-    local answer = stored_answer(w)
-    if answer then return answer end
+    guard_fields(w, spec, 1, submission_keys_at)  -- the submission id's record, the columns
+    if w.submission_key then
+      local answer = stored_answer(w)
+      if answer then return answer end
+    end
   end
   -- The period, on the server's clock: after a stored answer (a resend answers, whatever the
   -- clock says now), before anything is written.
@@ -497,10 +500,12 @@ if call == 'hide' or call == 'unhide' then
       score = redis.call('ZSCORE', board, user_id)
     end
     if seat then
+      -- Tie-break columns: their key goes aside with the score (see keep_hidden).
+      local tb_key = seat.tiebreak and score and redis.call('HGET', seat.first_keys, user_id)
       if score then unrank(seat, user_id, score) end
       redis.call('SREM', seat.board .. ':placed', user_id)
       redis.call('HDEL', period_where, user_id)
-      keep_hidden(z, user_id, score or '', nil, expire)
+      keep_hidden(z, user_id, score or '', nil, expire, tb_key or nil)
       move_metadata(seat.board .. ':user:' .. user_id, zero .. ':user:' .. user_id)
     end
     record_hidden(HIDDEN, league_options, user_id)
@@ -520,8 +525,9 @@ if call == 'hide' or call == 'unhide' then
     err = check_type(kept_key, 'hash') or check_acl('HGETALL', kept_key)
       or check_acl('UNLINK', kept_key)
     if err then return err end
+    local kept_score, tb = kept_parts(kept)  -- tie-break columns: kept with the score
     plan, err = plan_write({board = board, user_key = board .. ':user:' .. user_id, k = k,
-      mode = 'set', order = cfg.order, ties = cfg.ties, number = kept_parts(kept),
+      mode = 'set', order = cfg.order, ties = cfg.ties, number = kept_score, tb = tb,
       user_id = user_id,
       max_entries = 4294967296, fields = redis.call('HGETALL', kept_key), first_field = 1,
       expire_at = expire, restore = true})

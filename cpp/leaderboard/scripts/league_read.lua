@@ -15,7 +15,7 @@
 --: ARGV demote: its demotion cutoff ('<count>' or 'f<fraction>')
 --: ARGV demote_idle: '1' (players who never scored are demoted) or '0'
 --: ARGV order: its cohorts' order
---: ARGV ties: its cohorts' tie rule
+--: ARGV ties: its cohorts' tie rule ("tb:<name>.<dir>,...": tie-break columns, see board_spec)
 --: ARGV write_rule: its write mode, then its score limits' words ('range:<a>:<b>', 'maxinc:<n>')
 --: ARGV events_maxlen: its event stream's MAXLEN (unused here)
 --: ARGV period: the period's id
@@ -35,8 +35,9 @@
 -- league.lua), else
 --   standings: false if the user has no cohort in the period, else {tier, cohort, bracket,
 --              placed players, 1 if settled else 0, {user_id, score or false, rank or false,
---              zone, {field, value, ...}, ...}} (ranks 1-based under the tie rule; players who
---              never scored last, by id)
+--              zone, {field, value, ...}[, columns' key or false], ...}} (ranks 1-based under
+--              the tie rule; players who never scored last, by id; with tie-break columns each
+--              entry ends with its ranked member's key, see board_spec: false if never scored)
 --   tier_of:   the tier index, or false for a player never placed
 --   tiers:     {tier index, players, ...} (hidden players in no count)
 --   results:   false if the user has no settled result in the period, else {cohort, tier,
@@ -94,7 +95,7 @@ if call == 'standings' then
   local scored, size = #ids, #members
   local entries, seen, idle = {}, {}, {}
   local group_start, dense, previous = 1, 0, nil
-  local function add(id, score, shown, zone)
+  local function add(id, score, shown, zone, tb_key)
     local key = board .. ':user:' .. id
     err = check_acl('HGETALL', key) or check_type(key, 'hash')
     if err then return err end
@@ -107,6 +108,7 @@ if call == 'standings' then
     entries[#entries + 1] = shown or false
     entries[#entries + 1] = zone
     entries[#entries + 1] = redis.call('HGETALL', key)
+    if b.tiebreak then entries[#entries + 1] = tb_key or false end
     return nil
   end
   for i, id in ipairs(ids) do
@@ -116,7 +118,8 @@ if call == 'standings' then
     previous = score
     local cutoff = b.shared and group_start or i
     local shown = (ties == 'dense' and dense) or (ties == 'competition' and group_start) or i
-    err = add(id, scores[i], shown, league_zone(cfg, tier, cutoff, scored, size))
+    err = add(id, scores[i], shown, league_zone(cfg, tier, cutoff, scored, size),
+      b.tiebreak and string.sub(ranked[2 * i - 1], 1, b.width))
     if err then return err end
   end
   for _, id in ipairs(members) do if not seen[id] then idle[#idle + 1] = id end end

@@ -20,7 +20,7 @@
 --: ARGV max_attempts: attempts a player has per period ('': no limit)
 --: ARGV write_rule: the write mode, then the score limits' words if any (see league.lua)
 --: ARGV order: the board's order
---: ARGV ties: the board's ties
+--: ARGV ties: the board's ties ("tb:<name>.<dir>,...": its tie-break columns, see board_spec)
 --: ARGV period: the period's id
 --: ARGV period_start: the period's start (unix ms)
 --: ARGV window_end: the end of the period's active window (unix ms)
@@ -35,7 +35,8 @@
 --   tournament's, whatever the period)
 --: ARGV user_id: the player
 --: ARGV score: the score
---: ARGV guard_words: '' or 'sid:<ttl ms>:<call token>' (see new_call_token in operations.hpp)
+--: ARGV guard_words: '' or the words 'sid:<ttl ms>:<call token>' (see new_call_token in
+--   operations.hpp) and 'tb:<key>' (tie-break columns' values, see plan_write), space-separated
 --: ARGV metadata...: field, value, ...
 --: CALL join: a player joins the period
 --: ARGV user_id: the player
@@ -313,8 +314,9 @@ if call == 'hide' or call == 'unhide' then
   local kept = b.recorded_hidden and redis.call('HGET', board .. ':hidden', user_id)
   local plan
   if kept and kept ~= '' then
+    local score, tb = kept_parts(kept)  -- tie-break columns: kept with the score
     plan, err = plan_write({board = board, user_key = user_key, k = option_keys_at, mode = 'set',
-      order = order, ties = ties, number = kept_parts(kept), user_id = user_id,
+      order = order, ties = ties, number = score, tb = tb, user_id = user_id,
       max_entries = 4294967296,
       fields = {}, first_field = 1, expire_at = expire, restore = true})
     if not plan then return err end

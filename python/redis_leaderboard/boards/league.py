@@ -15,9 +15,10 @@ exactly one cohort per period. A late joiner simply lands in the open cohort of 
 player who does not play in a period is in no cohort and keeps their tier.
 
 A cohort is a board. Cohort ``n`` of period ``P`` is the guide's layout at
-``f"{base}:{P}:c:{n}"`` (metadata at ``...:user:<id>``) with the league's ``order`` and
-``ties``: the league's write is the plain board's write (``plan_write``/``apply_write`` of
-``lib/board_write.lua``), so a cohort's ranks are exactly a board's. The league's other keys are
+``f"{base}:{P}:c:{n}"`` (metadata at ``...:user:<id>``) with the league's ``order``, ``ties``
+and ``tiebreak`` columns: the league's write is the plain board's write
+(``plan_write``/``apply_write`` of ``lib/board_write.lua``), so a cohort's ranks are exactly a
+board's. The league's other keys are
 ``{base}:options`` (its recorded options: two clients cannot disagree silently, as boards),
 ``:tier`` (user -> tier), ``:tiers`` (tier -> players), ``:open`` (the newest period with
 players), ``:events`` (a stream: one ``"settled"`` event per cohort) and, per period,
@@ -30,7 +31,8 @@ are counts, or fractions of ``size`` (rounded down). A player whose cutoff rank 
 ``promote`` is in the ``"promote"`` zone, one whose cutoff rank is above ``m - demote`` in the
 ``"demote"`` zone, else ``"stay"``; promotion wins an overlap, and nobody leaves the ends (no
 promote zone in the top tier, no demote zone in the lowest). The cutoff rank is the position
-under ``ties="lexicographic"`` or ``"first"`` (exactly ``promote`` players move) and
+under ``ties="lexicographic"`` or ``"first"``, or with ``tiebreak`` columns (the cohort's rank
+order: score, then the columns, then the user id; exactly ``promote`` players move) and
 ``1 + the players strictly ahead`` under ``"competition"`` or ``"dense"``: a tie at a cutoff
 moves everyone tied up (promotion) or keeps everyone tied (demotion). Placed players who never
 scored rank after everyone, without a rank; with ``demote_idle`` they are in the demote zone
@@ -76,6 +78,7 @@ from typing import Any, Generic, Iterator, Mapping, Optional, Sequence, TypeVar,
 from .._core import ClockSkewError, League, Operation, ResponseError
 from .._drive import Pipelined, Plan, plan
 from .._types import (
+    LeagueEntry,
     LeagueEvent,
     LeagueResult,
     LeagueSettlement,
@@ -133,6 +136,20 @@ def _bracket(bracket: Optional[str]) -> str:
     return bracket
 
 
+def _league_entry(entry: Mapping[str, Any]) -> LeagueEntry:
+    """A standings entry from the core's record (``"tiebreak"`` on a league with columns)."""
+    out: LeagueEntry = {
+        "rank": entry["rank"],
+        "user_id": entry["user_id"],
+        "score": entry["score"],
+        "zone": entry["zone"],
+        "metadata": entry["metadata"],
+    }
+    if "tiebreak" in entry:
+        out["tiebreak"] = entry["tiebreak"]
+    return out
+
+
 S = TypeVar("S", bound="StreamState[LeagueEvent]")
 
 
@@ -170,6 +187,7 @@ class LeagueBase(PeriodClock, Generic[S]):
         events_maxlen: int = 100000,
         score_range: Optional[tuple[Optional[float], Optional[float]]] = None,
         max_increment: Optional[float] = None,
+        tiebreak: Optional[Sequence[tuple[str, Order]]] = None,
     ) -> None:
         if not isinstance(key, str) or not key:
             raise ValueError("key must be a non-empty str")
@@ -205,9 +223,15 @@ class LeagueBase(PeriodClock, Generic[S]):
                 submission_ttl=submission_ttl,
                 score_range=score_range,
                 max_increment=max_increment,
+                tiebreak=tiebreak,
             )
             for base in bases
         ]
+        self.tiebreak: Optional[tuple[tuple[str, str], ...]] = (
+            tuple((name, direction) for name, direction in tiebreak) if tiebreak else None
+        )
+        """The tie-break columns of every cohort's board, ``(name, "desc" | "asc")`` each
+        (see [`submit`][redis_leaderboard.League.submit]), or None."""
         self.score_range = score_range
         """``(min, max)`` a write may leave a score within (fair play), or None."""
         self.max_increment = max_increment
@@ -431,6 +455,7 @@ class LeagueBase(PeriodClock, Generic[S]):
         bracket: Optional[str] = None,
         submission_id: Optional[str] = None,
         retries: int = 2,
+        tiebreak: Optional[Mapping[str, float]] = None,
     ) -> Plan[LeagueSubmitResult]:
         """Write the player's score in the current period with the league's ``mode``
         (``"incr"``: add it; ``"best"``; ``"set"``) and merge ``metadata``, in one atomic script;
@@ -448,10 +473,22 @@ class LeagueBase(PeriodClock, Generic[S]):
         ``PeriodClosed`` when the period is being settled, or a newer one has players (a
         client whose clock lags).
 
+        ``tiebreak``: on a league with tie-break columns (``tiebreak=(("wins", "desc"),)``), a
+        value for each (``{"wins": 4}``): equal scores in a cohort rank by them, in order, then
+        by user id, exactly as on a plain board's
+        [`submit`][redis_leaderboard.RedisLeaderboard.submit] (``mode="best"`` keeps the better
+        (score, columns) tuple, never a mix; without it a write keeps the stored values, the
+        worst of each for a new entry). The values are part of the submission's payload. The
+        zones, and the settlement's cut, follow the same order: every player has a rank of
+        their own, so exactly ``promote`` (``demote``) players move. A bad value (a column
+        missing or unknown, not finite) raises ``ValueError`` before anything is sent.
+
         Redis cost:
             One round trip, one script: the placement (the first write of a period) and the
             plain board's write on the cohort (O(log cohort_size)); more only if an earlier
-            period must be settled first (lazy settlement).
+            period must be settled first (lazy settlement). With tie-break columns, the plain
+            board's write with columns (its ranked set ``:tb`` and index ``:tb:keys``: one
+            ZADD and one HSET more).
         """
         league = self._partition(user_id_text(user_id))
         room = _bracket(bracket)
@@ -460,7 +497,7 @@ class LeagueBase(PeriodClock, Generic[S]):
             period = self._period(start)
             try:
                 reply = yield league.submit(
-                    period, user_id, score, metadata, room, submission_id, retries
+                    period, user_id, score, metadata, room, submission_id, retries, tiebreak
                 )
             except ClockSkewError as error:  # the server's clock is in another period
                 self._follow_server(error)
@@ -595,8 +632,9 @@ class LeagueBase(PeriodClock, Generic[S]):
         in a kept one): ``{"period", "tier", "cohort", "bracket", "size", "settled",
         "entries"}``, each entry ``{"rank", "user_id", "score", "zone", "metadata"}`` best
         first (ranks under the league's tie rule; players who never scored last, with
-        ``"rank"`` and ``"score"`` None). A settled cohort's zones are the settlement's. None
-        if the player has no cohort in that period.
+        ``"rank"`` and ``"score"`` None), and ``"tiebreak"`` ``{name: value}`` on a league with
+        tie-break columns (values None for a player who never gave one). A settled cohort's
+        zones are the settlement's. None if the player has no cohort in that period.
 
         Redis cost:
             One round trip: one script reading the cohort (O(cohort_size)).
@@ -615,16 +653,7 @@ class LeagueBase(PeriodClock, Generic[S]):
             "bracket": reply["bracket"] or None,
             "size": reply["size"],
             "settled": reply["settled"],
-            "entries": [
-                {
-                    "rank": entry["rank"],
-                    "user_id": entry["user_id"],
-                    "score": entry["score"],
-                    "zone": entry["zone"],
-                    "metadata": entry["metadata"],
-                }
-                for entry in reply["entries"]
-            ],
+            "entries": [_league_entry(entry) for entry in reply["entries"]],
         }
         return result
 
@@ -766,5 +795,6 @@ class LeagueBase(PeriodClock, Generic[S]):
             f"{self._display_name}(key={self.key!r}, tiers={list(self.tier_names)!r}, "
             f"period={self.period!r}, cohort_size={self.cohort_size}, promote={self.promote!r}, "
             f"demote={self.demote!r}, mode={self.mode!r}, order={self.order!r}, "
-            f"ties={self.ties!r}, partitions={self.partitions})"
+            f"ties={self.ties!r}, partitions={self.partitions}"
+            + (f", tiebreak={self.tiebreak!r})" if self.tiebreak else ")")
         )

@@ -11,12 +11,13 @@ outside it raise ``PeriodClosed``; None: the whole period. A window longer than 
 ends with the period. The clock is the client's (injectable), as on periodic boards.
 
 A period is a board. Period ``P``'s board is the guide's layout at ``f"{key}:{P}"`` (metadata at
-``...:user:<id>``) with the tournament's ``order`` and ``ties``; the tournament's write is the plain
-board's (``plan_write``/``apply_write`` of ``lib/board_write.lua``), so every query of a plain board
-reads it (the tournament forwards them to the current period's board, and ``at`` reaches a kept past
-one: its final standings). Beside it, ``f"{key}:{P}:entrants"`` (player -> attempts used: a field
-per player in the period) and ``f"{key}:{P}:bonus"`` (player -> attempts granted); and for the whole
-tournament ``f"{key}:options"`` (its recorded options: two clients cannot disagree silently) and
+``...:user:<id>``) with the tournament's ``order``, ``ties`` and ``tiebreak`` columns; the
+tournament's write is the plain board's (``plan_write``/``apply_write`` of ``lib/board_write.lua``),
+so every query of a plain board reads it (the tournament forwards them to the current period's
+board, and ``at`` reaches a kept past one: its final standings). Beside it,
+``f"{key}:{P}:entrants"`` (player -> attempts used: a field per player in the period) and
+``f"{key}:{P}:bonus"`` (player -> attempts granted); and for the whole tournament
+``f"{key}:options"`` (its recorded options: two clients cannot disagree silently) and
 ``f"{key}:current"`` (the newest period written). A period's keys expire together once ``keep``
 newer periods have begun (each key gets that deadline from the call that creates it). A tournament's
 boards are never trimmed (``max_size`` bounds them).
@@ -50,7 +51,7 @@ anything is sent when the client's clock says so, else from the script).
 from __future__ import annotations
 
 from datetime import datetime, timedelta, tzinfo
-from typing import Any, Mapping, Optional, Union, cast
+from typing import Any, Mapping, Optional, Sequence, Union, cast
 
 from .._core import ClockSkewError, Operation, PeriodClosed, StalePeriod, Tournament
 from .._drive import Plan, Sent, one_trip, plan
@@ -192,6 +193,7 @@ class TournamentBase(PeriodClock):
         submission_ttl: float = 86400,
         score_range: Optional[tuple[Optional[float], Optional[float]]] = None,
         max_increment: Optional[float] = None,
+        tiebreak: Optional[Sequence[tuple[str, Order]]] = None,
     ) -> None:
         if not isinstance(key, str) or not key:
             raise ValueError("key must be a non-empty str")
@@ -225,7 +227,13 @@ class TournamentBase(PeriodClock):
             submission_ttl=submission_ttl,
             score_range=score_range,
             max_increment=max_increment,
+            tiebreak=tiebreak,
         )
+        self.tiebreak: Optional[tuple[tuple[str, str], ...]] = (
+            tuple((name, direction) for name, direction in tiebreak) if tiebreak else None
+        )
+        """The tie-break columns of every period's board, ``(name, "desc" | "asc")`` each
+        (see [`submit`][redis_leaderboard.Tournament.submit]), or None."""
         self.score_range = score_range
         """``(min, max)`` a write may leave a score within (fair play), or None."""
         self.max_increment = max_increment
@@ -387,7 +395,14 @@ class TournamentBase(PeriodClock):
         if board is None:
             if len(self._boards) > 2 * self.keep + 8:
                 self._boards.clear()
-            board = self._board_class(self.redis, board_key, None, order=self.order, ties=self.ties)
+            board = self._board_class(
+                self.redis,
+                board_key,
+                None,
+                order=self.order,
+                ties=self.ties,
+                tiebreak=self.tiebreak,
+            )
             self._boards[board_key] = board
         return board
 
@@ -407,6 +422,7 @@ class TournamentBase(PeriodClock):
         submission_id: Optional[str] = None,
         period: Optional[str] = None,
         retries: int = 2,
+        tiebreak: Optional[Mapping[str, float]] = None,
     ) -> Plan[TournamentSubmitResult]:
         """Write the player's score in the current period with the tournament's ``mode``
         (``"best"``: keep the better; ``"set"``; ``"incr"``) and merge ``metadata``, using one
@@ -423,15 +439,27 @@ class TournamentBase(PeriodClock):
         applied it, False for this call's own resend after a lost reply. ``PeriodClosed`` also
         when the period has expired on the server's clock.
 
+        ``tiebreak``: on a tournament with tie-break columns (``tiebreak=(("score_time",
+        "asc"),)``), a value for each (``{"score_time": 41.5}``): equal scores rank by them, in
+        order, then by user id, exactly as on a plain board's
+        [`submit`][redis_leaderboard.RedisLeaderboard.submit] (``mode="best"`` keeps the better
+        (score, columns) tuple, never a mix; without it a write keeps the stored values, the
+        worst of each for a new entry). The values are part of the submission's payload.
+        Every read's entries carry ``"tiebreak": {name: value}``. A bad value (a column
+        missing or unknown, not finite) raises ``ValueError`` before anything is sent.
+
         Redis cost:
             One round trip, one script: the checks (a few HGET/HLEN) and the plain board's
-            write (O(log N)).
+            write (O(log N)); with tie-break columns, the plain board's write with columns
+            (its ranked set ``:tb`` and index ``:tb:keys``: one ZADD and one HSET more).
         """
         user = user_id_text(user_id)
         for _ in range(CLOCK_ROUNDS):
             core_period = self._writable(period, resend=submission_id is not None)
             reply = yield from self._sent(
-                self._tournament.submit(core_period, user, score, metadata, submission_id, retries)
+                self._tournament.submit(
+                    core_period, user, score, metadata, submission_id, retries, tiebreak
+                )
             )
             if reply is not None:
                 break
@@ -606,5 +634,6 @@ class TournamentBase(PeriodClock):
             f"{self._display_name}(key={self.key!r}, schedule={self.schedule!r}, "
             f"duration={self.duration!r}, max_size={self.max_size}, "
             f"join_required={self.join_required}, max_attempts={self.max_attempts}, "
-            f"mode={self.mode!r}, order={self.order!r}, ties={self.ties!r})"
+            f"mode={self.mode!r}, order={self.order!r}, ties={self.ties!r}"
+            + (f", tiebreak={self.tiebreak!r})" if self.tiebreak else ")")
         )

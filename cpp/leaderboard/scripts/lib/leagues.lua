@@ -29,11 +29,14 @@ local function league_zone(cfg, tier, rank, scored, size)
 end
 
 -- Declares the option keys of the cohort board `board` (see board_spec) after the call's keys,
--- for a league whose ties rule is `ties`; returns the index of the first.
+-- for a league whose ties rule is `ties` ("tb:...": tie-break columns); returns the index of
+-- the first.
 local function league_cohort_keys(board, ties)
   local k = #KEYS + 1
   KEYS[k] = board .. ':options'
-  if ties == 'first' then
+  if string.sub(ties, 1, 3) == 'tb:' then
+    KEYS[k + 1], KEYS[k + 2] = board .. ':tb', board .. ':tb:keys'
+  elseif ties == 'first' then
     KEYS[k + 1], KEYS[k + 2] = board .. ':first', board .. ':first:keys'
   elseif ties == 'dense' then
     KEYS[k + 1] = board .. ':dense'
