@@ -287,7 +287,7 @@ if call == 'submit' then
   local rule = {}  -- the write rule's words: the mode, then the score limits'
   for word in string.gmatch(write_rule, '%S+') do rule[#rule + 1] = word end
   local w = {user_id = user_id, mode = rule[1], order = cfg.order, ties = cfg.ties,
-    submit = true, number = score, max_entries = 4294967296, fields = ARGV,
+    submit = true, number = score, max_entries = UNLIMITED, fields = ARGV,
     first_field = metadata_at, expire_at = expire}
   if submission_words ~= '' then
     local spec = {}
@@ -529,7 +529,7 @@ if call == 'hide' or call == 'unhide' then
     plan, err = plan_write({board = board, user_key = board .. ':user:' .. user_id, k = k,
       mode = 'set', order = cfg.order, ties = cfg.ties, number = kept_score, tb = tb,
       user_id = user_id,
-      max_entries = 4294967296, fields = redis.call('HGETALL', kept_key), first_field = 1,
+      max_entries = UNLIMITED, fields = redis.call('HGETALL', kept_key), first_field = 1,
       expire_at = expire, restore = true})
     if not plan then return err end
   end

@@ -205,7 +205,7 @@ end
 
 if call == 'submit' then
   local w = {board = board, user_key = user_key, k = write_keys_at, mode = mode, order = order,
-    ties = ties, submit = true, number = score, user_id = user_id, max_entries = 4294967296,
+    ties = ties, submit = true, number = score, user_id = user_id, max_entries = UNLIMITED,
     fields = ARGV, first_field = metadata_at, expire_at = expire}
   if guard_words ~= '' then
     local spec = {}
@@ -317,7 +317,7 @@ if call == 'hide' or call == 'unhide' then
     local score, tb = kept_parts(kept)  -- tie-break columns: kept with the score
     plan, err = plan_write({board = board, user_key = user_key, k = option_keys_at, mode = 'set',
       order = order, ties = ties, number = score, tb = tb, user_id = user_id,
-      max_entries = 4294967296,
+      max_entries = UNLIMITED,
       fields = {}, first_field = 1, expire_at = expire, restore = true})
     if not plan then return err end
   end
