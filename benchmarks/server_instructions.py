@@ -103,6 +103,12 @@ COMPETITION_WRITES: dict[str, tuple[Any, Any]] = {
         _team_board,
         lambda board, i: board.submit(f"user:{i % 1500:08d}", i, team=f"team:{i % 20}"),
     ),
+    "team.submit (id)": (
+        _team_board,
+        lambda board, i: board.submit(
+            f"user:{i % 1500:08d}", i, team=f"team:{i % 20}", submission_id=f"s{i}"
+        ),
+    ),
 }
 
 
