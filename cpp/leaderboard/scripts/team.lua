@@ -120,20 +120,22 @@ if err then return err end
 -- A team's contributions and score: a member's contribution `old` (nil: none) becomes `new`
 -- (nil: none), and the team's score follows: the sum of the contributions (kept by
 -- increments: exact for whole scores while a team's total stays below 2^53, see check_sums),
--- or the best one. A team with no member left leaves the teams' board.
+-- or the best one. A team with no member left leaves the teams' board. Returns the team's score
+-- (text), nil if it left.
 local function contribute(t, key, old, new)
-  if new then redis.call('ZADD', key, new, member) else redis.call('ZREM', key, member) end
-  if redis.call('ZCARD', key) == 0 then
-    redis.call('ZREM', team_board, t)
-    return
+  if new then
+    redis.call('ZADD', key, new, member)  -- (the team has a member now: no ZCARD)
+  else
+    redis.call('ZREM', key, member)
+    if redis.call('ZCARD', key) == 0 then
+      redis.call('ZREM', team_board, t)
+      return
+    end
   end
   if aggregate == 'sum' then
-    if not redis.call('ZSCORE', team_board, t) then
-      redis.call('ZADD', team_board, new or 0, t)
-    else
-      redis.call('ZINCRBY', team_board, (new or 0) - (old or 0), t)
-    end
-    return
+    -- (A team not on the teams' board has no other contribution: its score is `new`.)
+    local present = redis.call('ZSCORE', team_board, t)
+    return redis.call('ZINCRBY', team_board, (new or 0) - (present and old or 0), t)
   end
   local best
   if desc then
@@ -142,11 +144,13 @@ local function contribute(t, key, old, new)
     best = redis.call('ZRANGE', key, 0, 0, 'WITHSCORES')
   end
   redis.call('ZADD', team_board, best[2], t)
+  return best[2]
 end
 
--- The team's score (text) and 1-based rank on the teams' board, or false, false.
-local function standing(t)
-  local score = redis.call('ZSCORE', team_board, t)
+-- The team's score (text; `score` if the caller has it, from contribute) and 1-based rank on the
+-- teams' board, or false, false.
+local function standing(t, score)
+  score = score or redis.call('ZSCORE', team_board, t)
   if not score then return false, false end
   return score, redis.call(position_command, team_board, t) + 1
 end
@@ -218,13 +222,15 @@ if call == 'submit' or call == 'submit_own' then
   -- The writes: nothing below fails but on a server fault.
   record()
   reply = apply_write(plan)
+  local t_score
   if not hidden then
     local old, new = plan.old, plan.score
     if current and current ~= team and old then contribute(current, old_key, old, nil) end
-    contribute(team, NEW_TEAM, current == team and old or nil, new)
+    t_score = contribute(team, NEW_TEAM, current == team and old or nil, new)
   end
   redis.call('HSET', memberships, member, team)
-  local t_score, t_rank = standing(team)
+  local t_rank
+  t_score, t_rank = standing(team, t_score)
   local result = {reply, team, t_score, t_rank, current or false}
   if w.submission_key then keep_rest(w, {team, t_score, t_rank, current or false}) end
   return result
@@ -272,12 +278,14 @@ if call == 'move' then
     if err then return err end
   end
   record()
+  local team_score
   if current ~= team then
     if score and current then contribute(current, old_key, tonumber(score), nil) end
-    if score then contribute(team, NEW_TEAM, nil, tonumber(score)) end
+    if score then team_score = contribute(team, NEW_TEAM, nil, tonumber(score)) end
     redis.call('HSET', memberships, member, team)
   end
-  local team_score, rank = standing(team)
+  local rank
+  team_score, rank = standing(team, team_score)
   return {current or false, team, team_score, rank}
 end
 
