@@ -23,7 +23,7 @@ again (a resend is a duplicate): its ``--calls`` calls go through the library, o
 each its own (a new submission id, another user), on a board with the guards it names; the
 figure is the server's work per call, ``--layouts`` ignored. ``COMPETITION_WRITES`` measure a
 tournament's and a league's ``submit`` the same way (``--method tournament.submit``), with and
-without tie-break columns.
+without tie-break columns, and a team board's (``team.submit``).
 """
 
 from __future__ import annotations
@@ -65,8 +65,21 @@ WRITES: dict[str, tuple[dict[str, Any], Any]] = {
     ),
     "delete_user (events)": ({"events": True}, lambda board, i: board.delete_user(f"user:{i:08d}")),
 }
+
+
+def _team_board(rl: Any, client: Any) -> Any:
+    """A team board of 1,000 members (two metadata fields each) in 20 teams."""
+    from run import board_entries
+
+    board = rl.TeamLeaderboard(client, "bench:teams")
+    for n, (user, score, metadata) in enumerate(board_entries(1000)):
+        board.submit(user, score, metadata, team=f"team:{n % 20}")
+    return board
+
+
 # Writes of the other board types, through the library: (the object on a client, the i-th call).
-# Each call is another player (a tournament's best score; a league's first write places them).
+# Each call is another player (a tournament's best score; a league's first write places them; a
+# team board's member of a team of 50).
 COMPETITION_WRITES: dict[str, tuple[Any, Any]] = {
     "tournament.submit": (
         lambda rl, client: rl.Tournament(client, "bench:cup", schedule="day"),
@@ -85,6 +98,16 @@ COMPETITION_WRITES: dict[str, tuple[Any, Any]] = {
     "league.submit (tiebreak)": (
         lambda rl, client: rl.League(client, "bench:league:tb", tiebreak=(("seconds", "asc"),)),
         lambda league, i: league.submit(f"user:{i % 1500:08d}", i % 7, tiebreak={"seconds": i}),
+    ),
+    "team.submit": (
+        _team_board,
+        lambda board, i: board.submit(f"user:{i % 1500:08d}", i, team=f"team:{i % 20}"),
+    ),
+    "team.submit (id)": (
+        _team_board,
+        lambda board, i: board.submit(
+            f"user:{i % 1500:08d}", i, team=f"team:{i % 20}", submission_id=f"s{i}"
+        ),
     ),
 }
 

@@ -265,24 +265,30 @@ void declare_tournament(py::module_& m) {
 void declare_team(py::module_& m) {
   using leaderboard::TeamBoard;
   py::class_<TeamBoard>(m, "TeamBoard", "A team board; builds validated operations.", guarded())
-      .def(py::init([](std::string key, py::handle aggregate, py::handle order) {
+      .def(py::init([](std::string key, py::handle aggregate, py::handle order,
+                       py::handle submission_ttl) {
              return TeamBoard(std::move(key),
                               leaderboard::parse_team_aggregate(text_arg(aggregate, "aggregate")),
-                              leaderboard::parse_order(text_arg(order, "order")));
+                              leaderboard::parse_order(text_arg(order, "order")),
+                              number_arg(submission_ttl, "submission_ttl"));
            }),
-           "key"_a, py::kw_only(), "aggregate"_a, "order"_a)
+           "key"_a, py::kw_only(), "aggregate"_a, "order"_a, "submission_ttl"_a = 86400)
       .def_property_readonly("key", &TeamBoard::key)
       .def(
           "submit",
           [](const TeamBoard& self, py::handle member, py::handle score, py::handle metadata,
-             py::handle team, py::handle mode) {
+             py::handle team, py::handle mode, py::handle submission_id, py::handle retries) {
             std::optional<std::string> named;
             if (!team.is_none()) named = user_id_arg(team);
-            return wrap(self.submit(user_id_arg(member), number_arg(score, "score"),
-                                    metadata_arg(metadata), std::move(named),
-                                    leaderboard::parse_write_mode(text_arg(mode, "mode"))));
+            std::optional<std::string> id;
+            if (!submission_id.is_none()) id = text_arg(submission_id, "submission_id");
+            return wrap(
+                self.submit(user_id_arg(member), number_arg(score, "score"), metadata_arg(metadata),
+                            std::move(named), leaderboard::parse_write_mode(text_arg(mode, "mode")),
+                            std::move(id), static_cast<int>(integer_arg(retries, "retries"))));
           },
-          "member"_a, "score"_a, "metadata"_a, "team"_a, "mode"_a)
+          "member"_a, "score"_a, "metadata"_a, "team"_a, "mode"_a, "submission_id"_a = py::none(),
+          "retries"_a = 2)
       .def(
           "move",
           [](const TeamBoard& self, py::handle member, py::handle team) {
@@ -306,7 +312,17 @@ void declare_team(py::module_& m) {
           [](const TeamBoard& self, py::handle member) {
             return wrap(self.team_of(user_id_arg(member)));
           },
-          "member"_a);
+          "member"_a)
+      .def(
+          "hiding",
+          [](const TeamBoard& self, const std::string& op, py::handle member) {
+            if (op != "hide" && op != "unhide" && op != "hidden" && op != "is_hidden") {
+              throw py::value_error("op must be 'hide', 'unhide', 'hidden' or 'is_hidden'");
+            }
+            return wrap(
+                self.hiding(op.c_str(), op == "hidden" ? std::string() : user_id_arg(member)));
+          },
+          "op"_a, "member"_a = "");
 }
 
 }  // namespace rlb::bindings

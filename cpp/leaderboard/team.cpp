@@ -18,6 +18,7 @@ using script_call::integer_of;
 using script_call::part;
 using script_call::require_user_id;
 using script_call::score_of;
+using script_call::strings_of;
 using script_call::text_of;
 using script_call::unexpected;
 using script_call::with_common;
@@ -55,8 +56,11 @@ const char* name_of(TeamAggregate aggregate) {
   return aggregate == TeamAggregate::Sum ? "sum" : "best";
 }
 
-TeamBoard::TeamBoard(std::string key, TeamAggregate aggregate, Order order)
-    : key_(std::move(key)), aggregate_(aggregate), order_(order) {
+TeamBoard::TeamBoard(std::string key, TeamAggregate aggregate, Order order, double submission_ttl)
+    : key_(std::move(key)),
+      aggregate_(aggregate),
+      order_(order),
+      submission_ttl_(require_submission_ttl(submission_ttl)) {
   if (key_.empty()) throw InvalidArgument("key must not be empty");
 }
 
@@ -81,41 +85,57 @@ arg::team_key TeamBoard::team_key(const std::string& team) const {
   return arg::team_key{key_ + ":team:" + team};
 }
 
+// The members' board's option keys: its ties are lexicographic (see board_spec).
+std::vector<std::string> TeamBoard::option_keys() const { return {key_ + ":members:options"}; }
+
 #define RLB_TEAM_CALL(name, command, parse, resends) \
   std::make_unique<Call>(Caller::Team, name, command, parse, key_, config(), resends)
 
 std::unique_ptr<Operation> TeamBoard::submit(std::string member, double score, Metadata metadata,
-                                             std::optional<std::string> team,
-                                             WriteMode mode) const {
+                                             std::optional<std::string> team, WriteMode mode,
+                                             std::optional<std::string> submission_id,
+                                             int retries) const {
   require_user_id(member);
   if (team) require_team(*team);
   if (!std::isfinite(score)) throw InvalidArgument("score must be a finite number");
-  // The members' board's option keys: its ties are lexicographic (see board_spec).
-  arg::option_keys option_keys{{key_ + ":members:options"}};
+  require_submission_id(submission_id);
+  if (retries < 0) throw InvalidArgument("retries must be at least 0");
+  auto write_keys = option_keys();
+  std::string words;
+  // The submission id's word carries this call's token (see add_submission_guard).
+  if (submission_id) {
+    add_submission_guard(words, write_keys, key_, submission_ttl_, *submission_id);
+  }
+  arg::guard_words guards{words.empty() ? words : words.substr(1)};
   Command command =
       team ? with_common(calls::team_submit, keys(),
-                         std::tuple(member_key(member), team_key(*team), std::move(option_keys)),
+                         std::tuple(member_key(member), team_key(*team),
+                                    arg::write_keys{std::move(write_keys)}),
                          options(),
                          std::tuple(arg::member{member}, arg::team{*team}, arg::mode{name_of(mode)},
-                                    arg::score{format_score(score)},
+                                    arg::score{format_score(score)}, std::move(guards),
                                     arg::metadata{flat(std::move(metadata))}))
            : with_common(calls::team_submit_own, keys(),
-                         std::tuple(member_key(member), std::move(option_keys)), options(),
+                         std::tuple(member_key(member), arg::write_keys{std::move(write_keys)}),
+                         options(),
                          std::tuple(arg::member{member}, arg::mode{name_of(mode)},
-                                    arg::score{format_score(score)},
+                                    arg::score{format_score(score)}, std::move(guards),
                                     arg::metadata{flat(std::move(metadata))}));
-  auto parse = [member](Reply& reply) {
+  const bool idempotent = submission_id.has_value();
+  auto parse = [member, idempotent](Reply& reply) {
     const char* what = "TeamLeaderboard.submit";
     part(reply, 5, 0, what);
     LeagueRecord record;
-    record.add("submit", parse_submit_reply(reply.elements[0], member));
+    record.add("submit", parse_submit_reply(reply.elements[0], member, idempotent));
     record.add("team", text_of(reply.elements[1], what));
     add_standing(record, reply.elements[2], reply.elements[3], what);
     record.add("previous_team", optional_text(reply.elements[4], what));
     return record;
   };
-  // A write: never resent after a lost reply.
-  return RLB_TEAM_CALL("TeamLeaderboard.submit", std::move(command), parse, 0);
+  // Only a write carrying a submission id may be resent after a lost reply: it cannot apply
+  // twice.
+  return RLB_TEAM_CALL("TeamLeaderboard.submit", std::move(command), parse,
+                       idempotent ? retries : 0);
 }
 
 std::unique_ptr<Operation> TeamBoard::move(std::string member, std::string team) const {
@@ -138,7 +158,8 @@ std::unique_ptr<Operation> TeamBoard::move(std::string member, std::string team)
 
 std::unique_ptr<Operation> TeamBoard::remove(std::string member) const {
   require_user_id(member);
-  Command command = with_common(calls::team_remove, keys(), std::tuple(member_key(member)),
+  Command command = with_common(calls::team_remove, keys(),
+                                std::tuple(member_key(member), arg::option_keys{option_keys()}),
                                 options(), std::tuple(arg::member{member}));
   auto parse = [](Reply& reply) {
     LeagueRecord record;
@@ -183,6 +204,44 @@ std::unique_ptr<Operation> TeamBoard::team_of(std::string member) const {
     return record;
   };
   return RLB_TEAM_CALL("TeamLeaderboard.team_of", std::move(command), parse, 2);
+}
+
+std::unique_ptr<Operation> TeamBoard::hiding(const char* op, std::string member) const {
+  const std::string_view which = op;
+  Command command;
+  const char* name;
+  if (which == "hidden") {  // `member` unused
+    name = "TeamLeaderboard.hidden";
+    command = with_common(calls::team_hidden, keys(), std::tuple(arg::option_keys{option_keys()}),
+                          options());
+  } else if (which == "is_hidden") {
+    require_user_id(member);
+    name = "TeamLeaderboard.is_hidden";
+    command =
+        with_common(calls::team_is_hidden, keys(), std::tuple(arg::option_keys{option_keys()}),
+                    options(), std::tuple(arg::member{std::move(member)}));
+  } else if (which == "hide" || which == "unhide") {
+    require_user_id(member);
+    name = which == "hide" ? "TeamLeaderboard.hide" : "TeamLeaderboard.unhide";
+    command = with_common(which == "hide" ? calls::team_hide : calls::team_unhide, keys(),
+                          std::tuple(member_key(member), arg::option_keys{option_keys()}),
+                          options(), std::tuple(arg::member{std::move(member)}));
+  } else {
+    throw InvalidArgument("unknown hiding operation");
+  }
+  auto parse = [which = std::string(which), name](Reply& reply) {
+    LeagueRecord record;
+    if (which == "hidden") {
+      record.add("user_ids", strings_of(reply, name));
+    } else if (which == "is_hidden") {
+      record.add("hidden", integer_of(reply, name) == 1);
+    } else {
+      record.add("changed", integer_of(reply, name) == 1);
+    }
+    return record;
+  };
+  // Hiding or showing twice changes nothing more, reads change nothing: each may be resent.
+  return RLB_TEAM_CALL(name, std::move(command), parse, 2);
 }
 
 #undef RLB_TEAM_CALL

@@ -783,7 +783,9 @@ class TeamBoard:
     """A team board (team boards); builds validated operations, no I/O. Each operation's
     result is its record, a dict."""
 
-    def __init__(self, key: str, *, aggregate: str, order: str) -> None: ...
+    def __init__(
+        self, key: str, *, aggregate: str, order: str, submission_ttl: float = 86400
+    ) -> None: ...
     @property
     def key(self) -> str: ...
     def submit(
@@ -793,11 +795,16 @@ class TeamBoard:
         metadata: Optional[Mapping[str, Any]],
         team: Optional[str],
         mode: str,
+        submission_id: Optional[str] = None,
+        retries: int = 2,
     ) -> _RecordOperation: ...
     def move(self, member: str, team: str) -> _RecordOperation: ...
     def remove(self, member: str) -> _RecordOperation: ...
     def members(self, team: str) -> _RecordOperation: ...
     def team_of(self, member: str) -> _RecordOperation: ...
+    def hiding(self, op: str, member: str = "") -> _RecordOperation:
+        """``op``: "hide", "unhide" (record ``{"changed"}``), "hidden" (``{"user_ids"}``) or
+        "is_hidden" (``{"hidden"}``)."""
 
 def observed() -> dict[str, int]:
     """The process's totals: every client's counters (round_trips, commands, connections,

@@ -1,9 +1,10 @@
 #!lua
 -- A team board's calls (see python/redis_leaderboard/boards/team.py for the design): a member's
 -- write (their score on the members' board, their contribution to their team, the team's score
--- on the teams' board, atomically), a move between teams, a member's removal, and a team's
--- members. No flags: Redis 7 refuses it up front when out of memory. Every check that can fail
--- (key types, permissions, the recorded options) runs before the first write.
+-- on the teams' board, atomically), a move between teams, a member's removal, a team's
+-- members, and hiding a member (fair play). No flags: Redis 7 refuses it up front when out of
+-- memory. Every check that can fail (key types, permissions, the recorded options, a submission
+-- id's record) runs before the first write.
 -- A team board "<K>".
 --: KEYS team_options: <K>:options, the recorded options: 'team' "aggregate=<a> order=<o>"; on
 --   an 'asc' board also order and ties, for the teams' board's reads
@@ -15,39 +16,61 @@
 --: CALL submit: a member's write, into the team named (which moves them there)
 --: KEYS member_key: the member's metadata hash <K>:members:user:<id>
 --: KEYS team_key: the team's contributions <K>:team:<t>
---: KEYS option_keys...: the members' board's option keys (board_spec in lib/options.lua)
+--: KEYS write_keys...: the members' board's option keys (board_spec in lib/options.lua), then
+--   the guards' (guard_fields): with a submission id its record <K>:submission:<id>
 --: ARGV member: the member
 --: ARGV team: the team
 --: ARGV mode: the write mode
 --: ARGV score: the score
+--: ARGV guard_words: '' or 'sid:<ttl ms>:<call token>' (see new_call_token in operations.hpp)
 --: ARGV metadata...: field, value, ...
 --: CALL submit_own: a member's write, into their own team
 --: KEYS member_key: the member's metadata hash <K>:members:user:<id>
---: KEYS option_keys...: the members' board's option keys (board_spec in lib/options.lua)
+--: KEYS write_keys...: the members' board's option keys, then the guards' (as submit's)
 --: ARGV member: the member
 --: ARGV mode: the write mode
 --: ARGV score: the score
+--: ARGV guard_words: '' or 'sid:<ttl ms>:<call token>' (as submit's)
 --: ARGV metadata...: field, value, ...
 --: CALL move: a member (and their contribution) moved to a team
 --: KEYS team_key: the team's contributions <K>:team:<t>
 --: ARGV member: the member
 --: ARGV team: the team
---: CALL remove: a member removed, with their metadata and contribution
+--: CALL remove: a member removed, with their metadata, contribution and kept score if hidden
 --: KEYS member_key: the member's metadata hash <K>:members:user:<id>
+--: KEYS option_keys...: the members' board's option keys (board_spec in lib/options.lua)
 --: ARGV member: the member
 --: CALL members: a team's members
 --: KEYS team_key: the team's contributions <K>:team:<t>
 --: ARGV team: the team
 --: CALL team_of: a member's team
 --: ARGV member: the member
+--: CALL hide: a member hidden (fair play): off the members' board, their contribution out of
+--   their team's score
+--: KEYS member_key: the member's metadata hash <K>:members:user:<id>
+--: KEYS option_keys...: the members' board's option keys (board_spec in lib/options.lua)
+--: ARGV member: the member
+--: CALL unhide: a hidden member shown again, their contribution back in their team's score
+--: KEYS member_key: the member's metadata hash <K>:members:user:<id>
+--: KEYS option_keys...: the members' board's option keys (board_spec in lib/options.lua)
+--: ARGV member: the member
+--: CALL hidden: the hidden members
+--: KEYS option_keys...: the members' board's option keys (board_spec in lib/options.lua)
+--: CALL is_hidden: whether a member is hidden
+--: KEYS option_keys...: the members' board's option keys (board_spec in lib/options.lua)
+--: ARGV member: the member
 -- Replies: a status 'OPTIONS <recorded>' (the board records other options); an error 'NOTEAM
 -- ...' (a member's first write names no team); else
 --   submit, submit_own: {submit()'s reply on the members' board (see apply_write), team, the
---            team's score, its 1-based rank, the member's previous team or false}
+--            team's score, its 1-based rank, the member's previous team or false}; with a
+--            submission id, the whole reply is kept in its record (keep_rest) and a resend
+--            answers it as it was (check_submission's duplicate rule)
 --   move:    {previous team or false, team, the team's score or false, its rank or false}
---   remove:  1 if the member was on the board, else 0
+--   remove:  1 if the member had a score (on the board, or kept aside while hidden), else 0
 --   members: {member, contribution, ...} best first
 --   team_of: the member's team, or nil
+--   hide, unhide: 1 if the member was not hidden before (or was), else 0
+--   hidden:  the hidden members, in byte order; is_hidden: 1 or 0
 local config = 'aggregate=' .. aggregate .. ' order=' .. order
 local desc = order == 'desc'
 local position_command = desc and 'ZREVRANK' or 'ZRANK'  -- the teams' board's (ties lexicographic)
@@ -61,6 +84,7 @@ if err then return err end
 local recorded = redis.call('HGET', team_options, 'team')
 if recorded and recorded ~= config then return redis.status_reply('OPTIONS ' .. recorded) end
 local current = member and redis.call('HGET', memberships, member) or nil
+local named = team  -- the team as sent: part of a submission id's payload
 team = team or current
 -- The team's contributions: declared when the caller named the team, else the member's own
 -- (reached through the member's entry in memberships, see check_present).
@@ -83,30 +107,35 @@ if call == 'members' then
   return ranged
 end
 
-err = check_acl('HSET', team_options, 'team', config) or check_acl('HSET', memberships, 'x', 'x')
-  or check_acl('HDEL', memberships, 'x') or (NEW_TEAM and (check_acl('ZADD', NEW_TEAM, '0', 'x')
-    or check_acl('ZREM', NEW_TEAM, 'x'))) or check_acl('ZINCRBY', team_board, '0', 'x')
-  or check_acl('ZADD', team_board, '0', 'x') or check_acl('ZREM', team_board, 'x')
-  or check_acl(position_command, team_board, 'x')
+-- The hidden members' reads (below the writes: their helpers are built only by the calls that
+-- reach them) need no write permission.
+local reads_hidden = call == 'hidden' or call == 'is_hidden'
+err = not reads_hidden and (check_acl('HSET', team_options, 'team', config)
+  or check_acl('HSET', memberships, 'x', 'x') or check_acl('HDEL', memberships, 'x')
+  or (NEW_TEAM and (check_acl('ZADD', NEW_TEAM, '0', 'x') or check_acl('ZREM', NEW_TEAM, 'x')))
+  or check_acl('ZINCRBY', team_board, '0', 'x') or check_acl('ZADD', team_board, '0', 'x')
+  or check_acl('ZREM', team_board, 'x') or check_acl(position_command, team_board, 'x'))
 if err then return err end
 
 -- A team's contributions and score: a member's contribution `old` (nil: none) becomes `new`
 -- (nil: none), and the team's score follows: the sum of the contributions (kept by
 -- increments: exact for whole scores while a team's total stays below 2^53, see check_sums),
--- or the best one. A team with no member left leaves the teams' board.
+-- or the best one. A team with no member left leaves the teams' board. Returns the team's score
+-- (text), nil if it left.
 local function contribute(t, key, old, new)
-  if new then redis.call('ZADD', key, new, member) else redis.call('ZREM', key, member) end
-  if redis.call('ZCARD', key) == 0 then
-    redis.call('ZREM', team_board, t)
-    return
+  if new then
+    redis.call('ZADD', key, new, member)  -- (the team has a member now: no ZCARD)
+  else
+    redis.call('ZREM', key, member)
+    if redis.call('ZCARD', key) == 0 then
+      redis.call('ZREM', team_board, t)
+      return
+    end
   end
   if aggregate == 'sum' then
-    if not redis.call('ZSCORE', team_board, t) then
-      redis.call('ZADD', team_board, new or 0, t)
-    else
-      redis.call('ZINCRBY', team_board, (new or 0) - (old or 0), t)
-    end
-    return
+    -- (A team not on the teams' board has no other contribution: its score is `new`.)
+    local present = redis.call('ZSCORE', team_board, t)
+    return redis.call('ZINCRBY', team_board, (new or 0) - (present and old or 0), t)
   end
   local best
   if desc then
@@ -115,11 +144,13 @@ local function contribute(t, key, old, new)
     best = redis.call('ZRANGE', key, 0, 0, 'WITHSCORES')
   end
   redis.call('ZADD', team_board, best[2], t)
+  return best[2]
 end
 
--- The team's score (text) and 1-based rank on the teams' board, or false, false.
-local function standing(t)
-  local score = redis.call('ZSCORE', team_board, t)
+-- The team's score (text; `score` if the caller has it, from contribute) and 1-based rank on the
+-- teams' board, or false, false.
+local function standing(t, score)
+  score = score or redis.call('ZSCORE', team_board, t)
   if not score then return false, false end
   return score, redis.call(position_command, team_board, t) + 1
 end
@@ -151,32 +182,93 @@ local function check_sums(from, old, to, new)
   if to and new then return finite(to, new - (from == to and old or 0)) end
   return nil
 end
-if old_key then
+if old_key and not reads_hidden then
   err = check_type(old_key, 'zset') or check_acl('ZADD', old_key, '0', 'x')
     or check_acl('ZREM', old_key, 'x') or check_present(memberships, {old_key})
   if err then return err end
 end
 
 if call == 'submit' or call == 'submit_own' then
+  local w = {board = member_board, user_key = member_key, k = write_keys_at, mode = mode,
+    order = order, ties = 'lexicographic', submit = true, number = score, user_id = member,
+    max_entries = 4294967296, fields = ARGV, first_field = metadata_at}
+  if guard_words ~= '' then
+    local spec = {}
+    for word in string.gmatch(guard_words, '%S+') do spec[#spec + 1] = word end
+    guard_fields(w, spec, 1, #KEYS)  -- the submission id's record: the last key
+    w.payload = named or ''  -- the team as sent is part of the payload (check_submission)
+  end
+  local plan, reply = plan_write(w)
+  if not plan then
+    if type(reply) ~= 'table' or reply.err or reply.ok then return reply end
+    -- The stored result of an earlier write with this submission id: nothing is written; the
+    -- first reply, whole (keep_rest below kept the team's part).
+    local rest = read_submission(w.submission_key).rest
+    if rest then return {reply, rest[1], rest[2], rest[3], rest[4]} end
+    local t_score, t_rank = false, false  -- (upsert_many's record at this key: keeps no rest)
+    if team then t_score, t_rank = standing(team) end
+    return {reply, team or '', t_score, t_rank, false}
+  end
   if not team then
     return redis.error_reply('NOTEAM member ' .. member .. ' of team board ' .. team_board
       .. ' has no team: its first write names one; nothing was changed')
   end
-  local plan, reply = plan_write({board = member_board, user_key = member_key, k = option_keys_at,
-    mode = mode, order = order, ties = 'lexicographic', submit = true, number = score,
-    user_id = member, max_entries = 4294967296, fields = ARGV, first_field = metadata_at})
-  if not plan then return reply end
-  err = check_sums(current, plan.old, team, plan.score)
-  if err then return err end
+  -- A hidden member's write is kept aside (plan.hidden): no contribution anywhere.
+  local hidden = plan.hidden
+  if not hidden then
+    err = check_sums(current, plan.old, team, plan.score)
+    if err then return err end
+  end
   -- The writes: nothing below fails but on a server fault.
   record()
   reply = apply_write(plan)
-  local old, new = plan.old, plan.score
-  if current and current ~= team and old then contribute(current, old_key, old, nil) end
-  contribute(team, NEW_TEAM, current == team and old or nil, new)
+  local t_score
+  if not hidden then
+    local old, new = plan.old, plan.score
+    if current and current ~= team and old then contribute(current, old_key, old, nil) end
+    t_score = contribute(team, NEW_TEAM, current == team and old or nil, new)
+  end
   redis.call('HSET', memberships, member, team)
-  local score, rank = standing(team)
-  return {reply, team, score, rank, current or false}
+  local t_rank
+  t_score, t_rank = standing(team, t_score)
+  local result = {reply, team, t_score, t_rank, current or false}
+  if w.submission_key then keep_rest(w, {team, t_score, t_rank, current or false}) end
+  return result
+end
+
+-- ---- Hidden members (fair play, see lib/hiding.lua) ----
+-- The members' board hides them as any board does: off it, their score kept aside in its hidden
+-- hash "<K>:members:hidden" (member -> score's text, '' if none), 'hidden' '1' in its options
+-- hash. Their contribution leaves their team while hidden: a team's score is its visible
+-- members' (the sum or the best one; a team whose members are all hidden leaves the teams'
+-- board). A hidden member's write is judged as any (mode, submission id) and kept aside: it
+-- moves their membership when it names a team, their team's score does not change. unhide()
+-- puts the kept score back on the members' board and into their team (the one they are in then).
+local HIDDEN = member_board .. ':hidden'
+
+-- Whether the members' board records hidden members (its options hash `options`); or nil and
+-- an error reply. The hidden hash is not a declared key: reached through the options hash (see
+-- check_present).
+local function hides_any(options)
+  local err = check_type(options, 'hash') or check_acl('HGET', options, 'hidden')
+    or check_type(HIDDEN, 'hash') or check_acl('HGET', HIDDEN, 'x') or check_acl('HKEYS', HIDDEN)
+  if err then return nil, err end
+  if not redis.call('HGET', options, 'hidden') then return false end
+  err = check_present(options, {HIDDEN})
+  if err then return nil, err end
+  return true
+end
+
+if call == 'hidden' or call == 'is_hidden' then
+  local any, err = hides_any(KEYS[option_keys_at])
+  if any == nil then return err end
+  if call == 'is_hidden' then
+    return (any and redis.call('HGET', HIDDEN, member)) and 1 or 0
+  end
+  if not any then return {} end
+  local ids = redis.call('HKEYS', HIDDEN)
+  table.sort(ids)
+  return ids
 end
 
 if call == 'move' then
@@ -186,31 +278,97 @@ if call == 'move' then
     if err then return err end
   end
   record()
+  local team_score
   if current ~= team then
     if score and current then contribute(current, old_key, tonumber(score), nil) end
-    if score then contribute(team, NEW_TEAM, nil, tonumber(score)) end
+    if score then team_score = contribute(team, NEW_TEAM, nil, tonumber(score)) end
     redis.call('HSET', memberships, member, team)
   end
-  local team_score, rank = standing(team)
+  local rank
+  team_score, rank = standing(team, team_score)
   return {current or false, team, team_score, rank}
 end
 
 if call == 'remove' then
+  local options = KEYS[option_keys_at]
   err = check_acl('ZREM', member_board, member) or check_acl('UNLINK', member_key)
     or check_type(member_board, 'zset') or check_type(member_key, 'hash')
   if err then return err end
+  local any
+  any, err = hides_any(options)
+  if any == nil then return err end
+  local kept = any and redis.call('HGET', HIDDEN, member)
+  if kept then
+    err = check_acl('HDEL', HIDDEN, member) or check_acl('HLEN', HIDDEN)
+      or check_acl('HDEL', options, 'hidden')
+    if err then return err end
+  end
   local score = redis.call('ZSCORE', member_board, member)
   if score and current then
     err = check_sums(current, tonumber(score), nil, nil)
     if err then return err end
   end
+  -- (A hidden member has no contribution and no score on the board: `score` is nil.)
+  if kept then forget_hidden(HIDDEN, options, member) end
   if score then redis.call('ZREM', member_board, member) end
   redis.call('UNLINK', member_key)
   if current then
     if score then contribute(current, old_key, tonumber(score), nil) end
     redis.call('HDEL', memberships, member)
   end
-  return score and 1 or 0
+  return (score or (kept and kept ~= '')) and 1 or 0
+end
+
+if call == 'hide' or call == 'unhide' then
+  local b = board_spec(member_board, option_keys_at, order, 'lexicographic')
+  err = check_type(member_board, 'zset') or check_type(b.options, 'hash')
+    or check_acl('ZSCORE', member_board, member) or check_hidden_writes(b, member, nil)
+    or check_acl('HGET', HIDDEN, member) or check_acl('HDEL', HIDDEN, member)
+    or check_acl('HLEN', HIDDEN) or check_acl('HDEL', b.options, 'hidden')
+  if err then return err end
+  local record_order
+  err, record_order = check_options(b)
+  if err then return err end
+  if b.recorded_hidden then
+    err = check_present(b.options, {HIDDEN})
+    if err then return err end
+  end
+  local kept = b.recorded_hidden and redis.call('HGET', HIDDEN, member)
+  if call == 'hide' then
+    if kept then return 0 end
+    local text = redis.call('ZSCORE', member_board, member)
+    local score = text and tonumber(text)
+    if score and current then
+      err = check_sums(current, score, nil, nil)
+      if err then return err end
+    end
+    record()
+    if record_order then redis.call('HSET', b.options, 'order', b.order, 'ties', b.ties) end
+    keep_hidden(b, member, text or '', text)
+    if score and current then contribute(current, old_key, score, nil) end
+    return 1
+  end
+  -- unhide: the kept score back on the members' board as a write of it, and into their team.
+  if not kept then return 0 end
+  local plan
+  if kept ~= '' then
+    plan, err = plan_write({board = member_board, user_key = member_key, k = option_keys_at,
+      mode = 'set', order = order, ties = 'lexicographic', number = kept_parts(kept),
+      user_id = member, max_entries = 4294967296, fields = {}, first_field = 1, restore = true})
+    if not plan then return err end
+    if current then
+      err = check_sums(nil, nil, current, plan.score)
+      if err then return err end
+    end
+  end
+  record()
+  forget_hidden(HIDDEN, b.options, member)
+  if plan then
+    plan.b.recorded_hidden = nil  -- the hash may be gone: not named again (see check_present)
+    apply_write(plan)
+    if current then contribute(current, old_key, nil, plan.score) end
+  end
+  return 1
 end
 
 return redis.error_reply('ERR unknown team operation ' .. tostring(call))

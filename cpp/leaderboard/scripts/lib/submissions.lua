@@ -86,8 +86,8 @@ local function bulk_duplicate(b, w, record)
 end
 
 -- Idempotency (w.submission_key, w.submission_ttl; the payload in w.user_id, w.mode, w.number,
--- w.fields[w.first_field..]): nil if the write may go ahead (w.fingerprint set for
--- store_submission), else the reply to return: an error reply (SUBMISSIONREUSED: the id was
+-- w.tb, w.payload, w.fields[w.first_field..]): nil if the write may go ahead (w.fingerprint set
+-- for store_submission), else the reply to return: an error reply (SUBMISSIONREUSED: the id was
 -- applied for another user or payload), or the stored result of the earlier write with this id
 -- (its last elements 1, a duplicate, and the key of the board it landed on; a table with
 -- neither 'err' nor 'ok'); for an id upsert_many applied, on board `b`, bulk_duplicate's reply
@@ -97,9 +97,11 @@ local function check_submission(w, b)
     or check_acl('SET', w.submission_key, 'x', 'PX', w.submission_ttl)
     or check_type(w.submission_key, 'string')
   if err then return err end
-  -- (Tie-break columns' values are part of the payload: "<number> <key>".)
-  w.fingerprint = payload_fingerprint(w.mode, w.tb and (w.number .. ' ' .. w.tb) or w.number,
-    w.fields, w.first_field, #w.fields)
+  -- (Tie-break columns' values are part of the payload: "<number> <key>"; so is w.payload, what
+  -- else a board type's write names: a team board's team.)
+  local number = w.tb and (w.number .. ' ' .. w.tb) or w.number
+  if w.payload then number = number .. ' ' .. w.payload end
+  w.fingerprint = payload_fingerprint(w.mode, number, w.fields, w.first_field, #w.fields)
   local record = read_submission(w.submission_key)
   if not record then return nil end
   err = check_reuse(record, w.submission_key, w.user_id, w.fingerprint)
