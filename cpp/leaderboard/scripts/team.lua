@@ -191,7 +191,7 @@ end
 if call == 'submit' or call == 'submit_own' then
   local w = {board = member_board, user_key = member_key, k = write_keys_at, mode = mode,
     order = order, ties = 'lexicographic', submit = true, number = score, user_id = member,
-    max_entries = 4294967296, fields = ARGV, first_field = metadata_at}
+    max_entries = UNLIMITED, fields = ARGV, first_field = metadata_at}
   if guard_words ~= '' then
     local spec = {}
     for word in string.gmatch(guard_words, '%S+') do spec[#spec + 1] = word end
@@ -354,7 +354,7 @@ if call == 'hide' or call == 'unhide' then
   if kept ~= '' then
     plan, err = plan_write({board = member_board, user_key = member_key, k = option_keys_at,
       mode = 'set', order = order, ties = 'lexicographic', number = kept_parts(kept),
-      user_id = member, max_entries = 4294967296, fields = {}, first_field = 1, restore = true})
+      user_id = member, max_entries = UNLIMITED, fields = {}, first_field = 1, restore = true})
     if not plan then return err end
     if current then
       err = check_sums(nil, nil, current, plan.score)
