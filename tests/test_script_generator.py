@@ -190,6 +190,21 @@ def test_a_failed_build_says_which_file(tmp_path: Path, capsys: pytest.CaptureFi
     assert not (tmp_path / "out").exists()
 
 
+def run_cpp(main: Path, generated: Path, *sources: Path) -> list[str]:
+    """The lines a C++ program prints, compiled (-Wall -Wextra -Werror) against the project's
+    headers and the generated ones."""
+    root = Path(__file__).resolve().parents[1]
+    binary = main.with_suffix("")
+    subprocess.run(
+        ["g++", "-std=c++17", "-Wall", "-Wextra", "-Werror", f"-I{root / 'cpp'}",
+         f"-I{generated}", str(main), *map(str, sources), "-o", str(binary)],
+        check=True,
+    )  # fmt: skip
+    return subprocess.run(
+        [str(binary)], check=True, capture_output=True, text=True
+    ).stdout.splitlines()
+
+
 DEMO = """\
 #!lua
 -- demo: a script of two calls.
@@ -257,25 +272,7 @@ int main() {
 """
     )
     root = Path(__file__).resolve().parents[1]
-    binary = tmp_path / "main"
-    subprocess.run(
-        [
-            "g++",
-            "-std=c++17",
-            "-Wall",
-            "-Wextra",
-            "-Werror",
-            f"-I{root / 'cpp'}",
-            f"-I{out}",
-            str(main),
-            str(out / "scripts.cpp"),
-            "-o",
-            str(binary),
-        ],
-        check=True,
-    )
-    printed = subprocess.run([str(binary)], check=True, capture_output=True, text=True).stdout
-    assert printed.splitlines() == [
+    assert run_cpp(main, out, out / "scripts.cpp") == [
         "demo [3] [b] [o1] [o2] [join] [p] [ann]",
         "demo [2] [b] [r] [settle] [p] [3]",
         "demo [2] [b] [r] [settle] [p] [3] [t]",
@@ -425,24 +422,7 @@ def test_the_real_words_cpp_writes_are_the_fields_guard_fields_reads(
     ]
     main = tmp_path / "main.cpp"
     main.write_text("\n".join(lines) + "\n")
-    binary = tmp_path / "main"
-    subprocess.run(
-        [
-            "g++",
-            "-std=c++17",
-            "-Wall",
-            "-Wextra",
-            "-Werror",
-            f"-I{out}",
-            str(main),
-            "-o",
-            str(binary),
-        ],
-        check=True,
-    )
-    spec, *keys = subprocess.run(
-        [str(binary)], check=True, capture_output=True, text=True
-    ).stdout.splitlines()
+    spec, *keys = run_cpp(main, out)
     assert keys == [f"key:{w.name}" for w in words if w.key]
     # A script of the real helpers: guard_fields over the spec's words after "head", the keys
     # ending at the last of KEYS (two other keys before them); it returns the fields it set.
