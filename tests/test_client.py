@@ -571,6 +571,30 @@ def test_ctrl_c_interrupts_a_call_waiting_without_timeout(redis_server: Any) -> 
     assert lines[1] == "then True 1"
 
 
+# The same, the signal handled on another thread (a Ctrl+C the kernel gives to a thread other
+# than the waiting one, or one handled after the call released the GIL and before it began to
+# wait): no EINTR reaches the waiting call, which still sees it within a fraction of a second.
+CTRL_C_ELSEWHERE_SCRIPT = CTRL_C_SCRIPT.replace(
+    "lambda: os.kill(os.getpid(), signal.SIGINT)",
+    "lambda: signal.pthread_kill(threading.get_ident(), signal.SIGINT)",
+)
+
+
+def test_ctrl_c_handled_on_another_thread_still_interrupts_the_call(redis_server: Any) -> None:
+    assert CTRL_C_ELSEWHERE_SCRIPT != CTRL_C_SCRIPT
+    done = subprocess.run(
+        [sys.executable, "-c", CTRL_C_ELSEWHERE_SCRIPT, str(redis_server.port)],
+        capture_output=True,
+        text=True,
+        timeout=20,
+    )
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[0].startswith("interrupted ")
+    assert float(lines[0].split()[1]) < 3
+    assert lines[1] == "then True 1"
+
+
 def test_a_forked_child_opens_its_own_connection(redis_server: Any, board_key: str) -> None:
     """A pooled connection made before fork() is never reused in the child: parent and child
     would read each other's replies."""

@@ -65,18 +65,30 @@ void BlockingConnection::on_interrupt() {
   if (check != nullptr) check();  // may throw (KeyboardInterrupt): the caller closes
 }
 
+// A wait that runs the interrupt check wakes at least this often to run it: a signal handled
+// before poll() began (after the GIL was released), or on another thread, interrupts no poll(),
+// and without a socket timeout the call would then wait for Redis forever, Ctrl+C lost.
+constexpr int kInterruptSliceMs = 200;
+
 bool BlockingConnection::wait(short events, const std::optional<Clock::time_point>& until,
                               const char* doing) {
+  const bool checks = !interrupt_checks_off && interrupt_check.load() != nullptr;
   for (;;) {
     int timeout_ms = -1;
     if (until) {
       auto left = std::chrono::duration_cast<std::chrono::microseconds>(*until - Clock::now());
       timeout_ms = left.count() <= 0 ? 0 : static_cast<int>((left.count() + 999) / 1000);
     }
+    int slice_ms = timeout_ms;
+    if (checks && (slice_ms < 0 || slice_ms > kInterruptSliceMs)) slice_ms = kInterruptSliceMs;
     pollfd fd{socket_.native_handle(), events, 0};
-    int ready = ::poll(&fd, 1, timeout_ms);
+    int ready = ::poll(&fd, 1, slice_ms);
     if (ready > 0) return true;  // readiness, hang-up or error: the next read/write tells which
-    if (ready == 0) return false;
+    if (ready == 0) {
+      if (slice_ms == timeout_ms) return false;  // the deadline
+      on_interrupt();                            // a signal poll() did not see
+      continue;
+    }
     if (errno == EINTR) {
       on_interrupt();
       continue;
