@@ -543,6 +543,9 @@ def test_eight_threads_share_one_client(client: Client, board_key: str, r: Any) 
 CTRL_C_SCRIPT = """
 import os, signal, sys, threading, time
 import redis_leaderboard
+# Python's own Ctrl+C handler, even when started with SIGINT ignored (a non-interactive shell's
+# background job: Python then installs none).
+signal.signal(signal.SIGINT, signal.default_int_handler)
 client = redis_leaderboard.Client(port=int(sys.argv[1]))  # no timeout: waits without limit
 client.ping()
 threading.Timer(0.5, lambda: os.kill(os.getpid(), signal.SIGINT)).start()
