@@ -920,31 +920,39 @@ PYBIND11_MODULE(_core, m) {
         return cache_stats_dict(self.channel.cache()->stats(), self.channel.cache()->options());
       });
 
-  py::class_<connection::CachedRead, std::shared_ptr<connection::CachedRead>>(
-      m, "CachedRead", "One read through the client-side cache (see connection/cache.hpp).",
-      guarded())
-      .def(py::init([](AsyncClientCache& cache, PyOperation& operation) {
+  // The read's steps cross to Python as ints (CachedRead.RUN, AWAIT_BARRIER, DONE).
+  using Step = connection::CachedRead::Step;
+  py::class_<connection::CachedRead, std::shared_ptr<connection::CachedRead>> cached_read(
+      m, "CachedRead",
+      "One read through the client-side cache, its steps and decisions (see "
+      "connection/cache.hpp); the asyncio client does its I/O.",
+      guarded());
+  cached_read
+      .def(py::init([barrier_of](AsyncClientCache& cache, PyOperation& operation,
+                                 const BarrierId& barrier) {
              if (!operation.operation || !operation.operation->cached_metadata_prefix()) {
                throw py::value_error("not a read the cache serves");
              }
-             return connection::CachedRead::make(cache.channel.cache(), operation.take());
+             return connection::CachedRead::make(cache.channel.cache(), operation.take(),
+                                                 barrier_of(barrier));
            }),
-           "cache"_a, "operation"_a)
-      .def("query", [](connection::CachedRead& self) { return wrap(self.query()); })
+           "cache"_a, "operation"_a, "barrier"_a)
       .def(
-          "fetch",
-          [barrier_of](connection::CachedRead& self,
-                       std::optional<BarrierId> barrier) -> std::optional<PyOperation> {
-            auto fetch =
-                self.fetch(barrier ? std::optional<Barrier>(barrier_of(*barrier)) : std::nullopt);
-            if (!fetch) return std::nullopt;
-            return wrap(std::move(fetch));
+          "next",
+          [](connection::CachedRead& self, const py::function& on_barrier_server) {
+            return static_cast<int>(
+                self.next([&on_barrier_server] { return on_barrier_server().cast<bool>(); }));
           },
-          "barrier"_a)
-      .def("moved", &connection::CachedRead::moved,
-           "The fetch did not run (only) on the server the barrier passed on: nothing it read "
-           "is cached.")
+          "on_barrier_server"_a,
+          "What the driver does next: RUN (operation()), AWAIT_BARRIER (then barrier_passed()) "
+          "or DONE (result()). on_barrier_server(): whether the data connection is on the "
+          "invalidation connection's server now.")
+      .def("operation", [](connection::CachedRead& self) { return wrap(self.operation()); })
+      .def("barrier_passed", &connection::CachedRead::barrier_passed, "passed"_a)
       .def("result", [](connection::CachedRead& self) { return to_python(self.result()); });
+  cached_read.attr("RUN") = static_cast<int>(Step::Run);
+  cached_read.attr("AWAIT_BARRIER") = static_cast<int>(Step::AwaitBarrier);
+  cached_read.attr("DONE") = static_cast<int>(Step::Done);
 
   // The connection core without I/O, for tests: events, bytes and time in; bytes to write,
   // closes and completions out. Times are seconds on an arbitrary clock.

@@ -283,16 +283,70 @@ class Capture final : public Operation {
 }  // namespace
 
 std::shared_ptr<CachedRead> CachedRead::make(std::shared_ptr<MetadataCache> cache,
-                                             std::unique_ptr<Operation> operation) {
+                                             std::unique_ptr<Operation> operation,
+                                             MetadataCache::Barrier barrier) {
   const std::string* prefix = operation->cached_metadata_prefix();
   if (prefix == nullptr) throw std::logic_error("not a cacheable read");
   auto lean = operation->without_metadata();
-  return std::shared_ptr<CachedRead>(new CachedRead(std::move(cache), std::move(lean), *prefix));
+  return std::shared_ptr<CachedRead>(
+      new CachedRead(std::move(cache), std::move(lean), *prefix, barrier));
 }
 
 CachedRead::CachedRead(std::shared_ptr<MetadataCache> cache, std::unique_ptr<Operation> lean,
-                       std::string prefix)
-    : cache_(std::move(cache)), lean_(std::move(lean)), prefix_(std::move(prefix)) {}
+                       std::string prefix, MetadataCache::Barrier barrier)
+    : cache_(std::move(cache)),
+      lean_(std::move(lean)),
+      prefix_(std::move(prefix)),
+      barrier_(barrier) {}
+
+CachedRead::Step CachedRead::next(const std::function<bool()>& on_barrier_server) {
+  switch (state_) {
+    case State::Start:  // the query, first
+      on_server_ = on_barrier_server();
+      next_ = query();
+      state_ = State::Queried;
+      return Step::Run;
+    case State::Queried:
+      // Both connections on one server before and after the query, or the barrier proves
+      // nothing (after a failover, say). The PONG was written before the query: normally it is
+      // there already; the driver waits for it (a late one is doubt).
+      on_server_ = on_server_ && on_barrier_server();
+      if (on_server_) {
+        state_ = State::Awaiting;
+        return Step::AwaitBarrier;
+      }
+      return fetch_step(false);
+    case State::Awaiting:
+      throw std::logic_error("CachedRead: barrier_passed() follows Step::AwaitBarrier");
+    case State::Awaited:
+      return fetch_step(passed_);
+    case State::Fetched:
+      if (passed_ && !on_barrier_server()) moved();
+      state_ = State::Done;
+      return Step::Done;
+    case State::Done:
+      return Step::Done;
+  }
+  return Step::Done;
+}
+
+void CachedRead::barrier_passed(bool passed) {
+  if (state_ != State::Awaiting) throw std::logic_error("CachedRead: no barrier awaited");
+  passed_ = passed;
+  state_ = State::Awaited;
+}
+
+CachedRead::Step CachedRead::fetch_step(bool passed) {
+  passed_ = passed;
+  next_ = fetch(passed ? std::optional<MetadataCache::Barrier>(barrier_) : std::nullopt);
+  state_ = next_ ? State::Fetched : State::Done;
+  return next_ ? Step::Run : Step::Done;
+}
+
+std::unique_ptr<Operation> CachedRead::operation() {
+  if (!next_) throw std::logic_error("CachedRead::operation() follows Step::Run, once");
+  return std::move(next_);
+}
 
 CachedRead::~CachedRead() { cache_->release(ticket_); }
 

@@ -28,6 +28,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <list>
 #include <memory>
 #include <mutex>
@@ -151,41 +152,73 @@ class MetadataCache {
   CacheStats stats_;
 };
 
-// One read through the cache, without I/O. A driver runs query() (the read without metadata),
-// then fetch(barrier) (the metadata the cache lacks; nullptr if it has it all), then takes
-// result(). Their results are kept here: the operations themselves give None.
+// One read through the cache, without I/O: the read without metadata, then the metadata the
+// cache lacks (HGETALLs), each run on the same data connection; their results are kept here
+// (the operations themselves give None). The steps and every decision between them are taken
+// here, once; a driver (the blocking client's, the asyncio client's) only does the I/O:
+//
+//   for (;;) switch (read->next(on_barrier_server)) {
+//     case CachedRead::Step::Run: run read->operation() on the data connection; break;
+//     case CachedRead::Step::AwaitBarrier: read->barrier_passed(wait for the PONG); break;
+//     case CachedRead::Step::Done: return read->result();
+//   }
+//
+// `on_barrier_server()`: whether the data connection is, now, on the invalidation connection's
+// server (the barrier proves something only there; a connection may reconnect within a run, to
+// where the resolver points then); asked only when the answer matters.
 class CachedRead : public std::enable_shared_from_this<CachedRead> {
  public:
-  // `operation` must be cacheable (cached_metadata_prefix()).
+  enum class Step { Run, AwaitBarrier, Done };
+
+  // `operation` must be cacheable (cached_metadata_prefix()); `barrier` was written on the
+  // invalidation connection before the read (CacheChannel::begin).
   static std::shared_ptr<CachedRead> make(std::shared_ptr<MetadataCache> cache,
-                                          std::unique_ptr<leaderboard::Operation> operation);
+                                          std::unique_ptr<leaderboard::Operation> operation,
+                                          MetadataCache::Barrier barrier);
+  // What the driver does next.
+  Step next(const std::function<bool()>& on_barrier_server);
+  // The operation of the Step::Run next() gave.
+  std::unique_ptr<leaderboard::Operation> operation();
+  // After Step::AwaitBarrier: whether the barrier's PONG came (false: late, or the invalidation
+  // connection is gone: the read is then uncached).
+  void barrier_passed(bool passed);
   ~CachedRead();
   CachedRead(const CachedRead&) = delete;
   CachedRead& operator=(const CachedRead&) = delete;
 
   const std::string& prefix() const { return prefix_; }
-  // The read without metadata; once.
-  std::unique_ptr<leaderboard::Operation> query();
-  // After query() finished: the HGETALLs of the entries the cache cannot give, or nullptr.
-  // `barrier` (written before the query): given only if the query ran on the invalidation
-  // connection's server. Cached entries are used, and what the HGETALLs read is cached, only if
-  // it has passed, on the connection it was written on; without it the read is uncached.
-  std::unique_ptr<leaderboard::Operation> fetch(
-      const std::optional<MetadataCache::Barrier>& barrier);
-  // The driver found that fetch()'s operation did not run (only) on the server the barrier
-  // passed on (a connection lost and the read sent again elsewhere): nothing it read is cached.
-  void moved();
-  // After fetch()'s operation (if any) finished: the read's result, as the uncached read's.
+  // After Step::Done: the read's result, as the uncached read's.
   leaderboard::Result result();
 
  private:
+  // Where the read is: each state names what ran (or was awaited) last.
+  enum class State { Start, Queried, Awaiting, Awaited, Fetched, Done };
+
   CachedRead(std::shared_ptr<MetadataCache> cache, std::unique_ptr<leaderboard::Operation> lean,
-             std::string prefix);
+             std::string prefix, MetadataCache::Barrier barrier);
+  // The read without metadata; once.
+  std::unique_ptr<leaderboard::Operation> query();
+  // After query() finished: the HGETALLs of the entries the cache cannot give, or nullptr.
+  // `barrier`: given only if it passed, with the query on the invalidation connection's server.
+  // Cached entries are used, and what the HGETALLs read is cached, only then; without it the
+  // read is uncached.
+  std::unique_ptr<leaderboard::Operation> fetch(
+      const std::optional<MetadataCache::Barrier>& barrier);
+  // fetch()'s operation did not run (only) on the server the barrier passed on (a connection
+  // lost and the read sent again elsewhere): nothing it read is cached.
+  void moved();
+  // After the query: the fetch if there is one (Step::Run), else Step::Done.
+  Step fetch_step(bool passed);
 
   std::shared_ptr<MetadataCache> cache_;
   std::unique_ptr<leaderboard::Operation> lean_;
   std::string prefix_;
-  std::optional<leaderboard::Result> result_;  // the query's
+  MetadataCache::Barrier barrier_;
+  State state_ = State::Start;
+  bool on_server_ = false;  // the query ran on the invalidation connection's server
+  bool passed_ = false;     // ... and the barrier passed: the cache is trusted
+  std::unique_ptr<leaderboard::Operation> next_;  // the operation of the last Step::Run
+  std::optional<leaderboard::Result> result_;     // the query's
   std::vector<leaderboard::Entry*> missing_;
   std::optional<std::vector<Metadata>> fetched_;
   MetadataCache::Ticket ticket_;

@@ -615,34 +615,36 @@ Result BlockingClient::run(std::unique_ptr<Operation> operation) {
   return (*connection).run(std::move(operation));
 }
 
-// A read through the client-side cache: a barrier on the invalidation connection, the query
-// without metadata, then (once the barrier passed) the cached metadata and the HGETALLs of the
-// rest, on the same connection.
+// A read through the client-side cache: a barrier on the invalidation connection, then the
+// read's steps (connection::CachedRead) on one data connection.
 Result BlockingClient::run_cached(std::unique_ptr<Operation> operation) {
   auto barrier = cache_channel_->begin(*operation->cached_metadata_prefix());
   if (!barrier) {  // no invalidation connection: the read as it is, uncached
     Lease connection(*this);
     return (*connection).run(std::move(operation));
   }
-  auto read = connection::CachedRead::make(cache_channel_->cache(), std::move(operation));
+  auto read = connection::CachedRead::make(cache_channel_->cache(), std::move(operation), *barrier);
   Lease connection(*this);
-  // Both connections on one server, or the barrier proves nothing (after a failover, say). The
-  // data connection may reconnect within a call (a read sent again after a lost reply), to
-  // where the resolver points then: checked again after each run.
-  bool same_server = cache_channel_->on_server((*connection).endpoint());
-  (*connection).run(read->query());
-  same_server = same_server && cache_channel_->on_server((*connection).endpoint());
-  // The PONG was written before the query: it is normally there already. A late one is doubt.
-  auto wait = std::chrono::duration<double>(std::min(options_.socket_timeout.value_or(1.0), 1.0));
-  const bool passed =
-      same_server &&
-      cache_channel_->await(*barrier,
-                            Clock::now() + std::chrono::duration_cast<Clock::duration>(wait));
-  if (auto fetch = read->fetch(passed ? barrier : std::nullopt)) {
-    (*connection).run(std::move(fetch));
-    if (passed && !cache_channel_->on_server((*connection).endpoint())) read->moved();
+  using Step = connection::CachedRead::Step;
+  const std::function<bool()> on_barrier_server = [&] {
+    return cache_channel_->on_server((*connection).endpoint());
+  };
+  for (;;) {
+    switch (read->next(on_barrier_server)) {
+      case Step::Run:
+        (*connection).run(read->operation());
+        break;
+      case Step::AwaitBarrier: {
+        auto wait =
+            std::chrono::duration<double>(std::min(options_.socket_timeout.value_or(1.0), 1.0));
+        read->barrier_passed(cache_channel_->await(
+            *barrier, Clock::now() + std::chrono::duration_cast<Clock::duration>(wait)));
+        break;
+      }
+      case Step::Done:
+        return read->result();
+    }
   }
-  return read->result();
 }
 
 void BlockingClient::run_pipelined(std::size_t window,

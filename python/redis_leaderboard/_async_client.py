@@ -124,24 +124,26 @@ class Client:
                 self._cache_setup = loop.run_in_executor(None, cache.setup, prefix)
                 self._cache_setup.add_done_callback(self._cache_setup_done)
             return await self._core.run(operation)
-        read = CachedRead(cache, operation)
-        # The barrier proves something only if the query goes to the invalidation connection's
-        # server, and the connection in place now is where it goes if it is still in place
-        # once the query is done (a failover moves each on its own).
-        server = self._core.server()
+        read = CachedRead(cache, operation, barrier)
+        # The barrier proves something only if the read goes to the invalidation connection's
+        # server: the connection in place now is where it goes, while it stays in place (a
+        # failover moves each on its own).
+        core = self._core
+        server = core.server()
         same_server = server is not None and cache.on_server(*server[:3])
-        await self._core.run(read.query())
-        passed = (
-            same_server
-            and self._core.server() == server
-            and (cache.poll(barrier) or await self._await_barrier(cache, barrier, loop))
-        )
-        fetch = read.fetch(barrier if passed else None)
-        if fetch is not None:
-            await self._core.run(fetch)
-            if passed and self._core.server() != server:
-                read.moved()  # sent again on another connection: nothing it read is cached
-        return read.result()
+
+        def on_barrier_server() -> bool:
+            return same_server and core.server() == server
+
+        while True:  # the read's steps (connection/cache.hpp): here only their I/O
+            step = read.next(on_barrier_server)
+            if step == CachedRead.RUN:
+                await core.run(read.operation())
+            elif step == CachedRead.AWAIT_BARRIER:
+                passed = cache.poll(barrier) or await self._await_barrier(cache, barrier, loop)
+                read.barrier_passed(passed)
+            else:
+                return read.result()
 
     def _cache_setup_done(self, future: asyncio.Future[None]) -> None:
         self._cache_setup = None

@@ -5,6 +5,7 @@ import datetime
 from typing import (
     Any,
     Callable,
+    ClassVar,
     Generic,
     Iterable,
     Literal,
@@ -552,14 +553,22 @@ class ClientCache:
     def info(self) -> dict[str, Any]: ...
 
 class CachedRead(Generic[_T_co]):
-    """One read through the client-side cache (see connection/cache.hpp)."""
+    """One read through the client-side cache, its steps and decisions (see
+    connection/cache.hpp); the asyncio client does its I/O."""
 
-    def __init__(self, cache: ClientCache, operation: Operation[_T_co]) -> None: ...
-    def query(self) -> Operation[Any]: ...
-    def fetch(self, barrier: Optional[tuple[int, int]]) -> Optional[Operation[Any]]: ...
-    def moved(self) -> None:
-        """The fetch did not run (only) on the server the barrier passed on: nothing it read
-        is cached."""
+    RUN: ClassVar[int]
+    AWAIT_BARRIER: ClassVar[int]
+    DONE: ClassVar[int]
+
+    def __init__(
+        self, cache: ClientCache, operation: Operation[_T_co], barrier: tuple[int, int]
+    ) -> None: ...
+    def next(self, on_barrier_server: Callable[[], bool]) -> int:
+        """What the driver does next: RUN (operation()), AWAIT_BARRIER (then barrier_passed())
+        or DONE (result()). on_barrier_server(): whether the data connection is on the
+        invalidation connection's server now."""
+    def operation(self) -> Operation[Any]: ...
+    def barrier_passed(self, passed: bool) -> None: ...
     def result(self) -> _T_co: ...
 
 class ConnectionCore:
