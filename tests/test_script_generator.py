@@ -268,6 +268,16 @@ int main() {
                           arg::cohort{"3"}));
   show(calls::demo_settle(arg::board{"b"}, arg::record{"r"}, arg::period{"p"},
                           arg::cohort{"3"}, arg::token{"t"}));
+  // An argument found in a built call by its name (argv_n), after a list of keys too.
+  auto join = calls::demo_join(arg::board{"b"}, arg::option_keys{{"o1", "o2"}}, arg::period{"p"},
+                               arg::user_id{"ann"});
+  std::printf("%s\\n", join.argv.at(calls::argv_index(join, calls::argv_n::demo_join::user_id))
+                          .c_str());
+  auto settle = calls::demo_settle(arg::board{"b"}, arg::record{"r"}, arg::period{"p"},
+                                   arg::cohort{"3"}, arg::token{"t"});
+  std::printf("%s %s\\n",
+              settle.argv.at(calls::argv_index(settle, calls::argv_n::demo_settle::period)).c_str(),
+              settle.argv.at(calls::argv_index(settle, calls::argv_n::demo_settle::token)).c_str());
 }
 """
     )
@@ -276,6 +286,8 @@ int main() {
         "demo [3] [b] [o1] [o2] [join] [p] [ann]",
         "demo [2] [b] [r] [settle] [p] [3]",
         "demo [2] [b] [r] [settle] [p] [3] [t]",
+        "ann",
+        "p t",
     ]
     # A misplaced argument does not compile.
     main.write_text(

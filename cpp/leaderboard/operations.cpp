@@ -302,10 +302,11 @@ class SingleCall final : public Operation {
         parse_window_(std::move(parse)),
         id_(std::move(id)) {}
 
-  // A script read whose first argument is the metadata prefix (window, around, entries): it can
-  // run without metadata for a client-side cache.
-  std::unique_ptr<SingleCall> caches_metadata(std::string prefix) && {
-    prefix_arg_ = 1 + static_cast<std::size_t>(std::stoul(command_.argv.at(0)));
+  // A script read that takes the metadata prefix `prefix` as its ARGV's `argv_n`-th argument
+  // (calls::argv_n::<script>::user_prefix: window, around, entries): it can run without
+  // metadata for a client-side cache.
+  std::unique_ptr<SingleCall> caches_metadata(std::string prefix, std::size_t argv_n) && {
+    prefix_arg_ = calls::argv_index(command_, argv_n);
     if (command_.argv.at(prefix_arg_) != prefix) unexpected("a metadata prefix argument");
     prefix_ = std::move(prefix);
     return std::make_unique<SingleCall>(std::move(*this));
@@ -1353,7 +1354,7 @@ std::unique_ptr<Operation> Board::get_top(long long count) const {
                            return entries;
                          }),
                          id_)
-                  .caches_metadata(metadata_prefix());
+                  .caches_metadata(metadata_prefix(), calls::argv_n::window::user_prefix);
   call->set_lean_form([id = id_, key = key(), count]() -> std::unique_ptr<Operation> {
     // A default board whose options were checked: the guide's ZRANGE, ranks by position.
     if (!id->is_default() || !id->checked.load(std::memory_order_relaxed)) return nullptr;
@@ -1384,7 +1385,7 @@ std::unique_ptr<Operation> Board::get_around_rank(long long rank, long long coun
       arg::count{std::to_string(count)}, id_->order_arg(), id_->ties_arg());
   return SingleCall("get_around_rank", std::move(command), SingleCall::WindowParser(window_entries),
                     id_)
-      .caches_metadata(metadata_prefix());
+      .caches_metadata(metadata_prefix(), calls::argv_n::window::user_prefix);
 }
 
 std::unique_ptr<Operation> Board::get_rank(std::string user_id) const {
@@ -1643,7 +1644,7 @@ std::unique_ptr<Operation> Board::get_around_user(std::string user_id, long long
                       return window_entries(window);
                     }),
                     id_)
-      .caches_metadata(metadata_prefix());
+      .caches_metadata(metadata_prefix(), calls::argv_n::around::user_prefix);
 }
 
 std::unique_ptr<Operation> Board::get_entries(std::vector<std::string> user_ids) const {
@@ -1684,7 +1685,7 @@ std::unique_ptr<Operation> Board::get_entries(std::vector<std::string> user_ids)
                return out;
              },
              id_)
-      .caches_metadata(metadata_prefix());
+      .caches_metadata(metadata_prefix(), calls::argv_n::entries::user_prefix);
 }
 
 std::unique_ptr<Operation> Board::get_page(long long page, long long page_size) const {
@@ -1711,7 +1712,7 @@ std::unique_ptr<Operation> Board::get_page(long long page, long long page_size) 
                return out;
              }),
              id_)
-      .caches_metadata(metadata_prefix());
+      .caches_metadata(metadata_prefix(), calls::argv_n::window::user_prefix);
 }
 
 std::unique_ptr<Operation> Board::get_by_score(double min_score, double max_score, long long offset,

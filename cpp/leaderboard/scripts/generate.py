@@ -76,6 +76,7 @@ change is not rewritten (so nothing recompiles for nothing).
 from __future__ import annotations
 
 import hashlib
+import itertools
 import re
 import sys
 from dataclasses import dataclass, field
@@ -727,6 +728,7 @@ def script_calls_hpp(scripts: list[Script]) -> str:
         " the order its declaration gives (cpp/leaderboard/scripts/<name>.lua; a script of"
         " several calls has one per call, <script>_<call>).",
         [
+            "cstddef",
             "optional",
             "string",
             "utility",
@@ -736,6 +738,14 @@ def script_calls_hpp(scripts: list[Script]) -> str:
         ],
         "rlb::leaderboard::calls",
     )
+    out += [
+        "",
+        "// The index in a built Command's argv (numkeys, the KEYS, the ARGV) of ARGV's n-th (from",
+        "// 0) argument: with the argv_n constants below, an argument found by its name.",
+        "inline std::size_t argv_index(const Command& command, std::size_t n) {",
+        "  return 1 + static_cast<std::size_t>(std::stoul(command.argv.at(0))) + n;",
+        "}",
+    ]
     for script in scripts:
         abouts = {p.name: p.about for c in script.calls for p in c.keys + c.args if p.about}
         for function, word, keys, args in script.signatures():
@@ -780,6 +790,14 @@ def script_calls_hpp(scripts: list[Script]) -> str:
             if word and not args:
                 out.append(f'  out.argv.emplace_back("{word}");')
             out += ["  return out;", "}"]
+            fixed = list(itertools.takewhile(lambda p: p.kind != "rest", args))
+            if fixed:
+                first = 1 if word else 0
+                out.append(f"namespace argv_n::{function} {{  // where its arguments stand in ARGV")
+                out += [
+                    f"constexpr std::size_t {p.name} = {first + i};" for i, p in enumerate(fixed)
+                ]
+                out.append(f"}}  // namespace argv_n::{function}")
     out.append("}  // namespace rlb::leaderboard::calls")
     return "\n".join(out) + "\n"
 
