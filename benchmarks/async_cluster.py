@@ -35,7 +35,7 @@ from redis_leaderboard import asyncio as rlb_asyncio
 
 # The Cluster launcher lives with the tests (tests/launchers.py), not in the package.
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
-from launchers import RedisCluster  # noqa: E402
+from launchers import RedisCluster
 
 KEY = "{bench}:board"
 SYNC_CALLS: list[tuple[str, Callable[[Any, int], Any]]] = [
