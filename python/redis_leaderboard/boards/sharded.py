@@ -14,8 +14,8 @@ achievements on its own, so their order across shards is unknown.
 Tie-break columns (``tiebreak=(("kills", "desc"), ...)``): every shard is a plain board with the
 columns (its writes carry the ``tb`` word as a plain board's do), and every entry a shard returns
 carries its columns' values, so the merge orders equal scores by the very key each shard's ranked
-set orders them by (``_member_key``: the columns' order-preserving images, then the user id),
-without asking the shards anything more.
+set orders them by (``_member_key``: the columns' order-preserving images, then the user id,
+compared through the values they encode), without asking the shards anything more.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ import re
 import struct
 import threading
 import zlib
-from typing import Any, Callable, Iterable, Iterator, Mapping, Optional, Sequence
+from typing import Any, Callable, Iterable, Iterator, Mapping, Optional, Sequence, Union
 
 from .._core import Board
 from .._drive import Concurrent, Plan, Runner, Sent, one_trip, plan
@@ -57,8 +57,9 @@ BULK_BATCH = 50_000
 MAX_ENTRIES_ASKED = 1000  # get_entries, as one board
 MAX_REPORTED_TRIMMED = 1000
 _ENTRY_INDEX = re.compile(r"^entry (\d+):")
-_BITS = 0xFFFFFFFFFFFFFFFF
-_SIGN = 0x8000000000000000
+# A ranked member's key as the merge compares it: with tie-break columns, each column's value
+# (negated where its image is inverted; None the worst), then the user id as bytes.
+_MemberKey = tuple[Union[float, bytes], ...]
 
 
 def shard_of(user_id: str, shards: int) -> int:
@@ -78,19 +79,6 @@ def _unordered(key: int) -> float:
     bits = key if key >= 0 else (-key) | -0x8000000000000000
     (score,) = struct.unpack("<d", struct.pack("<q", bits))
     return float(score)
-
-
-def _column_image(value: Optional[float], inverted: bool, desc: bool) -> int:
-    """A tie-break column's image in a ranked member's key, as the core writes it
-    (``tiebreak_key`` in operations.cpp: the double's order-preserving 64 bits, -0 as 0, inverted
-    where a better value sorts lower); None (no values written) is the worst key's digits (lib/
-    options.lua ``worst_key``: all 0 on a ``desc`` board, all f on an ``asc`` one)."""
-    if value is None:
-        return 0 if desc else _BITS
-    bits: int
-    (bits,) = struct.unpack("<Q", struct.pack("<d", value if value != 0 else 0.0))
-    image = (~bits & _BITS) if bits & _SIGN else bits | _SIGN
-    return image ^ _BITS if inverted else image
 
 
 def _check_count(value: Any, name: str, low: int = 1, high: Optional[int] = None) -> int:
@@ -202,8 +190,14 @@ class ShardedBase:
         order over every shard, or None (as
         [`RedisLeaderboard.tiebreak`][redis_leaderboard.RedisLeaderboard.tiebreak])."""
         desc = self.order == "desc"
-        # Per column: whether its image is inverted in the ranked members' keys (operations.cpp).
-        self._inverted = [(d == "desc") != desc for _, d in self.tiebreak or ()]
+        # Per column, the sign that makes its value order its image's order in the ranked
+        # members' keys (tiebreak_key in operations.cpp inverts the image of a column whose
+        # direction is not the board's); and the value of None (no values written: the worst
+        # key, lib/options.lua's worst_key, all 0 on a desc board and all f on an asc one).
+        self._signs = [
+            (name, 1.0 if (d == "desc") == desc else -1.0) for name, d in self.tiebreak or ()
+        ]
+        self._no_value = -math.inf if desc else math.inf
 
     def __repr__(self) -> str:
         return (
@@ -428,21 +422,23 @@ class ShardedBase:
 
     # -- ordering ------------------------------------------------------------------------------
 
-    def _member_key(self, entry: Entry) -> bytes:
-        """The entry's member in its shard's ranked set, whose byte order among equal scores is
-        the board's (reversed for desc): the user id; with tie-break columns, the columns'
-        16-hex-digit images first (read back from the entry's ``"tiebreak"`` values, exactly as
-        the shard wrote them), so the merge needs nothing more from the shards."""
+    def _member_key(self, entry: Entry) -> _MemberKey:
+        """The entry's member in its shard's ranked set, in the order Redis keeps equal scores
+        in (byte order; best first reversed for desc): the user id; with tie-break columns
+        first the columns' 16-hex-digit images, each the order-preserving 64 bits of its value
+        (inverted for a column whose direction is not the board's, -0 as 0), compared here
+        through the values the entry carries (negated where inverted; None, the worst key's
+        digits, as -inf on desc and +inf on asc, which no finite value equals), so the merge
+        orders exactly as the shards do and needs nothing more from them."""
         name = entry["user_id"].encode("utf-8", "surrogatepass")
         if not self.tiebreak:
-            return name
-        desc = self.order == "desc"
+            return (name,)
         values = entry["tiebreak"]
-        images = "".join(
-            f"{_column_image(values[column], inverted, desc):016x}"
-            for (column, _), inverted in zip(self.tiebreak, self._inverted)
+        none = self._no_value
+        return (
+            *[none if (v := values[column]) is None else sign * v for column, sign in self._signs],
+            name,
         )
-        return images.encode("ascii") + name
 
     def _sort(self, entries: list[Entry]) -> list[Entry]:
         """Best first, ties in Redis's member order (bytes; reversed for desc), as one board."""
@@ -649,7 +645,7 @@ class ShardedBase:
                 self._boards[i].get_by_score(score, score, limit=tied[score][i])
                 for score, i in wanted
             ]
-            names: dict[float, list[bytes]] = {}
+            names: dict[float, list[_MemberKey]] = {}
             for (score, _), listed in zip(wanted, lists):
                 names.setdefault(score, []).extend(self._member_key(e) for e in listed)
             for e in entries:
