@@ -254,3 +254,78 @@ def test_sharded_columns_are_recorded_with_each_shard(cluster_client: ClusterCli
     alone = RedisLeaderboard(cluster_client, key=shard, tiebreak=KILLS_TIME)
     assert alone.get_user_entry("u")["tiebreak"] == {"kills": 1.0, "time": 2.0}
     ShardedLeaderboard(cluster_client, key, 2, tiebreak=KILLS_TIME).clear()
+
+
+class Counting:
+    """The cluster client, counting the round trips (non-empty batches) and requests a
+    sharded board's reads send."""
+
+    def __init__(self, client: ClusterClient) -> None:
+        self.client, self.trips, self.requests = client, 0, 0
+
+    def run(self, operation: Any) -> Any:
+        self.trips, self.requests = self.trips + 1, self.requests + 1
+        return self.client.run(operation)
+
+    def run_many(self, operations: list[Any]) -> Any:
+        self.trips += 1 if operations else 0
+        self.requests += len(operations)
+        return self.client.run_many(operations)
+
+
+@pytest.mark.parametrize("tied", [False, True])
+def test_columns_cost_the_round_trips_of_a_board_without(
+    cluster_client: ClusterClient, tied: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Every merged read sends what it sends without columns (the shards' entries carry the
+    # values the merge orders by); get_percentile takes the position as get_rank does.
+    tag = uuid.uuid4().hex[:8]
+    boards = [
+        ShardedLeaderboard(cluster_client, f"cost{tag}", 8),
+        ShardedLeaderboard(cluster_client, f"costtb{tag}", 8, tiebreak=KILLS_TIME),
+    ]
+    for i in range(60):
+        score = i % 7 if tied else i
+        boards[0].submit(f"u{i}", score)
+        boards[1].submit(f"u{i}", score, tiebreak={"kills": i % 3, "time": i % 4})
+    reads: list[tuple[str, Callable[[ShardedLeaderboard], Any]]] = [
+        ("get_top", lambda b: b.get_top(10)),
+        ("get_rank", lambda b: b.get_rank("u17")),
+        ("get_user_entry", lambda b: b.get_user_entry("u17")),
+        ("get_around_user", lambda b: b.get_around_user("u17", 5)),
+        ("get_around_rank", lambda b: b.get_around_rank(30, 5)),
+        ("get_page", lambda b: b.get_page(3, 10)),
+        ("get_entries", lambda b: b.get_entries([f"u{i}" for i in range(0, 60, 7)])),
+        ("get_by_score", lambda b: b.get_by_score(2, 5, offset=2, limit=5)),
+        ("list_all", lambda b: b.list_all()),
+        ("rank_for_score", lambda b: b.rank_for_score(3)),
+        ("score_at_percentile", lambda b: b.score_at_percentile(40)),
+    ]
+    for deep in (False, True):
+        if deep:
+            monkeypatch.setattr(sharded_board, "SHALLOW", 3)
+        for name, read in reads:
+            costs = []
+            for board in boards:
+                counting = Counting(cluster_client)
+                board.redis = counting
+                read(board)
+                costs.append((counting.trips, counting.requests))
+            assert costs[0] == costs[1], (name, deep)
+    counted = []
+    for board in boards:
+        counting = Counting(cluster_client)
+        board.redis = counting
+        board.get_percentile("u17")
+        counted.append((counting.trips, counting.requests))
+    # Without columns: the entry, then a ZCOUNT and a ZCARD per shard. With: the entry, then a
+    # ZCOUNT pair and a ZCARD per shard, then (tied scores) the tied entries of each shard
+    # holding some.
+    assert counted[0] == (2, 1 + 2 * 8)
+    if tied:
+        assert counted[1][0] == 3 and 1 + 3 * 8 < counted[1][1] <= 1 + 3 * 8 + 8
+    else:
+        assert counted[1] == (2, 1 + 3 * 8)
+    for board in boards:
+        board.redis = cluster_client
+        board.clear()
