@@ -156,7 +156,8 @@ class ShardedLeaderboard(ShardedBase, SyncDriven):
     ``submission_ttl``, ``rate_limit``, ``score_range`` and ``max_increment`` as
     [`RedisLeaderboard`][redis_leaderboard.RedisLeaderboard]'s, kept by each shard board (a
     user's writes all go to its shard); ``events`` are refused (``NotImplementedError``: the
-    shards' streams are in different slots).
+    shards' streams are in different slots). ``tiebreak`` columns as a plain board's: every
+    shard has them, and the merged reads order equal scores across shards by them.
 
     Round trips and server work per call (``S`` shards, ``k`` entries asked, ``N`` entries on
     a shard):

@@ -10,6 +10,12 @@ shard send one request per shard in one batch (one pipelined write per node, eve
 once), then merge. The costs, per method, are in the docstrings (and the docs' deployment
 page, docs/pages/deployment/sharded.md). ``ties="first"`` is refused: each shard numbers
 achievements on its own, so their order across shards is unknown.
+
+Tie-break columns (``tiebreak=(("kills", "desc"), ...)``): every shard is a plain board with the
+columns (its writes carry the ``tb`` word as a plain board's do), and every entry a shard returns
+carries its columns' values, so the merge orders equal scores by the very key each shard's ranked
+set orders them by (``_member_key``: the columns' order-preserving images, then the user id,
+compared through the values they encode), without asking the shards anything more.
 """
 
 from __future__ import annotations
@@ -19,7 +25,7 @@ import re
 import struct
 import threading
 import zlib
-from typing import Any, Callable, Iterable, Iterator, Mapping, Optional
+from typing import Any, Callable, Iterable, Iterator, Mapping, Optional, Sequence, Union
 
 from .._core import Board
 from .._drive import Concurrent, Plan, Runner, Sent, one_trip, plan
@@ -51,6 +57,9 @@ BULK_BATCH = 50_000
 MAX_ENTRIES_ASKED = 1000  # get_entries, as one board
 MAX_REPORTED_TRIMMED = 1000
 _ENTRY_INDEX = re.compile(r"^entry (\d+):")
+# A ranked member's key as the merge compares it: with tie-break columns, each column's value
+# (negated where its image is inverted; None the worst), then the user id as bytes.
+_MemberKey = tuple[Union[float, bytes], ...]
 
 
 def shard_of(user_id: str, shards: int) -> int:
@@ -108,6 +117,7 @@ class ShardedBase:
         events: bool = False,
         score_range: Optional[tuple[Optional[float], Optional[float]]] = None,
         max_increment: Optional[float] = None,
+        tiebreak: Optional[Sequence[tuple[str, Order]]] = None,
     ) -> None:
         if not isinstance(key, str):
             raise TypeError(f"key must be a str, not {type(key).__name__}")
@@ -140,6 +150,7 @@ class ShardedBase:
                 rate_limit=rate_limit,
                 score_range=score_range,
                 max_increment=max_increment,
+                tiebreak=tiebreak,
             )
             for i in range(shards)
         ]
@@ -174,11 +185,25 @@ class ShardedBase:
         """``(min, max)`` a write may leave a score within (fair play), or None."""
         self.max_increment = self._boards[0].max_increment
         """The most one write may improve a score by (fair play), or None."""
+        self.tiebreak: Optional[tuple[tuple[str, str], ...]] = self._boards[0].tiebreak
+        """The tie-break columns, ``(name, "desc" | "asc")`` each, ranking equal scores in
+        order over every shard, or None (as
+        [`RedisLeaderboard.tiebreak`][redis_leaderboard.RedisLeaderboard.tiebreak])."""
+        desc = self.order == "desc"
+        # Per column, the sign that makes its value order its image's order in the ranked
+        # members' keys (tiebreak_key in operations.cpp inverts the image of a column whose
+        # direction is not the board's); and the value of None (no values written: the worst
+        # key, lib/options.lua's worst_key, all 0 on a desc board and all f on an asc one).
+        self._signs = [
+            (name, 1.0 if (d == "desc") == desc else -1.0) for name, d in self.tiebreak or ()
+        ]
+        self._no_value = -math.inf if desc else math.inf
 
     def __repr__(self) -> str:
         return (
             f"{self._display_name}(key={self.key!r}, shards={self.shards}, "
-            f"order={self.order!r}, ties={self.ties!r})"
+            f"order={self.order!r}, ties={self.ties!r}"
+            + (f", tiebreak={self.tiebreak!r})" if self.tiebreak else ")")
         )
 
     def shard_key(self, user_id: str) -> str:
@@ -267,6 +292,7 @@ class ShardedBase:
         mode: WriteMode = "set",
         submission_id: Optional[str] = None,
         retries: int = 2,
+        tiebreak: Optional[Mapping[str, float]] = None,
     ) -> Plan[ShardedSubmitResult]:
         """Write a user's score on its shard and report what changed, as
         [`RedisLeaderboard.submit`][redis_leaderboard.RedisLeaderboard.submit].
@@ -285,6 +311,12 @@ class ShardedBase:
             submission_id: An idempotency key, unique per submission.
             retries: How many times a write with a ``submission_id`` is resent after a lost
                 reply.
+            tiebreak: On a board with tie-break columns, a value for each (``{"kills": 12,
+                "time": 93.5}``), as
+                [`RedisLeaderboard.submit`][redis_leaderboard.RedisLeaderboard.submit]'s: equal
+                scores rank by them over every shard, then by user id. Checked before anything
+                is sent (``ValueError``/``TypeError``: a missing, extra or non-finite value, or
+                values for a board without columns).
 
         Returns:
             The shard's result (as
@@ -297,10 +329,17 @@ class ShardedBase:
             RateLimited: On a board with ``rate_limit``, a write beyond the limit.
 
         Redis cost:
-            One round trip, to the user's shard: the plain board's script. O(log N).
+            One round trip, to the user's shard: the plain board's script (with columns, the
+            ``tb`` word: the shard's ranked set keeps the member's key). O(log N).
         """
         result = yield self._board_of(user_id).submit(
-            user_id, score, metadata, mode=mode, submission_id=submission_id, retries=retries
+            user_id,
+            score,
+            metadata,
+            mode=mode,
+            submission_id=submission_id,
+            retries=retries,
+            tiebreak=tiebreak,
         )
         written: ShardedSubmitResult = self._written(user_id, result)
         return written
@@ -383,8 +422,32 @@ class ShardedBase:
 
     # -- ordering ------------------------------------------------------------------------------
 
+    def _member_key(self, entry: Entry) -> _MemberKey:
+        """The entry's member in its shard's ranked set, in the order Redis keeps equal scores
+        in (byte order; best first reversed for desc): the user id; with tie-break columns
+        first the columns' 16-hex-digit images, each the order-preserving 64 bits of its value
+        (inverted for a column whose direction is not the board's, -0 as 0), compared here
+        through the values the entry carries (negated where inverted; None, the worst key's
+        digits, as -inf on desc and +inf on asc, which no finite value equals), so the merge
+        orders exactly as the shards do and needs nothing more from them."""
+        name = entry["user_id"].encode("utf-8", "surrogatepass")
+        if not self.tiebreak:
+            return (name,)
+        values = entry["tiebreak"]
+        none = self._no_value
+        return (
+            *[none if (v := values[column]) is None else sign * v for column, sign in self._signs],
+            name,
+        )
+
     def _sort(self, entries: list[Entry]) -> list[Entry]:
         """Best first, ties in Redis's member order (bytes; reversed for desc), as one board."""
+        if self.tiebreak:
+            return sorted(
+                entries,
+                key=lambda e: (e["score"], self._member_key(e)),
+                reverse=self.order == "desc",
+            )
         return sorted(
             entries,
             key=lambda e: (e["score"], e["user_id"].encode("utf-8", "surrogatepass")),
@@ -464,26 +527,36 @@ class ShardedBase:
         """How many distinct scores are strictly better than `score`, over every shard."""
         return len((yield from self._better_scores(score)))
 
-    def _position(self, user_id: str) -> Plan[Optional[tuple[Entry, int, int, int]]]:
-        """(entry, position, better, ties): the user's shard entry, its 1-based position in
-        Redis's order over every shard, the entries strictly better and those tied (itself
-        included); None if absent."""
+    def _position(
+        self, user_id: str, sizes: bool = False
+    ) -> Plan[Optional[tuple[Entry, int, int, int, int]]]:
+        """(entry, position, better, ties, size): the user's shard entry, its 1-based position
+        in Redis's order over every shard (with tie-break columns, the (score, columns, id)
+        order), the entries strictly better and those tied (itself included), and with
+        ``sizes`` the board's size (a ZCARD per shard in the same batch; else 0); None if
+        absent."""
         entry: Optional[Entry] = yield self._board_of(user_id).get_user_entry(user_id)
         if entry is None:
             return None
         score = entry["score"]
         low, high = self._strictly_better_bound(score)
+        step = 3 if sizes else 2
         replies = yield [
             op
             for board in self._boards
-            for op in (board.count_by_score(low, high), board.count_by_score(score, score))
+            for op in (
+                (board.count_by_score(low, high), board.count_by_score(score, score))
+                + ((board.get_size(),) if sizes else ())
+            )
         ]
-        better: int = sum(replies[0::2])
-        tied = list(replies[1::2])
+        better: int = sum(replies[0::step])
+        tied = list(replies[1::step])
+        size: int = sum(replies[2::step]) if sizes else 0
         if sum(tied) == 1:
-            return entry, better + 1, better, 1
-        # Ties: count those before the user in member order (their entries are read).
-        name = entry["user_id"].encode("utf-8", "surrogatepass")
+            return entry, better + 1, better, 1, size
+        # Ties: count those before the user in member order (their entries are read; with
+        # columns the member is the columns' key and the id, as the shards order it).
+        name = self._member_key(entry)
         tied_shards = [i for i in range(self.shards) if tied[i]]
         lists = yield [
             self._boards[i].get_by_score(score, score, limit=tied[i]) for i in tied_shards
@@ -491,10 +564,10 @@ class ShardedBase:
         before = 0
         for entries in lists:
             for e in entries:
-                other = e["user_id"].encode("utf-8", "surrogatepass")
+                other = self._member_key(e)
                 if (other > name) if self.order == "desc" else (other < name):
                     before += 1
-        return entry, better + before + 1, better, sum(tied)
+        return entry, better + before + 1, better, sum(tied), size
 
     def _window(self, start: int, count: int) -> Plan[list[Entry]]:
         """The entries at 0-based positions [start, start + count), ranked."""
@@ -572,13 +645,11 @@ class ShardedBase:
                 self._boards[i].get_by_score(score, score, limit=tied[score][i])
                 for score, i in wanted
             ]
-            names: dict[float, list[bytes]] = {}
+            names: dict[float, list[_MemberKey]] = {}
             for (score, _), listed in zip(wanted, lists):
-                names.setdefault(score, []).extend(
-                    e["user_id"].encode("utf-8", "surrogatepass") for e in listed
-                )
+                names.setdefault(score, []).extend(self._member_key(e) for e in listed)
             for e in entries:
-                name = e["user_id"].encode("utf-8", "surrogatepass")
+                name = self._member_key(e)
                 others = names.get(e["score"], [])
                 if self.order == "desc":
                     before[(e["score"], e["user_id"])] = sum(1 for o in others if o > name)
@@ -671,7 +742,7 @@ class ShardedBase:
         found = yield from self._position(user_id)
         if found is None:
             return None
-        entry, position, better, _ = found
+        entry, position, better, _, _ = found
         distinct = 0
         if self.ties == "dense":
             distinct = yield from self._distinct_better(entry["score"])
@@ -918,7 +989,8 @@ class ShardedBase:
     @plan
     def get_percentile(self, user_id: str) -> Plan[Optional[float]]:
         """The share of the other entries whose score is strictly worse than the user's, 0.0 to
-        100.0 (exact, as one board's).
+        100.0 (exact, as one board's); with tie-break columns, worse in the (score, columns)
+        order, as one board's.
 
         Args:
             user_id: The user (a ``str``).
@@ -928,7 +1000,16 @@ class ShardedBase:
 
         Redis cost:
             2 round trips: the user's entry, then a ZCOUNT and a ZCARD per shard. O(S log N).
+            With tie-break columns: the user's entry, then a ZCOUNT pair and a ZCARD per shard,
+            and with tied scores a third (the tied entries read, O(ties)), as
+            [`get_rank`][redis_leaderboard.ShardedLeaderboard.get_rank].
         """
+        if self.tiebreak:
+            found = yield from self._position(user_id, sizes=True)
+            if found is None:
+                return None
+            position, size = found[1], found[4]
+            return 100.0 if size <= 1 else 100.0 * (size - position) / (size - 1)
         entry: Optional[Entry] = yield self._board_of(user_id).get_user_entry(user_id)
         if entry is None:
             return None
@@ -1229,4 +1310,5 @@ class ShardedBase:
             "rate_limit": self.rate_limit,
             "score_range": self.score_range,
             "max_increment": self.max_increment,
+            "tiebreak": self.tiebreak,
         }
