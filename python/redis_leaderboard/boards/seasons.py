@@ -884,15 +884,17 @@ class RollingState(ServerClock):
         clock: Optional[Clock] = None,
         url: Optional[str] = None,
         submission_ttl: float = 86400,
+        rate_limit: Optional[tuple[int, float]] = None,
+        events: bool = False,
+        events_maxlen: int = 10000,
+        score_range: Optional[tuple[Optional[float], Optional[float]]] = None,
+        max_increment: Optional[float] = None,
     ) -> None:
-        super().__init__(  # type: ignore[call-arg]  # the board class after this one
-            redis_client, key, max_entries, url=url, order=order, submission_ttl=submission_ttl
-        )
         bucket_ms = _whole_millis(bucket, "bucket")
         window_ms = _whole_millis(window, "window")
         if window_ms % bucket_ms:
             raise ValueError("window must be a whole number of buckets")
-        self._window = Window(
+        window_ = Window(  # validates the guards before anything else is made
             key,
             bucket_ms,
             window_ms,
@@ -900,7 +902,16 @@ class RollingState(ServerClock):
             max_entries=max_entries,
             order=order,
             submission_ttl=submission_ttl,
+            rate_limit=rate_limit,
+            events=events,
+            events_maxlen=events_maxlen,
+            score_range=score_range,
+            max_increment=max_increment,
         )
+        super().__init__(  # type: ignore[call-arg]  # the board class after this one
+            redis_client, key, max_entries, url=url, order=order, submission_ttl=submission_ttl
+        )
+        self._window = window_
         if clock is not None and not callable(clock):
             raise TypeError("clock must be a callable returning an aware datetime")
         self.clock = clock or _system_clock
@@ -923,6 +934,30 @@ class RollingState(ServerClock):
         """How a user's bucket scores combine: ``"sum"``, ``"max"`` or ``"min"``."""
         return self._window.aggregate
 
+    @property
+    def rate_limit(self) -> Optional[tuple[int, float]]:
+        """``(max_writes, per_seconds)`` per user, whatever the bucket, or None."""
+        return self._window.rate_limit
+
+    @property
+    def score_range(self) -> Optional[tuple[Optional[float], Optional[float]]]:
+        """``(min, max)``: the lowest and highest score a write may leave in the user's bucket
+        (either None: no bound), or None (fair play; see
+        [`submit`][redis_leaderboard.RollingLeaderboard.submit])."""
+        return self._window.score_range
+
+    @property
+    def max_increment(self) -> Optional[float]:
+        """The most one write may improve the user's bucket score by (in the window's order), or
+        None (fair play)."""
+        return self._window.max_increment
+
+    @property
+    def events_enabled(self) -> bool:
+        """Whether writes append change events to ``f"{key}:events"`` (``events=True``);
+        [`events`][redis_leaderboard.RollingLeaderboard.events] reads them."""
+        return self._window.events
+
     def bucket_at(self, when: Optional[datetime] = None) -> int:
         """The bucket holding ``when`` (default: now): unix ms // bucket length."""
         moment = self.now() if when is None else _aware(when, "when")
@@ -938,6 +973,37 @@ class RollingState(ServerClock):
 
     def _refreshed(self, read: Operation[T]) -> Operation[T]:
         return self._window.refreshed(read)
+
+    def events(
+        self, last_id: str = "$", *, block: Optional[float] = None, count: int = EVENTS_BATCH
+    ) -> Any:
+        """The window's change events after ``last_id``, oldest first, as they come (an
+        ``EventStream``; under asyncio an ``AsyncEventStream``), from the stream
+        ``f"{key}:events"`` that writes append to with ``events=True``: read as
+        [`RedisLeaderboard.events`][redis_leaderboard.RedisLeaderboard.events]'s, the same fields.
+
+        Each applied write (``submit``, ``upsert_user``, ``increment_score``, a group write) that
+        changed the user's window aggregate or trimmed someone appends a ``"score"`` event about the
+        window's board: ``"score"`` the user's aggregate over the window (as the write's result
+        says it), ``"rank"`` its rank (None if the write was trimmed away), ``"previous_score"`` and
+        ``"previous_rank"`` the ones before the write (the window already brought to the bucket),
+        ``"overtaken"`` and ``"trimmed_user_ids"`` as a plain board's. A write that leaves the
+        aggregate as it was (a ``"best"`` no better than the bucket's score) appends nothing.
+
+        A bucket leaving the window appends nothing: the transition rewrites many users'
+        aggregates at once, in steps that readers and writers drive, and a stream of them would be
+        as large as the window; a watcher knows when it happens (at each
+        [`bucket_start`][redis_leaderboard.RollingLeaderboard.bucket_start]) and re-reads the
+        board then. ``delete_user`` and ``clear`` append nothing either (see their docstrings).
+
+        Redis cost:
+            Nothing until the first read; then one XREAD (BLOCK) per batch of at most ``count``
+            events on the stream's own connection, waiting in slices of 2 s (no window refresh).
+        """
+        stream: Any = super().events(  # type: ignore[misc]  # the board class's
+            last_id, block=block, count=count
+        )
+        return stream
 
     @staticmethod
     def _entry(result: SubmitResult) -> WriteResult:
@@ -1118,10 +1184,20 @@ class RollingState(ServerClock):
         raise self._refuse_hiding("hidden")
 
     def __repr__(self) -> str:
+        w = self._window
+        options = f", order={w.order!r}" if w.order != "desc" else ""
+        if w.rate_limit is not None:
+            options += f", rate_limit={w.rate_limit!r}"
+        if w.events:
+            options += ", events=True"
+        if w.score_range is not None:
+            options += f", score_range={w.score_range!r}"
+        if w.max_increment is not None:
+            options += f", max_increment={w.max_increment!r}"
         return (
-            f"{_display_name(self)}(key={self._window.key!r}, window={self.window!r}, "
+            f"{_display_name(self)}(key={w.key!r}, window={self.window!r}, "
             f"bucket={self.bucket!r}, aggregate={self.aggregate!r}, "
-            f"max_entries={self._window.max_entries})"
+            f"max_entries={w.max_entries}{options})"
         )
 
 
