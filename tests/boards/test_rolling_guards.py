@@ -206,7 +206,26 @@ def test_events_tell_each_change_of_the_windows_board(api: Api, board_key: str) 
          "previous_score": 7.0, "previous_rank": 1},
     ]  # fmt: skip
     recent.clear()
-    assert events(recent)[-1]["kind"] == "clear"
+    assert events(recent)[-1] == {
+        "kind": "clear", "removed": 2, "size": 0, "user_id": None, "score": None, "rank": None,
+        "previous_score": None, "previous_rank": None, "overtaken": [], "trimmed_user_ids": [],
+    }  # fmt: skip
+
+
+@sync_and_one_loop
+def test_a_group_write_appends_the_windows_event(api: Api, board_key: str) -> None:
+    clock = FakeClock(T0)
+    plain = api.leaderboard(f"{board_key}:all-time", 10, events=True)
+    recent = window(api, f"{board_key}:recent", clock, events=True)
+    group = api.group([plain, recent])
+    group.submit("ada", 10, mode="incr")
+    clock.advance(MINUTE)
+    group.submit("ada", 5, mode="incr")
+    assert [(e["score"], e["previous_score"]) for e in events(recent)] == [
+        (10.0, None),
+        (15.0, 10.0),
+    ]
+    assert [e["score"] for e in events(plain)] == [10.0, 15.0]
 
 
 @sync_and_one_loop

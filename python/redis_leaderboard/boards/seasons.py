@@ -1057,6 +1057,33 @@ class RollingState(ServerClock):
         ``submission_ttl`` (the id is the window's, whatever the bucket: a repeat in a later bucket
         writes nothing and returns the stored result with ``"duplicate": True``).
 
+        Guards (the window's ``rate_limit``, ``score_range``, ``max_increment``, ``events``; as a
+        plain board's, checked before anything is written, by the same code):
+
+        - ``rate_limit``: the user's writes per ``per_seconds`` of the server's clock, whatever the
+          bucket (a bucket boundary does not restart it); beyond it, ``RateLimited``
+          (``retry_after``).
+        - ``score_range`` and ``max_increment`` bound the user's **bucket** score, what this write
+          leaves in the bucket it lands in, for every aggregate: a submission claims a score in
+          its bucket. With ``"sum"`` the window's score is a total of many such claims (bounding it
+          would cap how much a fair player plays, which ``rate_limit`` is for); with ``"max"`` or
+          ``"min"`` it is one of the bucket scores, so it is bounded as well. ``max_increment``:
+          the most this write may improve the bucket's score by, in the window's order (a first
+          score in a bucket is a new entry's: ``"incr"`` counts from 0). Beyond either,
+          ``ScoreRejected`` (a ``ValueError``); a write leaving the bucket's score as it was is
+          never refused.
+        - ``events``: a ``"score"`` event about the window's board (see
+          [`events`][redis_leaderboard.RollingLeaderboard.events]).
+        - A resend of an applied ``submission_id`` answers its first result, never refused by a
+          limit. The guards are recorded in ``f"{key}:options"`` by the first write that carries
+          them; a client with other guards (or none) raises ``OptionsMismatch`` (a
+          ``ValueError``) and writes nothing.
+
+        Raises:
+            RateLimited: The window's ``rate_limit`` refused the write (nothing changed).
+            ScoreRejected: The window's score limits refused it (nothing changed).
+            OptionsMismatch: The window records other options or guards (nothing changed).
+
         Redis cost:
             One round trip, one script: the bucket's ZADD/ZINCRBY, the window's update (the
             user's aggregate read from ``f"{key}:window:all"``, or counted from the buckets, one
@@ -1065,7 +1092,11 @@ class RollingState(ServerClock):
             entries) of the window ahead's job while one is under way; once per bucket, the
             window moved on first: the window ahead renamed into place (the union refilled),
             or, when it is not ready, the buckets that leave subtracted, in steps of about 400
-            entries, a round trip each (the write is sent again after each).
+            entries, a round trip each (the write is sent again after each). The options hash's
+            HGETALL (a window without guards: nothing more); with guards, a plain board's guard
+            work in the same script: the rate window's ZCOUNT, ZREMRANGEBYSCORE, ZADD and
+            PEXPIRE, the event's XADD (with the user's rank and a ZRANGE of at most 10 entries
+            for ``"overtaken"``), the options' HSET on the first write.
         """
         if tiebreak is not None:
             raise TypeError(
@@ -1108,20 +1139,29 @@ class RollingState(ServerClock):
 
     @plan
     def delete_user(self, user_id: str) -> Plan[bool]:
-        """Remove the user from the window's board, from every bucket, and its metadata.
+        """Remove the user from the window's board, from every bucket, and its metadata. With
+        ``events``, appends a ``"delete"`` event (the user's window score and rank) if the user was
+        on the window's board, as a plain board's ``delete_user``; a client without ``events`` on
+        a window whose writes record them raises ``OptionsMismatch`` (its removal would leave
+        watchers without the event).
 
         Redis cost:
-            One round trip, one script: a ZREM per bucket in the window, and the metadata's UNLINK.
+            One round trip, one script: the options hash's HGETALL, a ZREM per bucket in the
+            window, and the metadata's UNLINK; with ``events``, a ZSCORE, the rank and an XADD.
         """
         result: bool = yield self._window.delete_user(user_id)
         return result
 
     @plan
     def clear(self) -> Plan[None]:
-        """Remove every bucket, the window's board and the metadata of everyone in them.
+        """Remove every bucket, the window's board and the metadata of everyone in them (and
+        the recorded options). With ``events``, appends one ``"clear"`` event (``"removed"``: the
+        users whose traces it removed; ``"size"`` 0); a client without ``events`` on a window whose
+        writes record them raises ``OptionsMismatch``. The event stream and the rate windows stay,
+        as a plain board's.
 
         Redis cost:
-            One round trip, one script: O(entries in the window).
+            One round trip, one script: O(entries in the window); with ``events``, an XADD.
         """
         yield self._window.clear()
 
