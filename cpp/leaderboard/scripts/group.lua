@@ -22,7 +22,8 @@
 --   a window: 'window', mode, order, aggregate ('sum' | 'max' | 'min'), max_entries, bucket i
 --             (the caller's clock's; the write goes to the server's clock's bucket, see
 --             check_clock in lib/clock.lua), bucket length (ms), window length (ms), its spec words
---             or '' ('sid:..' alone)
+--             or '' (a board's guard words: 'sid', 'rate', 'events', their keys last, then
+--             'range', 'maxinc'; see plan_window)
 --   (mode: 'set' | 'best' | 'incr').
 -- A member whose spec has 'sid:<ttl ms>' (a submission id: its record "<scope>:submission:<id>",
 -- see read_submission in lib/submissions.lua) applies the write once, as write.lua: a repeat
@@ -92,6 +93,13 @@ local function updated_aggregate(win, current, old, score)
   return nil
 end
 
+-- A window's guards (issue 40) are a board's, run by the same functions (plan_guards,
+-- check_score_limits, apply_guards) on `b`, a board spec of the union (lexicographic ties): the
+-- rate limit over the server's clock (the user's window "<key>:rate:<id>", whatever the bucket),
+-- score limits on the user's bucket score (what one write claims; a window's sum is many claims),
+-- events about the union (the aggregate, ranks, overtaken and trimmed: add_event's, with the
+-- union's state before the write). Checked before the window's transition step, so a refusal
+-- changes nothing at all. A bucket leaving the window appends no event.
 local function plan_window(win)
   window_names(win)
   local bucket, user_key = win.bucket_key, win.user_key
