@@ -23,7 +23,9 @@ again (a resend is a duplicate): its ``--calls`` calls go through the library, o
 each its own (a new submission id, another user), on a board with the guards it names; the
 figure is the server's work per call, ``--layouts`` ignored. ``COMPETITION_WRITES`` measure a
 tournament's and a league's ``submit`` the same way (``--method tournament.submit``), with and
-without tie-break columns, and a team board's (``team.submit``).
+without tie-break columns, a team board's (``team.submit``), and a rolling window's
+(``rolling.submit``; ``rolling.submit (guards)``: a submission id, a rate limit, events and a
+score range, as ``submit (guards)``).
 """
 
 from __future__ import annotations
