@@ -990,11 +990,15 @@ class RollingState(ServerClock):
         ``"overtaken"`` and ``"trimmed_user_ids"`` as a plain board's. A write that leaves the
         aggregate as it was (a ``"best"`` no better than the bucket's score) appends nothing.
 
-        A bucket leaving the window appends nothing: the transition rewrites many users'
-        aggregates at once, in steps that readers and writers drive, and a stream of them would be
-        as large as the window; a watcher knows when it happens (at each
+        A bucket leaving the window appends nothing: the transition rewrites the aggregates of
+        every user of the leaving bucket at once, in steps that readers and writers drive (or one
+        RENAME of the window ahead), and an event each would cost more than the step (about
+        12 µs an XADD: 4.8 ms for 400 entries against a step's ~2 ms) and fill the stream; a
+        watcher knows when it happens (at each
         [`bucket_start`][redis_leaderboard.RollingLeaderboard.bucket_start]) and re-reads the
-        board then. ``delete_user`` and ``clear`` append nothing either (see their docstrings).
+        board then. [`delete_user`][redis_leaderboard.RollingLeaderboard.delete_user] appends a
+        ``"delete"`` event and [`clear`][redis_leaderboard.RollingLeaderboard.clear] a
+        ``"clear"`` one, as a plain board's.
 
         Redis cost:
             Nothing until the first read; then one XREAD (BLOCK) per batch of at most ``count``
