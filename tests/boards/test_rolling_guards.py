@@ -9,15 +9,18 @@ writes across buckets."""
 from __future__ import annotations
 
 import random
+from collections.abc import Iterator
 from datetime import datetime, timedelta
 from typing import Any, Optional
 
 import pytest
 
 from apis import Api, sync_and_one_loop
+from conftest import RedisServer, unique_key
 from helpers import UTC, FakeClock, snapshot
 from ranking_model import RankingModel, Rejected
-from redis_leaderboard import OptionsMismatch, RateLimited, ScoreRejected
+from redis_leaderboard import NoPermissionError, OptionsMismatch, RateLimited, ScoreRejected
+from test_atomicity import PASSWORD, make_user
 from window_model import WindowModel
 
 MINUTE = timedelta(minutes=1)
@@ -249,6 +252,35 @@ def test_a_resend_appends_no_second_event(api: Api, board_key: str) -> None:
     recent.submit("ada", 5, submission_id="s1")
     recent.submit("ada", 5, submission_id="s1")
     assert len(events(recent)) == 1
+
+
+@pytest.fixture
+def acl_key(acl_server: RedisServer) -> Iterator[tuple[RedisServer, Any, str]]:
+    """(the ACL server, an admin redis-py client, a window key under "lb:"); cleaned up after."""
+    admin = acl_server.redis_py()
+    with unique_key(acl_server, "lb:window-guards") as name:
+        yield acl_server, admin, name
+    admin.acl_deluser("window-no-xadd")
+    admin.close()
+
+
+@sync_and_one_loop
+def test_a_write_or_removal_the_acl_denies_xadd_changes_nothing(
+    api: Api, acl_key: tuple[RedisServer, Any, str]
+) -> None:
+    server, admin, key = acl_key
+    clock = FakeClock(T0)
+    owner = window(api, key, clock, events=True, client=api.connect(port=server.port))
+    owner.submit("ada", 3, {"name": "Ada"})
+    rule = ["on", f">{PASSWORD}", "resetkeys", "~lb:*", "+@all", "-xadd"]
+    make_user(admin, "window-no-xadd", rule)
+    user = api.connect(port=server.port, username="window-no-xadd", password=PASSWORD)
+    denied = window(api, key, clock, events=True, client=user)
+    before = snapshot(admin, key)
+    for method, args in [("submit", ("bob", 5)), ("delete_user", ("ada",)), ("clear", ())]:
+        with pytest.raises(NoPermissionError, match="'XADD'"):
+            getattr(denied, method)(*args)
+    assert snapshot(admin, key) == before
 
 
 # ---- A model: limits and events over random writes across buckets -----------------------------
