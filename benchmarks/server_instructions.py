@@ -23,7 +23,9 @@ again (a resend is a duplicate): its ``--calls`` calls go through the library, o
 each its own (a new submission id, another user), on a board with the guards it names; the
 figure is the server's work per call, ``--layouts`` ignored. ``COMPETITION_WRITES`` measure a
 tournament's and a league's ``submit`` the same way (``--method tournament.submit``), with and
-without tie-break columns, and a team board's (``team.submit``).
+without tie-break columns, a team board's (``team.submit``), and a rolling window's
+(``rolling.submit``; ``rolling.submit (guards)``: a submission id, a rate limit, events and a
+score range, as ``submit (guards)``).
 """
 
 from __future__ import annotations
@@ -67,6 +69,24 @@ WRITES: dict[str, tuple[dict[str, Any], Any]] = {
 }
 
 
+def _rolling_board(**guards: Any) -> Any:
+    """A rolling window (hour buckets, a day) of 1,000 users written in its current bucket."""
+
+    def make(rl: Any, client: Any) -> Any:
+        from datetime import timedelta
+
+        from run import board_entries
+
+        board = rl.RollingLeaderboard(
+            client, "bench:rolling", window=timedelta(days=1), bucket=timedelta(hours=1), **guards
+        )
+        for user, score, metadata in board_entries(1000):
+            board.submit(user, score, metadata)
+        return board
+
+    return make
+
+
 def _team_board(rl: Any, client: Any) -> Any:
     """A team board of 1,000 members (two metadata fields each) in 20 teams."""
     from run import board_entries
@@ -98,6 +118,14 @@ COMPETITION_WRITES: dict[str, tuple[Any, Any]] = {
     "league.submit (tiebreak)": (
         lambda rl, client: rl.League(client, "bench:league:tb", tiebreak=(("seconds", "asc"),)),
         lambda league, i: league.submit(f"user:{i % 1500:08d}", i % 7, tiebreak={"seconds": i}),
+    ),
+    "rolling.submit": (
+        _rolling_board(),
+        lambda board, i: board.submit(f"user:{i % 1500:08d}", i),
+    ),
+    "rolling.submit (guards)": (
+        _rolling_board(**GUARDS),
+        lambda board, i: board.submit(f"user:{i % 1500:08d}", i, submission_id=f"s{i}"),
     ),
     "team.submit": (
         _team_board,

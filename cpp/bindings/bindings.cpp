@@ -95,6 +95,32 @@ py::object max_entries_of(long long value) {
   return py::int_(value);
 }
 
+// A board's (or a rolling window's) guards from Python arguments.
+rlb::leaderboard::Guards guards_arg(py::handle submission_ttl, py::handle rate_limit,
+                                    py::handle events, py::handle events_maxlen,
+                                    py::handle score_range, py::handle max_increment) {
+  using namespace rlb::bindings;
+  rlb::leaderboard::Guards guards;
+  guards.submission_ttl = number_arg(submission_ttl, "submission_ttl");
+  if (!rate_limit.is_none()) {
+    if (!PyTuple_Check(rate_limit.ptr()) || PyTuple_Size(rate_limit.ptr()) != 2) {
+      throw py::type_error("rate_limit must be None or a (max_writes, per_seconds) tuple, not " +
+                           std::string(Py_TYPE(rate_limit.ptr())->tp_name));
+    }
+    auto pair = py::reinterpret_borrow<py::tuple>(rate_limit);
+    guards.rate_max = integer_arg(pair[0], "rate_limit's max_writes");
+    guards.rate_per = number_arg(pair[1], "rate_limit's per_seconds");
+  }
+  if (!PyBool_Check(events.ptr())) {
+    throw py::type_error("events must be a bool, not " +
+                         std::string(Py_TYPE(events.ptr())->tp_name));
+  }
+  guards.events = events.cast<bool>();
+  guards.events_maxlen = integer_arg(events_maxlen, "events_maxlen");
+  score_limits_arg(score_range, max_increment, guards);  // fair play
+  return guards;
+}
+
 // A group write (leaderboard/group.hpp) from Python arguments.
 std::unique_ptr<rlb::leaderboard::Operation> group_write(py::handle members, py::handle user_id,
                                                          py::handle score, py::handle metadata,
@@ -129,16 +155,20 @@ void declare_time(py::module_& m) {
       m, "Window", "A rolling window's buckets and union; builds validated operations.", guarded())
       .def(py::init([](std::string key, py::handle bucket_ms, py::handle window_ms,
                        py::handle aggregate, py::handle max_entries, py::handle order,
-                       py::handle submission_ttl) {
+                       py::handle submission_ttl, py::handle rate_limit, py::handle events,
+                       py::handle events_maxlen, py::handle score_range, py::handle max_increment) {
              return Window(std::move(key), integer_arg(bucket_ms, "bucket_ms"),
                            integer_arg(window_ms, "window_ms"),
                            rlb::leaderboard::parse_aggregate(option_text(aggregate, "aggregate")),
                            max_entries_arg(max_entries),
                            rlb::leaderboard::parse_order(option_text(order, "order")),
-                           number_arg(submission_ttl, "submission_ttl"));
+                           guards_arg(submission_ttl, rate_limit, events, events_maxlen,
+                                      score_range, max_increment));
            }),
            "key"_a, "bucket_ms"_a, "window_ms"_a, py::kw_only(), "aggregate"_a = "sum",
-           "max_entries"_a = 100, "order"_a = "desc", "submission_ttl"_a = 86400)
+           "max_entries"_a = 100, "order"_a = "desc", "submission_ttl"_a = 86400,
+           "rate_limit"_a = py::none(), "events"_a = false, "events_maxlen"_a = 10000,
+           "score_range"_a = py::none(), "max_increment"_a = py::none())
       .def_property_readonly("key", &Window::key)
       .def_property_readonly("bucket_ms", &Window::bucket_ms)
       .def_property_readonly("window_ms", &Window::window_ms)
@@ -146,6 +176,24 @@ void declare_time(py::module_& m) {
       .def_property_readonly("max_entries",
                              [](const Window& self) { return max_entries_of(self.max_entries()); })
       .def_property_readonly("submission_ttl", &Window::submission_ttl)
+      .def_property_readonly("rate_limit",
+                             [](const Window& self) -> py::object {
+                               const auto& guards = self.guards();
+                               if (!guards.rate_max) return py::none();
+                               return py::make_tuple(*guards.rate_max, guards.rate_per);
+                             })
+      .def_property_readonly("events", [](const Window& self) { return self.guards().events; })
+      .def_property_readonly("events_maxlen",
+                             [](const Window& self) { return self.guards().events_maxlen; })
+      .def_property_readonly("score_range",
+                             [](const Window& self) -> py::object {
+                               const auto& guards = self.guards();
+                               if (!guards.score_min && !guards.score_max) return py::none();
+                               return py::make_tuple(py::cast(guards.score_min),
+                                                     py::cast(guards.score_max));
+                             })
+      .def_property_readonly("max_increment",
+                             [](const Window& self) { return self.guards().max_increment; })
       .def_property_readonly(
           "aggregate",
           [](const Window& self) { return rlb::leaderboard::name_of(self.aggregate()); })
@@ -449,27 +497,9 @@ PYBIND11_MODULE(_core, m) {
                                  std::optional<std::string> submission_scope,
                                  py::handle score_range, py::handle max_increment,
                                  py::handle tiebreak, py::handle open_span) {
-             // The guards.
-             leaderboard::Guards guards;
-             guards.submission_ttl = number_arg(submission_ttl, "submission_ttl");
-             if (!rate_limit.is_none()) {
-               if (!PyTuple_Check(rate_limit.ptr()) || PyTuple_Size(rate_limit.ptr()) != 2) {
-                 throw py::type_error(
-                     "rate_limit must be None or a (max_writes, per_seconds) tuple, not " +
-                     std::string(Py_TYPE(rate_limit.ptr())->tp_name));
-               }
-               auto pair = py::reinterpret_borrow<py::tuple>(rate_limit);
-               guards.rate_max = integer_arg(pair[0], "rate_limit's max_writes");
-               guards.rate_per = number_arg(pair[1], "rate_limit's per_seconds");
-             }
-             if (!PyBool_Check(events.ptr())) {
-               throw py::type_error("events must be a bool, not " +
-                                    std::string(Py_TYPE(events.ptr())->tp_name));
-             }
-             guards.events = events.cast<bool>();
-             guards.events_maxlen = integer_arg(events_maxlen, "events_maxlen");
-             score_limits_arg(score_range, max_increment, guards);  // fair play
-             std::optional<long long> deadline;                     // seasons: a periodic board's
+             leaderboard::Guards guards = guards_arg(submission_ttl, rate_limit, events,
+                                                     events_maxlen, score_range, max_increment);
+             std::optional<long long> deadline;  // seasons: a periodic board's
              if (!expire_at.is_none()) deadline = integer_arg(expire_at, "expire_at");
              std::optional<std::pair<long long, long long>> span;  // seasons: the server's clock
              if (!open_span.is_none()) {

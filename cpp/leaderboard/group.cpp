@@ -8,6 +8,7 @@
 
 #include "errors.hpp"
 #include "leaderboard/script_calls.hpp"
+#include "leaderboard/script_words.hpp"
 
 namespace rlb::leaderboard {
 namespace {
@@ -235,14 +236,15 @@ const char* name_of(Aggregate aggregate) {
 }
 
 Window::Window(std::string key, long long bucket_ms, long long window_ms, Aggregate aggregate,
-               long long max_entries, Order order, double submission_ttl)
+               long long max_entries, Order order, Guards guards)
     : key_(std::move(key)),
       bucket_ms_(bucket_ms),
       window_ms_(window_ms),
       aggregate_(aggregate),
       max_entries_(max_entries),
       order_(order),
-      submission_ttl_(require_submission_ttl(submission_ttl)) {
+      guards_(std::move(guards)) {
+  validate_guards(guards_);
   if (key_.empty()) throw InvalidArgument("key must not be empty");
   if (bucket_ms < 1) throw InvalidArgument("bucket must be at least 1 ms");
   if (window_ms < bucket_ms || window_ms % bucket_ms != 0) {
@@ -286,22 +288,37 @@ std::unique_ptr<Operation> Window::refreshed(std::unique_ptr<Operation> read) co
                                      std::move(read));
 }
 
+std::optional<arg::removal> Window::removal_word() const {
+  if (!guards_.events) return std::nullopt;
+  // (the stream's key is derived in rolling.lua, as the window's other keys)
+  return arg::removal{word::text(word::events{std::to_string(guards_.events_maxlen), ""})};
+}
+
+void Window::refuse_options(const Reply& reply) const {
+  if (reply.type != ReplyType::Status || reply.str.compare(0, 8, "OPTIONS ") != 0) return;
+  throw OptionsMismatch("leaderboard '" + key_ + "' has " + recorded_options_text(reply.str) +
+                        " (recorded in Redis); this client opened it with " +
+                        options_text(order_, "lexicographic", guards_) + "; nothing was changed");
+}
+
 std::unique_ptr<Operation> Window::delete_user(std::string user_id) const {
   if (user_id.empty()) throw InvalidArgument("user_id must not be empty");
-  return std::make_unique<Stepped>("delete_user",
-                                   rolling(calls::rolling_delete, arg::user_id{std::move(user_id)}),
-                                   [](Reply& reply) -> std::optional<Result> {
-                                     long long found = integer_reply(reply, "delete_user");
-                                     if (found == -1)
-                                       return std::nullopt;  // a transition step: again
-                                     if (found != 0 && found != 1) unexpected("delete_user");
-                                     return Result(found == 1);
-                                   });
+  return std::make_unique<Stepped>(
+      "delete_user",
+      rolling(calls::rolling_delete, arg::user_id{std::move(user_id)}, removal_word()),
+      [window = *this](Reply& reply) -> std::optional<Result> {
+        window.refuse_options(reply);
+        long long found = integer_reply(reply, "delete_user");
+        if (found == -1) return std::nullopt;  // a transition step: again
+        if (found != 0 && found != 1) unexpected("delete_user");
+        return Result(found == 1);
+      });
 }
 
 std::unique_ptr<Operation> Window::clear() const {
-  return std::make_unique<OneCall>("clear", rolling(calls::rolling_clear),
-                                   [](Reply& reply) -> Result {
+  return std::make_unique<OneCall>("clear", rolling(calls::rolling_clear, removal_word()),
+                                   [window = *this](Reply& reply) -> Result {
+                                     window.refuse_options(reply);
                                      if (integer_reply(reply, "clear") < 0) unexpected("clear");
                                      return None{};
                                    });
@@ -353,15 +370,16 @@ std::unique_ptr<Operation> group_submit(std::vector<GroupMember> members, std::s
       window.check_bucket(member.bucket);
       names.push_back(window.key());
       boards.emplace_back(std::nullopt);
-      options.push_back(std::string("order='") + name_of(window.order()) +
-                        "', ties='lexicographic'");
+      options.push_back(options_text(window.order(), "lexicographic", window.guards()));
       keys.push_back(window.bucket_key(member.bucket));
       keys.push_back(window.key() + ":user:" + user_id);
       for (auto& key : window.keys()) keys.push_back(std::move(key));
-      std::string words;  // a submission id's guard word, its key last
-      if (submission_id) {
-        add_submission_guard(words, keys, window.key(), window.submission_ttl(), *submission_id);
-      }
+      // The window's guard words, as a board's (its submission id, rate limit and events, their
+      // keys last, then its score limits): plan_window in group.lua checks them.
+      std::string words;
+      add_guard_words(words, keys, window.guards(), window.key(), window.key() + ":events", user_id,
+                      submission_id);
+      words += limit_words(window.guards());
       args.insert(args.end(),
                   {"window", mode, name_of(window.order()), name_of(window.aggregate()),
                    std::to_string(window.max_entries()), std::to_string(member.bucket),

@@ -32,9 +32,11 @@ class Window {
   // At most this many buckets in a window.
   static constexpr long long kMaxBuckets = 100000;
 
-  // `submission_ttl`: seconds the result of a write with a submission id is kept (guards).
+  // `guards` (a plain board's, see Guards; InvalidArgument unless valid): the submission id's
+  // time to live, and the window's rate limit, change events (f"{key}:events") and score limits,
+  // which group.lua checks as a board's write's (see plan_window there).
   Window(std::string key, long long bucket_ms, long long window_ms, Aggregate aggregate,
-         long long max_entries, Order order, double submission_ttl = 86400);
+         long long max_entries, Order order, Guards guards = {});
 
   const std::string& key() const { return key_; }
   long long bucket_ms() const { return bucket_ms_; }
@@ -43,7 +45,8 @@ class Window {
   Aggregate aggregate() const { return aggregate_; }
   long long max_entries() const { return max_entries_; }
   Order order() const { return order_; }
-  double submission_ttl() const { return submission_ttl_; }
+  double submission_ttl() const { return guards_.submission_ttl; }
+  const Guards& guards() const { return guards_; }
   std::string bucket_key(long long bucket) const;
 
   // The bucket is always the server's clock's (rolling.lua): the caller names none.
@@ -67,6 +70,12 @@ class Window {
   // then `own`, the call's own.
   template <typename Call, typename... Own>
   Command rolling(Call call, Own... own) const;
+  // delete_user's and clear's word 'events:<maxlen>' with events (see removal_events in
+  // lib/removal_events.lua), else none.
+  std::optional<arg::removal> removal_word() const;
+  // OptionsMismatch if `reply` is rolling.lua's OPTIONS status (events recorded, this client
+  // has none).
+  void refuse_options(const Reply& reply) const;
 
  public:
  private:
@@ -75,7 +84,7 @@ class Window {
   Aggregate aggregate_;
   long long max_entries_;
   Order order_;
-  double submission_ttl_;
+  Guards guards_;
 };
 
 // One board of a group write: a board (a periodic board's current one carries its deadline)

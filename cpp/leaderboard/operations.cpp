@@ -1013,16 +1013,7 @@ Board::Board(std::string key, long long max_entries, Order order, Ties ties, Gua
   if (expire_at && *expire_at < 1) throw InvalidArgument("expire_at must be at least 1 (unix ms)");
   id_->expire_at = expire_at;
   id_->max_entries = require_at_least_one(max_entries, "max_entries");
-  // The guards' limits, in whole milliseconds on the wire.
-  require_submission_ttl(guards.submission_ttl);
-  if (guards.rate_max) {
-    if (*guards.rate_max < 1) throw InvalidArgument("rate_limit's max_writes must be at least 1");
-    if (!(guards.rate_per >= 0.001 && guards.rate_per <= 1e10)) {
-      throw InvalidArgument("rate_limit's per_seconds must be a number from 0.001 to 1e10");
-    }
-  }
-  if (guards.events_maxlen < 1) throw InvalidArgument("events_maxlen must be at least 1");
-  validate_score_limits(guards);
+  validate_guards(guards);
   id_->scope = submission_scope ? std::move(*submission_scope) : key;
   id_->key = std::move(key);
   id_->order = order;
@@ -1045,26 +1036,45 @@ std::optional<std::string> Board::period() const {
   return id_->key.substr(id_->scope.size() + 1);
 }
 
+void validate_guards(const Guards& guards) {
+  // The guards' limits, in whole milliseconds on the wire.
+  require_submission_ttl(guards.submission_ttl);
+  if (guards.rate_max) {
+    if (*guards.rate_max < 1) throw InvalidArgument("rate_limit's max_writes must be at least 1");
+    if (!(guards.rate_per >= 0.001 && guards.rate_per <= 1e10)) {
+      throw InvalidArgument("rate_limit's per_seconds must be a number from 0.001 to 1e10");
+    }
+  }
+  if (guards.events_maxlen < 1) throw InvalidArgument("events_maxlen must be at least 1");
+  validate_score_limits(guards);
+}
+
+void add_guard_words(std::string& spec, std::vector<std::string>& keys, const Guards& guards,
+                     const std::string& scope, const std::string& events_stream,
+                     const std::string& user_id, const std::optional<std::string>& submission_id) {
+  if (submission_id) {
+    add_submission_guard(spec, keys, scope, guards.submission_ttl, *submission_id);
+  }
+  if (guards.rate_max) {
+    word::add(spec, keys,
+              word::rate{std::to_string(*guards.rate_max), milliseconds(guards.rate_per),
+                         scope + ":rate:" + user_id});
+  }
+  if (guards.events) {
+    word::add(spec, keys, word::events{std::to_string(guards.events_maxlen), events_stream});
+  }
+}
+
 void Board::add_guards(std::string& spec, std::vector<std::string>& keys,
                        const std::string& user_id,
                        const std::optional<std::string>& submission_id) const {
-  const Guards& guards = id_->guards;
-  if (submission_id) {
-    add_submission_guard(spec, keys, submission_scope(), guards.submission_ttl, *submission_id);
-  }
-  if (guards.rate_max) {
-    // The user's window is the scope's (a periodic board's for each of its periods): a limit is
-    // over real time, not restarted by a period boundary.
-    word::add(spec, keys,
-              word::rate{std::to_string(*guards.rate_max), milliseconds(guards.rate_per),
-                         submission_scope() + ":rate:" + user_id});
-  }
-  if (guards.events) {
-    word::add(spec, keys, word::events{std::to_string(guards.events_maxlen), key() + ":events"});
-  }
+  // The user's rate window is the scope's (a periodic board's for each of its periods): a limit
+  // is over real time, not restarted by a period boundary.
+  add_guard_words(spec, keys, id_->guards, submission_scope(), key() + ":events", user_id,
+                  submission_id);
   if (expire_at()) word::add(spec, word::expire{std::to_string(*expire_at())});  // seasons
   spec += open_word();                                                           // seasons
-  spec += limit_words(guards);                                                   // fair play
+  spec += limit_words(id_->guards);                                              // fair play
   if (period()) {  // a period's board: the guards recorded for every period (merge_scope_guards)
     word::add(spec, keys, word::gscope{submission_scope() + ":options"});
   }

@@ -494,6 +494,15 @@ class Board {
 void add_submission_guard(std::string& spec, std::vector<std::string>& keys,
                           const std::string& scope, double submission_ttl,
                           const std::string& submission_id);
+// A write's guard words for a submission id (see add_submission_guard), `guards`' rate limit (the
+// user's window f"{scope}:rate:{user_id}") and events (the stream `events_stream`), in that order,
+// their keys appended to `keys` (see guard_fields in lib/guards.lua): what a board's write and a
+// window's group write add, each then its own keyless words (score limits: limit_words).
+void add_guard_words(std::string& spec, std::vector<std::string>& keys, const Guards& guards,
+                     const std::string& scope, const std::string& events_stream,
+                     const std::string& user_id, const std::optional<std::string>& submission_id);
+// InvalidArgument unless `guards` are ones a board (or a rolling window) accepts.
+void validate_guards(const Guards& guards);
 // InvalidArgument unless `seconds` is a submission_ttl a board accepts (0.001 to 1e10).
 double require_submission_ttl(double seconds);
 // InvalidArgument if a submission id is given but empty.

@@ -373,6 +373,11 @@ class Window:
         max_entries: Optional[int] = 100,
         order: Literal["desc", "asc"] = "desc",
         submission_ttl: float = 86400,
+        rate_limit: Optional[tuple[int, float]] = None,
+        events: bool = False,
+        events_maxlen: int = 10000,
+        score_range: Optional[tuple[Optional[float], Optional[float]]] = None,
+        max_increment: Optional[float] = None,
     ) -> None: ...
     @property
     def key(self) -> str: ...
@@ -392,6 +397,20 @@ class Window:
     @property
     def submission_ttl(self) -> float:
         """Seconds the result of a write with a submission id is kept (guards)."""
+    @property
+    def rate_limit(self) -> Optional[tuple[int, float]]:
+        """``(max_writes, per_seconds)`` per user, or None (guards)."""
+    @property
+    def events(self) -> bool:
+        """Whether writes append change events to ``f"{key}:events"`` (guards)."""
+    @property
+    def events_maxlen(self) -> int: ...
+    @property
+    def score_range(self) -> Optional[tuple[Optional[float], Optional[float]]]:
+        """The lowest and highest score a write may leave in the user's bucket (fair play)."""
+    @property
+    def max_increment(self) -> Optional[float]:
+        """The most one write may improve the user's bucket score by (fair play)."""
     def bucket_key(self, bucket: int) -> str: ...
     def refreshed(self, read: Operation[_T]) -> Operation[_T]:
         """``read`` (a ``Board`` operation on the window's key), led by the refresh of the

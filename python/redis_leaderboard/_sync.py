@@ -127,7 +127,12 @@ class RollingLeaderboard(RollingState, RedisLeaderboard):
     exact, not stale.
     ``set_max_entries`` and ``upsert_many`` raise ``TypeError``. ``submission_ttl``: seconds
     the result of a write with a ``submission_id`` is kept (as
-    [`RedisLeaderboard`][redis_leaderboard.RedisLeaderboard]).
+    [`RedisLeaderboard`][redis_leaderboard.RedisLeaderboard]). Guards as ``RedisLeaderboard``'s:
+    ``rate_limit`` (per user, on the server's clock, whatever the bucket), ``score_range`` and
+    ``max_increment`` (on the user's bucket score: see
+    [`submit`][redis_leaderboard.RollingLeaderboard.submit]), ``events``/``events_maxlen``
+    (events about the window's board: see
+    [`events`][redis_leaderboard.RollingLeaderboard.events]).
     """
 
 

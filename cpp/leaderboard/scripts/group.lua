@@ -22,7 +22,8 @@
 --   a window: 'window', mode, order, aggregate ('sum' | 'max' | 'min'), max_entries, bucket i
 --             (the caller's clock's; the write goes to the server's clock's bucket, see
 --             check_clock in lib/clock.lua), bucket length (ms), window length (ms), its spec words
---             or '' ('sid:..' alone)
+--             or '' (a board's guard words: 'sid', 'rate', 'events', their keys last, then
+--             'range', 'maxinc'; see plan_window)
 --   (mode: 'set' | 'best' | 'incr').
 -- A member whose spec has 'sid:<ttl ms>' (a submission id: its record "<scope>:submission:<id>",
 -- see read_submission in lib/submissions.lua) applies the write once, as write.lua: a repeat
@@ -92,6 +93,13 @@ local function updated_aggregate(win, current, old, score)
   return nil
 end
 
+-- A window's guards (issue 40) are a board's, run by the same functions (plan_guards,
+-- check_score_limits, apply_guards) on `b`, a board spec of the union (lexicographic ties): the
+-- rate limit over the server's clock (the user's window "<key>:rate:<id>", whatever the bucket),
+-- score limits on the user's bucket score (what one write claims; a window's sum is many claims),
+-- events about the union (the aggregate, ranks, overtaken and trimmed: add_event's, with the
+-- union's state before the write). Checked before the window's transition step, so a refusal
+-- changes nothing at all. A bucket leaving the window appends no event.
 local function plan_window(win)
   window_names(win)
   local bucket, user_key = win.bucket_key, win.user_key
@@ -105,7 +113,7 @@ local function plan_window(win)
     or check_acl('HGETALL', user_key) or check_acl('PTTL', user_key)
     or check_acl('PEXPIREAT', user_key, '0')
     or (#ARGV >= first_field and check_acl('HSET', user_key, ARGV[first_field], ARGV[first_field + 1] or ''))
-    or check_acl('HGET', win.options, 'order') or check_acl('EXISTS', win.options)
+    or check_acl('HGETALL', win.options)
     or check_acl('GET', win.marker) or check_acl('ZCARD', win.union)
     or check_acl('ZRANGE', win.union, '0', '0') or check_acl('ZREMRANGEBYRANK', win.union, '0', '0')
     or check_acl('PEXPIREAT', win.union, '0') or check_acl('TIME')
@@ -115,16 +123,38 @@ local function plan_window(win)
     or check_type(win.options, 'hash') or check_type(win.all, 'zset')
     or check_type(win.newest, 'zset')
   if err then return nil, err end
-  if not win.desc then  -- an 'asc' window records it; another order recorded is refused
-    local recorded = redis.call('HGET', win.options, 'order')
-    if recorded and recorded ~= 'asc' then
-      return nil, redis.status_reply('OPTIONS order=' .. recorded .. ' ties=lexicographic')
-    end
-  elseif redis.call('EXISTS', win.options) == 1 then
-    return nil, redis.status_reply('OPTIONS order=' .. tostring(redis.call('HGET', win.options,
-      'order')) .. ' ties=' .. tostring(redis.call('HGET', win.options, 'ties')))
+  -- The recorded options: an 'asc' window records its order (expire_window in lib/windows.lua),
+  -- a window with guards their fields, as a board's (check_guards in lib/guards.lua); another
+  -- order, or a field no window writes, is refused.
+  local b = {board = win.union, options = win.options, desc = win.desc, ranked = win.union,
+    order = win.desc and 'desc' or 'asc', ties = 'lexicographic', shared = false,
+    position_command = win.desc and 'ZREVRANK' or 'ZRANK'}
+  local recorded, order, ties, other = redis.call('HGETALL', win.options), nil, nil, nil
+  for i = 1, #recorded, 2 do
+    local field, value = recorded[i], recorded[i + 1]
+    if field == 'rate_limit' then b.recorded_rate = value
+    elseif field == 'events' then b.recorded_events = value
+    elseif field == 'score_range' then b.recorded_range = value
+    elseif field == 'max_increment' then b.recorded_maxinc = value
+    elseif field == 'order' then order = value
+    elseif field == 'ties' then ties = value
+    else other = true end
   end
-  if win.submission_key then  -- an id applied before: its stored result, nothing written
+  if (order and order ~= b.order) or (ties and ties ~= 'lexicographic')
+    or (win.desc and (order or other)) then
+    return nil, options_status(order or '?', ties or '?', b.recorded_rate, b.recorded_events,
+      b.recorded_range, b.recorded_maxinc)
+  end
+  -- Guards, as a board's write (plan_guards in lib/submissions.lua): the options they record,
+  -- an id applied before (its stored result, nothing written), the rate limit; applied by
+  -- apply_guards after the window's write.
+  if win.rate_key or win.events_key or win.limits then
+    win.board, win.b = win.union, b
+    win.guards, err = plan_guards(b, win)
+    if not win.guards then return nil, err end
+  elseif records_guards(b) then  -- a client without the recorded guards would bypass them
+    return nil, recorded_status(b)
+  elseif win.submission_key then  -- an id applied before: its stored result, nothing written
     err = check_submission(win)
     if err then return nil, err end
   end
@@ -134,6 +164,10 @@ local function plan_window(win)
   local score
   score, err = next_score(win, {number = number, mode = win.mode}, old)
   if not score then return nil, err end
+  if win.limits then  -- fair play: on the bucket's score (see RollingLeaderboard's docstring)
+    err = check_score_limits(b, win, score, old)
+    if err then return nil, err end
+  end
   -- The window at the write's bucket (or a later one: a client whose clock lags).
   local done
   done, err = refresh_window(win, win.bucket, true)
@@ -191,6 +225,11 @@ local function apply_window(win)
   local last = win.last
   local previous = redis.call('ZSCORE', win.union, user_id)
   local previous_rank = previous and window_rank(win, user_id) or false
+  -- With events: where the user stood in the union before (its size if absent), for the event's
+  -- overtaken (see add_event).
+  if win.events_key then
+    win.old_position = previous_rank or redis.call('ZCARD', win.union)
+  end
 
   local old, score = win.old, win.score
   redis.call('ZADD', win.bucket_key, score_text(score), user_id)
@@ -222,8 +261,13 @@ local function apply_window(win)
 
   if not win.in_window then  -- a bucket older than the window: only the bucket changed
     slice_window(win, win.state)  -- the window ahead's job: a slice, after the write
-    return {{}, score_text(score), false, redis.call('HGETALL', win.user_key), false, false,
-      (not old or score ~= old) and 1 or 0}
+    local reply = {{}, score_text(score), false, redis.call('HGETALL', win.user_key), false,
+      false, (not old or score ~= old) and 1 or 0}
+    if win.guards then  -- counted by the rate limit; no event: the window's board is unchanged
+      return apply_guards({w = win, b = win.b, guards = win.guards, changed = false,
+        trimmed = {}}, reply)
+    end
+    return reply
   end
   local total = win.total
   local window_end = window_deadline(win, last)
@@ -237,8 +281,15 @@ local function apply_window(win)
   local trimmed = trim_window(win)
   local stored = redis.call('ZSCORE', win.union, user_id)
   local rank = stored and window_rank(win, user_id) or false
-  return {trimmed, stored or score_text(total), rank, redis.call('HGETALL', win.user_key),
-    previous or false, previous_rank, (not previous or tonumber(previous) ~= total) and 1 or 0}
+  local changed = not previous or tonumber(previous) ~= total
+  local reply = {trimmed, stored or score_text(total), rank, redis.call('HGETALL', win.user_key),
+    previous or false, previous_rank, changed and 1 or 0}
+  if win.guards then  -- as a board's write: its event about the union (the window's board)
+    return apply_guards({w = win, b = win.b, guards = win.guards, changed = changed,
+      trimmed = trimmed, score = total, old_text = previous, previous_rank = previous_rank,
+      old_position = win.old_position}, reply)
+  end
+  return reply
 end
 
 -- The words of a member's spec (a string), and how many of them have a key (see guard_fields).
@@ -294,7 +345,9 @@ for m = 1, members do
   local plan = plans[m]
   if plan and plan.kind == 'window' then
     replies[m] = apply_window(plan)
-    if plan.submission_key then store_submission(plan, replies[m], plan.union) end
+    if plan.submission_key and not plan.guards then  -- (with guards, apply_guards stored it)
+      store_submission(plan, replies[m], plan.union)
+    end
   elseif plan then
     replies[m] = apply_write(plan)
   end

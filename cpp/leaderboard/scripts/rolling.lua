@@ -16,14 +16,20 @@
 --: CALL check: after it
 --: CALL delete: delete_user
 --: ARGV user_id: the user
+--: ARGV removal?: with events, 'events:<maxlen>' (see removal_events in lib/removal_events.lua; the stream is "<key>:events")
 --: CALL clear: clear
+--: ARGV removal?: as delete's
 -- The bucket is the server's clock's (see check_clock in lib/clock.lua): the caller sends none.
 -- Returns: 'refresh': the marker's text if the window is complete for the reader's bucket (or a
 -- later one), else 0 (a step was done: call again); 'check': the marker's text (a read between
 -- a 'refresh' and a 'check' that return the same text read the window that 'refresh' vouched
 -- for: no transition started in between); 'delete': 1 if the user was in the window (the union or
 -- a bucket), 0 if not, -1 if a transition step was done first (call again); 'clear': how many
--- users' traces it removed.
+-- users' traces it removed. delete and clear of a window whose writes record events (the options
+-- hash's 'events', see plan_window in group.lua) append them as a plain board's removals do
+-- ('delete': the user, its window score and rank, if it was on the window's board; 'clear': how
+-- many users' traces it removed, size 0), and are refused (the status OPTIONS ...: ValueError)
+-- without the word 'events:<maxlen>': its caller would leave watchers without them.
 -- The bucket of the server's clock: a reader (or a writer) whose clock is ahead never moves the
 -- window for the others, one behind never reads an old one.
 local command = call
@@ -89,12 +95,41 @@ for _, key in ipairs(buckets) do
     or check_acl('UNLINK', key)
   if err then return err end
 end
+-- Events: the recorded guards (a window whose writes record events refuses a caller without
+-- them), the caller's stream "<key>:events".
+local w = removal_events(removal)
+if w then w.events_key = union .. ':events' end
+err = check_acl('HGETALL', win.options)
+if err then return err end
+do
+  local recorded, b = redis.call('HGETALL', win.options), {}
+  for i = 1, #recorded, 2 do
+    if recorded[i] == 'rate_limit' then b.recorded_rate = recorded[i + 1]
+    elseif recorded[i] == 'events' then b.recorded_events = recorded[i + 1]
+    elseif recorded[i] == 'score_range' then b.recorded_range = recorded[i + 1]
+    elseif recorded[i] == 'max_increment' then b.recorded_maxinc = recorded[i + 1] end
+  end
+  if b.recorded_events and not w then
+    return options_status(window_order, 'lexicographic', b.recorded_rate, b.recorded_events,
+      b.recorded_range, b.recorded_maxinc)
+  end
+  err = w and (check_acl('XADD', w.events_key, 'MAXLEN', '~', '1', '*', 'x', 'x')
+    or check_type(w.events_key, 'stream')
+    or check_acl(window_order == 'desc' and 'ZREVRANK' or 'ZRANK', union, 'x'))
+  if err then return err end
+end
 
 if command == 'delete' then
   local user_key = union .. ':user:' .. user_id
   err = check_acl('UNLINK', user_key) or check_type(user_key, 'hash')
     or check_present(union, buckets) or check_present(union, {user_key, win.all, win.newest, win.ahead})
   if err then return err end
+  local score = w and redis.call('ZSCORE', union, user_id)
+  if score then  -- on the window's board: its event, as a plain board's delete
+    local rank = redis.call(win.desc and 'ZREVRANK' or 'ZRANK', union, user_id)
+    append_event(w, {'kind', 'delete', 'user_id', user_id, 'score', score, 'rank', '',
+      'previous_score', score, 'previous_rank', tostring(rank + 1)})
+  end
   local found = redis.call('ZREM', union, user_id) + redis.call('ZREM', win.all, user_id)
   redis.call('ZREM', win.newest, user_id)
   if st.ahead == 'L' or st.ahead == 'E' then  -- its job reads buckets this changes: dropped
@@ -134,4 +169,5 @@ end
 for i = 1, #buckets, 1000 do
   redis.call('UNLINK', unpack(buckets, i, math.min(i + 999, #buckets)))
 end
+if w and #users > 0 then append_event(w, {'kind', 'clear', 'removed', #users, 'size', 0}) end
 return #users

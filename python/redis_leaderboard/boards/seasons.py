@@ -884,15 +884,17 @@ class RollingState(ServerClock):
         clock: Optional[Clock] = None,
         url: Optional[str] = None,
         submission_ttl: float = 86400,
+        rate_limit: Optional[tuple[int, float]] = None,
+        events: bool = False,
+        events_maxlen: int = 10000,
+        score_range: Optional[tuple[Optional[float], Optional[float]]] = None,
+        max_increment: Optional[float] = None,
     ) -> None:
-        super().__init__(  # type: ignore[call-arg]  # the board class after this one
-            redis_client, key, max_entries, url=url, order=order, submission_ttl=submission_ttl
-        )
         bucket_ms = _whole_millis(bucket, "bucket")
         window_ms = _whole_millis(window, "window")
         if window_ms % bucket_ms:
             raise ValueError("window must be a whole number of buckets")
-        self._window = Window(
+        window_ = Window(  # validates the guards before anything else is made
             key,
             bucket_ms,
             window_ms,
@@ -900,7 +902,16 @@ class RollingState(ServerClock):
             max_entries=max_entries,
             order=order,
             submission_ttl=submission_ttl,
+            rate_limit=rate_limit,
+            events=events,
+            events_maxlen=events_maxlen,
+            score_range=score_range,
+            max_increment=max_increment,
         )
+        super().__init__(  # type: ignore[call-arg]  # the board class after this one
+            redis_client, key, max_entries, url=url, order=order, submission_ttl=submission_ttl
+        )
+        self._window = window_
         if clock is not None and not callable(clock):
             raise TypeError("clock must be a callable returning an aware datetime")
         self.clock = clock or _system_clock
@@ -923,6 +934,30 @@ class RollingState(ServerClock):
         """How a user's bucket scores combine: ``"sum"``, ``"max"`` or ``"min"``."""
         return self._window.aggregate
 
+    @property
+    def rate_limit(self) -> Optional[tuple[int, float]]:
+        """``(max_writes, per_seconds)`` per user, whatever the bucket, or None."""
+        return self._window.rate_limit
+
+    @property
+    def score_range(self) -> Optional[tuple[Optional[float], Optional[float]]]:
+        """``(min, max)``: the lowest and highest score a write may leave in the user's bucket
+        (either None: no bound), or None (fair play; see
+        [`submit`][redis_leaderboard.RollingLeaderboard.submit])."""
+        return self._window.score_range
+
+    @property
+    def max_increment(self) -> Optional[float]:
+        """The most one write may improve the user's bucket score by (in the window's order), or
+        None (fair play)."""
+        return self._window.max_increment
+
+    @property
+    def events_enabled(self) -> bool:
+        """Whether writes append change events to ``f"{key}:events"`` (``events=True``);
+        [`events`][redis_leaderboard.RollingLeaderboard.events] reads them."""
+        return self._window.events
+
     def bucket_at(self, when: Optional[datetime] = None) -> int:
         """The bucket holding ``when`` (default: now): unix ms // bucket length."""
         moment = self.now() if when is None else _aware(when, "when")
@@ -938,6 +973,41 @@ class RollingState(ServerClock):
 
     def _refreshed(self, read: Operation[T]) -> Operation[T]:
         return self._window.refreshed(read)
+
+    def events(
+        self, last_id: str = "$", *, block: Optional[float] = None, count: int = EVENTS_BATCH
+    ) -> Any:
+        """The window's change events after ``last_id``, oldest first, as they come (an
+        ``EventStream``; under asyncio an ``AsyncEventStream``), from the stream
+        ``f"{key}:events"`` that writes append to with ``events=True``: read as
+        [`RedisLeaderboard.events`][redis_leaderboard.RedisLeaderboard.events]'s, the same fields.
+
+        Each applied write (``submit``, ``upsert_user``, ``increment_score``, a group write) that
+        changed the user's window aggregate or trimmed someone appends a ``"score"`` event about the
+        window's board: ``"score"`` the user's aggregate over the window (as the write's result
+        says it), ``"rank"`` its rank (None if the write was trimmed away), ``"previous_score"`` and
+        ``"previous_rank"`` the ones before the write (the window already brought to the bucket),
+        ``"overtaken"`` and ``"trimmed_user_ids"`` as a plain board's. A write that leaves the
+        aggregate as it was (a ``"best"`` no better than the bucket's score) appends nothing.
+
+        A bucket leaving the window appends nothing: the transition rewrites the aggregates of
+        every user of the leaving bucket at once, in steps that readers and writers drive (or one
+        RENAME of the window ahead), and an event each would cost more than the step (about
+        12 µs an XADD: 4.8 ms for 400 entries against a step's ~2 ms) and fill the stream; a
+        watcher knows when it happens (at each
+        [`bucket_start`][redis_leaderboard.RollingLeaderboard.bucket_start]) and re-reads the
+        board then. [`delete_user`][redis_leaderboard.RollingLeaderboard.delete_user] appends a
+        ``"delete"`` event and [`clear`][redis_leaderboard.RollingLeaderboard.clear] a
+        ``"clear"`` one, as a plain board's.
+
+        Redis cost:
+            Nothing until the first read; then one XREAD (BLOCK) per batch of at most ``count``
+            events on the stream's own connection, waiting in slices of 2 s (no window refresh).
+        """
+        stream: Any = super().events(  # type: ignore[misc]  # the board class's
+            last_id, block=block, count=count
+        )
+        return stream
 
     @staticmethod
     def _entry(result: SubmitResult) -> WriteResult:
@@ -991,6 +1061,33 @@ class RollingState(ServerClock):
         ``submission_ttl`` (the id is the window's, whatever the bucket: a repeat in a later bucket
         writes nothing and returns the stored result with ``"duplicate": True``).
 
+        Guards (the window's ``rate_limit``, ``score_range``, ``max_increment``, ``events``; as a
+        plain board's, checked before anything is written, by the same code):
+
+        - ``rate_limit``: the user's writes per ``per_seconds`` of the server's clock, whatever the
+          bucket (a bucket boundary does not restart it); beyond it, ``RateLimited``
+          (``retry_after``).
+        - ``score_range`` and ``max_increment`` bound the user's **bucket** score, what this write
+          leaves in the bucket it lands in, for every aggregate: a submission claims a score in
+          its bucket. With ``"sum"`` the window's score is a total of many such claims (bounding it
+          would cap how much a fair player plays, which ``rate_limit`` is for); with ``"max"`` or
+          ``"min"`` it is one of the bucket scores, so it is bounded as well. ``max_increment``:
+          the most this write may improve the bucket's score by, in the window's order (a first
+          score in a bucket is a new entry's: ``"incr"`` counts from 0). Beyond either,
+          ``ScoreRejected`` (a ``ValueError``); a write leaving the bucket's score as it was is
+          never refused.
+        - ``events``: a ``"score"`` event about the window's board (see
+          [`events`][redis_leaderboard.RollingLeaderboard.events]).
+        - A resend of an applied ``submission_id`` answers its first result, never refused by a
+          limit. The guards are recorded in ``f"{key}:options"`` by the first write that carries
+          them; a client with other guards (or none) raises ``OptionsMismatch`` (a
+          ``ValueError``) and writes nothing.
+
+        Raises:
+            RateLimited: The window's ``rate_limit`` refused the write (nothing changed).
+            ScoreRejected: The window's score limits refused it (nothing changed).
+            OptionsMismatch: The window records other options or guards (nothing changed).
+
         Redis cost:
             One round trip, one script: the bucket's ZADD/ZINCRBY, the window's update (the
             user's aggregate read from ``f"{key}:window:all"``, or counted from the buckets, one
@@ -999,7 +1096,11 @@ class RollingState(ServerClock):
             entries) of the window ahead's job while one is under way; once per bucket, the
             window moved on first: the window ahead renamed into place (the union refilled),
             or, when it is not ready, the buckets that leave subtracted, in steps of about 400
-            entries, a round trip each (the write is sent again after each).
+            entries, a round trip each (the write is sent again after each). The options hash's
+            HGETALL (a window without guards: nothing more); with guards, a plain board's guard
+            work in the same script: the rate window's ZCOUNT, ZREMRANGEBYSCORE, ZADD and
+            PEXPIRE, the event's XADD (with the user's rank and a ZRANGE of at most 10 entries
+            for ``"overtaken"``), the options' HSET on the first write.
         """
         if tiebreak is not None:
             raise TypeError(
@@ -1042,20 +1143,29 @@ class RollingState(ServerClock):
 
     @plan
     def delete_user(self, user_id: str) -> Plan[bool]:
-        """Remove the user from the window's board, from every bucket, and its metadata.
+        """Remove the user from the window's board, from every bucket, and its metadata. With
+        ``events``, appends a ``"delete"`` event (the user's window score and rank) if the user was
+        on the window's board, as a plain board's ``delete_user``; a client without ``events`` on
+        a window whose writes record them raises ``OptionsMismatch`` (its removal would leave
+        watchers without the event).
 
         Redis cost:
-            One round trip, one script: a ZREM per bucket in the window, and the metadata's UNLINK.
+            One round trip, one script: the options hash's HGETALL, a ZREM per bucket in the
+            window, and the metadata's UNLINK; with ``events``, a ZSCORE, the rank and an XADD.
         """
         result: bool = yield self._window.delete_user(user_id)
         return result
 
     @plan
     def clear(self) -> Plan[None]:
-        """Remove every bucket, the window's board and the metadata of everyone in them.
+        """Remove every bucket, the window's board and the metadata of everyone in them (and
+        the recorded options). With ``events``, appends one ``"clear"`` event (``"removed"``: the
+        users whose traces it removed; ``"size"`` 0); a client without ``events`` on a window whose
+        writes record them raises ``OptionsMismatch``. The event stream and the rate windows stay,
+        as a plain board's.
 
         Redis cost:
-            One round trip, one script: O(entries in the window).
+            One round trip, one script: O(entries in the window); with ``events``, an XADD.
         """
         yield self._window.clear()
 
@@ -1118,10 +1228,20 @@ class RollingState(ServerClock):
         raise self._refuse_hiding("hidden")
 
     def __repr__(self) -> str:
+        w = self._window
+        options = f", order={w.order!r}" if w.order != "desc" else ""
+        if w.rate_limit is not None:
+            options += f", rate_limit={w.rate_limit!r}"
+        if w.events:
+            options += ", events=True"
+        if w.score_range is not None:
+            options += f", score_range={w.score_range!r}"
+        if w.max_increment is not None:
+            options += f", max_increment={w.max_increment!r}"
         return (
-            f"{_display_name(self)}(key={self._window.key!r}, window={self.window!r}, "
+            f"{_display_name(self)}(key={w.key!r}, window={self.window!r}, "
             f"bucket={self.bucket!r}, aggregate={self.aggregate!r}, "
-            f"max_entries={self._window.max_entries})"
+            f"max_entries={w.max_entries}{options})"
         )
 
 

@@ -32,9 +32,9 @@
 -- (a read: its refresh call says 'not yet', and the client calls again; a write: group.lua
 -- replies WINDOWBUSY having written nothing of the write, and the client sends it again), so no
 -- read or write ever sees a half-done window, and nothing changes a bucket during a transition.
--- "<key>:options" records order=asc. `win`: union, marker, options, prefix ("<key>:bucket:"),
--- bucket (c, a number), bucket_ms, window_ms, aggregate ('sum' | 'max' | 'min'), desc,
--- max_entries.
+-- "<key>:options" records order=asc, and a window's guards (see plan_window in group.lua).
+-- `win`: union, marker, options, prefix ("<key>:bucket:"), bucket (c, a number), bucket_ms,
+-- window_ms, aggregate ('sum' | 'max' | 'min'), desc, max_entries.
 
 local STEP_UNITS = 2000
 -- ... and at most this long (µs, the server's clock, read between chunks of at most CHUNK_ROWS
