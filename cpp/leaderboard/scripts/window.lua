@@ -8,7 +8,8 @@
 --: ARGV start: the first position (0-based), or for 'around' the rank
 --: ARGV count: the window's size
 --: ARGV order?: on a board with options, its order
---: ARGV ties?: on a board with options, its ties Returns {start, board size (-1 for 'top', which needs none), {user_id, score,
+--: ARGV ties?: on a board with options, its ties
+-- Returns {start, board size (-1 for 'top', which needs none), {user_id, score,
 -- {field, value, ...}, ...}}, and for ties where equal scores share a rank (competition, dense)
 -- the entries' zero-based ranks.
 if not order and no_options_recorded(KEYS[option_keys_at]) then  -- the guide's board
