@@ -379,6 +379,33 @@ def test_every_command_of_the_minimal_rule_is_needed(acl: tuple) -> None:
         assert failures, f"every method works without +{command}"
 
 
+# The reads run their commands without an ACL check of each first (redis.pcall): a refused one
+# still raises NoPermissionError (NOPERM), whichever command or key it is.
+READS_REFUSED = [
+    ("-hgetall", "get_top", (2,)),
+    ("-hgetall", "get_around_rank", (2, 3)),
+    ("-hgetall", "list_all", ()),
+    ("-hgetall", "get_user_entry", ("b",)),
+    ("-zscore", "get_user_entry", ("b",)),
+    ("-zrevrank", "get_user_entry", ("b",)),
+    ("board only", "get_top", (2,)),  # the metadata hashes' keys refused
+    ("board only", "get_user_entry", ("b",)),
+]
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize(("denied", "method", "args"), READS_REFUSED)
+def test_a_read_refused_a_command_or_key_raises_no_permission(
+    acl: tuple, kind: str, denied: str, method: str, args: tuple
+) -> None:
+    server, admin, key = acl
+    fill(admin, key)
+    rule = minimal_rule(f"~{key}") if denied == "board only" else [*minimal_rule(), denied]
+    user = make_user(admin, f"reader-{kind}", rule)
+    with pytest.raises(NoPermissionError, match="^NOPERM"):
+        call(server, kind, key, 3, method, *args, username=user, password=PASSWORD)
+
+
 @pytest.mark.parametrize("kind", KINDS)
 @pytest.mark.parametrize(
     ("denied", "method", "args", "max_entries"),
