@@ -778,6 +778,35 @@ void validate_score_limits(const Guards& guards) {
   }
 }
 
+void validate_guards(const Guards& guards) {
+  // The guards' limits, in whole milliseconds on the wire.
+  require_submission_ttl(guards.submission_ttl);
+  if (guards.rate_max) {
+    if (*guards.rate_max < 1) throw InvalidArgument("rate_limit's max_writes must be at least 1");
+    if (!(guards.rate_per >= 0.001 && guards.rate_per <= 1e10)) {
+      throw InvalidArgument("rate_limit's per_seconds must be a number from 0.001 to 1e10");
+    }
+  }
+  if (guards.events_maxlen < 1) throw InvalidArgument("events_maxlen must be at least 1");
+  validate_score_limits(guards);
+}
+
+void add_write_guards(std::string& spec, std::vector<std::string>& keys, const Guards& guards,
+                      const std::string& scope, const std::string& board,
+                      const std::string& user_id, const std::optional<std::string>& submission_id) {
+  if (submission_id) {
+    add_submission_guard(spec, keys, scope, guards.submission_ttl, *submission_id);
+  }
+  if (guards.rate_max) {
+    word::add(spec, keys,
+              word::rate{std::to_string(*guards.rate_max), milliseconds(guards.rate_per),
+                         scope + ":rate:" + user_id});
+  }
+  if (guards.events) {
+    word::add(spec, keys, word::events{std::to_string(guards.events_maxlen), board + ":events"});
+  }
+}
+
 namespace {
 
 // An 'OPTIONS ...' status's field `name` ("?" if absent): "OPTIONS order=<o> ties=<t> ...".
@@ -835,6 +864,11 @@ std::string recorded_options_text(const std::string& status) {
   auto field = [&](std::string_view name) { return status_field(status, name); };
   return options_text(field("order"), field("ties"), field("rate_limit"), field("events"),
                       field("score_range"), field("max_increment"));
+}
+
+std::string guards_status_text(const Guards& guards) {
+  return "rate_limit=" + rate_text(guards) + " events=" + (guards.events ? "1" : "-") +
+         " score_range=" + range_text(guards) + " max_increment=" + max_increment_text(guards);
 }
 
 std::string options_text(Order order, Ties ties, const Guards& guards) {
@@ -1012,16 +1046,7 @@ Board::Board(std::string key, long long max_entries, Order order, Ties ties, Gua
   if (expire_at && *expire_at < 1) throw InvalidArgument("expire_at must be at least 1 (unix ms)");
   id_->expire_at = expire_at;
   id_->max_entries = require_at_least_one(max_entries, "max_entries");
-  // The guards' limits, in whole milliseconds on the wire.
-  require_submission_ttl(guards.submission_ttl);
-  if (guards.rate_max) {
-    if (*guards.rate_max < 1) throw InvalidArgument("rate_limit's max_writes must be at least 1");
-    if (!(guards.rate_per >= 0.001 && guards.rate_per <= 1e10)) {
-      throw InvalidArgument("rate_limit's per_seconds must be a number from 0.001 to 1e10");
-    }
-  }
-  if (guards.events_maxlen < 1) throw InvalidArgument("events_maxlen must be at least 1");
-  validate_score_limits(guards);
+  validate_guards(guards);
   id_->scope = submission_scope ? std::move(*submission_scope) : key;
   id_->key = std::move(key);
   id_->order = order;
@@ -1048,19 +1073,9 @@ void Board::add_guards(std::string& spec, std::vector<std::string>& keys,
                        const std::string& user_id,
                        const std::optional<std::string>& submission_id) const {
   const Guards& guards = id_->guards;
-  if (submission_id) {
-    add_submission_guard(spec, keys, submission_scope(), guards.submission_ttl, *submission_id);
-  }
-  if (guards.rate_max) {
-    // The user's window is the scope's (a periodic board's for each of its periods): a limit is
-    // over real time, not restarted by a period boundary.
-    word::add(spec, keys,
-              word::rate{std::to_string(*guards.rate_max), milliseconds(guards.rate_per),
-                         submission_scope() + ":rate:" + user_id});
-  }
-  if (guards.events) {
-    word::add(spec, keys, word::events{std::to_string(guards.events_maxlen), key() + ":events"});
-  }
+  // The user's rate window is the scope's (a periodic board's for each of its periods): a limit
+  // is over real time, not restarted by a period boundary.
+  add_write_guards(spec, keys, guards, submission_scope(), key(), user_id, submission_id);
   if (expire_at()) word::add(spec, word::expire{std::to_string(*expire_at())});  // seasons
   spec += open_word();                                                           // seasons
   spec += limit_words(guards);                                                   // fair play
@@ -1128,6 +1143,8 @@ Event parse_event(Reply& entry) {
       event.removed = count_text(value);
     } else if (name == "size") {
       event.size = count_text(value);
+    } else if (name == "member") {  // a team board's "team"
+      event.member = take_string(value);
     } else if (name == "period") {  // a league's "settled"
       event.period = take_string(value);
     } else if (name == "cohort") {

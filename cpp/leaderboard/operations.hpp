@@ -92,6 +92,9 @@ struct Event {
   std::vector<std::string> overtaken;  // at most 10, nearest first
   std::optional<long long> removed;    // "clear": how many entries the page removed
   std::optional<long long> size;       // "clear": how many entries were left after it
+  // "team" (a team board's stream: a team's score changed; `user_id` the team, `score` and
+  // `rank` on the teams' board, none if it left it): the member whose change moved it.
+  std::optional<std::string> member;
   // "settled" (a league's stream, one event per cohort settled): none of the above but `id`.
   std::optional<std::string> period;
   std::optional<long long> cohort;
@@ -249,6 +252,17 @@ std::vector<std::pair<std::string, double>> tiebreak_values(
 // as the scripts read them (guard_fields in lib/guards.lua); and their checks (InvalidArgument).
 std::string limit_words(const Guards& guards);
 void validate_score_limits(const Guards& guards);
+// Every check of a board's guards (submission_ttl, rate_limit, events_maxlen, the score limits):
+// InvalidArgument. Every board type with guards runs it in its constructor.
+void validate_guards(const Guards& guards);
+// Appends a write's keyed guard words to `spec` (" sid:.. rate:.. events:..", see guard_fields
+// in lib/guards.lua) and their keys to `keys`, in order: the submission id's record
+// f"{scope}:submission:{id}", the user's rate window f"{scope}:rate:{user_id}", the events'
+// stream f"{board}:events"; nothing for a guard the write does not have. Board::add_guards and
+// the other board types' writes use it (then add their own keyless words: limit_words, ...).
+void add_write_guards(std::string& spec, std::vector<std::string>& keys, const Guards& guards,
+                      const std::string& scope, const std::string& board,
+                      const std::string& user_id, const std::optional<std::string>& submission_id);
 
 // A board's options as messages show them (Python's spelling): "order='desc', ties='...',
 // rate_limit=None, events=False, score_range=(0, 100), max_increment=None"; of this client's
@@ -258,6 +272,9 @@ std::string options_text(Order order, Ties ties, const Guards& guards);
 // The same, with the tie rule as scripts get it (Board::ties_word: tie-break columns too).
 std::string options_text(Order order, const std::string& ties_word, const Guards& guards);
 std::string recorded_options_text(const std::string& status);
+// The guards as a script's 'OPTIONS ...' status names them: "rate_limit=<max>/<per ms>
+// events=<1|-> score_range=<min>/<max> max_increment=<n>" ('-': none).
+std::string guards_status_text(const Guards& guards);
 
 // The entries a read's result holds (get_top's list, get_page's entries, get_entries' present
 // ones...), for a cache to fill in their metadata; none for other results.
