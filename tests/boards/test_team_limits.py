@@ -18,12 +18,13 @@ lib/guards.lua and lib/submissions.lua, on the members' board):
 
 from __future__ import annotations
 
+import asyncio
 import time
 from typing import Any
 
 import pytest
 
-from apis import Api, sync_and_one_loop
+from apis import Api, asyncio_only, sync_and_one_loop, unwrap
 from helpers import snapshot
 from redis_leaderboard import OptionsMismatch, RateLimited, ScoreRejected
 
@@ -122,6 +123,21 @@ def test_a_members_writes_per_period_and_a_refusal_changes_nothing(
     assert board.submit("bob", 8)["team_score"] == 13.0  # another member's own window
     time.sleep(limited.value.retry_after + 0.05)  # the window slides on the server's clock
     assert board.submit("ann", 100, team="blue")["team_score"] == 100.0
+
+
+@asyncio_only
+def test_tasks_at_once_get_exactly_max_writes(api: Api, board_key: str) -> None:
+    board = unwrap(api.make("TeamLeaderboard", board_key, rate_limit=(3, 30)))
+
+    async def main() -> list[Any]:
+        return await asyncio.gather(
+            *(board.submit("ann", 1, mode="incr", team="red") for _ in range(10)),
+            return_exceptions=True,
+        )
+
+    outcomes = api.run(main())
+    assert [o["team_score"] for o in outcomes[:3]] == [1.0, 2.0, 3.0]
+    assert all(isinstance(o, RateLimited) for o in outcomes[3:])
 
 
 def test_an_idle_members_window_leaves(api: Api, board_key: str, r: Any) -> None:

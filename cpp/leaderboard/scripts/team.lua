@@ -181,44 +181,31 @@ end
 -- whose change moved it; a team leaving the teams' board (no member with a score left) has no
 -- 'score' and an empty 'rank'. No event for a team whose score did not change.
 
--- nil, or the error refusing the caller the teams' board's reads a 'team' event makes.
-local function check_team_events(ev)
-  if not ev then return nil end
-  return check_acl('ZRANGE', team_board, '0', '0') or check_acl('ZCARD', team_board)
-end
-
--- With events, team t's entry before a change (for team_event): {t, old score's text or nil,
--- 0-based position (the size of the board if absent), the teams' board's spec}; else nil.
-local function team_before(ev, t)
-  if not ev then return nil end
+-- Its helpers are built only by a call with events (a closure costs every call that builds it):
+-- team_events(ev) sets team_before and team_event for `ev`, and returns nil or the error
+-- refusing the caller the teams' board's reads a 'team' event makes. team_before(t): team t's
+-- entry before a change, {t, its score's text or nil, its 0-based position (the board's size
+-- if absent)}; team_event(before, new) appends its 'team' event if its score changed: `new`,
+-- its score's text now (nil: it left the teams' board).
+local team_before, team_event
+local function team_events(ev)
   local b = board_spec(team_board, 1, order, 'lexicographic')
-  local old = redis.call('ZSCORE', team_board, t)
-  return {t = t, old = old, position = position_before(b, t, old), b = b}
-end
-
--- Appends team before.t's 'team' event if its score changed: `new`, its score's text now (nil:
--- it left the teams' board).
-local function team_event(ev, before, new)
-  if not before or new == before.old then return end
-  local old, position = before.old, before.position
-  if new then
-    add_event(before.b, ev.events_key, ev.events_maxlen, before.t, tonumber(new), old,
-      old and position, position, {}, 'team', {'member', member})
-  else
-    append_event(ev, {'kind', 'team', 'user_id', before.t, 'rank', '', 'previous_score', old,
-      'previous_rank', tostring(position + 1), 'member', member})
+  team_before = function(t)
+    local old = redis.call('ZSCORE', team_board, t)
+    return {t = t, old = old, position = position_before(b, t, old)}
   end
-end
-
--- The members' board's spec and recorded options for a call that is not a member's score write
--- (move, remove, hide, unhide): the spec, or nil and the reply refusing the call (an error, the
--- OPTIONS status of other recorded options, or of events the caller does not append).
-local function members_spec(ev)
-  local b = board_spec(member_board, option_keys_at, order, 'lexicographic')
-  local err = check_type(member_board, 'zset') or check_type(b.options, 'hash')
-    or check_options(b) or check_removal_events(b, ev) or check_team_events(ev)
-  if err then return nil, err end
-  return b
+  team_event = function(before, new)
+    if new == before.old then return end
+    local old, position = before.old, before.position
+    if new then
+      add_event(b, ev.events_key, ev.events_maxlen, before.t, tonumber(new), old, old and position,
+        position, {}, 'team', {'member', member})
+    else
+      append_event(ev, {'kind', 'team', 'user_id', before.t, 'rank', '', 'previous_score', old,
+        'previous_rank', tostring(position + 1), 'member', member})
+    end
+  end
+  return check_acl('ZRANGE', team_board, '0', '0') or check_acl('ZCARD', team_board)
 end
 
 -- Records the options (an 'asc' board's order too, for the teams' board's own reads).
@@ -265,7 +252,7 @@ if call == 'submit' or call == 'submit_own' then
     guard_fields(w, spec, 1, #KEYS)  -- the guards' keys: the last ones
     w.payload = named or ''  -- the team as sent is part of the payload (check_submission)
     ev = w.events_key and w
-    err = check_team_events(ev)
+    err = ev and team_events(ev)
     if err then return err end
   end
   -- The members' board's write, planned: its guards (the submission id's record first, then
@@ -298,12 +285,13 @@ if call == 'submit' or call == 'submit_own' then
   if not hidden then
     local old, new = plan.old, plan.score
     if current and current ~= team and old then
-      local before = team_before(ev, current)
-      team_event(ev, before, contribute(current, old_key, old, nil))
+      local before = ev and team_before(current)
+      local left = contribute(current, old_key, old, nil)
+      if before then team_event(before, left) end
     end
-    local before = team_before(ev, team)
+    local before = ev and team_before(team)
     t_score = contribute(team, NEW_TEAM, current == team and old or nil, new)
-    team_event(ev, before, t_score)
+    if before then team_event(before, t_score) end
   end
   redis.call('HSET', memberships, member, team)
   local t_rank
@@ -311,6 +299,21 @@ if call == 'submit' or call == 'submit_own' then
   local result = {reply, team, t_score, t_rank, current or false}
   if w.submission_key then keep_rest(w, {team, t_score, t_rank, current or false}) end
   return result
+end
+
+-- @options: the calls below a member's write (move, remove, hiding, reads of the hidden). The
+-- lib/ helpers only they use are built here, after the write has returned (generate.py: a
+-- closure costs every call that builds it), so a write builds none of them.
+
+-- The members' board's spec and recorded options for a call that is not a member's score write
+-- (move, remove, hide, unhide): the spec, or nil and the reply refusing the call (an error, the
+-- OPTIONS status of other recorded options, or of events the caller does not append).
+local function members_spec(ev)
+  local b = board_spec(member_board, option_keys_at, order, 'lexicographic')
+  local err = check_type(member_board, 'zset') or check_type(b.options, 'hash')
+    or check_options(b) or check_removal_events(b, ev) or (ev and team_events(ev))
+  if err then return nil, err end
+  return b
 end
 
 -- ---- Hidden members (fair play, see lib/hiding.lua) ----
@@ -362,13 +365,14 @@ if call == 'move' then
   local team_score
   if current ~= team then
     if score and current then
-      local before = team_before(ev, current)
-      team_event(ev, before, contribute(current, old_key, tonumber(score), nil))
+      local before = ev and team_before(current)
+      local left = contribute(current, old_key, tonumber(score), nil)
+      if before then team_event(before, left) end
     end
     if score then
-      local before = team_before(ev, team)
+      local before = ev and team_before(team)
       team_score = contribute(team, NEW_TEAM, nil, tonumber(score))
-      team_event(ev, before, team_score)
+      if before then team_event(before, team_score) end
     end
     redis.call('HSET', memberships, member, team)
   end
@@ -411,8 +415,9 @@ if call == 'remove' then
   end
   if current then
     if score then
-      local before = team_before(ev, current)
-      team_event(ev, before, contribute(current, old_key, tonumber(score), nil))
+      local before = ev and team_before(current)
+      local left = contribute(current, old_key, tonumber(score), nil)
+      if before then team_event(before, left) end
     end
     redis.call('HDEL', memberships, member)
   end
@@ -430,7 +435,7 @@ if call == 'hide' or call == 'unhide' then
   local record_order
   err, record_order = check_options(b)
   if err then return err end
-  err = check_removal_events(b, ev) or check_team_events(ev)
+  err = check_removal_events(b, ev) or (ev and team_events(ev))
   if err then return err end
   if b.recorded_hidden then
     err = check_present(b.options, {HIDDEN})
@@ -454,8 +459,9 @@ if call == 'hide' or call == 'unhide' then
         'previous_score', text, 'previous_rank', tostring(previous_rank + 1)})
     end
     if score and current then
-      local before = team_before(ev, current)
-      team_event(ev, before, contribute(current, old_key, score, nil))
+      local before = ev and team_before(current)
+      local left = contribute(current, old_key, score, nil)
+      if before then team_event(before, left) end
     end
     return 1
   end
@@ -479,8 +485,9 @@ if call == 'hide' or call == 'unhide' then
     plan.b.recorded_hidden = nil  -- the hash may be gone: not named again (see check_present)
     apply_write(plan)  -- (with events, the member's 'score' event: apply_guards)
     if current then
-      local before = team_before(ev, current)
-      team_event(ev, before, contribute(current, old_key, nil, plan.score))
+      local before = ev and team_before(current)
+      local joined = contribute(current, old_key, nil, plan.score)
+      if before then team_event(before, joined) end
     end
   end
   return 1
