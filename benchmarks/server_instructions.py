@@ -23,7 +23,8 @@ again (a resend is a duplicate): its ``--calls`` calls go through the library, o
 each its own (a new submission id, another user), on a board with the guards it names; the
 figure is the server's work per call, ``--layouts`` ignored. ``COMPETITION_WRITES`` measure a
 tournament's and a league's ``submit`` the same way (``--method tournament.submit``), with and
-without tie-break columns, a team board's (``team.submit``), and a rolling window's
+without tie-break columns, a team board's (``team.submit``; ``"team.submit (guards)"`` with
+a submission id, a rate limit, events and a score range), and a rolling window's
 (``rolling.submit``; ``rolling.submit (guards)``: a submission id, a rate limit, events and a
 score range, as ``submit (guards)``).
 """
@@ -87,11 +88,11 @@ def _rolling_board(**guards: Any) -> Any:
     return make
 
 
-def _team_board(rl: Any, client: Any) -> Any:
+def _team_board(rl: Any, client: Any, **options: Any) -> Any:
     """A team board of 1,000 members (two metadata fields each) in 20 teams."""
     from run import board_entries
 
-    board = rl.TeamLeaderboard(client, "bench:teams")
+    board = rl.TeamLeaderboard(client, "bench:teams", **options)
     for n, (user, score, metadata) in enumerate(board_entries(1000)):
         board.submit(user, score, metadata, team=f"team:{n % 20}")
     return board
@@ -133,6 +134,12 @@ COMPETITION_WRITES: dict[str, tuple[Any, Any]] = {
     ),
     "team.submit (id)": (
         _team_board,
+        lambda board, i: board.submit(
+            f"user:{i % 1500:08d}", i, team=f"team:{i % 20}", submission_id=f"s{i}"
+        ),
+    ),
+    "team.submit (guards)": (  # an id, a rate limit, events and a score range, as GUARDS
+        lambda rl, client: _team_board(rl, client, **GUARDS),
         lambda board, i: board.submit(
             f"user:{i % 1500:08d}", i, team=f"team:{i % 20}", submission_id=f"s{i}"
         ),

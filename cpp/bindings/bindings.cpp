@@ -95,32 +95,6 @@ py::object max_entries_of(long long value) {
   return py::int_(value);
 }
 
-// A board's (or a rolling window's) guards from Python arguments.
-rlb::leaderboard::Guards guards_arg(py::handle submission_ttl, py::handle rate_limit,
-                                    py::handle events, py::handle events_maxlen,
-                                    py::handle score_range, py::handle max_increment) {
-  using namespace rlb::bindings;
-  rlb::leaderboard::Guards guards;
-  guards.submission_ttl = number_arg(submission_ttl, "submission_ttl");
-  if (!rate_limit.is_none()) {
-    if (!PyTuple_Check(rate_limit.ptr()) || PyTuple_Size(rate_limit.ptr()) != 2) {
-      throw py::type_error("rate_limit must be None or a (max_writes, per_seconds) tuple, not " +
-                           std::string(Py_TYPE(rate_limit.ptr())->tp_name));
-    }
-    auto pair = py::reinterpret_borrow<py::tuple>(rate_limit);
-    guards.rate_max = integer_arg(pair[0], "rate_limit's max_writes");
-    guards.rate_per = number_arg(pair[1], "rate_limit's per_seconds");
-  }
-  if (!PyBool_Check(events.ptr())) {
-    throw py::type_error("events must be a bool, not " +
-                         std::string(Py_TYPE(events.ptr())->tp_name));
-  }
-  guards.events = events.cast<bool>();
-  guards.events_maxlen = integer_arg(events_maxlen, "events_maxlen");
-  score_limits_arg(score_range, max_increment, guards);  // fair play
-  return guards;
-}
-
 // A group write (leaderboard/group.hpp) from Python arguments.
 std::unique_ptr<rlb::leaderboard::Operation> group_write(py::handle members, py::handle user_id,
                                                          py::handle score, py::handle metadata,
@@ -497,6 +471,7 @@ PYBIND11_MODULE(_core, m) {
                                  std::optional<std::string> submission_scope,
                                  py::handle score_range, py::handle max_increment,
                                  py::handle tiebreak, py::handle open_span) {
+             // The guards (fair play's score limits among them).
              leaderboard::Guards guards = guards_arg(submission_ttl, rate_limit, events,
                                                      events_maxlen, score_range, max_increment);
              std::optional<long long> deadline;  // seasons: a periodic board's
@@ -547,23 +522,14 @@ PYBIND11_MODULE(_core, m) {
       .def_property_readonly("submission_ttl",
                              [](const Board& self) { return self.guards().submission_ttl; })
       .def_property_readonly("rate_limit",
-                             [](const Board& self) -> py::object {
-                               const auto& guards = self.guards();
-                               if (!guards.rate_max) return py::none();
-                               return py::make_tuple(*guards.rate_max, guards.rate_per);
-                             })
+                             [](const Board& self) { return rate_limit_value(self.guards()); })
       .def_property_readonly("events", [](const Board& self) { return self.guards().events; })
       .def_property_readonly(
           "guarded", [](const Board& self) { return self.guards().any(); },
           "Whether the board has guards a write must carry (rate_limit, "
           "events, score limits).")
       .def_property_readonly("score_range",
-                             [](const Board& self) -> py::object {
-                               const auto& guards = self.guards();
-                               if (!guards.score_min && !guards.score_max) return py::none();
-                               return py::make_tuple(py::cast(guards.score_min),
-                                                     py::cast(guards.score_max));
-                             })
+                             [](const Board& self) { return score_range_value(self.guards()); })
       .def_property_readonly("max_increment",
                              [](const Board& self) { return self.guards().max_increment; })
       .def_property_readonly("events_maxlen",

@@ -53,6 +53,16 @@ std::optional<std::vector<double>> tiebreak_values_arg(
     py::handle values, const std::vector<leaderboard::TiebreakColumn>& columns);
 void score_limits_arg(py::handle score_range, py::handle max_increment,
                       leaderboard::Guards& guards);
+// A board type's guards from its constructor's arguments (as the plain board's: submission_ttl,
+// rate_limit None or (max_writes, per_seconds), events a bool, events_maxlen, the score
+// limits); TypeError here, their values' checks are validate_guards'.
+leaderboard::Guards guards_arg(py::handle submission_ttl, py::handle rate_limit, py::handle events,
+                               py::handle events_maxlen, py::handle score_range,
+                               py::handle max_increment);
+// A board's rate_limit (max_writes, per_seconds) and score_range (min, max) as Python has them,
+// or None.
+py::object rate_limit_value(const leaderboard::Guards& guards);
+py::object score_range_value(const leaderboard::Guards& guards);
 long long integer_arg(py::handle value, const char* field);
 leaderboard::Metadata metadata_arg(py::handle value);
 std::vector<leaderboard::BatchEntry> batch_arg(py::handle entries, long long first_index);

@@ -266,14 +266,38 @@ void declare_team(py::module_& m) {
   using leaderboard::TeamBoard;
   py::class_<TeamBoard>(m, "TeamBoard", "A team board; builds validated operations.", guarded())
       .def(py::init([](std::string key, py::handle aggregate, py::handle order,
-                       py::handle submission_ttl) {
+                       py::handle submission_ttl, py::handle rate_limit, py::handle events,
+                       py::handle events_maxlen, py::handle score_range, py::handle max_increment) {
              return TeamBoard(std::move(key),
                               leaderboard::parse_team_aggregate(text_arg(aggregate, "aggregate")),
                               leaderboard::parse_order(text_arg(order, "order")),
-                              number_arg(submission_ttl, "submission_ttl"));
+                              guards_arg(submission_ttl, rate_limit, events, events_maxlen,
+                                         score_range, max_increment));
            }),
-           "key"_a, py::kw_only(), "aggregate"_a, "order"_a, "submission_ttl"_a = 86400)
+           "key"_a, py::kw_only(), "aggregate"_a, "order"_a, "submission_ttl"_a = 86400,
+           "rate_limit"_a = py::none(), "events"_a = false, "events_maxlen"_a = 10000,
+           "score_range"_a = py::none(), "max_increment"_a = py::none())
       .def_property_readonly("key", &TeamBoard::key)
+      // The guards (as a plain board's).
+      .def_property_readonly("submission_ttl",
+                             [](const TeamBoard& self) { return self.guards().submission_ttl; })
+      .def_property_readonly("rate_limit",
+                             [](const TeamBoard& self) { return rate_limit_value(self.guards()); })
+      .def_property_readonly("events", [](const TeamBoard& self) { return self.guards().events; })
+      .def_property_readonly("events_maxlen",
+                             [](const TeamBoard& self) { return self.guards().events_maxlen; })
+      .def_property_readonly("score_range",
+                             [](const TeamBoard& self) { return score_range_value(self.guards()); })
+      .def_property_readonly("max_increment",
+                             [](const TeamBoard& self) { return self.guards().max_increment; })
+      .def(
+          "read_events",
+          [](const TeamBoard& self, std::string last_id, py::handle count, py::handle block) {
+            std::optional<double> seconds;
+            if (!block.is_none()) seconds = number_arg(block, "block");
+            return wrap(self.read_events(std::move(last_id), integer_arg(count, "count"), seconds));
+          },
+          "last_id"_a = "$", "count"_a = 100, "block"_a = py::none())
       .def(
           "submit",
           [](const TeamBoard& self, py::handle member, py::handle score, py::handle metadata,

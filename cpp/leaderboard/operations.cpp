@@ -838,6 +838,11 @@ std::string recorded_options_text(const std::string& status) {
                       field("score_range"), field("max_increment"));
 }
 
+std::string guards_status_text(const Guards& guards) {
+  return "rate_limit=" + rate_text(guards) + " events=" + (guards.events ? "1" : "-") +
+         " score_range=" + range_text(guards) + " max_increment=" + max_increment_text(guards);
+}
+
 std::string options_text(Order order, Ties ties, const Guards& guards) {
   return options_text(order, std::string(name_of(ties)), guards);
 }
@@ -1139,6 +1144,8 @@ Event parse_event(Reply& entry) {
       event.removed = count_text(value);
     } else if (name == "size") {
       event.size = count_text(value);
+    } else if (name == "member") {  // a team board's "team"
+      event.member = take_string(value);
     } else if (name == "period") {  // a league's "settled"
       event.period = take_string(value);
     } else if (name == "cohort") {

@@ -92,6 +92,9 @@ struct Event {
   std::vector<std::string> overtaken;  // at most 10, nearest first
   std::optional<long long> removed;    // "clear": how many entries the page removed
   std::optional<long long> size;       // "clear": how many entries were left after it
+  // "team" (a team board's stream: a team's score changed; `user_id` the team, `score` and
+  // `rank` on the teams' board, none if it left it): the member whose change moved it.
+  std::optional<std::string> member;
   // "settled" (a league's stream, one event per cohort settled): none of the above but `id`.
   std::optional<std::string> period;
   std::optional<long long> cohort;
@@ -249,7 +252,6 @@ std::vector<std::pair<std::string, double>> tiebreak_values(
 // as the scripts read them (guard_fields in lib/guards.lua); and their checks (InvalidArgument).
 std::string limit_words(const Guards& guards);
 void validate_score_limits(const Guards& guards);
-
 // A board's options as messages show them (Python's spelling): "order='desc', ties='...',
 // rate_limit=None, events=False, score_range=(0, 100), max_increment=None"; of this client's
 // board, or of a script's 'OPTIONS order=.. ties=.. rate_limit=.. ...' status (those recorded
@@ -258,6 +260,9 @@ std::string options_text(Order order, Ties ties, const Guards& guards);
 // The same, with the tie rule as scripts get it (Board::ties_word: tie-break columns too).
 std::string options_text(Order order, const std::string& ties_word, const Guards& guards);
 std::string recorded_options_text(const std::string& status);
+// The guards as a script's 'OPTIONS ...' status names them: "rate_limit=<max>/<per ms>
+// events=<1|-> score_range=<min>/<max> max_increment=<n>" ('-': none).
+std::string guards_status_text(const Guards& guards);
 
 // The entries a read's result holds (get_top's list, get_page's entries, get_entries' present
 // ones...), for a cache to fill in their metadata; none for other results.

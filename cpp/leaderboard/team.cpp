@@ -7,6 +7,7 @@
 #include "errors.hpp"
 #include "leaderboard/script_call.hpp"
 #include "leaderboard/script_calls.hpp"
+#include "leaderboard/script_words.hpp"
 
 namespace rlb::leaderboard {
 namespace {
@@ -56,16 +57,17 @@ const char* name_of(TeamAggregate aggregate) {
   return aggregate == TeamAggregate::Sum ? "sum" : "best";
 }
 
-TeamBoard::TeamBoard(std::string key, TeamAggregate aggregate, Order order, double submission_ttl)
-    : key_(std::move(key)),
-      aggregate_(aggregate),
-      order_(order),
-      submission_ttl_(require_submission_ttl(submission_ttl)) {
+TeamBoard::TeamBoard(std::string key, TeamAggregate aggregate, Order order, Guards guards)
+    : key_(std::move(key)), aggregate_(aggregate), order_(order), guards_(guards) {
   if (key_.empty()) throw InvalidArgument("key must not be empty");
+  validate_guards(guards_);
 }
 
+// As messages show this client's options: the team's (recorded in <key>:options) and the
+// guards, as the members' board's 'OPTIONS ...' status names them.
 std::string TeamBoard::config() const {
-  return std::string("aggregate=") + name_of(aggregate_) + " order=" + name_of(order_);
+  return std::string("aggregate=") + name_of(aggregate_) + " order=" + name_of(order_) + " " +
+         guards_status_text(guards_);
 }
 
 TeamBoard::Keys TeamBoard::keys() const {
@@ -88,6 +90,18 @@ arg::team_key TeamBoard::team_key(const std::string& team) const {
 // The members' board's option keys: its ties are lexicographic (see board_spec).
 std::vector<std::string> TeamBoard::option_keys() const { return {key_ + ":members:options"}; }
 
+arg::option_keys TeamBoard::option_and_event_keys() const {
+  arg::option_keys keys{option_keys()};
+  if (guards_.events) keys.value.push_back(key_ + ":events");
+  return keys;
+}
+
+// '' or 'events:<maxlen>' (the stream: option_and_event_keys' last; see removal_events).
+arg::guard_words TeamBoard::event_words() const {
+  if (!guards_.events) return arg::guard_words{""};
+  return arg::guard_words{word::text(word::events{std::to_string(guards_.events_maxlen), ""})};
+}
+
 #define RLB_TEAM_CALL(name, command, parse, resends) \
   std::make_unique<Call>(Caller::Team, name, command, parse, key_, config(), resends)
 
@@ -102,10 +116,11 @@ std::unique_ptr<Operation> TeamBoard::submit(std::string member, double score, M
   if (retries < 0) throw InvalidArgument("retries must be at least 0");
   auto write_keys = option_keys();
   std::string words;
-  // The submission id's word carries this call's token (see add_submission_guard).
-  if (submission_id) {
-    add_submission_guard(words, write_keys, key_, submission_ttl_, *submission_id);
-  }
+  // The guards, as a plain board's write's (the submission id's word carries this call's token,
+  // see add_submission_guard; the member's rate window is <key>:rate:<member>), then the score
+  // limits'.
+  add_guard_words(words, write_keys, guards_, key_, key_ + ":events", member, submission_id);
+  words += limit_words(guards_);
   arg::guard_words guards{words.empty() ? words : words.substr(1)};
   Command command =
       team ? with_common(calls::team_submit, keys(),
@@ -141,8 +156,9 @@ std::unique_ptr<Operation> TeamBoard::submit(std::string member, double score, M
 std::unique_ptr<Operation> TeamBoard::move(std::string member, std::string team) const {
   require_user_id(member);
   require_team(team);
-  Command command = with_common(calls::team_move, keys(), std::tuple(team_key(team)), options(),
-                                std::tuple(arg::member{std::move(member)}, arg::team{team}));
+  Command command = with_common(
+      calls::team_move, keys(), std::tuple(team_key(team), option_and_event_keys()), options(),
+      std::tuple(arg::member{std::move(member)}, arg::team{team}, event_words()));
   auto parse = [](Reply& reply) {
     const char* what = "TeamLeaderboard.move";
     part(reply, 4, 0, what);
@@ -159,8 +175,8 @@ std::unique_ptr<Operation> TeamBoard::move(std::string member, std::string team)
 std::unique_ptr<Operation> TeamBoard::remove(std::string member) const {
   require_user_id(member);
   Command command = with_common(calls::team_remove, keys(),
-                                std::tuple(member_key(member), arg::option_keys{option_keys()}),
-                                options(), std::tuple(arg::member{member}));
+                                std::tuple(member_key(member), option_and_event_keys()), options(),
+                                std::tuple(arg::member{member}, event_words()));
   auto parse = [](Reply& reply) {
     LeagueRecord record;
     record.add("removed", integer_of(reply, "TeamLeaderboard.remove") == 1);
@@ -224,8 +240,8 @@ std::unique_ptr<Operation> TeamBoard::hiding(const char* op, std::string member)
     require_user_id(member);
     name = which == "hide" ? "TeamLeaderboard.hide" : "TeamLeaderboard.unhide";
     command = with_common(which == "hide" ? calls::team_hide : calls::team_unhide, keys(),
-                          std::tuple(member_key(member), arg::option_keys{option_keys()}),
-                          options(), std::tuple(arg::member{std::move(member)}));
+                          std::tuple(member_key(member), option_and_event_keys()), options(),
+                          std::tuple(arg::member{std::move(member)}, event_words()));
   } else {
     throw InvalidArgument("unknown hiding operation");
   }
@@ -245,5 +261,10 @@ std::unique_ptr<Operation> TeamBoard::hiding(const char* op, std::string member)
 }
 
 #undef RLB_TEAM_CALL
+
+std::unique_ptr<Operation> TeamBoard::read_events(std::string last_id, long long count,
+                                                  std::optional<double> block) const {
+  return read_stream_events(key_ + ":events", std::move(last_id), count, block);
+}
 
 }  // namespace rlb::leaderboard

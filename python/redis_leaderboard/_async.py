@@ -107,7 +107,7 @@ class Tournament(TournamentBase, AsyncDriven):
     _display_name = "redis_leaderboard.asyncio.Tournament"
 
 
-class TeamLeaderboard(TeamBase, AsyncDriven):
+class TeamLeaderboard(TeamBase[AsyncEventStream[Event]], AsyncDriven):
     """The asyncio twin of [`TeamLeaderboard`][redis_leaderboard.TeamLeaderboard]: ``teams``
     and ``members`` are asyncio boards."""
 
@@ -115,3 +115,4 @@ class TeamLeaderboard(TeamBase, AsyncDriven):
     _cluster_client_class = AsyncClusterClient
     _board_class = RedisLeaderboard
     _display_name = "redis_leaderboard.asyncio.TeamLeaderboard"
+    _event_stream_class: type[AsyncEventStream[Event]] = AsyncEventStream

@@ -812,10 +812,38 @@ class TeamBoard:
     result is its record, a dict."""
 
     def __init__(
-        self, key: str, *, aggregate: str, order: str, submission_ttl: float = 86400
+        self,
+        key: str,
+        *,
+        aggregate: str,
+        order: str,
+        submission_ttl: float = 86400,
+        rate_limit: Optional[tuple[int, float]] = None,
+        events: bool = False,
+        events_maxlen: int = 10000,
+        score_range: Optional[tuple[Optional[float], Optional[float]]] = None,
+        max_increment: Optional[float] = None,
     ) -> None: ...
     @property
     def key(self) -> str: ...
+    # The guards, as a plain board's (Board's properties of the same names).
+    @property
+    def submission_ttl(self) -> float: ...
+    @property
+    def rate_limit(self) -> Optional[tuple[int, float]]: ...
+    @property
+    def events(self) -> bool: ...
+    @property
+    def events_maxlen(self) -> int: ...
+    @property
+    def score_range(self) -> Optional[tuple[Optional[float], Optional[float]]]: ...
+    @property
+    def max_increment(self) -> Optional[float]: ...
+    def read_events(
+        self, last_id: str = "$", count: int = 100, block: Optional[float] = None
+    ) -> Operation[EventBatch]:
+        """XREAD of ``f"{key}:events"``: the members' and the teams' change events (as
+        Board.read_events)."""
     def submit(
         self,
         member: str,

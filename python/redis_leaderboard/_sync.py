@@ -221,7 +221,7 @@ class Tournament(TournamentBase, SyncDriven):
     _display_name = "Tournament"
 
 
-class TeamLeaderboard(TeamBase, SyncDriven):
+class TeamLeaderboard(TeamBase[EventStream[Event]], SyncDriven):
     """A team board: members' scores on ``members``, their teams (clans, guilds) ranked by the
     members' contributions (``aggregate="sum"`` or ``"best"``) on ``teams``, both written by
     one atomic script per call (``submit``, ``move``, ``remove``). Read either board with every
@@ -232,3 +232,4 @@ class TeamLeaderboard(TeamBase, SyncDriven):
     _cluster_client_class = CoreClusterClient
     _board_class = RedisLeaderboard
     _display_name = "TeamLeaderboard"
+    _event_stream_class: type[EventStream[Event]] = EventStream

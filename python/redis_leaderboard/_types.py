@@ -33,7 +33,7 @@ Ties = Literal["lexicographic", "first", "competition", "dense"]
 WriteMode = Literal["set", "best", "incr"]
 # What made an event: a write or unhide ("score"), delete_user ("delete"), a trim by
 # set_max_entries or upsert_many ("trim"), one page of clear ("clear"), hide ("hide").
-EventKind = Literal["score", "delete", "trim", "clear", "hide"]
+EventKind = Literal["score", "delete", "trim", "clear", "hide", "team"]
 # (user_id, score) or (user_id, score, metadata), as upsert_many takes them
 BulkEntry = Union[tuple[str, float], tuple[str, float, Mapping[str, Any]], Sequence[Any]]
 
@@ -176,10 +176,12 @@ class _EventRequired(TypedDict):
 
 class Event(_EventRequired, total=False):
     """A change event (guards): ``"user_id"`` and ``"score"`` are None for trims and clears;
-    a ``"clear"`` event also has ``"removed"`` and ``"size"``."""
+    a ``"clear"`` event also has ``"removed"`` and ``"size"``; a team board's ``"team"`` event
+    (``"user_id"`` the team) has ``"member"``, the member whose change moved it."""
 
     removed: int
     size: int
+    member: str
 
 
 class EventBatch(TypedDict):

@@ -4,7 +4,7 @@
 -- on the teams' board, atomically), a move between teams, a member's removal, a team's
 -- members, and hiding a member (fair play). No flags: Redis 7 refuses it up front when out of
 -- memory. Every check that can fail (key types, permissions, the recorded options, a submission
--- id's record) runs before the first write.
+-- id's record, a rate or score limit) runs before the first write.
 -- A team board "<K>".
 --: KEYS team_options: <K>:options, the recorded options: 'team' "aggregate=<a> order=<o>"; on
 --   an 'asc' board also order and ties, for the teams' board's reads
@@ -17,12 +17,16 @@
 --: KEYS member_key: the member's metadata hash <K>:members:user:<id>
 --: KEYS team_key: the team's contributions <K>:team:<t>
 --: KEYS write_keys...: the members' board's option keys (board_spec in lib/options.lua), then
---   the guards' (guard_fields): with a submission id its record <K>:submission:<id>
+--   the guards' (guard_fields), in the words' order: with a submission id its record
+--   <K>:submission:<id>, with a rate limit the member's window <K>:rate:<member>, with events
+--   the stream <K>:events
 --: ARGV member: the member
 --: ARGV team: the team
 --: ARGV mode: the write mode
 --: ARGV score: the score
---: ARGV guard_words: '' or 'sid:<ttl ms>:<call token>' (see new_call_token in operations.hpp)
+--: ARGV guard_words: '' or the write's guard words (lib/guards.lua), space-separated:
+--   'sid:<ttl ms>:<call token>' (see new_call_token in operations.hpp), 'rate:<max>:<per ms>',
+--   'events:<maxlen>', 'range:<min>:<max>', 'maxinc:<n>'
 --: ARGV metadata...: field, value, ...
 --: CALL submit_own: a member's write, into their own team
 --: KEYS member_key: the member's metadata hash <K>:members:user:<id>
@@ -34,12 +38,16 @@
 --: ARGV metadata...: field, value, ...
 --: CALL move: a member (and their contribution) moved to a team
 --: KEYS team_key: the team's contributions <K>:team:<t>
+--: KEYS option_keys...: the members' board's option keys (board_spec in lib/options.lua), then
+--   with events the stream <K>:events
 --: ARGV member: the member
 --: ARGV team: the team
+--: ARGV guard_words: '' or 'events:<maxlen>' (see removal_events in lib/removal_events.lua)
 --: CALL remove: a member removed, with their metadata, contribution and kept score if hidden
 --: KEYS member_key: the member's metadata hash <K>:members:user:<id>
---: KEYS option_keys...: the members' board's option keys (board_spec in lib/options.lua)
+--: KEYS option_keys...: the members' board's option keys (as move's; with events the stream)
 --: ARGV member: the member
+--: ARGV guard_words: '' or 'events:<maxlen>' (as move's)
 --: CALL members: a team's members
 --: KEYS team_key: the team's contributions <K>:team:<t>
 --: ARGV team: the team
@@ -48,12 +56,14 @@
 --: CALL hide: a member hidden (fair play): off the members' board, their contribution out of
 --   their team's score
 --: KEYS member_key: the member's metadata hash <K>:members:user:<id>
---: KEYS option_keys...: the members' board's option keys (board_spec in lib/options.lua)
+--: KEYS option_keys...: the members' board's option keys (as move's; with events the stream)
 --: ARGV member: the member
+--: ARGV guard_words: '' or 'events:<maxlen>' (as move's)
 --: CALL unhide: a hidden member shown again, their contribution back in their team's score
 --: KEYS member_key: the member's metadata hash <K>:members:user:<id>
---: KEYS option_keys...: the members' board's option keys (board_spec in lib/options.lua)
+--: KEYS option_keys...: the members' board's option keys (as move's; with events the stream)
 --: ARGV member: the member
+--: ARGV guard_words: '' or 'events:<maxlen>' (as move's)
 --: CALL hidden: the hidden members
 --: KEYS option_keys...: the members' board's option keys (board_spec in lib/options.lua)
 --: CALL is_hidden: whether a member is hidden
@@ -71,6 +81,14 @@
 --   team_of: the member's team, or nil
 --   hide, unhide: 1 if the member was not hidden before (or was), else 0
 --   hidden:  the hidden members, in byte order; is_hidden: 1 or 0
+-- Guards (the members' board's, lib/guards.lua, recorded in <K>:members:options as a plain
+-- board's): a rate limit, score limits and events judge a member's own score writes (submit,
+-- submit_own: plan_write refuses with RATELIMITED, SCOREREJECTED or the OPTIONS status before
+-- anything is written; a resend of an applied submission id answers first); a board recording
+-- events refuses a move, removal, hide or unhide from a client without them (OPTIONS, as plain
+-- boards' removals: check_removal_events). Events, all in the stream <K>:events: a member's
+-- change is the members' board's event (kind 'score', 'delete', 'hide', as a plain board's),
+-- then each team whose score changed appends a 'team' event (team_event below).
 local config = 'aggregate=' .. aggregate .. ' order=' .. order
 local desc = order == 'desc'
 local position_command = desc and 'ZREVRANK' or 'ZRANK'  -- the teams' board's (ties lexicographic)
@@ -155,6 +173,41 @@ local function standing(t, score)
   return score, redis.call(position_command, team_board, t) + 1
 end
 
+-- ---- Change events (events=True) ----
+-- `ev`: the events' fields (events_key, events_maxlen: the write's w, or removal_events'), or
+-- nil: no events. A team's change appends a 'team' event (add_event on the teams' board): the
+-- team as 'user_id', its score and 1-based rank now, before ('previous_score',
+-- 'previous_rank'), the teams it overtook (at most 10, nearest first), and 'member', the member
+-- whose change moved it; a team leaving the teams' board (no member with a score left) has no
+-- 'score' and an empty 'rank'. No event for a team whose score did not change.
+
+-- Its helpers are built only by a call with events (a closure costs every call that builds it):
+-- team_events(ev) sets team_before and team_event for `ev`, and returns nil or the error
+-- refusing the caller the teams' board's reads a 'team' event makes. team_before(t): team t's
+-- entry before a change, {t, its score's text or nil, its 0-based position (the board's size
+-- if absent)}; team_event(before, new) appends its 'team' event if its score changed: `new`,
+-- its score's text now (nil: it left the teams' board).
+local team_before, team_event
+local function team_events(ev)
+  local b = board_spec(team_board, 1, order, 'lexicographic')
+  team_before = function(t)
+    local old = redis.call('ZSCORE', team_board, t)
+    return {t = t, old = old, position = position_before(b, t, old)}
+  end
+  team_event = function(before, new)
+    if new == before.old then return end
+    local old, position = before.old, before.position
+    if new then
+      add_event(b, ev.events_key, ev.events_maxlen, before.t, tonumber(new), old, old and position,
+        position, {}, 'team', {'member', member})
+    else
+      append_event(ev, {'kind', 'team', 'user_id', before.t, 'rank', '', 'previous_score', old,
+        'previous_rank', tostring(position + 1), 'member', member})
+    end
+  end
+  return check_acl('ZRANGE', team_board, '0', '0') or check_acl('ZCARD', team_board)
+end
+
 -- Records the options (an 'asc' board's order too, for the teams' board's own reads).
 local function record()
   if recorded then return end
@@ -192,12 +245,18 @@ if call == 'submit' or call == 'submit_own' then
   local w = {board = member_board, user_key = member_key, k = write_keys_at, mode = mode,
     order = order, ties = 'lexicographic', submit = true, number = score, user_id = member,
     max_entries = UNLIMITED, fields = ARGV, first_field = metadata_at}
+  local ev
   if guard_words ~= '' then
     local spec = {}
     for word in string.gmatch(guard_words, '%S+') do spec[#spec + 1] = word end
-    guard_fields(w, spec, 1, #KEYS)  -- the submission id's record: the last key
+    guard_fields(w, spec, 1, #KEYS)  -- the guards' keys: the last ones
     w.payload = named or ''  -- the team as sent is part of the payload (check_submission)
+    ev = w.events_key and w
+    err = ev and team_events(ev)
+    if err then return err end
   end
+  -- The members' board's write, planned: its guards (the submission id's record first, then
+  -- the rate limit, then the score limits) refuse it here, before anything is written.
   local plan, reply = plan_write(w)
   if not plan then
     if type(reply) ~= 'table' or reply.err or reply.ok then return reply end
@@ -221,12 +280,18 @@ if call == 'submit' or call == 'submit_own' then
   end
   -- The writes: nothing below fails but on a server fault.
   record()
-  reply = apply_write(plan)
+  reply = apply_write(plan)  -- (with events, the member's: apply_guards)
   local t_score
   if not hidden then
     local old, new = plan.old, plan.score
-    if current and current ~= team and old then contribute(current, old_key, old, nil) end
+    if current and current ~= team and old then
+      local before = ev and team_before(current)
+      local left = contribute(current, old_key, old, nil)
+      if before then team_event(before, left) end
+    end
+    local before = ev and team_before(team)
     t_score = contribute(team, NEW_TEAM, current == team and old or nil, new)
+    if before then team_event(before, t_score) end
   end
   redis.call('HSET', memberships, member, team)
   local t_rank
@@ -234,6 +299,21 @@ if call == 'submit' or call == 'submit_own' then
   local result = {reply, team, t_score, t_rank, current or false}
   if w.submission_key then keep_rest(w, {team, t_score, t_rank, current or false}) end
   return result
+end
+
+-- @options: the calls below a member's write (move, remove, hiding, reads of the hidden). The
+-- lib/ helpers only they use are built here, after the write has returned (generate.py: a
+-- closure costs every call that builds it), so a write builds none of them.
+
+-- The members' board's spec and recorded options for a call that is not a member's score write
+-- (move, remove, hide, unhide): the spec, or nil and the reply refusing the call (an error, the
+-- OPTIONS status of other recorded options, or of events the caller does not append).
+local function members_spec(ev)
+  local b = board_spec(member_board, option_keys_at, order, 'lexicographic')
+  local err = check_type(member_board, 'zset') or check_type(b.options, 'hash')
+    or check_options(b) or check_removal_events(b, ev) or (ev and team_events(ev))
+  if err then return nil, err end
+  return b
 end
 
 -- ---- Hidden members (fair play, see lib/hiding.lua) ----
@@ -272,6 +352,10 @@ if call == 'hidden' or call == 'is_hidden' then
 end
 
 if call == 'move' then
+  local ev = removal_events(guard_words)
+  local b
+  b, err = members_spec(ev)
+  if not b then return err end
   local score = redis.call('ZSCORE', member_board, member)
   if current ~= team and score then
     err = check_sums(current, tonumber(score), team, tonumber(score))
@@ -280,8 +364,16 @@ if call == 'move' then
   record()
   local team_score
   if current ~= team then
-    if score and current then contribute(current, old_key, tonumber(score), nil) end
-    if score then team_score = contribute(team, NEW_TEAM, nil, tonumber(score)) end
+    if score and current then
+      local before = ev and team_before(current)
+      local left = contribute(current, old_key, tonumber(score), nil)
+      if before then team_event(before, left) end
+    end
+    if score then
+      local before = ev and team_before(team)
+      team_score = contribute(team, NEW_TEAM, nil, tonumber(score))
+      if before then team_event(before, team_score) end
+    end
     redis.call('HSET', memberships, member, team)
   end
   local rank
@@ -291,9 +383,13 @@ end
 
 if call == 'remove' then
   local options = KEYS[option_keys_at]
+  local ev = removal_events(guard_words)
   err = check_acl('ZREM', member_board, member) or check_acl('UNLINK', member_key)
-    or check_type(member_board, 'zset') or check_type(member_key, 'hash')
+    or check_type(member_key, 'hash')
   if err then return err end
+  local b
+  b, err = members_spec(ev)
+  if not b then return err end
   local any
   any, err = hides_any(options)
   if any == nil then return err end
@@ -309,17 +405,27 @@ if call == 'remove' then
     if err then return err end
   end
   -- (A hidden member has no contribution and no score on the board: `score` is nil.)
+  local previous_rank = ev and score and rank_of(b, member, tonumber(score))
   if kept then forget_hidden(HIDDEN, options, member) end
   if score then redis.call('ZREM', member_board, member) end
   redis.call('UNLINK', member_key)
+  if previous_rank then  -- as a plain board's delete_user's
+    append_event(ev, {'kind', 'delete', 'user_id', member, 'score', score, 'rank', '',
+      'previous_score', score, 'previous_rank', tostring(previous_rank + 1)})
+  end
   if current then
-    if score then contribute(current, old_key, tonumber(score), nil) end
+    if score then
+      local before = ev and team_before(current)
+      local left = contribute(current, old_key, tonumber(score), nil)
+      if before then team_event(before, left) end
+    end
     redis.call('HDEL', memberships, member)
   end
   return (score or (kept and kept ~= '')) and 1 or 0
 end
 
 if call == 'hide' or call == 'unhide' then
+  local ev = removal_events(guard_words)
   local b = board_spec(member_board, option_keys_at, order, 'lexicographic')
   err = check_type(member_board, 'zset') or check_type(b.options, 'hash')
     or check_acl('ZSCORE', member_board, member) or check_hidden_writes(b, member, nil)
@@ -328,6 +434,8 @@ if call == 'hide' or call == 'unhide' then
   if err then return err end
   local record_order
   err, record_order = check_options(b)
+  if err then return err end
+  err = check_removal_events(b, ev) or (ev and team_events(ev))
   if err then return err end
   if b.recorded_hidden then
     err = check_present(b.options, {HIDDEN})
@@ -342,10 +450,19 @@ if call == 'hide' or call == 'unhide' then
       err = check_sums(current, score, nil, nil)
       if err then return err end
     end
+    local previous_rank = ev and score and rank_of(b, member, score)
     record()
     if record_order then redis.call('HSET', b.options, 'order', b.order, 'ties', b.ties) end
     keep_hidden(b, member, text or '', text)
-    if score and current then contribute(current, old_key, score, nil) end
+    if previous_rank then  -- as a plain board's hide
+      append_event(ev, {'kind', 'hide', 'user_id', member, 'score', text, 'rank', '',
+        'previous_score', text, 'previous_rank', tostring(previous_rank + 1)})
+    end
+    if score and current then
+      local before = ev and team_before(current)
+      local left = contribute(current, old_key, score, nil)
+      if before then team_event(before, left) end
+    end
     return 1
   end
   -- unhide: the kept score back on the members' board as a write of it, and into their team.
@@ -354,7 +471,8 @@ if call == 'hide' or call == 'unhide' then
   if kept ~= '' then
     plan, err = plan_write({board = member_board, user_key = member_key, k = option_keys_at,
       mode = 'set', order = order, ties = 'lexicographic', number = kept_parts(kept),
-      user_id = member, max_entries = UNLIMITED, fields = {}, first_field = 1, restore = true})
+      user_id = member, max_entries = UNLIMITED, fields = {}, first_field = 1, restore = true,
+      events_key = ev and ev.events_key, events_maxlen = ev and ev.events_maxlen})
     if not plan then return err end
     if current then
       err = check_sums(nil, nil, current, plan.score)
@@ -365,8 +483,12 @@ if call == 'hide' or call == 'unhide' then
   forget_hidden(HIDDEN, b.options, member)
   if plan then
     plan.b.recorded_hidden = nil  -- the hash may be gone: not named again (see check_present)
-    apply_write(plan)
-    if current then contribute(current, old_key, nil, plan.score) end
+    apply_write(plan)  -- (with events, the member's 'score' event: apply_guards)
+    if current then
+      local before = ev and team_before(current)
+      local joined = contribute(current, old_key, nil, plan.score)
+      if before then team_event(before, joined) end
+    end
   end
   return 1
 end

@@ -16,38 +16,47 @@ other. Every method is written once for both APIs (see ``redis_leaderboard._driv
 
 Shared concerns, through the mechanisms every board type uses (``lib/`` of the scripts):
 submission ids (``lib/submissions.lua``: the record ``f"{K}:submission:{id}"`` keeps the whole
-first result, the team's part with ``keep_rest``; the team as sent is part of the payload) and
+first result, the team's part with ``keep_rest``; the team as sent is part of the payload),
 hidden members (``lib/hiding.lua``: the members' board hides them as a plain board does, in
-``f"{K}:members:hidden"``). A hidden member has no contribution: a team's score is its visible
-members' (sum or best); a team whose members are all hidden leaves the teams' board until one
-is shown again. A hidden member's writes are judged as anyone's (mode, submission id) and kept
-aside with their score, their team's score unchanged (a write naming a team moves them there,
-without a contribution); ``unhide`` puts the kept score back on the members' board and into the
-team they are in then.
+``f"{K}:members:hidden"``), and the guards (``lib/guards.lua``, the plain board's words and
+checks, on the members' board): ``rate_limit`` (each member's window ``f"{K}:rate:{member}"``),
+``score_range``/``max_increment`` (a member's own score) and ``events`` (one stream,
+``f"{K}:events"``: the member's change as a plain board's event, then a ``"team"`` event per team
+whose score changed). The guards are recorded in ``f"{K}:members:options"`` as a plain board
+records them, and a client with others is refused (``OptionsMismatch``).
+
+A hidden member has no contribution: a team's score is its visible members' (sum or best); a team
+whose members are all hidden leaves the teams' board until one is shown again. A hidden member's
+writes are judged as anyone's (mode, submission id) and kept aside with their score, their team's
+score unchanged (a write naming a team moves them there, without a contribution); ``unhide`` puts
+the kept score back on the members' board and into the team they are in then.
 """
 
 from __future__ import annotations
 
-from typing import Any, Literal, Mapping, Optional, cast
+from typing import Any, Generic, Literal, Mapping, Optional, TypeVar, cast
 
 from .._core import TeamBoard
 from .._drive import Plan, plan
-from .._types import Order, TeamContribution, TeamMove, TeamSubmitResult, WriteMode
+from .._types import Event, Order, TeamContribution, TeamMove, TeamSubmitResult, WriteMode
 from ..options import board_client
+from .events import EVENTS_BATCH, StreamState
 from .plain import user_id_text
 
 __all__ = ["TeamBase"]
 
 Aggregate = Literal["sum", "best"]
+S = TypeVar("S", bound="StreamState[Event]")
 
 
-class TeamBase:
+class TeamBase(Generic[S]):
     """A team board ([`TeamLeaderboard`][redis_leaderboard.TeamLeaderboard], sync or asyncio),
     written once (see the module for the design)."""
 
     _client_class: Any  # the public class's
     _cluster_client_class: Any
     _board_class: Any  # the plain board class of the same API
+    _event_stream_class: type[S]  # the public class's
     _display_name: str = "TeamLeaderboard"
     redis: Any
 
@@ -60,10 +69,25 @@ class TeamBase:
         order: Order = "desc",
         url: Optional[str] = None,
         submission_ttl: float = 86400,
+        rate_limit: Optional[tuple[int, float]] = None,
+        events: bool = False,
+        events_maxlen: int = 10000,
+        score_range: Optional[tuple[Optional[float], Optional[float]]] = None,
+        max_increment: Optional[float] = None,
     ) -> None:
         if not isinstance(key, str) or not key:
             raise ValueError("key must be a non-empty str")
-        self._team = TeamBoard(key, aggregate=aggregate, order=order, submission_ttl=submission_ttl)
+        self._team = TeamBoard(  # validates first, as a plain board's constructor
+            key,
+            aggregate=aggregate,
+            order=order,
+            submission_ttl=submission_ttl,
+            rate_limit=rate_limit,
+            events=events,
+            events_maxlen=events_maxlen,
+            score_range=score_range,
+            max_increment=max_increment,
+        )
         self.redis = board_client(
             self._display_name, redis_client, url, key, self._client_class,
             self._cluster_client_class,
@@ -76,6 +100,8 @@ class TeamBase:
         """``"desc"`` (higher is better) or ``"asc"``, for members and teams alike."""
         self.submission_ttl = submission_ttl
         """Seconds the result of a write with a ``submission_id`` is kept."""
+        self.events_key = f"{key}:events"
+        """The stream of the board's change events (``events=True``; see ``events``)."""
         self.teams = self._board_class(self.redis, key=key, max_entries=None, order=order)
         """The teams' board, for reads (``get_top``, ``get_rank(team)``, ...): a
         ``RedisLeaderboard`` of the same API."""
@@ -84,10 +110,45 @@ class TeamBase:
         )
         """The members' board, for reads: a ``RedisLeaderboard`` of the same API."""
 
+    # -- guards, as a plain board's -----------------------------------------------------------
+
+    @property
+    def rate_limit(self) -> Optional[tuple[int, float]]:
+        """``(max_writes, per_seconds)`` per member, or None: at most that many score writes
+        (``submit``) per member in any window of ``per_seconds`` on the server's clock."""
+        return self._team.rate_limit
+
+    @property
+    def score_range(self) -> Optional[tuple[Optional[float], Optional[float]]]:
+        """``(min, max)``: the lowest and highest score a member's write may leave (either None:
+        no bound), or None (fair play). A write outside raises ``ScoreRejected``."""
+        return self._team.score_range
+
+    @property
+    def max_increment(self) -> Optional[float]:
+        """The most one write may improve a member's score by (in the board's order), or None
+        (fair play). A write improving it more raises ``ScoreRejected``."""
+        return self._team.max_increment
+
+    @property
+    def events_enabled(self) -> bool:
+        """Whether changes append events to ``events_key`` (``events=True``);
+        [`events`][redis_leaderboard.TeamLeaderboard.events] reads them."""
+        return self._team.events
+
     def __repr__(self) -> str:
+        options = ""
+        if self.rate_limit is not None:
+            options += f", rate_limit={self.rate_limit!r}"
+        if self.events_enabled:
+            options += ", events=True"
+        if self.score_range is not None:
+            options += f", score_range={self.score_range!r}"
+        if self.max_increment is not None:
+            options += f", max_increment={self.max_increment!r}"
         return (
             f"{type(self).__name__}(key={self.key!r}, aggregate={self.aggregate!r}, "
-            f"order={self.order!r})"
+            f"order={self.order!r}{options})"
         )
 
     @plan
@@ -119,12 +180,38 @@ class TeamBase:
         ``SubmissionIdReused``. A hidden member's write is kept aside (see ``hide``): ``"rank"``
         None, the team's score unchanged.
 
+        The guards judge the member's own score, as a plain board's ``submit`` does: the score
+        the write leaves must be within ``score_range`` and improve the member's score (their
+        kept one while hidden; an ``"incr"`` of a new member counts from 0) by at most
+        ``max_increment`` in the board's order, and each member may write ``rate_limit``
+        times per period of the server's clock. A refused write raises and changes nothing:
+        not the member's score, not any team's, no event, no count against the rate limit. A
+        resend of an applied ``submission_id`` is never refused by a limit: it answers the
+        first result. With ``events``, an applied write appends the member's ``"score"``
+        event (if their score changed), then a ``"team"`` event per team whose score changed
+        (the team left first, on a move): see ``events``.
+
+        Raises:
+            ValueError: A first write naming no team; bad arguments (before anything is sent).
+            ScoreRejected: Outside ``score_range``, or improving by more than
+                ``max_increment`` (a ``ValueError``).
+            RateLimited: More than ``rate_limit`` writes of the member (``retry_after``: the
+                seconds until one more is allowed).
+            OptionsMismatch: The board records other options (``aggregate``, ``order``, or
+                guards this client does not carry: a ``ValueError``).
+            SubmissionIdReused: The id was applied for another member or payload.
+
         Redis cost:
             One round trip, one script: the members' board's write, a ZADD on the team's
             contributions and the team's ZINCRBY (``"sum"``) or a ZRANGE and ZADD
             (``"best"``); a move adds the same on the team left. O(log N). With a submission
             id, a GET and a SET of its record, then a GET and a SET (KEEPTTL) adding the
-            team's part; a resend: two GETs, nothing written.
+            team's part; a resend: two GETs, nothing written. With ``rate_limit``: a ZCOUNT of
+            the member's window, then ZREMRANGEBYSCORE, ZADD and PEXPIRE on it. Score limits:
+            no command. With ``events``: an XADD for the member (with the ranks and overtakes
+            as a plain board's event: ZREVRANK, ZRANGE of at most 10) and per team whose score
+            changed a ZSCORE, its rank before and after and an XADD. The options are recorded
+            in the members' board's options hash (an HSET, the first time).
         """
         reply = yield self._team.submit(
             user_id_text(member), score, metadata,
@@ -146,11 +233,13 @@ class TeamBase:
         """Move a member to ``team`` with their contribution (a member with no score yet is
         only assigned, so that their first write needs no ``team``). Returns
         ``{"previous_team", "team", "team_score", "team_rank"}`` (score and rank None while
-        the team has no member with a score).
+        the team has no member with a score). Not a score write: no limit applies. With
+        ``events``, a ``"team"`` event per team whose score changed (the team left first).
 
         Redis cost:
-            One round trip, one script: ZREM and ZADD on the two teams' contributions and
-            their scores. O(log N).
+            One round trip, one script: HGETALL of the members' board's options, ZREM and ZADD
+            on the two teams' contributions and their scores (with events, an XADD per team).
+            O(log N).
         """
         reply = yield self._team.move(user_id_text(member), user_id_text(team))
         return cast(TeamMove, reply)
@@ -159,10 +248,13 @@ class TeamBase:
     def remove(self, member: str) -> Plan[bool]:
         """Remove a member: their score, metadata and contribution (their team's score
         follows), and their team; a hidden member's kept score too. Returns True if they had a
-        score.
+        score. With ``events``, a ``"delete"`` event (as a plain board's ``delete_user``: the
+        score they had, their rank before) if they were ranked, then their team's ``"team"``
+        event if its score changed.
 
         Redis cost:
-            One round trip, one script. O(log N).
+            One round trip, one script: HGETALL of the members' board's options, ZSCORE, ZREM,
+            UNLINK, HDEL and the team's contribution (as ``submit``). O(log N).
         """
         reply = yield self._team.remove(user_id_text(member))
         return bool(reply["removed"])
@@ -185,7 +277,8 @@ class TeamBase:
         [`RedisLeaderboard.hide`][redis_leaderboard.RedisLeaderboard.hide] says) and their
         contribution leaves their team's score (a team's score is its visible members'); they
         keep their team and metadata, and their writes go on being judged and kept aside.
-        Returns True if they were not hidden before.
+        Returns True if they were not hidden before. With ``events``, a ``"hide"`` event (as a
+        plain board's) if they were ranked, then their team's ``"team"`` event.
 
         Redis cost:
             One round trip, one script: HGETALL of the options, ZSCORE, ZREM, two HSETs, and
@@ -197,7 +290,9 @@ class TeamBase:
     @plan
     def unhide(self, member: str) -> Plan[bool]:
         """Show a hidden member again: their kept score goes back on the members' board and
-        into the team they are in now, as a write of it. Returns True if they were hidden.
+        into the team they are in now, as a write of it (no limit judges it again). Returns
+        True if they were hidden. With ``events``, the member's ``"score"`` event, then their
+        team's ``"team"`` event.
 
         Redis cost:
             One round trip, one script: HGET, HDEL, HLEN, the members' board's ZADD and the
@@ -226,6 +321,60 @@ class TeamBase:
         """
         reply = yield self._team.hiding("is_hidden", user_id_text(member))
         return bool(reply["hidden"])
+
+    # -- change events -------------------------------------------------------------------------
+
+    def events(
+        self,
+        last_id: str = "$",
+        *,
+        block: Optional[float] = None,
+        count: int = EVENTS_BATCH,
+    ) -> S:
+        """The board's change events after ``last_id``, oldest first, as they come: members'
+        and teams' changes in one stream, ``events_key`` (``f"{key}:events"``), each appended
+        by the script that made the change, atomically with it.
+
+        Each event is a plain board's (see
+        [`RedisLeaderboard.events`][redis_leaderboard.RedisLeaderboard.events]): ``{"id",
+        "kind", "user_id", "score", "rank", "previous_score", "previous_rank",
+        "trimmed_user_ids", "overtaken"}``, ranks 1-based; ``"kind"`` says what changed:
+
+        - ``"score"``: a member's score changed (``submit``, ``unhide``): the member, their
+          score and rank on the members' board, before, and the members they overtook (up to
+          10, nearest first);
+        - ``"delete"`` (``remove``) and ``"hide"`` (``hide``): a ranked member left the
+          members' board: ``"score"`` and ``"previous_score"`` the score they had,
+          ``"previous_rank"`` their rank, ``"rank"`` None;
+        - ``"team"``: a team's score changed: ``"user_id"`` is the team, ``"score"`` and
+          ``"rank"`` its score and rank on the teams' board now (both None if it left it: no
+          member with a score), ``"previous_score"`` and ``"previous_rank"`` before (None if it
+          was not on it), ``"overtaken"`` the teams it passed, and ``"member"`` the member whose
+          change moved it.
+
+        A change appends the member's event first, then its teams' (on a move the team left,
+        then the team joined): a watcher of the team standings reads the ``"team"`` events, a
+        watcher of the members the others. A change that moves no score appends nothing (a
+        ``"best"`` that is not better; a member whose contribution is not their team's best
+        under ``aggregate="best"`` moves no team). Reading is as a plain board's stream:
+        iterated or ``read()``, ``last_id`` to resume from, a connection of its own.
+
+        Args:
+            last_id: ``"$"``: the events after now; ``"0"``: every event the stream still holds
+                (about ``events_maxlen``); an event's ``"id"``: those after it.
+            block: Seconds the iteration waits for the next event before it ends (``0``: what
+                is there now); None waits for ever.
+            count: How many events one read asks for at most.
+
+        Returns:
+            An iterator of events (an ``EventStream``; under asyncio an ``AsyncEventStream``),
+            also a context manager.
+
+        Redis cost:
+            Nothing until the first read; then one XREAD (BLOCK) per batch of at most
+            ``count`` events on the stream's own connection, waiting in slices of 2 s.
+        """
+        return self._event_stream_class(self, last_id, block, count, read=self._team.read_events)
 
     @plan
     def team_of(self, member: str) -> Plan[Optional[str]]:

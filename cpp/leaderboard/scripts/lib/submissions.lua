@@ -201,11 +201,13 @@ end
 -- before ('' if new), who the write trimmed (the first 1,000; any more in 'trim' events right
 -- after it) and whom it overtook: the entries that ranked ahead of the user before the write
 -- and behind it now (at most 10, nearest first; on boards whose equal scores share a rank, only
--- those now strictly worse). Lists are repeated fields.
+-- those now strictly worse). Lists are repeated fields. `kind` (nil: 'score') and `extra` (nil,
+-- or more fields: field, value, ...) let another board type say what it ranks: a team board's
+-- 'team' event, the team's entry on the teams' board, with the member whose change moved it.
 local function add_event(b, key, maxlen, user_id, score, old_text, previous_rank, old_position,
-                         trimmed)
+                         trimmed, kind, extra)
   local stored = redis.call('ZSCORE', b.board, user_id)
-  local fields = {'kind', 'score', 'user_id', user_id, 'score', stored or score_text(score),
+  local fields = {'kind', kind or 'score', 'user_id', user_id, 'score', stored or score_text(score),
     'rank', '', 'previous_score', old_text or '', 'previous_rank',
     previous_rank and tostring(previous_rank + 1) or ''}
   if stored then
@@ -225,6 +227,9 @@ local function add_event(b, key, maxlen, user_id, score, old_text, previous_rank
   for i = 1, math.min(#trimmed, 1000) do
     fields[#fields + 1] = 'trimmed'
     fields[#fields + 1] = trimmed[i]
+  end
+  if extra then
+    for i = 1, #extra do fields[#fields + 1] = extra[i] end
   end
   redis.call('XADD', key, 'MAXLEN', '~', maxlen, '*', unpack(fields))
   -- A write trimming more (a board over a smaller limit): the rest in 'trim' events, 1,000 each.
