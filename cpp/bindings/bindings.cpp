@@ -102,21 +102,8 @@ rlb::leaderboard::Guards guards_arg(py::handle submission_ttl, py::handle rate_l
   using namespace rlb::bindings;
   rlb::leaderboard::Guards guards;
   guards.submission_ttl = number_arg(submission_ttl, "submission_ttl");
-  if (!rate_limit.is_none()) {
-    if (!PyTuple_Check(rate_limit.ptr()) || PyTuple_Size(rate_limit.ptr()) != 2) {
-      throw py::type_error("rate_limit must be None or a (max_writes, per_seconds) tuple, not " +
-                           std::string(Py_TYPE(rate_limit.ptr())->tp_name));
-    }
-    auto pair = py::reinterpret_borrow<py::tuple>(rate_limit);
-    guards.rate_max = integer_arg(pair[0], "rate_limit's max_writes");
-    guards.rate_per = number_arg(pair[1], "rate_limit's per_seconds");
-  }
-  if (!PyBool_Check(events.ptr())) {
-    throw py::type_error("events must be a bool, not " +
-                         std::string(Py_TYPE(events.ptr())->tp_name));
-  }
-  guards.events = events.cast<bool>();
-  guards.events_maxlen = integer_arg(events_maxlen, "events_maxlen");
+  rate_limit_arg(rate_limit, guards);  // as a league's and a tournament's (conversions)
+  events_arg(events, events_maxlen, guards);
   score_limits_arg(score_range, max_increment, guards);  // fair play
   return guards;
 }

@@ -176,10 +176,12 @@ class _EventRequired(TypedDict):
 
 class Event(_EventRequired, total=False):
     """A change event (guards): ``"user_id"`` and ``"score"`` are None for trims and clears;
-    a ``"clear"`` event also has ``"removed"`` and ``"size"``."""
+    a ``"clear"`` event also has ``"removed"`` and ``"size"``; a tournament's events have
+    ``"period"``, the id of the period they changed."""
 
     removed: int
     size: int
+    period: str
 
 
 class EventBatch(TypedDict):

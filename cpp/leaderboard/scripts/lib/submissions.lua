@@ -201,13 +201,15 @@ end
 -- before ('' if new), who the write trimmed (the first 1,000; any more in 'trim' events right
 -- after it) and whom it overtook: the entries that ranked ahead of the user before the write
 -- and behind it now (at most 10, nearest first; on boards whose equal scores share a rank, only
--- those now strictly worse). Lists are repeated fields.
+-- those now strictly worse). Lists are repeated fields. `extra` (or nil): more field, value
+-- pairs the board type adds (a tournament's 'period').
 local function add_event(b, key, maxlen, user_id, score, old_text, previous_rank, old_position,
-                         trimmed)
+                         trimmed, extra)
   local stored = redis.call('ZSCORE', b.board, user_id)
   local fields = {'kind', 'score', 'user_id', user_id, 'score', stored or score_text(score),
     'rank', '', 'previous_score', old_text or '', 'previous_rank',
     previous_rank and tostring(previous_rank + 1) or ''}
+  for i = 1, extra and #extra or 0 do fields[#fields + 1] = extra[i] end
   if stored then
     local value = tonumber(stored)
     fields[8] = tostring(rank_of(b, user_id, value) + 1)
