@@ -119,6 +119,10 @@ COMPETITION_WRITES: dict[str, tuple[Any, Any]] = {
         lambda rl, client: rl.League(client, "bench:league:tb", tiebreak=(("seconds", "asc"),)),
         lambda league, i: league.submit(f"user:{i % 1500:08d}", i % 7, tiebreak={"seconds": i}),
     ),
+    "league.submit (rate_limit)": (
+        lambda rl, client: rl.League(client, "bench:league:rate", rate_limit=(1_000_000, 1.0)),
+        lambda league, i: league.submit(f"user:{i % 1500:08d}", i),
+    ),
     "rolling.submit": (
         _rolling_board(),
         lambda board, i: board.submit(f"user:{i % 1500:08d}", i),

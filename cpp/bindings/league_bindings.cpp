@@ -61,9 +61,10 @@ void declare_league(py::module_& m) {
                        py::handle promote, py::handle demote, bool demote_idle, py::handle mode,
                        py::handle order, py::handle ties, py::handle events_maxlen,
                        py::handle submission_ttl, py::handle score_range, py::handle max_increment,
-                       py::handle tiebreak) {
+                       py::handle tiebreak, py::handle rate_limit) {
              leaderboard::Guards limits;
              score_limits_arg(score_range, max_increment, limits);
+             rate_limit_arg(rate_limit, limits);
              return League(std::move(base), integer_arg(tiers, "tiers"),
                            integer_arg(cohort_size, "cohort_size"), cutoff_arg(promote, "promote"),
                            cutoff_arg(demote, "demote"), demote_idle,
@@ -77,7 +78,7 @@ void declare_league(py::module_& m) {
            "base"_a, py::kw_only(), "tiers"_a, "cohort_size"_a, "promote"_a, "demote"_a,
            "demote_idle"_a, "mode"_a, "order"_a, "ties"_a, "events_maxlen"_a = 100000,
            "submission_ttl"_a = 86400, "score_range"_a = py::none(), "max_increment"_a = py::none(),
-           "tiebreak"_a = py::none())
+           "tiebreak"_a = py::none(), "rate_limit"_a = py::none())
       .def_property_readonly("base", &League::base)
       .def("cohort_key", &League::cohort_key, "period"_a, "cohort"_a)
       .def(

@@ -724,6 +724,7 @@ class League:
         score_range: Optional[tuple[Optional[float], Optional[float]]] = None,
         max_increment: Optional[float] = None,
         tiebreak: Optional[Sequence[tuple[str, str]]] = None,
+        rate_limit: Optional[tuple[int, float]] = None,
     ) -> None: ...
     @property
     def base(self) -> str: ...
