@@ -7,6 +7,7 @@ period, in order, asyncio too; a refused submit appends none; hide and unhide ap
 from __future__ import annotations
 
 import asyncio
+import random
 from collections.abc import Iterator
 from datetime import datetime, timezone
 from typing import Any
@@ -245,3 +246,59 @@ def test_events_asyncio_as_they_come(api: Api, key: str) -> None:
     seen = api.run(main())
     assert [(e["user_id"], e["score"]) for e in seen] == [("ann", 1.0), ("bob", 2.0)]
     assert all(e["period"] for e in seen)
+
+
+# -- a plain-Python model ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_differential_against_a_model(api: Api, key: str, seed: int) -> None:
+    """Random submissions (some resending an earlier id) against a model of the order of the
+    checks: a resend of an applied id answers its first result; then the rate limit (the
+    writes applied in the window: the test runs well within its 60 s; refused ones are not
+    counted); then the attempts (``max_attempts`` plus those granted). Every applied write
+    that changes a score is an event, in order; nothing else is."""
+    rng = random.Random(seed)
+    limit, attempts = 5, 3
+    t = api.tournament(
+        key, _clock(), schedule="day", max_attempts=attempts, rate_limit=(limit, 60), events=True
+    )
+    applied: dict[str, int] = {}  # user -> writes applied (in the window; attempts used)
+    granted: dict[str, int] = {}
+    best: dict[str, float] = {}
+    ids: dict[str, tuple[str, float, dict[str, Any]]] = {}  # id -> (user, score, first result)
+    expected_events: list[tuple[str, float]] = []
+    for i in range(60):
+        if ids and rng.random() < 0.25:
+            sid = rng.choice(sorted(ids))
+            user, score, first = ids[sid]
+            assert api.call(t.submit, user, score, submission_id=sid) == {
+                **first,
+                "duplicate": True,
+            }
+            continue
+        user, score, sid = rng.choice("abc"), float(rng.randrange(100)), f"s{i}"
+        used = applied.get(user, 0)
+        if used >= limit:
+            with pytest.raises(RateLimited):
+                api.call(t.submit, user, score, submission_id=sid)
+        elif used >= attempts + granted.get(user, 0):
+            with pytest.raises(AttemptsExhausted):
+                api.call(t.submit, user, score, submission_id=sid)
+            if rng.random() < 0.7:
+                api.call(t.add_attempts, user, 1)
+                granted[user] = granted.get(user, 0) + 1
+        else:
+            result = api.call(t.submit, user, score, submission_id=sid)
+            applied[user] = used + 1
+            assert result["attempts_used"] == used + 1 and result["duplicate"] is False
+            ids[sid] = (user, score, result)
+            if user not in best or score > best[user]:
+                best[user] = score
+                expected_events.append((user, score))
+        assert api.call(t.status, user)["attempts_left"] == max(
+            attempts + granted.get(user, 0) - applied.get(user, 0), 0
+        )
+    assert max(applied.values()) == limit  # the limit was reached
+    events = [(e["user_id"], e["score"]) for e in t.events("0", block=0)]
+    assert events == expected_events
