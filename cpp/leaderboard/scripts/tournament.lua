@@ -199,8 +199,8 @@ end
 -- "<T>:events": each submit that changes a score appends add_event's 'score' event, a hide
 -- its 'hide' event, an unhide its 'score' event, each with the field 'period' (the period's
 -- id). The stream expires with the newest period written (each event moves its deadline to
--- its period's), so it never outlives the tournament's boards; MAXLEN ~ caps it.
-local EVENT_FIELDS = {'period', period}
+-- its period's), so it never outlives the tournament's boards; MAXLEN ~ caps it. (Built only
+-- with events: a tournament without them runs none of this.)
 
 -- The events word of the rule (w.events_maxlen), its stream the last of KEYS (hide, unhide),
 -- or nil without events.
@@ -208,7 +208,7 @@ local function hiding_events()
   local w = guard_fields({}, rule, 2, 0)
   if not w.events_maxlen then return nil end
   return {events_key = KEYS[#KEYS], events_maxlen = w.events_maxlen, expire_at = expire,
-    event_fields = EVENT_FIELDS}
+    event_fields = {'period', period}}
 end
 
 -- ---- Hidden players (fair play, see lib/hiding.lua) ----
@@ -229,10 +229,11 @@ end
 if call == 'submit' then
   local w = {board = board, user_key = user_key, k = write_keys_at, mode = mode, order = order,
     ties = ties, submit = true, number = score, user_id = user_id, max_entries = UNLIMITED,
-    fields = ARGV, first_field = metadata_at, expire_at = expire, event_fields = EVENT_FIELDS}
+    fields = ARGV, first_field = metadata_at, expire_at = expire}
   -- The rule's words first: its score limits, and its rate limit and events without their keys,
   -- which the guard words (after it) give.
   guard_fields(w, rule, 2, 0)
+  if w.events_maxlen then w.event_fields = {'period', period} end  -- its events' own field
   if guard_words ~= '' then
     local spec = {}
     for word in string.gmatch(guard_words, '%S+') do spec[#spec + 1] = word end
@@ -352,7 +353,7 @@ if call == 'hide' or call == 'unhide' then
       max_entries = UNLIMITED,
       fields = {}, first_field = 1, expire_at = expire, restore = true,
       events_key = events and events.events_key, events_maxlen = events and events.events_maxlen,
-      event_fields = EVENT_FIELDS})
+      event_fields = events and events.event_fields})
     if not plan then return err end
   end
   forget_hidden(HIDDEN, tournament_options, user_id)
