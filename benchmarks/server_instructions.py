@@ -112,6 +112,12 @@ COMPETITION_WRITES: dict[str, tuple[Any, Any]] = {
         ),
         lambda cup, i: cup.submit(f"user:{i % 1500:08d}", i % 7, tiebreak={"seconds": i}),
     ),
+    "tournament.submit (guards)": (
+        lambda rl, client: rl.Tournament(
+            client, "bench:cup:guards", schedule="day", rate_limit=(1_000_000, 1.0), events=True
+        ),
+        lambda cup, i: cup.submit(f"user:{i % 1500:08d}", i),
+    ),
     "league.submit": (
         lambda rl, client: rl.League(client, "bench:league"),
         lambda league, i: league.submit(f"user:{i % 1500:08d}", i),
@@ -119,6 +125,10 @@ COMPETITION_WRITES: dict[str, tuple[Any, Any]] = {
     "league.submit (tiebreak)": (
         lambda rl, client: rl.League(client, "bench:league:tb", tiebreak=(("seconds", "asc"),)),
         lambda league, i: league.submit(f"user:{i % 1500:08d}", i % 7, tiebreak={"seconds": i}),
+    ),
+    "league.submit (rate_limit)": (
+        lambda rl, client: rl.League(client, "bench:league:rate", rate_limit=(1_000_000, 1.0)),
+        lambda league, i: league.submit(f"user:{i % 1500:08d}", i),
     ),
     "rolling.submit": (
         _rolling_board(),

@@ -402,7 +402,7 @@ def test_a_read_refused_a_command_or_key_raises_no_permission(
     fill(admin, key)
     rule = minimal_rule(f"~{key}") if denied == "board only" else [*minimal_rule(), denied]
     user = make_user(admin, f"reader-{kind}", rule)
-    with pytest.raises(NoPermissionError, match="^NOPERM"):
+    with pytest.raises(NoPermissionError, match=r"^NOPERM"):
         call(server, kind, key, 3, method, *args, username=user, password=PASSWORD)
 
 

@@ -79,5 +79,5 @@ def test_the_result_types_are_plain_dicts_at_run_time() -> None:
     assert type(entry) is dict
     assert _types.SubmitResult.__optional_keys__ == {"duplicate", "period"}
     assert _types.WriteResult.__optional_keys__ == {"rank"}
-    assert _types.Event.__optional_keys__ == {"removed", "size"}
+    assert _types.Event.__optional_keys__ == {"removed", "size", "member", "period"}
     assert _types.ImportSummary.__optional_keys__ == {"duplicates"}

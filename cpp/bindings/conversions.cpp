@@ -64,25 +64,32 @@ void score_limits_arg(py::handle score_range, py::handle max_increment,
   if (!max_increment.is_none()) guards.max_increment = number_arg(max_increment, "max_increment");
 }
 
-leaderboard::Guards guards_arg(py::handle submission_ttl, py::handle rate_limit, py::handle events,
-                               py::handle events_maxlen, py::handle score_range,
-                               py::handle max_increment) {
-  leaderboard::Guards guards;
-  guards.submission_ttl = number_arg(submission_ttl, "submission_ttl");
-  if (!rate_limit.is_none()) {
-    if (!PyTuple_Check(rate_limit.ptr()) || PyTuple_Size(rate_limit.ptr()) != 2) {
-      throw py::type_error("rate_limit must be None or a (max_writes, per_seconds) tuple, not " +
-                           type_name(rate_limit));
-    }
-    auto pair = py::reinterpret_borrow<py::tuple>(rate_limit);
-    guards.rate_max = integer_arg(pair[0], "rate_limit's max_writes");
-    guards.rate_per = number_arg(pair[1], "rate_limit's per_seconds");
+void rate_limit_arg(py::handle rate_limit, leaderboard::Guards& guards) {
+  if (rate_limit.is_none()) return;
+  if (!PyTuple_Check(rate_limit.ptr()) || PyTuple_Size(rate_limit.ptr()) != 2) {
+    throw py::type_error("rate_limit must be None or a (max_writes, per_seconds) tuple, not " +
+                         type_name(rate_limit));
   }
+  auto pair = py::reinterpret_borrow<py::tuple>(rate_limit);
+  guards.rate_max = integer_arg(pair[0], "rate_limit's max_writes");
+  guards.rate_per = number_arg(pair[1], "rate_limit's per_seconds");
+}
+
+void events_arg(py::handle events, py::handle events_maxlen, leaderboard::Guards& guards) {
   if (!PyBool_Check(events.ptr())) {
     throw py::type_error("events must be a bool, not " + type_name(events));
   }
   guards.events = events.cast<bool>();
   guards.events_maxlen = integer_arg(events_maxlen, "events_maxlen");
+}
+
+leaderboard::Guards guards_arg(py::handle submission_ttl, py::handle rate_limit, py::handle events,
+                               py::handle events_maxlen, py::handle score_range,
+                               py::handle max_increment) {
+  leaderboard::Guards guards;
+  guards.submission_ttl = number_arg(submission_ttl, "submission_ttl");
+  rate_limit_arg(rate_limit, guards);
+  events_arg(events, events_maxlen, guards);
   score_limits_arg(score_range, max_increment, guards);  // fair play
   return guards;
 }
@@ -561,6 +568,7 @@ struct ToPython {
       if (event.removed) item["removed"] = py::int_(*event.removed);  // "clear" events
       if (event.size) item["size"] = py::int_(*event.size);
       if (event.member) item["member"] = text(*event.member);  // a team board's "team" events
+      if (event.period) item["period"] = text(*event.period);  // a tournament's events
       events[i] = std::move(item);
     }
     py::dict out;

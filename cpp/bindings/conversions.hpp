@@ -53,6 +53,10 @@ std::optional<std::vector<double>> tiebreak_values_arg(
     py::handle values, const std::vector<leaderboard::TiebreakColumn>& columns);
 void score_limits_arg(py::handle score_range, py::handle max_increment,
                       leaderboard::Guards& guards);
+// A rate limit into `guards`: None or a (max_writes, per_seconds) tuple (TypeError); and change
+// events: a bool (TypeError) and events_maxlen. Their checks are validate_guards'.
+void rate_limit_arg(py::handle rate_limit, leaderboard::Guards& guards);
+void events_arg(py::handle events, py::handle events_maxlen, leaderboard::Guards& guards);
 // A board type's guards from its constructor's arguments (as the plain board's: submission_ttl,
 // rate_limit None or (max_writes, per_seconds), events a bool, events_maxlen, the score
 // limits); TypeError here, their values' checks are validate_guards'.

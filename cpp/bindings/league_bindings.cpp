@@ -61,9 +61,10 @@ void declare_league(py::module_& m) {
                        py::handle promote, py::handle demote, bool demote_idle, py::handle mode,
                        py::handle order, py::handle ties, py::handle events_maxlen,
                        py::handle submission_ttl, py::handle score_range, py::handle max_increment,
-                       py::handle tiebreak) {
+                       py::handle tiebreak, py::handle rate_limit) {
              leaderboard::Guards limits;
              score_limits_arg(score_range, max_increment, limits);
+             rate_limit_arg(rate_limit, limits);
              return League(std::move(base), integer_arg(tiers, "tiers"),
                            integer_arg(cohort_size, "cohort_size"), cutoff_arg(promote, "promote"),
                            cutoff_arg(demote, "demote"), demote_idle,
@@ -77,7 +78,7 @@ void declare_league(py::module_& m) {
            "base"_a, py::kw_only(), "tiers"_a, "cohort_size"_a, "promote"_a, "demote"_a,
            "demote_idle"_a, "mode"_a, "order"_a, "ties"_a, "events_maxlen"_a = 100000,
            "submission_ttl"_a = 86400, "score_range"_a = py::none(), "max_increment"_a = py::none(),
-           "tiebreak"_a = py::none())
+           "tiebreak"_a = py::none(), "rate_limit"_a = py::none())
       .def_property_readonly("base", &League::base)
       .def("cohort_key", &League::cohort_key, "period"_a, "cohort"_a)
       .def(
@@ -197,9 +198,12 @@ void declare_tournament(py::module_& m) {
       .def(py::init([](std::string key, py::handle max_size, bool join_required,
                        py::handle max_attempts, py::handle mode, py::handle order, py::handle ties,
                        py::handle submission_ttl, py::handle score_range, py::handle max_increment,
-                       py::handle tiebreak) {
+                       py::handle tiebreak, py::handle rate_limit, py::handle events,
+                       py::handle events_maxlen) {
              leaderboard::Guards limits;
              score_limits_arg(score_range, max_increment, limits);
+             rate_limit_arg(rate_limit, limits);
+             events_arg(events, events_maxlen, limits);
              return Tournament(std::move(key), optional_integer(max_size, "max_size"),
                                join_required, optional_integer(max_attempts, "max_attempts"),
                                leaderboard::parse_write_mode(text_arg(mode, "mode")),
@@ -210,8 +214,18 @@ void declare_tournament(py::module_& m) {
            }),
            "key"_a, py::kw_only(), "max_size"_a, "join_required"_a, "max_attempts"_a, "mode"_a,
            "order"_a, "ties"_a, "submission_ttl"_a = 86400, "score_range"_a = py::none(),
-           "max_increment"_a = py::none(), "tiebreak"_a = py::none())
+           "max_increment"_a = py::none(), "tiebreak"_a = py::none(), "rate_limit"_a = py::none(),
+           "events"_a = false, "events_maxlen"_a = 10000)
       .def_property_readonly("key", &Tournament::key)
+      .def(
+          "read_events",
+          [](const Tournament& self, std::string last_id, py::handle count, py::handle block) {
+            std::optional<double> seconds;
+            if (!block.is_none()) seconds = number_arg(block, "block");
+            return wrap(self.read_events(std::move(last_id), integer_arg(count, "count"), seconds));
+          },
+          "last_id"_a = "$", "count"_a = 100, "block"_a = py::none(),
+          "The events after `last_id` on the tournament's stream (as Board.read_events).")
       .def("board_key", &Tournament::board_key, "period"_a)
       .def(
           "submit",

@@ -64,10 +64,13 @@ League::League(std::string base, long long tiers, long long cohort_size, Cutoff 
                     std::move(tiebreak));
   tiebreak_ = board.tiebreak();
   ties_word_ = board.ties_word();
-  validate_score_limits(limits);
+  limits.submission_ttl = submission_ttl_;  // checked above
+  validate_guards(limits);
   limits_.score_min = limits.score_min;
   limits_.score_max = limits.score_max;
   limits_.max_increment = limits.max_increment;
+  limits_.rate_max = limits.rate_max;  // a player's writes, over the league's periods
+  limits_.rate_per = limits.rate_per;
   if (tiers < 1 || tiers > kMaxTiers) {
     throw InvalidArgument("a league has 1 to " + std::to_string(kMaxTiers) + " tiers, not " +
                           std::to_string(tiers));
@@ -79,6 +82,10 @@ League::League(std::string base, long long tiers, long long cohort_size, Cutoff 
   promote_ = checked(promote, "promote", cohort_size);
   demote_ = checked(demote, "demote", cohort_size);
   if (events_maxlen < 1) throw InvalidArgument("events_maxlen must be at least 1");
+}
+
+std::string League::write_rule() const {
+  return name_of(mode_) + limit_words(limits_) + guard_rule_words(limits_);
 }
 
 std::string League::cohort_key(const std::string& period, long long cohort) const {
@@ -99,7 +106,7 @@ Command League::call_keyed(Function function, const LeaguePeriod& period,
       arg::tier_count{std::to_string(tiers_)}, arg::cohort_size{std::to_string(cohort_size_)},
       arg::promote{promote_.word()}, arg::demote{demote_.word()},
       arg::demote_idle{demote_idle_ ? "1" : "0"}, arg::order{name_of(order_)},
-      arg::ties{ties_word_}, arg::write_rule{name_of(mode_) + limit_words(limits_)},
+      arg::ties{ties_word_}, arg::write_rule{write_rule()},
       arg::events_maxlen{std::to_string(events_maxlen_)}, arg::period{period.id},
       arg::period_start{std::to_string(period.start_ms)},
       arg::period_times{std::to_string(period.expire_ms) + " " + std::to_string(period.end_ms)});
@@ -112,21 +119,41 @@ Command League::call(Function function, const LeaguePeriod& period, Own... own) 
   return call_keyed(function, period, std::tuple<>{}, std::move(own)...);
 }
 
+template <class Function, class... Own>
+Command League::read_call(Function function, const LeaguePeriod& period, Own... own) const {
+  if (period.id.empty()) throw InvalidArgument("a period id must not be empty");
+  const std::string prefix = base_ + ":" + period.id;
+  // league_read.lua's declaration: league.lua's keys and arguments but the stream, its MAXLEN
+  // and the period's times, which no read uses.
+  auto keys =
+      std::make_tuple(arg::league_options{base_ + ":options"}, arg::league_tier{base_ + ":tier"},
+                      arg::league_tiers{base_ + ":tiers"}, arg::league_open{base_ + ":open"},
+                      arg::period_state{prefix + ":state"}, arg::period_where{prefix + ":where"},
+                      arg::period_result{prefix + ":result"});
+  auto args = std::make_tuple(
+      arg::tier_count{std::to_string(tiers_)}, arg::cohort_size{std::to_string(cohort_size_)},
+      arg::promote{promote_.word()}, arg::demote{demote_.word()},
+      arg::demote_idle{demote_idle_ ? "1" : "0"}, arg::order{name_of(order_)},
+      arg::ties{ties_word_}, arg::write_rule{write_rule()}, arg::period{period.id},
+      arg::period_start{std::to_string(period.start_ms)});
+  return std::apply(function, std::tuple_cat(std::move(keys), std::move(args),
+                                             std::make_tuple(std::move(own)...)));
+}
+
 namespace {
 std::string config_text(long long tiers, long long size, const Cutoff& promote,
                         const Cutoff& demote, bool idle, Order order, const std::string& ties,
-                        WriteMode mode, const Guards& limits) {
+                        const std::string& write_rule) {
   return "tiers=" + std::to_string(tiers) + " size=" + std::to_string(size) +
          " promote=" + promote.word() + " demote=" + demote.word() + " idle=" + (idle ? "1" : "0") +
-         " order=" + name_of(order) + " ties=" + ties + " mode=" + name_of(mode) +
-         limit_words(limits);
+         " order=" + name_of(order) + " ties=" + ties + " mode=" + write_rule;
 }
 }  // namespace
 
 #define RLB_LEAGUE_CALL(name, cmd, parse, resends)                                          \
   std::make_unique<Call>(Caller::League, name, cmd, parse, base_,                           \
                          config_text(tiers_, cohort_size_, promote_, demote_, demote_idle_, \
-                                     order_, ties_word_, mode_, limits_),                   \
+                                     order_, ties_word_, write_rule()),                     \
                          resends)
 
 std::unique_ptr<Operation> League::submit(const LeaguePeriod& period, std::string user_id,
@@ -142,9 +169,13 @@ std::unique_ptr<Operation> League::submit(const LeaguePeriod& period, std::strin
   if (retries < 0) throw InvalidArgument("retries must be at least 0");
   std::vector<std::string> record_keys;  // the submission id's record, if any
   std::string words;
-  // The submission id's word carries this call's token (see add_submission_guard).
-  if (submission_id)
-    add_submission_guard(words, record_keys, base_, submission_ttl_, *submission_id);
+  // The guards, as a board's (add_guard_words): the submission id's word with this call's
+  // token, and a rate limit's with the player's window, the league's whatever the period (the
+  // rule carries the limit too, without its key). No events word: a league's events are its
+  // settlements.
+  Guards guards = limits_;
+  guards.submission_ttl = submission_ttl_;
+  add_guard_words(words, record_keys, guards, base_, "", user_id, submission_id);
   // Tie-break columns: the ranked member's key, a keyless word (see plan_write), as a Board's.
   if (tiebreak) word::add(words, word::tb{tiebreak_key(tiebreak_, order_, *tiebreak)});
   std::vector<std::string> fields;
@@ -271,8 +302,9 @@ std::unique_ptr<Operation> League::settle(const LeaguePeriod& period, long long 
 std::unique_ptr<Operation> League::standings(const LeaguePeriod& period, std::string user_id,
                                              bool check) const {
   require_user_id(user_id);
-  Command command = call(calls::league_read_standings, period,
-                         arg::read_check{check ? "check" : ""}, arg::user_id{std::move(user_id)});
+  Command command =
+      read_call(calls::league_read_standings, period, arg::read_check{check ? "check" : ""},
+                arg::user_id{std::move(user_id)});
   // Tie-break columns: each entry ends with its ranked member's key (false: never scored).
   const std::size_t stride = tiebreak_.empty() ? 5 : 6;
   auto parse = [stride, columns = tiebreak_, order = order_](Reply& reply) {
@@ -323,8 +355,9 @@ std::unique_ptr<Operation> League::standings(const LeaguePeriod& period, std::st
 std::unique_ptr<Operation> League::tier_of(const LeaguePeriod& period, std::string user_id,
                                            bool check) const {
   require_user_id(user_id);
-  Command command = call(calls::league_read_tier_of, period, arg::read_check{check ? "check" : ""},
-                         arg::user_id{std::move(user_id)});
+  Command command =
+      read_call(calls::league_read_tier_of, period, arg::read_check{check ? "check" : ""},
+                arg::user_id{std::move(user_id)});
   auto parse = [](Reply& reply) {
     LeagueRecord record;
     record.add("tier", integer_of(reply, "League.tier_of"));
@@ -334,7 +367,8 @@ std::unique_ptr<Operation> League::tier_of(const LeaguePeriod& period, std::stri
 }
 
 std::unique_ptr<Operation> League::tiers(const LeaguePeriod& period, bool check) const {
-  Command command = call(calls::league_read_tiers, period, arg::read_check{check ? "check" : ""});
+  Command command =
+      read_call(calls::league_read_tiers, period, arg::read_check{check ? "check" : ""});
   auto parse = [](Reply& reply) {
     const char* what = "League.tiers";
     if (!reply.is_array() || reply.elements.size() % 2 != 0) unexpected(what);
@@ -354,8 +388,8 @@ std::unique_ptr<Operation> League::tiers(const LeaguePeriod& period, bool check)
 
 std::unique_ptr<Operation> League::results(const LeaguePeriod& period, std::string user_id) const {
   require_user_id(user_id);
-  Command command = call(calls::league_read_results, period, arg::read_check{""},
-                         arg::user_id{std::move(user_id)});
+  Command command = read_call(calls::league_read_results, period, arg::read_check{""},
+                              arg::user_id{std::move(user_id)});
   auto parse = [](Reply& reply) {
     const char* what = "League.results";
     LeagueRecord record;

@@ -37,8 +37,10 @@ class League {
   static constexpr long long kMaxTiers = 100;
   static constexpr long long kMaxCohortSize = 1000;
 
-  // `limits`: the score limits (fair play; its other guards are unused), carried by the write
-  // rule every operation sends and checked in every cohort board's writes. `tiebreak`: the
+  // `limits`: the score limits (fair play) and the rate limit (rate_max writes per rate_per s
+  // per player, the server's clock; its other guards are unused), carried by the write rule
+  // every operation sends (so recorded in the config) and checked in every cohort board's
+  // writes. `tiebreak`: the
   // tie-break columns of every cohort's board, validated as a Board's (their tie rule "tb:..."
   // is recorded with the league's options; none: the config text is as before columns existed).
   League(std::string base, long long tiers, long long cohort_size, Cutoff promote, Cutoff demote,
@@ -96,6 +98,11 @@ class League {
   // As call_keyed, for a call without keys of its own.
   template <class Function, class... Own>
   Command call(Function function, const LeaguePeriod& period, Own... own) const;
+  // As call, for a read (calls::league_read_*: league_read.lua's declaration).
+  template <class Function, class... Own>
+  Command read_call(Function function, const LeaguePeriod& period, Own... own) const;
+  // The write rule: the mode, the score limits' and the rate limit's words (guard_rule_words).
+  std::string write_rule() const;
 
   std::string base_;
   long long tiers_, cohort_size_;

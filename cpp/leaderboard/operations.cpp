@@ -765,6 +765,18 @@ std::string limit_words(const Guards& guards) {
   return words;
 }
 
+std::string guard_rule_words(const Guards& guards) {
+  std::string words;
+  if (guards.rate_max) {
+    words += ' ' + word::text(word::rate{std::to_string(*guards.rate_max),
+                                         milliseconds(guards.rate_per), ""});
+  }
+  if (guards.events) {
+    words += ' ' + word::text(word::events{std::to_string(guards.events_maxlen), ""});
+  }
+  return words;
+}
+
 void validate_score_limits(const Guards& guards) {
   for (auto limit : {guards.score_min, guards.score_max, guards.max_increment}) {
     if (limit && !std::isfinite(*limit)) {

@@ -252,6 +252,12 @@ std::vector<std::pair<std::string, double>> tiebreak_values(
 // as the scripts read them (guard_fields in lib/guards.lua); and their checks (InvalidArgument).
 std::string limit_words(const Guards& guards);
 void validate_score_limits(const Guards& guards);
+
+// The rate limit's and change events' words without their keys (" rate:<max>:<per ms>" with a
+// rate limit, " events:<maxlen>" with events), as the scripts read them: part of the write rule
+// a league or tournament sends and records (its config), beside add_guard_words' keyed ones.
+std::string guard_rule_words(const Guards& guards);
+
 // A board's options as messages show them (Python's spelling): "order='desc', ties='...',
 // rate_limit=None, events=False, score_range=(0, 100), max_increment=None"; of this client's
 // board, or of a script's 'OPTIONS order=.. ties=.. rate_limit=.. ...' status (those recorded

@@ -48,20 +48,29 @@ Tournament::Tournament(std::string key, std::optional<long long> max_size, bool 
                     std::move(tiebreak));
   tiebreak_ = board.tiebreak();
   ties_word_ = board.ties_word();
-  validate_score_limits(limits);
+  limits.submission_ttl = submission_ttl_;  // checked above
+  validate_guards(limits);
   limits_.score_min = limits.score_min;
   limits_.score_max = limits.score_max;
   limits_.max_increment = limits.max_increment;
+  limits_.rate_max = limits.rate_max;  // a player's writes, over the tournament's periods
+  limits_.rate_per = limits.rate_per;
+  limits_.events = limits.events;  // the tournament's stream "<key>:events"
+  limits_.events_maxlen = limits.events_maxlen;
   if (max_size_ && *max_size_ < 1) throw InvalidArgument("max_size must be at least 1 (or None)");
   if (max_attempts_ && *max_attempts_ < 1) {
     throw InvalidArgument("max_attempts must be at least 1 (or None)");
   }
 }
 
+std::string Tournament::write_rule() const {
+  return name_of(mode_) + limit_words(limits_) + guard_rule_words(limits_);
+}
+
 std::string Tournament::config() const {
   return "max_size=" + optional_text(max_size_) + " join_required=" + (join_required_ ? "1" : "0") +
-         " max_attempts=" + optional_text(max_attempts_) + " mode=" + name_of(mode_) +
-         limit_words(limits_) + " order=" + name_of(order_) + " ties=" + ties_word_;
+         " max_attempts=" + optional_text(max_attempts_) + " mode=" + write_rule() +
+         " order=" + name_of(order_) + " ties=" + ties_word_;
 }
 
 Tournament::Keys Tournament::keys(const TournamentPeriod& period) const {
@@ -76,7 +85,7 @@ Tournament::Options Tournament::options() const {
   return {arg::max_size{optional_text(max_size_)},
           arg::join_required{join_required_ ? "1" : "0"},
           arg::max_attempts{optional_text(max_attempts_)},
-          arg::write_rule{name_of(mode_) + limit_words(limits_)},
+          arg::write_rule{write_rule()},
           arg::order{name_of(order_)},
           arg::ties{ties_word_}};
 }
@@ -121,10 +130,12 @@ std::unique_ptr<Operation> Tournament::submit(const TournamentPeriod& period, st
   auto user = user_key(period, user_id);
   auto write_keys = option_keys(period);
   std::string words;
-  // The submission id's word carries this call's token (see add_submission_guard).
-  if (submission_id) {
-    add_submission_guard(words, write_keys, key_, submission_ttl_, *submission_id);
-  }
+  // The guards, as a board's (add_guard_words): the submission id's word with this call's
+  // token; a rate limit's with the player's window, the tournament's whatever the period; the
+  // events' with the tournament's one stream (the rule carries both too, without their keys).
+  Guards guards = limits_;
+  guards.submission_ttl = submission_ttl_;
+  add_guard_words(words, write_keys, guards, key_, key_ + ":events", user_id, submission_id);
   // Tie-break columns: the ranked member's key, a keyless word (see plan_write), as a Board's.
   if (tiebreak) word::add(words, word::tb{tiebreak_key(tiebreak_, order_, *tiebreak)});
   Command command = with_common(
@@ -181,9 +192,11 @@ std::unique_ptr<Operation> Tournament::hiding(const char* op, const TournamentPe
   } else {
     if (which != "hide" && which != "unhide") throw InvalidArgument("unknown hiding operation");
     std::string user = user_key(period, user_id);
+    auto hide_keys = option_keys(period);
+    if (limits_.events) hide_keys.push_back(key_ + ":events");  // the stream: the last key
     command = with_common(
         which == "hide" ? calls::tournament_hide : calls::tournament_unhide, keys(period),
-        std::tuple(arg::user_key{std::move(user)}, arg::option_keys{option_keys(period)}),
+        std::tuple(arg::user_key{std::move(user)}, arg::option_keys{std::move(hide_keys)}),
         options(), period_args(period), std::tuple(arg::user_id{std::move(user_id)}));
   }
   auto parse = [list](Reply& reply) {
@@ -244,6 +257,14 @@ std::unique_ptr<Operation> Tournament::status(const TournamentPeriod& period,
     return record;
   };
   return RLB_TOURNAMENT_CALL("Tournament.status", std::move(command), parse, 1);
+}
+
+std::unique_ptr<Operation> Tournament::read_events(std::string last_id, long long count,
+                                                   std::optional<double> block) const {
+  if (!limits_.events) {
+    throw InvalidArgument("tournament '" + key_ + "' has no events (events=True)");
+  }
+  return read_stream_events(key_ + ":events", std::move(last_id), count, block);
 }
 
 #undef RLB_TOURNAMENT_CALL

@@ -33,9 +33,13 @@ struct TournamentPeriod {
 
 class Tournament {
  public:
-  // `limits`: the score limits (fair play), as League's. `tiebreak`: the tie-break columns of
-  // every period's board, validated as a Board's (their tie rule "tb:..." is recorded with the
-  // tournament's options; none: the config text is as it was before columns existed).
+  // `limits`: the score limits (fair play), as League's; its rate limit (rate_max writes per
+  // rate_per s per player, the server's clock, over every period: "<key>:rate:<user>") and change
+  // events (events, events_maxlen: the tournament's stream "<key>:events", each event with its
+  // period), as a Board's. All part of the write rule, so of the recorded config. `tiebreak`: the
+  // tie-break columns of every period's board, validated as a Board's (their tie rule "tb:..." is
+  // recorded with the tournament's options; none: the config text is as it was before columns
+  // existed).
   Tournament(std::string key, std::optional<long long> max_size, bool join_required,
              std::optional<long long> max_attempts, WriteMode mode, Order order, Ties ties,
              double submission_ttl = 86400, Guards limits = {},
@@ -67,6 +71,9 @@ class Tournament {
   // puts it back.
   std::unique_ptr<Operation> hiding(const char* op, const TournamentPeriod& period,
                                     std::string user_id) const;
+  // The events after `last_id` on the tournament's stream (with events; as Board::read_events).
+  std::unique_ptr<Operation> read_events(std::string last_id, long long count,
+                                         std::optional<double> block) const;
   // A player's state in the period. Record: "joined", "used", "bonus", "size".
   std::unique_ptr<Operation> status(const TournamentPeriod& period, std::string user_id) const;
 
@@ -86,12 +93,14 @@ class Tournament {
   std::string user_key(const TournamentPeriod& period, const std::string& user_id) const;
   std::vector<std::string> option_keys(const TournamentPeriod& period) const;
   std::string config() const;
+  // The write rule: the mode, the score limits' words, the rate limit's and events' (keyless).
+  std::string write_rule() const;
 
   std::string key_;
   std::optional<long long> max_size_, max_attempts_;
   bool join_required_;
   WriteMode mode_;
-  Guards limits_;  // score_min, score_max, max_increment
+  Guards limits_;  // score_min, score_max, max_increment, rate_max, rate_per, events(_maxlen)
   Order order_;
   Ties ties_;
   double submission_ttl_;

@@ -97,13 +97,14 @@ class League(LeagueBase[AsyncEventStream[LeagueEvent]], AsyncDriven):
     _event_stream_class: type[AsyncEventStream[LeagueEvent]] = AsyncEventStream
 
 
-class Tournament(TournamentBase, AsyncDriven):
+class Tournament(TournamentBase[AsyncEventStream[Event]], AsyncDriven):
     """The asyncio twin of ``redis_leaderboard.Tournament``: ``at`` and
     ``current`` return asyncio boards."""
 
     _client_class = Client
     _cluster_client_class = AsyncClusterClient
     _board_class = RedisLeaderboard
+    _event_stream_class: type[AsyncEventStream[Event]] = AsyncEventStream
     _display_name = "redis_leaderboard.asyncio.Tournament"
 
 

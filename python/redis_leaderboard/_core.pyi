@@ -724,6 +724,7 @@ class League:
         score_range: Optional[tuple[Optional[float], Optional[float]]] = None,
         max_increment: Optional[float] = None,
         tiebreak: Optional[Sequence[tuple[str, str]]] = None,
+        rate_limit: Optional[tuple[int, float]] = None,
     ) -> None: ...
     @property
     def base(self) -> str: ...
@@ -783,9 +784,16 @@ class Tournament:
         score_range: Optional[tuple[Optional[float], Optional[float]]] = None,
         max_increment: Optional[float] = None,
         tiebreak: Optional[Sequence[tuple[str, str]]] = None,
+        rate_limit: Optional[tuple[int, float]] = None,
+        events: bool = False,
+        events_maxlen: int = 10000,
     ) -> None: ...
     @property
     def key(self) -> str: ...
+    def read_events(
+        self, last_id: str = "$", count: int = 100, block: Optional[float] = None
+    ) -> Operation[dict[str, Any]]:
+        """The events after `last_id` on the tournament's stream (as Board.read_events)."""
     def board_key(self, period: str) -> str: ...
     def submit(
         self,

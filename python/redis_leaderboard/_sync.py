@@ -203,7 +203,7 @@ class League(LeagueBase[EventStream[LeagueEvent]], SyncDriven):
     _event_stream_class: type[EventStream[LeagueEvent]] = EventStream
 
 
-class Tournament(TournamentBase, SyncDriven):
+class Tournament(TournamentBase[EventStream[Event]], SyncDriven):
     """A tournament: a board per period of ``schedule`` (``"hour"``, ``"day"``, ``"week"``,
     ``"month"``, a timedelta from ``anchor``, or a cron expression, in ``tz``).
 
@@ -218,6 +218,7 @@ class Tournament(TournamentBase, SyncDriven):
     _client_class = Client
     _cluster_client_class = CoreClusterClient
     _board_class = RedisLeaderboard
+    _event_stream_class: type[EventStream[Event]] = EventStream
     _display_name = "Tournament"
 
 

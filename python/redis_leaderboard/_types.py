@@ -177,11 +177,13 @@ class _EventRequired(TypedDict):
 class Event(_EventRequired, total=False):
     """A change event (guards): ``"user_id"`` and ``"score"`` are None for trims and clears;
     a ``"clear"`` event also has ``"removed"`` and ``"size"``; a team board's ``"team"`` event
-    (``"user_id"`` the team) has ``"member"``, the member whose change moved it."""
+    (``"user_id"`` the team) has ``"member"``, the member whose change moved it; a tournament's
+    events have ``"period"``, the id of the period they changed."""
 
     removed: int
     size: int
     member: str
+    period: str
 
 
 class EventBatch(TypedDict):

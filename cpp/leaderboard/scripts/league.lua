@@ -23,18 +23,21 @@
 --: ARGV demote_idle: '1' (players who never scored are demoted) or '0'
 --: ARGV order: its cohorts' order
 --: ARGV ties: its cohorts' tie rule ("tb:<name>.<dir>,...": tie-break columns, see board_spec)
---: ARGV write_rule: its write mode, then its score limits' words ('range:<a>:<b>', 'maxinc:<n>')
+--: ARGV write_rule: its write mode, then its score limits' words ('range:<a>:<b>', 'maxinc:<n>'),
+--   then its rate limit's 'rate:<max>:<per ms>' if any (part of the recorded config)
 --: ARGV events_maxlen: its event stream's MAXLEN
 --: ARGV period: the period's id
 --: ARGV period_start: the period's start (unix ms)
 --: ARGV period_times: '<deadline> <end>' (unix ms: when its keys expire, when it ends)
 --: CALL submit: a player's write (placed in a cohort by their first), and its score
---: KEYS submission_keys...: with a submission id, its record (else none)
+--: KEYS submission_keys...: the guards' keys, in the order of their words: with a submission id
+--   its record, with a rate limit the player's window <B>:rate:<id> (else none)
 --: ARGV user_id: the player
 --: ARGV score: the score written
 --: ARGV bracket: the bracket a placement puts the player in
---: ARGV submission_words: '' or the words 'sid:<ttl ms>:<call token>' and 'tb:<key>' (tie-break
---   columns' values, see plan_write), space-separated
+--: ARGV submission_words: '' or the words 'sid:<ttl ms>:<call token>', 'rate:<max>:<per ms>'
+--   (the rule's, with its key) and 'tb:<key>' (tie-break columns' values, see plan_write),
+--   space-separated
 --: ARGV metadata...: field, value, ...
 --: CALL join: a placement alone
 --: ARGV user_id: the player
@@ -289,10 +292,13 @@ if call == 'submit' then
   local w = {user_id = user_id, mode = rule[1], order = cfg.order, ties = cfg.ties,
     submit = true, number = score, max_entries = UNLIMITED, fields = ARGV,
     first_field = metadata_at, expire_at = expire}
+  -- The rule's words first: its score limits, and its rate limit without its key, which the
+  -- submission words (after it) give.
+  guard_fields(w, rule, 2, 0)
   if submission_words ~= '' then
     local spec = {}
     for word in string.gmatch(submission_words, '%S+') do spec[#spec + 1] = word end
-    guard_fields(w, spec, 1, submission_keys_at)  -- the submission id's record, the columns
+    guard_fields(w, spec, 1, #KEYS)  -- the submission id's record, the rate window, the columns
     if w.submission_key then
       local answer = stored_answer(w)
       if answer then return answer end
@@ -319,7 +325,6 @@ if call == 'submit' then
   end
   local board, k = cohort_board(n)
   w.board, w.user_key, w.k = board, board .. ':user:' .. user_id, k
-  guard_fields(w, rule, 2, 0)  -- the score limits (keyless), checked by plan_write
   if hidden then w.scope_hidden, w.scope_options = HIDDEN, league_options end
   local plan, reply = plan_write(w)
   if not plan then return reply end  -- (an id applied before was answered above)

@@ -5,7 +5,6 @@
 --: KEYS league_tier: <B>:tier, user -> tier index
 --: KEYS league_tiers: <B>:tiers, tier index -> players
 --: KEYS league_open: <B>:open, "<start ms> <period id>": the newest period with players
---: KEYS league_events: <B>:events, the league's event stream (unused here)
 --: KEYS period_state: <B>:<P>:state, the period's state
 --: KEYS period_where: <B>:<P>:where, user -> cohort
 --: KEYS period_result: <B>:<P>:result, user -> "<new tier> <zone> <rank|-> <score|->"
@@ -17,10 +16,8 @@
 --: ARGV order: its cohorts' order
 --: ARGV ties: its cohorts' tie rule ("tb:<name>.<dir>,...": tie-break columns, see board_spec)
 --: ARGV write_rule: its write mode, then its score limits' words ('range:<a>:<b>', 'maxinc:<n>')
---: ARGV events_maxlen: its event stream's MAXLEN (unused here)
 --: ARGV period: the period's id
 --: ARGV period_start: the period's start (unix ms)
---: ARGV period_times: '<deadline> <end>' (unix ms; unused here)
 --: ARGV read_check: 'check' (a read of the current period, see below) or ''
 --: CALL standings: the standings of a player's cohort
 --: ARGV user_id: the player

@@ -18,7 +18,9 @@
 --: ARGV max_size: players a period takes ('': no limit)
 --: ARGV join_required: '1' or '0'
 --: ARGV max_attempts: attempts a player has per period ('': no limit)
---: ARGV write_rule: the write mode, then the score limits' words if any (see league.lua)
+--: ARGV write_rule: the write mode, then the score limits' words if any (see league.lua), then
+--   'rate:<max>:<per ms>' (rate_limit) and 'events:<maxlen>' (change events) if the tournament
+--   has them: part of the recorded config, so a client with other options is refused
 --: ARGV order: the board's order
 --: ARGV ties: the board's ties ("tb:<name>.<dir>,...": its tie-break columns, see board_spec)
 --: ARGV period: the period's id
@@ -31,12 +33,14 @@
 --: CALL submit: a player's submission (every check, then an attempt used and the score)
 --: KEYS user_key: the user's metadata hash <T>:<P>:user:<id>
 --: KEYS write_keys...: the period's board's option keys (board_spec in lib/options.lua), then the
---   guards' (guard_fields): with a submission id its record <T>:submission:<id> (the
---   tournament's, whatever the period)
+--   guards' (guard_fields), in the order of their words: with a submission id its record
+--   <T>:submission:<id> (the tournament's, whatever the period), with a rate limit the player's
+--   window <T>:rate:<id>, with events the tournament's stream <T>:events
 --: ARGV user_id: the player
 --: ARGV score: the score
 --: ARGV guard_words: '' or the words 'sid:<ttl ms>:<call token>' (see new_call_token in
---   operations.hpp) and 'tb:<key>' (tie-break columns' values, see plan_write), space-separated
+--   operations.hpp), 'rate:<max>:<per ms>', 'events:<maxlen>' (the rule's, with their keys) and
+--   'tb:<key>' (tie-break columns' values, see plan_write), space-separated
 --: ARGV metadata...: field, value, ...
 --: CALL join: a player joins the period
 --: ARGV user_id: the player
@@ -45,11 +49,13 @@
 --: ARGV attempts: how many
 --: CALL hide: a player hidden from every period (fair play)
 --: KEYS user_key: the user's metadata hash <T>:<P>:user:<id>
---: KEYS option_keys...: the period's board's option keys (board_spec in lib/options.lua)
+--: KEYS option_keys...: the period's board's option keys (board_spec in lib/options.lua), then
+--   with events the tournament's stream <T>:events
 --: ARGV user_id: the player
 --: CALL unhide: a hidden player shown again
 --: KEYS user_key: the user's metadata hash <T>:<P>:user:<id>
---: KEYS option_keys...: the period's board's option keys (board_spec in lib/options.lua)
+--: KEYS option_keys...: the period's board's option keys (board_spec in lib/options.lua), then
+--   with events the tournament's stream <T>:events
 --: ARGV user_id: the player
 --: CALL hidden: the hidden players
 -- Replies: an error 'CLOCK ...' (the server's clock is in another period than the one the call
@@ -58,7 +64,8 @@
 -- 'PERIODCLOSED ...' (outside the active window, a newer period has begun, or the period has
 -- expired on the server's clock), 'STALEPERIOD ...'
 -- (the caller named a period that is not the current one), 'NOTJOINED ...', 'TOURNAMENTFULL ...',
--- 'NOATTEMPTS ...'; else
+-- 'NOATTEMPTS ...', 'RATELIMITED ...' (rate_limit: checked after a resend's stored answer, before
+-- the period's checks; nothing written, no attempt used); else
 --   submit:       {submit()'s reply (see apply_write), period id written, attempts used,
 --                  attempts granted, players in the period}; with a submission id, the whole
 --                  reply is kept in its record (see keep_first_result) and a resend answers it
@@ -188,6 +195,22 @@ local function first_result(w, reply)
     redis.call('HLEN', entrants)}
 end
 
+-- ---- Change events (events: the lib's add_event, one stream for the tournament) ----
+-- "<T>:events": each submit that changes a score appends add_event's 'score' event, a hide
+-- its 'hide' event, an unhide its 'score' event, each with the field 'period' (the period's
+-- id). The stream expires with the newest period written (each event moves its deadline to
+-- its period's), so it never outlives the tournament's boards; MAXLEN ~ caps it. (Built only
+-- with events: a tournament without them runs none of this.)
+
+-- The events word of the rule (w.events_maxlen), its stream the last of KEYS (hide, unhide),
+-- or nil without events.
+local function hiding_events()
+  local w = guard_fields({}, rule, 2, 0)
+  if not w.events_maxlen then return nil end
+  return {events_key = KEYS[#KEYS], events_maxlen = w.events_maxlen, expire_at = expire,
+    event_fields = {'period', period}}
+end
+
 -- ---- Hidden players (fair play, see lib/hiding.lua) ----
 -- The tournament records them in "<T>:hidden" (user_id -> '') and 'hidden' '1' in <T>:options,
 -- so they are hidden from every period: each period's board keeps their scores aside.
@@ -207,12 +230,15 @@ if call == 'submit' then
   local w = {board = board, user_key = user_key, k = write_keys_at, mode = mode, order = order,
     ties = ties, submit = true, number = score, user_id = user_id, max_entries = UNLIMITED,
     fields = ARGV, first_field = metadata_at, expire_at = expire}
+  -- The rule's words first: its score limits, and its rate limit and events without their keys,
+  -- which the guard words (after it) give.
+  guard_fields(w, rule, 2, 0)
+  if w.events_maxlen then w.event_fields = {'period', period} end  -- its events' own field
   if guard_words ~= '' then
     local spec = {}
     for word in string.gmatch(guard_words, '%S+') do spec[#spec + 1] = word end
-    guard_fields(w, spec, 1, #KEYS)  -- the submission id's record: the last key
+    guard_fields(w, spec, 1, #KEYS)  -- the guards' keys: the last ones
   end
-  guard_fields(w, rule, 2, 0)  -- the score limits (keyless), checked by plan_write
   local hidden
   hidden, err = tournament_hides()
   if hidden == nil then return err end
@@ -284,7 +310,9 @@ end
 
 if call == 'hide' or call == 'unhide' then
   local b = board_spec(board, option_keys_at, order, ties)
-  err = check_type(HIDDEN, 'hash') or check_acl('HSET', HIDDEN, user_id, '')
+  local events = hiding_events()
+  err = (events and check_removal_events(b, events)) or check_type(HIDDEN, 'hash')
+    or check_acl('HSET', HIDDEN, user_id, '')
     or check_acl('HDEL', HIDDEN, user_id) or check_acl('HSET', tournament_options, 'hidden', '1')
     or check_acl('HDEL', tournament_options, 'hidden') or check_type(board, 'zset')
     or check_type(b.options, 'hash') or (not b.default and check_option_keys(b))
@@ -303,8 +331,13 @@ if call == 'hide' or call == 'unhide' then
     if was then return 0 end
     local score = redis.call('ZSCORE', board, user_id)
     if score then  -- this period's entry, kept aside
+      local previous_rank = events and rank_of(b, user_id, tonumber(score))
       if record then redis.call('HSET', b.options, 'order', b.order, 'ties', b.ties) end
       keep_hidden(b, user_id, score, score, expire)
+      if events then
+        append_event(events, {'kind', 'hide', 'user_id', user_id, 'score', score, 'rank', '',
+          'previous_score', score, 'previous_rank', tostring(previous_rank + 1), 'period', period})
+      end
     end
     record_hidden(HIDDEN, tournament_options, user_id)
     return 1
@@ -318,7 +351,9 @@ if call == 'hide' or call == 'unhide' then
     plan, err = plan_write({board = board, user_key = user_key, k = option_keys_at, mode = 'set',
       order = order, ties = ties, number = score, tb = tb, user_id = user_id,
       max_entries = UNLIMITED,
-      fields = {}, first_field = 1, expire_at = expire, restore = true})
+      fields = {}, first_field = 1, expire_at = expire, restore = true,
+      events_key = events and events.events_key, events_maxlen = events and events.events_maxlen,
+      event_fields = events and events.event_fields})
     if not plan then return err end
   end
   forget_hidden(HIDDEN, tournament_options, user_id)

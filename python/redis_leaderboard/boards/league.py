@@ -26,6 +26,13 @@ players), ``:events`` (a stream: one ``"settled"`` event per cohort) and, per pe
 cohort), ``:{P}:result`` (user -> the settlement's outcome). A period's keys expire together
 once ``keep`` newer periods have begun; the tiers stay.
 
+Rate limits. ``rate_limit=(n, seconds)`` is a plain board's (the ``rate`` guard word of
+``lib/guards.lua``, checked by the cohort board's write): a player's writes beyond ``n`` in any
+``seconds`` of the server's clock raise ``RateLimited`` and change nothing (no placement, no
+score); the window ``{base}:rate:<user_id>`` is the partition's, across periods; a resend of an
+applied id is answered before it is looked at. It is part of the write rule, so of the recorded
+options: a client with another limit, or none, is refused (``OptionsMismatch``).
+
 Zones. In a cohort of ``size`` placed players, ``m`` of whom scored, ``promote`` and ``demote``
 are counts, or fractions of ``size`` (rounded down). A player whose cutoff rank is at most
 ``promote`` is in the ``"promote"`` zone, one whose cutoff rank is above ``m - demote`` in the
@@ -188,6 +195,7 @@ class LeagueBase(PeriodClock, Generic[S]):
         score_range: Optional[tuple[Optional[float], Optional[float]]] = None,
         max_increment: Optional[float] = None,
         tiebreak: Optional[Sequence[tuple[str, Order]]] = None,
+        rate_limit: Optional[tuple[int, float]] = None,
     ) -> None:
         if not isinstance(key, str) or not key:
             raise ValueError("key must be a non-empty str")
@@ -224,9 +232,16 @@ class LeagueBase(PeriodClock, Generic[S]):
                 score_range=score_range,
                 max_increment=max_increment,
                 tiebreak=tiebreak,
+                rate_limit=rate_limit,
             )
             for base in bases
         ]
+        self.rate_limit: Optional[tuple[int, float]] = (
+            None if rate_limit is None else (int(rate_limit[0]), float(rate_limit[1]))
+        )
+        """``(max_writes, per_seconds)``: the submissions a player may make in any
+        ``per_seconds`` of the server's clock, across periods (``RateLimited`` beyond), or
+        None."""
         self.tiebreak: Optional[tuple[tuple[str, str], ...]] = (
             tuple((name, direction) for name, direction in tiebreak) if tiebreak else None
         )
@@ -483,12 +498,19 @@ class LeagueBase(PeriodClock, Generic[S]):
         their own, so exactly ``promote`` (``demote``) players move. A bad value (a column
         missing or unknown, not finite) raises ``ValueError`` before anything is sent.
 
+        ``rate_limit``: a write beyond the limit raises ``RateLimited`` (``retry_after``:
+        seconds until the server's clock frees a place) and changes nothing (no placement, no
+        score); the player's window is the partition's (``{key}:rate:<user_id>``), across
+        periods; a resend of an applied ``submission_id`` answers its first result, never
+        limited.
+
         Redis cost:
             One round trip, one script: the placement (the first write of a period) and the
             plain board's write on the cohort (O(log cohort_size)); more only if an earlier
             period must be settled first (lazy settlement). With tie-break columns, the plain
             board's write with columns (its ranked set ``:tb`` and index ``:tb:keys``: one
-            ZADD and one HSET more).
+            ZADD and one HSET more). With ``rate_limit``, the player's window: a ZCOUNT
+            before, a ZREMRANGEBYSCORE, ZADD and PEXPIRE after (O(log W)).
         """
         league = self._partition(user_id_text(user_id))
         room = _bracket(bracket)
@@ -796,5 +818,7 @@ class LeagueBase(PeriodClock, Generic[S]):
             f"period={self.period!r}, cohort_size={self.cohort_size}, promote={self.promote!r}, "
             f"demote={self.demote!r}, mode={self.mode!r}, order={self.order!r}, "
             f"ties={self.ties!r}, partitions={self.partitions}"
-            + (f", tiebreak={self.tiebreak!r})" if self.tiebreak else ")")
+            + (f", tiebreak={self.tiebreak!r}" if self.tiebreak else "")
+            + (f", rate_limit={self.rate_limit!r}" if self.rate_limit is not None else "")
+            + ")"
         )

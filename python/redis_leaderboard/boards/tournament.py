@@ -46,17 +46,30 @@ never acknowledged and then deleted.
 Stale clients. ``submit(..., period=P)`` names the period the write is meant for (the id the
 client read from ``status``): if the current period is another, ``StalePeriod`` (before
 anything is sent when the client's clock says so, else from the script).
+
+Guards, as a plain board's (one mechanism: the guard words of ``lib/guards.lua``).
+``rate_limit=(n, seconds)``: a player's submissions beyond ``n`` in any ``seconds`` of the server's
+clock raise ``RateLimited`` (with ``retry_after``) before anything is written (no attempt used);
+the window is the tournament's (``f"{key}:rate:{user_id}"``), across periods; a resend of an
+applied ``submission_id`` is answered before the limit is looked at. ``events=True``: each
+submit that changes a score, each hide of a player with an entry and each unhide that puts one
+back appends a plain board's event, with its ``"period"``, to the tournament's one stream
+``f"{key}:events"`` (``MAXLEN ~ events_maxlen``), which expires with the newest period written.
+Both are part of the tournament's recorded options (``f"{key}:options"``), as its mode and score
+limits are: a client with others is refused (``ValueError``), so none can bypass the limit or
+leave watchers without events; a tournament without them records the same text as before.
 """
 
 from __future__ import annotations
 
 from datetime import datetime, timedelta, tzinfo
-from typing import Any, Mapping, Optional, Sequence, Union, cast
+from typing import Any, Generic, Mapping, Optional, Sequence, TypeVar, Union, cast
 
 from .._core import ClockSkewError, Operation, PeriodClosed, StalePeriod, Tournament
 from .._drive import Plan, Sent, one_trip, plan
 from .._types import (
     Entry,
+    Event,
     Order,
     Ties,
     TournamentJoin,
@@ -65,6 +78,7 @@ from .._types import (
     WriteMode,
 )
 from ..options import board_client
+from .events import EVENTS_BATCH, StreamState
 from .plain import Leaderboard, user_id_text
 from .seasons import (
     CLOCK_ROUNDS,
@@ -83,6 +97,7 @@ __all__ = ["CronPeriods", "TournamentBase"]
 
 PeriodArg = Union[None, str, datetime]
 Schedule = Union[Period, str]
+S = TypeVar("S", bound="StreamState[Event]")
 
 
 class CronPeriods:
@@ -162,11 +177,12 @@ def _optional_count(value: Any, what: str) -> Optional[int]:
     return value
 
 
-class TournamentBase(PeriodClock):
+class TournamentBase(PeriodClock, Generic[S]):
     """A tournament (``Tournament``, sync or asyncio): its options, schedule and methods,
     each written once (see the module for the design)."""
 
     _client_class: Any  # the public class's
+    _event_stream_class: type[S]  # the public class's
     _cluster_client_class: Any
     _board_class: Any  # the plain board class of the same API
     _display_name: str = "Tournament"
@@ -194,6 +210,9 @@ class TournamentBase(PeriodClock):
         score_range: Optional[tuple[Optional[float], Optional[float]]] = None,
         max_increment: Optional[float] = None,
         tiebreak: Optional[Sequence[tuple[str, Order]]] = None,
+        rate_limit: Optional[tuple[int, float]] = None,
+        events: bool = False,
+        events_maxlen: int = 10000,
     ) -> None:
         if not isinstance(key, str) or not key:
             raise ValueError("key must be a non-empty str")
@@ -228,7 +247,21 @@ class TournamentBase(PeriodClock):
             score_range=score_range,
             max_increment=max_increment,
             tiebreak=tiebreak,
+            rate_limit=rate_limit,
+            events=events,
+            events_maxlen=events_maxlen,
         )
+        self.rate_limit: Optional[tuple[int, float]] = (
+            None if rate_limit is None else (int(rate_limit[0]), float(rate_limit[1]))
+        )
+        """``(max_writes, per_seconds)``: the submissions a player may make in any
+        ``per_seconds`` of the server's clock, across periods (``RateLimited`` beyond), or
+        None."""
+        self.events_enabled = events
+        """Whether each change appends an event to the tournament's stream
+        ([`events`][redis_leaderboard.Tournament.events])."""
+        self.events_maxlen = events_maxlen
+        """The stream is capped at about this many events (``MAXLEN ~``)."""
         self.tiebreak: Optional[tuple[tuple[str, str], ...]] = (
             tuple((name, direction) for name, direction in tiebreak) if tiebreak else None
         )
@@ -439,6 +472,13 @@ class TournamentBase(PeriodClock):
         applied it, False for this call's own resend after a lost reply. ``PeriodClosed`` also
         when the period has expired on the server's clock.
 
+        ``rate_limit``: a submission beyond the limit raises ``RateLimited`` (``retry_after``:
+        seconds until the server's clock frees a place) and changes nothing (no attempt used);
+        a resend of an applied ``submission_id`` answers its first result, never limited.
+        ``events``: a submission that changes the player's score appends a ``"score"`` event,
+        with its ``"period"``, to the tournament's stream (see
+        [`events`][redis_leaderboard.Tournament.events]); a refused one appends nothing.
+
         ``tiebreak``: on a tournament with tie-break columns (``tiebreak=(("score_time",
         "asc"),)``), a value for each (``{"score_time": 41.5}``): equal scores rank by them, in
         order, then by user id, exactly as on a plain board's
@@ -451,7 +491,10 @@ class TournamentBase(PeriodClock):
         Redis cost:
             One round trip, one script: the checks (a few HGET/HLEN) and the plain board's
             write (O(log N)); with tie-break columns, the plain board's write with columns
-            (its ranked set ``:tb`` and index ``:tb:keys``: one ZADD and one HSET more).
+            (its ranked set ``:tb`` and index ``:tb:keys``: one ZADD and one HSET more). With
+            ``rate_limit``, the player's window: a ZCOUNT before, a ZREMRANGEBYSCORE, ZADD and
+            PEXPIRE after (O(log W)); with ``events``, an XADD (``MAXLEN ~``), the ranks before
+            and after and a PEXPIREAT of the stream.
         """
         user = user_id_text(user_id)
         for _ in range(CLOCK_ROUNDS):
@@ -541,7 +584,8 @@ class TournamentBase(PeriodClock):
         in the current period is kept aside (they leave every read, as
         [`RedisLeaderboard.hide`][redis_leaderboard.RedisLeaderboard.hide] says), and their
         submissions go on being judged (window, attempts, score limits) and kept aside. Returns
-        True if they were not hidden before.
+        True if they were not hidden before. With ``events``, a ``"hide"`` event (with its
+        ``"period"``) if they had an entry in the current period.
 
         Redis cost:
             One round trip, one script: HSETs, and the period board's ZREM. O(log N).
@@ -552,7 +596,8 @@ class TournamentBase(PeriodClock):
     @plan
     def unhide(self, user_id: str) -> Plan[bool]:
         """Show a hidden player again: their kept score of the current period goes back on its
-        board as a write of it. Returns True if they were hidden.
+        board as a write of it. Returns True if they were hidden. With ``events``, the write's
+        ``"score"`` event (with its ``"period"``).
 
         Redis cost:
             One round trip, one script (HDELs and the board's write). O(log N).
@@ -569,6 +614,60 @@ class TournamentBase(PeriodClock):
         """
         reply = yield from self._hiding("hidden")
         return list(reply["user_ids"])
+
+    # -- change events -------------------------------------------------------------------
+
+    def events_key(self) -> str:
+        """The tournament's stream of change events, ``f"{key}:events"``; sends nothing."""
+        return f"{self.key}:events"
+
+    def events(
+        self,
+        last_id: str = "$",
+        *,
+        block: Optional[float] = None,
+        count: int = EVENTS_BATCH,
+    ) -> S:
+        """The tournament's change events after ``last_id``, oldest first, as they come: one
+        stream for every period (``events=True``).
+
+        Each event is a plain board's (see
+        [`RedisLeaderboard.events`][redis_leaderboard.RedisLeaderboard.events]: ``{"id",
+        "kind", "user_id", "score", "rank", "previous_score", "previous_rank",
+        "trimmed_user_ids", "overtaken"}``, ranks 1-based in the period's board) plus
+        ``"period"``, the id of the period it changed. ``"kind"``: ``"score"`` (a
+        [`submit`][redis_leaderboard.Tournament.submit] that changed the player's score, or an
+        [`unhide`][redis_leaderboard.Tournament.unhide] that put it back), ``"hide"`` (a
+        [`hide`][redis_leaderboard.Tournament.hide] that took an entry off). Each is appended by
+        the script that made the change, atomically with it; a refused submit (no attempts
+        left, the period closed, the rate limit) appends nothing, nor does a submit that leaves
+        the score as it was (``mode="best"``, not better; it still uses an attempt). The stream
+        expires with the newest period written (its keys' deadline), and keeps about
+        ``events_maxlen`` events. Read it as a board's (iterated or ``read()``, ``last_id`` to
+        resume from, a connection of its own).
+
+        Args:
+            last_id: Read after this stream id; ``"$"``: only events to come, ``"0"``: every
+                one kept.
+            block: Seconds the iteration waits for the next event before it ends (``0``: what
+                is there now); None waits for ever.
+            count: How many events one read asks for at most.
+
+        Returns:
+            An iterator of events (an ``EventStream``; under asyncio an ``AsyncEventStream``),
+            also a context manager.
+
+        Raises:
+            ValueError: The tournament has no ``events``; a bad ``last_id``, ``block`` or
+                ``count``.
+
+        Redis cost:
+            Nothing until the first read; then one XREAD (BLOCK) per batch of at most
+            ``count`` events on the stream's own connection, waiting in slices of 2 s.
+        """
+        return self._event_stream_class(
+            self, last_id, block, count, read=self._tournament.read_events
+        )
 
     # -- reads ---------------------------------------------------------------------------
 
@@ -635,5 +734,8 @@ class TournamentBase(PeriodClock):
             f"duration={self.duration!r}, max_size={self.max_size}, "
             f"join_required={self.join_required}, max_attempts={self.max_attempts}, "
             f"mode={self.mode!r}, order={self.order!r}, ties={self.ties!r}"
-            + (f", tiebreak={self.tiebreak!r})" if self.tiebreak else ")")
+            + (f", tiebreak={self.tiebreak!r}" if self.tiebreak else "")
+            + (f", rate_limit={self.rate_limit!r}" if self.rate_limit is not None else "")
+            + (", events=True" if self.events_enabled else "")
+            + ")"
         )

@@ -50,7 +50,8 @@ end
 -- After a write's own writes: records the guard options, counts the write in the user's rate
 -- window (trimmed to the window, expiring when the user goes idle), appends the change event
 -- (p.changed, or someone trimmed) and stores the reply under the submission id (then marks
--- it: its last element 0, not a duplicate). `p` is plan_write's plan.
+-- it: its last element 0, not a duplicate). `p` is plan_write's plan; w.event_fields (or nil):
+-- the board type's own fields of its events (see add_event).
 local function apply_guards(p, reply)
   local w, b, g = p.w, p.b, p.guards
   if g.scope_record then redis.call('HSET', w.guard_scope, unpack(g.scope_record)) end
@@ -68,7 +69,7 @@ local function apply_guards(p, reply)
   end
   if w.events_key and not p.hidden and (p.changed or #p.trimmed > 0) then
     add_event(b, w.events_key, w.events_maxlen, w.user_id, p.score, p.old_text, p.previous_rank,
-      p.old_position, p.trimmed)
+      p.old_position, p.trimmed, nil, w.event_fields)
     -- A periodic board's events expire with it (issue 16).
     if w.expire_at then redis.call('PEXPIREAT', w.events_key, w.expire_at) end
   end

@@ -203,7 +203,8 @@ end
 -- and behind it now (at most 10, nearest first; on boards whose equal scores share a rank, only
 -- those now strictly worse). Lists are repeated fields. `kind` (nil: 'score') and `extra` (nil,
 -- or more fields: field, value, ...) let another board type say what it ranks: a team board's
--- 'team' event, the team's entry on the teams' board, with the member whose change moved it.
+-- 'team' event, the team's entry on the teams' board, with the member whose change moved it; a
+-- tournament's 'period'.
 local function add_event(b, key, maxlen, user_id, score, old_text, previous_rank, old_position,
                          trimmed, kind, extra)
   local stored = redis.call('ZSCORE', b.board, user_id)
