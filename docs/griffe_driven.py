@@ -9,7 +9,7 @@ it sees how a method is *written*; this extension shows what the drivers *make* 
   and one deriving from ``AsyncDriven`` a coroutine method (``_drive._install`` at run time). So
   each such method, inherited ones included, becomes a member of the public class returning
   ``X``, labelled ``async`` on the asyncio classes.
-- ``name = on_current(Leaderboard.name)`` (periodic boards) is the plain board's method run on
+- ``name = on_current(LeaderboardBase.name)`` (periodic boards) is the plain board's method run on
   the current period: shown as that method, its docstring pointing at the plain one's.
 - ``__doc__ = other.__doc__`` in a class body gives the class ``other``'s docstring, as it does
   at run time.
@@ -113,7 +113,7 @@ def _copy(
 
 
 def _forwarded_target(attribute: griffe.Attribute) -> griffe.Function | None:
-    """``on_current(Leaderboard.name)``: the function it forwards to."""
+    """``on_current(LeaderboardBase.name)``: the function it forwards to."""
     value = attribute.value
     if isinstance(value, griffe.ExprCall) and str(value.function) == "on_current":
         target = value.arguments[0]

@@ -120,22 +120,22 @@ def instructions(function: Any) -> list[tuple[str, Any]]:
 
 
 def one_trip_names() -> list[str]:
-    from redis_leaderboard.boards.plain import Leaderboard
+    from redis_leaderboard.boards.plain import LeaderboardBase
 
     return [
         name
-        for name in dir(Leaderboard)
-        if isinstance(inspect.getattr_static(Leaderboard, name), one_trip)
+        for name in dir(LeaderboardBase)
+        if isinstance(inspect.getattr_static(LeaderboardBase, name), one_trip)
     ]
 
 
 def test_a_one_trip_method_is_the_written_function_itself_on_the_sync_class() -> None:
-    from redis_leaderboard.boards.plain import Leaderboard
+    from redis_leaderboard.boards.plain import LeaderboardBase
 
     names = one_trip_names()
     assert {"get_rank", "get_top", "upsert_user", "submit", "get_histogram"} <= set(names)
     for name in names:
-        written = inspect.getattr_static(Leaderboard, name).function
+        written = inspect.getattr_static(LeaderboardBase, name).function
         assert inspect.getattr_static(RedisLeaderboard, name) is written, name  # no wrapper
 
 
@@ -177,7 +177,7 @@ def test_an_error_in_a_step_reaches_the_plan_which_may_clean_up(
 
 
 def test_a_method_written_once_cannot_be_called_on_an_undriven_class() -> None:
-    from redis_leaderboard.boards.plain import Leaderboard
+    from redis_leaderboard.boards.plain import LeaderboardBase
 
     with pytest.raises(TypeError, match="written once for both APIs"):
-        Leaderboard.__new__(Leaderboard).get_rank("x")
+        LeaderboardBase.__new__(LeaderboardBase).get_rank("x")

@@ -10,7 +10,7 @@ from ._drive import AsyncDriven
 from ._types import Event, LeagueEvent
 from .boards.events import AsyncEventStream
 from .boards.league import LeagueBase
-from .boards.plain import Leaderboard
+from .boards.plain import LeaderboardBase
 from .boards.seasons import GroupBase, PeriodicBase, PeriodState, RollingState
 from .boards.sharded import ShardedBase
 from .boards.team import TeamBase
@@ -31,7 +31,7 @@ __all__ = [
 ]
 
 
-class RedisLeaderboard(Leaderboard[AsyncEventStream[Event]], AsyncDriven):
+class RedisLeaderboard(LeaderboardBase[AsyncEventStream[Event]], AsyncDriven):
     """The asyncio twin of
     [`redis_leaderboard.RedisLeaderboard`][redis_leaderboard.RedisLeaderboard]: same constructor,
     methods, results and errors, each method a coroutine.

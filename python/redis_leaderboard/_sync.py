@@ -8,7 +8,7 @@ from ._drive import SyncDriven
 from ._types import Event, LeagueEvent
 from .boards.events import EventStream
 from .boards.league import LeagueBase
-from .boards.plain import Leaderboard
+from .boards.plain import LeaderboardBase
 from .boards.seasons import GroupBase, PeriodicBase, PeriodState, RollingState
 from .boards.sharded import ShardedBase
 from .boards.team import TeamBase
@@ -29,7 +29,7 @@ __all__ = [
 ]
 
 
-class RedisLeaderboard(Leaderboard[EventStream[Event]], SyncDriven):
+class RedisLeaderboard(LeaderboardBase[EventStream[Event]], SyncDriven):
     """A leaderboard in a Redis sorted set, with per-user metadata hashes.
 
     The guide's class, method for method: scores live in the sorted set ``key``, metadata in the

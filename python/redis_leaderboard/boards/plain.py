@@ -1,5 +1,5 @@
 """The guide's board, every method written once for both APIs (``redis_leaderboard._drive``): the
-constructor and options (``BoardBase``) and the methods (``Leaderboard``). The public
+constructor and options (``BoardBase``) and the methods (``LeaderboardBase``). The public
 ``RedisLeaderboard`` classes add a driver and their client types."""
 
 from __future__ import annotations
@@ -285,7 +285,7 @@ class BoardBase:
         return f"{self._display_name}(key={self.key!r}, max_entries={self.max_entries}{options})"
 
 
-class Leaderboard(BoardBase, Generic[S]):
+class LeaderboardBase(BoardBase, Generic[S]):
     """The guide's methods and the queries, each written once (the public classes' docstring
     tells what the board is)."""
 

@@ -52,7 +52,7 @@ from .._types import (
 )
 from ..options import make_client
 from .events import EVENTS_BATCH
-from .plain import DEFAULT_CHUNK_SIZE, Leaderboard
+from .plain import DEFAULT_CHUNK_SIZE, LeaderboardBase
 
 __all__ = [
     "MAX_CLOCK_SKEW",
@@ -617,14 +617,14 @@ class PeriodicBase(PeriodClock, Generic[B]):
         )
 
     # The reads, delete_user and every query: the plain board's, on the current period's board.
-    get_top = on_current(Leaderboard.get_top)
-    get_around_rank = on_current(Leaderboard.get_around_rank)
-    get_rank = on_current(Leaderboard.get_rank)
-    get_user_metadata = on_current(Leaderboard.get_user_metadata)
-    get_user_entry = on_current(Leaderboard.get_user_entry)
-    list_all = on_current(Leaderboard.list_all)
-    get_size = on_current(Leaderboard.get_size)
-    delete_user = on_current(Leaderboard.delete_user)
+    get_top = on_current(LeaderboardBase.get_top)
+    get_around_rank = on_current(LeaderboardBase.get_around_rank)
+    get_rank = on_current(LeaderboardBase.get_rank)
+    get_user_metadata = on_current(LeaderboardBase.get_user_metadata)
+    get_user_entry = on_current(LeaderboardBase.get_user_entry)
+    list_all = on_current(LeaderboardBase.list_all)
+    get_size = on_current(LeaderboardBase.get_size)
+    delete_user = on_current(LeaderboardBase.delete_user)
 
     # -- fair play: hidden players, from the current period on ----------------------------
 
@@ -662,15 +662,15 @@ class PeriodicBase(PeriodClock, Generic[B]):
         board = self.current()
         return cast(Sent[list[str]], board._run(board._board.hidden(scope=True)))
 
-    get_around_user = on_current(Leaderboard.get_around_user)
-    get_page = on_current(Leaderboard.get_page)
-    get_entries = on_current(Leaderboard.get_entries)
-    get_by_score = on_current(Leaderboard.get_by_score)
-    count_by_score = on_current(Leaderboard.count_by_score)
-    rank_for_score = on_current(Leaderboard.rank_for_score)
-    get_percentile = on_current(Leaderboard.get_percentile)
-    score_at_percentile = on_current(Leaderboard.score_at_percentile)
-    get_histogram = on_current(Leaderboard.get_histogram)
+    get_around_user = on_current(LeaderboardBase.get_around_user)
+    get_page = on_current(LeaderboardBase.get_page)
+    get_entries = on_current(LeaderboardBase.get_entries)
+    get_by_score = on_current(LeaderboardBase.get_by_score)
+    count_by_score = on_current(LeaderboardBase.count_by_score)
+    rank_for_score = on_current(LeaderboardBase.rank_for_score)
+    get_percentile = on_current(LeaderboardBase.get_percentile)
+    score_at_percentile = on_current(LeaderboardBase.score_at_percentile)
+    get_histogram = on_current(LeaderboardBase.get_histogram)
 
     def events(
         self, last_id: str = "$", *, block: Optional[float] = None, count: int = EVENTS_BATCH
@@ -840,7 +840,7 @@ class PeriodState:
         the server refused: the chunks before it were written)."""
         return (
             yield from self._written(
-                Leaderboard.upsert_many.plan(
+                LeaderboardBase.upsert_many.plan(
                     self, entries, chunk_size=chunk_size, progress=progress, retries=retries
                 )
             )

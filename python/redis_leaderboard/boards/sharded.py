@@ -42,7 +42,7 @@ from .._types import (
     WriteMode,
 )
 from ..options import public_name
-from .plain import DEFAULT_CHUNK_SIZE, Leaderboard, check_bulk_arguments, user_id_text
+from .plain import DEFAULT_CHUNK_SIZE, LeaderboardBase, check_bulk_arguments, user_id_text
 
 __all__ = ["ShardedBase", "shard_of"]
 
@@ -99,7 +99,7 @@ class ShardedBase:
     # errors, and the plain board class upsert_many loads each shard with.
     _cluster_client_class: Any
     _display_name: str
-    _board_class: type[Leaderboard[Any]]
+    _board_class: type[LeaderboardBase[Any]]
     redis: Any
     _run: Runner
 
@@ -1237,7 +1237,7 @@ class ShardedBase:
 
     def _load(
         self,
-        board: Leaderboard[Any],
+        board: LeaderboardBase[Any],
         group: list[BulkEntry],
         positions: list[int],
         chunk_size: int,
@@ -1248,7 +1248,7 @@ class ShardedBase:
         with N the entry's position in the whole iterable."""
         try:
             return (
-                yield from Leaderboard.upsert_many.plan(
+                yield from LeaderboardBase.upsert_many.plan(
                     board, group, chunk_size=chunk_size, progress=progress, retries=retries
                 )
             )

@@ -79,7 +79,7 @@ from .._types import (
 )
 from ..options import board_client
 from .events import EVENTS_BATCH, StreamState
-from .plain import Leaderboard, user_id_text
+from .plain import LeaderboardBase, user_id_text
 from .seasons import (
     CLOCK_ROUNDS,
     UTC,
@@ -711,22 +711,22 @@ class TournamentBase(PeriodClock, Generic[S]):
         return cast(Sent[list[Entry]], board._run(board._board.get_top(count)))
 
     # Every query of a plain board, on the current period's board.
-    get_top = on_current(Leaderboard.get_top)
-    get_around_rank = on_current(Leaderboard.get_around_rank)
-    get_rank = on_current(Leaderboard.get_rank)
-    get_user_metadata = on_current(Leaderboard.get_user_metadata)
-    get_user_entry = on_current(Leaderboard.get_user_entry)
-    list_all = on_current(Leaderboard.list_all)
-    get_size = on_current(Leaderboard.get_size)
-    get_around_user = on_current(Leaderboard.get_around_user)
-    get_page = on_current(Leaderboard.get_page)
-    get_entries = on_current(Leaderboard.get_entries)
-    get_by_score = on_current(Leaderboard.get_by_score)
-    count_by_score = on_current(Leaderboard.count_by_score)
-    rank_for_score = on_current(Leaderboard.rank_for_score)
-    get_percentile = on_current(Leaderboard.get_percentile)
-    score_at_percentile = on_current(Leaderboard.score_at_percentile)
-    get_histogram = on_current(Leaderboard.get_histogram)
+    get_top = on_current(LeaderboardBase.get_top)
+    get_around_rank = on_current(LeaderboardBase.get_around_rank)
+    get_rank = on_current(LeaderboardBase.get_rank)
+    get_user_metadata = on_current(LeaderboardBase.get_user_metadata)
+    get_user_entry = on_current(LeaderboardBase.get_user_entry)
+    list_all = on_current(LeaderboardBase.list_all)
+    get_size = on_current(LeaderboardBase.get_size)
+    get_around_user = on_current(LeaderboardBase.get_around_user)
+    get_page = on_current(LeaderboardBase.get_page)
+    get_entries = on_current(LeaderboardBase.get_entries)
+    get_by_score = on_current(LeaderboardBase.get_by_score)
+    count_by_score = on_current(LeaderboardBase.count_by_score)
+    rank_for_score = on_current(LeaderboardBase.rank_for_score)
+    get_percentile = on_current(LeaderboardBase.get_percentile)
+    score_at_percentile = on_current(LeaderboardBase.score_at_percentile)
+    get_histogram = on_current(LeaderboardBase.get_histogram)
 
     def __repr__(self) -> str:
         return (
