@@ -40,6 +40,21 @@ DEFAULT_CHUNK_SIZE = 1000
 MAX_REPORTED_TRIMMED = 1000
 
 
+def guards_repr(core: Any) -> str:
+    """The guards a board's ``repr`` shows, those set (", rate_limit=(5, 60.0), events=True"...),
+    from its core object (``_core.Board``, ``Window``, ``TeamBoard``: the same four attributes)."""
+    options = ""
+    if core.rate_limit is not None:
+        options += f", rate_limit={core.rate_limit!r}"
+    if core.events:
+        options += ", events=True"
+    if core.score_range is not None:
+        options += f", score_range={core.score_range!r}"
+    if core.max_increment is not None:
+        options += f", max_increment={core.max_increment!r}"
+    return options
+
+
 def user_id_text(user_id: Any) -> str:
     """A user id as every board stores it: a ``str``, or an ``int`` as ``str()`` writes it
     (as the guide's f-strings would; the C++ conversions do the same). The boards that route
@@ -274,14 +289,7 @@ class BoardBase:
             options += f", order={self.order!r}"
         if self.ties != "lexicographic":
             options += f", ties={self.ties!r}"
-        if self._board.rate_limit is not None:
-            options += f", rate_limit={self._board.rate_limit!r}"
-        if self._board.events:
-            options += ", events=True"
-        if self._board.score_range is not None:
-            options += f", score_range={self._board.score_range!r}"
-        if self._board.max_increment is not None:
-            options += f", max_increment={self._board.max_increment!r}"
+        options += guards_repr(self._board)
         return f"{self._display_name}(key={self.key!r}, max_entries={self.max_entries}{options})"
 
 

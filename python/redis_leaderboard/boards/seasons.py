@@ -52,7 +52,7 @@ from .._types import (
 )
 from ..options import make_client
 from .events import EVENTS_BATCH
-from .plain import DEFAULT_CHUNK_SIZE, LeaderboardBase
+from .plain import DEFAULT_CHUNK_SIZE, LeaderboardBase, guards_repr
 
 __all__ = [
     "MAX_CLOCK_SKEW",
@@ -1230,14 +1230,7 @@ class RollingState(ServerClock):
     def __repr__(self) -> str:
         w = self._window
         options = f", order={w.order!r}" if w.order != "desc" else ""
-        if w.rate_limit is not None:
-            options += f", rate_limit={w.rate_limit!r}"
-        if w.events:
-            options += ", events=True"
-        if w.score_range is not None:
-            options += f", score_range={w.score_range!r}"
-        if w.max_increment is not None:
-            options += f", max_increment={w.max_increment!r}"
+        options += guards_repr(w)
         return (
             f"{_display_name(self)}(key={w.key!r}, window={self.window!r}, "
             f"bucket={self.bucket!r}, aggregate={self.aggregate!r}, "

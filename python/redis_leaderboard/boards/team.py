@@ -41,7 +41,7 @@ from .._drive import Plan, plan
 from .._types import Event, Order, TeamContribution, TeamMove, TeamSubmitResult, WriteMode
 from ..options import board_client
 from .events import EVENTS_BATCH, StreamState
-from .plain import user_id_text
+from .plain import guards_repr, user_id_text
 
 __all__ = ["TeamBase"]
 
@@ -137,15 +137,7 @@ class TeamBase(Generic[S]):
         return self._team.events
 
     def __repr__(self) -> str:
-        options = ""
-        if self.rate_limit is not None:
-            options += f", rate_limit={self.rate_limit!r}"
-        if self.events_enabled:
-            options += ", events=True"
-        if self.score_range is not None:
-            options += f", score_range={self.score_range!r}"
-        if self.max_increment is not None:
-            options += f", max_increment={self.max_increment!r}"
+        options = guards_repr(self._team)
         return (
             f"{type(self).__name__}(key={self.key!r}, aggregate={self.aggregate!r}, "
             f"order={self.order!r}{options})"
