@@ -176,7 +176,7 @@ def test_a_class_made_while_on_is_timed() -> None:
     observability.instrument(t.meters, spans=False)
     try:
 
-        class Later(redis_leaderboard.boards.plain.Leaderboard[Any], _drive.SyncDriven):  # type: ignore[misc]
+        class Later(redis_leaderboard.boards.plain.LeaderboardBase[Any], _drive.SyncDriven):  # type: ignore[misc]
             pass
 
         assert Later.__dict__["get_rank"].__wrapped__ is not None
