@@ -24,7 +24,8 @@ each its own (a new submission id, another user), on a board with the guards it 
 figure is the server's work per call, ``--layouts`` ignored. ``COMPETITION_WRITES`` measure a
 tournament's and a league's ``submit`` the same way (``--method tournament.submit``), with and
 without tie-break columns, a team board's (``team.submit``; ``"team.submit (guards)"`` with
-a submission id, a rate limit, events and a score range), and a rolling window's
+a submission id, a rate limit, events and a score range; ``team.move``, a member to another
+team), and a rolling window's
 (``rolling.submit``; ``rolling.submit (guards)``: a submission id, a rate limit, events and a
 score range, as ``submit (guards)``).
 """
@@ -147,6 +148,10 @@ COMPETITION_WRITES: dict[str, tuple[Any, Any]] = {
         lambda board, i: board.submit(
             f"user:{i % 1500:08d}", i, team=f"team:{i % 20}", submission_id=f"s{i}"
         ),
+    ),
+    "team.move": (  # a member of the 1,000 to the next team
+        _team_board,
+        lambda board, i: board.move(f"user:{i % 1000:08d}", f"team:{(i + 1) % 20}"),
     ),
     "team.submit (guards)": (  # an id, a rate limit, events and a score range, as GUARDS
         lambda rl, client: _team_board(rl, client, **GUARDS),

@@ -1,0 +1,220 @@
+"""The server's cost per call: the CPU one redis-server spends on each public call of a board,
+ours against the redis.io guide's commands for the same answer (``guide_leaderboard.py`` on
+redis-py), at board sizes 1k, 100k and 1M and page sizes 10, 100 and 1,000.
+
+    python benchmarks/server_cost.py [--sizes 1000,100000,1000000] [--rounds 3]
+                                     [--seconds 0.4] [--server redis-server] [--others]
+
+Starts its own redis-server (never the machine's 6379), pinned to CPU 1 with this client on
+CPU 0 (``taskset`` does the same by hand), and fills one board in the guide's layout (a sorted
+set, one metadata hash of two fields per player): both clients read and write the very same
+keys (our default board is the guide's layout byte for byte). For each call and size, each
+client makes the call over and over for ``--seconds`` of wall time (at least 20 calls), and the
+figure is the server's own main-thread CPU (INFO CPU ``used_cpu_user_main_thread`` +
+``used_cpu_sys_main_thread``, getrusage of that thread) per call, in microseconds. Rounds
+alternate ours and the guide's, so a drift of the machine hits both alike; the median of
+``--rounds`` is reported, with the ratio ours / guide's (below 1: ours costs the server less).
+Writes rewrite existing players (the size stays; both boards are unlimited, so no trim).
+
+``--others`` adds the main calls of the other board types at 1k players (tournament, league,
+team, rolling window, periodic board): ours only, the guide has none of them.
+
+The server's CPU is what bounds a board's shard: one Redis runs commands and scripts on one
+thread, so ``1e6 / (µs per call)`` is the calls per second one core can serve at most (see
+docs/pages/benchmarks.md, server cost).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import statistics
+import sys
+import time
+from datetime import timedelta
+from pathlib import Path
+from typing import Any, Callable, Optional
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import redis
+
+import redis_leaderboard as rl
+from bench_sync import RedisServer
+from guide_leaderboard import GuideLeaderboard
+from run import COUNTRIES, user_id
+
+KEY = "bench:cost"
+UNLIMITED = 10**9  # the guide needs a limit: one no write reaches (its trim is then one ZCARD)
+
+
+def server_cpu(admin: redis.Redis) -> float:
+    """Seconds of CPU the server's main thread has spent (the whole process before Redis 7)."""
+    fields = admin.info("cpu")
+    if "used_cpu_user_main_thread" in fields:
+        return float(fields["used_cpu_user_main_thread"]) + float(
+            fields["used_cpu_sys_main_thread"]
+        )
+    return float(fields["used_cpu_user"]) + float(fields["used_cpu_sys"])
+
+
+def fill(client: redis.Redis, size: int, key: str = KEY) -> None:
+    """``size`` players in the guide's layout, scores random below ``size``."""
+    rng = random.Random(7)
+    client.delete(key)
+    batch = 5000
+    for first in range(0, size, batch):
+        pipe = client.pipeline(transaction=False)
+        scores = {}
+        for i in range(first, min(first + batch, size)):
+            scores[user_id(i)] = float(rng.randrange(size))
+            pipe.hset(
+                f"{key}:user:{user_id(i)}",
+                mapping={"name": f"Player {i}", "country": COUNTRIES[i % 8]},
+            )
+        pipe.zadd(key, scores)
+        pipe.execute()
+
+
+def cost(admin: redis.Redis, call: Callable[[int], Any], seconds: float) -> float:
+    """Server CPU microseconds per call of ``call(i)``, made for ``seconds`` (at least 20)."""
+    call(0)  # warm: the script loaded, the connection open
+    before = server_cpu(admin)
+    stop = time.perf_counter() + seconds
+    n = 0
+    while n < 20 or time.perf_counter() < stop:
+        call(n)
+        n += 1
+    return (server_cpu(admin) - before) * 1e6 / n
+
+
+def plain_calls(size: int) -> list[tuple[str, Callable[[Any, int], Any]]]:
+    """(name, call(board, i)): the same on ours and on the guide's (one method of both)."""
+    rng = random.Random(11)
+    ids = [user_id(rng.randrange(size)) for _ in range(4096)]
+    ranks = [rng.randrange(size) + 1 for _ in range(4096)]
+
+    def pick(values: list[Any], i: int) -> Any:
+        return values[i % len(values)]
+
+    calls: list[tuple[str, Callable[[Any, int], Any]]] = [
+        ("get_rank", lambda b, i: b.get_rank(pick(ids, i))),
+        ("get_size", lambda b, i: b.get_size()),
+        ("get_user_metadata", lambda b, i: b.get_user_metadata(pick(ids, i))),
+        ("get_user_entry", lambda b, i: b.get_user_entry(pick(ids, i))),
+    ]
+    for count in (10, 100, 1000):
+        if count <= size:
+            calls.append((f"get_top({count})", lambda b, i, c=count: b.get_top(c)))
+    for count in (10, 100):
+        calls.append(
+            (
+                f"get_around_rank({count})",
+                lambda b, i, c=count: b.get_around_rank(pick(ranks, i), c),
+            )
+        )
+    calls += [
+        ("upsert_user", lambda b, i: b.upsert_user(pick(ids, i), i % size, {"name": "P"})),
+        ("increment_score", lambda b, i: b.increment_score(pick(ids, i), 1)),
+    ]
+    if size <= 1000:
+        calls.append(("list_all", lambda b, i: b.list_all()))
+    return calls
+
+
+def other_calls(url: str) -> list[tuple[str, Any, Callable[[Any, int], Any]]]:
+    """(name, board, call(board, i)) of the other board types, each filled with 1k players."""
+    players = [user_id(i) for i in range(1000)]
+
+    def filled(board: Any, write: Callable[[Any, str, int], Any]) -> Any:
+        for n, player in enumerate(players):
+            write(board, player, n)
+        return board
+
+    cup = filled(rl.Tournament(url=url, key="bench:cup", schedule="day"),
+                 lambda b, p, n: b.submit(p, n))  # fmt: skip
+    league = filled(rl.League(url=url, key="bench:league"), lambda b, p, n: b.submit(p, n))
+    team = filled(
+        rl.TeamLeaderboard(url=url, key="bench:team"),
+        lambda b, p, n: b.submit(p, n, team=f"team:{n % 20}"),
+    )
+    rolling = filled(
+        rl.RollingLeaderboard(
+            url=url, key="bench:rolling", window=timedelta(days=1), bucket=timedelta(hours=1)
+        ),
+        lambda b, p, n: b.submit(p, n),
+    )
+    periodic = filled(
+        rl.PeriodicLeaderboard(url=url, key="bench:weekly", period="week"),
+        lambda b, p, n: b.upsert_user(p, n),
+    )
+
+    def pick(i: int) -> str:
+        return players[(i * 7919) % len(players)]
+
+    return [
+        ("tournament.submit", cup, lambda b, i: b.submit(pick(i), i)),
+        ("tournament.get_top(10)", cup, lambda b, i: b.get_top(10)),
+        ("tournament.get_user_entry", cup, lambda b, i: b.get_user_entry(pick(i))),
+        ("league.submit", league, lambda b, i: b.submit(pick(i), i)),
+        ("league.standings", league, lambda b, i: b.standings(pick(i))),
+        ("team.submit", team, lambda b, i: b.submit(pick(i), i, team=f"team:{i % 20}")),
+        ("team.teams.get_top(10)", team, lambda b, i: b.teams.get_top(10)),
+        ("rolling.submit", rolling, lambda b, i: b.submit(pick(i), i)),
+        ("rolling.get_top(10)", rolling, lambda b, i: b.get_top(10)),
+        ("periodic.upsert_user", periodic, lambda b, i: b.upsert_user(pick(i), i)),
+        ("periodic.get_top(10)", periodic, lambda b, i: b.get_top(10)),
+    ]
+
+
+def pin(server_pid: int) -> None:
+    """The server on CPU 1, this client on CPU 0, where there are two."""
+    if (os.cpu_count() or 1) < 2:
+        return
+    os.sched_setaffinity(server_pid, {1})
+    os.sched_setaffinity(0, {0})
+
+
+def main(argv: Optional[list[str]] = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", default="1000,100000,1000000")
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--seconds", type=float, default=0.4)
+    parser.add_argument("--server", default="redis-server")
+    parser.add_argument("--others", action="store_true")
+    args = parser.parse_args(argv)
+    sizes = [int(s) for s in args.sizes.split(",")]
+
+    with RedisServer() as server:  # type: ignore[no-untyped-call]
+        pin(server.proc.pid)
+        admin = redis.Redis(port=server.port, decode_responses=True)
+        url = f"redis://127.0.0.1:{server.port}"
+        version = admin.info("server")["redis_version"]
+        ours = rl.RedisLeaderboard(url=url, key=KEY, max_entries=None)
+        guide = GuideLeaderboard(
+            redis.Redis(port=server.port, decode_responses=True), key=KEY, max_entries=UNLIMITED
+        )
+        print(f"server CPU per call, µs (redis-server {version}; median of {args.rounds} rounds)")
+        print(f"{'call':<24} {'size':>9} {'ours':>9} {'guide':>9} {'ratio':>7}")
+        for size in sizes:
+            fill(admin, size)
+            for name, call in plain_calls(size):
+                mine: list[float] = []
+                theirs: list[float] = []
+                for _ in range(args.rounds):
+                    mine.append(cost(admin, lambda i, c=call: c(ours, i), args.seconds))
+                    theirs.append(cost(admin, lambda i, c=call: c(guide, i), args.seconds))
+                a, b = statistics.median(mine), statistics.median(theirs)
+                print(f"{name:<24} {size:>9,} {a:>9.1f} {b:>9.1f} {a / b:>6.2f}x", flush=True)
+            admin.flushall()
+        if args.others:
+            for name, board, call in other_calls(url):
+                runs = [cost(admin, lambda i, c=call, o=board: c(o, i), args.seconds)
+                        for _ in range(args.rounds)]  # fmt: skip
+                print(f"{name:<24} {1000:>9,} {statistics.median(runs):>9.1f} {'-':>9} {'-':>7}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
