@@ -14,7 +14,11 @@ figure is the server's own main-thread CPU (INFO CPU ``used_cpu_user_main_thread
 ``used_cpu_sys_main_thread``, getrusage of that thread) per call, in microseconds. Rounds
 alternate ours and the guide's, so a drift of the machine hits both alike; the median of
 ``--rounds`` is reported, with the ratio ours / guide's (below 1: ours costs the server less).
-Writes rewrite existing players (the size stays; both boards are unlimited, so no trim).
+A third client, ours with the client-side cache (``client_cache=True``, warm: metadata served
+from it, the server sends one ``ZRANGE`` a read), shows what a read-heavy board can take off
+the server.
+Writes rewrite existing players (the size stays; both boards are unlimited, so no trim). Each
+size also prints the server's memory per player (INFO ``used_memory``, filled against empty).
 
 ``--others`` adds the main calls of the other board types at 1k players (tournament, league,
 team, rolling window, periodic board): ours only, the guide has none of them.
@@ -192,27 +196,42 @@ def main(argv: Optional[list[str]] = None) -> int:
         url = f"redis://127.0.0.1:{server.port}"
         version = admin.info("server")["redis_version"]
         ours = rl.RedisLeaderboard(url=url, key=KEY, max_entries=None)
+        cached = rl.RedisLeaderboard(
+            rl.Client(port=server.port, client_cache=True), key=KEY, max_entries=None
+        )
         guide = GuideLeaderboard(
             redis.Redis(port=server.port, decode_responses=True), key=KEY, max_entries=UNLIMITED
         )
         print(f"server CPU per call, µs (redis-server {version}; median of {args.rounds} rounds)")
-        print(f"{'call':<24} {'size':>9} {'ours':>9} {'guide':>9} {'ratio':>7}")
+        print(
+            f"{'call':<24} {'size':>9} {'ours':>9} {'cached':>9} {'guide':>9}"
+            f" {'ours/guide':>11} {'cached/guide':>13}"
+        )
         for size in sizes:
-            fill(admin, size)
-            for name, call in plain_calls(size):
-                mine: list[float] = []
-                theirs: list[float] = []
-                for _ in range(args.rounds):
-                    mine.append(cost(admin, lambda i, c=call: c(ours, i), args.seconds))
-                    theirs.append(cost(admin, lambda i, c=call: c(guide, i), args.seconds))
-                a, b = statistics.median(mine), statistics.median(theirs)
-                print(f"{name:<24} {size:>9,} {a:>9.1f} {b:>9.1f} {a / b:>6.2f}x", flush=True)
             admin.flushall()
+            empty = int(admin.info("memory")["used_memory"])
+            fill(admin, size)
+            per_player = (int(admin.info("memory")["used_memory"]) - empty) / size
+            print(f"{size:,} players: {per_player:.0f} bytes of used_memory each", flush=True)
+            for name, call in plain_calls(size):
+                runs: dict[str, list[float]] = {"ours": [], "cached": [], "guide": []}
+                for _ in range(args.rounds):
+                    for who, board in (("ours", ours), ("cached", cached), ("guide", guide)):
+                        runs[who].append(
+                            cost(admin, lambda i, c=call, o=board: c(o, i), args.seconds)
+                        )
+                a, c, b = (statistics.median(runs[w]) for w in ("ours", "cached", "guide"))
+                print(
+                    f"{name:<24} {size:>9,} {a:>9.1f} {c:>9.1f} {b:>9.1f}"
+                    f" {a / b:>10.2f}x {c / b:>12.2f}x",
+                    flush=True,
+                )
+        admin.flushall()
         if args.others:
             for name, board, call in other_calls(url):
                 runs = [cost(admin, lambda i, c=call, o=board: c(o, i), args.seconds)
                         for _ in range(args.rounds)]  # fmt: skip
-                print(f"{name:<24} {1000:>9,} {statistics.median(runs):>9.1f} {'-':>9} {'-':>7}")
+                print(f"{name:<24} {1000:>9,} {statistics.median(runs):>9.1f}")
     return 0
 
 

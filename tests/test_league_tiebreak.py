@@ -64,6 +64,36 @@ def test_the_cut_follows_the_columns(api: Api, key: str) -> None:
     assert league.results("ann", W0)["rank"] == 2
 
 
+def test_results_give_the_columns_the_score_was_ranked_by(api: Api, key: str) -> None:
+    clock = FakeClock(MONDAY)
+    league = api.league(
+        key, clock, tiers=TIERS, cohort_size=5, promote=1, demote=1, tiebreak=COLUMNS
+    )
+    for i, user in enumerate(["ann", "bob", "cid"]):
+        league.submit(user, 100, tiebreak={"wins": 3 - i, "seconds": 40 + i})
+    league.join("dan")  # placed, never scored
+    clock.now += timedelta(days=7)
+    league.settle()
+    results = {user: league.results(user, W0) for user in ("ann", "bob", "cid", "dan")}
+    assert {user: (r["rank"], r["tiebreak"]) for user, r in results.items()} == {
+        "ann": (1, {"wins": 3.0, "seconds": 40.0}),
+        "bob": (2, {"wins": 2.0, "seconds": 41.0}),
+        "cid": (3, {"wins": 1.0, "seconds": 42.0}),
+        "dan": (None, {"wins": None, "seconds": None}),
+    }
+    # The standings of the settled week agree, entry for entry.
+    entries = league.standings("ann", W0)["entries"]
+    assert [(e["user_id"], e["tiebreak"]) for e in entries] == [
+        (user, results[user]["tiebreak"]) for user in ("ann", "bob", "cid", "dan")
+    ]
+    # A league without columns answers what it always did: no "tiebreak".
+    plain = api.league(f"{key}:plain", clock, tiers=TIERS, cohort_size=5)
+    plain.submit("ann", 1)
+    clock.now += timedelta(days=7)
+    plain.settle()
+    assert "tiebreak" not in plain.results("ann", MONDAY + timedelta(days=7))
+
+
 def test_a_later_settlement_cuts_by_the_columns(api: Api, key: str) -> None:
     clock = FakeClock(MONDAY)
     league = api.league(

@@ -23,6 +23,7 @@ using script_call::require_user_id;
 using script_call::score_of;
 using script_call::strings_of;
 using script_call::text_of;
+using script_call::tiebreak_record;
 using script_call::unexpected;
 
 Cutoff checked(Cutoff cutoff, const char* what, long long cohort_size) {
@@ -335,15 +336,7 @@ std::unique_ptr<Operation> League::standings(const LeaguePeriod& period, std::st
       }
       entry.add("zone", text_of(e[3], what));
       entry.add("metadata", metadata_of(e[4], what));
-      if (stride == 6) {  // the columns' values as a board's entry has them (NaN: none)
-        std::vector<std::pair<std::string, double>> values;
-        if (e[5].is_nil()) {
-          for (const auto& column : columns) values.emplace_back(column.name, std::nan(""));
-        } else {
-          values = tiebreak_values(columns, order, text_of(e[5], what));
-        }
-        entry.add("tiebreak", std::move(values));
-      }
+      if (stride == 6) entry.add("tiebreak", tiebreak_record(columns, order, e[5], what));
       entries.push_back(std::move(entry));
     }
     record.add("entries", std::move(entries));
@@ -390,10 +383,12 @@ std::unique_ptr<Operation> League::results(const LeaguePeriod& period, std::stri
   require_user_id(user_id);
   Command command = read_call(calls::league_read_results, period, arg::read_check{""},
                               arg::user_id{std::move(user_id)});
-  auto parse = [](Reply& reply) {
+  // Tie-break columns: the reply ends with the player's ranked member's key (false: no score).
+  const std::size_t size = tiebreak_.empty() ? 6 : 7;
+  auto parse = [size, columns = tiebreak_, order = order_](Reply& reply) {
     const char* what = "League.results";
     LeagueRecord record;
-    part(reply, 6, 0, what);
+    part(reply, size, 0, what);
     record.add("cohort", integer_of(reply.elements[0], what));
     record.add("tier", integer_of(reply.elements[1], what));
     record.add("new_tier", integer_of(reply.elements[2], what));
@@ -408,6 +403,7 @@ std::unique_ptr<Operation> League::results(const LeaguePeriod& period, std::stri
     } else {
       record.add("score", score_of(reply.elements[5], what));
     }
+    if (size == 7) record.add("tiebreak", tiebreak_record(columns, order, reply.elements[6], what));
     return record;
   };
   return RLB_LEAGUE_CALL("League.results", std::move(command), parse, 1);

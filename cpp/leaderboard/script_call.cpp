@@ -1,5 +1,6 @@
 #include "leaderboard/script_call.hpp"
 
+#include <cmath>
 #include <cstdlib>
 #include <exception>
 #include <utility>
@@ -57,6 +58,14 @@ Metadata metadata_of(const Reply& reply, const char* what) {
     out.emplace_back(text_of(reply.elements[i], what), text_of(reply.elements[i + 1], what));
   }
   return out;
+}
+
+std::vector<std::pair<std::string, double>> tiebreak_record(
+    const std::vector<TiebreakColumn>& columns, Order order, const Reply& reply, const char* what) {
+  if (!reply.is_nil()) return tiebreak_values(columns, order, text_of(reply, what));
+  std::vector<std::pair<std::string, double>> values;
+  for (const auto& column : columns) values.emplace_back(column.name, std::nan(""));
+  return values;
 }
 
 const Reply& part(const Reply& reply, std::size_t size, std::size_t index, const char* what) {

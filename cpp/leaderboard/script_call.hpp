@@ -34,6 +34,10 @@ std::string text_of(const Reply& reply, const char* what);
 double score_of(const Reply& reply, const char* what);  // a score sent as text
 std::vector<std::string> strings_of(const Reply& reply, const char* what);
 Metadata metadata_of(const Reply& reply, const char* what);  // a flat field/value array
+// The values of tie-break `columns` from a ranked member's key `reply` (tiebreak_values), each
+// NaN (None in Python) for nil: a player who never gave them.
+std::vector<std::pair<std::string, double>> tiebreak_record(
+    const std::vector<TiebreakColumn>& columns, Order order, const Reply& reply, const char* what);
 // Element `index` of `reply`, an array of exactly `size` elements.
 const Reply& part(const Reply& reply, std::size_t size, std::size_t index, const char* what);
 

@@ -256,9 +256,7 @@ class TierCount(TypedDict):
     players: int
 
 
-class LeagueResult(TypedDict):
-    """``League.results``: a player's outcome of a settled period."""
-
+class _LeagueResultRequired(TypedDict):
     period: str
     cohort: int
     tier: str
@@ -266,6 +264,14 @@ class LeagueResult(TypedDict):
     zone: LeagueZone
     rank: Optional[int]
     score: Optional[float]
+
+
+class LeagueResult(_LeagueResultRequired, total=False):
+    """``League.results``: a player's outcome of a settled period. On a league with tie-break
+    columns also ``"tiebreak"``: the values their score was ranked by, as a standings entry's
+    (each None for a player who never gave one)."""
+
+    tiebreak: dict[str, Optional[float]]
 
 
 class LeagueEvent(TypedDict):

@@ -38,7 +38,8 @@
 --   tier_of:   the tier index, or false for a player never placed
 --   tiers:     {tier index, players, ...} (hidden players in no count)
 --   results:   false if the user has no settled result in the period, else {cohort, tier,
---              new tier, zone, rank or false, score or false}
+--              new tier, zone, rank or false, score or false[, columns' key or false]} (with
+--              tie-break columns: the player's ranked member's key, as standings')
 local start = tonumber(period_start)
 local base = string.sub(league_options, 1, #league_options - 8)
 local config = league_config_text(tier_count, cohort_size, promote, demote, demote_idle, order,
@@ -159,8 +160,18 @@ if call == 'results' then
   if not result then return false end
   local n = redis.call('HGET', period_where, user_id)
   local new, zone, rank, score = string.match(result, '^(%S+) (%S+) (%S+) (%S+)$')
-  return {tonumber(n), tonumber(redis.call('HGET', period_state, 't:' .. n)), tonumber(new), zone,
-    rank ~= '-' and tonumber(rank) or false, score ~= '-' and score or false}
+  local reply = {tonumber(n), tonumber(redis.call('HGET', period_state, 't:' .. n)), tonumber(new),
+    zone, rank ~= '-' and tonumber(rank) or false, score ~= '-' and score or false}
+  if string.sub(ties, 1, 3) == 'tb:' then
+    -- The columns the player's score was ranked by: their ranked member's key on the cohort's
+    -- board, kept with the period (closed: no write changes it any more), as standings' entries.
+    local board = base .. ':' .. period .. ':c:' .. n
+    local b = board_spec(board, league_cohort_keys(board, ties), order, ties)
+    err = check_type(b.first_keys, 'hash') or check_acl('HGET', b.first_keys, user_id)
+    if err then return err end
+    reply[7] = score ~= '-' and redis.call('HGET', b.first_keys, user_id) or false
+  end
+  return reply
 end
 
 return redis.error_reply('ERR unknown league read ' .. tostring(call))

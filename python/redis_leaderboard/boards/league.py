@@ -715,11 +715,12 @@ class LeagueBase(PeriodClock, Generic[S]):
     @plan
     def results(self, user_id: str, period: PeriodArg) -> Plan[Optional[LeagueResult]]:
         """The player's outcome of a settled period (an id or a datetime in a kept one):
-        ``{"period", "cohort", "tier" (then), "new_tier", "zone", "rank", "score"}``; None if
-        the player had no cohort then or it is not settled yet.
+        ``{"period", "cohort", "tier" (then), "new_tier", "zone", "rank", "score"}``, and
+        ``"tiebreak"`` (the columns' values their score was ranked by) on a league with tie-break
+        columns; None if the player had no cohort then or it is not settled yet.
 
         Redis cost:
-            One round trip: one script of a few HGETs.
+            One round trip: one script of a few HGETs (one more with tie-break columns).
         """
         league = self._partition(user_id_text(user_id))
         if period is None:
@@ -737,6 +738,8 @@ class LeagueBase(PeriodClock, Generic[S]):
             "rank": reply["rank"],
             "score": reply["score"],
         }
+        if "tiebreak" in reply:
+            result["tiebreak"] = reply["tiebreak"]
         return result
 
     def events_key(self, user_id: Optional[str] = None) -> str:
