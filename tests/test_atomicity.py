@@ -406,6 +406,58 @@ def test_a_read_refused_a_command_or_key_raises_no_permission(
         call(server, kind, key, 3, method, *args, username=user, password=PASSWORD)
 
 
+def entry_after_rank(server: RedisServer, kind: str, key: str, **login: Any) -> Any:
+    """``get_user_entry("b")`` on a board a ``get_rank`` has shown to record no options (a
+    client that knows it sends no options key, and ``get_rank`` a bare ZREVRANK). The entry
+    read stays a script there: a MULTI/EXEC of its three commands would cost the server less,
+    but Redis before 7.4 refuses it out of memory (see the out-of-memory test below)."""
+    options = {"host": server.host, "port": server.port, **login}
+    if kind == "sync":
+        with redis_leaderboard.Client(**options) as client:
+            board = RedisLeaderboard(client, key=key, max_entries=3)
+            board.get_rank("b")
+            return board.get_user_entry("b")
+
+    async def run() -> Any:
+        async with AsyncClient(**options) as client:
+            board = AsyncRedisLeaderboard(client, key=key, max_entries=3)
+            await board.get_rank("b")
+            return await board.get_user_entry("b")
+
+    return asyncio.run(run())
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("denied", ["-zscore", "-zrevrank", "-hgetall", "board only"])
+def test_the_entry_read_of_a_known_board_refused_raises_no_permission(
+    acl: tuple, kind: str, denied: str
+) -> None:
+    server, admin, key = acl
+    fill(admin, key)
+    rule = minimal_rule(f"~{key}") if denied == "board only" else [*minimal_rule(), denied]
+    user = make_user(admin, f"entry-{kind}", rule)
+    with pytest.raises(NoPermissionError, match=r"^NOPERM"):
+        entry_after_rank(server, kind, key, username=user, password=PASSWORD)
+    allowed = make_user(admin, f"entry-ok-{kind}", minimal_rule())
+    entry = entry_after_rank(server, kind, key, username=allowed, password=PASSWORD)
+    assert entry == {
+        "rank": 2,
+        "user_id": "b",
+        "score": 20.0,
+        "metadata": {"name": "B", "level": "1"},
+    }
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_the_entry_read_of_a_known_board_of_a_wrong_type_raises(acl: tuple, kind: str) -> None:
+    server, admin, key = acl
+    fill(admin, key)
+    admin.delete(f"{key}:user:b")
+    admin.set(f"{key}:user:b", "not a hash")
+    with pytest.raises(ResponseError, match=r"^WRONGTYPE"):
+        entry_after_rank(server, kind, key)
+
+
 @pytest.mark.parametrize("kind", KINDS)
 @pytest.mark.parametrize(
     ("denied", "method", "args", "max_entries"),
@@ -586,6 +638,9 @@ def test_out_of_memory_reads_and_deletes_work_writes_change_nothing(
     assert [e["user_id"] for e in run("get_top", 3)] == admin.zrevrange(key, 0, 2)
     assert [e["rank"] for e in run("get_around_rank", 10, 3)] == [9, 10, 11]
     assert len(run("list_all")) == size
+    # A client that knows the board records no options reads out of memory all the same.
+    admin.config_set("maxmemory", used_memory(admin) // 2)
+    assert entry_after_rank(server, kind, key) is None  # (no "b" on this board)
     assert run("get_rank", top) == 1
     assert run("get_user_metadata", top) == {"m": "x" * 200}
     assert run("get_size") == size
