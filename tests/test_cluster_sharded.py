@@ -378,5 +378,6 @@ def test_hidden_players_leave_every_merged_read(cluster_client: ClusterClient) -
     assert board.rank_for_score(18) == 1 and board.count_by_score(0, 100) == 18
     assert board.upsert_user("u19", 100)["score"] == 100.0 and board.get_rank("u19") is None
     assert board.unhide("u19") and board.get_rank("u19") == 1 and board.hidden() == ["u3"]
+    assert board.is_hidden("u3") and not board.is_hidden("u19") and not board.is_hidden("u99")
     board.clear()
     assert board.hidden() == []

@@ -638,6 +638,12 @@ PYBIND11_MODULE(_core, m) {
           "hidden", [](const Board& self, bool scope) { return wrap(self.hidden(scope)); },
           py::kw_only(), "scope"_a = false)
       .def(
+          "is_hidden",
+          [](const Board& self, py::handle user_id, bool scope) {
+            return wrap(self.is_hidden(user_id_arg(user_id), scope));
+          },
+          "user_id"_a, py::kw_only(), "scope"_a = false)
+      .def(
           "get_around_user",
           [](const Board& self, py::handle user_id, py::handle count) {
             return wrap(self.get_around_user(user_id_arg(user_id), integer_arg(count, "count")));

@@ -120,8 +120,8 @@ void declare_league(py::module_& m) {
           "hiding",
           [](const League& self, const std::string& op, py::handle period, py::handle user_id,
              py::handle bracket) {
-            if (op != "hide" && op != "unhide" && op != "hidden") {
-              throw py::value_error("op must be 'hide', 'unhide' or 'hidden'");
+            if (op != "hide" && op != "unhide" && op != "hidden" && op != "is_hidden") {
+              throw py::value_error("op must be 'hide', 'unhide', 'hidden' or 'is_hidden'");
             }
             return wrap(self.hiding(op.c_str(), period_arg(period), user_id_arg(user_id),
                                     text_arg(bracket, "bracket")));
@@ -248,8 +248,8 @@ void declare_tournament(py::module_& m) {
       .def(
           "hiding",
           [](const Tournament& self, const std::string& op, py::handle period, py::handle user_id) {
-            if (op != "hide" && op != "unhide" && op != "hidden") {
-              throw py::value_error("op must be 'hide', 'unhide' or 'hidden'");
+            if (op != "hide" && op != "unhide" && op != "hidden" && op != "is_hidden") {
+              throw py::value_error("op must be 'hide', 'unhide', 'hidden' or 'is_hidden'");
             }
             return wrap(
                 self.hiding(op.c_str(), tournament_period_arg(period), user_id_arg(user_id)));

@@ -234,34 +234,40 @@ std::unique_ptr<Operation> League::join(const LeaguePeriod& period, std::string 
 std::unique_ptr<Operation> League::hiding(const char* op, const LeaguePeriod& period,
                                           std::string user_id, std::string bracket) const {
   const std::string_view which(op);
-  const bool list = which == "hidden";
-  if (!list && which != "hide" && which != "unhide") {
-    throw InvalidArgument("a league hides, unhides or lists hidden players, not " +
+  const bool list = which == "hidden", is = which == "is_hidden";
+  if (!list && !is && which != "hide" && which != "unhide") {
+    throw InvalidArgument("a league hides, unhides, lists or tells hidden players, not " +
                           std::string(which));
   }
   if (!list) require_user_id(user_id);
   Command command;
   if (list) {
     command = call(calls::league_hidden, period);
+  } else if (is) {
+    command = call(calls::league_is_hidden, period, arg::user_id{std::move(user_id)});
   } else if (which == "hide") {
     command = call(calls::league_hide, period, arg::user_id{std::move(user_id)});
   } else {  // unhide: a score kept while hidden places the player in `bracket`
     command = call(calls::league_unhide, period, arg::user_id{std::move(user_id)},
                    arg::bracket{std::move(bracket)});
   }
-  auto parse = [list](Reply& reply) {
+  const char* name = list              ? "League.hidden"
+                     : is              ? "League.is_hidden"
+                     : which == "hide" ? "League.hide"
+                                       : "League.unhide";
+  auto parse = [list, is, name](Reply& reply) {
     LeagueRecord record;
     if (list) {
-      record.add("user_ids", strings_of(reply, "League.hidden"));
+      record.add("user_ids", strings_of(reply, name));
+    } else if (is) {
+      record.add("hidden", integer_of(reply, name) == 1);
     } else {
-      record.add("changed", integer_of(reply, "League.hide") == 1);
+      record.add("changed", integer_of(reply, name) == 1);
     }
     return record;
   };
-  // Hiding or showing twice changes nothing more: it may be resent after a lost reply.
-  return RLB_LEAGUE_CALL(
-      list ? "League.hidden" : (which == "hide" ? "League.hide" : "League.unhide"),
-      std::move(command), parse, 2);
+  // Hiding or showing twice changes nothing more, reads change nothing: each may be resent.
+  return RLB_LEAGUE_CALL(name, std::move(command), parse, 2);
 }
 
 std::unique_ptr<Operation> League::close(const LeaguePeriod& period) const {

@@ -74,7 +74,8 @@ class League {
   // "promoted", "demoted", "stayed".
   std::unique_ptr<Operation> settle(const LeaguePeriod& period, long long cohort) const;
   // Hidden players (fair play): `op` "hide" or "unhide" (record "changed": the player was
-  // not hidden before, or was), "hidden" (record "user_ids", in byte order; `user_id` unused).
+  // not hidden before, or was), "hidden" (record "user_ids", in byte order; `user_id` unused),
+  // "is_hidden" (record "hidden").
   // A hidden player has no seat in any cohort; unhide seats them again in `bracket` if they
   // wrote a score of `period` while hidden.
   std::unique_ptr<Operation> hiding(const char* op, const LeaguePeriod& period, std::string user_id,

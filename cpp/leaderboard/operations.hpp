@@ -376,6 +376,9 @@ class Board {
   std::unique_ptr<Operation> hide(std::string user_id, bool scope = false) const;
   std::unique_ptr<Operation> unhide(std::string user_id, bool scope = false) const;
   std::unique_ptr<Operation> hidden(bool scope = false) const;
+  // Whether the user is hidden (as hidden() lists them): one HEXISTS (two on a period's board
+  // with `scope`).
+  std::unique_ptr<Operation> is_hidden(std::string user_id, bool scope = false) const;
 
   // ---- Queries: one round trip each, atomic, ranks under the board's tie rule.
   // Most queries accept at most this many ids, entries a page or bins.
@@ -491,7 +494,7 @@ class Board {
   // A removal's keys after the board and its own (delete_user, clear, trims:
   // `removal_keys...`): the option keys, then on a board with events the stream.
   arg::removal_keys removal_keys_arg() const;
-  // hide.lua's call: `action` 'hide', 'unhide' or 'list' (user_id '').
+  // hide.lua's call: `action` 'hide', 'unhide', 'list' (user_id '') or 'is'.
   std::unique_ptr<Operation> hiding_call(const char* action, std::string user_id, bool scope) const;
 
   std::shared_ptr<Identity> id_;

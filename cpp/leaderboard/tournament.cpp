@@ -185,10 +185,14 @@ std::unique_ptr<Operation> Tournament::join(const TournamentPeriod& period,
 std::unique_ptr<Operation> Tournament::hiding(const char* op, const TournamentPeriod& period,
                                               std::string user_id) const {
   const std::string_view which = op;
-  const bool list = which == "hidden";
+  const bool list = which == "hidden", is = which == "is_hidden";
   Command command;
   if (list) {  // `user_id` unused
     command = with_common(calls::tournament_hidden, keys(period), options(), period_args(period));
+  } else if (is) {
+    require_user_id(user_id);
+    command = with_common(calls::tournament_is_hidden, keys(period), options(), period_args(period),
+                          std::tuple(arg::user_id{std::move(user_id)}));
   } else {
     if (which != "hide" && which != "unhide") throw InvalidArgument("unknown hiding operation");
     std::string user = user_key(period, user_id);
@@ -199,19 +203,23 @@ std::unique_ptr<Operation> Tournament::hiding(const char* op, const TournamentPe
         std::tuple(arg::user_key{std::move(user)}, arg::option_keys{std::move(hide_keys)}),
         options(), period_args(period), std::tuple(arg::user_id{std::move(user_id)}));
   }
-  auto parse = [list](Reply& reply) {
+  const char* name = list              ? "Tournament.hidden"
+                     : is              ? "Tournament.is_hidden"
+                     : which == "hide" ? "Tournament.hide"
+                                       : "Tournament.unhide";
+  auto parse = [list, is, name](Reply& reply) {
     LeagueRecord record;
     if (list) {
-      record.add("user_ids", strings_of(reply, "Tournament.hidden"));
+      record.add("user_ids", strings_of(reply, name));
+    } else if (is) {
+      record.add("hidden", integer_of(reply, name) == 1);
     } else {
-      record.add("changed", integer_of(reply, "Tournament.hide") == 1);
+      record.add("changed", integer_of(reply, name) == 1);
     }
     return record;
   };
-  // Hiding or showing twice changes nothing more: it may be resent after a lost reply.
-  return RLB_TOURNAMENT_CALL(
-      list ? "Tournament.hidden" : (which == "hide" ? "Tournament.hide" : "Tournament.unhide"),
-      std::move(command), parse, 2);
+  // Hiding or showing twice changes nothing more, reads change nothing: each may be resent.
+  return RLB_TOURNAMENT_CALL(name, std::move(command), parse, 2);
 }
 
 std::unique_ptr<Operation> Tournament::add_attempts(const TournamentPeriod& period,

@@ -66,9 +66,9 @@ class Tournament {
   std::unique_ptr<Operation> add_attempts(const TournamentPeriod& period, std::string user_id,
                                           long long n) const;
   // Hidden players (fair play): `op` "hide" or "unhide" (record "changed": the player was not
-  // hidden before, or was), "hidden" (record "user_ids", in byte order; `user_id` unused). Hidden
-  // from every period: hide takes their entry in `period` off its board (kept aside), unhide
-  // puts it back.
+  // hidden before, or was), "hidden" (record "user_ids", in byte order; `user_id` unused),
+  // "is_hidden" (record "hidden"). Hidden from every period: hide takes their entry in `period`
+  // off its board (kept aside), unhide puts it back.
   std::unique_ptr<Operation> hiding(const char* op, const TournamentPeriod& period,
                                     std::string user_id) const;
   // The events after `last_id` on the tournament's stream (with events; as Board::read_events).

@@ -326,6 +326,8 @@ class Board:
         """hide.lua: the kept score back on the board, as a write (trim, ``"score"`` event)."""
     def hidden(self, *, scope: bool = False) -> Operation[list[str]]:
         """hide.lua: the hidden user ids, in byte order."""
+    def is_hidden(self, user_id: str, *, scope: bool = False) -> Operation[bool]:
+        """hide.lua: whether the user is hidden (as ``hidden`` lists them)."""
     def get_around_user(self, user_id: str, count: int = 5) -> Operation[list[Entry]]:
         """Result: ``count`` entries centred on the user (``[]`` if absent)."""
     def get_entries(self, user_ids: Iterable[str]) -> Operation[list[Optional[Entry]]]:

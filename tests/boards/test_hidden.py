@@ -199,6 +199,41 @@ def test_a_periodic_board_hides_in_every_later_period(api: Api, board_key: str, 
     assert board.hidden() == [] and board.get_rank("late") is not None
 
 
+def test_is_hidden_agrees_with_hidden_on_every_board_type(api: Api, board_key: str) -> None:
+    # One O(1) read per board type, answering what hidden() lists (a team board's had one).
+    clock = FakeClock(datetime.now(UTC).replace(hour=12, minute=0, second=0, microsecond=0))
+    boards = {
+        "plain": (api.leaderboard(board_key, 10), "upsert_user", {}),
+        "periodic": (api.periodic(f"{board_key}:p", "day", clock=clock), "upsert_user", {}),
+        "tournament": (api.tournament(f"{board_key}:t", clock, schedule="day"), "submit", {}),
+        "league": (api.league(f"{board_key}:l", clock, tiers=("b", "a")), "submit", {}),
+        "team": (api.make("TeamLeaderboard", f"{board_key}:m"), "submit", {"team": "x"}),
+    }
+    for name, (board, write, options) in boards.items():
+        for i, user in enumerate(["fair", "cheat"]):
+            getattr(board, write)(user, 10 * (i + 1), **options)
+        assert board.hide("cheat") is True, name
+        assert board.hidden() == ["cheat"], name
+        states = {user: board.is_hidden(user) for user in ("fair", "cheat", "never")}
+        assert states == {"fair": False, "cheat": True, "never": False}, name
+        assert board.unhide("cheat") is True, name
+        assert board.is_hidden("cheat") is False, name
+        with pytest.raises(ValueError):
+            board.is_hidden("")
+        with pytest.raises(TypeError):
+            board.is_hidden(7.0)
+        assert board.is_hidden(7) is False  # an int id is its str(), as everywhere
+    # A periodic board: hidden from the periodic board on, the next period says so too; hidden
+    # in an earlier period only, the current one does not.
+    periodic = boards["periodic"][0]
+    periodic.hide("cheat")
+    clock.advance(timedelta(days=1))
+    assert periodic.is_hidden("cheat") is True and periodic.current().is_hidden("cheat") is False
+    periodic.upsert_user("late", 5)
+    assert periodic.previous(1).hide("late") is True
+    assert periodic.is_hidden("late") is False and periodic.previous(1).is_hidden("late") is True
+
+
 def test_a_rolling_window_refuses_hiding(api: Api, board_key: str) -> None:
     window = api.rolling(board_key, window=timedelta(hours=1), bucket=timedelta(minutes=1))
     for call in (lambda: window.hide("u"), lambda: window.unhide("u"), window.hidden):

@@ -1,10 +1,10 @@
 #!lua
--- hide / unhide / hidden (fair play, see lib/hiding.lua): take a player off the
--- board and keep their score aside, put it back, or list who is hidden. One script each call,
+-- hide / unhide / hidden / is_hidden (fair play, see lib/hiding.lua): take a player off the
+-- board and keep their score aside, put it back, list who is hidden, or tell whether one is. One script each call,
 -- atomic; a hidden player keeps their score and metadata and goes on being written.
 --: KEYS board: the board
 --: KEYS hide_keys...: the board's option keys (always: a hide records 'hidden' there), then on a period's board its periodic board's "<key>:hidden" and "<key>:options", then with events the stream "<board>:events"
---: ARGV action: 'hide' | 'unhide' | 'list'
+--: ARGV action: 'hide' | 'unhide' | 'list' | 'is'
 --: ARGV user_id: the user ('' for 'list')
 --: ARGV max_entries: the board's max_entries
 --: ARGV order: the board's order
@@ -14,7 +14,8 @@
 -- Returns, for 'hide': 1 if the user was not hidden before, else 0 (a 'hide' event if they were
 -- on the board); 'unhide': 1 if they were hidden, else 0 (a 'score' event if they come back on
 -- the board; the trim that follows may remove the worst, with 'trim' in the event); 'list': the
--- hidden user ids, in byte order.
+-- hidden user ids, in byte order; 'is': 1 if the user is hidden (on a period's board, there or
+-- from its periodic board on: as 'list' has them), else 0.
 local b = board_spec(board, hide_keys_at, order, ties)
 local w = removal_events(removal)  -- events: the stream is the last of KEYS
 local expire_at = string.match(removal, 'expire:(%d+)')
@@ -49,6 +50,14 @@ if action == 'list' then
   end
   table.sort(ids)
   return ids
+end
+
+if action == 'is' then
+  err = check_acl('HEXISTS', hidden, user_id)
+    or (scope and check_acl('HEXISTS', scope_hidden, user_id))
+  if err then return err end
+  if redis.call('HEXISTS', hidden, user_id) == 1 then return 1 end
+  return scope and redis.call('HEXISTS', scope_hidden, user_id) or 0
 end
 
 err = check_hidden_writes(b, user_id, expire_at) or check_removal_events(b, w)

@@ -58,6 +58,8 @@
 --   with events the tournament's stream <T>:events
 --: ARGV user_id: the player
 --: CALL hidden: the hidden players
+--: CALL is_hidden: whether a player is hidden
+--: ARGV user_id: the player
 -- Replies: an error 'CLOCK ...' (the server's clock is in another period than the one the call
 -- names from the client's clock); a status 'OPTIONS <recorded>' (the tournament records other
 -- options); an error
@@ -74,7 +76,7 @@
 --   join:         {1 if joined now else 0, attempts used, attempts granted, players}
 --   add_attempts: {attempts used, attempts granted, players}
 --   hide, unhide: 1 if the player was not hidden before (or was), else 0; hidden: the hidden
---                 ids, in byte order
+--                 ids, in byte order; is_hidden: 1 if the player is hidden, else 0
 local capacity, attempts_per_period = tonumber(max_size), tonumber(max_attempts)
 local rule = {}
 for word in string.gmatch(write_rule, '%S+') do rule[#rule + 1] = word end
@@ -306,6 +308,12 @@ if call == 'hidden' then
   local ids = redis.call('HKEYS', HIDDEN)
   table.sort(ids)
   return ids
+end
+
+if call == 'is_hidden' then
+  err = check_type(HIDDEN, 'hash') or check_acl('HEXISTS', HIDDEN, user_id)
+  if err then return err end
+  return redis.call('HEXISTS', HIDDEN, user_id)
 end
 
 if call == 'hide' or call == 'unhide' then

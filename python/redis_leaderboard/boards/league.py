@@ -633,6 +633,17 @@ class LeagueBase(PeriodClock, Generic[S]):
             ids.extend(reply["user_ids"])
         return sorted(ids, key=lambda i: i.encode("utf-8", "surrogatepass"))
 
+    @plan
+    def is_hidden(self, user_id: str) -> Plan[bool]:
+        """Whether a player is hidden (one of ``hidden()``).
+
+        Redis cost:
+            One round trip, to the player's partition: HEXISTS. O(1).
+        """
+        league = self._partition(user_id_text(user_id))
+        reply = yield league.hiding("is_hidden", self._period(self._start_of(None)), user_id)
+        return bool(reply["hidden"])
+
     # -- reads ---------------------------------------------------------------------------
 
     def _read(self, league: League, build: Any, period: PeriodArg) -> Plan[Any]:

@@ -699,6 +699,21 @@ class LeaderboardBase(BoardBase, Generic[S]):
         """
         return self._run(self._board.hidden())
 
+    @one_trip
+    def is_hidden(self, user_id: str) -> Sent[bool]:
+        """Whether a player is hidden (one of ``hidden()``, without listing them all).
+
+        Args:
+            user_id: The player (a ``str``).
+
+        Returns:
+            True if they are hidden.
+
+        Redis cost:
+            One round trip: hide.lua, HEXISTS. O(1).
+        """
+        return self._run(self._board.is_hidden(user_id))
+
     # -- queries: one round trip each, atomic; every "rank" follows the board's tie rule ----
 
     @one_trip

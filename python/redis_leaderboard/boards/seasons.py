@@ -58,6 +58,7 @@ __all__ = [
     "MAX_CLOCK_SKEW",
     "Aggregate",
     "Clock",
+    "CurrentPeriodQueries",
     "GroupBase",
     "Period",
     "PeriodClock",
@@ -381,7 +382,29 @@ def on_current(method: one_trip[P, R]) -> one_trip[P, R]:
     return one_trip(forwarded)
 
 
-class PeriodicBase(PeriodClock, Generic[B]):
+class CurrentPeriodQueries:
+    """Every query of a plain board, run on the board of the current period (``current()``):
+    what a periodic board and a tournament forward alike (written once here)."""
+
+    get_top = on_current(LeaderboardBase.get_top)
+    get_around_rank = on_current(LeaderboardBase.get_around_rank)
+    get_rank = on_current(LeaderboardBase.get_rank)
+    get_user_metadata = on_current(LeaderboardBase.get_user_metadata)
+    get_user_entry = on_current(LeaderboardBase.get_user_entry)
+    list_all = on_current(LeaderboardBase.list_all)
+    get_size = on_current(LeaderboardBase.get_size)
+    get_around_user = on_current(LeaderboardBase.get_around_user)
+    get_page = on_current(LeaderboardBase.get_page)
+    get_entries = on_current(LeaderboardBase.get_entries)
+    get_by_score = on_current(LeaderboardBase.get_by_score)
+    count_by_score = on_current(LeaderboardBase.count_by_score)
+    rank_for_score = on_current(LeaderboardBase.rank_for_score)
+    get_percentile = on_current(LeaderboardBase.get_percentile)
+    score_at_percentile = on_current(LeaderboardBase.score_at_percentile)
+    get_histogram = on_current(LeaderboardBase.get_histogram)
+
+
+class PeriodicBase(PeriodClock, CurrentPeriodQueries, Generic[B]):
     """A periodic board ([`PeriodicLeaderboard`][redis_leaderboard.PeriodicLeaderboard], sync or
     asyncio): the periods, the clock, the boards, and the guide's methods on the current period's
     board."""
@@ -616,14 +639,8 @@ class PeriodicBase(PeriodClock, Generic[B]):
             self.now(),
         )
 
-    # The reads, delete_user and every query: the plain board's, on the current period's board.
-    get_top = on_current(LeaderboardBase.get_top)
-    get_around_rank = on_current(LeaderboardBase.get_around_rank)
-    get_rank = on_current(LeaderboardBase.get_rank)
-    get_user_metadata = on_current(LeaderboardBase.get_user_metadata)
-    get_user_entry = on_current(LeaderboardBase.get_user_entry)
-    list_all = on_current(LeaderboardBase.list_all)
-    get_size = on_current(LeaderboardBase.get_size)
+    # delete_user, as every query (CurrentPeriodQueries): the plain board's, on the current
+    # period's board.
     delete_user = on_current(LeaderboardBase.delete_user)
 
     # -- fair play: hidden players, from the current period on ----------------------------
@@ -662,15 +679,15 @@ class PeriodicBase(PeriodClock, Generic[B]):
         board = self.current()
         return cast(Sent[list[str]], board._run(board._board.hidden(scope=True)))
 
-    get_around_user = on_current(LeaderboardBase.get_around_user)
-    get_page = on_current(LeaderboardBase.get_page)
-    get_entries = on_current(LeaderboardBase.get_entries)
-    get_by_score = on_current(LeaderboardBase.get_by_score)
-    count_by_score = on_current(LeaderboardBase.count_by_score)
-    rank_for_score = on_current(LeaderboardBase.rank_for_score)
-    get_percentile = on_current(LeaderboardBase.get_percentile)
-    score_at_percentile = on_current(LeaderboardBase.score_at_percentile)
-    get_histogram = on_current(LeaderboardBase.get_histogram)
+    @one_trip
+    def is_hidden(self, user_id: str) -> Sent[bool]:
+        """Whether a player is hidden from the current period (one of ``hidden()``).
+
+        Redis cost:
+            One round trip: hide.lua, two HEXISTS (the period's, the periodic board's). O(1).
+        """
+        board = self.current()
+        return cast(Sent[bool], board._run(board._board.is_hidden(user_id, scope=True)))
 
     def events(
         self, last_id: str = "$", *, block: Optional[float] = None, count: int = EVENTS_BATCH
@@ -1226,6 +1243,15 @@ class RollingState(ServerClock):
             None: it raises before anything is sent.
         """
         raise self._refuse_hiding("hidden")
+
+    @one_trip
+    def is_hidden(self, user_id: str) -> Sent[bool]:
+        """Refused (``TypeError``), as ``hide``.
+
+        Redis cost:
+            None: it raises before anything is sent.
+        """
+        raise self._refuse_hiding("is_hidden")
 
     def __repr__(self) -> str:
         w = self._window

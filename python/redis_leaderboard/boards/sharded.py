@@ -393,6 +393,15 @@ class ShardedBase:
         """
         return self._run(self._board_of(user_id).unhide(user_id))
 
+    @one_trip
+    def is_hidden(self, user_id: str) -> Sent[bool]:
+        """Whether a player is hidden on their shard (one of ``hidden()``).
+
+        Redis cost:
+            One round trip, to the user's shard: hide.lua, HEXISTS. O(1).
+        """
+        return self._run(self._board_of(user_id).is_hidden(user_id))
+
     @plan
     def hidden(self) -> Plan[list[str]]:
         """The hidden players of every shard, in byte order.

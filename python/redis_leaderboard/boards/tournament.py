@@ -79,18 +79,18 @@ from .._types import (
 )
 from ..options import board_client
 from .events import EVENTS_BATCH, StreamState
-from .plain import LeaderboardBase, user_id_text
+from .plain import user_id_text
 from .seasons import (
     CLOCK_ROUNDS,
     UTC,
     Clock,
+    CurrentPeriodQueries,
     Period,
     PeriodClock,
     Periods,
     _aware,
     _millis,
     _zone,
-    on_current,
 )
 
 __all__ = ["CronPeriods", "TournamentBase"]
@@ -177,7 +177,7 @@ def _optional_count(value: Any, what: str) -> Optional[int]:
     return value
 
 
-class TournamentBase(PeriodClock, Generic[S]):
+class TournamentBase(PeriodClock, CurrentPeriodQueries, Generic[S]):
     """A tournament (``Tournament``, sync or asyncio): its options, schedule and methods,
     each written once (see the module for the design)."""
 
@@ -615,6 +615,16 @@ class TournamentBase(PeriodClock, Generic[S]):
         reply = yield from self._hiding("hidden")
         return list(reply["user_ids"])
 
+    @plan
+    def is_hidden(self, user_id: str) -> Plan[bool]:
+        """Whether a player is hidden (one of ``hidden()``).
+
+        Redis cost:
+            One round trip: HEXISTS. O(1).
+        """
+        reply = yield from self._hiding("is_hidden", user_id_text(user_id))
+        return bool(reply["hidden"])
+
     # -- change events -------------------------------------------------------------------
 
     def events_key(self) -> str:
@@ -709,24 +719,6 @@ class TournamentBase(PeriodClock, Generic[S]):
         """
         board = self.at(period)
         return cast(Sent[list[Entry]], board._run(board._board.get_top(count)))
-
-    # Every query of a plain board, on the current period's board.
-    get_top = on_current(LeaderboardBase.get_top)
-    get_around_rank = on_current(LeaderboardBase.get_around_rank)
-    get_rank = on_current(LeaderboardBase.get_rank)
-    get_user_metadata = on_current(LeaderboardBase.get_user_metadata)
-    get_user_entry = on_current(LeaderboardBase.get_user_entry)
-    list_all = on_current(LeaderboardBase.list_all)
-    get_size = on_current(LeaderboardBase.get_size)
-    get_around_user = on_current(LeaderboardBase.get_around_user)
-    get_page = on_current(LeaderboardBase.get_page)
-    get_entries = on_current(LeaderboardBase.get_entries)
-    get_by_score = on_current(LeaderboardBase.get_by_score)
-    count_by_score = on_current(LeaderboardBase.count_by_score)
-    rank_for_score = on_current(LeaderboardBase.rank_for_score)
-    get_percentile = on_current(LeaderboardBase.get_percentile)
-    score_at_percentile = on_current(LeaderboardBase.score_at_percentile)
-    get_histogram = on_current(LeaderboardBase.get_histogram)
 
     def __repr__(self) -> str:
         return (
