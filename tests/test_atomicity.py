@@ -393,15 +393,21 @@ READS_REFUSED = [
 ]
 
 
+def filled_for_reader(admin: Any, key: str, name: str, denied: str) -> str:
+    """The board filled, and a user ``name`` of the minimal rule less ``denied`` (a command, or
+    "board only": no key but the board's)."""
+    fill(admin, key)
+    rule = minimal_rule(f"~{key}") if denied == "board only" else [*minimal_rule(), denied]
+    return make_user(admin, name, rule)
+
+
 @pytest.mark.parametrize("kind", KINDS)
 @pytest.mark.parametrize(("denied", "method", "args"), READS_REFUSED)
 def test_a_read_refused_a_command_or_key_raises_no_permission(
     acl: tuple, kind: str, denied: str, method: str, args: tuple
 ) -> None:
     server, admin, key = acl
-    fill(admin, key)
-    rule = minimal_rule(f"~{key}") if denied == "board only" else [*minimal_rule(), denied]
-    user = make_user(admin, f"reader-{kind}", rule)
+    user = filled_for_reader(admin, key, f"reader-{kind}", denied)
     with pytest.raises(NoPermissionError, match=r"^NOPERM"):
         call(server, kind, key, 3, method, *args, username=user, password=PASSWORD)
 
@@ -433,9 +439,7 @@ def test_the_entry_read_of_a_known_board_refused_raises_no_permission(
     acl: tuple, kind: str, denied: str
 ) -> None:
     server, admin, key = acl
-    fill(admin, key)
-    rule = minimal_rule(f"~{key}") if denied == "board only" else [*minimal_rule(), denied]
-    user = make_user(admin, f"entry-{kind}", rule)
+    user = filled_for_reader(admin, key, f"entry-{kind}", denied)
     with pytest.raises(NoPermissionError, match=r"^NOPERM"):
         entry_after_rank(server, kind, key, username=user, password=PASSWORD)
     allowed = make_user(admin, f"entry-ok-{kind}", minimal_rule())
