@@ -1533,17 +1533,17 @@ std::unique_ptr<Operation> Board::hiding_call(const char* action, std::string us
   if (expire_at()) word::add(words, word::expire{std::to_string(*expire_at())});
   if (!words.empty()) words.erase(0, 1);
   const std::string_view which = action;
-  const bool list = which == "list", read = list || which == "is";
+  const bool list = which == "list", is = which == "is";
   Command command = calls::hide(
       arg::board{key()}, std::move(keys), arg::action{action}, arg::user_id{std::move(user_id)},
       arg::max_entries{std::to_string(max_entries())}, arg::order{std::string(name_of(order()))},
       arg::ties{ties_word()}, arg::scope{scope ? "scope" : ""}, arg::removal{std::move(words)});
-  const char* name = list ? "hidden" : read ? "is_hidden" : action;
+  const char* name = list ? "hidden" : is ? "is_hidden" : action;
   return std::make_unique<SingleCall>(
       name, std::move(command),
-      [list, read, id = id_](Reply& reply) -> Result {
+      [list, is, id = id_](Reply& reply) -> Result {
         if (list) return parse_strings(reply);
-        if (read) return parse_count(reply, 1) == 1;  // is_hidden
+        if (is) return parse_count(reply, 1) == 1;
         // This object's next upsert_many checks the board again (its chunks then keep hidden
         // players' entries aside), rather than having its first chunk refused.
         id->bulk_checked.store(false, std::memory_order_relaxed);

@@ -1,7 +1,8 @@
 #!lua
 -- hide / unhide / hidden / is_hidden (fair play, see lib/hiding.lua): take a player off the
--- board and keep their score aside, put it back, list who is hidden, or tell whether one is. One script each call,
--- atomic; a hidden player keeps their score and metadata and goes on being written.
+-- board and keep their score aside, put it back, list who is hidden, or tell whether one is.
+-- One script each call, atomic; a hidden player keeps their score and metadata and goes on
+-- being written.
 --: KEYS board: the board
 --: KEYS hide_keys...: the board's option keys (always: a hide records 'hidden' there), then on a period's board its periodic board's "<key>:hidden" and "<key>:options", then with events the stream "<board>:events"
 --: ARGV action: 'hide' | 'unhide' | 'list' | 'is'
