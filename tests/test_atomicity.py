@@ -14,14 +14,16 @@ from __future__ import annotations
 import asyncio
 import random
 from collections.abc import Iterator
+from datetime import datetime
 from typing import Any, Callable, Optional
 
 import pytest
 
 import redis_leaderboard
-from conftest import RedisServer
-from helpers import snapshot
-from redis_leaderboard import NoPermissionError, RedisLeaderboard, ResponseError
+from apis import Api
+from conftest import EVENT_LOOPS, RedisServer
+from helpers import UTC, FakeClock, snapshot
+from redis_leaderboard import NoPermissionError, OutOfMemoryError, RedisLeaderboard, ResponseError
 from redis_leaderboard._redis_server import ServerVersion
 from redis_leaderboard.asyncio import Client as AsyncClient
 from redis_leaderboard.asyncio import RedisLeaderboard as AsyncRedisLeaderboard
@@ -656,3 +658,42 @@ def test_out_of_memory_reads_and_deletes_work_writes_change_nothing(
     assert run("clear") is None
     assert admin.exists(key) == 0
     assert list(admin.scan_iter(match=f"{key}*")) == []
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_out_of_memory_every_board_types_hidden_reads_answer(
+    oom_server: tuple[RedisServer, Any], kind: str
+) -> None:
+    # hidden(), is_hidden() (and a team board's team_members(), team_of()) are reads: no-writes
+    # scripts, answered out of memory on every board type that hides, while hide and unhide
+    # are refused up front as any write.
+    server, admin = oom_server
+    api = Api(kind, server.host, server.port, EVENT_LOOPS.get(kind))
+    try:
+        clock = FakeClock(datetime.now(UTC).replace(hour=12, minute=0, second=0, microsecond=0))
+        boards = {
+            "plain": (api.leaderboard("h:plain", 10), "upsert_user", {}),
+            "periodic": (api.periodic("h:periodic", "day", clock=clock), "upsert_user", {}),
+            "tournament": (api.tournament("h:cup", clock, schedule="day"), "submit", {}),
+            "league": (api.league("h:league", clock, tiers=("b", "a")), "submit", {}),
+            "team": (api.make("TeamLeaderboard", "h:clans"), "submit", {"team": "x"}),
+        }
+        for board, write, options in boards.values():
+            for i, user in enumerate(["fair", "cheat"]):
+                getattr(board, write)(user, 10 * (i + 1), **options)
+            assert board.hide("cheat") is True
+        fill_until_oom(server, admin, "lb:oom")
+        admin.config_set("maxmemory", used_memory(admin) // 2)
+        admin.script_flush()  # each read loads its script (EVAL) out of memory too
+        for name, (board, _, _) in boards.items():
+            assert board.hidden() == ["cheat"], name
+            states = {user: board.is_hidden(user) for user in ("fair", "cheat", "never")}
+            assert states == {"fair": False, "cheat": True, "never": False}, name
+            with pytest.raises(OutOfMemoryError):
+                board.unhide("cheat")
+            assert board.is_hidden("cheat") is True, name
+        team = boards["team"][0]
+        assert team.team_of("fair") == "x" and team.team_of("never") is None
+        assert team.team_members("x") == [{"user_id": "fair", "contribution": 10.0}]
+    finally:
+        api.close()

@@ -242,9 +242,10 @@ std::unique_ptr<Operation> League::hiding(const char* op, const LeaguePeriod& pe
   if (!list) require_user_id(user_id);
   Command command;
   if (list) {
-    command = call(calls::league_hidden, period);
+    command = read_call(calls::league_read_hidden, period, arg::read_check{""});
   } else if (is) {
-    command = call(calls::league_is_hidden, period, arg::user_id{std::move(user_id)});
+    command = read_call(calls::league_read_is_hidden, period, arg::read_check{""},
+                        arg::user_id{std::move(user_id)});
   } else if (which == "hide") {
     command = call(calls::league_hide, period, arg::user_id{std::move(user_id)});
   } else {  // unhide: a score kept while hidden places the player in `bracket`

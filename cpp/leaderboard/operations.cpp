@@ -1508,13 +1508,29 @@ std::unique_ptr<Operation> Board::unhide(std::string user_id, bool scope) const 
   return hiding_call("unhide", std::move(user_id), scope);
 }
 
-std::unique_ptr<Operation> Board::hidden(bool scope) const {
-  return hiding_call("list", "", scope);
-}
+std::unique_ptr<Operation> Board::hidden(bool scope) const { return hidden_read("", scope); }
 
 std::unique_ptr<Operation> Board::is_hidden(std::string user_id, bool scope) const {
   require_user_id(user_id);
-  return hiding_call("is", std::move(user_id), scope);
+  return hidden_read(std::move(user_id), scope);
+}
+
+std::unique_ptr<Operation> Board::hidden_read(std::string user_id, bool scope) const {
+  scope = scope && period();
+  arg::hidden_keys keys{option_keys()};
+  if (scope) keys.value.push_back(submission_scope() + ":hidden");
+  const bool list = user_id.empty();
+  Command command =
+      calls::hidden(arg::board{key()}, std::move(keys), arg::user_id{std::move(user_id)},
+                    arg::order{std::string(name_of(order()))}, arg::ties{ties_word()},
+                    arg::scope{scope ? "scope" : ""});
+  return std::make_unique<SingleCall>(
+      list ? "hidden" : "is_hidden", std::move(command),
+      [list](Reply& reply) -> Result {
+        if (list) return parse_strings(reply);
+        return parse_count(reply, 1) == 1;
+      },
+      id_);
 }
 
 std::unique_ptr<Operation> Board::hiding_call(const char* action, std::string user_id,
@@ -1532,18 +1548,13 @@ std::unique_ptr<Operation> Board::hiding_call(const char* action, std::string us
   }
   if (expire_at()) word::add(words, word::expire{std::to_string(*expire_at())});
   if (!words.empty()) words.erase(0, 1);
-  const std::string_view which = action;
-  const bool list = which == "list", is = which == "is";
   Command command = calls::hide(
       arg::board{key()}, std::move(keys), arg::action{action}, arg::user_id{std::move(user_id)},
       arg::max_entries{std::to_string(max_entries())}, arg::order{std::string(name_of(order()))},
       arg::ties{ties_word()}, arg::scope{scope ? "scope" : ""}, arg::removal{std::move(words)});
-  const char* name = list ? "hidden" : is ? "is_hidden" : action;
   return std::make_unique<SingleCall>(
-      name, std::move(command),
-      [list, is, id = id_](Reply& reply) -> Result {
-        if (list) return parse_strings(reply);
-        if (is) return parse_count(reply, 1) == 1;
+      action, std::move(command),
+      [id = id_](Reply& reply) -> Result {
         // This object's next upsert_many checks the board again (its chunks then keep hidden
         // players' entries aside), rather than having its first chunk refused.
         id->bulk_checked.store(false, std::memory_order_relaxed);

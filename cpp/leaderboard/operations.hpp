@@ -368,7 +368,8 @@ class Board {
   std::unique_ptr<Operation> delete_user(std::string user_id) const;
   std::unique_ptr<Operation> clear() const;
 
-  // ---- Hidden players (fair play, hide.lua): one script each, atomic. hide takes the user off
+  // ---- Hidden players (fair play): one script each, atomic (hide.lua writes, hidden.lua reads
+  // with no-writes). hide takes the user off
   // every rank and keeps their score aside (true if they were not hidden); unhide puts it back
   // as a write would, trim included (true if they were hidden); hidden lists who is, in byte
   // order. `scope`, on a period's board: also for every later period of its periodic board
@@ -494,8 +495,10 @@ class Board {
   // A removal's keys after the board and its own (delete_user, clear, trims:
   // `removal_keys...`): the option keys, then on a board with events the stream.
   arg::removal_keys removal_keys_arg() const;
-  // hide.lua's call: `action` 'hide', 'unhide', 'list' (user_id '') or 'is'.
+  // hide.lua's call: `action` 'hide' or 'unhide'.
   std::unique_ptr<Operation> hiding_call(const char* action, std::string user_id, bool scope) const;
+  // hidden.lua's read (no-writes): the list (user_id ''), or whether the user is hidden.
+  std::unique_ptr<Operation> hidden_read(std::string user_id, bool scope) const;
 
   std::shared_ptr<Identity> id_;
 };

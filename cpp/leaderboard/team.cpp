@@ -187,8 +187,8 @@ std::unique_ptr<Operation> TeamBoard::remove(std::string member) const {
 
 std::unique_ptr<Operation> TeamBoard::members(std::string team) const {
   require_team(team);
-  Command command = with_common(calls::team_members, keys(), std::tuple(team_key(team)), options(),
-                                std::tuple(arg::team{team}));
+  Command command = with_common(calls::team_read_members, keys(), std::tuple(team_key(team)),
+                                options(), std::tuple(arg::team{team}));
   auto parse = [](Reply& reply) {
     const char* what = "TeamLeaderboard.team_members";
     if (!reply.is_array() || reply.elements.size() % 2 != 0) unexpected(what);
@@ -208,7 +208,7 @@ std::unique_ptr<Operation> TeamBoard::members(std::string team) const {
 
 std::unique_ptr<Operation> TeamBoard::team_of(std::string member) const {
   require_user_id(member);
-  Command command = with_common(calls::team_team_of, keys(), options(),
+  Command command = with_common(calls::team_read_team_of, keys(), options(),
                                 std::tuple(arg::member{std::move(member)}));
   auto parse = [](Reply& reply) {
     LeagueRecord record;
@@ -228,13 +228,13 @@ std::unique_ptr<Operation> TeamBoard::hiding(const char* op, std::string member)
   const char* name;
   if (which == "hidden") {  // `member` unused
     name = "TeamLeaderboard.hidden";
-    command = with_common(calls::team_hidden, keys(), std::tuple(arg::option_keys{option_keys()}),
-                          options());
+    command = with_common(calls::team_read_hidden, keys(),
+                          std::tuple(arg::option_keys{option_keys()}), options());
   } else if (which == "is_hidden") {
     require_user_id(member);
     name = "TeamLeaderboard.is_hidden";
     command =
-        with_common(calls::team_is_hidden, keys(), std::tuple(arg::option_keys{option_keys()}),
+        with_common(calls::team_read_is_hidden, keys(), std::tuple(arg::option_keys{option_keys()}),
                     options(), std::tuple(arg::member{std::move(member)}));
   } else if (which == "hide" || which == "unhide") {
     require_user_id(member);

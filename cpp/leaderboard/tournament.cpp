@@ -187,12 +187,16 @@ std::unique_ptr<Operation> Tournament::hiding(const char* op, const TournamentPe
   const std::string_view which = op;
   const bool list = which == "hidden", is = which == "is_hidden";
   Command command;
-  if (list) {  // `user_id` unused
-    command = with_common(calls::tournament_hidden, keys(period), options(), period_args(period));
-  } else if (is) {
-    require_user_id(user_id);
-    command = with_common(calls::tournament_is_hidden, keys(period), options(), period_args(period),
-                          std::tuple(arg::user_id{std::move(user_id)}));
+  if (list || is) {  // tournament_read.lua (no-writes); `user_id` unused by the list
+    auto [options_key, current, entrants, bonus, board] = keys(period);
+    auto read_keys = std::tuple(std::move(options_key), std::move(entrants), std::move(bonus));
+    if (list) {
+      command = with_common(calls::tournament_read_hidden, std::move(read_keys), options());
+    } else {
+      require_user_id(user_id);
+      command = with_common(calls::tournament_read_is_hidden, std::move(read_keys), options(),
+                            std::tuple(arg::user_id{std::move(user_id)}));
+    }
   } else {
     if (which != "hide" && which != "unhide") throw InvalidArgument("unknown hiding operation");
     std::string user = user_key(period, user_id);
@@ -251,7 +255,7 @@ std::unique_ptr<Operation> Tournament::status(const TournamentPeriod& period,
   require_user_id(user_id);
   auto [options_key, current, entrants, bonus, board] = keys(period);
   Command command =
-      with_common(calls::tournament_read,
+      with_common(calls::tournament_read_status,
                   std::tuple(std::move(options_key), std::move(entrants), std::move(bonus)),
                   options(), std::tuple(arg::user_id{std::move(user_id)}));
   auto parse = [](Reply& reply) {

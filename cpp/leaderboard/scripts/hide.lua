@@ -1,12 +1,11 @@
 #!lua
--- hide / unhide / hidden / is_hidden (fair play, see lib/hiding.lua): take a player off the
--- board and keep their score aside, put it back, list who is hidden, or tell whether one is.
--- One script each call, atomic; a hidden player keeps their score and metadata and goes on
--- being written.
+-- hide / unhide (fair play, see lib/hiding.lua): take a player off the board and keep their
+-- score aside, or put it back (hidden.lua reads who is hidden). One script each call, atomic; a
+-- hidden player keeps their score and metadata and goes on being written.
 --: KEYS board: the board
 --: KEYS hide_keys...: the board's option keys (always: a hide records 'hidden' there), then on a period's board its periodic board's "<key>:hidden" and "<key>:options", then with events the stream "<board>:events"
---: ARGV action: 'hide' | 'unhide' | 'list' | 'is'
---: ARGV user_id: the user ('' for 'list')
+--: ARGV action: 'hide' | 'unhide'
+--: ARGV user_id: the user
 --: ARGV max_entries: the board's max_entries
 --: ARGV order: the board's order
 --: ARGV ties: the board's ties
@@ -14,9 +13,7 @@
 --: ARGV removal: the guard words 'events:<maxlen>' (with events) and 'expire:<unix ms>' (a period's deadline), space-separated ('' for none)
 -- Returns, for 'hide': 1 if the user was not hidden before, else 0 (a 'hide' event if they were
 -- on the board); 'unhide': 1 if they were hidden, else 0 (a 'score' event if they come back on
--- the board; the trim that follows may remove the worst, with 'trim' in the event); 'list': the
--- hidden user ids, in byte order; 'is': 1 if the user is hidden (on a period's board, there or
--- from its periodic board on: as 'list' has them), else 0.
+-- the board; the trim that follows may remove the worst, with 'trim' in the event).
 local b = board_spec(board, hide_keys_at, order, ties)
 local w = removal_events(removal)  -- events: the stream is the last of KEYS
 local expire_at = string.match(removal, 'expire:(%d+)')
@@ -37,28 +34,6 @@ if err then return err end
 if b.recorded_hidden then
   err = check_present(b.options, {hidden})
   if err then return err end
-end
-
-if action == 'list' then
-  local ids, seen = {}, {}
-  for _, key in ipairs(scope and {hidden, scope_hidden} or {hidden}) do
-    for _, id in ipairs(redis.call('HKEYS', key)) do
-      if not seen[id] then
-        seen[id] = true
-        ids[#ids + 1] = id
-      end
-    end
-  end
-  table.sort(ids)
-  return ids
-end
-
-if action == 'is' then
-  err = check_acl('HEXISTS', hidden, user_id)
-    or (scope and check_acl('HEXISTS', scope_hidden, user_id))
-  if err then return err end
-  if redis.call('HEXISTS', hidden, user_id) == 1 then return 1 end
-  return scope and redis.call('HEXISTS', scope_hidden, user_id) or 0
 end
 
 err = check_hidden_writes(b, user_id, expire_at) or check_removal_events(b, w)

@@ -51,9 +51,6 @@
 --: CALL unhide: shows a hidden player again
 --: ARGV user_id: the player
 --: ARGV bracket: the bracket a placement puts the player in
---: CALL hidden: the hidden players
---: CALL is_hidden: whether a player is hidden
---: ARGV user_id: the player
 -- The write rule's score limits: see guard_fields in lib/guards.lua; the rule is part of the
 -- recorded config like every option. The period's times: the server's clock decides (see
 -- check_clock in lib/clock.lua): a submit or join belongs to the period only from its start to
@@ -71,7 +68,7 @@
 --            {demoted ids}, {ids staying}} (a resend of the call that settled it: that call's
 --            answer, stored with its call token in the state's 's:<n>')
 --   hide:   1 if the player was not hidden before, else 0; unhide: 1 if they were, else 0
---   hidden: the hidden ids, in byte order; is_hidden: 1 if the player is hidden, else 0
+--   (league_read.lua reads who is hidden)
 -- A hidden player's submit and join answer cohort 0 (no seat), see "Hidden players" below.
 local cfg = {tiers = tonumber(tier_count), size = tonumber(cohort_size), promote = promote,
   demote = demote, idle = demote_idle == '1', order = order, ties = ties,
@@ -463,21 +460,6 @@ if call == 'settle' then
   end
   redis.call('XADD', league_events, 'MAXLEN', '~', cfg.maxlen, '*', unpack(event))
   return answer
-end
-
-if call == 'hidden' then
-  local err = check_league(false) or check_type(HIDDEN, 'hash') or check_acl('HKEYS', HIDDEN)
-  if err then return err end
-  local ids = redis.call('HKEYS', HIDDEN)
-  table.sort(ids)
-  return ids
-end
-
-if call == 'is_hidden' then
-  local err = check_league(false) or check_type(HIDDEN, 'hash')
-    or check_acl('HEXISTS', HIDDEN, user_id)
-  if err then return err end
-  return redis.call('HEXISTS', HIDDEN, user_id)
 end
 
 if call == 'hide' or call == 'unhide' then

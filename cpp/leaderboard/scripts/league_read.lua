@@ -26,6 +26,9 @@
 --: CALL tiers: the players of each tier
 --: CALL results: a player's settled result
 --: ARGV user_id: the player
+--: CALL hidden: the hidden players
+--: CALL is_hidden: whether a player is hidden
+--: ARGV user_id: the player
 -- A read of the current period ('check') replies UNSETTLED if an earlier period with players is
 -- not settled yet, so the client settles it first.
 -- Replies: the statuses 'OPTIONS <recorded>' and 'UNSETTLED <start ms> <period id>' (see
@@ -40,6 +43,7 @@
 --   results:   false if the user has no settled result in the period, else {cohort, tier,
 --              new tier, zone, rank or false, score or false[, columns' key or false]} (with
 --              tie-break columns: the player's ranked member's key, as standings')
+--   hidden:    the hidden ids, in byte order; is_hidden: 1 if the player is hidden, else 0
 local start = tonumber(period_start)
 local base = string.sub(league_options, 1, #league_options - 8)
 local config = league_config_text(tier_count, cohort_size, promote, demote, demote_idle, order,
@@ -172,6 +176,10 @@ if call == 'results' then
     reply[7] = score ~= '-' and redis.call('HGET', b.first_keys, user_id) or false
   end
   return reply
+end
+
+if call == 'hidden' or call == 'is_hidden' then  -- "<B>:hidden" (see league.lua)
+  return read_hidden(league_options, base .. ':hidden', call == 'is_hidden' and user_id or nil)
 end
 
 return redis.error_reply('ERR unknown league read ' .. tostring(call))

@@ -1,8 +1,8 @@
 #!lua
 -- A team board's calls (see python/redis_leaderboard/boards/team.py for the design): a member's
 -- write (their score on the members' board, their contribution to their team, the team's score
--- on the teams' board, atomically), a move between teams, a member's removal, a team's
--- members, and hiding a member (fair play). No flags: Redis 7 refuses it up front when out of
+-- on the teams' board, atomically), a move between teams, a member's removal, and hiding a
+-- member (fair play); team_read.lua reads. No flags: Redis 7 refuses it up front when out of
 -- memory. Every check that can fail (key types, permissions, the recorded options, a submission
 -- id's record, a rate or score limit) runs before the first write.
 -- A team board "<K>".
@@ -48,11 +48,6 @@
 --: KEYS option_keys...: the members' board's option keys (as move's; with events the stream)
 --: ARGV member: the member
 --: ARGV guard_words: '' or 'events:<maxlen>' (as move's)
---: CALL members: a team's members
---: KEYS team_key: the team's contributions <K>:team:<t>
---: ARGV team: the team
---: CALL team_of: a member's team
---: ARGV member: the member
 --: CALL hide: a member hidden (fair play): off the members' board, their contribution out of
 --   their team's score
 --: KEYS member_key: the member's metadata hash <K>:members:user:<id>
@@ -64,11 +59,6 @@
 --: KEYS option_keys...: the members' board's option keys (as move's; with events the stream)
 --: ARGV member: the member
 --: ARGV guard_words: '' or 'events:<maxlen>' (as move's)
---: CALL hidden: the hidden members
---: KEYS option_keys...: the members' board's option keys (board_spec in lib/options.lua)
---: CALL is_hidden: whether a member is hidden
---: KEYS option_keys...: the members' board's option keys (board_spec in lib/options.lua)
---: ARGV member: the member
 -- Replies: a status 'OPTIONS <recorded>' (the board records other options); an error 'NOTEAM
 -- ...' (a member's first write names no team); else
 --   submit, submit_own: {submit()'s reply on the members' board (see apply_write), team, the
@@ -77,10 +67,7 @@
 --            answers it as it was (check_submission's duplicate rule)
 --   move:    {previous team or false, team, the team's score or false, its rank or false}
 --   remove:  1 if the member had a score (on the board, or kept aside while hidden), else 0
---   members: {member, contribution, ...} best first
---   team_of: the member's team, or nil
 --   hide, unhide: 1 if the member was not hidden before (or was), else 0
---   hidden:  the hidden members, in byte order; is_hidden: 1 or 0
 -- Guards (the members' board's, lib/guards.lua, recorded in <K>:members:options as a plain
 -- board's): a rate limit, score limits and events judge a member's own score writes (submit,
 -- submit_own: plan_write refuses with RATELIMITED, SCOREREJECTED or the OPTIONS status before
@@ -113,26 +100,11 @@ if NEW_TEAM then
   if err then return err end
 end
 
-if call == 'team_of' then return current or false end
-
-if call == 'members' then
-  local ranged
-  if desc then
-    ranged = redis.call('ZRANGE', NEW_TEAM, 0, -1, 'REV', 'WITHSCORES')
-  else
-    ranged = redis.call('ZRANGE', NEW_TEAM, 0, -1, 'WITHSCORES')
-  end
-  return ranged
-end
-
--- The hidden members' reads (below the writes: their helpers are built only by the calls that
--- reach them) need no write permission.
-local reads_hidden = call == 'hidden' or call == 'is_hidden'
-err = not reads_hidden and (check_acl('HSET', team_options, 'team', config)
+err = check_acl('HSET', team_options, 'team', config)
   or check_acl('HSET', memberships, 'x', 'x') or check_acl('HDEL', memberships, 'x')
   or (NEW_TEAM and (check_acl('ZADD', NEW_TEAM, '0', 'x') or check_acl('ZREM', NEW_TEAM, 'x')))
   or check_acl('ZINCRBY', team_board, '0', 'x') or check_acl('ZADD', team_board, '0', 'x')
-  or check_acl('ZREM', team_board, 'x') or check_acl(position_command, team_board, 'x'))
+  or check_acl('ZREM', team_board, 'x') or check_acl(position_command, team_board, 'x')
 if err then return err end
 
 -- A team's contributions and score: a member's contribution `old` (nil: none) becomes `new`
@@ -235,7 +207,7 @@ local function check_sums(from, old, to, new)
   if to and new then return finite(to, new - (from == to and old or 0)) end
   return nil
 end
-if old_key and not reads_hidden then
+if old_key then
   err = check_type(old_key, 'zset') or check_acl('ZADD', old_key, '0', 'x')
     or check_acl('ZREM', old_key, 'x') or check_present(memberships, {old_key})
   if err then return err end
@@ -301,7 +273,7 @@ if call == 'submit' or call == 'submit_own' then
   return result
 end
 
--- @options: the calls below a member's write (move, remove, hiding, reads of the hidden). The
+-- @options: the calls below a member's write (move, remove, hiding). The
 -- lib/ helpers only they use are built here, after the write has returned (generate.py: a
 -- closure costs every call that builds it), so a write builds none of them.
 
@@ -337,18 +309,6 @@ local function hides_any(options)
   err = check_present(options, {HIDDEN})
   if err then return nil, err end
   return true
-end
-
-if call == 'hidden' or call == 'is_hidden' then
-  local any, err = hides_any(KEYS[option_keys_at])
-  if any == nil then return err end
-  if call == 'is_hidden' then
-    return (any and redis.call('HGET', HIDDEN, member)) and 1 or 0
-  end
-  if not any then return {} end
-  local ids = redis.call('HKEYS', HIDDEN)
-  table.sort(ids)
-  return ids
 end
 
 if call == 'move' then

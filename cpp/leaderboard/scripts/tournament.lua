@@ -57,9 +57,6 @@
 --: KEYS option_keys...: the period's board's option keys (board_spec in lib/options.lua), then
 --   with events the tournament's stream <T>:events
 --: ARGV user_id: the player
---: CALL hidden: the hidden players
---: CALL is_hidden: whether a player is hidden
---: ARGV user_id: the player
 -- Replies: an error 'CLOCK ...' (the server's clock is in another period than the one the call
 -- names from the client's clock); a status 'OPTIONS <recorded>' (the tournament records other
 -- options); an error
@@ -75,8 +72,8 @@
 --                  resend carries the call token that applied it: the same call's own resend)
 --   join:         {1 if joined now else 0, attempts used, attempts granted, players}
 --   add_attempts: {attempts used, attempts granted, players}
---   hide, unhide: 1 if the player was not hidden before (or was), else 0; hidden: the hidden
---                 ids, in byte order; is_hidden: 1 if the player is hidden, else 0
+--   hide, unhide: 1 if the player was not hidden before (or was), else 0 (tournament_read.lua
+--                 reads who is hidden)
 local capacity, attempts_per_period = tonumber(max_size), tonumber(max_attempts)
 local rule = {}
 for word in string.gmatch(write_rule, '%S+') do rule[#rule + 1] = word end
@@ -300,20 +297,6 @@ if call == 'add_attempts' then
   local bonus = redis.call('HINCRBY', bonus_key, user_id, attempts)
   redis.call('PEXPIREAT', bonus_key, expire)
   return {used, bonus, redis.call('HLEN', entrants)}
-end
-
-if call == 'hidden' then
-  err = check_type(HIDDEN, 'hash') or check_acl('HKEYS', HIDDEN)
-  if err then return err end
-  local ids = redis.call('HKEYS', HIDDEN)
-  table.sort(ids)
-  return ids
-end
-
-if call == 'is_hidden' then
-  err = check_type(HIDDEN, 'hash') or check_acl('HEXISTS', HIDDEN, user_id)
-  if err then return err end
-  return redis.call('HEXISTS', HIDDEN, user_id)
 end
 
 if call == 'hide' or call == 'unhide' then

@@ -624,7 +624,7 @@ class LeagueBase(PeriodClock, Generic[S]):
         """The hidden players, in byte order.
 
         Redis cost:
-            One round trip per partition: HKEYS. O(H).
+            One round trip per partition: a ``no-writes`` script, HKEYS. O(H).
         """
         period = self._period(self._start_of(None))
         ids: list[str] = []
@@ -638,7 +638,7 @@ class LeagueBase(PeriodClock, Generic[S]):
         """Whether a player is hidden (one of ``hidden()``).
 
         Redis cost:
-            One round trip, to the player's partition: HEXISTS. O(1).
+            One round trip, to the player's partition: a ``no-writes`` script, HEXISTS. O(1).
         """
         league = self._partition(user_id_text(user_id))
         reply = yield league.hiding("is_hidden", self._period(self._start_of(None)), user_id)

@@ -695,7 +695,8 @@ class LeaderboardBase(BoardBase, Generic[S]):
         current period).
 
         Redis cost:
-            One round trip: hide.lua, HKEYS. O(H) for H hidden players.
+            One round trip: hidden.lua, a ``no-writes`` script (it runs out of memory and on
+            read-only replicas), HKEYS. O(H) for H hidden players.
         """
         return self._run(self._board.hidden())
 
@@ -710,7 +711,7 @@ class LeaderboardBase(BoardBase, Generic[S]):
             True if they are hidden.
 
         Redis cost:
-            One round trip: hide.lua, HEXISTS. O(1).
+            One round trip: hidden.lua, a ``no-writes`` script, HEXISTS. O(1).
         """
         return self._run(self._board.is_hidden(user_id))
 

@@ -256,7 +256,8 @@ class TeamBase(Generic[S]):
         """A team's members with a score, best first: ``[{"user_id", "contribution"}, ...]``.
 
         Redis cost:
-            One round trip: one script, ZRANGE. O(log N + M) for M members.
+            One round trip: a ``no-writes`` script (it runs out of memory and on read-only
+            replicas), ZRANGE. O(log N + M) for M members.
         """
         reply = yield self._team.members(user_id_text(team))
         return cast(list[TeamContribution], reply["members"])
@@ -298,7 +299,8 @@ class TeamBase(Generic[S]):
         """The hidden members, in byte order.
 
         Redis cost:
-            One round trip, one script: HGET, EXISTS and HKEYS, sorted in the script.
+            One round trip, a ``no-writes`` script: HGET, EXISTS and HKEYS, sorted in the
+            script.
             O(H log H) for H hidden members.
         """
         reply = yield self._team.hiding("hidden")
@@ -309,7 +311,7 @@ class TeamBase(Generic[S]):
         """Whether a member is hidden.
 
         Redis cost:
-            One round trip, one script: HGET, EXISTS and HGET. O(1).
+            One round trip, a ``no-writes`` script: HGET, EXISTS and HEXISTS. O(1).
         """
         reply = yield self._team.hiding("is_hidden", user_id_text(member))
         return bool(reply["hidden"])
@@ -373,7 +375,7 @@ class TeamBase(Generic[S]):
         """A member's team, or None.
 
         Redis cost:
-            One round trip: HGET.
+            One round trip: a ``no-writes`` script, HGET. O(1).
         """
         reply = yield self._team.team_of(user_id_text(member))
         return cast(Optional[str], reply["team"])

@@ -610,7 +610,7 @@ class TournamentBase(PeriodClock, CurrentPeriodQueries, Generic[S]):
         """The hidden players, in byte order.
 
         Redis cost:
-            One round trip: HKEYS. O(H).
+            One round trip: a ``no-writes`` script, HKEYS. O(H).
         """
         reply = yield from self._hiding("hidden")
         return list(reply["user_ids"])
@@ -620,7 +620,7 @@ class TournamentBase(PeriodClock, CurrentPeriodQueries, Generic[S]):
         """Whether a player is hidden (one of ``hidden()``).
 
         Redis cost:
-            One round trip: HEXISTS. O(1).
+            One round trip: a ``no-writes`` script, HEXISTS. O(1).
         """
         reply = yield from self._hiding("is_hidden", user_id_text(user_id))
         return bool(reply["hidden"])

@@ -33,6 +33,23 @@ local function hidden_state(b, user_id)
   return false
 end
 
+-- Who is hidden, read (hidden(), is_hidden() of every board type): the hidden hash `hidden`
+-- (user_id -> ...), recorded in the options hash `options` ('hidden' '1') while it holds anyone
+-- and reached through it (see check_present). With `user_id`, 1 if they are hidden, else 0;
+-- without, the hidden ids in byte order; or an error reply.
+local function read_hidden(options, hidden, user_id)
+  local err = check_type(options, 'hash') or check_acl('HGET', options, 'hidden')
+  if err then return err end
+  if not redis.call('HGET', options, 'hidden') then return user_id and 0 or {} end
+  err = check_type(hidden, 'hash') or check_present(options, {hidden})
+    or (user_id and check_acl('HEXISTS', hidden, user_id)) or check_acl('HKEYS', hidden)
+  if err then return err end
+  if user_id then return redis.call('HEXISTS', hidden, user_id) end
+  local ids = redis.call('HKEYS', hidden)
+  table.sort(ids)
+  return ids
+end
+
 -- nil, or the first error of the checks before keep_hidden and unrank may write: the hidden
 -- hash's type and the caller's permissions.
 local function check_hidden_writes(b, user_id, expire_at)
