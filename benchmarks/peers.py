@@ -6,7 +6,9 @@
 For each method of the redis.io guide measured here, every client sends the very request
 ``redis_leaderboard`` sends (the same EVALSHA of our script, or the same command, captured from
 ``_core.Board(...).<method>(...).request()``, with fresh random arguments per call), on a
-private redis-server (a free 127.0.0.1 port, a temporary directory; stopped at exit):
+private redis-server (a free 127.0.0.1 port, a temporary directory; stopped at exit). A read of
+many entries (``get_top(100)``) is captured as its one script, which ours sends on the asyncio
+client; the sync client sends it in the guide's two steps (``split_reads.py``):
 
 - sync: ours (``RedisLeaderboard`` on ``Client``), redis-py (``execute_command``, hiredis parser
   when installed), valkey-glide's sync client (``custom_command``);

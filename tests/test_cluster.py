@@ -336,39 +336,47 @@ def test_moved_is_followed_and_the_map_updated(
     assert cluster_client.stats()["redirects"] == redirects + 1
 
 
+def migrate_half(
+    cluster: RedisCluster, key: str, moved_first: bytes, after: float
+) -> threading.Thread:
+    """Starts moving ``key``'s slot to another primary: the keys containing ``moved_first`` at
+    once, the rest and the slot's new owner ``after`` seconds later, on the thread returned
+    (join it)."""
+    slot = _core.key_slot(key)
+    source, target = cluster.owner(slot), other_primary(cluster, slot)
+    source_id = cluster.node_command(source, "CLUSTER", "MYID")
+    target_id = cluster.node_command(target, "CLUSTER", "MYID")
+    cluster.node_command(target, "CLUSTER", "SETSLOT", slot, "IMPORTING", source_id)
+    cluster.node_command(source, "CLUSTER", "SETSLOT", slot, "MIGRATING", target_id)
+    keys = cluster.node_command(source, "CLUSTER", "GETKEYSINSLOT", slot, 1000)
+    half = [k for k in keys if moved_first in k]
+    cluster.node_command(source, "MIGRATE", target.host, target.port, "", 0, 5000, "KEYS", *half)
+
+    def finish() -> None:
+        time.sleep(after)
+        rest = cluster.node_command(source, "CLUSTER", "GETKEYSINSLOT", slot, 1000)
+        cluster.node_command(
+            source, "MIGRATE", target.host, target.port, "", 0, 5000, "KEYS", *rest
+        )
+        for node in cluster.primaries_running():
+            cluster.node_command(node, "CLUSTER", "SETSLOT", slot, "NODE", target_id)
+
+    finisher = threading.Thread(target=finish)
+    finisher.start()
+    return finisher
+
+
 def test_ask_and_tryagain_during_a_migration(
     cluster_client: ClusterClient, redis_cluster: RedisCluster, cluster_key: str
 ) -> None:
     board = RedisLeaderboard(cluster_client, key=cluster_key, max_entries=100)
     for i in range(20):
         board.upsert_user(f"u{i}", i, {"i": i})
-    slot = _core.key_slot(cluster_key)
-    source = redis_cluster.owner(slot)
-    target = other_primary(redis_cluster, slot)
-    source_id = redis_cluster.node_command(source, "CLUSTER", "MYID")
-    target_id = redis_cluster.node_command(target, "CLUSTER", "MYID")
-    redis_cluster.node_command(target, "CLUSTER", "SETSLOT", slot, "IMPORTING", source_id)
-    redis_cluster.node_command(source, "CLUSTER", "SETSLOT", slot, "MIGRATING", target_id)
     # Half the metadata hashes have moved: a read touching them is retried; one that does not
     # runs on the source; a write for a new user (its hash on neither) gets ASK, then TRYAGAIN
     # from the target, until the migration ends.
-    keys = redis_cluster.node_command(source, "CLUSTER", "GETKEYSINSLOT", slot, 100)
-    half = [k for k in keys if b":user:u1" in k]
-    redis_cluster.node_command(
-        source, "MIGRATE", target.host, target.port, "", 0, 5000, "KEYS", *half
-    )
-
-    def finish() -> None:
-        time.sleep(0.4)
-        rest = redis_cluster.node_command(source, "CLUSTER", "GETKEYSINSLOT", slot, 100)
-        redis_cluster.node_command(
-            source, "MIGRATE", target.host, target.port, "", 0, 5000, "KEYS", *rest
-        )
-        for node in redis_cluster.primaries_running():
-            redis_cluster.node_command(node, "CLUSTER", "SETSLOT", slot, "NODE", target_id)
-
-    finisher = threading.Thread(target=finish)
-    finisher.start()
+    target = other_primary(redis_cluster, _core.key_slot(cluster_key))  # migrate_half's
+    finisher = migrate_half(redis_cluster, cluster_key, b":user:u1", 0.4)
     try:
         started = time.monotonic()
         assert board.get_rank("u5") == 15  # ZREVRANK on the source: no redirect
@@ -383,6 +391,28 @@ def test_ask_and_tryagain_during_a_migration(
     assert cluster_client.stats()["retries"] > 0
     assert board.get_size() == 21
     assert redis_cluster.node_command(target, "ZCARD", cluster_key) == 21
+
+
+def test_a_big_read_is_one_script_on_a_cluster_even_during_a_migration(
+    cluster_client: ClusterClient, redis_cluster: RedisCluster, cluster_key: str
+) -> None:
+    # On one Redis, get_top(110) reads its metadata in a second step (SplitRead); here it stays
+    # the one script, retried until every hash is on one node, never a step of HGETALLs that
+    # half the hashes answer from the wrong node.
+    board = RedisLeaderboard(cluster_client, key=cluster_key, max_entries=None)
+    board.upsert_many((f"u{i:03d}", i, {"i": i}) for i in range(120))
+    board.get_top(5)  # the script loaded: no NOSCRIPT round trip below
+    before = cluster_client.stats()
+    top = board.get_top(110)
+    after = cluster_client.stats()
+    assert after["round_trips"] - before["round_trips"] == 1
+    assert [e["metadata"] for e in top] == [{"i": str(i)} for i in range(119, 9, -1)]
+    finisher = migrate_half(redis_cluster, cluster_key, b":user:u1", 0.3)
+    try:
+        top = board.get_top(110)
+    finally:
+        finisher.join()
+    assert [e["metadata"] for e in top] == [{"i": str(i)} for i in range(119, 9, -1)]
 
 
 def test_a_request_waits_no_longer_than_socket_timeout(

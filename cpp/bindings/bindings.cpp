@@ -418,13 +418,28 @@ PYBIND11_MODULE(_core, m) {
           },
           "The metadata prefix a client-side cache serves this read from; None if it cannot.")
       .def(
+          "in_one_trip",
+          [](PyOperation& self) {
+            if (!self.operation) throw py::value_error("this operation has already been run");
+            if (self.operation->in_two_steps()) self.operation = self.operation->in_one_trip();
+          },
+          "Make a read of many entries, which takes the guide's two steps on one Redis, one "
+          "round trip: its script, one snapshot (as a cluster client runs it). Nothing for "
+          "other operations. Before request().")
+      .def(
           "request",
           [](PyOperation& self) {
-            // Once: later calls give the pending request.
-            if (!self.exchange) self.exchange = std::make_unique<connection::Exchange>(self.take());
+            // Once: later calls give the pending request. A read of many entries in one round
+            // trip, as on every connection a caller may send other requests on.
+            if (!self.exchange) {
+              auto operation = self.take();
+              if (operation->in_two_steps()) operation = operation->in_one_trip();
+              self.exchange = std::make_unique<connection::Exchange>(std::move(operation));
+            }
             return py::bytes(self.exchange->wire());
           },
-          "RESP bytes of the next round trip's commands (scripts as EVALSHA).")
+          "RESP bytes of the next round trip's commands (scripts as EVALSHA; a read of many "
+          "entries in one round trip, its script).")
       .def(
           "feed",
           [](PyOperation& self, py::bytes data, bool stream) {

@@ -9,10 +9,11 @@
 namespace rlb::connection {
 
 Core::Core(const ClientOptions& options, std::size_t max_in_flight, Counters& counters,
-           std::size_t max_reply_bytes_in_flight)
+           std::size_t max_reply_bytes_in_flight, bool split_reads)
     : options_(options),
       max_in_flight_(std::max<std::size_t>(max_in_flight, 1)),
       max_reply_bytes_in_flight_(max_reply_bytes_in_flight),
+      split_reads_(split_reads),
       counters_(counters),
       handshake_(handshake_for(options)),
       reader_(options.max_reply_bytes) {}
@@ -52,6 +53,12 @@ void Core::submit(std::uint64_t id, std::unique_ptr<leaderboard::Operation> oper
   Request request;
   request.id = id;
   try {
+    if (operation->in_two_steps()) {
+      const auto other = [](const Request& queued) { return !queued.handshake; };
+      request.ordered = split_reads_ && std::none_of(waiting_.begin(), waiting_.end(), other) &&
+                        std::none_of(in_flight_.begin(), in_flight_.end(), other);
+      if (!request.ordered) operation = operation->in_one_trip();
+    }
     request.exchange = std::make_unique<Exchange>(std::move(operation), options_.durability);
     if (request.exchange->finished()) {  // nothing to send (an empty chunk)
       completions_.push_back({id, request.exchange->take_result(), {}, nullptr});
@@ -126,6 +133,7 @@ void Core::connected(Clock::time_point now) {
   retiring_ = false;
   reader_.reset();
   script_loads_ = {};
+  ordered_in_flight_ = 0;
   reply_start_ = 0;
   bytes_in_flight_ = 0;
   ready_ = handshake_.expected == 0;
@@ -193,7 +201,7 @@ std::string Core::take_write() {
     if (!request.expired) held_ahead += request.server_wait;
   }
   std::size_t commands = 0;
-  while (!waiting_.empty() && requests_in_flight_ < max_in_flight_) {
+  while (!waiting_.empty() && requests_in_flight_ < max_in_flight_ && ordered_in_flight_ == 0) {
     Request& request = waiting_.front();
     if (held_ahead > 0 && request.deadline && request.exchange && !request.exchange->is_read()) {
       *request.deadline +=
@@ -220,6 +228,7 @@ std::string Core::take_write() {
     }
     commands += request.expected;
     request.written_at = script_loads_.writes + 1;  // this write's number
+    if (request.ordered) ++ordered_in_flight_;  // nothing more in this write, nor until its reply
     in_flight_.push_back(std::move(request));
     waiting_.pop_front();
     ++requests_in_flight_;
@@ -319,6 +328,7 @@ void Core::on_reply(Reply&& reply, Clock::time_point now) {
     return;
   }
   --requests_in_flight_;
+  if (done.ordered) --ordered_in_flight_;
   finish(std::move(done), now);
   if (retiring_ && in_flight_.empty() && connected_) retire(now);
 }
@@ -365,7 +375,10 @@ void Core::finish(Request&& request, Clock::time_point now) {
     request.server_wait = request.exchange->server_wait();
     request.deadline = deadline_from(now, request.server_wait);
   }
-  enqueue(std::move(request));
+  if (!request.ordered) return enqueue(std::move(request));
+  // A read in two steps: its next one goes first (it held what came after it).
+  note_deadline(request.deadline);
+  waiting_.push_front(std::move(request));
 }
 
 void Core::give_up(const std::exception_ptr& error, bool close, Clock::time_point now) {
@@ -422,6 +435,7 @@ void Core::give_up(const std::exception_ptr& error, bool close, Clock::time_poin
     }
   }
   in_flight_.clear();
+  ordered_in_flight_ = 0;
   bytes_in_flight_ = 0;
   reply_start_ = 0;  // the reader is reset
   if (!waiting_.empty() && waiting_.front().handshake) waiting_.pop_front();
@@ -473,6 +487,7 @@ void Core::abort(const std::exception_ptr& error) {
     queue->clear();
   }
   requests_in_flight_ = 0;
+  ordered_in_flight_ = 0;
   bytes_in_flight_ = 0;
   connected_ = writing_ = ready_ = false;
   set_open(false);

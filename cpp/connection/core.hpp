@@ -74,8 +74,14 @@ class Core {
   // expected to take what the last replies of its operation took (learnt per operation name,
   // on this connection), so big reads stop at that many bytes queued while cheap ones keep
   // the deep pipeline.
+  // `split_reads`: a read of many entries may run in the guide's two steps (SplitRead in
+  // leaderboard/operations.cpp), for a connection that runs one call at a time (the sync
+  // client's, leased per call), when nothing else is queued or in flight, holding what comes
+  // after it (run_pipelined) until it is done; elsewhere it runs as one script
+  // (Operation::in_one_trip): on a pipelined connection shared by concurrent calls, holding
+  // them would cost every one a round trip.
   Core(const ClientOptions& options, std::size_t max_in_flight, Counters& counters,
-       std::size_t max_reply_bytes_in_flight = 0);
+       std::size_t max_reply_bytes_in_flight = 0, bool split_reads = false);
   ~Core();
   Core(const Core&) = delete;
   Core& operator=(const Core&) = delete;
@@ -159,6 +165,9 @@ class Core {
     std::size_t assumed_bytes = 0;  // what its replies were expected to take when written
     std::size_t reply_bytes = 0;    // what they took, so far
     std::uint64_t written_at = 0;   // script_loads_.writes of the write that sent it
+    // A read in two steps (split_reads): each runs before anything submitted after it, which
+    // it holds until its reply (take_write); its next step goes first.
+    bool ordered = false;
   };
   // The bytes a request's replies are expected to take (max_reply_bytes_in_flight only).
   std::size_t& learnt_bytes(const char* name);
@@ -186,6 +195,7 @@ class Core {
   const ClientOptions& options_;
   const std::size_t max_in_flight_;
   const std::size_t max_reply_bytes_in_flight_;
+  const bool split_reads_;
   std::size_t bytes_in_flight_ = 0;  // the assumed_bytes of the requests in flight
   std::size_t reply_start_ = 0;      // reader_.consumed() when the last reply was taken
   struct Learnt {
@@ -194,6 +204,7 @@ class Core {
   };
   std::vector<Learnt> learnt_;
   ScriptLoads script_loads_;  // the scripts loaded on this connection (Exchange::on_replies)
+  std::size_t ordered_in_flight_ = 0;  // requests in flight with `ordered`
   Counters& counters_;
   const Handshake handshake_;
   codec::ReplyReader reader_;

@@ -372,45 +372,67 @@ class SingleCall final : public Operation {
 };
 
 // list_all: pages of the rank window from the top until the board is exhausted. A board
-// larger than one page is read in several round trips and is not one snapshot.
+// larger than one page is read in several round trips and is not one snapshot. Split (`split`,
+// on one Redis; see SplitRead): the first page is Board::kSplitReadFrom entries with their
+// metadata, so a board that small is one round trip, one snapshot, as before; past it the pages
+// come without metadata (window.lua's lean mode), then their entries' HGETALLs are pipelined,
+// Board::kPageSize a round trip: the server runs the guide's commands for all but the first
+// entries, not a script's redis.call each.
 class ListAll final : public Operation {
  public:
   ListAll(std::shared_ptr<Identity> id, std::string board, arg::option_keys option_keys,
-          std::string prefix)
+          std::string prefix, bool split = false)
       : id_(std::move(id)),
         board_(std::move(board)),
         option_keys_(std::move(option_keys)),
-        prefix_(std::move(prefix)) {}
+        prefix_(std::move(prefix)),
+        split_(split && !prefix_.empty()) {}
   const char* name() const override { return "list_all"; }
   bool paged() const override { return true; }
   std::vector<Command> next() override {
-    return {calls::window(arg::board{board_}, option_keys_, arg::user_prefix{prefix_},
-                          arg::mode{"range"}, arg::start{std::to_string(entries_.size())},
-                          arg::count{std::to_string(Board::kPageSize)}, id_->order_arg(),
-                          id_->ties_arg())};
+    if (fetching_) {
+      std::vector<Command> commands;
+      const std::size_t end = std::min(entries_.size(), fetched_ + kChunk);
+      commands.reserve(end - fetched_);
+      for (std::size_t i = fetched_; i < end; ++i) {
+        commands.push_back(Command{nullptr, {"HGETALL", prefix_ + entries_[i].user_id}});
+      }
+      return commands;
+    }
+    const bool lean = split_ && !entries_.empty();
+    return {calls::window(
+        arg::board{board_}, option_keys_, arg::user_prefix{lean ? std::string() : prefix_},
+        arg::mode{"range"}, arg::start{std::to_string(entries_.size())},
+        arg::count{std::to_string(page_count())}, id_->order_arg(), id_->ties_arg())};
   }
-  codec::ReplySink* reply_sink(std::size_t) override { return &window_; }
+  codec::ReplySink* reply_sink(std::size_t) override { return fetching_ ? nullptr : &window_; }
   bool feed(std::vector<Reply>& replies) override {
+    if (fetching_) {
+      if (replies.size() != std::min(entries_.size() - fetched_, kChunk)) unexpected("HGETALL");
+      for (auto& reply : replies) entries_[fetched_++].metadata = parse_metadata(reply);
+      return fetched_ == entries_.size();
+    }
     auto& reply = replies.at(0);
     id_->accept(reply);
     if (!reply.is_array()) unexpected("a page of list_all");
     if (!reply.streamed) codec::replay(reply, window_);
     window_.check();
     long long size = window_.size();
-    if (window_.count() > static_cast<std::size_t>(Board::kPageSize)) {
+    const long long asked = page_count();
+    if (window_.count() > static_cast<std::size_t>(asked)) {
       unexpected("a page of list_all");  // more than asked for
     }
     std::size_t before = entries_.size();
     window_.append_to(entries_, static_cast<long long>(before) + 1);
-    bool short_page = entries_.size() - before < static_cast<std::size_t>(Board::kPageSize);
+    bool short_page = entries_.size() - before < static_cast<std::size_t>(asked);
     const auto read = static_cast<long long>(entries_.size());
-    if (short_page || read >= size) return true;
+    if (short_page || read >= size) return start_fetch();
     budget_.another(name(), size - read);
     return false;
   }
   Result take_result() override {
     Result result = std::move(entries_);
-    id_->split_members(result);  // tie-break columns: the members' keys
+    if (!split_members_done_) id_->split_members(result);  // tie-break columns: members' keys
     return result;
   }
   const std::string* cached_metadata_prefix() const override {
@@ -420,15 +442,41 @@ class ListAll final : public Operation {
     if (prefix_.empty()) return nullptr;
     return std::make_unique<ListAll>(id_, board_, option_keys_, std::string());
   }
+  bool in_two_steps() const override { return split_; }
+  std::unique_ptr<Operation> in_one_trip() override {
+    if (!split_) return nullptr;
+    return std::make_unique<ListAll>(id_, board_, option_keys_, prefix_);
+  }
 
  private:
+  static constexpr std::size_t kChunk = static_cast<std::size_t>(Board::kPageSize);
+  long long page_count() const {
+    return split_ && entries_.empty() ? Board::kSplitReadFrom : Board::kPageSize;
+  }
+  // Every page read: done, or (split, past the first page) the HGETALLs of the entries read
+  // without metadata, by their user ids (tie-break columns: the members' keys split off first).
+  bool start_fetch() {
+    const auto first = static_cast<std::size_t>(Board::kSplitReadFrom);
+    if (!split_ || entries_.size() <= first) return true;
+    Result result = std::move(entries_);
+    id_->split_members(result);
+    entries_ = std::move(std::get<std::vector<Entry>>(result));
+    split_members_done_ = true;
+    fetching_ = true;
+    fetched_ = first;
+    return false;
+  }
+
   std::shared_ptr<Identity> id_;
   std::string board_;
   arg::option_keys option_keys_;
   std::string prefix_;  // empty: without metadata (window.lua's lean mode)
+  bool split_;
   WindowReader window_;
   std::vector<Entry> entries_;
   RoundTripBudget budget_;
+  bool fetching_ = false, split_members_done_ = false;
+  std::size_t fetched_ = 0;  // entries whose metadata is read (from kSplitReadFrom on)
 };
 
 // clear: remove a page of entries and their metadata per round trip until none remain.
@@ -651,6 +699,84 @@ class ReadHashes final : public Operation {
 std::unique_ptr<Operation> read_hashes(std::vector<std::string> keys,
                                        std::function<void(std::vector<Metadata>&&)> sink) {
   return std::make_unique<ReadHashes>(std::move(keys), std::move(sink));
+}
+
+namespace {
+
+// A read of many entries in the guide's two steps: the ranked read without metadata (the read's
+// lean form, as a client-side cache runs it: the guide's ZRANGE on a checked default board, else
+// its script with an empty prefix), then one HGETALL per entry, pipelined in steps of at most
+// Board::kPageSize. Redis runs the guide's commands: each HGETALL a command of its own, none
+// through a script's redis.call with its reply made a Lua table and back (1.5-2x the server CPU
+// of a page of 100, benchmarks.md). Not one snapshot: an entry removed or rewritten between the
+// two steps shows its metadata as of the second (none once removed), as the guide's reads. A
+// cluster transport runs the read in one step instead (in_one_trip: a slot may migrate between
+// them, and a pipelined step cannot follow ASK key by key).
+class SplitRead final : public Operation {
+ public:
+  explicit SplitRead(std::unique_ptr<Operation> whole) : whole_(std::move(whole)) {}
+  const char* name() const override { return whole_->name(); }
+  std::vector<Command> next() override {
+    if (!lean_) {
+      lean_ = whole_->without_metadata();
+      if (!lean_) throw std::logic_error("SplitRead needs a read with a lean form");
+    }
+    if (!fetching_) return lean_->next();
+    std::vector<Command> commands;
+    const std::size_t end = std::min(entries_.size(), done_ + kChunk);
+    commands.reserve(end - done_);
+    for (std::size_t i = done_; i < end; ++i) {
+      commands.push_back(Command{nullptr, {"HGETALL", prefix() + entries_[i]->user_id}});
+    }
+    return commands;
+  }
+  codec::ReplySink* reply_sink(std::size_t index) override {
+    return fetching_ ? nullptr : lean_->reply_sink(index);
+  }
+  bool feed(std::vector<Reply>& replies) override {
+    if (!fetching_) {
+      if (!lean_->feed(replies)) return false;
+      result_ = lean_->take_result();
+      entries_ = entries_of(result_);
+      fetching_ = true;
+      return entries_.empty();
+    }
+    if (replies.size() != std::min(entries_.size() - done_, kChunk)) unexpected("HGETALL");
+    for (auto& reply : replies) entries_[done_++]->metadata = parse_metadata(reply);
+    return done_ == entries_.size();
+  }
+  Result take_result() override { return std::move(result_); }
+  int resend_limit() const override { return lean_ ? lean_->resend_limit() : 0; }
+  const std::string* cached_metadata_prefix() const override {
+    return whole_->cached_metadata_prefix();
+  }
+  std::unique_ptr<Operation> without_metadata() const override {
+    return whole_->without_metadata();
+  }
+  bool in_two_steps() const override { return true; }
+  std::unique_ptr<Operation> in_one_trip() override {
+    if (lean_) throw std::logic_error("SplitRead::in_one_trip() before it runs");
+    return std::move(whole_);
+  }
+
+ private:
+  static constexpr std::size_t kChunk = static_cast<std::size_t>(Board::kPageSize);
+  const std::string& prefix() const { return *whole_->cached_metadata_prefix(); }
+
+  std::unique_ptr<Operation> whole_;  // the read in one step, which gives its lean form
+  std::unique_ptr<Operation> lean_;
+  Result result_;
+  std::vector<Entry*> entries_;  // into result_
+  bool fetching_ = false;
+  std::size_t done_ = 0;  // entries whose metadata arrived
+};
+
+}  // namespace
+
+std::unique_ptr<Operation> split_read(std::unique_ptr<Operation> read, long long count,
+                                      long long from) {
+  if (count < from || read->cached_metadata_prefix() == nullptr) return read;
+  return std::make_unique<SplitRead>(std::move(read));
 }
 
 std::string format_score(double value) {
@@ -1402,7 +1528,7 @@ std::unique_ptr<Operation> Board::get_top(long long count) const {
           return entries;
         });
   });
-  return call;
+  return split_read(std::move(call), count, id_->is_default() ? kSplitTopFrom : kSplitReadFrom);
 }
 
 std::unique_ptr<Operation> Board::get_around_rank(long long rank, long long count) const {
@@ -1412,9 +1538,10 @@ std::unique_ptr<Operation> Board::get_around_rank(long long rank, long long coun
       arg::board{key()}, option_keys_arg(Check::UntilConfirmed),
       arg::user_prefix{metadata_prefix()}, arg::mode{"around"}, arg::start{std::to_string(rank)},
       arg::count{std::to_string(count)}, id_->order_arg(), id_->ties_arg());
-  return SingleCall("get_around_rank", std::move(command), SingleCall::WindowParser(window_entries),
-                    id_)
-      .caches_metadata(metadata_prefix(), calls::argv_n::window::user_prefix);
+  return split_read(SingleCall("get_around_rank", std::move(command),
+                               SingleCall::WindowParser(window_entries), id_)
+                        .caches_metadata(metadata_prefix(), calls::argv_n::window::user_prefix),
+                    count);
 }
 
 std::unique_ptr<Operation> Board::get_rank(std::string user_id) const {
@@ -1478,7 +1605,7 @@ std::unique_ptr<Operation> Board::get_user_entry(std::string user_id) const {
 
 std::unique_ptr<Operation> Board::list_all() const {
   return std::make_unique<ListAll>(id_, key(), option_keys_arg(Check::UntilConfirmed),
-                                   metadata_prefix());
+                                   metadata_prefix(), /*split=*/true);
 }
 
 std::unique_ptr<Operation> Board::get_size() const {
@@ -1685,14 +1812,15 @@ std::unique_ptr<Operation> Board::get_around_user(std::string user_id, long long
       calls::around(arg::board{key()}, option_keys_arg(Check::EveryCall),
                     arg::user_prefix{metadata_prefix()}, arg::user_id{std::move(user_id)},
                     arg::count{std::to_string(count)}, id_->order_arg(), id_->ties_arg());
-  return SingleCall("get_around_user", std::move(command),
-                    SingleCall::WindowParser([](WindowReader* window) -> Result {
-                      // nil: the user is not on the board
-                      if (window == nullptr) return std::vector<Entry>();
-                      return window_entries(window);
-                    }),
-                    id_)
-      .caches_metadata(metadata_prefix(), calls::argv_n::around::user_prefix);
+  return split_read(SingleCall("get_around_user", std::move(command),
+                               SingleCall::WindowParser([](WindowReader* window) -> Result {
+                                 // nil: the user is not on the board
+                                 if (window == nullptr) return std::vector<Entry>();
+                                 return window_entries(window);
+                               }),
+                               id_)
+                        .caches_metadata(metadata_prefix(), calls::argv_n::around::user_prefix),
+                    count);
 }
 
 std::unique_ptr<Operation> Board::get_entries(std::vector<std::string> user_ids) const {
@@ -1706,34 +1834,37 @@ std::unique_ptr<Operation> Board::get_entries(std::vector<std::string> user_ids)
       arg::board_order{id_->is_default() ? "" : name_of(id_->order)},
       arg::board_ties{id_->is_default() ? std::string() : id_->ties_word()},
       arg::user_ids{user_ids});
-  return SingleCall(
-             "get_entries", std::move(command),
-             [user_ids = std::move(user_ids), size = entry_size()](Reply& reply) mutable -> Result {
-               if (!reply.is_array() || reply.elements.size() != user_ids.size()) {
-                 unexpected("the entries of get_entries");
-               }
-               std::vector<std::optional<Entry>> out;
-               out.reserve(user_ids.size());
-               for (std::size_t i = 0; i < user_ids.size(); ++i) {
-                 auto& item = reply.elements[i];
-                 if (item.is_nil()) {
-                   out.emplace_back();
-                   continue;
-                 }
-                 parse_array(item, size);
-                 if (item.elements.size() != size) unexpected("an entry");
-                 Entry entry;
-                 entry.score = parse_score(item.elements[0]);
-                 entry.rank = parse_rank(item.elements[1]) + 1;
-                 // Tie-break columns: the ranked member, as get_user_entry's.
-                 entry.user_id = size == 4 ? take_string(item.elements[3]) : std::move(user_ids[i]);
-                 entry.metadata = parse_metadata(item.elements[2]);
-                 out.emplace_back(std::move(entry));
-               }
-               return out;
-             },
-             id_)
-      .caches_metadata(metadata_prefix(), calls::argv_n::entries::user_prefix);
+  const auto count = static_cast<long long>(user_ids.size());
+  return split_read(
+      SingleCall(
+          "get_entries", std::move(command),
+          [user_ids = std::move(user_ids), size = entry_size()](Reply& reply) mutable -> Result {
+            if (!reply.is_array() || reply.elements.size() != user_ids.size()) {
+              unexpected("the entries of get_entries");
+            }
+            std::vector<std::optional<Entry>> out;
+            out.reserve(user_ids.size());
+            for (std::size_t i = 0; i < user_ids.size(); ++i) {
+              auto& item = reply.elements[i];
+              if (item.is_nil()) {
+                out.emplace_back();
+                continue;
+              }
+              parse_array(item, size);
+              if (item.elements.size() != size) unexpected("an entry");
+              Entry entry;
+              entry.score = parse_score(item.elements[0]);
+              entry.rank = parse_rank(item.elements[1]) + 1;
+              // Tie-break columns: the ranked member, as get_user_entry's.
+              entry.user_id = size == 4 ? take_string(item.elements[3]) : std::move(user_ids[i]);
+              entry.metadata = parse_metadata(item.elements[2]);
+              out.emplace_back(std::move(entry));
+            }
+            return out;
+          },
+          id_)
+          .caches_metadata(metadata_prefix(), calls::argv_n::entries::user_prefix),
+      count);
 }
 
 std::unique_ptr<Operation> Board::get_page(long long page, long long page_size) const {
@@ -1745,22 +1876,23 @@ std::unique_ptr<Operation> Board::get_page(long long page, long long page_size) 
       arg::board{key()}, option_keys_arg(Check::UntilConfirmed),
       arg::user_prefix{metadata_prefix()}, arg::mode{"range"}, arg::start{std::to_string(start)},
       arg::count{std::to_string(page_size)}, id_->order_arg(), id_->ties_arg());
-  return SingleCall(
-             "get_page", std::move(command),
-             SingleCall::WindowParser([page, page_size, start](WindowReader* window) -> Result {
-               if (window == nullptr) unexpected("a rank window");
-               window->check();
-               Page out;
-               out.page = page;
-               out.page_size = page_size;
-               out.size = window->size();
-               out.total_pages = (out.size + page_size - 1) / page_size;
-               window->append_to(out.entries, start + 1);
-               if (static_cast<long long>(out.entries.size()) > page_size) unexpected("a page");
-               return out;
-             }),
-             id_)
-      .caches_metadata(metadata_prefix(), calls::argv_n::window::user_prefix);
+  return split_read(
+      SingleCall("get_page", std::move(command),
+                 SingleCall::WindowParser([page, page_size, start](WindowReader* window) -> Result {
+                   if (window == nullptr) unexpected("a rank window");
+                   window->check();
+                   Page out;
+                   out.page = page;
+                   out.page_size = page_size;
+                   out.size = window->size();
+                   out.total_pages = (out.size + page_size - 1) / page_size;
+                   window->append_to(out.entries, start + 1);
+                   if (static_cast<long long>(out.entries.size()) > page_size) unexpected("a page");
+                   return out;
+                 }),
+                 id_)
+          .caches_metadata(metadata_prefix(), calls::argv_n::window::user_prefix),
+      page_size);
 }
 
 std::unique_ptr<Operation> Board::get_by_score(double min_score, double max_score, long long offset,

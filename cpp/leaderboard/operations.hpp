@@ -207,6 +207,12 @@ class Operation {
   // metadata then empty. Other operations: nullptr.
   virtual const std::string* cached_metadata_prefix() const { return nullptr; }
   virtual std::unique_ptr<Operation> without_metadata() const { return nullptr; }
+  // A read that runs in two round trips (split_read: in_two_steps()) gives the same read in one
+  // (its script's, one snapshot) before it runs, for a transport on which the second might not
+  // reach the same data (a cluster's: a slot may migrate between them) or a call written after
+  // it would run between them (a connection shared by concurrent calls). Others: nullptr.
+  virtual bool in_two_steps() const { return false; }
+  virtual std::unique_ptr<Operation> in_one_trip() { return nullptr; }
 };
 
 // The events of `stream` after `last_id` ('$': only those to come), at most `count`, waiting up
@@ -286,6 +292,14 @@ class Board {
   // Entries per round trip of list_all, clear and set_max_entries: boards up to this size
   // take one round trip; larger ones are paged so the server is never blocked for long.
   static constexpr long long kPageSize = 5000;
+  // Reads of this many entries or more with their metadata run in the guide's two steps
+  // (split_read): the server's CPU per call falls to the guide's, below the one script's, and
+  // the latency gains a round trip that is a small part of the call's (benchmarks.md, "Reads
+  // in two steps", benchmarks/split_reads.py). The first for get_top on a default board (its
+  // lean form one ZRANGE), the second for every other read (a script first: below it the
+  // second round trip costs more than the server saves).
+  static constexpr long long kSplitTopFrom = 50;
+  static constexpr long long kSplitReadFrom = 200;
   // An unlimited board's max_entries (None in Python): more than a sorted set can hold
   // (2^32 - 1 members), so no write ever trims; larger limits are clamped to it.
   static constexpr long long kUnlimited = constants::UNLIMITED;  // lib/base.lua's
@@ -502,6 +516,12 @@ class Board {
 
   std::shared_ptr<Identity> id_;
 };
+
+// `read` (a read of up to `count` entries with their metadata, which has a lean form) as a
+// SplitRead from `from` entries on (Board::kSplitReadFrom), else itself. See SplitRead in
+// operations.cpp.
+std::unique_ptr<Operation> split_read(std::unique_ptr<Operation> read, long long count,
+                                      long long from = Board::kSplitReadFrom);
 
 // An idempotent write's guard word " sid:<ttl ms>:<call token>" (appended to `spec`; a new
 // token, see new_call_token: one per call, since a call builds its command once) and its record's

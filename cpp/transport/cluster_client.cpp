@@ -364,6 +364,8 @@ std::optional<ClusterClient::Job> ClusterClient::make_job(Outgoing& request, con
     job.id = request.id;
     job.started = request.started;
     job.deadline = job.started + seconds(wait);
+    // A read of many entries runs in one script here, not split in two steps (see SplitRead).
+    if (request.operation->in_two_steps()) request.operation = request.operation->in_one_trip();
     job.exchange =
         std::make_unique<Exchange>(std::move(request.operation), options_.node.durability);
     if (job.exchange->finished()) {  // nothing to send

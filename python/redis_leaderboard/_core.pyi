@@ -197,8 +197,12 @@ class Operation(Generic[_T_co]):
     @property
     def cached_metadata_prefix(self) -> Optional[str]:
         """The metadata prefix a client-side cache serves this read from; None if it cannot."""
+    def in_one_trip(self) -> None:
+        """Make a read of many entries, which takes the guide's two steps on one Redis, one
+        round trip: its script, one snapshot. Nothing for other operations. Before request()."""
     def request(self) -> bytes:
-        """RESP bytes of the next round trip (scripts as EVALSHA)."""
+        """RESP bytes of the next round trip (scripts as EVALSHA; a read of many entries in
+        one round trip, its script)."""
     def feed(self, data: bytes, stream: bool = True) -> bool:
         """Feed the RESP replies to the last request; True when the operation is finished."""
     def result(self) -> _T_co:
