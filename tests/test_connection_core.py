@@ -25,6 +25,15 @@ def zcard() -> bytes:
     return cmd("ZCARD", "lb")
 
 
+def new_core(**options: Any) -> _core.ConnectionCore:
+    """A core whose server is taken to have run every script for it already, as on a connection
+    in use (the hold of a script's first use on a connection: test_a_script_the_connection_has_
+    not_run_holds_what_comes_after_it)."""
+    core = _core.ConnectionCore(**options)
+    core.assume_scripts_loaded()
+    return core
+
+
 def connect(core: _core.ConnectionCore, now: float) -> None:
     """The socket is open at ``now``: the handshake (HELLO 2 alone, with the default options)
     goes first, answered as Redis 7.0 does."""
@@ -34,7 +43,7 @@ def connect(core: _core.ConnectionCore, now: float) -> None:
 
 
 def connected_core(**options: Any) -> _core.ConnectionCore:
-    core = _core.ConnectionCore(**options)
+    core = new_core(**options)
     connect(core, 0.0)
     return core
 
@@ -71,7 +80,7 @@ TOP_RESULT = [
 
 
 def test_requests_wait_for_a_connection_then_go_out_in_one_write() -> None:
-    core = _core.ConnectionCore()
+    core = new_core()
     sizes(core, 1, 2, 3)
     assert core.take_write() == b""
     assert core.wants_connection
@@ -152,7 +161,7 @@ def core_request(operation: Any) -> bytes:
 
 
 def test_the_handshake_goes_alone_before_any_request() -> None:
-    core = _core.ConnectionCore(password="pw", db=2, client_name="me")
+    core = new_core(password="pw", db=2, client_name="me")
     sizes(core, 1)
     core.connected(0.0)
     assert flush(core) == (
@@ -180,7 +189,7 @@ def test_the_handshake_goes_alone_before_any_request() -> None:
     ids=["auth", "select"],
 )
 def test_a_failed_handshake_fails_the_waiting_requests_unsent(replies: bytes, error: type) -> None:
-    core = _core.ConnectionCore(password="pw", db=99)
+    core = new_core(password="pw", db=99)
     sizes(core, 1, 2)
     core.connected(0.0)
     written = flush(core)
@@ -380,7 +389,7 @@ def test_requests_not_written_wait_for_the_next_connection() -> None:
 
 
 def test_a_failed_connect_fails_the_waiting_requests() -> None:
-    core = _core.ConnectionCore()
+    core = new_core()
     sizes(core, 1)
     core.connect_failed("refused")
     error = results(core)[1]
@@ -440,7 +449,7 @@ def test_a_reply_that_keeps_arriving_fails_at_its_deadline() -> None:
 
 
 def test_a_request_waiting_for_a_connection_times_out_unsent() -> None:
-    core = _core.ConnectionCore(socket_timeout=0.5)
+    core = new_core(socket_timeout=0.5)
     sizes(core, 1, started=3.0)
     assert core.next_deadline == pytest.approx(3.5)
     core.tick(3.5)
@@ -488,7 +497,7 @@ def test_a_cancelled_paged_operation_sends_no_next_page() -> None:
 
 
 def test_a_request_cancelled_before_it_is_written_is_never_written() -> None:
-    core = _core.ConnectionCore()
+    core = new_core()
     sizes(core, 1, 2)
     core.cancel(1)
     connect(core, 0.0)
@@ -535,20 +544,24 @@ def test_a_script_first_loaded_is_not_a_reload_and_one_loaded_again_is() -> None
 
 
 def test_a_request_written_before_the_body_is_not_a_reload() -> None:
-    # The first EVALSHA's NOSCRIPT comes while a second EVALSHA waits: the body goes behind it,
-    # in the same write, so the second gets NOSCRIPT too: the same first load, not a reload.
+    # Two EVALSHAs written together (the server taken to have run the script for this
+    # connection) both come back NOSCRIPT: the second was written before the first's body,
+    # so its NOSCRIPT is the same first load, not a reload. Each is sent again first, before
+    # anything made after it (calls run in the order they were made).
     core = connected_core()
     core.submit(1, board().get_top(2), 0.0)
-    assert flush(core)  # write 1: EVALSHA
     core.submit(2, board().get_top(2), 0.0)
+    assert flush(core).count(b"EVALSHA") == 2  # write 1: both
+    core.submit(3, board().get_size(), 0.0)
     before = _core.observed()["script_reload"]
     core.received(b"-NOSCRIPT No matching script.\r\n", 0.0)
-    second = flush(core)  # write 2: the second EVALSHA, then the first's EVAL with the body
-    assert second.index(b"EVALSHA") < second.index(b"EVAL\r\n")
-    core.received(b"-NOSCRIPT No matching script.\r\n" + TOP_REPLY, 0.0)
-    assert flush(core)  # write 3: the second's body
-    core.received(TOP_REPLY, 0.0)
-    assert results(core) == {1: TOP_RESULT, 2: TOP_RESULT}
+    core.received(b"-NOSCRIPT No matching script.\r\n", 0.0)
+    second = flush(core)  # write 2: the two bodies, in their order, then the ZCARD
+    assert second.count(b"$4\r\nEVAL\r\n") == 2 and second.endswith(zcard())
+    other = TOP_REPLY.replace(b"Ada", b"Bob")
+    core.received(TOP_REPLY + other + b":2\r\n", 0.0)
+    done = results(core)
+    assert done[1] == TOP_RESULT and done[2][0]["metadata"] == {"name": "Bob"} and done[3] == 2
     assert _core.observed()["script_reload"] == before
     core.submit(3, board().get_top(2), 0.0)  # written after the body: a NOSCRIPT is a reload
     assert flush(core)
@@ -609,7 +622,7 @@ def test_an_error_reply_wins_over_the_wait_and_waitaof_counts_replicas() -> None
     core.received(b"-ERR boom\r\n:0\r\n", 0.0)  # the write refused: nothing was applied
     error = results(core)[1]
     assert isinstance(error, rl.ResponseError) and str(error) == "ERR boom"
-    core = _core.ConnectionCore(min_replicas=1, wait_aof=True)
+    core = new_core(min_replicas=1, wait_aof=True)
     core.connected(0.0)
     assert flush(core) == cmd("HELLO", "2") + cmd("WAITAOF", "0", "0", "0")  # WAITAOF's probe
     core.received(hello_reply() + b"*2\r\n:0\r\n:0\r\n", 0.0)
@@ -674,3 +687,28 @@ def test_a_write_s_deadline_allows_replica_timeout() -> None:
     core.tick(12.5)
     done = results(core)
     assert isinstance(done[3], rl.TimeoutError) and core.take_close()
+
+
+def test_a_script_the_connection_has_not_run_holds_what_comes_after_it() -> None:
+    # Calls run in the order they were made, also when the server lost its scripts (a restart,
+    # a failover): a request naming a script by SHA that the server has not run for this
+    # connection is written last, and nothing after it until its reply; a NOSCRIPT sends it
+    # again first, with the script's body, so a call made after it cannot run before it.
+    core = _core.ConnectionCore()
+    connect(core, 0.0)
+    increments(core, 1)
+    sizes(core, 2)
+    first = flush(core)
+    assert first.count(b"EVALSHA") == 1 and not first.endswith(zcard())
+    assert flush(core) == b""  # held until its reply
+    core.received(b"-NOSCRIPT No matching script. Please use EVAL.\r\n", 0.0)
+    again = flush(core)
+    assert again.startswith(b"*") and b"$4\r\nEVAL\r\n" in again[:20] and again.endswith(zcard())
+    core.received(b"-ERR refused\r\n:5\r\n", 0.0)
+    done = results(core)
+    assert isinstance(done[1], rl.ResponseError) and done[2] == 5
+    # The script has run for this connection now: its next call goes with what follows.
+    increments(core, 3)
+    sizes(core, 4)
+    third = flush(core)
+    assert third.count(b"EVALSHA") == 1 and third.endswith(zcard())

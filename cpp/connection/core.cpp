@@ -133,7 +133,8 @@ void Core::connected(Clock::time_point now) {
   retiring_ = false;
   reader_.reset();
   script_loads_ = {};
-  ordered_in_flight_ = 0;
+  known_scripts_.clear();  // a new connection: maybe another server, or a restarted one
+  holding_in_flight_ = 0;
   reply_start_ = 0;
   bytes_in_flight_ = 0;
   ready_ = handshake_.expected == 0;
@@ -201,7 +202,7 @@ std::string Core::take_write() {
     if (!request.expired) held_ahead += request.server_wait;
   }
   std::size_t commands = 0;
-  while (!waiting_.empty() && requests_in_flight_ < max_in_flight_ && ordered_in_flight_ == 0) {
+  while (!waiting_.empty() && requests_in_flight_ < max_in_flight_ && holding_in_flight_ == 0) {
     Request& request = waiting_.front();
     if (held_ahead > 0 && request.deadline && request.exchange && !request.exchange->is_read()) {
       *request.deadline +=
@@ -228,7 +229,8 @@ std::string Core::take_write() {
     }
     commands += request.expected;
     request.written_at = script_loads_.writes + 1;  // this write's number
-    if (request.ordered) ++ordered_in_flight_;  // nothing more in this write, nor until its reply
+    request.requeued = false;
+    note_holding(request);  // holding: nothing more in this write, nor until its reply
     in_flight_.push_back(std::move(request));
     waiting_.pop_front();
     ++requests_in_flight_;
@@ -328,7 +330,23 @@ void Core::on_reply(Reply&& reply, Clock::time_point now) {
     return;
   }
   --requests_in_flight_;
-  if (done.ordered) --ordered_in_flight_;
+  if (done.holding) {
+    --holding_in_flight_;
+    done.holding = false;
+    // What it held waited for its WAIT too, as if written behind it (take_write's held_ahead):
+    // a write's deadline allows it, a read keeps its own.
+    if (done.server_wait > 0 && !done.expired) {
+      const auto wait = std::chrono::duration_cast<Clock::duration>(
+          std::chrono::duration<double>(done.server_wait));
+      for (auto& held : waiting_) {
+        if (held.deadline && held.exchange && !held.exchange->is_read()) *held.deadline += wait;
+      }
+    }
+    // Any reply shows the server has them; after NOSCRIPT the step goes again with their
+    // bodies, which loads them.
+    known_scripts_.insert(known_scripts_.end(), done.unconfirmed.begin(), done.unconfirmed.end());
+    done.unconfirmed.clear();
+  }
   finish(std::move(done), now);
   if (retiring_ && in_flight_.empty() && connected_) retire(now);
 }
@@ -375,10 +393,35 @@ void Core::finish(Request&& request, Clock::time_point now) {
     request.server_wait = request.exchange->server_wait();
     request.deadline = deadline_from(now, request.server_wait);
   }
-  if (!request.ordered) return enqueue(std::move(request));
-  // A read in two steps: its next one goes first (it held what came after it).
+  if (!request.ordered && !request.exchange->resending_scripts()) {
+    return enqueue(std::move(request));
+  }
+  // First: it held what came after it (a read in two steps, or scripts the server had not run
+  // for this connection, which a NOSCRIPT now sends again with their bodies), so nothing was
+  // written behind it, and what waits was submitted after it; after those put back before it
+  // (their replies came first, so they were written first).
   note_deadline(request.deadline);
-  waiting_.push_front(std::move(request));
+  request.requeued = true;
+  auto at = waiting_.begin();
+  while (at != waiting_.end() && at->requeued) ++at;
+  waiting_.insert(at, std::move(request));
+}
+
+void Core::note_holding(Request& request) {
+  request.unconfirmed.clear();
+  if (request.exchange && !assume_scripts_loaded_ && !request.exchange->resending_scripts()) {
+    for (const auto& command : request.exchange->commands()) {
+      const auto* script = command.script;
+      const auto known = [script](const std::vector<const leaderboard::Script*>& scripts) {
+        return std::find(scripts.begin(), scripts.end(), script) != scripts.end();
+      };
+      if (script != nullptr && !known(known_scripts_) && !known(request.unconfirmed)) {
+        request.unconfirmed.push_back(script);
+      }
+    }
+  }
+  request.holding = request.ordered || !request.unconfirmed.empty();
+  if (request.holding) ++holding_in_flight_;
 }
 
 void Core::give_up(const std::exception_ptr& error, bool close, Clock::time_point now) {
@@ -435,7 +478,8 @@ void Core::give_up(const std::exception_ptr& error, bool close, Clock::time_poin
     }
   }
   in_flight_.clear();
-  ordered_in_flight_ = 0;
+  holding_in_flight_ = 0;
+  for (auto& request : resend) request.holding = false;  // judged again when written
   bytes_in_flight_ = 0;
   reply_start_ = 0;  // the reader is reset
   if (!waiting_.empty() && waiting_.front().handshake) waiting_.pop_front();
@@ -487,7 +531,7 @@ void Core::abort(const std::exception_ptr& error) {
     queue->clear();
   }
   requests_in_flight_ = 0;
-  ordered_in_flight_ = 0;
+  holding_in_flight_ = 0;
   bytes_in_flight_ = 0;
   connected_ = writing_ = ready_ = false;
   set_open(false);

@@ -92,6 +92,9 @@ class Core {
               Clock::time_point started);
   // An operation already under way (sent elsewhere before a cluster redirect): its current step.
   void submit(std::uint64_t id, std::unique_ptr<Exchange> exchange, Clock::time_point started);
+  // Tests of other behaviour: treat every script as one the server has run for this
+  // connection (no request holds the ones behind it for its scripts).
+  void assume_scripts_loaded() { assume_scripts_loaded_ = true; }
   // Completes request `id` with `error` at once (it never reached the core's queues).
   void fail(std::uint64_t id, const std::exception_ptr& error) {
     completions_.push_back({id, {}, {}, error});
@@ -165,9 +168,14 @@ class Core {
     std::size_t assumed_bytes = 0;  // what its replies were expected to take when written
     std::size_t reply_bytes = 0;    // what they took, so far
     std::uint64_t written_at = 0;   // script_loads_.writes of the write that sent it
-    // A read in two steps (split_reads): each runs before anything submitted after it, which
-    // it holds until its reply (take_write); its next step goes first.
+    // A read in two steps (split_reads): each runs before anything submitted after it.
     bool ordered = false;
+    // The scripts its step names by SHA that the server has not run for this connection yet.
+    std::vector<const leaderboard::Script*> unconfirmed;
+    // Ordered, or written with unconfirmed scripts: nothing is written behind it until its
+    // reply (take_write), and its step sent again (NOSCRIPT) or its next one goes first.
+    bool holding = false;
+    bool requeued = false;  // put back at the front of waiting_ (finish), not written since
   };
   // The bytes a request's replies are expected to take (max_reply_bytes_in_flight only).
   std::size_t& learnt_bytes(const char* name);
@@ -177,6 +185,9 @@ class Core {
   std::optional<Clock::time_point> deadline_from(Clock::time_point started,
                                                  double server_wait = 0) const;
   void enqueue(Request&& request);  // moved in once (by value: one more move and destructor)
+  // `request` is written now: the scripts its step names by SHA that the server has not run
+  // for this connection, and whether it holds what comes after it.
+  void note_holding(Request& request);
   void on_reply(Reply&& reply, Clock::time_point now);
   // Where the next reply may stream (the front request's Exchange::reply_sink), or nullptr.
   codec::ReplySink* next_sink();
@@ -204,7 +215,14 @@ class Core {
   };
   std::vector<Learnt> learnt_;
   ScriptLoads script_loads_;  // the scripts loaded on this connection (Exchange::on_replies)
-  std::size_t ordered_in_flight_ = 0;  // requests in flight with `ordered`
+  // The scripts the server ran for this connection: an EVALSHA of one cannot come back
+  // NOSCRIPT (but after a SCRIPT FLUSH). A request naming another by SHA holds the requests
+  // behind it until its reply: a NOSCRIPT sends it again with the script's body, and one
+  // written behind it would have run first (a player's two writes applied out of their order
+  // after a restart or a failover emptied the server's script cache).
+  std::vector<const leaderboard::Script*> known_scripts_;
+  bool assume_scripts_loaded_ = false;  // assume_scripts_loaded()
+  std::size_t holding_in_flight_ = 0;   // requests in flight with `holding`
   Counters& counters_;
   const Handshake handshake_;
   codec::ReplyReader reader_;

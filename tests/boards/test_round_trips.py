@@ -5,11 +5,12 @@ kept."""
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any, Callable
 
 import pytest
 
-from apis import Api
+from apis import Api, asyncio_only, unwrap
 from helpers import ADA, entry, written
 from redis_leaderboard import Client, RedisLeaderboard, ResponseError, _core
 
@@ -107,3 +108,33 @@ def test_a_server_error_is_a_response_error(
     r.delete(board.key)
     assert board.upsert_user("a", 1) == written(1, "a", 1)
     assert api.client.stats()["reconnects"] == 0
+
+
+@asyncio_only
+def test_concurrent_calls_run_in_their_order_when_the_server_lost_its_scripts(
+    api: Api, board_key: str, r: Any
+) -> None:
+    # Calls pipelined on one connection run in the order they were made, also when the server
+    # answers the first NOSCRIPT (a restart, a failover, SCRIPT FLUSH emptied its cache): the
+    # call sent again with its script's body must not run after one written behind it. Here a
+    # write (write.lua, not cached) then the same player's removal (remove.lua, cached):
+    # applied out of order, the player would be left on the board.
+    for round_ in range(5):
+        r.script_flush()
+        client = api.connect()
+        board = unwrap(api.leaderboard(board_key, 10, client=client))
+        key = f"u{round_}"
+
+        async def main(board: Any, key: str) -> list[Any]:
+            await board.delete_user("warm")  # remove.lua: loaded, and run on this connection
+            return list(
+                await asyncio.gather(
+                    board.upsert_user(key, 1, {"n": "1"}),
+                    board.delete_user(key),
+                    board.get_rank(key),
+                )
+            )
+
+        written, removed, rank = api.run(main(board, key))
+        assert written["rank"] == 1 and removed is True and rank is None
+        assert r.zscore(board_key, key) is None and not r.exists(f"{board_key}:user:{key}")
