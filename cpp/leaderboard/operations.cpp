@@ -371,6 +371,38 @@ class SingleCall final : public Operation {
   std::function<std::unique_ptr<Operation>()> lean_;  // nullptr: none of its own
 };
 
+// The second step of a read in two steps (SplitRead, a split ListAll): the HGETALL of each
+// entry's metadata hash ("<prefix><user_id>"), Board::kPageSize a round trip, each hash into
+// its entry. The entries must stay where they are until it is done.
+class MetadataFetch {
+ public:
+  MetadataFetch() = default;
+  MetadataFetch(std::string prefix, std::vector<Entry*> entries)
+      : prefix_(std::move(prefix)), entries_(std::move(entries)) {}
+  bool done() const { return done_ == entries_.size(); }
+  std::vector<Command> next() const {
+    std::vector<Command> commands;
+    const std::size_t end = std::min(entries_.size(), done_ + kChunk);
+    commands.reserve(end - done_);
+    for (std::size_t i = done_; i < end; ++i) {
+      commands.push_back(Command{nullptr, {"HGETALL", prefix_ + entries_[i]->user_id}});
+    }
+    return commands;
+  }
+  // The replies to next()'s commands; true once every entry has its metadata.
+  bool feed(std::vector<Reply>& replies) {
+    if (replies.size() != std::min(entries_.size() - done_, kChunk)) unexpected("HGETALL");
+    for (auto& reply : replies) entries_[done_++]->metadata = parse_metadata(reply);
+    return done();
+  }
+
+ private:
+  static constexpr std::size_t kChunk = static_cast<std::size_t>(Board::kPageSize);
+  std::string prefix_;
+  std::vector<Entry*> entries_;
+  std::size_t done_ = 0;  // entries whose metadata arrived
+};
+
 // list_all: pages of the rank window from the top until the board is exhausted. A board
 // larger than one page is read in several round trips and is not one snapshot. Split (`split`,
 // on one Redis; see SplitRead): the first page is Board::kSplitReadFrom entries with their
@@ -390,15 +422,7 @@ class ListAll final : public Operation {
   const char* name() const override { return "list_all"; }
   bool paged() const override { return true; }
   std::vector<Command> next() override {
-    if (fetching_) {
-      std::vector<Command> commands;
-      const std::size_t end = std::min(entries_.size(), fetched_ + kChunk);
-      commands.reserve(end - fetched_);
-      for (std::size_t i = fetched_; i < end; ++i) {
-        commands.push_back(Command{nullptr, {"HGETALL", prefix_ + entries_[i].user_id}});
-      }
-      return commands;
-    }
+    if (fetching_) return fetch_.next();
     const bool lean = split_ && !entries_.empty();
     return {calls::window(
         arg::board{board_}, option_keys_, arg::user_prefix{lean ? std::string() : prefix_},
@@ -407,11 +431,7 @@ class ListAll final : public Operation {
   }
   codec::ReplySink* reply_sink(std::size_t) override { return fetching_ ? nullptr : &window_; }
   bool feed(std::vector<Reply>& replies) override {
-    if (fetching_) {
-      if (replies.size() != std::min(entries_.size() - fetched_, kChunk)) unexpected("HGETALL");
-      for (auto& reply : replies) entries_[fetched_++].metadata = parse_metadata(reply);
-      return fetched_ == entries_.size();
-    }
+    if (fetching_) return fetch_.feed(replies);
     auto& reply = replies.at(0);
     id_->accept(reply);
     if (!reply.is_array()) unexpected("a page of list_all");
@@ -432,7 +452,7 @@ class ListAll final : public Operation {
   }
   Result take_result() override {
     Result result = std::move(entries_);
-    if (!split_members_done_) id_->split_members(result);  // tie-break columns: members' keys
+    if (!fetching_) id_->split_members(result);  // tie-break columns: members' keys (else done)
     return result;
   }
   const std::string* cached_metadata_prefix() const override {
@@ -449,7 +469,6 @@ class ListAll final : public Operation {
   }
 
  private:
-  static constexpr std::size_t kChunk = static_cast<std::size_t>(Board::kPageSize);
   long long page_count() const {
     return split_ && entries_.empty() ? Board::kSplitReadFrom : Board::kPageSize;
   }
@@ -461,9 +480,10 @@ class ListAll final : public Operation {
     Result result = std::move(entries_);
     id_->split_members(result);
     entries_ = std::move(std::get<std::vector<Entry>>(result));
-    split_members_done_ = true;
+    std::vector<Entry*> lean;  // those read without metadata
+    for (std::size_t i = first; i < entries_.size(); ++i) lean.push_back(&entries_[i]);
+    fetch_ = MetadataFetch(prefix_, std::move(lean));
     fetching_ = true;
-    fetched_ = first;
     return false;
   }
 
@@ -475,8 +495,8 @@ class ListAll final : public Operation {
   WindowReader window_;
   std::vector<Entry> entries_;
   RoundTripBudget budget_;
-  bool fetching_ = false, split_members_done_ = false;
-  std::size_t fetched_ = 0;  // entries whose metadata is read (from kSplitReadFrom on)
+  bool fetching_ = false;  // every page read: the metadata of those past the first
+  MetadataFetch fetch_;
 };
 
 // clear: remove a page of entries and their metadata per round trip until none remain.
@@ -721,14 +741,7 @@ class SplitRead final : public Operation {
       lean_ = whole_->without_metadata();
       if (!lean_) throw std::logic_error("SplitRead needs a read with a lean form");
     }
-    if (!fetching_) return lean_->next();
-    std::vector<Command> commands;
-    const std::size_t end = std::min(entries_.size(), done_ + kChunk);
-    commands.reserve(end - done_);
-    for (std::size_t i = done_; i < end; ++i) {
-      commands.push_back(Command{nullptr, {"HGETALL", prefix() + entries_[i]->user_id}});
-    }
-    return commands;
+    return fetching_ ? fetch_.next() : lean_->next();
   }
   codec::ReplySink* reply_sink(std::size_t index) override {
     return fetching_ ? nullptr : lean_->reply_sink(index);
@@ -737,13 +750,11 @@ class SplitRead final : public Operation {
     if (!fetching_) {
       if (!lean_->feed(replies)) return false;
       result_ = lean_->take_result();
-      entries_ = entries_of(result_);
+      fetch_ = MetadataFetch(*whole_->cached_metadata_prefix(), entries_of(result_));
       fetching_ = true;
-      return entries_.empty();
+      return fetch_.done();
     }
-    if (replies.size() != std::min(entries_.size() - done_, kChunk)) unexpected("HGETALL");
-    for (auto& reply : replies) entries_[done_++]->metadata = parse_metadata(reply);
-    return done_ == entries_.size();
+    return fetch_.feed(replies);
   }
   Result take_result() override { return std::move(result_); }
   int resend_limit() const override { return lean_ ? lean_->resend_limit() : 0; }
@@ -760,15 +771,11 @@ class SplitRead final : public Operation {
   }
 
  private:
-  static constexpr std::size_t kChunk = static_cast<std::size_t>(Board::kPageSize);
-  const std::string& prefix() const { return *whole_->cached_metadata_prefix(); }
-
   std::unique_ptr<Operation> whole_;  // the read in one step, which gives its lean form
   std::unique_ptr<Operation> lean_;
   Result result_;
-  std::vector<Entry*> entries_;  // into result_
   bool fetching_ = false;
-  std::size_t done_ = 0;  // entries whose metadata arrived
+  MetadataFetch fetch_;  // into result_'s entries
 };
 
 }  // namespace
