@@ -4,19 +4,24 @@ floor (a bare future created, settled by ``call_soon`` and awaited by a task).
 
     python benchmarks/async_instructions.py [--builds NAME=PYTHON,...] [--methods get_rank,...]
                                             [--loops asyncio,uvloop] [--repeat K] [--mallocs]
+                                            [--sync-only]
 
 Each figure is the difference between a run of N2 and of N1 calls, divided by N2 - N1, so start-up
 cancels out; every thread of the process is counted (an I/O thread included). Needs valgrind.
 A method may carry an int argument and a board: ``get_top:100@big`` is get_top(100) on a board of
-200 users with metadata (``big``); the default board (``lb``) holds one user. ``--mallocs`` adds
-calls to malloc, calloc and realloc per call (operator new's included), from callgrind's call
-counts.
+200 users with metadata (``big``); the default board (``lb``) holds one user. A team board's
+methods are ``team.submit``, ``team.team_of`` and ``team.move`` (one member, of team "red"), a
+league's ``league.submit`` and ``league.tier_of``, a daily tournament's ``tournament.submit`` and
+``tournament.status``.
+``--mallocs`` adds calls to malloc, calloc and realloc per call (operator new's included), from
+callgrind's call counts.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import functools
 import os
 import re
 import shutil
@@ -37,6 +42,18 @@ META = {"name": "Player", "country": "NL"}
 MODES = (("sync", 500, 1500), ("1", 500, 1500), ("1000", 10_000, 30_000))
 BIG = 200  # users on the board "big"
 ALLOCATORS = ("malloc", "calloc", "realloc")
+# Other board types' methods: (class, key, args, keyword args).
+TYPED: dict[str, tuple[str, str, tuple[Any, ...], dict[str, Any]]] = {
+    "team.submit": ("TeamLeaderboard", "teams", (USER, 5.0, META), {"team": "red"}),
+    "team.team_of": ("TeamLeaderboard", "teams", (USER,), {}),
+    "team.move": ("TeamLeaderboard", "teams", (USER, "red"), {}),
+    "league.submit": ("League", "league", (USER, 5.0, META), {}),
+    "league.tier_of": ("League", "league", (USER,), {}),
+    "tournament.submit": ("Tournament", "cup", (USER, 5.0, META), {}),
+    "tournament.status": ("Tournament", "cup", (USER,), {}),
+}
+# Their constructors' keyword arguments.
+OPTIONS: dict[str, dict[str, Any]] = {"Tournament": {"schedule": "day"}}
 
 
 def parse_method(spec: str) -> tuple[str, tuple[Any, ...], str]:
@@ -81,24 +98,30 @@ def worker(host: str, port: int, mode: str, n: int, method: str, loop_name: str)
     import redis_leaderboard
     import redis_leaderboard.asyncio
 
-    method, args, key = parse_method(method)
+    kwargs: dict[str, Any] = {}
+    if method in TYPED:
+        cls, key, args, kwargs = TYPED[method]
+        method = method.split(".", 1)[1]
+    else:
+        cls = "RedisLeaderboard"
+        method, args, key = parse_method(method)
     if mode == "sync":
-        board = redis_leaderboard.RedisLeaderboard(
-            redis_leaderboard.Client(host=host, port=port), key=key
-        )
+        client = redis_leaderboard.Client(host=host, port=port)
+        board = getattr(redis_leaderboard, cls)(client, key, **OPTIONS.get(cls, {}))
         call = getattr(board, method)
         for _ in range(n):
-            call(*args)
+            call(*args, **kwargs)
         return
 
     async def main() -> None:
         async with redis_leaderboard.asyncio.Client(host=host, port=port) as client:
-            call = getattr(redis_leaderboard.asyncio.RedisLeaderboard(client, key=key), method)
+            board = getattr(redis_leaderboard.asyncio, cls)(client, key, **OPTIONS.get(cls, {}))
+            call = functools.partial(getattr(board, method), *args, **kwargs)
             tasks = int(mode)
 
             async def one() -> None:
                 for _ in range(n // tasks):
-                    await call(*args)
+                    await call()
 
             await asyncio.gather(*(one() for _ in range(tasks)))
 
@@ -165,6 +188,12 @@ def main() -> int:
         action="store_true",
         help="also count calls to malloc/calloc/realloc per call (shown after the instructions)",
     )
+    parser.add_argument(
+        "--sync-only",
+        action="store_true",
+        help="measure the sync client only (the asyncio columns are slow under callgrind for "
+        "calls of 100k+ instructions)",
+    )
     parser.add_argument("--worker", nargs=6, help=argparse.SUPPRESS)
     opts = parser.parse_args()
     if opts.worker:
@@ -185,6 +214,7 @@ def main() -> int:
         server.start()
         loader = redis_leaderboard.Client(host=server.host, port=server.port)
         redis_leaderboard.RedisLeaderboard(loader, key="lb").upsert_user(USER, 1, META)
+        redis_leaderboard.TeamLeaderboard(loader, "teams").submit(USER, 1, META, team="red")
         big = redis_leaderboard.RedisLeaderboard(loader, key="big")
         for i in range(BIG):
             big.upsert_user(f"user:{i:012d}", i, {"name": f"Player {i}", "country": "NL"})
@@ -201,7 +231,7 @@ def main() -> int:
             count, allocs = sorted(figures)[len(figures) // 2]
             return f"{count:,} ({allocs:.1f})" if opts.mallocs else f"{count:,}"
 
-        for loop in loops:
+        for loop in [] if opts.sync_only else loops:
             floor = [per_call(first, *m, "floor", loop) for m in MODES[1:]]
             rows.append(f"| {loop} floor (bare future) | | {floor[0]} | {floor[1]} |")
             print(rows[-1], file=sys.stderr, flush=True)
@@ -209,7 +239,10 @@ def main() -> int:
             for name, python in builds.items():
                 sync = per_call(python, *MODES[0], method, loops[0])  # no loop in it
                 for loop in loops:
-                    cells = [sync] + [per_call(python, *m, method, loop) for m in MODES[1:]]
+                    others = ["—", "—"] if opts.sync_only else None
+                    if others is None:
+                        others = [per_call(python, *m, method, loop) for m in MODES[1:]]
+                    cells = [sync, *others]
                     label = ", ".join(
                         ([name] if len(builds) > 1 or len(loops) == 1 else [])
                         + ([loop] if len(loops) > 1 else [])

@@ -205,6 +205,17 @@ def run_cpp(main: Path, generated: Path, *sources: Path) -> list[str]:
     ).stdout.splitlines()
 
 
+def generated(tmp_path: Path, **scripts: str) -> Path:
+    """The generator's output for the scripts given (name=text), in a folder of its own."""
+    folder = tmp_path / "scripts"
+    folder.mkdir()
+    for name, text in scripts.items():
+        (folder / f"{name}.lua").write_text(text)
+    out = tmp_path / "out"
+    assert generate.main(["generate.py", str(folder), str(out)]) == 0
+    return out
+
+
 DEMO = """\
 #!lua
 -- demo: a script of two calls.
@@ -245,11 +256,7 @@ def test_the_generated_calls_compile_and_send_their_arguments_in_the_declared_or
     tmp_path: Path,
 ) -> None:
     """The C++ a declaration gives, compiled and run: each call's EVALSHA arguments."""
-    scripts = tmp_path / "scripts"
-    scripts.mkdir()
-    (scripts / "demo.lua").write_text(DEMO)
-    out = tmp_path / "out"
-    assert generate.main(["generate.py", str(scripts), str(out)]) == 0
+    out = generated(tmp_path, demo=DEMO)
     main = tmp_path / "main.cpp"
     main.write_text(
         """
@@ -322,6 +329,128 @@ def test_a_broken_declaration_is_refused_naming_why(declaration: str, message: s
     helpers = generate.parse_lib("local function double_it(x)\n  return x * 2\nend\n")
     with pytest.raises(generate.GenerateError, match=message):
         generate.build_script("demo", "#!lua\n" + declaration + "return 1\n", helpers)
+
+
+REPLIES = """\
+#!lua
+-- replies: a script of three calls that declare their replies.
+--: KEYS board: the board
+--: CALL write: a write
+--: ARGV user_id: the player
+--: ARGV tag?: a tag
+--: REPLY submit: submit(user_id), tier: int, zone: text?, size: count,
+--:   member: tiebreak
+--: CALL top: the top
+--: REPLY [user_id: text, score: score?, metadata: metadata]
+--: CALL hidden: whether one is hidden
+--: ARGV user_id: the player
+--: REPLY bool
+--: CALL plain: no reply declared (C++ builds it)
+return 1
+"""
+
+
+def test_a_reply_is_declared_once_with_its_call() -> None:
+    script = generate.build_script("replies", REPLIES, [])
+    write, top, hidden, plain = script.calls[1:]
+    assert write.reply is not None and write.reply.type == "fields"
+    assert [(f.name, f.type, f.optional) for f in write.reply.children] == [
+        ("submit", "submit", False),
+        ("tier", "int", False),
+        ("zone", "text", True),
+        ("size", "count", False),
+        ("member", "tiebreak", False),
+    ]
+    assert write.reply.children[0].arg == "user_id"
+    assert top.reply is not None and top.reply.type == "records"
+    assert [f.name for f in top.reply.children] == ["user_id", "score", "metadata"]
+    assert hidden.reply == generate.ReplyNode("", "bool")
+    assert plain.reply is None
+
+
+@pytest.mark.parametrize(
+    ("reply", "message"),
+    [
+        ("--: REPLY a: int, a: text\n", "a twice"),
+        ("--: REPLY a: number\n", "'number' is not a type"),
+        ("--: REPLY a: submit(who)\n", "submit's who is not one of the call's arguments"),
+        ("--: REPLY a: tiebreak, b: int\n", "a tiebreak is the last field"),
+        ("--: REPLY tiebreak\n", "a tiebreak is a field"),
+        ("--: REPLY a: int b: int\n", "left over"),
+        ("--: REPLY a: [b: int\n", "ends where ']' was expected"),
+        ("--: REPLY a: int\n--: REPLY b: int\n", "one REPLY"),
+        ("--: REPLY a: in$t\n", "cannot read"),
+    ],
+)
+def test_a_broken_reply_is_refused_naming_why(reply: str, message: str) -> None:
+    text = "#!lua\n--: KEYS board\n--: ARGV user_id\n" + reply + "return 1\n"
+    with pytest.raises(generate.GenerateError, match=message):
+        generate.build_script("demo", text, [])
+
+
+def test_a_script_of_several_calls_declares_each_calls_reply() -> None:
+    text = "#!lua\n--: KEYS board\n--: REPLY int\n--: CALL a\n--: CALL b\nreturn 1\n"
+    with pytest.raises(generate.GenerateError, match="declares each call's REPLY"):
+        generate.build_script("demo", text, [])
+
+
+def test_the_table_of_declared_calls_compiles_and_finds_each_by_name(tmp_path: Path) -> None:
+    """The table a call built by name reads (script_table.cpp), compiled and run: only the
+    calls that declare their reply, found by name, their keys, arguments and reply nodes."""
+    out = generated(tmp_path, replies=REPLIES, demo=DEMO)
+    main = tmp_path / "main.cpp"
+    main.write_text(
+        """
+#include <cstdio>
+#include "leaderboard/script_table.hpp"
+using namespace rlb::leaderboard;
+static void show(const table::Node& node, int depth) {
+  std::printf("%*s%s:%d%s", depth * 2, "", node.name, static_cast<int>(node.type),
+              node.optional ? "?" : "");
+  if (node.arg >= 0) std::printf(" arg %d", node.arg);
+  std::printf("\\n");
+  for (int i = 0; i < node.count; ++i) show(table::kNodes[node.first + i], depth + 1);
+}
+int main() {
+  for (const char* name : {"replies.write", "replies.top", "replies.hidden", "replies.plain",
+                           "demo.join", "replies", "nothing"}) {
+    const table::Call* call = table::find(name);
+    if (call == nullptr) {
+      std::printf("%s: none\\n", name);
+      continue;
+    }
+    std::printf("%s: %s %s keys", call->name, std::string(call->script->name).c_str(), call->word);
+    for (int i = 0; i < call->key_count; ++i) std::printf(" %s", call->keys[i].name);
+    std::printf(" args");
+    for (int i = 0; i < call->arg_count; ++i)
+      std::printf(" %s%s", call->args[i].name,
+                  call->args[i].kind == table::Kind::Optional ? "?" : "");
+    std::printf(" user %d\\n", call->user_arg);
+    show(*call->reply, 1);
+  }
+}
+"""
+    )
+    assert run_cpp(main, out, out / "scripts.cpp", out / "script_table.cpp") == [
+        "replies.write: replies write keys board args user_id tag? user 0",
+        "  :0",
+        "    submit:9 arg 0",
+        "    tier:2",
+        "    zone:4?",
+        "    size:6",
+        "    member:10",
+        "replies.top: replies top keys board args user -1",
+        "  :1",
+        "    user_id:4",
+        "    score:5?",
+        "    metadata:8",
+        "replies.hidden: replies hidden keys board args user_id user -1",
+        "  :3",
+        "replies.plain: none",
+        "demo.join: none",
+        "replies: none",
+        "nothing: none",
+    ]
 
 
 def test_a_name_means_one_thing_in_every_script() -> None:

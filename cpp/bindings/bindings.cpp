@@ -21,6 +21,7 @@
 #include "errors.hpp"
 #include "leaderboard/group.hpp"
 #include "leaderboard/operations.hpp"
+#include "leaderboard/script_words.hpp"
 #include "transport/blocking_client.hpp"
 #include "transport/cache_channel.hpp"
 
@@ -28,10 +29,8 @@ namespace py = pybind11;
 using namespace py::literals;
 
 namespace rlb::bindings {
-void declare_cluster(py::module_& m);     // cluster_bindings.cpp
-void declare_league(py::module_& m);      // league_bindings.cpp
-void declare_tournament(py::module_& m);  // league_bindings.cpp
-void declare_team(py::module_& m);        // league_bindings.cpp
+void declare_cluster(py::module_& m);  // cluster_bindings.cpp
+void declare_scripts(py::module_& m);  // script_bindings.cpp
 }  // namespace rlb::bindings
 
 namespace {
@@ -511,6 +510,20 @@ PYBIND11_MODULE(_core, m) {
            "events_maxlen"_a = 10000, "expire_at"_a = py::none(), "submission_scope"_a = py::none(),
            "score_range"_a = py::none(), "max_increment"_a = py::none(), "tiebreak"_a = py::none(),
            "open_span"_a = py::none())
+      // What a script family written in Python (a tournament's) sends for a board of this
+      // shape: its tie rule as the scripts read it, its option keys (board_spec), and a
+      // write's tie-break word ('' or 'tb:<ranked member's key>').
+      .def_property_readonly("ties_word", &Board::ties_word)
+      .def_property_readonly("option_keys", &Board::option_keys)
+      .def(
+          "tiebreak_word",
+          [](const Board& self, py::handle values) {
+            auto parsed = tiebreak_values_arg(values, self.tiebreak());
+            if (!parsed) return std::string();
+            return leaderboard::word::text(leaderboard::word::tb{
+                leaderboard::tiebreak_key(self.tiebreak(), self.order(), *parsed)});
+          },
+          "values"_a)
       .def_property_readonly("tiebreak",
                              [](const Board& self) -> py::object {
                                if (self.tiebreak().empty()) return py::none();
@@ -1066,9 +1079,7 @@ PYBIND11_MODULE(_core, m) {
   for (auto& def : fast_async_core_methods) put_fast_method(async_core, &def);
 #endif
   declare_cluster(m);
-  declare_league(m);
-  declare_tournament(m);
-  declare_team(m);
+  declare_scripts(m);
 
   m.def("option_table", &option_table,
         "Every client option: [(name, default, positional, (the _core classes that take it, "

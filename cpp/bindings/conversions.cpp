@@ -477,9 +477,9 @@ py::list entry_list(const std::vector<Entry>& entries) {
   return new_list(entries.size(), [&](std::size_t i) { return entry_dict(entries[i]); });
 }
 
-py::dict record_dict(const leaderboard::LeagueRecord& record);
+py::dict record_dict(const leaderboard::ReplyRecord& record);
 
-// A field of a league's, a tournament's or a team board's record.
+// A field of a declared reply (a league's, a tournament's or a team board's).
 struct FieldToPython {
   py::object operator()(std::monostate) const { return py::none(); }
   py::object operator()(bool value) const { return py::bool_(value); }
@@ -489,7 +489,7 @@ struct FieldToPython {
   py::object operator()(const std::vector<std::string>& value) const { return string_list(value); }
   py::object operator()(const Metadata& value) const { return metadata_dict(value); }
   py::object operator()(const leaderboard::SubmitResult& value) const;  // as ToPython's
-  py::object operator()(const std::vector<leaderboard::LeagueRecord>& value) const {
+  py::object operator()(const std::vector<leaderboard::ReplyRecord>& value) const {
     return new_list(value.size(), [&](std::size_t i) { return record_dict(value[i]); });
   }
   py::object operator()(const std::vector<std::pair<std::string, double>>& value) const {
@@ -497,7 +497,7 @@ struct FieldToPython {
   }
 };
 
-py::dict record_dict(const leaderboard::LeagueRecord& record) {
+py::dict record_dict(const leaderboard::ReplyRecord& record) {
   py::dict out;
   for (const auto& [name, value] : record.fields)
     out[text(name)] = std::visit(FieldToPython{}, value);
@@ -609,15 +609,16 @@ struct ToPython {
     out[names->trimmed_user_ids] = string_list(summary.user_ids);
     return out;
   }
-  // A league's, a tournament's or a team board's: None (nothing), the record as a dict, or
-  // {"unsettled": period, "unsettled_start": ms} (a league's period to settle first).
-  py::object operator()(const leaderboard::LeagueReply& reply) const {
+  // A declared reply: None (nothing), the record as a dict, the value, or {"unsettled": period,
+  // "unsettled_start": ms} (a league's period to settle first).
+  py::object operator()(const leaderboard::DeclaredReply& reply) const {
     if (reply.unsettled) {
       py::dict out;
       out["unsettled"] = text(reply.unsettled->second);
       out["unsettled_start"] = py::int_(reply.unsettled->first);
       return out;
     }
+    if (reply.value) return std::visit(FieldToPython{}, *reply.value);
     if (!reply.record) return py::none();
     return record_dict(*reply.record);
   }

@@ -41,6 +41,7 @@ void declare_exceptions(py::module_& module);
 py::handle response_error_type();
 
 // ---- Python -> C++ (TypeError/ValueError before anything is sent)
+std::string utf8(py::handle text);  // a str's UTF-8 (no bytes object made)
 std::string user_id_arg(py::handle value);
 double number_arg(py::handle value, const char* field);
 

@@ -127,26 +127,29 @@ struct HistogramBin {
   long long count = 0;
 };
 
-// A league's, a tournament's or a team board's result (script_call.hpp): named fields, in
-// order (the bindings make a dict of them); tie-break columns' values as Entry::tiebreak.
-struct LeagueRecord;
-using LeagueField =
+// A declared reply's record (script_call.hpp: a league's, a tournament's, a team board's): named
+// fields, in order (the bindings make a dict of them); tie-break columns' values as
+// Entry::tiebreak.
+struct ReplyRecord;
+using ReplyField =
     std::variant<std::monostate, bool, long long, double, std::string, std::vector<std::string>,
-                 Metadata, SubmitResult, std::vector<LeagueRecord>,
+                 Metadata, SubmitResult, std::vector<ReplyRecord>,
                  std::vector<std::pair<std::string, double>>>;
-struct LeagueRecord {
-  std::vector<std::pair<std::string, LeagueField>> fields;
-  void add(std::string name, LeagueField value) {
+struct ReplyRecord {
+  std::vector<std::pair<std::string, ReplyField>> fields;
+  void add(std::string name, ReplyField value) {
     fields.emplace_back(std::move(name), std::move(value));
   }
 };
 
-// What a league, tournament or team board operation answers: nothing (a league's user with no
-// cohort, no result), a record, or (a league's) the period that must be settled first (its
-// start, unix ms, and id): no one is placed in a period, and no read of the current period
-// answers, while an earlier period with players is not settled.
-struct LeagueReply {
-  std::optional<LeagueRecord> record;
+// What a call built by name answers (script_call.hpp), its reply read as declared: a record
+// (an array of fields), one value, nothing (nil, where the family allows it: a league's user
+// with no cohort, no result), or (a league's) the period that must be settled first (its start,
+// unix ms, and id): no one is placed in a period, and no read of the current period answers,
+// while an earlier period with players is not settled.
+struct DeclaredReply {
+  std::optional<ReplyRecord> record;
+  std::optional<ReplyField> value;  // a declared reply of one value (script_call.hpp)
   std::optional<std::pair<long long, std::string>> unsettled;
 };
 
@@ -156,7 +159,7 @@ using Result =
     std::variant<None, bool, long long, std::optional<long long>, Metadata, std::optional<Entry>,
                  std::vector<Entry>, WriteResult, std::vector<std::string>, TrimSummary,
                  SubmitResult, std::vector<std::optional<Entry>>, Page, std::optional<double>,
-                 std::vector<HistogramBin>, EventBatch, LeagueReply, std::vector<SubmitResult>>;
+                 std::vector<HistogramBin>, EventBatch, DeclaredReply, std::vector<SubmitResult>>;
 
 // A board's ranking rules (see README, "Ranking rules"). Order: which scores are better. Ties:
 // how equal scores rank: Redis's member order (lexicographic), the earlier achiever first

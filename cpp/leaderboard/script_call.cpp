@@ -15,16 +15,6 @@ void unexpected(const char* what) {
   throw RedisError(std::string("unexpected reply from Redis for ") + what);
 }
 
-std::vector<std::string> flat(Metadata metadata) {
-  std::vector<std::string> fields;
-  fields.reserve(2 * metadata.size());
-  for (auto& [field, value] : metadata) {
-    fields.push_back(std::move(field));
-    fields.push_back(std::move(value));
-  }
-  return fields;
-}
-
 long long integer_of(const Reply& reply, const char* what) {
   if (reply.type != ReplyType::Integer) unexpected(what);
   return reply.integer;
@@ -68,48 +58,100 @@ std::vector<std::pair<std::string, double>> tiebreak_record(
   return values;
 }
 
-const Reply& part(const Reply& reply, std::size_t size, std::size_t index, const char* what) {
-  if (!reply.is_array() || reply.elements.size() != size) unexpected(what);
-  return reply.elements[index];
-}
-
-void require_user_id(const std::string& user_id) {
-  if (user_id.empty()) throw InvalidArgument("user_id must not be empty");
-}
-
-Call::Call(Caller caller, const char* what, Command command, Parser parse, std::string key,
-           std::string config, int resends)
-    : caller_(caller),
-      what_(what),
+DeclaredCall::DeclaredCall(const table::Call& call, Command command, std::string what,
+                           std::shared_ptr<const Family> family, int resends, std::string user)
+    : call_(call),
       command_(std::move(command)),
-      parse_(std::move(parse)),
-      key_(std::move(key)),
-      config_(std::move(config)),
-      resends_(resends) {}
+      what_(std::move(what)),
+      family_(std::move(family)),
+      resends_(resends),
+      user_(std::move(user)) {}
 
-bool Call::feed(std::vector<Reply>& replies) {
-  if (replies.size() != 1) unexpected(what_);
+std::size_t DeclaredCall::width(const table::Node& node) const {
+  const bool last_tiebreak =
+      node.count > 0 && table::kNodes[node.first + node.count - 1].type == table::Type::Tiebreak;
+  return node.count - (last_tiebreak && family_->tiebreak.empty() ? 1 : 0);
+}
+
+ReplyRecord DeclaredCall::fields(const table::Node& node, Reply* elements, std::size_t size) const {
+  ReplyRecord record;
+  record.fields.reserve(size);
+  for (std::size_t i = 0; i < size; ++i) {
+    const table::Node& field = table::kNodes[node.first + i];
+    record.add(field.name, value(field, elements[i]));
+  }
+  return record;
+}
+
+ReplyField DeclaredCall::value(const table::Node& node, Reply& reply) const {
+  const char* what = what_.c_str();
+  if (node.optional && reply.is_nil()) return std::monostate{};  // Lua's false, or nil
+  switch (node.type) {
+    case table::Type::Int:
+      return integer_of(reply, what);
+    case table::Type::Bool:
+      return integer_of(reply, what) == 1;
+    case table::Type::Text:
+      return text_of(reply, what);
+    case table::Type::Score:
+      return score_of(reply, what);
+    case table::Type::Count:
+      return static_cast<long long>(score_of(reply, what));
+    case table::Type::Texts:
+      return strings_of(reply, what);
+    case table::Type::Metadata:
+      return metadata_of(reply, what);
+    case table::Type::Submit:  // with a submission id, its two more elements (duplicate, scope)
+      return parse_submit_reply(reply, user_, reply.is_array() && reply.elements.size() == 9);
+    case table::Type::Tiebreak:
+      return tiebreak_record(family_->tiebreak, family_->order, reply, what);
+    case table::Type::Records: {
+      const std::size_t stride = width(node);
+      if (!reply.is_array() || stride == 0 || reply.elements.size() % stride != 0) {
+        unexpected(what);
+      }
+      std::vector<ReplyRecord> records;
+      records.reserve(reply.elements.size() / stride);
+      for (std::size_t i = 0; i < reply.elements.size(); i += stride) {
+        records.push_back(fields(node, &reply.elements[i], stride));
+      }
+      return records;
+    }
+    case table::Type::Fields:
+      break;  // only a whole reply is an array of fields
+  }
+  unexpected(what);
+}
+
+bool DeclaredCall::feed(std::vector<Reply>& replies) {
+  if (replies.size() != 1) unexpected(what_.c_str());
   Reply& reply = replies[0];
-  LeagueReply result;
+  DeclaredReply result;
+  const Family& family = *family_;
   if (reply.type == ReplyType::Status) {
     const std::string& status = reply.str;
     if (status.compare(0, 8, "OPTIONS ") == 0) {
-      static constexpr const char* kNouns[] = {"league '", "tournament '", "team board '"};
-      throw OptionsMismatch(std::string(kNouns[static_cast<int>(caller_)]) + key_ +
-                            "' has options " + status.substr(8) +
-                            " (recorded in Redis); this client has " + config_ +
-                            "; nothing was changed");
+      throw OptionsMismatch(family.noun + " '" + family.board + "' has options " +
+                            status.substr(8) + " (recorded in Redis); this client has " +
+                            family.config + "; nothing was changed");
     }
-    if (caller_ != Caller::League || status.compare(0, 10, "UNSETTLED ") != 0) unexpected(what_);
+    if (!family.unsettled || status.compare(0, 10, "UNSETTLED ") != 0) unexpected(what_.c_str());
     auto space = status.find(' ', 10);
-    if (space == std::string::npos) unexpected(what_);
+    if (space == std::string::npos) unexpected(what_.c_str());
     try {
       result.unsettled.emplace(std::stoll(status.substr(10, space - 10)), status.substr(space + 1));
     } catch (const std::exception&) {
-      unexpected(what_);
+      unexpected(what_.c_str());
     }
-  } else if (caller_ != Caller::League || !reply.is_nil()) {
-    result.record = parse_(reply);
+  } else if (!family.unsettled || !reply.is_nil()) {
+    const table::Node& root = *call_.reply;
+    if (root.type == table::Type::Fields) {
+      const std::size_t size = width(root);
+      if (!reply.is_array() || reply.elements.size() != size) unexpected(what_.c_str());
+      result.record = fields(root, reply.elements.data(), size);
+    } else {
+      result.value = value(root, reply);
+    }
   }
   result_ = std::move(result);
   return true;

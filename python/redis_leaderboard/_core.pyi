@@ -258,6 +258,15 @@ class Board:
     def options_checked(self) -> bool:
         """True once a reply showed the board's recorded options are this object's."""
     @property
+    def ties_word(self) -> str:
+        """The tie rule as the scripts read it (tie-break columns: ``"tb:<name>.<dir>,..."``)."""
+    @property
+    def option_keys(self) -> list[str]:
+        """The board's option keys, as a declared script takes them (board_spec)."""
+    def tiebreak_word(self, values: Optional[Mapping[str, float]]) -> str:
+        """A write's tie-break word, ``"tb:<ranked member's key>"`` ('' for None); ValueError
+        for a bad value, as ``submit``'s."""
+    @property
     def tiebreak(self) -> Optional[tuple[tuple[str, str], ...]]:
         """The tie-break columns, or None."""
     @property
@@ -703,137 +712,51 @@ class AsyncClusterCore:
         """A new core with this one's options (its own connections and I/O thread)."""
     def address(self) -> str: ...
 
-# --- leagues ----------------------------------------------------------------------------------
+# --- calls built by name (board types written in Python alone: leagues, tournaments, teams) ---
 
-_LeaguePeriod = tuple[str, int, int, int]  # (period id, start, deadline, end: unix ms)
-# A league operation's result: its record as a dict, None (nothing: no cohort, no result), or
-# {"unsettled": period id, "unsettled_start": unix ms} (an earlier period to settle first).
-_LeagueOperation = Operation[Optional[dict[str, Any]]]
-# A tournament's or a team board's: its record as a dict.
-_RecordOperation = Operation[dict[str, Any]]
-
-class League:
-    """One partition of a league (leagues); builds validated operations, no I/O. Each
-    operation's result is its record (see ``_LeagueOperation``)."""
+class Scripts:
+    """One board's calls of its scripts, built by name: what they share (how a refusal names
+    the board; its tie-break columns and order, for a declared ``tiebreak``; whether a reply
+    may be a league's 'UNSETTLED' status or nil)."""
 
     def __init__(
         self,
-        base: str,
+        noun: str,
+        board: str,
+        config: str,
         *,
-        tiers: int,
-        cohort_size: int,
-        promote: Union[int, float],
-        demote: Union[int, float],
-        demote_idle: bool,
-        mode: str,
-        order: str,
-        ties: str,
-        events_maxlen: int = 100000,
-        submission_ttl: float = 86400,
-        score_range: Optional[tuple[Optional[float], Optional[float]]] = None,
-        max_increment: Optional[float] = None,
         tiebreak: Optional[Sequence[tuple[str, str]]] = None,
-        rate_limit: Optional[tuple[int, float]] = None,
+        order: str = "desc",
+        unsettled: bool = False,
     ) -> None: ...
-    @property
-    def base(self) -> str: ...
-    def cohort_key(self, period: str, cohort: int) -> str: ...
-    def read_events(
-        self, last_id: str = "$", count: int = 100, block: Optional[float] = None
-    ) -> Operation[dict[str, Any]]:
-        """The settlements after `last_id` on this partition's stream (as Board.read_events)."""
-    def submit(
-        self,
-        period: _LeaguePeriod,
-        user_id: str,
-        score: float,
-        metadata: Optional[Mapping[str, Any]],
-        bracket: str,
-        submission_id: Optional[str],
-        retries: int,
-        tiebreak: Optional[Mapping[str, float]] = None,
-    ) -> _LeagueOperation:
-        """``tiebreak``: a value for each of the league's tie-break columns (as
-        ``Board.submit``'s); None keeps the stored values."""
-    def join(self, period: _LeaguePeriod, user_id: str, bracket: str) -> _LeagueOperation: ...
-    def hiding(
-        self, op: str, period: _LeaguePeriod, user_id: str = "", bracket: str = ""
-    ) -> _LeagueOperation:
-        """``op``: "hide", "unhide" (record ``{"changed"}``) or "hidden" (``{"user_ids"}``)."""
-    def close(self, period: _LeaguePeriod) -> _LeagueOperation: ...
-    def settle(self, period: _LeaguePeriod, cohort: int) -> _LeagueOperation: ...
-    def standings(self, period: _LeaguePeriod, user_id: str, check: bool) -> _LeagueOperation:
-        """Each entry of the record's ``"entries"`` carries ``"tiebreak"`` ({name: value or
-        None}) on a league with tie-break columns."""
-    def tier_of(self, period: _LeaguePeriod, user_id: str, check: bool) -> _LeagueOperation: ...
-    def tiers(self, period: _LeaguePeriod, check: bool) -> _LeagueOperation: ...
-    def results(self, period: _LeaguePeriod, user_id: str) -> _LeagueOperation: ...
+    def call(
+        self, name: str, what: str, values: Mapping[str, Any], *, resends: int = 0
+    ) -> Operation[Any]:
+        """The declared call ``name`` ("team.submit": a script's call whose ``--: REPLY`` its
+        script declares) with the keys and arguments ``values`` names (each declared one, an
+        optional one may be left out: TypeError otherwise); a str is sent as it is, a number
+        as a score, a list or mapping as a declared list. The result is the reply read as
+        declared (a dict for an array of fields). ``what`` names it in errors."""
 
-# --- tournaments ------------------------------------------------------------------------------
+    def prepare(
+        self, name: str, what: str, fixed: Mapping[str, Any], *, resends: int = 0
+    ) -> ScriptCall:
+        """The declared call ``name``, the values ``fixed`` for the board (its keys, its
+        options) made text once: calling it with the others gives the operation."""
 
-# (period id, start, window end, next start, deadline (unix ms), now (unix ms) or None: the
-# server's clock, named: 0 no, 1 this period, 2 another one)
-_TournamentPeriod = tuple[str, int, int, int, int, Optional[int], int]
+class ScriptCall:
+    """A board's declared call, prepared (``Scripts.prepare``)."""
 
-class Tournament:
-    """A tournament (tournaments); builds validated operations, no I/O. Each operation's
-    result is its record, a dict."""
+    def __call__(self, values: Mapping[str, Any], resends: int = -1) -> Operation[Any]:
+        """The operation with the values not fixed (each exactly once; TypeError otherwise);
+        ``resends``: how often it may be resent after a lost reply (-1: as prepared)."""
+
+class Guards:
+    """The guards of a board's writes (as a plain board's), validated."""
 
     def __init__(
         self,
-        key: str,
         *,
-        max_size: Optional[int],
-        join_required: bool,
-        max_attempts: Optional[int],
-        mode: str,
-        order: str,
-        ties: str,
-        submission_ttl: float = 86400,
-        score_range: Optional[tuple[Optional[float], Optional[float]]] = None,
-        max_increment: Optional[float] = None,
-        tiebreak: Optional[Sequence[tuple[str, str]]] = None,
-        rate_limit: Optional[tuple[int, float]] = None,
-        events: bool = False,
-        events_maxlen: int = 10000,
-    ) -> None: ...
-    @property
-    def key(self) -> str: ...
-    def read_events(
-        self, last_id: str = "$", count: int = 100, block: Optional[float] = None
-    ) -> Operation[dict[str, Any]]:
-        """The events after `last_id` on the tournament's stream (as Board.read_events)."""
-    def board_key(self, period: str) -> str: ...
-    def submit(
-        self,
-        period: _TournamentPeriod,
-        user_id: str,
-        score: float,
-        metadata: Optional[Mapping[str, Any]],
-        submission_id: Optional[str],
-        retries: int,
-        tiebreak: Optional[Mapping[str, float]] = None,
-    ) -> _RecordOperation:
-        """``tiebreak``: a value for each of the tournament's tie-break columns (as
-        ``Board.submit``'s); None keeps the stored values."""
-    def hiding(self, op: str, period: _TournamentPeriod, user_id: str = "") -> _RecordOperation:
-        """``op``: "hide", "unhide" (record ``{"changed"}``) or "hidden" (``{"user_ids"}``)."""
-    def join(self, period: _TournamentPeriod, user_id: str) -> _RecordOperation: ...
-    def add_attempts(self, period: _TournamentPeriod, user_id: str, n: int) -> _RecordOperation: ...
-    def status(self, period: _TournamentPeriod, user_id: str) -> _RecordOperation: ...
-
-# --- team boards ------------------------------------------------------------------------------
-
-class TeamBoard:
-    """A team board (team boards); builds validated operations, no I/O. Each operation's
-    result is its record, a dict."""
-
-    def __init__(
-        self,
-        key: str,
-        *,
-        aggregate: str,
-        order: str,
         submission_ttl: float = 86400,
         rate_limit: Optional[tuple[int, float]] = None,
         events: bool = False,
@@ -841,9 +764,6 @@ class TeamBoard:
         score_range: Optional[tuple[Optional[float], Optional[float]]] = None,
         max_increment: Optional[float] = None,
     ) -> None: ...
-    @property
-    def key(self) -> str: ...
-    # The guards, as a plain board's (Board's properties of the same names).
     @property
     def submission_ttl(self) -> float: ...
     @property
@@ -856,28 +776,29 @@ class TeamBoard:
     def score_range(self) -> Optional[tuple[Optional[float], Optional[float]]]: ...
     @property
     def max_increment(self) -> Optional[float]: ...
-    def read_events(
-        self, last_id: str = "$", count: int = 100, block: Optional[float] = None
-    ) -> Operation[EventBatch]:
-        """XREAD of ``f"{key}:events"``: the members' and the teams' change events (as
-        Board.read_events)."""
-    def submit(
-        self,
-        member: str,
-        score: float,
-        metadata: Optional[Mapping[str, Any]],
-        team: Optional[str],
-        mode: str,
-        submission_id: Optional[str] = None,
-        retries: int = 2,
-    ) -> _RecordOperation: ...
-    def move(self, member: str, team: str) -> _RecordOperation: ...
-    def remove(self, member: str) -> _RecordOperation: ...
-    def members(self, team: str) -> _RecordOperation: ...
-    def team_of(self, member: str) -> _RecordOperation: ...
-    def hiding(self, op: str, member: str = "") -> _RecordOperation:
-        """``op``: "hide", "unhide" (record ``{"changed"}``), "hidden" (``{"user_ids"}``) or
-        "is_hidden" (``{"hidden"}``)."""
+    def status_text(self) -> str:
+        """The guards as an 'OPTIONS ...' refusal names them."""
+    def write_words(
+        self, scope: str, events_stream: str, user_id: str, submission_id: Optional[str] = None
+    ) -> tuple[str, list[str]]:
+        """A score write's guard words (lib/guards.lua) and the keys they name, in order: a
+        submission id's record (with this call's token), a rate window, the events stream."""
+    def limit_words(self) -> str:
+        """The score limits' words, keyless ('range:<min>:<max> maxinc:<n>', or '')."""
+    def rule_words(self) -> str:
+        """The score limits', rate limit's and events' words without their keys (' range:...',
+        ...; '' for none): a league's or a tournament's write rule, after its mode."""
+    def event_words(self) -> str:
+        """'' or 'events:<maxlen>': the words of a change that is not a score write."""
+
+def call_token() -> str:
+    """A new call token: one per call, the same in each of its sendings, so that a script tells
+    the call's own resend from another call (a league's settlement)."""
+
+def read_events(
+    stream: str, last_id: str = "$", count: int = 100, block: Optional[float] = None
+) -> Operation[EventBatch]:
+    """XREAD of the change events of ``stream`` after ``last_id`` (as Board.read_events)."""
 
 def observed() -> dict[str, int]:
     """The process's totals: every client's counters (round_trips, commands, connections,

@@ -350,6 +350,8 @@ class Call:
     about: str
     keys: list[Param] = field(default_factory=list)
     args: list[Param] = field(default_factory=list)
+    reply: ReplyNode | None = None  # its declared reply (``--: REPLY``), if any
+    reply_text: str = ""  # as declared, while its lines are read
 
 
 @dataclass
@@ -367,20 +369,138 @@ class Script:
 
     def signatures(self) -> list[tuple[str, str, list[Param], list[Param]]]:
         """(C++ function name, call word, keys, args) of each way to call the script."""
+        return [(f, w, k, a) for f, w, k, a, _ in self.declared_calls()]
+
+    def declared_calls(
+        self,
+    ) -> list[tuple[str, str, list[Param], list[Param], ReplyNode | None]]:
+        """(C++ function name, call word, keys, args, declared reply) of each way to call the
+        script."""
         if not self.calls:
             return []
         common, own = self.calls[0], self.calls[1:]
         if not own:
-            return [(self.name, "", common.keys, common.args)]
+            return [(self.name, "", common.keys, common.args, common.reply)]
         return [
             (
                 f"{self.name}_{call.name}",
                 call.name,
                 common.keys + call.keys,
                 common.args + call.args,
+                call.reply,
             )
             for call in own
         ]
+
+
+# The types a declared reply's values take (``--: REPLY``), and what each is in Python.
+REPLY_TYPES = {
+    "int": "an integer",
+    "bool": "an integer, 1 (True) or 0 (False)",
+    "text": "a string",
+    "score": "a number sent as a string (a float)",
+    "count": "a number sent as a string, whole (an int)",
+    "texts": "an array of strings (a list)",
+    "metadata": "a flat array field, value, ... (a dict)",
+    "submit": "submit()'s reply on a board (lib/board_write.lua) for the player in the argument "
+    "named in parentheses (a SubmitResult)",
+    "tiebreak": "a ranked member (tie-break columns' values; nil: none given), present only when "
+    "the board has tie-break columns (a dict: column -> value or None)",
+}
+
+
+@dataclass
+class ReplyNode:
+    """A declared reply, or one of its parts: ``fields`` (an array of exactly these, a dict),
+    ``records`` (a flat array of repeated fields, a list of dicts) or one of REPLY_TYPES."""
+
+    name: str  # its field's name ("": the reply itself)
+    type: str
+    optional: bool = False  # nil (Lua's false) is None
+    arg: str = ""  # a submit's player: the argument that names them
+    children: list[ReplyNode] = field(default_factory=list)
+
+
+_REPLY_TOKEN = re.compile(r"\s*([A-Za-z_][A-Za-z0-9_]*|[\[\]():,?])")
+
+
+def parse_reply(text: str, where: str, args: list[Param]) -> ReplyNode:
+    """A call's declared reply (``--: REPLY``)::
+
+        reply  := value | fields
+        fields := name ':' value (',' name ':' value)*
+        value  := TYPE ['(' argument ')'] ['?'] | '[' fields ']' ['?']
+
+    ``[...]`` is a flat array of records; ``?``: nil (Lua's false) is None; a ``submit`` names
+    the argument (of the call's own) that holds its player."""
+    tokens: list[str] = []
+    at = 0
+    while at < len(text.rstrip()):
+        match = _REPLY_TOKEN.match(text, at)
+        if not match:
+            raise GenerateError(f"{where}: REPLY: cannot read {text[at:].strip()!r}")
+        tokens.append(match[1])
+        at = match.end()
+    names = {p.name for p in args if p.kind != "rest"}
+
+    def fail(what: str) -> GenerateError:
+        return GenerateError(f"{where}: REPLY {text.strip()}: {what}")
+
+    def take(expected: str | None = None) -> str:
+        if not tokens:
+            raise fail(f"ends where {repr(expected) if expected else 'more'} was expected")
+        token = tokens.pop(0)
+        if expected is not None and token != expected:
+            raise fail(f"{expected!r} expected, not {token!r}")
+        return token
+
+    def value(name: str) -> ReplyNode:
+        token = take()
+        if token == "[":
+            node = ReplyNode(name, "records", children=fields())
+            take("]")
+        elif token in REPLY_TYPES:
+            node = ReplyNode(name, token)
+            if token == "submit":
+                take("(")
+                node.arg = take()
+                if node.arg not in names:
+                    raise fail(f"submit's {node.arg} is not one of the call's arguments")
+                take(")")
+        else:
+            raise fail(f"{token!r} is not a type ({', '.join(REPLY_TYPES)}) or a [list]")
+        if tokens and tokens[0] == "?":
+            take()
+            node.optional = True
+        return node
+
+    def fields() -> list[ReplyNode]:
+        out: list[ReplyNode] = []
+        while True:
+            name = take()
+            if not _IDENTIFIER.fullmatch(name):
+                raise fail(f"{name!r} is not a field's name")
+            if any(f.name == name for f in out):
+                raise fail(f"{name} twice")
+            take(":")
+            out.append(value(name))
+            if not tokens or tokens[0] != ",":
+                break
+            take(",")
+        tiebreaks = [i for i, f in enumerate(out) if f.type == "tiebreak"]
+        if tiebreaks and tiebreaks != [len(out) - 1]:
+            raise fail("a tiebreak is the last field (it is there only with tie-break columns)")
+        return out
+
+    if len(tokens) >= 2 and tokens[1] == ":":
+        root = ReplyNode("", "fields", children=fields())
+    else:
+        root = value("")
+        if root.type == "tiebreak":
+            raise fail("a tiebreak is a field")
+    if tokens:
+        raise fail(f"{' '.join(tokens)!r} left over")
+    return root
 
 
 def build_script(name: str, text: str, helpers: list[Helper]) -> Script:
@@ -410,6 +530,8 @@ def build_script(name: str, text: str, helpers: list[Helper]) -> Script:
 
 
 _DECLARATION = re.compile(r"^--: (KEYS|ARGV|CALL) ([a-z][a-z0-9_]*)(\.\.\.|\?)?(?:: (.*))?$")
+_REPLY = re.compile(r"^--: REPLY (.+)$")
+_REPLY_MORE = re.compile(r"^--:   +(.+)$")  # a REPLY's next line
 # Names a declaration may not take: Lua's and C++'s keywords, and the generated code's own.
 _RESERVED = set(
     "and break do else elseif end false for function goto if in local nil not or repeat return "
@@ -439,15 +561,26 @@ def parse_declaration(name: str, own: str) -> list[Call]:
     """A script's declaration: its common keys and arguments, then each call's (empty: it
     declares nothing)."""
     calls = [Call("", "")]
+    replying = False  # the line before was the current call's REPLY (or its next line)
     for number, line in enumerate(own.split("\n"), 2):
         if not line.startswith("--:"):
+            replying = False
             continue
         where = f"{name}.lua:{number}"
+        if (more := _REPLY_MORE.match(line)) and replying:
+            calls[-1].reply_text += " " + more[1]
+            continue
+        if reply := _REPLY.match(line):
+            if calls[-1].reply_text:
+                raise GenerateError(f"{where}: a call declares one REPLY")
+            calls[-1].reply_text, replying = reply[1], True
+            continue
+        replying = False
         match = _DECLARATION.match(line)
         if not match:
             raise GenerateError(
                 f"{where}: a declaration is `--: KEYS|ARGV name[...|?][: about]` or "
-                "`--: CALL word[: about]`"
+                "`--: CALL word[: about]` or `--: REPLY shape`"
             )
         which, word, mark, about = match[1], match[2], match[3], match[4] or ""
         if which != "CALL" and word in _RESERVED:  # a call's word is only a string
@@ -475,6 +608,10 @@ def parse_declaration(name: str, own: str) -> list[Call]:
         label = f"{name}.lua" + (f", call {both.name}" if both.name else "")
         _check_list(f"{label} KEYS", keys)
         _check_list(f"{label} ARGV", args)
+        if call.reply_text:
+            call.reply = parse_reply(call.reply_text, label, args)
+    if len(calls) > 1 and calls[0].reply_text:
+        raise GenerateError(f"{name}.lua: a script of several calls declares each call's REPLY")
     return calls
 
 
@@ -802,6 +939,139 @@ def script_calls_hpp(scripts: list[Script]) -> str:
     return "\n".join(out) + "\n"
 
 
+_TYPE_NAMES = {"fields": "Fields", "records": "Records", **{t: t.capitalize() for t in REPLY_TYPES}}
+
+
+def script_table_hpp() -> str:
+    """C++ for the table of declared calls (script_table.cpp): what a call built by name sends,
+    and how its reply is read."""
+    out = _header(
+        "The scripts' calls that declare their reply, by name: their keys, arguments and reply"
+        " (`--: KEYS`, `--: ARGV`, `--: REPLY` in cpp/leaderboard/scripts/*.lua), for a call"
+        " built by name (leaderboard/script_call.hpp); the other calls C++ builds itself"
+        " (script_calls.hpp).",
+        ["cstdint", "string_view", "leaderboard/scripts.hpp"],
+        "rlb::leaderboard::table",
+    )
+    out += [
+        "",
+        "enum class Kind : std::uint8_t { One, Optional, Rest };",
+        "struct Param {",
+        "  const char* name;",
+        "  Kind kind;",
+        "};",
+        "",
+        "// What a reply (or one of its parts) is: an array of fields (a record), a flat array of",
+        "// repeated fields (a list of records), or one value (generate.py's REPLY_TYPES).",
+        "enum class Type : std::uint8_t {",
+        "  " + ", ".join(_TYPE_NAMES.values()),
+        "};",
+        "struct Node {",
+        '  const char* name;  // its field\'s; "": the reply itself',
+        "  Type type;",
+        "  bool optional;  // nil (Lua's false) is None",
+        "  std::uint16_t first, count;  // Fields, Records: kNodes[first, first + count)",
+        "  std::int16_t arg;  // Submit: the index in the call's arguments of its player's",
+        "};",
+        "",
+        "struct Call {",
+        '  const char* name;  // "<script>", or "<script>.<call>" for a script of several calls',
+        "  const Script* script;",
+        '  const char* word;  // "", or the call\'s word (ARGV[1])',
+        "  const Param* keys;",
+        "  std::uint16_t key_count;",
+        "  const Param* args;  // after the word",
+        "  std::uint16_t arg_count;",
+        "  const Node* reply;  // its declared reply",
+        "  std::int16_t user_arg;  // the index in args of the player its reply's submit names; -1",
+        "};",
+        "",
+        "extern const Node kNodes[];",
+        '// The declared call `name` ("team.submit"); nullptr if there is none.',
+        "const Call* find(std::string_view name);",
+        "}  // namespace rlb::leaderboard::table",
+    ]
+    return "\n".join(out) + "\n"
+
+
+def script_table_cpp(scripts: list[Script]) -> str:
+    """The table of declared calls (see script_table_hpp), sorted by name."""
+    nodes: list[tuple[ReplyNode, int, int]] = []  # (node, first child, its arg index)
+    calls: list[tuple[str, str, str, list[Param], list[Param], int]] = []
+    users: dict[str, int] = {}  # the call's user_arg
+
+    def place(node: ReplyNode, slot: int, args: list[Param]) -> None:
+        first = len(nodes) if node.children else 0
+        nodes.extend([(node, 0, -1)] * len(node.children))
+        arg = [p.name for p in args].index(node.arg) if node.arg else -1
+        nodes[slot] = (node, first, arg)
+        for i, child in enumerate(node.children):
+            place(child, first + i, args)
+
+    for script in scripts:
+        for _, word, keys, args, reply in script.declared_calls():
+            if reply is None:  # built by C++ only
+                continue
+            root = len(nodes)
+            nodes.append((reply, 0, -1))
+            place(reply, root, args)
+            name = f"{script.name}.{word}" if word else script.name
+            calls.append((name, script.name, word, keys, args, root))
+            submits = [n for n in [reply, *reply.children] if n.type == "submit"]
+            users[name] = [p.name for p in args].index(submits[0].arg) if submits else -1
+    calls.sort()
+    kinds = {"one": "One", "optional": "Optional", "rest": "Rest"}
+    out = [
+        "// Generated by cpp/leaderboard/scripts/generate.py from cpp/leaderboard/scripts/*.lua.",
+        "// Do not edit.",
+        '#include "leaderboard/script_table.hpp"',
+        "",
+        "#include <algorithm>",
+        "#include <iterator>",
+        "#include <string_view>",
+        "",
+        "namespace rlb::leaderboard::table {",
+        "namespace {",
+    ]
+    for i, (name, _, _, keys, args, _) in enumerate(calls):
+        for label, params in (("keys", keys), ("args", args)):
+            if params:
+                items = ", ".join(f'{{"{p.name}", Kind::{kinds[p.kind]}}}' for p in params)
+                out.append(f"constexpr Param {label}_{i}[] = {{{items}}};  // {name}")
+    out += ["}  // namespace", ""]
+    out.append("extern const Node kNodes[] = {")
+    for node, first, arg in nodes:
+        out.append(
+            f'    {{"{node.name}", Type::{_TYPE_NAMES[node.type]}, '
+            f"{'true' if node.optional else 'false'}, {first}, {len(node.children)}, {arg}}},"
+        )
+    if not nodes:
+        out.append('    {"", Type::Int, false, 0, 0, -1},')
+    out += ["};", "", "namespace {", "const Call kCalls[] = {"]
+    if not calls:
+        out.append('    {"", nullptr, "", nullptr, 0, nullptr, 0, nullptr, -1},')
+    for i, (name, script, word, keys, args, root) in enumerate(calls):
+        key_list = f"keys_{i}, {len(keys)}" if keys else "nullptr, 0"
+        arg_list = f"args_{i}, {len(args)}" if args else "nullptr, 0"
+        out.append(
+            f'    {{"{name}", &scripts::{script}, "{word}", {key_list}, {arg_list}, '
+            f"&kNodes[{root}], {users[name]}}},"
+        )
+    out += [
+        "};",
+        "}  // namespace",
+        "",
+        "const Call* find(std::string_view name) {",
+        "  const auto* end = std::end(kCalls);",
+        "  auto before = [](const Call& c, std::string_view n) { return c.name < n; };",
+        "  const auto* at = std::lower_bound(std::begin(kCalls), end, name, before);",
+        "  return at != end && at->script != nullptr && at->name == name ? at : nullptr;",
+        "}",
+        "}  // namespace rlb::leaderboard::table",
+    ]
+    return "\n".join(out) + "\n"
+
+
 def write_if_changed(path: Path, text: str) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     if path.exists() and path.read_text() == text:
@@ -834,6 +1104,8 @@ def main(argv: list[str]) -> int:
     write_if_changed(output / "leaderboard" / "script_calls.hpp", calls_hpp)
     write_if_changed(output / "leaderboard" / "script_words.hpp", script_words_hpp(words))
     write_if_changed(output / "leaderboard" / "script_constants.hpp", script_constants_hpp(consts))
+    write_if_changed(output / "leaderboard" / "script_table.hpp", script_table_hpp())
+    write_if_changed(output / "script_table.cpp", script_table_cpp(scripts))
     return 0
 
 

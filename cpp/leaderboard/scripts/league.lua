@@ -39,18 +39,26 @@
 --   (the rule's, with its key) and 'tb:<key>' (tie-break columns' values, see plan_write),
 --   space-separated
 --: ARGV metadata...: field, value, ...
+--: REPLY submit: submit(user_id), tier: int, cohort: int, bracket: text, cutoff_rank: int?,
+--:   zone: text, size: int, period: text
 --: CALL join: a placement alone
 --: ARGV user_id: the player
 --: ARGV bracket: the bracket a placement puts the player in
+--: REPLY tier: int, cohort: int, bracket: text, size: int, placed: bool
 --: CALL close: closes the period to writes
+--: REPLY cohorts: int, settled: int
 --: CALL settle: settles one cohort
 --: ARGV cohort: the cohort's number
 --: ARGV call_token: this call's token (its resend answers its settlement)
+--: REPLY cohort: int, tier: int, bracket: text, already: bool, promoted: texts,
+--:   demoted: texts, stayed: texts
 --: CALL hide: hides a player (fair play)
 --: ARGV user_id: the player
+--: REPLY bool
 --: CALL unhide: shows a hidden player again
 --: ARGV user_id: the player
 --: ARGV bracket: the bracket a placement puts the player in
+--: REPLY bool
 -- The write rule's score limits: see guard_fields in lib/guards.lua; the rule is part of the
 -- recorded config like every option. The period's times: the server's clock decides (see
 -- check_clock in lib/clock.lua): a submit or join belongs to the period only from its start to

@@ -21,14 +21,23 @@
 --: ARGV read_check: 'check' (a read of the current period, see below) or ''
 --: CALL standings: the standings of a player's cohort
 --: ARGV user_id: the player
+--: REPLY tier: int, cohort: int, bracket: text, size: int, settled: bool,
+--:   entries: [user_id: text, score: score?, rank: int?, zone: text, metadata: metadata,
+--:   tiebreak: tiebreak]
 --: CALL tier_of: a player's tier
 --: ARGV user_id: the player
+--: REPLY int
 --: CALL tiers: the players of each tier
+--: REPLY [tier: count, players: count]
 --: CALL results: a player's settled result
 --: ARGV user_id: the player
+--: REPLY cohort: int, tier: int, new_tier: int, zone: text, rank: int?, score: score?,
+--:   tiebreak: tiebreak
 --: CALL hidden: the hidden players
+--: REPLY texts
 --: CALL is_hidden: whether a player is hidden
 --: ARGV user_id: the player
+--: REPLY bool
 -- A read of the current period ('check') replies UNSETTLED if an earlier period with players is
 -- not settled yet, so the client settles it first.
 -- Replies: the statuses 'OPTIONS <recorded>' and 'UNSETTLED <start ms> <period id>' (see

@@ -28,6 +28,8 @@
 --   'sid:<ttl ms>:<call token>' (see new_call_token in operations.hpp), 'rate:<max>:<per ms>',
 --   'events:<maxlen>', 'range:<min>:<max>', 'maxinc:<n>'
 --: ARGV metadata...: field, value, ...
+--: REPLY submit: submit(member), team: text, team_score: score?, team_rank: int?,
+--:   previous_team: text?
 --: CALL submit_own: a member's write, into their own team
 --: KEYS member_key: the member's metadata hash <K>:members:user:<id>
 --: KEYS write_keys...: the members' board's option keys, then the guards' (as submit's)
@@ -36,6 +38,8 @@
 --: ARGV score: the score
 --: ARGV guard_words: '' or 'sid:<ttl ms>:<call token>' (as submit's)
 --: ARGV metadata...: field, value, ...
+--: REPLY submit: submit(member), team: text, team_score: score?, team_rank: int?,
+--:   previous_team: text?
 --: CALL move: a member (and their contribution) moved to a team
 --: KEYS team_key: the team's contributions <K>:team:<t>
 --: KEYS option_keys...: the members' board's option keys (board_spec in lib/options.lua), then
@@ -43,22 +47,26 @@
 --: ARGV member: the member
 --: ARGV team: the team
 --: ARGV guard_words: '' or 'events:<maxlen>' (see removal_events in lib/removal_events.lua)
+--: REPLY previous_team: text?, team: text, team_score: score?, team_rank: int?
 --: CALL remove: a member removed, with their metadata, contribution and kept score if hidden
 --: KEYS member_key: the member's metadata hash <K>:members:user:<id>
 --: KEYS option_keys...: the members' board's option keys (as move's; with events the stream)
 --: ARGV member: the member
 --: ARGV guard_words: '' or 'events:<maxlen>' (as move's)
+--: REPLY bool
 --: CALL hide: a member hidden (fair play): off the members' board, their contribution out of
 --   their team's score
 --: KEYS member_key: the member's metadata hash <K>:members:user:<id>
 --: KEYS option_keys...: the members' board's option keys (as move's; with events the stream)
 --: ARGV member: the member
 --: ARGV guard_words: '' or 'events:<maxlen>' (as move's)
+--: REPLY bool
 --: CALL unhide: a hidden member shown again, their contribution back in their team's score
 --: KEYS member_key: the member's metadata hash <K>:members:user:<id>
 --: KEYS option_keys...: the members' board's option keys (as move's; with events the stream)
 --: ARGV member: the member
 --: ARGV guard_words: '' or 'events:<maxlen>' (as move's)
+--: REPLY bool
 -- Replies: a status 'OPTIONS <recorded>' (the board records other options); an error 'NOTEAM
 -- ...' (a member's first write names no team); else
 --   submit, submit_own: {submit()'s reply on the members' board (see apply_write), team, the

@@ -10,14 +10,18 @@
 --: ARGV order: both boards' order
 --: CALL team_of: a member's team
 --: ARGV member: the member
+--: REPLY text?
 --: CALL members: a team's members
 --: KEYS team_key: the team's contributions <K>:team:<t>
 --: ARGV team: the team
+--: REPLY [user_id: text, contribution: score]
 --: CALL hidden: the hidden members
 --: KEYS option_keys...: the members' board's option keys (board_spec in lib/options.lua)
+--: REPLY texts
 --: CALL is_hidden: whether a member is hidden
 --: KEYS option_keys...: the members' board's option keys (board_spec in lib/options.lua)
 --: ARGV member: the member
+--: REPLY bool
 -- Replies: a status 'OPTIONS <recorded>' (the board records other options); else
 --   team_of: the member's team, or nil
 --   members: {member, contribution, ...} best first

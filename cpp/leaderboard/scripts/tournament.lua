@@ -42,21 +42,26 @@
 --   operations.hpp), 'rate:<max>:<per ms>', 'events:<maxlen>' (the rule's, with their keys) and
 --   'tb:<key>' (tie-break columns' values, see plan_write), space-separated
 --: ARGV metadata...: field, value, ...
+--: REPLY submit: submit(user_id), period: text, used: int, bonus: int, size: int
 --: CALL join: a player joins the period
 --: ARGV user_id: the player
+--: REPLY joined_now: bool, used: int, bonus: int, size: int
 --: CALL add_attempts: attempts granted to a player in the period
 --: ARGV user_id: the player
 --: ARGV attempts: how many
+--: REPLY used: int, bonus: int, size: int
 --: CALL hide: a player hidden from every period (fair play)
 --: KEYS user_key: the user's metadata hash <T>:<P>:user:<id>
 --: KEYS option_keys...: the period's board's option keys (board_spec in lib/options.lua), then
 --   with events the tournament's stream <T>:events
 --: ARGV user_id: the player
+--: REPLY bool
 --: CALL unhide: a hidden player shown again
 --: KEYS user_key: the user's metadata hash <T>:<P>:user:<id>
 --: KEYS option_keys...: the period's board's option keys (board_spec in lib/options.lua), then
 --   with events the tournament's stream <T>:events
 --: ARGV user_id: the player
+--: REPLY bool
 -- Replies: an error 'CLOCK ...' (the server's clock is in another period than the one the call
 -- names from the client's clock); a status 'OPTIONS <recorded>' (the tournament records other
 -- options); an error

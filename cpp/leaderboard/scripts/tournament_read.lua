@@ -13,9 +13,12 @@
 --: ARGV ties: the board's ties
 --: CALL status: a player's state in the period
 --: ARGV user_id: the player
+--: REPLY joined: bool, used: int, bonus: int, size: int
 --: CALL hidden: the hidden players
+--: REPLY texts
 --: CALL is_hidden: whether a player is hidden
 --: ARGV user_id: the player
+--: REPLY bool
 -- Replies: the status 'OPTIONS <recorded>' (see tournament.lua), else
 --   status:    {1 if the player is in the period (joined or submitted) else 0, attempts used,
 --              attempts granted, players in the period}

@@ -82,7 +82,16 @@ import zlib
 from datetime import datetime, timedelta, tzinfo
 from typing import Any, Generic, Iterator, Mapping, Optional, Sequence, TypeVar, Union, cast
 
-from .._core import ClockSkewError, League, Operation, ResponseError
+from .._core import Board as CoreBoard
+from .._core import (
+    ClockSkewError,
+    Guards,
+    Operation,
+    ResponseError,
+    Scripts,
+    call_token,
+    read_events,
+)
 from .._drive import Pipelined, Plan, plan
 from .._types import (
     LeagueEntry,
@@ -98,7 +107,7 @@ from .._types import (
 )
 from ..options import board_client
 from .events import EVENTS_BATCH, StreamState
-from .plain import user_id_text
+from .plain import WRITE_MODES, count_arg, one_of, player_text, user_id_text
 from .seasons import Clock, Period, PeriodClock, Periods, _millis
 
 __all__ = ["LeagueBase"]
@@ -155,6 +164,234 @@ def _league_entry(entry: Mapping[str, Any]) -> LeagueEntry:
     if "tiebreak" in entry:
         out["tiebreak"] = entry["tiebreak"]
     return out
+
+
+# A league's bounds (the scripts' tables are sized by them).
+MAX_TIERS = 100
+MAX_COHORT_SIZE = 1000
+
+# A period as the scripts take it: (id, start, deadline, end), unix ms (see LeagueBase._period).
+LeaguePeriod = tuple[str, int, int, int]
+
+
+def _cutoff_word(value: Any, what: str, cohort_size: int) -> str:
+    """A promotion or demotion cutoff as the scripts read it: an int, a count of the cohort's
+    placed players (0 to ``cohort_size``), ``"<count>"``; a float, a fraction of them (0.0 to
+    1.0, rounded down), ``"f<fraction>"`` (17 significant digits, as C++ sends a score)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise TypeError(
+            f"{what} must be an int (a count) or a float (a fraction), not {type(value).__name__}"
+        )
+    if isinstance(value, float):
+        if not 0.0 <= value <= 1.0:
+            raise ValueError(f"{what} as a fraction must be from 0.0 to 1.0")
+        return f"f{value:.17g}"
+    if not 0 <= value <= cohort_size:
+        raise ValueError(f"{what} as a count must be from 0 to cohort_size ({cohort_size})")
+    return str(value)
+
+
+class _Partition:
+    """One partition of a league: every key under ``base`` (one hash tag on a cluster), and
+    its calls of league.lua and league_read.lua (see their declarations), each prepared once
+    with what every call sends (the league's keys and options). A reply is the script's, read
+    as declared; ``None`` (the player has no cohort, no result) or ``{"unsettled",
+    "unsettled_start"}`` (an earlier period must be settled first) for any call."""
+
+    def __init__(
+        self,
+        base: str,
+        *,
+        tiers: int,
+        cohort_size: int,
+        promote: Any,
+        demote: Any,
+        demote_idle: bool,
+        mode: str,
+        order: Order,
+        ties: Ties,
+        events_maxlen: int,
+        guards: Guards,
+        tiebreak: Optional[Sequence[tuple[str, str]]],
+    ) -> None:
+        self.base = base
+        # The cohorts' boards have this shape (tie-break columns validated as a board's):
+        # their tie rule, and a write's tie-break word.
+        self._shape = CoreBoard(base, None, order=order, ties=ties, tiebreak=tiebreak)
+        self._guards = guards
+        rule = mode + guards.rule_words()
+        options = {
+            "tier_count": str(tiers),
+            "cohort_size": str(cohort_size),
+            "promote": _cutoff_word(promote, "promote", cohort_size),
+            "demote": _cutoff_word(demote, "demote", cohort_size),
+            "demote_idle": "1" if demote_idle else "0",
+            "order": order,
+            "ties": self._shape.ties_word,
+            "write_rule": rule,
+        }
+        scripts = Scripts(
+            "league",
+            base,
+            f"tiers={tiers} size={cohort_size} promote={options['promote']} "
+            f"demote={options['demote']} idle={options['demote_idle']} order={order} "
+            f"ties={options['ties']} mode={rule}",
+            tiebreak=tiebreak,
+            order=order,
+            unsettled=True,
+        )
+        read = {
+            **options,
+            "league_options": f"{base}:options",
+            "league_tier": f"{base}:tier",
+            "league_tiers": f"{base}:tiers",
+            "league_open": f"{base}:open",
+        }
+        write = {**read, "league_events": f"{base}:events", "events_maxlen": str(events_maxlen)}
+        # Joining is never resent (it may place the player a second time after a settlement);
+        # a submission only with a submission id (it cannot apply twice); closing, settling (a
+        # resend answers this call's settlement: its call token), hiding and showing twice
+        # change nothing more, reads nothing: each may be resent.
+        self._calls = {
+            "submit": scripts.prepare("league.submit", "League.submit", write),
+            "join": scripts.prepare("league.join", "League.join", write),
+            "close": scripts.prepare("league.close", "close", write, resends=2),
+            "settle": scripts.prepare("league.settle", "League.settle", write, resends=2),
+            "hide": scripts.prepare("league.hide", "League.hide", write, resends=2),
+            "unhide": scripts.prepare("league.unhide", "League.unhide", write, resends=2),
+            **{
+                call: scripts.prepare(f"league_read.{call}", what, read, resends=resends)
+                for call, what, resends in (
+                    ("standings", "League.standings", 1),
+                    ("tier_of", "League.tier_of", 1),
+                    ("tiers", "tiers", 1),
+                    ("results", "League.results", 1),
+                    ("hidden", "League.hidden", 2),
+                    ("is_hidden", "League.is_hidden", 2),
+                )
+            },
+        }
+
+    def _read(self, period: LeaguePeriod, check: bool) -> dict[str, Any]:
+        prefix = f"{self.base}:{period[0]}"
+        return {
+            "period_state": f"{prefix}:state",
+            "period_where": f"{prefix}:where",
+            "period_result": f"{prefix}:result",
+            "period": period[0],
+            "period_start": str(period[1]),
+            "read_check": "check" if check else "",
+        }
+
+    def _write(self, period: LeaguePeriod) -> dict[str, Any]:
+        values = self._read(period, False)
+        del values["read_check"]
+        values["period_times"] = f"{period[2]} {period[3]}"
+        return values
+
+    def cohort_key(self, period: str, cohort: int) -> str:
+        """The board of cohort ``cohort`` in ``period``."""
+        return f"{self.base}:{period}:c:{cohort}"
+
+    def submit(
+        self,
+        period: LeaguePeriod,
+        user_id: str,
+        score: Any,
+        metadata: Any,
+        bracket: str,
+        submission_id: Optional[str],
+        retries: int,
+        tiebreak: Optional[Mapping[str, float]],
+    ) -> Operation[Any]:
+        """The player's write: placed in a cohort on their first of the period (in
+        ``bracket``), then the score with the league's mode; with a submission id, a resend
+        answers the first record whatever the period now. The guards as a board's: the
+        submission id's word with this call's token, a rate limit's with the player's window,
+        the league's whatever the period (the rule carries the limit too, keyless); no events
+        word (a league's events are its settlements); then the tie-break columns' word."""
+        user = player_text(user_id)
+        if tiebreak is not None and self._shape.tiebreak is None:
+            raise ValueError("tiebreak values for a league without tie-break columns")
+        if count_arg(retries, "retries") < 0:
+            raise ValueError("retries must be at least 0")
+        words, keys = "", cast(list[str], [])
+        if submission_id is not None or self._guards.rate_limit is not None:
+            words, keys = self._guards.write_words(self.base, "", user, submission_id)
+        if tiebreak is not None:
+            words = " ".join(filter(None, (words, self._shape.tiebreak_word(tiebreak))))
+        values = {
+            **self._write(period),
+            "submission_keys": keys,
+            "user_id": user,
+            "score": score,
+            "bracket": bracket,
+            "submission_words": words,
+            "metadata": metadata,
+        }
+        return self._calls["submit"](values, retries if submission_id is not None else 0)
+
+    def join(self, period: LeaguePeriod, user_id: str, bracket: str) -> Operation[Any]:
+        """A placement without a score."""
+        values = {**self._write(period), "user_id": player_text(user_id), "bracket": bracket}
+        return self._calls["join"](values)
+
+    def close(self, period: LeaguePeriod) -> Operation[Any]:
+        """Closes the period to writes."""
+        return self._calls["close"](self._write(period))
+
+    def settle(self, period: LeaguePeriod, cohort: int) -> Operation[Any]:
+        """Settles one cohort, once: another call's settlement answers "already", this
+        call's own resend after a lost reply its settlement (its call token)."""
+        if cohort < 1:
+            raise ValueError("a cohort number is at least 1")
+        values = {**self._write(period), "cohort": str(cohort), "call_token": call_token()}
+        return self._calls["settle"](values)
+
+    def hiding(
+        self, op: str, period: LeaguePeriod, user_id: str = "", bracket: str = ""
+    ) -> Operation[Any]:
+        """``op``: "hide", "unhide" (a score kept while hidden places the player in
+        ``bracket``), "hidden" (every hidden id) or "is_hidden"."""
+        if op == "hidden":
+            return self._calls["hidden"](self._read(period, False))
+        user = player_text(user_id)
+        if op == "is_hidden":
+            return self._calls["is_hidden"]({**self._read(period, False), "user_id": user})
+        values = {**self._write(period), "user_id": user}
+        if op == "unhide":
+            values["bracket"] = bracket
+        return self._calls[op](values)
+
+    def standings(self, period: LeaguePeriod, user_id: str, check: bool) -> Operation[Any]:
+        """The standings of the player's cohort."""
+        values = {**self._read(period, check), "user_id": player_text(user_id)}
+        return self._calls["standings"](values)
+
+    def tier_of(self, period: LeaguePeriod, user_id: str, check: bool) -> Operation[Any]:
+        """The player's tier index (None: never placed)."""
+        values = {**self._read(period, check), "user_id": player_text(user_id)}
+        return self._calls["tier_of"](values)
+
+    def tiers(self, period: LeaguePeriod, check: bool) -> Operation[Any]:
+        """The players of each tier."""
+        return self._calls["tiers"](self._read(period, check))
+
+    def results(self, period: LeaguePeriod, user_id: str) -> Operation[Any]:
+        """The player's settled result in ``period`` (None: none)."""
+        values = {**self._read(period, False), "user_id": player_text(user_id)}
+        return self._calls["results"](values)
+
+    def read_events(
+        self, last_id: str = "$", count: int = 100, block: Optional[float] = None
+    ) -> Operation[Any]:
+        """The settlements after ``last_id`` on this partition's stream."""
+        return read_events(f"{self.base}:events", last_id, count, block)
+
+
+def _unsettled(reply: Any) -> bool:
+    """Whether a reply says an earlier period must be settled first."""
+    return isinstance(reply, dict) and "unsettled_start" in reply
 
 
 S = TypeVar("S", bound="StreamState[LeagueEvent]")
@@ -216,8 +453,21 @@ class LeagueBase(PeriodClock, Generic[S]):
             bases = [f"{{{key}:{i}}}" for i in range(partitions)]
         else:
             bases = [key]
+        cohort_size = _check_int(cohort_size, "cohort_size", 0)
+        if not 2 <= cohort_size <= MAX_COHORT_SIZE:
+            raise ValueError(f"cohort_size must be from 2 to {MAX_COHORT_SIZE}, not {cohort_size}")
+        if len(self.tier_names) > MAX_TIERS:
+            raise ValueError(f"a league has 1 to {MAX_TIERS} tiers, not {len(self.tier_names)}")
+        _check_int(events_maxlen, "events_maxlen", 1)
+        one_of(mode, "mode", WRITE_MODES)
+        guards = Guards(
+            submission_ttl=submission_ttl,
+            rate_limit=rate_limit,
+            score_range=score_range,
+            max_increment=max_increment,
+        )
         self._leagues = [
-            League(
+            _Partition(
                 base,
                 tiers=len(self.tier_names),
                 cohort_size=cohort_size,
@@ -228,11 +478,8 @@ class LeagueBase(PeriodClock, Generic[S]):
                 order=order,
                 ties=ties,
                 events_maxlen=events_maxlen,
-                submission_ttl=submission_ttl,
-                score_range=score_range,
-                max_increment=max_increment,
+                guards=guards,
                 tiebreak=tiebreak,
-                rate_limit=rate_limit,
             )
             for base in bases
         ]
@@ -319,7 +566,7 @@ class LeagueBase(PeriodClock, Generic[S]):
 
         return self.periods_of.start_of(_EPOCH + timedelta(milliseconds=start_ms))
 
-    def _partition(self, user_id: str) -> League:
+    def _partition(self, user_id: str) -> _Partition:
         if self.partitions == 1:
             return self._leagues[0]
         return self._leagues[zlib.crc32(user_id.encode("utf-8")) % self.partitions]
@@ -330,7 +577,7 @@ class LeagueBase(PeriodClock, Generic[S]):
     # -- settlement ----------------------------------------------------------------------
 
     def _settle_partition(
-        self, league: League, start: datetime, tally: dict[str, Any]
+        self, league: _Partition, start: datetime, tally: dict[str, Any]
     ) -> Plan[bool]:
         """Closes one partition's period, then settles each of its cohorts (one script each,
         pipelined); a cohort whose script fails is noted in ``tally`` and the others go on.
@@ -370,7 +617,7 @@ class LeagueBase(PeriodClock, Generic[S]):
                 first += replies + 1
         return True
 
-    def _settle_pending(self, league: League, reply: Any, tally: dict[str, Any]) -> Plan[None]:
+    def _settle_pending(self, league: _Partition, reply: Any, tally: dict[str, Any]) -> Plan[None]:
         start = self._start_at_ms(reply["unsettled_start"])
         tally["periods"].append(reply["unsettled"])
         yield from self._settle_partition(league, start, tally)
@@ -424,7 +671,7 @@ class LeagueBase(PeriodClock, Generic[S]):
             for league in self._leagues:
                 for _ in range(MAX_SETTLE_ROUNDS):
                     reply = yield league.tiers(self._period(self._start_of(None)), True)
-                    if not (reply and "unsettled" in reply):
+                    if not _unsettled(reply):
                         break
                     start = self._start_at_ms(reply["unsettled_start"])
                     if not (yield from self._settle_partition(league, start, tally)):
@@ -524,7 +771,7 @@ class LeagueBase(PeriodClock, Generic[S]):
             except ClockSkewError as error:  # the server's clock is in another period
                 self._follow_server(error)
                 continue
-            if "unsettled" in reply:
+            if _unsettled(reply):
                 yield from self._settle_pending(league, reply, self._new_tally())
                 continue
             # submit()'s result on the cohort (a dict from the core), with the league's keys.
@@ -563,7 +810,7 @@ class LeagueBase(PeriodClock, Generic[S]):
             except ClockSkewError as error:  # the server's clock is in another period
                 self._follow_server(error)
                 continue
-            if "unsettled" in reply:
+            if _unsettled(reply):
                 yield from self._settle_pending(league, reply, self._new_tally())
                 continue
             return {
@@ -578,15 +825,15 @@ class LeagueBase(PeriodClock, Generic[S]):
 
     # -- fair play: hidden players --------------------------------------------------------
 
-    def _hiding(self, op: str, user_id: str, bracket: Optional[str] = None) -> Plan[dict[str, Any]]:
+    def _hiding(self, op: str, user_id: str, bracket: Optional[str] = None) -> Plan[bool]:
         league = self._partition(user_id_text(user_id))
         room = _bracket(bracket)
         for _ in range(MAX_SETTLE_ROUNDS):
             reply = yield league.hiding(op, self._period(self._start_of(None)), user_id, room)
-            if "unsettled" in reply:
+            if _unsettled(reply):
                 yield from self._settle_pending(league, reply, self._new_tally())
                 continue
-            return cast(dict[str, Any], reply)
+            return bool(reply)
         raise RuntimeError(f"league {self.key!r}: earlier periods kept needing settlement")
 
     @plan
@@ -602,8 +849,7 @@ class LeagueBase(PeriodClock, Generic[S]):
             One round trip, one script: HSETs, and off their seat the cohort board's ZREM and
             SREM. O(log cohort_size).
         """
-        reply = yield from self._hiding("hide", user_id)
-        return bool(reply["changed"])
+        return (yield from self._hiding("hide", user_id))
 
     @plan
     def unhide(self, user_id: str, *, bracket: Optional[str] = None) -> Plan[bool]:
@@ -616,8 +862,7 @@ class LeagueBase(PeriodClock, Generic[S]):
             One round trip, one script (the placement and the cohort board's write). O(log
             cohort_size).
         """
-        reply = yield from self._hiding("unhide", user_id, bracket)
-        return bool(reply["changed"])
+        return (yield from self._hiding("unhide", user_id, bracket))
 
     @plan
     def hidden(self) -> Plan[list[str]]:
@@ -630,7 +875,7 @@ class LeagueBase(PeriodClock, Generic[S]):
         ids: list[str] = []
         for league in self._leagues:
             reply = yield league.hiding("hidden", period)
-            ids.extend(reply["user_ids"])
+            ids.extend(reply)
         return sorted(ids, key=lambda i: i.encode("utf-8", "surrogatepass"))
 
     @plan
@@ -642,18 +887,18 @@ class LeagueBase(PeriodClock, Generic[S]):
         """
         league = self._partition(user_id_text(user_id))
         reply = yield league.hiding("is_hidden", self._period(self._start_of(None)), user_id)
-        return bool(reply["hidden"])
+        return bool(reply)
 
     # -- reads ---------------------------------------------------------------------------
 
-    def _read(self, league: League, build: Any, period: PeriodArg) -> Plan[Any]:
+    def _read(self, league: _Partition, build: Any, period: PeriodArg) -> Plan[Any]:
         """Runs ``build(period, check)``; a read of the current period settles a pending earlier
         one first."""
         current = period is None
         start = self._start_of(period)
         for _ in range(MAX_SETTLE_ROUNDS):
             reply = yield build(self._period(start), current)
-            if reply is not None and "unsettled" in reply:
+            if _unsettled(reply):
                 yield from self._settle_pending(league, reply, self._new_tally())
                 continue
             return reply
@@ -701,7 +946,7 @@ class LeagueBase(PeriodClock, Generic[S]):
         reply = yield from self._read(
             league, lambda p, check: league.tier_of(p, user_id, check), None
         )
-        return None if reply is None else self._tier_name(reply["tier"])
+        return None if reply is None else self._tier_name(reply)
 
     @plan
     def tiers(self) -> Plan[list[TierCount]]:
@@ -718,7 +963,7 @@ class LeagueBase(PeriodClock, Generic[S]):
             reply = yield from self._read(
                 league, lambda p, check, lg=league: lg.tiers(p, check), None
             )
-            for item in reply["tiers"]:
+            for item in reply:
                 if 0 <= item["tier"] < len(counts):
                     counts[item["tier"]] += item["players"]
         return [{"tier": name, "players": count} for name, count in zip(self.tier_names, counts)]

@@ -42,7 +42,7 @@ MAX_REPORTED_TRIMMED = 1000
 
 def guards_repr(core: Any) -> str:
     """The guards a board's ``repr`` shows, those set (", rate_limit=(5, 60.0), events=True"...),
-    from its core object (``_core.Board``, ``Window``, ``TeamBoard``: the same four attributes)."""
+    from its core object (``_core.Board``, ``Window``, ``Guards``: the same four attributes)."""
     options = ""
     if core.rate_limit is not None:
         options += f", rate_limit={core.rate_limit!r}"
@@ -53,6 +53,39 @@ def guards_repr(core: Any) -> str:
     if core.max_increment is not None:
         options += f", max_increment={core.max_increment!r}"
     return options
+
+
+def player_text(user_id: Any) -> str:
+    """A player's id as ``user_id_text`` takes it, not empty: what a board type whose calls are
+    built in Python (``_core.Scripts``) sends for a player."""
+    text = user_id_text(user_id)
+    if not text:
+        raise ValueError("user_id must not be empty")
+    return text
+
+
+ORDERS = ("desc", "asc")
+WRITE_MODES = ("set", "best", "incr")
+
+
+def one_of(value: Any, name: str, choices: tuple[str, ...]) -> str:
+    """``value``, one of ``choices`` (a board's order, a write's mode...): a TypeError if it is
+    not a str, a ValueError naming the choices if it is none of them (the C++ core's words:
+    "order must be 'desc' or 'asc', not 'up'")."""
+    if not isinstance(value, str):
+        raise TypeError(f"{name} must be a str, not {type(value).__name__}")
+    if value not in choices:
+        quoted = [f"'{choice}'" for choice in choices]
+        listed = f"{', '.join(quoted[:-1])} or {quoted[-1]}"
+        raise ValueError(f"{name} must be {listed}, not '{value}'")
+    return value
+
+
+def count_arg(value: Any, name: str) -> int:
+    """An int argument (``retries``...): a TypeError for anything else, a bool included."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"{name} must be an int, not {type(value).__name__}")
+    return value
 
 
 def user_id_text(user_id: Any) -> str:

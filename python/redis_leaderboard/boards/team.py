@@ -34,18 +34,20 @@ the kept score back on the members' board and into the team they are in then.
 
 from __future__ import annotations
 
+import functools
 from typing import Any, Generic, Literal, Mapping, Optional, TypeVar, cast
 
-from .._core import TeamBoard
+from .._core import Guards, Operation, Scripts, read_events
 from .._drive import Plan, plan
 from .._types import Event, Order, TeamContribution, TeamMove, TeamSubmitResult, WriteMode
 from ..options import board_client
 from .events import EVENTS_BATCH, StreamState
-from .plain import guards_repr, user_id_text
+from .plain import ORDERS, WRITE_MODES, count_arg, guards_repr, one_of, player_text, user_id_text
 
 __all__ = ["TeamBase"]
 
 Aggregate = Literal["sum", "best"]
+AGGREGATES = ("sum", "best")
 S = TypeVar("S", bound="StreamState[Event]")
 
 
@@ -77,10 +79,12 @@ class TeamBase(Generic[S]):
     ) -> None:
         if not isinstance(key, str) or not key:
             raise ValueError("key must be a non-empty str")
-        self._team = TeamBoard(  # validates first, as a plain board's constructor
-            key,
-            aggregate=aggregate,
-            order=order,
+        # Validated first, as a plain board's constructor: nothing is connected for bad options.
+        self.aggregate: Aggregate = cast(Aggregate, one_of(aggregate, "aggregate", AGGREGATES))
+        """How a team's score follows from its members': ``"sum"`` or ``"best"``."""
+        self.order: Order = cast(Order, one_of(order, "order", ORDERS))
+        """``"desc"`` (higher is better) or ``"asc"``, for members and teams alike."""
+        self._guards = Guards(
             submission_ttl=submission_ttl,
             rate_limit=rate_limit,
             events=events,
@@ -88,19 +92,63 @@ class TeamBase(Generic[S]):
             score_range=score_range,
             max_increment=max_increment,
         )
+        # Each call of team.lua and team_read.lua (see their declarations), prepared once with
+        # what every call of the board sends: its keys and options (the guards as an 'OPTIONS
+        # ...' refusal compares them).
+        scripts = Scripts(
+            "team board", key, f"aggregate={aggregate} order={order} {self._guards.status_text()}"
+        )
+        common: dict[str, Any] = {
+            "team_options": f"{key}:options",
+            "memberships": f"{key}:team_of",
+            "team_board": key,
+            "member_board": f"{key}:members",
+            "aggregate": aggregate,
+            "order": order,
+        }
+        events_key = f"{key}:events"
+        self._option_keys = [f"{key}:members:options"]  # the members' board's
+        self._limit_words = self._guards.limit_words()  # a member's score writes'
+        self._keyed_guards = rate_limit is not None or events  # words that name a key
+        # The calls that are not a member's score write (move, remove, hide, unhide): the
+        # members' board's option keys, then with events the stream; and their guard words.
+        # Doing any of them twice changes nothing more, reads change nothing: each may be
+        # resent. A score write only with a submission id (it cannot apply twice).
+        change = {
+            **common,
+            "option_keys": [*self._option_keys, *([events_key] if events else [])],
+            "guard_words": self._guards.event_words(),
+        }
+        self._submit = scripts.prepare("team.submit", "TeamLeaderboard.submit", common)
+        self._submit_own = scripts.prepare("team.submit_own", "TeamLeaderboard.submit", common)
+        self._changes = {
+            call: scripts.prepare(f"team.{call}", f"TeamLeaderboard.{call}", change, resends=2)
+            for call in ("move", "remove", "hide", "unhide")
+        }
+        hiding = {**common, "option_keys": self._option_keys}
+        self._reads = {
+            "members": scripts.prepare(
+                "team_read.members", "TeamLeaderboard.team_members", common, resends=2
+            ),
+            "team_of": scripts.prepare(
+                "team_read.team_of", "TeamLeaderboard.team_of", common, resends=2
+            ),
+            "hidden": scripts.prepare(
+                "team_read.hidden", "TeamLeaderboard.hidden", hiding, resends=2
+            ),
+            "is_hidden": scripts.prepare(
+                "team_read.is_hidden", "TeamLeaderboard.is_hidden", hiding, resends=2
+            ),
+        }
         self.redis = board_client(
             self._display_name, redis_client, url, key, self._client_class,
             self._cluster_client_class,
         )  # fmt: skip
         self.key = key
         """The team board's key: the teams' board; the members' is ``f"{key}:members"``."""
-        self.aggregate: Aggregate = aggregate
-        """How a team's score follows from its members': ``"sum"`` or ``"best"``."""
-        self.order: Order = order
-        """``"desc"`` (higher is better) or ``"asc"``, for members and teams alike."""
         self.submission_ttl = submission_ttl
         """Seconds the result of a write with a ``submission_id`` is kept."""
-        self.events_key = f"{key}:events"
+        self.events_key = events_key
         """The stream of the board's change events (``events=True``; see ``events``)."""
         self.teams = self._board_class(self.redis, key=key, max_entries=None, order=order)
         """The teams' board, for reads (``get_top``, ``get_rank(team)``, ...): a
@@ -116,28 +164,28 @@ class TeamBase(Generic[S]):
     def rate_limit(self) -> Optional[tuple[int, float]]:
         """``(max_writes, per_seconds)`` per member, or None: at most that many score writes
         (``submit``) per member in any window of ``per_seconds`` on the server's clock."""
-        return self._team.rate_limit
+        return self._guards.rate_limit
 
     @property
     def score_range(self) -> Optional[tuple[Optional[float], Optional[float]]]:
         """``(min, max)``: the lowest and highest score a member's write may leave (either None:
         no bound), or None (fair play). A write outside raises ``ScoreRejected``."""
-        return self._team.score_range
+        return self._guards.score_range
 
     @property
     def max_increment(self) -> Optional[float]:
         """The most one write may improve a member's score by (in the board's order), or None
         (fair play). A write improving it more raises ``ScoreRejected``."""
-        return self._team.max_increment
+        return self._guards.max_increment
 
     @property
     def events_enabled(self) -> bool:
         """Whether changes append events to ``events_key`` (``events=True``);
         [`events`][redis_leaderboard.TeamLeaderboard.events] reads them."""
-        return self._team.events
+        return self._guards.events
 
     def __repr__(self) -> str:
-        options = guards_repr(self._team)
+        options = guards_repr(self._guards)
         return (
             f"{type(self).__name__}(key={self.key!r}, aggregate={self.aggregate!r}, "
             f"order={self.order!r}{options})"
@@ -205,10 +253,33 @@ class TeamBase(Generic[S]):
             changed a ZSCORE, its rank before and after and an XADD. The options are recorded
             in the members' board's options hash (an HSET, the first time).
         """
-        reply = yield self._team.submit(
-            user_id_text(member), score, metadata,
-            None if team is None else user_id_text(team), mode, submission_id, retries,
-        )  # fmt: skip
+        member = player_text(member)
+        one_of(mode, "mode", WRITE_MODES)
+        if count_arg(retries, "retries") < 0:
+            raise ValueError("retries must be at least 0")
+        words, keys = self._limit_words, self._option_keys
+        if submission_id is not None or self._keyed_guards:  # words naming keys, in order
+            words, named = self._guards.write_words(
+                self.key, self.events_key, member, submission_id
+            )
+            words = f"{words} {self._limit_words}" if self._limit_words else words
+            keys = [*keys, *named]
+        values = {
+            "member_key": f"{self.key}:members:user:{member}",
+            "write_keys": keys,
+            "member": member,
+            "mode": mode,
+            "score": score,
+            "guard_words": words,
+            "metadata": metadata,
+        }
+        call = self._submit_own
+        if team is not None:
+            team = team_text(team)
+            values["team"] = team
+            values["team_key"] = f"{self.key}:team:{team}"
+            call = self._submit
+        reply = yield call(values, retries if submission_id is not None else 0)
         return cast(
             TeamSubmitResult,
             {
@@ -233,7 +304,13 @@ class TeamBase(Generic[S]):
             on the two teams' contributions and their scores (with events, an XADD per team).
             O(log N).
         """
-        reply = yield self._team.move(user_id_text(member), user_id_text(team))
+        team = team_text(team)
+        values = {
+            "team_key": f"{self.key}:team:{team}",
+            "member": player_text(member),
+            "team": team,
+        }
+        reply = yield self._changes["move"](values)
         return cast(TeamMove, reply)
 
     @plan
@@ -248,8 +325,8 @@ class TeamBase(Generic[S]):
             One round trip, one script: HGETALL of the members' board's options, ZSCORE, ZREM,
             UNLINK, HDEL and the team's contribution (as ``submit``). O(log N).
         """
-        reply = yield self._team.remove(user_id_text(member))
-        return bool(reply["removed"])
+        changed: bool = yield self._member_change("remove", member)
+        return changed
 
     @plan
     def team_members(self, team: str) -> Plan[list[TeamContribution]]:
@@ -259,8 +336,9 @@ class TeamBase(Generic[S]):
             One round trip: a ``no-writes`` script (it runs out of memory and on read-only
             replicas), ZRANGE. O(log N + M) for M members.
         """
-        reply = yield self._team.members(user_id_text(team))
-        return cast(list[TeamContribution], reply["members"])
+        team = team_text(team)
+        reply = yield self._reads["members"]({"team_key": f"{self.key}:team:{team}", "team": team})
+        return cast(list[TeamContribution], reply)
 
     # -- fair play: hidden members ---------------------------------------------------------
 
@@ -277,8 +355,8 @@ class TeamBase(Generic[S]):
             One round trip, one script: HGETALL of the options, ZSCORE, ZREM, two HSETs, and
             the team's ZREM and ZINCRBY (``"sum"``) or ZRANGE and ZADD (``"best"``). O(log N).
         """
-        reply = yield self._team.hiding("hide", user_id_text(member))
-        return bool(reply["changed"])
+        changed: bool = yield self._member_change("hide", member)
+        return changed
 
     @plan
     def unhide(self, member: str) -> Plan[bool]:
@@ -291,8 +369,8 @@ class TeamBase(Generic[S]):
             One round trip, one script: HGET, HDEL, HLEN, the members' board's ZADD and the
             team's contribution (as ``submit``). O(log N).
         """
-        reply = yield self._team.hiding("unhide", user_id_text(member))
-        return bool(reply["changed"])
+        changed: bool = yield self._member_change("unhide", member)
+        return changed
 
     @plan
     def hidden(self) -> Plan[list[str]]:
@@ -303,8 +381,8 @@ class TeamBase(Generic[S]):
             script.
             O(H log H) for H hidden members.
         """
-        reply = yield self._team.hiding("hidden")
-        return list(reply["user_ids"])
+        reply = yield self._reads["hidden"]({})
+        return cast(list[str], reply)
 
     @plan
     def is_hidden(self, member: str) -> Plan[bool]:
@@ -313,8 +391,8 @@ class TeamBase(Generic[S]):
         Redis cost:
             One round trip, a ``no-writes`` script: HGET, EXISTS and HEXISTS. O(1).
         """
-        reply = yield self._team.hiding("is_hidden", user_id_text(member))
-        return bool(reply["hidden"])
+        reply = yield self._reads["is_hidden"]({"member": player_text(member)})
+        return cast(bool, reply)
 
     # -- change events -------------------------------------------------------------------------
 
@@ -368,7 +446,9 @@ class TeamBase(Generic[S]):
             Nothing until the first read; then one XREAD (BLOCK) per batch of at most
             ``count`` events on the stream's own connection, waiting in slices of 2 s.
         """
-        return self._event_stream_class(self, last_id, block, count, read=self._team.read_events)
+        return self._event_stream_class(
+            self, last_id, block, count, read=functools.partial(read_events, self.events_key)
+        )
 
     @plan
     def team_of(self, member: str) -> Plan[Optional[str]]:
@@ -377,5 +457,21 @@ class TeamBase(Generic[S]):
         Redis cost:
             One round trip: a ``no-writes`` script, HGET. O(1).
         """
-        reply = yield self._team.team_of(user_id_text(member))
-        return cast(Optional[str], reply["team"])
+        reply = yield self._reads["team_of"]({"member": player_text(member)})
+        return cast(Optional[str], reply)
+
+    def _member_change(self, call: str, member: str) -> Operation[bool]:
+        """A member's removal, hiding or showing: their key, the change's keys and words."""
+        member = player_text(member)
+        values = {"member_key": f"{self.key}:members:user:{member}", "member": member}
+        return self._changes[call](values)
+
+
+def team_text(team: Any) -> str:
+    """A team's name: as a user id (``user_id_text``), neither empty nor holding NUL."""
+    text = user_id_text(team)
+    if not text:
+        raise ValueError("team must not be empty")
+    if "\0" in text:
+        raise ValueError("team must not contain NUL")
+    return text

@@ -62,10 +62,20 @@ leave watchers without events; a tournament without them records the same text a
 
 from __future__ import annotations
 
+import functools
 from datetime import datetime, timedelta, tzinfo
 from typing import Any, Generic, Mapping, Optional, Sequence, TypeVar, Union, cast
 
-from .._core import ClockSkewError, Operation, PeriodClosed, StalePeriod, Tournament
+from .._core import Board as CoreBoard
+from .._core import (
+    ClockSkewError,
+    Guards,
+    Operation,
+    PeriodClosed,
+    Scripts,
+    StalePeriod,
+    read_events,
+)
 from .._drive import Plan, Sent, one_trip, plan
 from .._types import (
     Entry,
@@ -79,7 +89,7 @@ from .._types import (
 )
 from ..options import board_client
 from .events import EVENTS_BATCH, StreamState
-from .plain import user_id_text
+from .plain import WRITE_MODES, count_arg, one_of, player_text
 from .seasons import (
     CLOCK_ROUNDS,
     UTC,
@@ -235,22 +245,64 @@ class TournamentBase(PeriodClock, CurrentPeriodQueries, Generic[S]):
                 raise ValueError("duration must be a positive whole number of milliseconds")
         self.duration = duration
         """The active window from each period's start; None: the whole period."""
-        self._tournament = Tournament(
-            key,
-            max_size=max_size,
-            join_required=join_required,
-            max_attempts=max_attempts,
-            mode=mode,
-            order=order,
-            ties=ties,
+        one_of(mode, "mode", WRITE_MODES)
+        self._guards = Guards(
             submission_ttl=submission_ttl,
-            score_range=score_range,
-            max_increment=max_increment,
-            tiebreak=tiebreak,
             rate_limit=rate_limit,
             events=events,
             events_maxlen=events_maxlen,
+            score_range=score_range,
+            max_increment=max_increment,
         )
+        # Every period's board has this shape (order, ties and tie-break columns validated as a
+        # board's): its tie rule and option keys are what the scripts take.
+        self._shape = (order, ties, tiebreak)
+        ties_word = self._shaped(key).ties_word
+        # What every call of tournament.lua and tournament_read.lua sends (see their
+        # declarations): the tournament's options, its write rule carrying the guards.
+        rule = mode + self._guards.rule_words()
+        options = {
+            "max_size": "" if self.max_size is None else str(self.max_size),
+            "join_required": "1" if join_required else "0",
+            "max_attempts": "" if self.max_attempts is None else str(self.max_attempts),
+            "write_rule": rule,
+            "order": order,
+            "ties": ties_word,
+        }
+        scripts = Scripts(
+            "tournament",
+            key,
+            f"max_size={options['max_size']} join_required="
+            f"{options['join_required']} max_attempts={options['max_attempts']} "
+            f"mode={rule} order={order} ties={ties_word}",
+        )
+        # Each call of tournament.lua and tournament_read.lua, prepared once with what every
+        # call sends: the options and the period-less keys. Joining, hiding or showing twice
+        # changes nothing more, reads change nothing: each may be resent; a submission only
+        # with a submission id (it cannot apply, nor use an attempt, twice); add_attempts (an
+        # increment) never.
+        fixed = {**options, "tournament_options": f"{key}:options"}
+        write = {**fixed, "tournament_current": f"{key}:current"}
+        self._calls = {
+            "submit": scripts.prepare("tournament.submit", "Tournament.submit", write),
+            "join": scripts.prepare("tournament.join", "Tournament.join", write, resends=2),
+            "add_attempts": scripts.prepare(
+                "tournament.add_attempts", "Tournament.add_attempts", write
+            ),
+            "hide": scripts.prepare("tournament.hide", "Tournament.hide", write, resends=2),
+            "unhide": scripts.prepare("tournament.unhide", "Tournament.unhide", write, resends=2),
+            "status": scripts.prepare(
+                "tournament_read.status", "Tournament.status", fixed, resends=1
+            ),
+            "hidden": scripts.prepare(
+                "tournament_read.hidden", "Tournament.hidden", fixed, resends=2
+            ),
+            "is_hidden": scripts.prepare(
+                "tournament_read.is_hidden", "Tournament.is_hidden", fixed, resends=2
+            ),
+        }
+        self._period_boards: dict[str, CoreBoard] = {}
+        self._keyed_guards = rate_limit is not None or events  # words that name a key
         self.rate_limit: Optional[tuple[int, float]] = (
             None if rate_limit is None else (int(rate_limit[0]), float(rate_limit[1]))
         )
@@ -322,26 +374,58 @@ class TournamentBase(PeriodClock, CurrentPeriodQueries, Generic[S]):
         end = following if self.duration is None else min(start + self.duration, following)
         return start, end, following
 
-    def _period(
-        self, start: datetime, now: datetime, named: int = 0
-    ) -> tuple[str, int, int, int, int, Optional[int], int]:
-        """The core's period: (id, start, window end, next start, deadline, now or None: the
-        server's clock; unix ms), and ``named`` (0: no period named, 1: this one, 2: another,
-        refused unless the call resends an applied submission id). Its keys expire when the
-        ``keep``-th period after it begins."""
+    def _period(self, start: datetime, named: int = 0) -> dict[str, str]:
+        """The arguments of the period starting at ``start`` every script call sends (see
+        tournament.lua's declaration; unix ms): its id, start, window end, next start and
+        deadline (its keys expire when the ``keep``-th period after it begins), and ``named``
+        (0: no period named, 1: this one, 2: another, refused unless the call resends an
+        applied submission id). Which period a write belongs to, and whether it is open, the
+        server's clock decides."""
         _, end, following = self._bounds(start)
         deadline = following
         for _ in range(self.keep - 1):
             deadline = self.periods_of.next_start(deadline)
-        return (
-            self.periods_of.period_id(start),
-            _millis(start),
-            _millis(end),
-            _millis(following),
-            _millis(deadline),
-            None,  # the server's clock decides
-            named,
-        )
+        period = self.periods_of.period_id(start)
+        if not period:
+            raise ValueError("a period id must not be empty")
+        return {
+            "period": period,
+            "period_start": str(_millis(start)),
+            "window_end": str(_millis(end)),
+            "next_start": str(_millis(following)),
+            "expire": str(_millis(deadline)),
+            "period_named": str(named),
+        }
+
+    def _current(self) -> dict[str, str]:
+        """The current period's arguments (see ``_period``), by this client's clock."""
+        return self._period(self.periods_of.start_of(self.now()))
+
+    def _keys(self, period: str) -> dict[str, str]:
+        """The keys of a period every tournament.lua call takes (its board
+        ``f"{key}:{period}"``)."""
+        board = f"{self.key}:{period}"
+        return {"entrants": f"{board}:entrants", "bonus_key": f"{board}:bonus", "board": board}
+
+    def _read_keys(self, period: str) -> dict[str, str]:
+        """The keys of a period tournament_read.lua's calls take."""
+        board = f"{self.key}:{period}"
+        return {"entrants": f"{board}:entrants", "bonus_key": f"{board}:bonus"}
+
+    def _shaped(self, key: str) -> CoreBoard:
+        """A board of every period's shape (its order, ties, tie-break columns) at ``key``."""
+        order, ties, tiebreak = self._shape
+        return CoreBoard(key, None, order=order, ties=ties, tiebreak=tiebreak)
+
+    def _period_board(self, period: str) -> CoreBoard:
+        """The shape of a period's board (its option keys, a write's tie-break word)."""
+        board = self._period_boards.get(period)
+        if board is None:
+            if len(self._period_boards) > 2 * self.keep + 8:
+                self._period_boards.clear()
+            board = self._shaped(f"{self.key}:{period}")
+            self._period_boards[period] = board
+        return board
 
     def _start_of(self, period: PeriodArg) -> datetime:
         """The start of the period ``period`` names: None (the current one), an aware datetime
@@ -363,7 +447,7 @@ class TournamentBase(PeriodClock, CurrentPeriodQueries, Generic[S]):
             f"current one {self.periods_of.period_id(current)!r} included)"
         )
 
-    def _writable(self, named: Optional[str], resend: bool) -> tuple[Any, ...]:
+    def _writable(self, named: Optional[str], resend: bool) -> dict[str, str]:
         """The current period for a write; raises before anything is sent when the clock says
         the write is refused: ``StalePeriod`` if ``named`` is not the current period,
         ``PeriodClosed`` outside the active window. A ``resend`` (a submission id) is sent
@@ -391,7 +475,7 @@ class TournamentBase(PeriodClock, CurrentPeriodQueries, Generic[S]):
                 f"{end.astimezone(self.tz).isoformat()}; the clock says "
                 f"{now.astimezone(self.tz).isoformat()}; nothing was sent"
             )
-        return self._period(start, now, flag)
+        return self._period(start, flag)
 
     def _sent(self, operation: Operation[Any]) -> Plan[Optional[dict[str, Any]]]:
         """Sends a write: its record, or None if the server's clock was in another period than
@@ -423,7 +507,7 @@ class TournamentBase(PeriodClock, CurrentPeriodQueries, Generic[S]):
         period: None (the current one), a kept period's id, or a datetime in it: every query
         of a board on that period's final (or current) standings."""
         start = self._start_of(period)
-        board_key = self._tournament.board_key(self.periods_of.period_id(start))
+        board_key = f"{self.key}:{self.periods_of.period_id(start)}"
         board = self._boards.get(board_key)
         if board is None:
             if len(self._boards) > 2 * self.keep + 8:
@@ -496,14 +580,38 @@ class TournamentBase(PeriodClock, CurrentPeriodQueries, Generic[S]):
             PEXPIRE after (O(log W)); with ``events``, an XADD (``MAXLEN ~``), the ranks before
             and after and a PEXPIREAT of the stream.
         """
-        user = user_id_text(user_id)
+        user = player_text(user_id)
+        if tiebreak is not None and self.tiebreak is None:
+            raise ValueError("tiebreak values for a tournament without tie-break columns")
+        if count_arg(retries, "retries") < 0:
+            raise ValueError("retries must be at least 0")
+        events = f"{self.key}:events"
         for _ in range(CLOCK_ROUNDS):
-            core_period = self._writable(period, resend=submission_id is not None)
-            reply = yield from self._sent(
-                self._tournament.submit(
-                    core_period, user, score, metadata, submission_id, retries, tiebreak
-                )
-            )
+            args = self._writable(period, resend=submission_id is not None)
+            board = self._period_board(args["period"])
+            # The guards, as a board's: the submission id's word with this call's token, a rate
+            # limit's with the player's window (the tournament's, whatever the period), the
+            # events' with the tournament's one stream (the rule carries both too, keyless);
+            # then the tie-break columns' word (the ranked member's key).
+            words, keys = "", board.option_keys
+            if submission_id is not None or self._keyed_guards:
+                words, named = self._guards.write_words(self.key, events, user, submission_id)
+                keys += named
+            if tiebreak is not None:
+                words = " ".join(filter(None, (words, board.tiebreak_word(tiebreak))))
+            values = {
+                **self._keys(args["period"]),
+                **args,
+                "user_key": f"{self.key}:{args['period']}:user:{user}",
+                "write_keys": keys,
+                "user_id": user,
+                "score": score,
+                "guard_words": words,
+                "metadata": metadata,
+            }
+            resends = retries if submission_id is not None else 0
+            operation = self._calls["submit"](values, resends)
+            reply = yield from self._sent(operation)
             if reply is not None:
                 break
         else:
@@ -530,16 +638,18 @@ class TournamentBase(PeriodClock, CurrentPeriodQueries, Generic[S]):
         Redis cost:
             One round trip, one script (an HSET and a few HGET/HLEN).
         """
-        user = user_id_text(user_id)
+        user = player_text(user_id)
         for _ in range(CLOCK_ROUNDS):
-            core_period = self._writable(None, resend=False)
-            reply = yield from self._sent(self._tournament.join(core_period, user))
+            args = self._writable(None, resend=False)
+            values = {**self._keys(args["period"]), **args, "user_id": user}
+            operation = self._calls["join"](values)
+            reply = yield from self._sent(operation)
             if reply is not None:
                 break
         else:
             raise self._unsettled_clock()
         result: TournamentJoin = {
-            "period": core_period[0],
+            "period": args["period"],
             "joined_now": reply["joined_now"],
             "size": reply["size"],
             "attempts_left": self._attempts_left(reply["used"], reply["bonus"]),
@@ -557,13 +667,20 @@ class TournamentBase(PeriodClock, CurrentPeriodQueries, Generic[S]):
         Redis cost:
             One round trip, one script (an HINCRBY and a few reads).
         """
-        user = user_id_text(user_id)
+        user = player_text(user_id)
         if isinstance(n, bool) or not isinstance(n, int):
             raise TypeError(f"n must be an int, not {type(n).__name__}")
+        if self.max_attempts is None:
+            raise ValueError(
+                f"tournament '{self.key}' has no max_attempts: its attempts are unlimited"
+            )
+        if n < 1:
+            raise ValueError("n must be at least 1")
         for _ in range(CLOCK_ROUNDS):
-            now = self.now()
-            core_period = self._period(self.periods_of.start_of(now), now)
-            reply = yield from self._sent(self._tournament.add_attempts(core_period, user, n))
+            args = self._current()
+            values = {**self._keys(args["period"]), **args, "user_id": user, "attempts": str(n)}
+            operation = self._calls["add_attempts"](values)
+            reply = yield from self._sent(operation)
             if reply is not None:
                 break
         else:
@@ -572,11 +689,22 @@ class TournamentBase(PeriodClock, CurrentPeriodQueries, Generic[S]):
 
     # -- fair play: hidden players --------------------------------------------------------
 
-    def _hiding(self, op: str, user_id: str = "-") -> Plan[dict[str, Any]]:
-        now = self.now()
-        core_period = self._period(self.periods_of.start_of(now), now)
-        reply: dict[str, Any] = yield self._tournament.hiding(op, core_period, user_id)
-        return reply
+    def _hiding(self, op: str, user_id: str) -> Operation[bool]:
+        """A player hidden or shown again (``op``), from the current period on. Hiding or
+        showing twice changes nothing more: it may be resent."""
+        user = player_text(user_id)
+        args = self._current()
+        keys = self._period_board(args["period"]).option_keys
+        if self._guards.events:
+            keys.append(f"{self.key}:events")  # the stream: the last key
+        values = {
+            **self._keys(args["period"]),
+            **args,
+            "user_key": f"{self.key}:{args['period']}:user:{user}",
+            "option_keys": keys,
+            "user_id": user,
+        }
+        return self._calls[op](values)
 
     @plan
     def hide(self, user_id: str) -> Plan[bool]:
@@ -590,8 +718,8 @@ class TournamentBase(PeriodClock, CurrentPeriodQueries, Generic[S]):
         Redis cost:
             One round trip, one script: HSETs, and the period board's ZREM. O(log N).
         """
-        reply = yield from self._hiding("hide", user_id_text(user_id))
-        return bool(reply["changed"])
+        changed: bool = yield self._hiding("hide", user_id)
+        return changed
 
     @plan
     def unhide(self, user_id: str) -> Plan[bool]:
@@ -602,8 +730,8 @@ class TournamentBase(PeriodClock, CurrentPeriodQueries, Generic[S]):
         Redis cost:
             One round trip, one script (HDELs and the board's write). O(log N).
         """
-        reply = yield from self._hiding("unhide", user_id_text(user_id))
-        return bool(reply["changed"])
+        changed: bool = yield self._hiding("unhide", user_id)
+        return changed
 
     @plan
     def hidden(self) -> Plan[list[str]]:
@@ -612,8 +740,10 @@ class TournamentBase(PeriodClock, CurrentPeriodQueries, Generic[S]):
         Redis cost:
             One round trip: a ``no-writes`` script, HKEYS. O(H).
         """
-        reply = yield from self._hiding("hidden")
-        return list(reply["user_ids"])
+        hidden: list[str] = yield self._calls["hidden"](
+            self._read_keys(self.periods_of.period_id(self.periods_of.start_of(self.now())))
+        )
+        return hidden
 
     @plan
     def is_hidden(self, user_id: str) -> Plan[bool]:
@@ -622,8 +752,10 @@ class TournamentBase(PeriodClock, CurrentPeriodQueries, Generic[S]):
         Redis cost:
             One round trip: a ``no-writes`` script, HEXISTS. O(1).
         """
-        reply = yield from self._hiding("is_hidden", user_id_text(user_id))
-        return bool(reply["hidden"])
+        period = self.periods_of.period_id(self.periods_of.start_of(self.now()))
+        values = {**self._read_keys(period), "user_id": player_text(user_id)}
+        hidden: bool = yield self._calls["is_hidden"](values)
+        return hidden
 
     # -- change events -------------------------------------------------------------------
 
@@ -675,8 +807,10 @@ class TournamentBase(PeriodClock, CurrentPeriodQueries, Generic[S]):
             Nothing until the first read; then one XREAD (BLOCK) per batch of at most
             ``count`` events on the stream's own connection, waiting in slices of 2 s.
         """
+        if not self._guards.events:
+            raise ValueError(f"tournament '{self.key}' has no events (events=True)")
         return self._event_stream_class(
-            self, last_id, block, count, read=self._tournament.read_events
+            self, last_id, block, count, read=functools.partial(read_events, self.events_key())
         )
 
     # -- reads ---------------------------------------------------------------------------
@@ -691,15 +825,15 @@ class TournamentBase(PeriodClock, CurrentPeriodQueries, Generic[S]):
         Redis cost:
             One round trip, one read-only script (a few HGET and an HLEN).
         """
-        user = user_id_text(user_id)
+        user = player_text(user_id)
         now = self.now()
         start = self.periods_of.start_of(now)
         _, end, _ = self._bounds(start)
-        core_period = self._period(start, now)
-        reply = yield self._tournament.status(core_period, user)
+        period = self.periods_of.period_id(start)
+        reply = yield self._calls["status"]({**self._read_keys(period), "user_id": user})
         result: TournamentStatus = {
             "active": start <= now < end,
-            "period": core_period[0],
+            "period": period,
             "starts_at": start.astimezone(self.tz),
             "ends_at": end.astimezone(self.tz),
             "joined": reply["joined"],
