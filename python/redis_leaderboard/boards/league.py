@@ -215,10 +215,13 @@ class _Partition:
         tiebreak: Optional[Sequence[tuple[str, str]]],
     ) -> None:
         self.base = base
+        self._period_cache: Optional[tuple[LeaguePeriod, dict[str, str], dict[str, str]]] = None
         # The cohorts' boards have this shape (tie-break columns validated as a board's):
         # their tie rule, and a write's tie-break word.
         self._shape = CoreBoard(base, None, order=order, ties=ties, tiebreak=tiebreak)
         self._guards = guards
+        self._columns = self._shape.tiebreak is not None
+        self._rate_keyed = guards.rate_limit is not None  # its word names the player's window
         rule = mode + guards.rule_words()
         options = {
             "tier_count": str(tiers),
@@ -272,22 +275,27 @@ class _Partition:
             },
         }
 
+    def _period_values(self, period: LeaguePeriod) -> tuple[dict[str, str], dict[str, str]]:
+        """What a read and a write of ``period`` send (its keys, id and times), made once per
+        period: most calls are of the current one."""
+        if self._period_cache is None or self._period_cache[0] != period:
+            prefix = f"{self.base}:{period[0]}"
+            read = {
+                "period_state": f"{prefix}:state",
+                "period_where": f"{prefix}:where",
+                "period_result": f"{prefix}:result",
+                "period": period[0],
+                "period_start": str(period[1]),
+            }
+            write = {**read, "period_times": f"{period[2]} {period[3]}"}
+            self._period_cache = (period, read, write)
+        return self._period_cache[1], self._period_cache[2]
+
     def _read(self, period: LeaguePeriod, check: bool) -> dict[str, Any]:
-        prefix = f"{self.base}:{period[0]}"
-        return {
-            "period_state": f"{prefix}:state",
-            "period_where": f"{prefix}:where",
-            "period_result": f"{prefix}:result",
-            "period": period[0],
-            "period_start": str(period[1]),
-            "read_check": "check" if check else "",
-        }
+        return {**self._period_values(period)[0], "read_check": "check" if check else ""}
 
     def _write(self, period: LeaguePeriod) -> dict[str, Any]:
-        values = self._read(period, False)
-        del values["read_check"]
-        values["period_times"] = f"{period[2]} {period[3]}"
-        return values
+        return self._period_values(period)[1]
 
     def cohort_key(self, period: str, cohort: int) -> str:
         """The board of cohort ``cohort`` in ``period``."""
@@ -311,12 +319,12 @@ class _Partition:
         the league's whatever the period (the rule carries the limit too, keyless); no events
         word (a league's events are its settlements); then the tie-break columns' word."""
         user = player_text(user_id)
-        if tiebreak is not None and self._shape.tiebreak is None:
+        if tiebreak is not None and not self._columns:
             raise ValueError("tiebreak values for a league without tie-break columns")
         if count_arg(retries, "retries") < 0:
             raise ValueError("retries must be at least 0")
         words, keys = "", cast(list[str], [])
-        if submission_id is not None or self._guards.rate_limit is not None:
+        if submission_id is not None or self._rate_keyed:
             words, keys = self._guards.write_words(self.base, "", user, submission_id)
         if tiebreak is not None:
             words = " ".join(filter(None, (words, self._shape.tiebreak_word(tiebreak))))

@@ -301,7 +301,9 @@ class TournamentBase(PeriodClock, CurrentPeriodQueries, Generic[S]):
                 "tournament_read.is_hidden", "Tournament.is_hidden", fixed, resends=2
             ),
         }
-        self._period_boards: dict[str, CoreBoard] = {}
+        self._period_boards: dict[str, tuple[CoreBoard, list[str]]] = {}
+        self._period_keys: dict[str, dict[str, str]] = {}
+        self._made: dict[tuple[datetime, int], dict[str, str]] = {}
         self._keyed_guards = rate_limit is not None or events  # words that name a key
         self.rate_limit: Optional[tuple[int, float]] = (
             None if rate_limit is None else (int(rate_limit[0]), float(rate_limit[1]))
@@ -381,6 +383,9 @@ class TournamentBase(PeriodClock, CurrentPeriodQueries, Generic[S]):
         (0: no period named, 1: this one, 2: another, refused unless the call resends an
         applied submission id). Which period a write belongs to, and whether it is open, the
         server's clock decides."""
+        made = self._made.get((start, named))
+        if made is not None:  # a period's arguments are worked out once
+            return made
         _, end, following = self._bounds(start)
         deadline = following
         for _ in range(self.keep - 1):
@@ -388,7 +393,7 @@ class TournamentBase(PeriodClock, CurrentPeriodQueries, Generic[S]):
         period = self.periods_of.period_id(start)
         if not period:
             raise ValueError("a period id must not be empty")
-        return {
+        made = {
             "period": period,
             "period_start": str(_millis(start)),
             "window_end": str(_millis(end)),
@@ -396,6 +401,10 @@ class TournamentBase(PeriodClock, CurrentPeriodQueries, Generic[S]):
             "expire": str(_millis(deadline)),
             "period_named": str(named),
         }
+        if len(self._made) > 4 * self.keep + 8:
+            self._made.clear()
+        self._made[(start, named)] = made
+        return made
 
     def _current(self) -> dict[str, str]:
         """The current period's arguments (see ``_period``), by this client's clock."""
@@ -404,28 +413,35 @@ class TournamentBase(PeriodClock, CurrentPeriodQueries, Generic[S]):
     def _keys(self, period: str) -> dict[str, str]:
         """The keys of a period every tournament.lua call takes (its board
         ``f"{key}:{period}"``)."""
-        board = f"{self.key}:{period}"
-        return {"entrants": f"{board}:entrants", "bonus_key": f"{board}:bonus", "board": board}
+        keys = self._period_keys.get(period)
+        if keys is None:
+            board = f"{self.key}:{period}"
+            keys = {"entrants": f"{board}:entrants", "bonus_key": f"{board}:bonus", "board": board}
+            if len(self._period_keys) > 2 * self.keep + 8:
+                self._period_keys.clear()
+            self._period_keys[period] = keys
+        return keys
 
     def _read_keys(self, period: str) -> dict[str, str]:
         """The keys of a period tournament_read.lua's calls take."""
-        board = f"{self.key}:{period}"
-        return {"entrants": f"{board}:entrants", "bonus_key": f"{board}:bonus"}
+        keys = self._keys(period)
+        return {"entrants": keys["entrants"], "bonus_key": keys["bonus_key"]}
 
     def _shaped(self, key: str) -> CoreBoard:
         """A board of every period's shape (its order, ties, tie-break columns) at ``key``."""
         order, ties, tiebreak = self._shape
         return CoreBoard(key, None, order=order, ties=ties, tiebreak=tiebreak)
 
-    def _period_board(self, period: str) -> CoreBoard:
-        """The shape of a period's board (its option keys, a write's tie-break word)."""
-        board = self._period_boards.get(period)
-        if board is None:
+    def _period_board(self, period: str) -> tuple[CoreBoard, list[str]]:
+        """The shape of a period's board (a write's tie-break word) and its option keys (a
+        list not to change: copy it)."""
+        found = self._period_boards.get(period)
+        if found is None:
             if len(self._period_boards) > 2 * self.keep + 8:
                 self._period_boards.clear()
             board = self._shaped(f"{self.key}:{period}")
-            self._period_boards[period] = board
-        return board
+            found = self._period_boards[period] = (board, board.option_keys)
+        return found
 
     def _start_of(self, period: PeriodArg) -> datetime:
         """The start of the period ``period`` names: None (the current one), an aware datetime
@@ -588,15 +604,15 @@ class TournamentBase(PeriodClock, CurrentPeriodQueries, Generic[S]):
         events = f"{self.key}:events"
         for _ in range(CLOCK_ROUNDS):
             args = self._writable(period, resend=submission_id is not None)
-            board = self._period_board(args["period"])
+            board, option_keys = self._period_board(args["period"])
             # The guards, as a board's: the submission id's word with this call's token, a rate
             # limit's with the player's window (the tournament's, whatever the period), the
             # events' with the tournament's one stream (the rule carries both too, keyless);
             # then the tie-break columns' word (the ranked member's key).
-            words, keys = "", board.option_keys
+            words, keys = "", option_keys
             if submission_id is not None or self._keyed_guards:
                 words, named = self._guards.write_words(self.key, events, user, submission_id)
-                keys += named
+                keys = [*keys, *named]
             if tiebreak is not None:
                 words = " ".join(filter(None, (words, board.tiebreak_word(tiebreak))))
             values = {
@@ -694,9 +710,9 @@ class TournamentBase(PeriodClock, CurrentPeriodQueries, Generic[S]):
         showing twice changes nothing more: it may be resent."""
         user = player_text(user_id)
         args = self._current()
-        keys = self._period_board(args["period"]).option_keys
+        keys = self._period_board(args["period"])[1]
         if self._guards.events:
-            keys.append(f"{self.key}:events")  # the stream: the last key
+            keys = [*keys, f"{self.key}:events"]  # the stream: the last key
         values = {
             **self._keys(args["period"]),
             **args,
