@@ -506,6 +506,7 @@ class LeagueBase(PeriodClock, Generic[S]):
         """``(min, max)`` a write may leave a score within (fair play), or None."""
         self.max_increment = max_increment
         """The most one write may improve a player's score by (fair play), or None."""
+        self._made: dict[datetime, LeaguePeriod] = {}
         self._start_clock(Periods(period, tz, anchor), clock)
         self.redis = board_client(
             self._display_name,
@@ -543,11 +544,18 @@ class LeagueBase(PeriodClock, Generic[S]):
         """(id, start ms, deadline ms, end ms) of the period starting at ``start``: its keys
         expire when the ``keep``-th period after it begins; it ends when the next begins (on the
         server's clock: the script checks its writes and its close against it)."""
+        made = self._made.get(start)
+        if made is not None:  # a period's times are worked out once
+            return made
         end = self.periods_of.next_start(start)
         deadline = end
         for _ in range(self.keep - 1):
             deadline = self.periods_of.next_start(deadline)
-        return (self.periods_of.period_id(start), _millis(start), _millis(deadline), _millis(end))
+        made = (self.periods_of.period_id(start), _millis(start), _millis(deadline), _millis(end))
+        if len(self._made) > 2 * self.keep + 8:
+            self._made.clear()
+        self._made[start] = made
+        return made
 
     def _start_of(self, period: PeriodArg) -> datetime:
         """The start of the period ``period`` names: None (the current one), an aware datetime
