@@ -253,9 +253,11 @@ class TeamBase(Generic[S]):
             changed a ZSCORE, its rank before and after and an XADD. The options are recorded
             in the members' board's options hash (an HSET, the first time).
         """
-        member = player_text(member)
-        one_of(mode, "mode", WRITE_MODES)
-        if count_arg(retries, "retries") < 0:
+        if member.__class__ is not str or not member:  # the checks only off the common path
+            member = player_text(member)
+        if mode not in WRITE_MODES:
+            one_of(mode, "mode", WRITE_MODES)
+        if (retries if retries.__class__ is int else count_arg(retries, "retries")) < 0:
             raise ValueError("retries must be at least 0")
         words, keys = self._limit_words, self._option_keys
         if submission_id is not None or self._keyed_guards:  # words naming keys, in order
@@ -275,7 +277,8 @@ class TeamBase(Generic[S]):
         }
         call = self._submit_own
         if team is not None:
-            team = team_text(team)
+            if team.__class__ is not str or not team or "\0" in team:
+                team = team_text(team)
             values["team"] = team
             values["team_key"] = f"{self.key}:team:{team}"
             call = self._submit
