@@ -1,6 +1,6 @@
-// The asyncio client's core: Python futures for operations run on a LoopClient, and the few
-// calls that let the event loop drive it: watch the sockets it names, arm its one timer, flush
-// once per turn.
+// The asyncio clients' core: Python futures for operations run on a transport driven by the
+// event loop (a LoopClient: one node; a LoopCluster: Redis Cluster), and the few calls that let
+// the loop drive it: watch the descriptors it names, arm its one timer, flush once per turn.
 #pragma once
 
 #include <pybind11/pybind11.h>
@@ -9,8 +9,10 @@
 #include <chrono>
 #include <cstdint>
 #include <deque>
+#include <map>
 #include <memory>
 #include <optional>
+#include <type_traits>
 #include <unordered_map>
 #include <vector>
 
@@ -18,6 +20,7 @@
 #include "errors.hpp"
 #include "transport/fork.hpp"
 #include "transport/loop_client.hpp"
+#include "transport/loop_cluster.hpp"
 
 namespace rlb::bindings {
 
@@ -34,38 +37,53 @@ inline py::object call_method(py::handle self, py::handle name, py::handle arg) 
 }
 inline bool is_done(py::handle future) { return call_method(future, names->done).ptr() == Py_True; }
 
-// Futures for operations run on a LoopClient. Everything here runs on the event loop's thread
-// with the GIL held, and so does the transport: the loop calls in when the socket is readable
-// or writable, when the timer fires and at the end of a turn in which calls were made. The
-// transport runs every page of an operation itself, so a future is settled once, from its
-// operation's final result.
-class AsyncCore {
+// Futures for operations run on a transport (LoopClient or LoopCluster). Everything here runs on
+// the event loop's thread with the GIL held, and so does the transport: the loop calls in when a
+// descriptor it watches is readable or writable, when the timer fires and at the end of a turn
+// in which calls were made. The transport runs every page of an operation itself, so a future
+// is settled once, from its operation's final result.
+//
+// A LoopClient has one socket and one notify descriptor, watched with callbacks that take no
+// argument (the one-node client's hot path); a LoopCluster names a set (watches()), each watched
+// with a callback that takes its descriptor.
+template <class Transport>
+class AsyncCoreOf {
+  static constexpr bool kOneSocket = std::is_same_v<Transport, transport::LoopClient>;
+
  public:
-  AsyncCore(connection::ClientOptions options, std::size_t max_in_flight, std::size_t max_pending,
-            std::optional<connection::CacheOptions> cache = std::nullopt,
-            std::size_t max_bytes_in_flight = 0)
-      : client_(
-            transport::LoopClient::create(std::move(options), max_in_flight, max_bytes_in_flight)),
+  AsyncCoreOf(std::shared_ptr<Transport> client, std::size_t max_pending,
+              std::optional<connection::CacheOptions> cache = std::nullopt)
+      : client_(std::move(client)),
         max_pending_(max_pending == 0 ? 1 : max_pending),
         cache_options_(cache),
-        self_(std::make_shared<AsyncCore*>(this)) {
+        self_(std::make_shared<AsyncCoreOf*>(this)) {
     // The loop holds these callbacks; they hold no reference to this object.
-    std::weak_ptr<AsyncCore*> self = self_;
-    auto hook = [self](void (AsyncCore::*method)()) {
+    std::weak_ptr<AsyncCoreOf*> self = self_;
+    auto hook = [self](void (AsyncCoreOf::*method)()) {
       return py::cpp_function([self, method] {
         if (auto alive = self.lock(); alive && *alive) ((*alive)->*method)();
       });
     };
-    on_flush_ = hook(&AsyncCore::on_flush);
-    on_readable_ = hook(&AsyncCore::on_readable);
-    on_writable_ = hook(&AsyncCore::on_writable);
-    on_notify_ = hook(&AsyncCore::on_notify);
-    on_timer_ = hook(&AsyncCore::on_timer);
+    auto fd_hook = [self](void (AsyncCoreOf::*method)(int)) {
+      return py::cpp_function([self, method](int fd) {
+        if (auto alive = self.lock(); alive && *alive) ((*alive)->*method)(fd);
+      });
+    };
+    on_flush_ = hook(&AsyncCoreOf::on_flush);
+    on_timer_ = hook(&AsyncCoreOf::on_timer);
+    if constexpr (kOneSocket) {
+      on_readable_ = hook(&AsyncCoreOf::on_readable);
+      on_writable_ = hook(&AsyncCoreOf::on_writable);
+      on_notify_ = hook(&AsyncCoreOf::on_notify);
+    } else {
+      on_readable_ = fd_hook(&AsyncCoreOf::on_fd_readable);
+      on_writable_ = fd_hook(&AsyncCoreOf::on_fd_writable);
+    }
     on_paged_done_ = py::cpp_function([self](py::handle future) {
       if (auto alive = self.lock(); alive && *alive) (*alive)->paged_done(future);
     });
   }
-  ~AsyncCore() {
+  ~AsyncCoreOf() {
     *self_ = nullptr;
     if (forked()) return;
     try {
@@ -75,8 +93,8 @@ class AsyncCore {
     } catch (...) {
     }
   }
-  AsyncCore(const AsyncCore&) = delete;
-  AsyncCore& operator=(const AsyncCore&) = delete;
+  AsyncCoreOf(const AsyncCoreOf&) = delete;
+  AsyncCoreOf& operator=(const AsyncCoreOf&) = delete;
 
   // The event loop to run on: the first one, or a new one once the previous one is closed.
   void bind(py::handle loop) {
@@ -84,8 +102,11 @@ class AsyncCore {
     if (client_->closed()) throw ConnectionError("the client is closed");
     if (loop_ && !loop_.is(loop) && !loop_closed()) {
       PyErr_SetString(PyExc_RuntimeError,
-                      "this redis_leaderboard.asyncio.Client is bound to the event loop it was "
-                      "first used on; create one client per event loop");
+                      kOneSocket ? "this redis_leaderboard.asyncio.Client is bound to the event "
+                                   "loop it was first used on; create one client per event loop"
+                                 : "this redis_leaderboard.asyncio.ClusterClient is bound to the "
+                                   "event loop it was first used on; create one client per event "
+                                   "loop");
       throw py::error_already_set();
     }
     reset_watch();
@@ -102,8 +123,10 @@ class AsyncCore {
     future_type_ = makes_plain_futures(loop) ? py::object(asyncio.attr("Future")) : py::object();
     create_future_ = loop_.attr(names->create_future);
     future_kwargs_ = py::dict(py::arg("loop") = loop_);
-    add_reader_(client_->notify_fd(), on_notify_);
-    notify_watched_ = true;
+    if constexpr (kOneSocket) {
+      add_reader_(client_->notify_fd(), on_notify_);
+      notify_watched_ = true;
+    }
     if (client_->has_completions() || !pending_.empty()) schedule_flush();
     sync_watch();
   }
@@ -178,6 +201,7 @@ class AsyncCore {
   connection::Stats stats() const { return client_->stats(); }
   std::uint64_t calls() const { return calls_; }
   const connection::ClientOptions& options() const { return client_->options(); }
+  Transport& transport() { return *client_; }
   // The client-side cache asked for (client_cache=True), built by the asyncio client.
   const std::optional<connection::CacheOptions>& cache_options() const { return cache_options_; }
   std::optional<std::pair<transport::Endpoint, std::uint64_t>> server() const {
@@ -206,7 +230,8 @@ class AsyncCore {
     py::object future;               // a call's future, or
     std::shared_ptr<Stream> stream;  // the upsert_many this request belongs to
   };
-  using Iterator = std::unordered_map<std::uint64_t, Pending>::iterator;
+  using PendingMap = std::unordered_map<std::uint64_t, Pending>;
+  using Iterator = typename PendingMap::iterator;
   struct Deferred {
     std::uint64_t id;
     std::unique_ptr<leaderboard::Operation> operation;
@@ -308,6 +333,16 @@ class AsyncCore {
     client_->on_timer();
     after();
   }
+  void on_fd_readable(int fd) {
+    if (forked()) return;
+    client_->on_readable(fd);
+    after();
+  }
+  void on_fd_writable(int fd) {
+    if (forked()) return;
+    client_->on_writable(fd);
+    after();
+  }
   void after() {
     settle();
     sync_watch();
@@ -316,6 +351,21 @@ class AsyncCore {
   // The loop watches what the transport wants watched, and no closed socket.
   void sync_watch() {
     if (!loop_ || client_->closed()) return;
+    if constexpr (kOneSocket) {
+      watch_socket();
+    } else {
+      watch_set();
+    }
+    client_->close_retired();  // none of them is watched now
+    const auto wakeup = client_->wakeup_at();
+    if (wakeup && (!timer_at_ || *wakeup < *timer_at_)) {
+      if (timer_) call_method(timer_, async_names().cancel);
+      const std::chrono::duration<double> delay = *wakeup - transport::Clock::now();
+      timer_ = call_later_(std::max(0.0, delay.count()), on_timer_);
+      timer_at_ = wakeup;
+    }
+  }
+  void watch_socket() {
     const int readable = client_->readable_fd();
     if (readable != reader_fd_) {
       if (reader_fd_ >= 0) remove_reader_(reader_fd_);
@@ -330,13 +380,28 @@ class AsyncCore {
       if (writable >= 0) add_writer_(writable, on_writable_);
       writer_fd_ = writable;
     }
-    client_->close_retired();  // none of them is watched now
-    const auto wakeup = client_->wakeup_at();
-    if (wakeup && (!timer_at_ || *wakeup < *timer_at_)) {
-      if (timer_) call_method(timer_, async_names().cancel);
-      const std::chrono::duration<double> delay = *wakeup - transport::Clock::now();
-      timer_ = call_later_(std::max(0.0, delay.count()), on_timer_);
-      timer_at_ = wakeup;
+  }
+  // A set of descriptors: what is watched follows what the transport names (a descriptor it
+  // gave up stays open until close_retired(), so its number is not reused meanwhile).
+  void watch_set() {
+    const auto& wanted = client_->watches();
+    for (auto it = watched_.begin(); it != watched_.end();) {
+      auto want = std::find_if(wanted.begin(), wanted.end(),
+                               [&](const auto& watch) { return watch.fd == it->first; });
+      const bool read = want != wanted.end() && want->read;
+      const bool write = want != wanted.end() && want->write;
+      if (it->second.read && !read) remove_reader_(it->first);
+      if (it->second.write && !write) remove_writer_(it->first);
+      it->second.read = it->second.read && read;
+      it->second.write = it->second.write && write;
+      it = it->second.read || it->second.write ? std::next(it) : watched_.erase(it);
+    }
+    for (const auto& want : wanted) {
+      auto& state = watched_[want.fd];
+      if (want.read && !state.read) add_reader_(want.fd, on_readable_, want.fd);
+      if (want.write && !state.write) add_writer_(want.fd, on_writable_, want.fd);
+      state.read = state.read || want.read;
+      state.write = state.write || want.write;
     }
   }
 
@@ -347,7 +412,13 @@ class AsyncCore {
     if (loop_ && !loop_closed()) {
       if (reader_fd_ >= 0) remove_reader_(reader_fd_);
       if (writer_fd_ >= 0) remove_writer_(writer_fd_);
-      if (notify_watched_) remove_reader_(client_->notify_fd());
+      if constexpr (kOneSocket) {
+        if (notify_watched_) remove_reader_(client_->notify_fd());
+      }
+      for (const auto& [fd, state] : watched_) {
+        if (state.read) remove_reader_(fd);
+        if (state.write) remove_writer_(fd);
+      }
       if (timer_) call_method(timer_, async_names().cancel);
     }
     reset_watch();
@@ -355,6 +426,7 @@ class AsyncCore {
   }
   void reset_watch() {
     reader_fd_ = writer_fd_ = -1;
+    watched_.clear();
     notify_watched_ = false;
     timer_ = py::object();
     timer_at_.reset();
@@ -498,12 +570,12 @@ class AsyncCore {
   }
 
   const transport::ForkGuard fork_guard_;
-  std::shared_ptr<transport::LoopClient> client_;
+  std::shared_ptr<Transport> client_;
   const std::size_t max_pending_;
   const std::optional<connection::CacheOptions> cache_options_;
-  std::shared_ptr<AsyncCore*> self_;  // the callbacks' way back here; null once destroyed
-  std::unordered_map<std::uint64_t, Pending> pending_;
-  std::vector<std::unordered_map<std::uint64_t, Pending>::node_type> spare_;  // see add_pending
+  std::shared_ptr<AsyncCoreOf*> self_;  // the callbacks' way back here; null once destroyed
+  PendingMap pending_;
+  std::vector<typename PendingMap::node_type> spare_;       // see add_pending
   std::unordered_map<PyObject*, std::uint64_t> paged_ids_;  // a future lives until its callback
   std::deque<Deferred> deferred_;
   std::size_t in_transport_ = 0;
@@ -514,11 +586,18 @@ class AsyncCore {
   py::object loop_, call_soon_, call_later_, add_reader_, remove_reader_, add_writer_,
       remove_writer_, create_future_, future_type_, future_kwargs_;
   py::object on_flush_, on_readable_, on_writable_, on_notify_, on_timer_, on_paged_done_;
-  int reader_fd_ = -1, writer_fd_ = -1;
+  int reader_fd_ = -1, writer_fd_ = -1;  // a LoopClient's
+  struct Watched {
+    bool read = false, write = false;
+  };
+  std::map<int, Watched> watched_;  // a LoopCluster's
   bool notify_watched_ = false;
   bool flush_scheduled_ = false;
   py::object timer_;  // the loop's TimerHandle for timer_at_
   std::optional<transport::Clock::time_point> timer_at_;
 };
+
+using AsyncCore = AsyncCoreOf<transport::LoopClient>;
+using AsyncClusterCore = AsyncCoreOf<transport::LoopCluster>;
 
 }  // namespace rlb::bindings

@@ -836,9 +836,11 @@ PYBIND11_MODULE(_core, m) {
     async_core.def(
         py::init([](const py::args& args, const py::kwargs& kwargs) {
           auto arguments = client_arguments(kAsyncClient, args, kwargs);
-          return std::make_unique<AsyncCore>(std::move(arguments.client), arguments.max_in_flight,
-                                             arguments.max_pending, arguments.enabled_cache(),
-                                             arguments.max_bytes_in_flight);
+          return std::make_unique<AsyncCore>(
+              rlb::transport::LoopClient::create(std::move(arguments.client),
+                                                 arguments.max_in_flight,
+                                                 arguments.max_bytes_in_flight),
+              arguments.max_pending, arguments.enabled_cache());
         }),
         constructor_doc(kAsyncClient, "", "Options: redis_leaderboard.options.AsyncClientOptions.")
             .c_str());
@@ -870,7 +872,10 @@ PYBIND11_MODULE(_core, m) {
           "with every connection), or None while not connected.")
       .def(
           "dedicated",
-          [](const AsyncCore& self) { return std::make_unique<AsyncCore>(self.options(), 16, 16); },
+          [](const AsyncCore& self) {
+            return std::make_unique<AsyncCore>(
+                rlb::transport::LoopClient::create(self.options(), 16), 16);
+          },
           "A new core with this one's options (its own connection): for calls "
           "that hold a connection, as reading events does (guards).")
       .def(

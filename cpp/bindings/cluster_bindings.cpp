@@ -1,5 +1,6 @@
 // The cluster clients' bindings (types only): ClusterClient (sync), AsyncClusterCore (the asyncio
-// cluster client's futures) and the hash-slot helpers. The GIL is released for all I/O.
+// cluster client's core: bindings/async_core.hpp over a LoopCluster) and the hash-slot helpers.
+// The GIL is released for all blocking I/O.
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
@@ -12,6 +13,7 @@
 #include <utility>
 #include <vector>
 
+#include "bindings/async_core.hpp"
 #include "bindings/conversions.hpp"
 #include "bindings/guarded.hpp"
 #include "connection/cluster.hpp"
@@ -25,7 +27,6 @@ using namespace py::literals;
 namespace rlb::bindings {
 namespace {
 
-using transport::AsyncClusterTransport;
 using transport::ClusterClient;
 using transport::ClusterOptions;
 
@@ -42,6 +43,18 @@ ClusterOptions cluster_options(py::handle startup_nodes, const py::kwargs& kwarg
   options.read_from_replicas = arguments.read_from_replicas;
   options.validate();
   return options;
+}
+
+// Calls beyond this many unsettled wait in the client (as the one-node client's max_pending).
+constexpr std::size_t kMaxPending = 10000;
+
+std::unique_ptr<AsyncClusterCore> make_async_core(ClusterOptions options) {
+  std::shared_ptr<transport::LoopCluster> cluster;
+  {
+    py::gil_scoped_release release;  // loading CA files
+    cluster = transport::LoopCluster::create(std::move(options));
+  }
+  return std::make_unique<AsyncClusterCore>(std::move(cluster), kMaxPending);
 }
 
 const char* const kClusterDoc =
@@ -72,114 +85,15 @@ py::list shards_list(ClusterClient& client) {
   return out;
 }
 
-py::dict cluster_stats(const ClusterClient& client, std::uint64_t calls) {
-  py::dict out = stats_dict(client.stats());
+py::dict cluster_stats(const connection::Stats& stats, const ClusterClient& client,
+                       std::uint64_t calls) {
+  py::dict out = stats_dict(stats);
   out["redirects"] = client.redirects();
   out["retries"] = client.retries();
   out["resends"] = client.resends();
   out["calls"] = calls;
   return out;
 }
-
-// Futures for operations run on an AsyncClusterTransport (event loop thread, GIL held).
-class AsyncClusterCore {
- public:
-  explicit AsyncClusterCore(ClusterOptions options)
-      : transport_(std::make_unique<AsyncClusterTransport>(std::move(options))) {}
-  ~AsyncClusterCore() {
-    if (fork_guard_.forked()) {
-      (void)transport_.release();  // its thread does not exist in the child
-      return;
-    }
-    py::gil_scoped_release release;
-    transport_.reset();
-  }
-
-  // One future per operation; the operations go to the I/O thread together.
-  py::list submit_many(const py::list& operations, py::handle loop) {
-    check_owner();
-    if (transport_->closed()) throw ConnectionError("the client is closed");
-    std::vector<transport::ClusterClient::Outgoing> batch;
-    py::list futures;
-    const auto now = transport::Clock::now();
-    for (py::handle item : operations) {
-      auto taken = operation_arg(item).take();
-      py::object future = loop.attr(names->create_future)();
-      const std::uint64_t id = next_id_++;
-      pending_.emplace(id, future);
-      batch.push_back({id, std::move(taken), now});
-      futures.append(future);
-      ++calls_;
-    }
-    transport_->submit(std::move(batch));
-    return futures;
-  }
-
-  py::object submit(py::object operation, py::handle loop) {
-    py::list one;
-    one.append(operation);
-    return submit_many(one, loop)[0];
-  }
-
-  void drain() {
-    if (fork_guard_.forked()) return;
-    PumpAtExit pump;
-    for (auto& completion : transport_->take_completions()) {
-      auto it = pending_.find(completion.id);
-      if (it == pending_.end()) continue;
-      py::object future = std::move(it->second);
-      pending_.erase(it);
-      if (is_done(future)) continue;  // cancelled: the result is dropped
-      try {
-        if (completion.error) {
-          future.attr(names->set_exception)(exception_object(completion.error));
-        } else {
-          future.attr(names->set_result)(to_python(completion.result));
-        }
-      } catch (py::error_already_set& e) {
-        if (!is_done(future)) future.attr(names->set_exception)(e.value());
-      }
-    }
-  }
-
-  void close() {
-    if (fork_guard_.forked()) return;
-    {
-      py::gil_scoped_release release;
-      transport_->close();
-    }
-    drain();
-    auto error = exception_object(std::make_exception_ptr(ConnectionError("the client is closed")));
-    for (auto& [id, future] : pending_) {
-      if (!is_done(future)) future.attr(names->set_exception)(error);
-    }
-    pending_.clear();
-  }
-
-  int fileno() const {
-    check_owner();
-    return transport_->notify_fd();
-  }
-  bool closed() const { return transport_->closed(); }
-  std::size_t pending() const { return pending_.size(); }
-  ClusterClient& client() { return transport_->client(); }
-  std::uint64_t calls() const { return calls_; }
-
- private:
-  static bool is_done(const py::object& future) { return future.attr(names->done)().cast<bool>(); }
-  void check_owner() const {
-    if (fork_guard_.forked()) {
-      throw RedisError(
-          "this asyncio client was created before fork(); create a new client in the child");
-    }
-  }
-
-  const transport::ForkGuard fork_guard_;
-  std::unique_ptr<AsyncClusterTransport> transport_;
-  std::unordered_map<std::uint64_t, py::object> pending_;
-  std::uint64_t next_id_ = 1;
-  std::uint64_t calls_ = 0;
-};
 
 }  // namespace
 
@@ -213,8 +127,7 @@ void declare_cluster(py::module_& m) {
                "startup_nodes"_a, doc.c_str());
     async_core.def(py::init([](py::handle startup_nodes, const py::kwargs& kwargs) {
                      ClusterOptions options = cluster_options(startup_nodes, kwargs);
-                     py::gil_scoped_release release;
-                     return std::make_unique<AsyncClusterCore>(std::move(options));
+                     return make_async_core(std::move(options));
                    }),
                    "startup_nodes"_a, doc.c_str());
   }
@@ -291,7 +204,7 @@ void declare_cluster(py::module_& m) {
             return py::make_tuple(node.host, node.port);
           },
           "key"_a, "The (host, port) of the primary serving `key`'s slot now.")
-      .def("stats", [](const ClusterClient& self) { return cluster_stats(self, 0); })
+      .def("stats", [](const ClusterClient& self) { return cluster_stats(self.stats(), self, 0); })
       .def(
           "dedicated",
           [](const ClusterClient& self) {
@@ -312,32 +225,33 @@ void declare_cluster(py::module_& m) {
         return "ClusterClient(" + nodes + ")";
       });
 
-  async_core.def("submit", &AsyncClusterCore::submit, "operation"_a, "loop"_a)
-      .def("submit_many", &AsyncClusterCore::submit_many, "operations"_a, "loop"_a)
-      .def("drain", &AsyncClusterCore::drain)
+  async_core.def("run", &AsyncClusterCore::run, "operation"_a)
+      .def("submit", &AsyncClusterCore::submit, "operation"_a, "loop"_a)
+      .def("run_pipelined", &AsyncClusterCore::run_pipelined, "operations"_a, "on_result"_a,
+           "window"_a, "loop"_a)
+      .def("bind", &AsyncClusterCore::bind, "loop"_a)
       .def("close", &AsyncClusterCore::close)
-      .def("fileno", &AsyncClusterCore::fileno)
       .def_property_readonly("pending", &AsyncClusterCore::pending)
       .def_property_readonly("closed", &AsyncClusterCore::closed)
       .def("refresh",
            [](AsyncClusterCore& self) {
              py::gil_scoped_release release;
-             self.client().refresh();
+             self.transport().client().refresh();
            })
-      .def("shards", [](AsyncClusterCore& self) { return shards_list(self.client()); })
+      .def("shards", [](AsyncClusterCore& self) { return shards_list(self.transport().client()); })
       .def("stats",
-           [](AsyncClusterCore& self) { return cluster_stats(self.client(), self.calls()); })
+           [](AsyncClusterCore& self) {
+             return cluster_stats(self.stats(), self.transport().client(), self.calls());
+           })
       .def(
           "dedicated",
           [](AsyncClusterCore& self) {
-            ClusterOptions options = self.client().options();
-            py::gil_scoped_release release;
-            return std::make_unique<AsyncClusterCore>(std::move(options));
+            return make_async_core(self.transport().client().options());
           },
-          "A new core with this one's options (its own connections and I/O thread).")
+          "A new core with this one's options (its own connections).")
       .def("address", [](AsyncClusterCore& self) {
         std::string nodes;
-        for (const auto& [host, port] : self.client().options().startup_nodes) {
+        for (const auto& [host, port] : self.transport().client().options().startup_nodes) {
           nodes += (nodes.empty() ? "" : ", ") + host + ":" + std::to_string(port);
         }
         return nodes;

@@ -18,15 +18,11 @@
 // within a new deadline (socket_timeout from the resend, as on one node); or when it only reads
 // (Exchange::is_read()), once, within the deadline it had.
 //
-// AsyncClusterTransport drives each node independently for the asyncio client: a router thread
-// assigns each request to its node, and one worker thread per node sends what is queued for it
-// (one pipelined write) and reads the replies, so a node that stops answering delays only its own
-// requests; finished requests wake the event loop through a Wakeup (eventfd), as the one-node
-// client's helper threads do (transport/loop_client.hpp).
+// The asyncio cluster client runs on the event loop instead (transport/loop_cluster.hpp), and
+// judges what a node answers with this class's decisions (make_job, route, settle).
 #pragma once
 
 #include <atomic>
-#include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -34,7 +30,6 @@
 #include <mutex>
 #include <optional>
 #include <string>
-#include <thread>
 #include <utility>
 #include <vector>
 
@@ -46,8 +41,6 @@
 #include "connection/stats.hpp"
 #include "leaderboard/operations.hpp"
 #include "transport/blocking_client.hpp"
-#include "transport/fork.hpp"
-#include "transport/wakeup.hpp"
 
 namespace rlb::transport {
 
@@ -111,7 +104,7 @@ class ClusterClient {
   std::uint64_t resends() const { return resends_.load(); }
 
  private:
-  friend class AsyncClusterTransport;
+  friend class LoopCluster;  // the asyncio cluster client (transport/loop_cluster.hpp)
   using Emit = std::function<void(Completion)>;
   // One request of a batch on its way.
   struct Job {
@@ -137,6 +130,11 @@ class ClusterClient {
                               std::vector<Job>& next);
   // Waits before the job's next try (into `next`); fails it if its deadline comes first.
   void retry_later(Job job, std::exception_ptr why, const Emit& emit, std::vector<Job>& next);
+  // No slot map could be read (`why`) and there is none: the jobs fail if every node would
+  // refuse them alike (credentials, permissions, a certificate, a server too old), else wait
+  // to try again (into `next`).
+  void map_failed(std::vector<Job>& jobs, const std::exception_ptr& why, const Emit& emit,
+                  std::vector<Job>& next);
   // A node could not be reached (nothing was sent): the jobs wait for a fresh map.
   void unreachable(std::vector<Job>& jobs, const Emit& emit, std::vector<Job>& next);
   // What the node answered for `job`: a result or an error (emitted), or a redirect or a lost
@@ -177,59 +175,6 @@ class ClusterClient {
   std::mutex refresh_mutex_;                           // one reader of the map at a time
   Clock::time_point refreshed_at_{};
   std::atomic<std::uint64_t> replica_turn_{0}, redirects_{0}, retries_{0}, resends_{0};
-};
-
-// The asyncio client's transport: a router thread and one worker thread per node (see above).
-class AsyncClusterTransport {
- public:
-  explicit AsyncClusterTransport(ClusterOptions options);
-  ~AsyncClusterTransport();
-  AsyncClusterTransport(const AsyncClusterTransport&) = delete;
-  AsyncClusterTransport& operator=(const AsyncClusterTransport&) = delete;
-
-  // Queues requests (any thread, never blocks on I/O); each completes through take_completions.
-  void submit(std::vector<ClusterClient::Outgoing> batch);
-  int notify_fd() const { return wakeup_.fd(); }
-  std::vector<Completion> take_completions();
-  // Requests not yet sent fail with ConnectionError; those under way finish (within their
-  // deadline); the threads stop. Idempotent.
-  void close();
-  bool closed() const { return closed_.load(); }
-  ClusterClient& client() { return client_; }
-
- private:
-  using Job = ClusterClient::Job;
-  // One node's requests: queued by the router, sent and read by the node's own thread.
-  struct Worker {
-    ClusterClient::Target target;
-    std::mutex mutex;
-    std::condition_variable wake;
-    std::vector<Job> queue;  // guarded by mutex
-    bool stopping = false;   // guarded by mutex
-    std::thread thread;
-  };
-  void route_loop();
-  void work(Worker& worker);
-  // Jobs back to the router (redirects, retries, resends).
-  void requeue(std::vector<Job> jobs);
-  void publish(Completion completion);
-  void fail_closed(std::vector<Job>& jobs);
-
-  ClusterClient client_;
-  const ForkGuard fork_guard_;
-  Wakeup wakeup_;
-  std::mutex mutex_;
-  std::condition_variable wake_;
-  std::vector<ClusterClient::Outgoing> submitted_;  // guarded by mutex_
-  std::vector<Job> pending_;                        // guarded by mutex_: back from the workers
-  std::vector<Completion> completions_;             // guarded by mutex_
-  bool stopping_ = false;                           // guarded by mutex_
-  std::atomic<bool> closed_{false};
-  // The router's (created by it; joined by close() after the router stopped).
-  std::map<ClusterClient::Target, std::unique_ptr<Worker>> workers_;
-  std::atomic<bool> refreshing_{false};
-  std::thread refresher_;  // the router's: reads a stale slot map without holding it up
-  std::thread thread_;     // last: started once everything above exists
 };
 
 }  // namespace rlb::transport

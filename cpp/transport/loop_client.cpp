@@ -69,9 +69,10 @@ std::string addresses_of(const Endpoint& target, int flags, std::vector<sockaddr
 }  // namespace
 
 LoopClient::LoopClient(ClientOptions options, std::size_t max_in_flight,
-                       std::size_t max_bytes_in_flight)
+                       std::size_t max_bytes_in_flight,
+                       std::shared_ptr<const connection::TlsContext> tls)
     : options_((options.validate(), std::move(options))),
-      tls_context_(connection::make_tls_context(options_.tls)),
+      tls_context_(tls ? std::move(tls) : connection::make_tls_context(options_.tls)),
       target_resolver_(options_, tls_context_),
       core_(options_, max_in_flight, counters_, max_bytes_in_flight) {
   if (options_.sentinel.enabled()) {
@@ -86,9 +87,10 @@ LoopClient::LoopClient(ClientOptions options, std::size_t max_in_flight,
 }
 
 std::shared_ptr<LoopClient> LoopClient::create(ClientOptions options, std::size_t max_in_flight,
-                                               std::size_t max_bytes_in_flight) {
+                                               std::size_t max_bytes_in_flight,
+                                               std::shared_ptr<const connection::TlsContext> tls) {
   return std::shared_ptr<LoopClient>(
-      new LoopClient(std::move(options), max_in_flight, max_bytes_in_flight),
+      new LoopClient(std::move(options), max_in_flight, max_bytes_in_flight, std::move(tls)),
       [](LoopClient* client) {
         // In a forked child: left behind (the parent's helper
         // threads do not exist there, and the sockets are the
@@ -113,6 +115,18 @@ bool LoopClient::submit(std::uint64_t id, std::unique_ptr<leaderboard::Operation
   if (closed_) throw ConnectionError("the client is closed");
   const bool idle = core_.outstanding() == 0;
   core_.submit(id, std::move(operation), started);
+  return written_at_once(idle);
+}
+
+bool LoopClient::submit(std::uint64_t id, std::unique_ptr<connection::Exchange> exchange,
+                        Clock::time_point started) {
+  if (closed_) throw ConnectionError("the client is closed");
+  const bool idle = core_.outstanding() == 0;
+  core_.submit(id, std::move(exchange), started);
+  return written_at_once(idle);
+}
+
+bool LoopClient::written_at_once(bool idle) {
   // Nothing else in flight: no other call of this turn can share the write, so it goes now.
   if (!idle || state_ != State::Connected || out_pending()) return false;
   write_some();
@@ -472,7 +486,9 @@ void LoopClient::connect_failed(const std::exception_ptr& error) {
   close_socket();
   backoff_ = backoff_.count() == 0 ? std::chrono::milliseconds(50)
                                    : std::min(backoff_ * 2, std::chrono::milliseconds(2000));
-  next_attempt_ = Clock::now() + backoff_;
+  // A cluster node's requests are handed back (core_.connect_failed) and retried where the slot
+  // map says then, after the cluster client's own pause: the node itself does not back off.
+  next_attempt_ = options_.hand_back_resends ? Clock::time_point{} : Clock::now() + backoff_;
   // Nothing was sent: the waiting requests fail now; the next submission tries again.
   core_.connect_failed(error);
 }

@@ -54,8 +54,10 @@ class LoopClient {
   // (connection/core.hpp); more wait their turn.
   // Owned through create(): a forked child that drops its last reference leaks the client
   // instead of destroying it (a helper thread of the parent does not exist in the child).
-  static std::shared_ptr<LoopClient> create(ClientOptions options, std::size_t max_in_flight = 1024,
-                                            std::size_t max_bytes_in_flight = 0);
+  // `tls`: a context to share (a cluster's nodes share one); none: made from the options.
+  static std::shared_ptr<LoopClient> create(
+      ClientOptions options, std::size_t max_in_flight = 1024, std::size_t max_bytes_in_flight = 0,
+      std::shared_ptr<const connection::TlsContext> tls = nullptr);
   ~LoopClient();
   LoopClient(const LoopClient&) = delete;
   LoopClient& operator=(const LoopClient&) = delete;
@@ -65,6 +67,9 @@ class LoopClient {
   // Queues a request (socket_timeout counts from `started`). True: it is written already (the
   // connection was idle); false: the caller flushes at the end of the loop's turn.
   bool submit(std::uint64_t id, std::unique_ptr<leaderboard::Operation> operation,
+              Clock::time_point started);
+  // An operation already under way (a cluster node's: see transport/loop_cluster.hpp).
+  bool submit(std::uint64_t id, std::unique_ptr<connection::Exchange> exchange,
               Clock::time_point started);
   // The caller gave request `id` up: its next pages are not sent.
   void cancel(std::uint64_t id);
@@ -107,7 +112,10 @@ class LoopClient {
   }
 
  private:
-  LoopClient(ClientOptions options, std::size_t max_in_flight, std::size_t max_bytes_in_flight);
+  LoopClient(ClientOptions options, std::size_t max_in_flight, std::size_t max_bytes_in_flight,
+             std::shared_ptr<const connection::TlsContext> tls);
+  // After a request was queued: writes it at once if nothing else is in flight (see submit).
+  bool written_at_once(bool idle);
   enum class State { Disconnected, BackingOff, Resolving, Connecting, TlsHandshake, Connected };
 
   void drive();

@@ -507,7 +507,7 @@ class AsyncCore:
         """(host, port, unix socket path, number) of the connection in place (the number
         changes with every connection), or None while not connected."""
     def dedicated(self) -> AsyncCore:
-        """A new core with this one's options (its own connection and I/O thread)."""
+        """A new core with this one's options (its own connection)."""
 
 class Client:
     """A blocking, pipelined Redis client (Boost.Asio sockets, hiredis codec).
@@ -692,15 +692,20 @@ class AsyncClusterCore:
     def __init__(
         self, startup_nodes: Iterable[tuple[str, int]], **options: Unpack[_ClusterOptions]
     ) -> None: ...
+    def run(self, operation: Operation[_T]) -> asyncio.Future[_T]:
+        """Runs ``operation`` on the running event loop; the future gets its result."""
     def submit(
         self, operation: Operation[_T], loop: asyncio.AbstractEventLoop
     ) -> asyncio.Future[_T]: ...
-    def submit_many(
-        self, operations: list[Operation[Any]], loop: asyncio.AbstractEventLoop
-    ) -> list[asyncio.Future[Any]]: ...
-    def drain(self) -> None: ...
+    def run_pipelined(
+        self,
+        operations: Iterable[Operation[Any]],
+        on_result: Callable[[Any], object],
+        window: int,
+        loop: asyncio.AbstractEventLoop,
+    ) -> asyncio.Future[None]: ...
+    def bind(self, loop: asyncio.AbstractEventLoop) -> None: ...
     def close(self) -> None: ...
-    def fileno(self) -> int: ...
     @property
     def pending(self) -> int: ...
     @property
@@ -709,7 +714,7 @@ class AsyncClusterCore:
     def shards(self) -> list[dict[str, Any]]: ...
     def stats(self) -> dict[str, int]: ...
     def dedicated(self) -> AsyncClusterCore:
-        """A new core with this one's options (its own connections and I/O thread)."""
+        """A new core with this one's options (its own connections)."""
     def address(self) -> str: ...
 
 # --- calls built by name (board types written in Python alone: leagues, tournaments, teams) ---

@@ -17,8 +17,8 @@ from typing import Any, Callable, Iterable, Optional, TypeVar
 
 from ._core import AsyncClusterCore, Operation
 from ._core import ClusterClient as CoreClusterClient
-from ._core import ConnectionError as RedisConnectionError
 from ._core import ping as ping_operation
+from ._types import AsyncRun
 from .options import (
     _boolean,
     _host_and_port,
@@ -130,9 +130,10 @@ _open_clients: weakref.WeakSet[AsyncClusterClient] = weakref.WeakSet()
 
 class AsyncClusterClient:
     """The asyncio Redis Cluster client: the options and behaviour of ``ClusterClient``,
-    each call a future. One C++ I/O thread routes the requests: those made while a batch is
-    under way go together in the next (one pipelined write per node, all nodes at once). A
-    client is bound to the event loop it is first used on."""
+    each call a future. Driven by the event loop, as the one-node asyncio client (no I/O
+    thread): a call is routed by its keys' hash slot when it is made, and the calls of a turn
+    of the loop go in one pipelined write per node, every node at once. A client is bound to
+    the event loop it is first used on."""
 
     is_cluster = True
     __signature__ = _SIGNATURE
@@ -142,7 +143,6 @@ class AsyncClusterClient:
         """``AsyncClusterClient(startup_nodes=[(host, port), ...], **options)``, the options
         of ``ClusterClient``."""
         self._core = AsyncClusterCore(*args, **options)
-        self._loop: Optional[asyncio.AbstractEventLoop] = None
         _open_clients.add(self)
 
     @classmethod
@@ -151,37 +151,24 @@ class AsyncClusterClient:
         return cls(**cluster_url_options(url, **overrides))
 
     def dedicated(self) -> AsyncClusterClient:
-        """A new client with this one's options (its own connections and I/O thread), for
-        calls that hold a connection, as reading events does."""
+        """A new client with this one's options (its own connections), for calls that hold a
+        connection, as reading events does."""
         client = AsyncClusterClient.__new__(AsyncClusterClient)
         client._core = self._core.dedicated()
-        client._loop = None
         _open_clients.add(client)
         return client
 
-    def _bound_loop(self) -> asyncio.AbstractEventLoop:
-        loop = asyncio.get_running_loop()
-        if loop is self._loop:
-            return loop
-        if self._core.closed:
-            raise RedisConnectionError("the client is closed")
-        if self._loop is not None and not self._loop.is_closed():
-            raise RuntimeError(
-                "this redis_leaderboard.asyncio.ClusterClient is bound to the event loop it was "
-                "first used on; create one client per event loop"
-            )
-        self._loop = loop
-        loop.add_reader(self._core.fileno(), self._core.drain)
-        return loop
-
-    def run(self, operation: Operation[T]) -> asyncio.Future[T]:
-        """Submit a ``redis_leaderboard._core.Board`` operation; await the result."""
-        return self._core.submit(operation, self._bound_loop())
+    @property
+    def run(self) -> AsyncRun:
+        """``run(operation)``: submit a ``redis_leaderboard._core.Board`` operation; await
+        the result (the C++ core's own method)."""
+        return self._core.run
 
     def run_many(self, operations: Iterable[Operation[Any]]) -> list[asyncio.Future[Any]]:
-        """Submit operations together (one batch: one pipelined write per node, every node at
-        once); one future each."""
-        return self._core.submit_many(list(operations), self._bound_loop())
+        """Submit operations together (the calls of one turn of the loop: one pipelined write
+        per node, every node at once); one future each."""
+        run = self._core.run
+        return [run(operation) for operation in operations]
 
     def run_pipelined(
         self,
@@ -189,31 +176,10 @@ class AsyncClusterClient:
         on_result: Callable[[Any], object],
         window: int = 4,
     ) -> asyncio.Future[None]:
-        """As ``redis_leaderboard.asyncio.Client.run_pipelined``: ``window`` operations
-        at a time, ``on_result`` getting each result in order; the first error is raised once
+        """As ``redis_leaderboard.asyncio.Client.run_pipelined``: up to ``window`` operations
+        in flight, ``on_result`` getting each result in order; the first error is raised once
         the operations in flight are done."""
-
-        async def pipeline() -> None:
-            iterator = iter(operations)
-            while True:
-                taken: list[Operation[Any]] = []
-                error: Optional[BaseException] = None
-                try:
-                    while len(taken) < window:
-                        taken.append(next(iterator))
-                except StopIteration:
-                    pass
-                except Exception as exc:
-                    error = exc
-                if taken:
-                    for result in await asyncio.gather(*self.run_many(taken)):
-                        on_result(result)
-                if error is not None:
-                    raise error
-                if len(taken) < window:
-                    return
-
-        return asyncio.ensure_future(pipeline())
+        return self._core.run_pipelined(operations, on_result, window, asyncio.get_running_loop())
 
     async def ping(self) -> bool:
         """PING a node."""
@@ -233,15 +199,11 @@ class AsyncClusterClient:
         return self._core.stats()
 
     async def aclose(self) -> None:
-        """Stop the I/O thread; unfinished calls fail with ``ConnectionError``."""
+        """Close every node's connection; unfinished calls fail with ``ConnectionError``."""
         self.close()
 
     def close(self) -> None:
         """Close every node's connection; calls in flight fail with ``ConnectionError``."""
-        if self._core.closed:
-            return
-        if self._loop is not None and not self._loop.is_closed():
-            self._loop.remove_reader(self._core.fileno())
         self._core.close()
 
     async def __aenter__(self) -> AsyncClusterClient:

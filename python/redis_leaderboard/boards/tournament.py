@@ -756,9 +756,7 @@ class TournamentBase(PeriodClock, CurrentPeriodQueries, Generic[S]):
         Redis cost:
             One round trip: a ``no-writes`` script, HKEYS. O(H).
         """
-        hidden: list[str] = yield self._calls["hidden"](
-            self._read_keys(self.periods_of.period_id(self.periods_of.start_of(self.now())))
-        )
+        hidden: list[str] = yield self._calls["hidden"](self._read_keys(self._current()["period"]))
         return hidden
 
     @plan
@@ -768,8 +766,7 @@ class TournamentBase(PeriodClock, CurrentPeriodQueries, Generic[S]):
         Redis cost:
             One round trip: a ``no-writes`` script, HEXISTS. O(1).
         """
-        period = self.periods_of.period_id(self.periods_of.start_of(self.now()))
-        values = {**self._read_keys(period), "user_id": player_text(user_id)}
+        values = {**self._read_keys(self._current()["period"]), "user_id": player_text(user_id)}
         hidden: bool = yield self._calls["is_hidden"](values)
         return hidden
 
