@@ -8,6 +8,7 @@ in test_cluster_sharded.py.
 from __future__ import annotations
 
 import asyncio
+import os
 import random
 import threading
 import time
@@ -551,3 +552,174 @@ def test_team_boards_and_hidden_players_on_a_cluster(
     board.upsert_many([("b", 9), ("c", 3)])
     assert [e["user_id"] for e in board.get_top()] == ["c", "a"]
     assert board.unhide("b") and board.get_rank("b") == 1
+
+
+# ---- The asyncio client: on the event loop, as the one-node client -------------------------
+
+
+def test_asyncio_moved_ask_and_tryagain_are_followed_on_the_loop(
+    redis_cluster: RedisCluster, cluster_key: str, arun: Callable[..., Any]
+) -> None:
+    slot = _core.key_slot(cluster_key)
+
+    async def main() -> None:
+        async with rl_asyncio.ClusterClient(redis_cluster.startup_nodes, socket_timeout=5) as c:
+            board = rl_asyncio.RedisLeaderboard(c, key=cluster_key, max_entries=100)
+            await asyncio.gather(*(board.upsert_user(f"u{i}", i, {"i": i}) for i in range(20)))
+            # Half the hashes move first: concurrent calls on the loop get ASK and TRYAGAIN
+            # (waits on the loop's timer), and all end right once the slot has moved.
+            finisher = migrate_half(redis_cluster, cluster_key, b":user:u1", 0.4)
+            try:
+                started = time.monotonic()
+                rank, top, written = await asyncio.gather(
+                    board.get_rank("u5"), board.get_top(20), board.upsert_user("new", 100, {"n": 1})
+                )
+                assert time.monotonic() - started >= 0.3  # it waited for the migration
+            finally:
+                await asyncio.get_running_loop().run_in_executor(None, finisher.join)
+            assert rank == 15
+            assert [e["user_id"] for e in top] == [f"u{i}" for i in range(19, -1, -1)]
+            assert all(e["metadata"] == {"i": e["user_id"][1:]} for e in top)
+            assert written["rank"] == 1
+            assert c.stats()["retries"] > 0
+            # The slot moves again: the client's map names the old owner, MOVED is followed
+            # once and the map updated (the next call goes straight to the new owner).
+            target = other_primary(redis_cluster, slot)
+            assert redis_cluster.migrate_slot(slot, target) == 22  # the board and 21 hashes
+            redirects = c.stats()["redirects"]
+            assert await board.get_user_entry("u19") == {
+                "rank": 2, "user_id": "u19", "score": 19.0, "metadata": {"i": "19"}
+            }  # fmt: skip
+            assert c.stats()["redirects"] == redirects + 1
+            assert (await board.increment_score("u0", 5))["score"] == 5
+            assert c.stats()["redirects"] == redirects + 1
+
+    arun(main())
+
+
+def test_asyncio_request_waits_no_longer_than_socket_timeout(
+    redis_cluster: RedisCluster, cluster_key: str, arun: Callable[..., Any]
+) -> None:
+    slot = _core.key_slot(cluster_key)
+    source, target = redis_cluster.owner(slot), other_primary(redis_cluster, slot)
+
+    async def main() -> None:
+        async with rl_asyncio.ClusterClient(redis_cluster.startup_nodes, socket_timeout=0.5) as c:
+            board = rl_asyncio.RedisLeaderboard(c, key=cluster_key)
+            await board.upsert_user("a", 1)
+            source_id = redis_cluster.node_command(source, "CLUSTER", "MYID")
+            target_id = redis_cluster.node_command(target, "CLUSTER", "MYID")
+            redis_cluster.node_command(target, "CLUSTER", "SETSLOT", slot, "IMPORTING", source_id)
+            redis_cluster.node_command(source, "CLUSTER", "SETSLOT", slot, "MIGRATING", target_id)
+            try:
+                started = time.monotonic()
+                with pytest.raises(redis_leaderboard.TimeoutError, match="TRYAGAIN"):
+                    await board.upsert_user("b", 2)  # TRYAGAIN until its deadline
+                assert 0.3 < time.monotonic() - started <= 0.6
+                assert await board.get_rank("a") == 1  # the loop was never blocked
+            finally:
+                for node in (source, target):
+                    redis_cluster.node_command(node, "CLUSTER", "SETSLOT", slot, "STABLE")
+            assert await board.get_top(5) == [
+                {"rank": 1, "user_id": "a", "score": 1.0, "metadata": {}}
+            ]
+
+    arun(main())
+
+
+def test_asyncio_read_from_replicas(
+    redis_cluster: RedisCluster, cluster_key: str, arun: Callable[..., Any]
+) -> None:
+    primary = redis_cluster.owner(_core.key_slot(cluster_key))
+    wanted = f"master_port:{primary.port}"
+    (replica,) = [
+        n for n in redis_cluster.nodes
+        if n.running() and n is not primary
+        and wanted in str(redis_cluster.node_command(n, "INFO", "replication"))
+    ]  # fmt: skip
+
+    async def main() -> None:
+        async with rl_asyncio.ClusterClient(
+            redis_cluster.startup_nodes, read_from_replicas=True, socket_timeout=5
+        ) as c:
+            board = rl_asyncio.RedisLeaderboard(c, key=cluster_key)
+            await board.upsert_user("a", 3, {"x": 1})
+            deadline = time.monotonic() + 5
+            while await board.get_size() != 1:  # read on the replica: until it has the write
+                assert time.monotonic() < deadline
+                await asyncio.sleep(0.01)
+            reads = command_calls(redis_cluster, replica, "zcard")
+            writes = command_calls(redis_cluster, primary, "evalsha")
+            sizes = await asyncio.gather(*(board.get_size() for _ in range(5)))
+            assert sizes == [1] * 5
+            assert command_calls(redis_cluster, replica, "zcard") == reads + 5
+            await board.increment_score("a", 1)  # a write: the primary
+            assert command_calls(redis_cluster, primary, "evalsha") == writes + 1
+
+    arun(main())
+
+
+def test_asyncio_client_runs_no_thread_and_stays_on_its_loop(
+    redis_cluster: RedisCluster, cluster_key: str
+) -> None:
+    def threads() -> int:
+        return len(os.listdir("/proc/self/task"))
+
+    baseline = threads()
+    client = rl_asyncio.ClusterClient(redis_cluster.startup_nodes, socket_timeout=5)
+    board = rl_asyncio.RedisLeaderboard(client, key=cluster_key)
+
+    async def calls() -> list[Any]:
+        # Every primary gets calls (a key of each one's slots), concurrently.
+        others = []
+        for node in redis_cluster.primaries_running():
+            while True:
+                key = f"{{t{uuid.uuid4().hex[:8]}}}"
+                if redis_cluster.owner(_core.key_slot(key)) is node:
+                    others.append(rl_asyncio.RedisLeaderboard(client, key=key))
+                    break
+        await asyncio.gather(*(b.increment_score("u", 1) for b in [board, *others] * 5))
+        assert threads() == baseline  # no router, no worker per node (the map was read aside)
+        return await asyncio.gather(*(b.get_rank("u") for b in others))
+
+    first = asyncio.new_event_loop()
+    try:
+        assert first.run_until_complete(calls()) == [1, 1, 1]
+        # Bound to its loop while that one is open; then free to move (asyncio.run twice).
+        with pytest.raises(RuntimeError, match=r"asyncio\.ClusterClient is bound to the event"):
+            asyncio.run(_on_another_loop(board))
+    finally:
+        first.close()
+    assert asyncio.run(_on_another_loop(board)) == 1
+    client.close()
+
+
+async def _on_another_loop(board: Any) -> int:
+    size: int = await board.get_size()
+    return size
+
+
+def test_asyncio_close_fails_the_calls_in_flight(
+    redis_cluster: RedisCluster, cluster_key: str, arun: Callable[..., Any]
+) -> None:
+    slot = _core.key_slot(cluster_key)
+    owner = redis_cluster.owner(slot)
+
+    async def main() -> None:
+        client = rl_asyncio.ClusterClient(redis_cluster.startup_nodes, socket_timeout=5)
+        board = rl_asyncio.RedisLeaderboard(client, key=cluster_key)
+        await board.upsert_user("a", 1)
+        owner.pause()  # the calls below stay in flight on its connection
+        try:
+            pending = [asyncio.ensure_future(board.get_rank("a")) for _ in range(3)]
+            await asyncio.sleep(0.05)
+            await client.aclose()
+            for call in pending:
+                with pytest.raises(redis_leaderboard.ConnectionError, match="closed"):
+                    await call
+            with pytest.raises(redis_leaderboard.ConnectionError, match="closed"):
+                await board.get_rank("a")
+        finally:
+            owner.resume()
+
+    arun(main())

@@ -1,5 +1,8 @@
-// The _core module: pybind11 declarations only. Conversions live in conversions.cpp, the asyncio
-// futures in async_core.hpp; the GIL is released for all I/O.
+// The _core module: its pybind11 declarations, a few small argument helpers, and the hot calls
+// that skip pybind11's dispatch (METH_FASTCALL: AsyncCore.run, Board.get_rank, get_top, ...).
+// Conversions live in conversions.cpp, the asyncio futures in async_core.hpp, the cluster
+// clients in cluster_bindings.cpp, calls built by name in script_bindings.cpp; the GIL is
+// released for all blocking I/O.
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
@@ -303,14 +306,15 @@ PyCFunction as_method(F* function) {  // METH_FASTCALL's signature, as PyMethodD
 using rlb::bindings::wrap;
 using rlb::leaderboard::Board;
 
+// AsyncCore.run and AsyncClusterCore.run.
+template <class Core>
 PyObject* async_core_run(PyObject* self, PyObject* const* args, Py_ssize_t nargs,
                          PyObject* kwnames) {
   static const FastParams<1> params{"run", {"operation"}, {nullptr}};
-  return fast_call<rlb::bindings::AsyncCore>(
-      params, self, args, nargs, kwnames,
-      [](rlb::bindings::AsyncCore& core, const std::array<PyObject*, 1>& a) {
-        return core.run(py::reinterpret_borrow<py::object>(a[0]));
-      });
+  return fast_call<Core>(params, self, args, nargs, kwnames,
+                         [](Core& core, const std::array<PyObject*, 1>& a) {
+                           return core.run(py::reinterpret_borrow<py::object>(a[0]));
+                         });
 }
 
 PyObject* board_get_rank(PyObject* self, PyObject* const* args, Py_ssize_t nargs,
@@ -368,7 +372,13 @@ PyObject* board_upsert_user(PyObject* self, PyObject* const* args, Py_ssize_t na
 }
 
 PyMethodDef fast_async_core_methods[] = {
-    {"run", as_method(&async_core_run), METH_FASTCALL | METH_KEYWORDS,
+    {"run", as_method(&async_core_run<rlb::bindings::AsyncCore>), METH_FASTCALL | METH_KEYWORDS,
+     "run($self, operation)\n--\n\nRuns `operation` on the running event loop; the returned "
+     "future gets its result."},
+};
+PyMethodDef fast_async_cluster_core_methods[] = {
+    {"run", as_method(&async_core_run<rlb::bindings::AsyncClusterCore>),
+     METH_FASTCALL | METH_KEYWORDS,
      "run($self, operation)\n--\n\nRuns `operation` on the running event loop; the returned "
      "future gets its result."},
 };
@@ -1079,11 +1089,14 @@ PYBIND11_MODULE(_core, m) {
                              [](const CoreHarness& self) { return self.core.outstanding(); })
       .def("stats", [](const CoreHarness& self) { return stats_dict(self.counters.snapshot()); });
 
+  declare_cluster(m);
 #ifdef RLB_FAST_METHODS
   for (auto& def : fast_board_methods) put_fast_method(m.attr("Board"), &def);
   for (auto& def : fast_async_core_methods) put_fast_method(async_core, &def);
+  for (auto& def : fast_async_cluster_core_methods) {
+    put_fast_method(m.attr("AsyncClusterCore"), &def);
+  }
 #endif
-  declare_cluster(m);
   declare_scripts(m);
 
   m.def("option_table", &option_table,

@@ -28,7 +28,7 @@ if not order and no_options_recorded(KEYS[removal_keys_at]) then  -- the guide's
 end
 -- @options: boards with options or events (and a default board's options key that is not absent)
 local b = board_spec(board, removal_keys_at, order, ties)
-local w = removal_events(removal)  -- events (issue 17): the stream is the last of KEYS
+local w = removal_events(removal)  -- change events: the stream is the last of KEYS
 local err = check_acl('ZCARD', board) or check_acl('ZRANGE', b.ranked, '0', '0')
   or check_type(board, 'zset') or (not b.default and check_option_keys(b))
   or (not b.default and check_acl('UNLINK', b.options))

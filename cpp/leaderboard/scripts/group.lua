@@ -93,7 +93,7 @@ local function updated_aggregate(win, current, old, score)
   return nil
 end
 
--- A window's guards (issue 40) are a board's, run by the same functions (plan_guards,
+-- A window's guards are a board's, run by the same functions (plan_guards,
 -- check_score_limits, apply_guards) on `b`, a board spec of the union (lexicographic ties): the
 -- rate limit over the server's clock (the user's window "<key>:rate:<id>", whatever the bucket),
 -- score limits on the user's bucket score (what one write claims; a window's sum is many claims),

@@ -19,7 +19,7 @@ end
 local b = board_spec(board, option_keys_at, order, ties)
 local err = check_options(b)
 -- The check alone (upsert_many's MULTI/EXEC chunks carry no guards): a board recording guards
--- (issue 17) refuses it.
+-- refuses it.
 if not err and user_id == '' then err = check_guards(b, {}) end
 -- The check alone answers 1 if the board has hidden players (fair play): its chunks must be
 -- scripts too, which keep their entries aside.

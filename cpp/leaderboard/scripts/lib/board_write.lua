@@ -37,7 +37,7 @@ local function plan_write(w)
   end
   -- A league's hidden players (its own record of them, see league.lua).
   if w.scope_hidden then b.scope_hidden, b.scope_options = w.scope_hidden, w.scope_options end
-  -- Guards (issue 17): idempotency, rate limit, events; checked here, applied by apply_guards
+  -- Guards: idempotency, rate limit, events; checked here, applied by apply_guards
   -- (a write without them on a board that records some is refused).
   local guards
   if w.restore then  -- unhide(): its events alone (hide.lua checked them)
@@ -105,7 +105,7 @@ local function plan_write(w)
   end
   local previous_rank = false
   if (w.submit or w.events_key) and old then previous_rank = rank_of(b, user_id, old) end
-  local old_position = w.events_key and position_before(b, user_id, old)  -- guards (issue 17)
+  local old_position = w.events_key and position_before(b, user_id, old)  -- guards
 
   -- Who the trim after the write removes: the worst `overflow` entries of the ranked set with
   -- the user at its new place, i.e. the worst of the others merged with the user, ordered as
@@ -213,6 +213,6 @@ local function apply_write(p)
     reply = {p.trimmed, produced, rank, metadata, p.old_text or false, p.previous_rank,
       p.changed and 1 or 0}
   end
-  if p.guards then return apply_guards(p, reply) end  -- guards (issue 17)
+  if p.guards then return apply_guards(p, reply) end  -- guards
   return reply
 end

@@ -1,5 +1,5 @@
 --: REQUIRES base
--- ---- Expiry (periodic boards, issue 16) -----------------------------------------------------
+-- ---- Expiry (periodic boards) ---------------------------------------------------------------
 -- A periodic board (one per period: "<key>:<period id>") expires as a whole at its period's
 -- deadline (unix ms, the same for every key of the period): every write PEXPIREATs the sorted
 -- set, the option keys and the metadata hash it wrote, so every user's hash carries the

@@ -117,7 +117,7 @@ local function forget_hidden(key, options, user_id)
 end
 
 -- Nil if old + amount = sum exactly, else the INEXACT error reply: beyond 2^53 a double skips
--- integers, and the sum rounded there is a score nobody wrote (issue 39). TwoSum (Knuth) gives
+-- integers, and the sum rounded there is a score nobody wrote. TwoSum (Knuth) gives
 -- the rounding error of the sum exactly; below 2^53 a fraction's rounding is a double's own.
 local function check_exact_sum(old, amount, sum)
   if not (math.abs(sum) >= 2 ^ 53 and math.abs(sum) < math.huge) then return nil end

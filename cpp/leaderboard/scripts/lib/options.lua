@@ -56,7 +56,7 @@ local function check_options(b, hgetall_checked)
     if field == 'order' then order = recorded[i + 1]
     elseif field == 'ties' then ties = recorded[i + 1]
     elseif field == 'seq' then seq = tonumber(recorded[i + 1])
-    elseif field == 'rate_limit' then b.recorded_rate = recorded[i + 1]  -- issue 17's guards
+    elseif field == 'rate_limit' then b.recorded_rate = recorded[i + 1]  -- the guards'
     elseif field == 'events' then b.recorded_events = recorded[i + 1]
     elseif field == 'score_range' then b.recorded_range = recorded[i + 1]  -- fair play
     elseif field == 'max_increment' then b.recorded_maxinc = recorded[i + 1]

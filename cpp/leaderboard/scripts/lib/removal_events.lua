@@ -70,7 +70,7 @@ local function apply_guards(p, reply)
   if w.events_key and not p.hidden and (p.changed or #p.trimmed > 0) then
     add_event(b, w.events_key, w.events_maxlen, w.user_id, p.score, p.old_text, p.previous_rank,
       p.old_position, p.trimmed, nil, w.event_fields)
-    -- A periodic board's events expire with it (issue 16).
+    -- A periodic board's events expire with it.
     if w.expire_at then redis.call('PEXPIREAT', w.events_key, w.expire_at) end
   end
   if w.submission_key then return store_submission(w, reply, w.board) end

@@ -1,5 +1,5 @@
 --: REQUIRES base clock windows
--- ---- The window ahead ("<key>:window:ahead", issue 30) ----
+-- ---- The window ahead ("<key>:window:ahead") ----
 -- Beside the window at bucket t (buckets t - n + 1 .. t), a "fast" window (see window_names)
 -- keeps the window ahead: the aggregates over buckets t - n + 2 .. t, the next window as it
 -- will be when bucket t + 1 begins (no write lands in t + 1 before that, and bucket t - n + 1

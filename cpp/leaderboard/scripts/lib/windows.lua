@@ -3,7 +3,7 @@
 -- A rolling board "<key>" keeps each bucket's scores in "<key>:bucket:<i>" (i: unix ms divided by
 -- the bucket's length, rounded down), each expiring when it has left the window for one more
 -- bucket ((i + 1) * bucket + window). The window ending with bucket c holds buckets c - n + 1 ..
--- c (n = window / bucket). Kept up to date incrementally (issue 30), never rebuilt whole:
+-- c (n = window / bucket). Kept up to date incrementally, never rebuilt whole:
 --   "<key>:window:all"     every user's aggregate over the window's buckets (untrimmed);
 --   "<key>:window:newest"  every user's newest bucket in the window (its score: the bucket i),
 --                          so a user leaves the window when its newest bucket does;
@@ -24,14 +24,14 @@
 -- removed), then the buckets that enter (c + 1 .. t: empty unless written behind the window's
 -- back) added, every change applied to "<key>" too for the users it holds; then "<key>" refilled
 -- with the best max_entries of :all and trimmed. When t - c >= n (or no window, or a marker of
--- the old format: a board written before issue 30), :all, :newest and "<key>" are dropped and
--- the n buckets of t added. The work is done in steps of at most STEP_UNITS element operations
--- and about STEP_MICROS per script call ("<key>:window:step", if set, an integer: fewer units,
--- for tests), the position recorded in the marker; every read, write, delete finishes the
--- transition first
--- (a read: its refresh call says 'not yet', and the client calls again; a write: group.lua
--- replies WINDOWBUSY having written nothing of the write, and the client sends it again), so no
--- read or write ever sees a half-done window, and nothing changes a bucket during a transition.
+-- the old format: a board written before the window was kept incrementally), :all, :newest and
+-- "<key>" are dropped and the n buckets of t added. The work is done in steps of at most
+-- STEP_UNITS element operations and about STEP_MICROS per script call ("<key>:window:step", if
+-- set, an integer: fewer units, for tests), the position recorded in the marker; every read,
+-- write, delete finishes the transition first (a read: its refresh call says 'not yet', and
+-- the client calls again; a write: group.lua replies WINDOWBUSY having written nothing of the
+-- write, and the client sends it again), so no read or write ever sees a half-done window, and
+-- nothing changes a bucket during a transition.
 -- "<key>:options" records order=asc, and a window's guards (see plan_window in group.lua).
 -- `win`: union, marker, options, prefix ("<key>:bucket:"), bucket (c, a number), bucket_ms,
 -- window_ms, aggregate ('sum' | 'max' | 'min'), desc, max_entries.
