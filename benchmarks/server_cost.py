@@ -4,6 +4,7 @@ redis-py), at board sizes 1k, 100k and 1M and page sizes 10, 100 and 1,000.
 
     python benchmarks/server_cost.py [--sizes 1000,100000,1000000] [--rounds 3]
                                      [--seconds 0.4] [--server redis-server] [--others]
+                                     [--calls get_user_entry,get_top(100)]
 
 Starts its own redis-server (never the machine's 6379), pinned to CPU 1 with this client on
 CPU 0 (``taskset`` does the same by hand), and fills one board in the guide's layout (a sorted
@@ -187,7 +188,9 @@ def main(argv: Optional[list[str]] = None) -> int:
     parser.add_argument("--seconds", type=float, default=0.4)
     parser.add_argument("--server", default="redis-server")
     parser.add_argument("--others", action="store_true")
+    parser.add_argument("--calls", default="", help="only these calls (names as printed)")
     args = parser.parse_args(argv)
+    only = set(filter(None, args.calls.split(",")))
     sizes = [int(s) for s in args.sizes.split(",")]
 
     with RedisServer() as server:  # type: ignore[no-untyped-call]
@@ -214,6 +217,8 @@ def main(argv: Optional[list[str]] = None) -> int:
             per_player = (int(admin.info("memory")["used_memory"]) - empty) / size
             print(f"{size:,} players: {per_player:.0f} bytes of used_memory each", flush=True)
             for name, call in plain_calls(size):
+                if only and name not in only:
+                    continue
                 runs: dict[str, list[float]] = {"ours": [], "cached": [], "guide": []}
                 for _ in range(args.rounds):
                     for who, board in (("ours", ours), ("cached", cached), ("guide", guide)):

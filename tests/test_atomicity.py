@@ -414,23 +414,25 @@ def test_a_read_refused_a_command_or_key_raises_no_permission(
         call(server, kind, key, 3, method, *args, username=user, password=PASSWORD)
 
 
-def entry_after_rank(server: RedisServer, kind: str, key: str, **login: Any) -> Any:
-    """``get_user_entry("b")`` on a board a ``get_rank`` has shown to record no options (a
+def entry_after_rank(
+    server: RedisServer, kind: str, key: str, user: str = "b", **login: Any
+) -> Any:
+    """``get_user_entry(user)`` on a board a ``get_rank`` has shown to record no options (a
     client that knows it sends no options key, and ``get_rank`` a bare ZREVRANK). The entry
-    read stays a script there: a MULTI/EXEC of its three commands would cost the server less,
-    but Redis before 7.4 refuses it out of memory (see the out-of-memory test below)."""
+    read is then the guide's MULTI, ZSCORE, ZREVRANK, HGETALL, EXEC; Redis before 7.4 refuses to
+    queue them out of memory, and the script answers instead (see the out-of-memory test)."""
     options = {"host": server.host, "port": server.port, **login}
     if kind == "sync":
         with redis_leaderboard.Client(**options) as client:
             board = RedisLeaderboard(client, key=key, max_entries=3)
-            board.get_rank("b")
-            return board.get_user_entry("b")
+            board.get_rank(user)
+            return board.get_user_entry(user)
 
     async def run() -> Any:
         async with AsyncClient(**options) as client:
             board = AsyncRedisLeaderboard(client, key=key, max_entries=3)
-            await board.get_rank("b")
-            return await board.get_user_entry("b")
+            await board.get_rank(user)
+            return await board.get_user_entry(user)
 
     return asyncio.run(run())
 
@@ -647,6 +649,13 @@ def test_out_of_memory_reads_and_deletes_work_writes_change_nothing(
     # A client that knows the board records no options reads out of memory all the same.
     admin.config_set("maxmemory", used_memory(admin) // 2)
     assert entry_after_rank(server, kind, key) is None  # (no "b" on this board)
+    admin.config_set("maxmemory", used_memory(admin) // 2)
+    assert entry_after_rank(server, kind, key, top) == {
+        "rank": 1,
+        "user_id": top,
+        "score": float(size - 1),
+        "metadata": {"m": "x" * 200},
+    }
     assert run("get_rank", top) == 1
     assert run("get_user_metadata", top) == {"m": "x" * 200}
     assert run("get_size") == size

@@ -22,18 +22,27 @@ from redis_leaderboard._core import Board
 
 def parse_request(data: bytes) -> list[bytes]:
     """A request is a RESP array of bulk strings; parsed here independently of the codec."""
-    assert data.startswith(b"*")
-    header, _, rest = data.partition(b"\r\n")
-    args = []
-    for _ in range(int(header[1:])):
-        assert rest.startswith(b"$")
-        length_text, _, rest = rest.partition(b"\r\n")
-        length = int(length_text[1:])
-        args.append(rest[:length])
-        assert rest[length : length + 2] == b"\r\n"
-        rest = rest[length + 2 :]
-    assert rest == b""
+    (args,) = parse_requests(data)
     return args
+
+
+def parse_requests(data: bytes) -> list[list[bytes]]:
+    """The commands of a request (RESP arrays of bulk strings, one after the other)."""
+    commands = []
+    rest = data
+    while rest:
+        assert rest.startswith(b"*")
+        header, _, rest = rest.partition(b"\r\n")
+        args = []
+        for _ in range(int(header[1:])):
+            assert rest.startswith(b"$")
+            length_text, _, rest = rest.partition(b"\r\n")
+            length = int(length_text[1:])
+            args.append(rest[:length])
+            assert rest[length : length + 2] == b"\r\n"
+            rest = rest[length + 2 :]
+        commands.append(args)
+    return commands
 
 
 def bulk(value: str | bytes) -> bytes:
@@ -294,7 +303,6 @@ def test_a_checked_default_board_reads_without_its_options_key_and_writes_with_i
             board.get_top(3),
             board.get_around_rank(2, 3),
             board.list_all(),
-            board.get_user_entry("u"),
         ]
 
     def writes() -> list[Any]:
@@ -307,12 +315,20 @@ def test_a_checked_default_board_reads_without_its_options_key_and_writes_with_i
             board.clear(),
         ]
 
-    for op in [*reads(), *writes(), board.get_rank("u")]:
+    for op in [*reads(), *writes(), board.get_rank("u"), board.get_user_entry("u")]:
         assert keys(op)[-1] == options, op.name
     assert answer(board.get_top(1), window_reply(0, -1, [])) is True
     assert board.options_checked
     for op in reads():
         assert options not in keys(op), op.name
+    # An entry is then read as the guide reads it: one transaction, no script.
+    assert parse_requests(board.get_user_entry("u").request()) == [
+        [b"MULTI"],
+        [b"ZSCORE", b"lb", b"u"],
+        [b"ZREVRANK", b"lb", b"u"],
+        [b"HGETALL", b"lb:user:u"],
+        [b"EXEC"],
+    ]
     for op in writes():
         assert keys(op)[-1] == options, op.name
     # upsert_many's check, run when a default board is not checked yet, always checks.
@@ -713,3 +729,37 @@ def test_a_class_made_with_new_alone_raises_instead_of_crashing(cls: type) -> No
     assert len(CORE_CLASSES) >= 13
     with pytest.raises(TypeError, match=r"__new__\(\) alone makes an object with nothing in it"):
         cls.__new__(cls)
+
+
+def test_the_guides_entry_read_falls_back_to_the_script_when_refused_out_of_memory() -> None:
+    board = Board("lb", 5)
+    assert answer(board.get_top(1), window_reply(0, -1, [])) is True  # no options recorded
+    queued = b"+OK\r\n" + b"+QUEUED\r\n" * 3
+    meta = flat({"m": "x"})
+
+    op = board.get_user_entry("u")
+    assert answer(op, queued + array(bulk("7"), integer(2), meta)) is True
+    assert op.result() == {"rank": 3, "user_id": "u", "score": 7.0, "metadata": {"m": "x"}}
+    op = board.get_user_entry("u")
+    assert answer(op, queued + array(b"$-1\r\n", b"$-1\r\n", array())) is True
+    assert op.result() is None
+
+    # Redis before 7.4 out of memory: nothing is queued, EXEC aborts; the script answers next.
+    oom = b"-OOM command not allowed when used memory > 'maxmemory'.\r\n"
+    op = board.get_user_entry("u")
+    refused = b"+OK\r\n" + oom * 3 + b"-EXECABORT Transaction discarded.\r\n"
+    assert answer(op, refused) is False
+    args = parse_request(op.request())
+    assert args[0] == b"EVALSHA" and args[3:5] == [b"lb", b"lb:user:u"]
+    assert op.feed(array(bulk("7"), integer(2), meta)) is True
+    assert op.result() == {"rank": 3, "user_id": "u", "score": 7.0, "metadata": {"m": "x"}}
+
+    # Any other refusal is the call's error, as the script's would be.
+    op = board.get_user_entry("u")
+    noperm = b"-NOPERM User r has no permissions to run the 'zscore' command\r\n"
+    with pytest.raises(_core.NoPermissionError, match="zscore"):
+        answer(op, b"+OK\r\n" + noperm + b"+QUEUED\r\n" * 2 + b"-EXECABORT Discarded.\r\n")
+    op = board.get_user_entry("u")
+    wrongtype = b"-WRONGTYPE Operation against a key holding the wrong kind of value\r\n"
+    with pytest.raises(_core.ResponseError, match="WRONGTYPE"):
+        answer(op, queued + array(bulk("7"), integer(2), wrongtype))

@@ -54,7 +54,7 @@ constexpr std::string_view kReads[] = {
     "ZREVRANK", "ZRANK",  "ZSCORE",    "ZMSCORE",       "ZCARD",
     "ZCOUNT",   "ZRANGE", "ZREVRANGE", "ZRANGEBYSCORE", "ZREVRANGEBYSCORE",
     "HGETALL",  "HGET",   "HMGET",     "EXISTS",        "TYPE",
-    "GET",      "PING",   "ECHO"};
+    "GET",      "PING",   "ECHO",      "MULTI",         "EXEC"};  // around reads only: read
 
 }  // namespace
 

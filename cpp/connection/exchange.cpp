@@ -286,8 +286,9 @@ void Exchange::on_replies(std::vector<Reply>&& replies, ScriptLoads* loads,
     }
   }
 
+  const bool reads_errors = operation_->reads_error_replies();
   for (const auto& reply : replies_) {
-    if (reply.is_error()) {
+    if (reply.is_error() && (!reads_errors || is_cluster_redirect(reply))) {
       finished_ = !is_cluster_redirect(reply);  // a redirected step may be sent again
       raise_error_reply(reply);
     }

@@ -630,6 +630,75 @@ class Batch final : public Operation {
   long long count_;
 };
 
+// get_user_entry on the guide's board (one known to record no options): the guide's own
+// MULTI, ZSCORE, ZREVRANK, HGETALL, EXEC in one round trip, one snapshot as the script's, at
+// 0.7x of its server CPU (docs/pages/benchmarks.md). Redis before 7.4 refuses to queue even a
+// read when out of memory (redis#12961; the queued commands answer OOM, EXEC EXECABORT): then
+// the script (entry.lua, a no-writes script that runs out of memory) answers instead, in a
+// second round trip. Any other refusal (NOPERM, WRONGTYPE) is raised as the script's would be.
+class GuideEntry final : public Operation {
+ public:
+  GuideEntry(std::string board, std::string user_key, std::string user_id, SingleCall::Parser parse,
+             std::unique_ptr<Operation> script)
+      : board_(std::move(board)),
+        user_key_(std::move(user_key)),
+        user_id_(std::move(user_id)),
+        parse_(std::move(parse)),
+        script_(std::move(script)) {}
+  const char* name() const override { return "get_user_entry"; }
+  bool reads_error_replies() const override { return true; }
+  std::vector<Command> next() override {
+    if (out_of_memory_) return script_->next();
+    std::vector<Command> commands;
+    commands.reserve(5);
+    commands.push_back(Command{nullptr, {"MULTI"}});
+    commands.push_back(Command{nullptr, {"ZSCORE", board_, user_id_}});
+    commands.push_back(Command{nullptr, {"ZREVRANK", board_, user_id_}});
+    commands.push_back(Command{nullptr, {"HGETALL", user_key_}});
+    commands.push_back(Command{nullptr, {"EXEC"}});
+    return commands;
+  }
+  bool feed(std::vector<Reply>& replies) override {
+    if (out_of_memory_) {
+      for (const auto& reply : replies) {
+        if (reply.is_error()) raise_server_error(reply.str);
+      }
+      return script_->feed(replies);
+    }
+    if (replies.size() != 5) unexpected(name());
+    for (std::size_t i = 0; i + 1 < replies.size(); ++i) {
+      if (!replies[i].is_error()) continue;
+      if (replies[i].str.compare(0, 4, "OOM ") == 0) {
+        out_of_memory_ = true;  // nothing ran: the script instead
+        return false;
+      }
+      raise_server_error(replies[i].str);
+    }
+    Reply& exec = replies[4];
+    if (exec.is_error()) raise_server_error(exec.str);
+    if (!exec.is_array() || exec.elements.size() != 3) unexpected(name());
+    for (const auto& reply : exec.elements) {
+      if (reply.is_error()) raise_server_error(reply.str);
+    }
+    if (exec.elements[0].is_nil()) {  // not on the board
+      result_ = std::optional<Entry>();
+      return true;
+    }
+    result_ = parse_(exec);
+    return true;
+  }
+  Result take_result() override {
+    return out_of_memory_ ? script_->take_result() : std::move(result_);
+  }
+
+ private:
+  std::string board_, user_key_, user_id_;
+  SingleCall::Parser parse_;
+  std::unique_ptr<Operation> script_;
+  bool out_of_memory_ = false;
+  Result result_;
+};
+
 }  // namespace
 
 std::unique_ptr<Operation> ping() {
@@ -1593,21 +1662,26 @@ std::unique_ptr<Operation> Board::get_user_entry(std::string user_id) const {
   Command command = calls::entry(arg::board{key()}, arg::user_key{metadata_key(user_id)},
                                  option_keys_arg(Check::UntilConfirmed), arg::user_id{user_id},
                                  id_->order_arg(), id_->ties_arg());
-  return std::make_unique<SingleCall>(
-      "get_user_entry", std::move(command),
-      [user_id = std::move(user_id), size = entry_size()](Reply& reply) mutable -> Result {
-        if (reply.is_nil()) return std::optional<Entry>();
-        parse_array(reply, size);
-        if (reply.elements.size() != size) unexpected("an entry");
-        Entry entry;
-        entry.score = parse_score(reply.elements[0]);
-        entry.rank = parse_rank(reply.elements[1]) + 1;
-        // Tie-break columns: the ranked member (split_members reads the columns from its key).
-        entry.user_id = size == 4 ? take_string(reply.elements[3]) : std::move(user_id);
-        entry.metadata = parse_metadata(reply.elements[2]);
-        return std::optional<Entry>(std::move(entry));
-      },
-      id_);
+  // {score, zero-based rank, metadata[, the ranked member]}, or nil: entry.lua's reply, and the
+  // guide's three replies (GuideEntry) as one.
+  SingleCall::Parser parse = [user_id, size = entry_size()](Reply& reply) mutable -> Result {
+    if (reply.is_nil()) return std::optional<Entry>();
+    parse_array(reply, size);
+    if (reply.elements.size() != size) unexpected("an entry");
+    Entry entry;
+    entry.score = parse_score(reply.elements[0]);
+    entry.rank = parse_rank(reply.elements[1]) + 1;
+    // Tie-break columns: the ranked member (split_members reads the columns from its key).
+    entry.user_id = size == 4 ? take_string(reply.elements[3]) : std::move(user_id);
+    entry.metadata = parse_metadata(reply.elements[2]);
+    return std::optional<Entry>(std::move(entry));
+  };
+  auto script = std::make_unique<SingleCall>("get_user_entry", std::move(command), parse, id_);
+  if (has_default_options() && options_checked()) {  // the guide's commands
+    return std::make_unique<GuideEntry>(key(), metadata_key(user_id), std::move(user_id),
+                                        std::move(parse), std::move(script));
+  }
+  return script;
 }
 
 std::unique_ptr<Operation> Board::list_all() const {

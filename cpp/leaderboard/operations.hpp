@@ -193,8 +193,12 @@ class Operation {
     (void)index;
     return nullptr;
   }
-  // Their replies (never error replies: the transport raises those). True when finished.
+  // Their replies (never error replies: the transport raises those, unless
+  // reads_error_replies()). True when finished.
   virtual bool feed(std::vector<Reply>& replies) = 0;
+  // True: feed() gets a step's error replies too (but a cluster redirect, which the transport
+  // follows, and NOSCRIPT, which it answers), and raises those it does not answer itself.
+  virtual bool reads_error_replies() const { return false; }
   // The result, once feed() has returned true.
   virtual Result take_result() = 0;
   // How many times the connection core may send the current step again on a new connection

@@ -251,3 +251,32 @@ def test_list_all_and_clear_on_ten_thousand_users(api: Api, board_key: str, r: A
     assert board.clear() is None
     assert keys_under(r, board_key) == set()
     assert board.list_all() == []
+
+
+def test_the_entry_of_a_known_default_board_is_the_guides_transaction(
+    api: Api, board_key: str, r: Any
+) -> None:
+    # A board shown to record no options (get_rank: a bare ZREVRANK once confirmed) reads an
+    # entry as the guide does, MULTI ZSCORE ZREVRANK HGETALL EXEC in one round trip (the
+    # server's cost of the guide's commands), with the script's answers: a player, a missing
+    # one, an empty hash.
+    board = api.leaderboard(key=board_key)
+    board.upsert_user("a", 3, {"m": "x"})
+    board.upsert_user("b", 5)
+    assert board.get_rank("a") == 2  # the script: the options confirmed
+    r.config_resetstat()
+    assert board.get_user_entry("a") == entry(2, "a", 3, {"m": "x"})
+    assert board.get_user_entry("b") == entry(1, "b", 5)
+    assert board.get_user_entry("nobody") is None
+    stats = r.info("commandstats")
+    assert stats["cmdstat_exec"]["calls"] == 3
+    assert stats["cmdstat_zscore"]["calls"] == 3
+    assert "cmdstat_evalsha" not in stats
+    # A board with options keeps the script (its rank follows its tie rule).
+    shared = api.leaderboard(key=board_key + ":shared", ties="competition")
+    shared.upsert_user("a", 3)
+    shared.upsert_user("c", 3)
+    assert shared.get_rank("a") == 1
+    r.config_resetstat()
+    assert shared.get_user_entry("c") == entry(1, "c", 3)
+    assert "cmdstat_exec" not in r.info("commandstats")
