@@ -285,6 +285,22 @@ std::vector<std::string> strings(Args&&... args) {
   return out;
 }
 
+// An entry read's reply, {score, zero-based rank, metadata[, the ranked member]} (`size`
+// elements: 4 on a board with tie-break columns), or nil: entry.lua's, and the guide's three
+// replies (GuideEntry) as one.
+Result entry_reply(Reply& reply, std::string user_id, std::size_t size) {
+  if (reply.is_nil()) return std::optional<Entry>();
+  parse_array(reply, size);
+  if (reply.elements.size() != size) unexpected("an entry");
+  Entry entry;
+  entry.score = parse_score(reply.elements[0]);
+  entry.rank = parse_rank(reply.elements[1]) + 1;
+  // Tie-break columns: the ranked member (split_members reads the columns from its key).
+  entry.user_id = size == 4 ? take_string(reply.elements[3]) : std::move(user_id);
+  entry.metadata = parse_metadata(reply.elements[2]);
+  return std::optional<Entry>(std::move(entry));
+}
+
 // One command, one reply, one result: every operation but the paged ones.
 class SingleCall final : public Operation {
  public:
@@ -638,28 +654,27 @@ class Batch final : public Operation {
 // second round trip. Any other refusal (NOPERM, WRONGTYPE) is raised as the script's would be.
 class GuideEntry final : public Operation {
  public:
-  GuideEntry(std::string board, std::string user_key, std::string user_id, SingleCall::Parser parse,
-             std::unique_ptr<Operation> script)
+  GuideEntry(std::string board, std::string user_key, std::string user_id,
+             std::shared_ptr<Identity> id)
       : board_(std::move(board)),
         user_key_(std::move(user_key)),
         user_id_(std::move(user_id)),
-        parse_(std::move(parse)),
-        script_(std::move(script)) {}
+        id_(std::move(id)) {}
   const char* name() const override { return "get_user_entry"; }
   bool reads_error_replies() const override { return true; }
   std::vector<Command> next() override {
-    if (out_of_memory_) return script_->next();
+    if (script_) return script_->next();
     std::vector<Command> commands;
     commands.reserve(5);
-    commands.push_back(Command{nullptr, {"MULTI"}});
-    commands.push_back(Command{nullptr, {"ZSCORE", board_, user_id_}});
-    commands.push_back(Command{nullptr, {"ZREVRANK", board_, user_id_}});
-    commands.push_back(Command{nullptr, {"HGETALL", user_key_}});
-    commands.push_back(Command{nullptr, {"EXEC"}});
+    commands.push_back(Command{nullptr, strings("MULTI")});
+    commands.push_back(Command{nullptr, strings("ZSCORE", board_, user_id_)});
+    commands.push_back(Command{nullptr, strings("ZREVRANK", board_, user_id_)});
+    commands.push_back(Command{nullptr, strings("HGETALL", user_key_)});
+    commands.push_back(Command{nullptr, strings("EXEC")});
     return commands;
   }
   bool feed(std::vector<Reply>& replies) override {
-    if (out_of_memory_) {
+    if (script_) {
       for (const auto& reply : replies) {
         if (reply.is_error()) raise_server_error(reply.str);
       }
@@ -668,8 +683,14 @@ class GuideEntry final : public Operation {
     if (replies.size() != 5) unexpected(name());
     for (std::size_t i = 0; i + 1 < replies.size(); ++i) {
       if (!replies[i].is_error()) continue;
-      if (replies[i].str.compare(0, 4, "OOM ") == 0) {
-        out_of_memory_ = true;  // nothing ran: the script instead
+      if (replies[i].str.compare(0, 4, "OOM ") == 0) {  // nothing ran: the script instead
+        // The board's: no option keys (known to record none), its default order and ties.
+        Command command =
+            calls::entry(arg::board{board_}, arg::user_key{user_key_}, arg::option_keys{{}},
+                         arg::user_id{user_id_}, std::nullopt, std::nullopt);
+        script_ = std::make_unique<SingleCall>(
+            "get_user_entry", std::move(command),
+            [user_id = user_id_](Reply& reply) { return entry_reply(reply, user_id, 3); }, id_);
         return false;
       }
       raise_server_error(replies[i].str);
@@ -682,20 +703,17 @@ class GuideEntry final : public Operation {
     }
     if (exec.elements[0].is_nil()) {  // not on the board
       result_ = std::optional<Entry>();
-      return true;
+    } else {
+      result_ = entry_reply(exec, std::move(user_id_), 3);
     }
-    result_ = parse_(exec);
     return true;
   }
-  Result take_result() override {
-    return out_of_memory_ ? script_->take_result() : std::move(result_);
-  }
+  Result take_result() override { return script_ ? script_->take_result() : std::move(result_); }
 
  private:
   std::string board_, user_key_, user_id_;
-  SingleCall::Parser parse_;
-  std::unique_ptr<Operation> script_;
-  bool out_of_memory_ = false;
+  std::shared_ptr<Identity> id_;
+  std::unique_ptr<Operation> script_;  // after an OOM refusal
   Result result_;
 };
 
@@ -1659,29 +1677,18 @@ std::unique_ptr<Operation> Board::get_user_metadata(std::string user_id) const {
 
 std::unique_ptr<Operation> Board::get_user_entry(std::string user_id) const {
   require_user_id(user_id);
+  if (has_default_options() && options_checked()) {  // the guide's commands
+    return std::make_unique<GuideEntry>(key(), metadata_key(user_id), std::move(user_id), id_);
+  }
   Command command = calls::entry(arg::board{key()}, arg::user_key{metadata_key(user_id)},
                                  option_keys_arg(Check::UntilConfirmed), arg::user_id{user_id},
                                  id_->order_arg(), id_->ties_arg());
-  // {score, zero-based rank, metadata[, the ranked member]}, or nil: entry.lua's reply, and the
-  // guide's three replies (GuideEntry) as one.
-  SingleCall::Parser parse = [user_id, size = entry_size()](Reply& reply) mutable -> Result {
-    if (reply.is_nil()) return std::optional<Entry>();
-    parse_array(reply, size);
-    if (reply.elements.size() != size) unexpected("an entry");
-    Entry entry;
-    entry.score = parse_score(reply.elements[0]);
-    entry.rank = parse_rank(reply.elements[1]) + 1;
-    // Tie-break columns: the ranked member (split_members reads the columns from its key).
-    entry.user_id = size == 4 ? take_string(reply.elements[3]) : std::move(user_id);
-    entry.metadata = parse_metadata(reply.elements[2]);
-    return std::optional<Entry>(std::move(entry));
-  };
-  auto script = std::make_unique<SingleCall>("get_user_entry", std::move(command), parse, id_);
-  if (has_default_options() && options_checked()) {  // the guide's commands
-    return std::make_unique<GuideEntry>(key(), metadata_key(user_id), std::move(user_id),
-                                        std::move(parse), std::move(script));
-  }
-  return script;
+  return std::make_unique<SingleCall>(
+      "get_user_entry", std::move(command),
+      [user_id = std::move(user_id), size = entry_size()](Reply& reply) mutable -> Result {
+        return entry_reply(reply, std::move(user_id), size);
+      },
+      id_);
 }
 
 std::unique_ptr<Operation> Board::list_all() const {
