@@ -116,6 +116,25 @@ def test_unreachable_cluster_raises_connection_error() -> None:
     assert time.monotonic() - started < 2
 
 
+def test_unreachable_cluster_raises_within_the_timeout_asyncio() -> None:
+    # No map can be read: the call waits its pauses on the loop's timer, the map read again
+    # after each, and fails by its deadline (it waited for ever: the pauses had no timer while
+    # no map existed).
+    from redis_leaderboard._redis_server import free_port
+
+    async def main() -> float:
+        client = rl_asyncio.ClusterClient([("127.0.0.1", free_port())], socket_timeout=0.5)
+        started = time.monotonic()
+        try:
+            with pytest.raises(redis_leaderboard.TimeoutError, match=r"Connection refused"):
+                await asyncio.wait_for(client.ping(), 5)
+            return time.monotonic() - started
+        finally:
+            await client.aclose()
+
+    assert asyncio.run(main()) < 1.0
+
+
 # ---- Boards: the hash tag rule ---------------------------------------------------------------
 
 

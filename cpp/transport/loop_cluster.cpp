@@ -290,8 +290,11 @@ std::optional<Clock::time_point> LoopCluster::wakeup_at() const {
   for (const auto& [target, where] : nodes_) {
     if (auto at = where.client->wakeup_at()) earliest(*at);
   }
-  // Jobs pausing before a retry (those waiting for the first map wait for notify_fd instead).
-  if (!waiting_.empty() && const_cast<ClusterClient&>(client_).cached_map(nullptr)) {
+  // Jobs pausing before a retry. While the first map is being read, the jobs waiting for it
+  // wait for the helper's wakeup instead (their pause is over: the timer would spin); once a
+  // read has failed, for their pause, after which the map is read again.
+  if (!waiting_.empty() &&
+      (!refreshing_ || const_cast<ClusterClient&>(client_).cached_map(nullptr))) {
     for (const auto& job : waiting_) earliest(job.not_before);
   }
   return out;
