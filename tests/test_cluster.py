@@ -8,12 +8,13 @@ in test_cluster_sharded.py.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import random
 import threading
 import time
 import uuid
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 import pytest
 
@@ -435,27 +436,34 @@ def test_a_big_read_is_one_script_on_a_cluster_even_during_a_migration(
     assert [e["metadata"] for e in top] == [{"i": str(i)} for i in range(119, 9, -1)]
 
 
+@contextlib.contextmanager
+def migration_started(cluster: RedisCluster, key: str) -> Iterator[None]:
+    """``key``'s slot marked migrating to another primary (importing there), no key moved: a
+    write of a key on neither node gets TRYAGAIN until the slot is stable again (on exit)."""
+    slot = _core.key_slot(key)
+    source, target = cluster.owner(slot), other_primary(cluster, slot)
+    source_id = cluster.node_command(source, "CLUSTER", "MYID")
+    target_id = cluster.node_command(target, "CLUSTER", "MYID")
+    cluster.node_command(target, "CLUSTER", "SETSLOT", slot, "IMPORTING", source_id)
+    cluster.node_command(source, "CLUSTER", "SETSLOT", slot, "MIGRATING", target_id)
+    try:
+        yield
+    finally:
+        for node in (source, target):
+            cluster.node_command(node, "CLUSTER", "SETSLOT", slot, "STABLE")
+
+
 def test_a_request_waits_no_longer_than_socket_timeout(
     redis_cluster: RedisCluster, cluster_key: str
 ) -> None:
-    slot = _core.key_slot(cluster_key)
-    source = redis_cluster.owner(slot)
-    target = other_primary(redis_cluster, slot)
     with ClusterClient(redis_cluster.startup_nodes, socket_timeout=0.5) as client:
         board = RedisLeaderboard(client, key=cluster_key)
         board.upsert_user("a", 1)
-        source_id = redis_cluster.node_command(source, "CLUSTER", "MYID")
-        target_id = redis_cluster.node_command(target, "CLUSTER", "MYID")
-        redis_cluster.node_command(target, "CLUSTER", "SETSLOT", slot, "IMPORTING", source_id)
-        redis_cluster.node_command(source, "CLUSTER", "SETSLOT", slot, "MIGRATING", target_id)
-        try:
+        with migration_started(redis_cluster, cluster_key):
             started = time.monotonic()
             with pytest.raises(redis_leaderboard.TimeoutError, match="TRYAGAIN"):
                 board.upsert_user("b", 2)  # its hash is on neither node: TRYAGAIN until the end
             assert 0.3 < time.monotonic() - started <= 0.6  # the last pause would end past it
-        finally:
-            for node in (source, target):
-                redis_cluster.node_command(node, "CLUSTER", "SETSLOT", slot, "STABLE")
         assert board.get_top(5) == [{"rank": 1, "user_id": "a", "score": 1.0, "metadata": {}}]
 
 
@@ -619,26 +627,16 @@ def test_asyncio_moved_ask_and_tryagain_are_followed_on_the_loop(
 def test_asyncio_request_waits_no_longer_than_socket_timeout(
     redis_cluster: RedisCluster, cluster_key: str, arun: Callable[..., Any]
 ) -> None:
-    slot = _core.key_slot(cluster_key)
-    source, target = redis_cluster.owner(slot), other_primary(redis_cluster, slot)
-
     async def main() -> None:
         async with rl_asyncio.ClusterClient(redis_cluster.startup_nodes, socket_timeout=0.5) as c:
             board = rl_asyncio.RedisLeaderboard(c, key=cluster_key)
             await board.upsert_user("a", 1)
-            source_id = redis_cluster.node_command(source, "CLUSTER", "MYID")
-            target_id = redis_cluster.node_command(target, "CLUSTER", "MYID")
-            redis_cluster.node_command(target, "CLUSTER", "SETSLOT", slot, "IMPORTING", source_id)
-            redis_cluster.node_command(source, "CLUSTER", "SETSLOT", slot, "MIGRATING", target_id)
-            try:
+            with migration_started(redis_cluster, cluster_key):
                 started = time.monotonic()
                 with pytest.raises(redis_leaderboard.TimeoutError, match="TRYAGAIN"):
                     await board.upsert_user("b", 2)  # TRYAGAIN until its deadline
                 assert 0.3 < time.monotonic() - started <= 0.6
                 assert await board.get_rank("a") == 1  # the loop was never blocked
-            finally:
-                for node in (source, target):
-                    redis_cluster.node_command(node, "CLUSTER", "SETSLOT", slot, "STABLE")
             assert await board.get_top(5) == [
                 {"rank": 1, "user_id": "a", "score": 1.0, "metadata": {}}
             ]

@@ -42,13 +42,6 @@ Totals& totals() {
   return *instance;
 }
 
-void add(Stats& to, const Stats& from) {
-  to.round_trips += from.round_trips;
-  to.commands += from.commands;
-  to.reconnects += from.reconnects;
-  to.connections += from.connections;
-}
-
 void before_fork() {
   records().mutex.lock();
   totals().mutex.lock();
@@ -155,7 +148,7 @@ Stats process_stats() {
   auto& t = totals();
   std::lock_guard<std::mutex> lock(t.mutex);
   Stats out = t.closed;
-  for (const Counters* counters : t.live) add(out, counters->snapshot());
+  for (const Counters* counters : t.live) out += counters->snapshot();
   return out;
 }
 
@@ -169,7 +162,7 @@ ClientCounters::~ClientCounters() {
   auto& t = totals();
   std::lock_guard<std::mutex> lock(t.mutex);
   t.live.erase(this);
-  add(t.closed, snapshot());
+  t.closed += snapshot();
 }
 
 }  // namespace rlb::connection

@@ -11,6 +11,15 @@ struct Stats {
   std::uint64_t commands = 0;
   std::uint64_t reconnects = 0;   // connections opened to replace a dropped one
   std::uint64_t connections = 0;  // connections opened in all
+
+  // Another client's (a pool's, a node's) counts added: a client of several.
+  Stats& operator+=(const Stats& other) {
+    round_trips += other.round_trips;
+    commands += other.commands;
+    reconnects += other.reconnects;
+    connections += other.connections;
+    return *this;
+  }
 };
 
 // Lock-free counters behind Stats, bumped from any thread.

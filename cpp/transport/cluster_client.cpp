@@ -703,13 +703,7 @@ connection::Stats ClusterClient::stats() const {
   connection::Stats total;
   auto& self = const_cast<ClusterClient&>(*this);
   std::lock_guard<std::mutex> lock(self.mutex_);
-  for (const auto& [where, pool] : pools_) {
-    const auto stats = pool->stats();
-    total.round_trips += stats.round_trips;
-    total.commands += stats.commands;
-    total.reconnects += stats.reconnects;
-    total.connections += stats.connections;
-  }
+  for (const auto& [where, pool] : pools_) total += pool->stats();
   return total;
 }
 

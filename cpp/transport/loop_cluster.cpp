@@ -318,13 +318,7 @@ bool LoopCluster::has_completions() const {
 
 connection::Stats LoopCluster::stats() const {
   connection::Stats total = client_.stats();  // the map's reads
-  for (const auto& [target, where] : nodes_) {
-    const auto stats = where.client->stats();
-    total.round_trips += stats.round_trips;
-    total.commands += stats.commands;
-    total.reconnects += stats.reconnects;
-    total.connections += stats.connections;
-  }
+  for (const auto& [target, where] : nodes_) total += where.client->stats();
   return total;
 }
 
