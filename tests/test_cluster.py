@@ -357,6 +357,17 @@ def test_moved_is_followed_and_the_map_updated(
     assert cluster_client.stats()["redirects"] == redirects + 1
 
 
+def mark_migrating(cluster: RedisCluster, slot: int) -> tuple[Any, Any, str]:
+    """Marks ``slot`` migrating from its owner to another primary (importing there), no key
+    moved; returns (source, target, the target's node id)."""
+    source, target = cluster.owner(slot), other_primary(cluster, slot)
+    source_id = cluster.node_command(source, "CLUSTER", "MYID")
+    target_id = cluster.node_command(target, "CLUSTER", "MYID")
+    cluster.node_command(target, "CLUSTER", "SETSLOT", slot, "IMPORTING", source_id)
+    cluster.node_command(source, "CLUSTER", "SETSLOT", slot, "MIGRATING", target_id)
+    return source, target, target_id
+
+
 def migrate_half(
     cluster: RedisCluster, key: str, moved_first: bytes, after: float
 ) -> threading.Thread:
@@ -364,11 +375,7 @@ def migrate_half(
     once, the rest and the slot's new owner ``after`` seconds later, on the thread returned
     (join it)."""
     slot = _core.key_slot(key)
-    source, target = cluster.owner(slot), other_primary(cluster, slot)
-    source_id = cluster.node_command(source, "CLUSTER", "MYID")
-    target_id = cluster.node_command(target, "CLUSTER", "MYID")
-    cluster.node_command(target, "CLUSTER", "SETSLOT", slot, "IMPORTING", source_id)
-    cluster.node_command(source, "CLUSTER", "SETSLOT", slot, "MIGRATING", target_id)
+    source, target, target_id = mark_migrating(cluster, slot)
     keys = cluster.node_command(source, "CLUSTER", "GETKEYSINSLOT", slot, 1000)
     half = [k for k in keys if moved_first in k]
     cluster.node_command(source, "MIGRATE", target.host, target.port, "", 0, 5000, "KEYS", *half)
@@ -441,11 +448,7 @@ def migration_started(cluster: RedisCluster, key: str) -> Iterator[None]:
     """``key``'s slot marked migrating to another primary (importing there), no key moved: a
     write of a key on neither node gets TRYAGAIN until the slot is stable again (on exit)."""
     slot = _core.key_slot(key)
-    source, target = cluster.owner(slot), other_primary(cluster, slot)
-    source_id = cluster.node_command(source, "CLUSTER", "MYID")
-    target_id = cluster.node_command(target, "CLUSTER", "MYID")
-    cluster.node_command(target, "CLUSTER", "SETSLOT", slot, "IMPORTING", source_id)
-    cluster.node_command(source, "CLUSTER", "SETSLOT", slot, "MIGRATING", target_id)
+    source, target, _ = mark_migrating(cluster, slot)
     try:
         yield
     finally:
