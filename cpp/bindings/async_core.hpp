@@ -384,6 +384,9 @@ class AsyncCoreOf {
   // A set of descriptors: what is watched follows what the transport names (a descriptor it
   // gave up stays open until close_retired(), so its number is not reused meanwhile).
   void watch_set() {
+    const bool changed = client_->take_watches_changed();
+    if (!changed && !watched_stale_) return;  // most calls: the registrations stay
+    watched_stale_ = false;
     const auto& wanted = client_->watches();
     for (auto it = watched_.begin(); it != watched_.end();) {
       auto want = std::find_if(wanted.begin(), wanted.end(),
@@ -427,6 +430,7 @@ class AsyncCoreOf {
   void reset_watch() {
     reader_fd_ = writer_fd_ = -1;
     watched_.clear();
+    watched_stale_ = true;  // watch_set() registers the whole set again
     notify_watched_ = false;
     timer_ = py::object();
     timer_at_.reset();
@@ -591,6 +595,7 @@ class AsyncCoreOf {
     bool read = false, write = false;
   };
   std::map<int, Watched> watched_;  // a LoopCluster's
+  bool watched_stale_ = true;       // watched_ may differ from client_->watches()
   bool notify_watched_ = false;
   bool flush_scheduled_ = false;
   py::object timer_;  // the loop's TimerHandle for timer_at_

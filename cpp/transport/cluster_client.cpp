@@ -133,7 +133,7 @@ std::shared_ptr<BlockingClient> ClusterClient::pool(const NodeAddress& node, boo
   return found;
 }
 
-std::shared_ptr<const cluster::SlotMap> ClusterClient::cached_map(bool* stale) {
+std::shared_ptr<const cluster::SlotMap> ClusterClient::cached_map(bool* stale) const {
   std::lock_guard<std::mutex> lock(mutex_);
   if (stale) *stale = stale_;
   return map_;

@@ -149,7 +149,7 @@ class ClusterClient {
       std::optional<Clock::time_point> deadline = std::nullopt);
   // The map as it is (none before the first read), without reading it; `stale`: whether it
   // should be read again.
-  std::shared_ptr<const connection::cluster::SlotMap> cached_map(bool* stale);
+  std::shared_ptr<const connection::cluster::SlotMap> cached_map(bool* stale) const;
   // Reads the slot map from the first node that answers (the known ones, then the startup
   // nodes; those suspected last). `force`: even if it was read in the last kRefreshInterval.
   // `deadline`: no node is waited for past it (a node that does not answer is suspected).
@@ -163,7 +163,7 @@ class ClusterClient {
 
   const ClusterOptions options_;
   const std::shared_ptr<const TlsContext> tls_;
-  std::mutex mutex_;  // guards map_, pools_, stale_
+  mutable std::mutex mutex_;  // guards map_, pools_, stale_
   std::shared_ptr<const connection::cluster::SlotMap> map_;
   // The last map read from the cluster (MOVED replies edit map_, not this): a new read that
   // differs is a topology change (observer.hpp). Guarded by refresh_mutex_.

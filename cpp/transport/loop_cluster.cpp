@@ -23,7 +23,9 @@ std::exception_ptr closed_error() {
 
 LoopCluster::LoopCluster(ClusterOptions options)
     : client_(std::move(options)),
-      emit_([this](Completion completion) { emit(std::move(completion)); }) {}
+      emit_([this](Completion completion) { emit(std::move(completion)); }) {
+  refresh_watches();  // the helper's wakeup, watched from the start
+}
 
 std::shared_ptr<LoopCluster> LoopCluster::create(ClusterOptions options) {
   return std::shared_ptr<LoopCluster>(new LoopCluster(std::move(options)),
@@ -130,7 +132,7 @@ void LoopCluster::after() {
       break;
     }
   }
-  watches_dirty_ = true;
+  refresh_watches();
 }
 
 void LoopCluster::collect() {
@@ -220,20 +222,19 @@ void LoopCluster::on_refreshed() {
 
 // ---- What the loop watches -------------------------------------------------------------------
 
-const std::vector<LoopCluster::Watch>& LoopCluster::watches() {
-  if (!watches_dirty_) return watches_;
-  watches_dirty_ = false;
-  watches_.clear();
+void LoopCluster::refresh_watches() {
+  auto& next = next_watches_;  // kept, so that a refresh allocates nothing
+  next.clear();
   auto add = [&](int fd, bool read, bool write) {
     if (fd < 0) return;
-    for (auto& watch : watches_) {
+    for (auto& watch : next) {
       if (watch.fd == fd) {
         watch.read = watch.read || read;
         watch.write = watch.write || write;
         return;
       }
     }
-    watches_.push_back(Watch{fd, read, write});
+    next.push_back(Watch{fd, read, write});
   };
   if (!closed_) {
     add(wakeup_.fd(), true, false);
@@ -243,7 +244,10 @@ const std::vector<LoopCluster::Watch>& LoopCluster::watches() {
       add(where.client->writable_fd(), false, true);
     }
   }
-  return watches_;
+  if (next != watches_) {
+    watches_.swap(next);
+    watches_changed_ = true;
+  }
 }
 
 void LoopCluster::on_readable(int fd) {
@@ -293,8 +297,7 @@ std::optional<Clock::time_point> LoopCluster::wakeup_at() const {
   // Jobs pausing before a retry. While the first map is being read, the jobs waiting for it
   // wait for the helper's wakeup instead (their pause is over: the timer would spin); once a
   // read has failed, for their pause, after which the map is read again.
-  if (!waiting_.empty() &&
-      (!refreshing_ || const_cast<ClusterClient&>(client_).cached_map(nullptr))) {
+  if (!waiting_.empty() && (!refreshing_ || client_.cached_map(nullptr))) {
     for (const auto& job : waiting_) earliest(job.not_before);
   }
   return out;
@@ -325,7 +328,6 @@ connection::Stats LoopCluster::stats() const {
 void LoopCluster::close() {
   if (fork_guard_.forked() || closed_) return;
   closed_ = true;
-  watches_dirty_ = true;
   for (auto& [target, where] : nodes_) {
     where.client->close();  // completes every request it holds
     where.client->take_completions();
@@ -338,6 +340,7 @@ void LoopCluster::close() {
   if (refresher_.joinable()) refresher_.join();
   refreshing_ = false;
   client_.close();
+  refresh_watches();  // none
 }
 
 }  // namespace rlb::transport

@@ -60,12 +60,17 @@ class LoopCluster {
   void flush();
 
   // What the loop must watch: each descriptor once, for reading, writing or both. Refreshed
-  // after every call above and below.
+  // after every call above and below; take_watches_changed() says whether it changed since it
+  // was last asked (most calls change nothing: the loop's registrations stay as they are).
   struct Watch {
     int fd = -1;
     bool read = false, write = false;
+    bool operator==(const Watch& other) const {
+      return fd == other.fd && read == other.read && write == other.write;
+    }
   };
-  const std::vector<Watch>& watches();
+  const std::vector<Watch>& watches() const { return watches_; }
+  bool take_watches_changed() { return std::exchange(watches_changed_, false); }
   // The loop saw `fd` (one of watches()) readable / writable, or the timer pass.
   void on_readable(int fd);
   void on_writable(int fd);
@@ -108,7 +113,8 @@ class LoopCluster {
   void start_refresh(std::optional<Clock::time_point> deadline);
   // The helper thread finished: the first map's failure is the waiting jobs' to judge.
   void on_refreshed();
-  void after();  // collect, route, rebuild watches
+  void after();  // collect, route, refresh the watches
+  void refresh_watches();
 
   ClusterClient client_;
   const ForkGuard fork_guard_;
@@ -119,8 +125,8 @@ class LoopCluster {
   std::vector<Job> waiting_;  // for their pause to end, or for the first map
   std::vector<Completion> completions_;
   std::vector<LoopClient*> dirty_;  // nodes given requests to write at the end of the turn
-  std::vector<Watch> watches_;
-  bool watches_dirty_ = true;
+  std::vector<Watch> watches_, next_watches_;
+  bool watches_changed_ = true;
   bool closed_ = false;
   // Each node's connection, as the one-node asyncio client's default.
   static constexpr std::size_t kMaxInFlight = 1024;
