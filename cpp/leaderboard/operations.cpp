@@ -608,6 +608,30 @@ class Trim final : public Operation {
   RoundTripBudget budget_;
 };
 
+// MULTI, `commands`, EXEC: one transaction, sent in one round trip.
+std::vector<Command> transaction(std::vector<Command> commands) {
+  std::vector<Command> all;
+  all.reserve(commands.size() + 2);
+  all.push_back(Command{nullptr, strings("MULTI")});
+  for (auto& command : commands) all.push_back(std::move(command));
+  all.push_back(Command{nullptr, strings("EXEC")});
+  return all;
+}
+
+// The replies to transaction() of `count` commands (MULTI's, each command's QUEUED, EXEC's):
+// EXEC's, whose `count` replies are the commands' own. An error reply there, or EXEC's own
+// (EXECABORT), raises it (raise_server_error); a reply of another shape is unexpected.
+Reply& exec_reply(std::vector<Reply>& replies, std::size_t count, const char* name) {
+  if (replies.size() != count + 2) unexpected(name);
+  Reply& exec = replies.back();
+  if (exec.is_error()) raise_server_error(exec.str);
+  if (!exec.is_array() || exec.elements.size() != count) unexpected(name);
+  for (const auto& reply : exec.elements) {
+    if (reply.is_error()) raise_server_error(reply.str);
+  }
+  return exec;
+}
+
 // A fixed list of commands in one round trip; the result is `count`.
 class Batch final : public Operation {
  public:
@@ -618,24 +642,14 @@ class Batch final : public Operation {
   // discards the whole chunk (EXECABORT), so a chunk refused for memory writes nothing.
   std::vector<Command> next() override {
     if (commands_.empty()) return {};
-    std::vector<Command> all;
-    all.reserve(commands_.size() + 2);
-    all.push_back(Command{nullptr, {"MULTI"}});
-    for (auto& command : commands_) all.push_back(std::move(command));
-    all.push_back(Command{nullptr, {"EXEC"}});
     sent_ = commands_.size();
-    commands_.clear();
-    return all;
+    return transaction(std::exchange(commands_, {}));
   }
   bool feed(std::vector<Reply>& replies) override {
     if (sent_ == 0) return true;  // an empty chunk
-    if (replies.size() != sent_ + 2) unexpected(name());
-    auto& exec = replies.back();
-    if (!exec.is_array() || exec.elements.size() != sent_) unexpected(name());
-    // A command that failed as it ran (WRONGTYPE, NOPERM): the others of the chunk applied.
-    for (const auto& reply : exec.elements) {
-      if (reply.is_error()) throw ResponseError(reply.str);
-    }
+    // A command that failed as it ran (WRONGTYPE, NOPERM) raises: the others of the chunk
+    // applied.
+    exec_reply(replies, sent_, name());
     return true;
   }
   Result take_result() override { return count_; }
@@ -665,13 +679,11 @@ class GuideEntry final : public Operation {
   std::vector<Command> next() override {
     if (script_) return script_->next();
     std::vector<Command> commands;
-    commands.reserve(5);
-    commands.push_back(Command{nullptr, strings("MULTI")});
+    commands.reserve(3);
     commands.push_back(Command{nullptr, strings("ZSCORE", board_, user_id_)});
     commands.push_back(Command{nullptr, strings("ZREVRANK", board_, user_id_)});
     commands.push_back(Command{nullptr, strings("HGETALL", user_key_)});
-    commands.push_back(Command{nullptr, strings("EXEC")});
-    return commands;
+    return transaction(std::move(commands));
   }
   bool feed(std::vector<Reply>& replies) override {
     if (script_) {
@@ -695,12 +707,7 @@ class GuideEntry final : public Operation {
       }
       raise_server_error(replies[i].str);
     }
-    Reply& exec = replies[4];
-    if (exec.is_error()) raise_server_error(exec.str);
-    if (!exec.is_array() || exec.elements.size() != 3) unexpected(name());
-    for (const auto& reply : exec.elements) {
-      if (reply.is_error()) raise_server_error(reply.str);
-    }
+    Reply& exec = exec_reply(replies, 3, name());
     if (exec.elements[0].is_nil()) {  // not on the board
       result_ = std::optional<Entry>();
     } else {
