@@ -219,7 +219,9 @@ class RankingModel:
         self._check_limits(old, new, mode)
         columns_changed = False
         if self.tiebreak:
-            stored = self.kept_columns.get(user_id) if old is not None else None
+            stored = None
+            if old is not None:  # a score kept by a bulk load has no columns: the worst
+                stored = self.kept_columns.get(user_id) or (None,) * len(self.tiebreak)
             columns = self._columns_after(old, new, number, mode, tiebreak, stored)
             columns_changed = columns != stored
             self.kept_columns[user_id] = columns

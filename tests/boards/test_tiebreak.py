@@ -114,6 +114,22 @@ def test_every_period_of_a_periodic_board_has_the_columns(api: Api, board_key: s
     assert board.get_user_entry("a")["tiebreak"] == {"kills": 1.0, "time": 5.0}
 
 
+def test_a_hidden_players_score_kept_by_a_bulk_load_has_the_worst_columns(
+    api: Api, board_key: str
+) -> None:
+    # A bulk load carries no columns: the score it keeps aside for a hidden player has the
+    # worst ones. A tied 'best' submit with columns then improves them (it failed with a Lua
+    # runtime error: the kept score had no columns to compare with).
+    board = api.leaderboard(board_key, 10, tiebreak=(("kills", "desc"),))
+    board.hide("ann")
+    board.upsert_many([("ann", 7)])
+    result = board.submit("ann", 7, mode="best", tiebreak={"kills": 2})
+    assert (result["score"], result["rank"], result["changed"]) == (7.0, None, True)
+    assert board.submit("ann", 7, mode="best")["changed"] is False  # the worst: no change
+    board.unhide("ann")
+    assert board.get_user_entry("ann")["tiebreak"] == {"kills": 2.0}
+
+
 def test_hidden_players_keep_their_columns_and_resends_repeat_them(
     api: Api, board_key: str
 ) -> None:

@@ -91,6 +91,9 @@ local function plan_write(w)
     elseif old then
       old_key = redis.call('HGET', b.first_keys, user_id)
     end
+    -- A score stored without columns (a hidden player's kept by a bulk load, which carries
+    -- none) has the worst ones, as a new entry written without them.
+    if old and not old_key then old_key = worst_key(b) end
     key = w.tb or old_key or worst_key(b)
     if w.mode == 'best' and old and score == old then
       local tied = tonumber(w.number) == old  -- else the write's score is worse: nothing changes
