@@ -15,6 +15,8 @@ figure is the server's own main-thread CPU (INFO CPU ``used_cpu_user_main_thread
 ``used_cpu_sys_main_thread``, getrusage of that thread) per call, in microseconds. Rounds
 alternate ours and the guide's, so a drift of the machine hits both alike; the median of
 ``--rounds`` is reported, with the ratio ours / guide's (below 1: ours costs the server less).
+The compact layout (``layout="compact"``: every player's metadata in one hash) is measured
+on a second board of the same players (``bench:cost:compact``), against the same guide figure.
 A third client, ours with the client-side cache (``client_cache=True``, warm: metadata served
 from it, the server sends one ``ZRANGE`` a read), shows what a read-heavy board can take off
 the server.
@@ -51,6 +53,7 @@ from guide_leaderboard import GuideLeaderboard
 from run import COUNTRIES, user_id
 
 KEY = "bench:cost"
+COMPACT_KEY = "bench:cost:compact"  # the same players in the compact layout
 UNLIMITED = 10**9  # the guide needs a limit: one no write reaches (its trim is then one ZCARD)
 
 
@@ -79,6 +82,31 @@ def fill(client: redis.Redis, size: int, key: str = KEY) -> None:
                 mapping={"name": f"Player {i}", "country": COUNTRIES[i % 8]},
             )
         pipe.zadd(key, scores)
+        pipe.execute()
+
+
+def compact_value(fields: dict[str, str]) -> bytes:
+    """A compact board's value for a player: the RESP array HGETALL would answer
+    (encode_fields in cpp/leaderboard/scripts/lib/options.lua)."""
+    items = [text.encode() for pair in fields.items() for text in pair]
+    return b"*%d\r\n" % len(items) + b"".join(b"$%d\r\n%s\r\n" % (len(t), t) for t in items)
+
+
+def fill_compact(client: redis.Redis, size: int, key: str = COMPACT_KEY) -> None:
+    """The same players as ``fill`` in the compact layout: one hash ``f"{key}:meta"``."""
+    rng = random.Random(7)
+    client.delete(key, f"{key}:meta", f"{key}:options")
+    client.hset(f"{key}:options", mapping={"order": "desc", "ties": "lexicographic",
+                                           "layout": "compact"})  # fmt: skip
+    batch = 5000
+    for first in range(0, size, batch):
+        pipe = client.pipeline(transaction=False)
+        scores, meta = {}, {}
+        for i in range(first, min(first + batch, size)):
+            scores[user_id(i)] = float(rng.randrange(size))
+            meta[user_id(i)] = compact_value({"name": f"Player {i}", "country": COUNTRIES[i % 8]})
+        pipe.zadd(key, scores)
+        pipe.hset(f"{key}:meta", mapping=meta)  # type: ignore[arg-type]
         pipe.execute()
 
 
@@ -199,6 +227,7 @@ def main(argv: Optional[list[str]] = None) -> int:
         url = f"redis://127.0.0.1:{server.port}"
         version = admin.info("server")["redis_version"]
         ours = rl.RedisLeaderboard(url=url, key=KEY, max_entries=None)
+        compact = rl.RedisLeaderboard(url=url, key=COMPACT_KEY, max_entries=None, layout="compact")
         cached = rl.RedisLeaderboard(
             rl.Client(port=server.port, client_cache=True), key=KEY, max_entries=None
         )
@@ -207,28 +236,41 @@ def main(argv: Optional[list[str]] = None) -> int:
         )
         print(f"server CPU per call, µs (redis-server {version}; median of {args.rounds} rounds)")
         print(
-            f"{'call':<24} {'size':>9} {'ours':>9} {'cached':>9} {'guide':>9}"
-            f" {'ours/guide':>11} {'cached/guide':>13}"
+            f"{'call':<24} {'size':>9} {'ours':>9} {'compact':>9} {'cached':>9} {'guide':>9}"
+            f" {'ours/guide':>11} {'compact/guide':>14} {'cached/guide':>13}"
         )
         for size in sizes:
             admin.flushall()
             empty = int(admin.info("memory")["used_memory"])
             fill(admin, size)
-            per_player = (int(admin.info("memory")["used_memory"]) - empty) / size
-            print(f"{size:,} players: {per_player:.0f} bytes of used_memory each", flush=True)
+            filled = int(admin.info("memory")["used_memory"])
+            fill_compact(admin, size)
+            per_player = (filled - empty) / size
+            per_compact = (int(admin.info("memory")["used_memory"]) - filled) / size
+            print(
+                f"{size:,} players: {per_player:.0f} bytes of used_memory each in the guide's "
+                f"layout, {per_compact:.0f} in the compact one",
+                flush=True,
+            )
             for name, call in plain_calls(size):
                 if only and name not in only:
                     continue
-                runs: dict[str, list[float]] = {"ours": [], "cached": [], "guide": []}
+                boards: list[tuple[str, Any]] = [
+                    ("ours", ours),
+                    ("compact", compact),
+                    ("cached", cached),
+                ]
+                boards.append(("guide", guide))
+                runs: dict[str, list[float]] = {who: [] for who, _ in boards}
                 for _ in range(args.rounds):
-                    for who, board in (("ours", ours), ("cached", cached), ("guide", guide)):
+                    for who, board in boards:
                         runs[who].append(
                             cost(admin, lambda i, c=call, o=board: c(o, i), args.seconds)
                         )
-                a, c, b = (statistics.median(runs[w]) for w in ("ours", "cached", "guide"))
+                a, k, c, b = (statistics.median(runs[w]) for w, _ in boards)
                 print(
-                    f"{name:<24} {size:>9,} {a:>9.1f} {c:>9.1f} {b:>9.1f}"
-                    f" {a / b:>10.2f}x {c / b:>12.2f}x",
+                    f"{name:<24} {size:>9,} {a:>9.1f} {k:>9.1f} {c:>9.1f} {b:>9.1f}"
+                    f" {a / b:>10.2f}x {k / b:>13.2f}x {c / b:>12.2f}x",
                     flush=True,
                 )
         admin.flushall()

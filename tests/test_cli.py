@@ -72,6 +72,20 @@ def test_import_then_top_rank_and_around(redis_server: Any, board_key: str, play
     assert [e["rank"] for e in json.loads(around.stdout)] == [9, 10, 11]
 
 
+def test_a_compact_board_from_the_command_line(
+    redis_server: Any, board_key: str, players_csv: Path
+) -> None:
+    done = cli(redis_server, board_key, "import", str(players_csv), "--layout", "compact")
+    assert done.returncode == 0, done.stderr
+    board = RedisLeaderboard(Client(port=redis_server.port), key=board_key, layout="compact")
+    assert board.get_user_metadata("player-2499") == {"name": "Player 2499", "country": "NZ"}
+    top = cli(redis_server, board_key, "top", "1", "--json", "--layout", "compact")
+    assert json.loads(top.stdout)[0]["metadata"] == {"name": "Player 2500"}
+    # Without --layout the command opens the guide's layout: refused, one clear line.
+    refused = cli(redis_server, board_key, "top", "1")
+    assert refused.returncode != 0 and "layout='compact'" in refused.stderr
+
+
 def test_import_rejects_a_file_without_the_columns(redis_server: Any, board_key: str, tmp_path):
     path = tmp_path / "bad.csv"
     path.write_text("id,points\na,1\n")

@@ -126,6 +126,28 @@ def test_sharded_matches_one_board(
     assert board.get_size() == 0
 
 
+def test_a_compact_sharded_board_matches_one_board_and_converts(
+    cluster_client: ClusterClient, redis_cluster: RedisCluster
+) -> None:
+    # Every shard in the compact layout: the same answers as one plain board; a sharded board
+    # of the guide's layout converts in place, shard by shard.
+    tag = uuid.uuid4().hex[:10]
+    plain = RedisLeaderboard(cluster_client, key=f"{{plain{tag}}}", max_entries=10_000)
+    board = ShardedLeaderboard(cluster_client, key=f"shc{tag}", shards=3, layout="compact")
+    assert board.layout == "compact" and "layout='compact'" in repr(board)
+    guide = ShardedLeaderboard(cluster_client, key=f"shg{tag}", shards=3)
+    rng = random.Random(5)
+    for name, args, kwargs in writes(rng.randint(0, 10**6), 120):
+        same_write(getattr(board, name)(*args, **kwargs), getattr(plain, name)(*args, **kwargs))
+        getattr(guide, name)(*args, **kwargs)
+    compare(plain, board, rng)
+    converted = ShardedLeaderboard(cluster_client, key=f"shg{tag}", shards=3, layout="compact")
+    assert converted.convert_layout(page=10) > 0
+    compare(plain, converted, rng)
+    with pytest.raises(ValueError, match="open it with layout='compact'"):
+        guide.convert_layout()
+
+
 def test_sharded_board_asyncio(
     redis_cluster: RedisCluster, cluster_client: ClusterClient, arun: Callable[..., Any]
 ) -> None:

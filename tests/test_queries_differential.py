@@ -181,11 +181,14 @@ def steps_of(seed: int, options: dict[str, Any]) -> Iterator[Step | None]:
 def run_sync(
     server: RedisServer, r: Any, key: str, order: str, ties: str, seed: int, **options: Any
 ):
+    layout = options.pop("layout", "guide")
     model = RankingModel(5, order, ties, **options)
     mismatches: list[str] = []
     count = 0
     with redis_leaderboard.Client(host=server.host, port=server.port) as client:
-        board = RedisLeaderboard(client, key=key, max_entries=5, order=order, ties=ties, **options)
+        board = RedisLeaderboard(
+            client, key=key, max_entries=5, order=order, ties=ties, layout=layout, **options
+        )
         for method, args, kwargs in expand(model, steps_of(seed, options)):
             got = outcome(getattr(board, method), *args, **kwargs)
             want = outcome(getattr(model, method), *args, **kwargs)
@@ -193,7 +196,7 @@ def run_sync(
             if got != want:
                 mismatches.append(f"op {count}: {method}{args}{kwargs}: {got!r} != {want!r}")
                 break
-    state, expected = board_state(r, key), expected_state(model, key, r)
+    state, expected = board_state(r, key), expected_state(model, key, r, layout)
     if state != expected:
         mismatches.append(f"final state: got {state!r}, want {expected!r}")
     return count, mismatches
@@ -205,13 +208,14 @@ MULTI_ROUND_TRIP = {"upsert_many", "set_max_entries", "clear"}
 async def run_asyncio(
     server: RedisServer, r: Any, key: str, order: str, ties: str, seed: int, **options: Any
 ):
+    layout = options.pop("layout", "guide")
     model = RankingModel(5, order, ties, **options)
     mismatches: list[str] = []
     count = 0
     rng = random.Random(seed)
     async with AsyncClient(host=server.host, port=server.port) as client:
         board = AsyncRedisLeaderboard(
-            client, key=key, max_entries=5, order=order, ties=ties, **options
+            client, key=key, max_entries=5, order=order, ties=ties, layout=layout, **options
         )
         source = steps_of(seed, options)
         queue: collections.deque[Step | None] = collections.deque()
@@ -247,7 +251,7 @@ async def run_asyncio(
                 count += 1
                 if got != want and not mismatches:
                     mismatches.append(f"op {count}: {method}{args}{kwargs}: {got!r} != {want!r}")
-    state, expected = board_state(r, key), expected_state(model, key, r)
+    state, expected = board_state(r, key), expected_state(model, key, r, layout)
     if state != expected:
         mismatches.append(f"final state: got {state!r}, want {expected!r}")
     return count, mismatches
@@ -269,6 +273,24 @@ def test_every_query_matches_the_model(
     assert mismatches == []
     assert count > STEPS_PER_BOARD
     print(f"{kind} {order} {ties}: {count} operations, 0 mismatches")
+
+
+@pytest.mark.parametrize(("order", "ties"), COMBINATIONS)
+@pytest.mark.parametrize("kind", ["sync", "asyncio"])
+def test_every_query_matches_the_model_in_the_compact_layout(
+    redis_server: RedisServer, r: Any, board_key: str, order: str, ties: str, kind: str
+) -> None:
+    # Every player's metadata in one hash: the same answers, page for page.
+    seed = 7500 + 1000 * ORDERS.index(order) + 10 * TIES.index(ties) + (kind == "asyncio")
+    if kind == "sync":
+        count, mismatches = run_sync(redis_server, r, board_key, order, ties, seed,
+                                     layout="compact")  # fmt: skip
+    else:
+        count, mismatches = asyncio.run(
+            run_asyncio(redis_server, r, board_key, order, ties, seed, layout="compact")
+        )
+    assert mismatches == []
+    assert count > STEPS_PER_BOARD
 
 
 @pytest.mark.parametrize("order", ORDERS)

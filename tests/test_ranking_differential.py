@@ -98,16 +98,25 @@ def board_state(r: Any, key: str) -> dict[str, Any]:
     return out
 
 
-def expected_state(model: RankingModel, key: str, r: Any) -> dict[str, Any]:
-    """The keys a board in the model's state holds: the guide's, plus the option keys."""
+def compact_value(fields: dict[str, str]) -> str:
+    """A compact board's stored value for a player's fields: the RESP array HGETALL answers."""
+    items = [text for pair in fields.items() for text in pair]
+    return f"*{len(items)}\r\n" + "".join(f"${len(t.encode())}\r\n{t}\r\n" for t in items)
+
+
+def expected_state(model: RankingModel, key: str, r: Any, layout: str = "guide") -> dict[str, Any]:
+    """The keys a board in the model's state holds: the guide's (or the compact layout's: one
+    metadata hash, ``f"{key}:meta"``), plus the option keys."""
     out: dict[str, Any] = {}
     if model.scores:
         out[""] = sorted(model.scores.items(), key=lambda p: (p[1], p[0].encode()))
     for user_id, fields in model.metadata.items():
-        if fields:
+        if fields and layout == "compact":
+            out.setdefault(":meta", {})[user_id] = compact_value(fields)
+        elif fields:
             out[f":user:{user_id}"] = fields
     limited = model.score_range is not None or model.max_increment is not None
-    limited = limited or bool(model.tiebreak)
+    limited = limited or bool(model.tiebreak) or layout == "compact"
     if model.kept:  # fair play: the hidden players, each with their kept score's text
         out[":hidden"] = {u: "" if v is None else repr_score(v) for u, v in model.kept.items()}
         for u, columns in model.kept_columns.items():  # and their tie-break columns' key
@@ -124,11 +133,12 @@ def expected_state(model: RankingModel, key: str, r: Any) -> dict[str, Any]:
         ties = model.ties
         if model.tiebreak:  # recorded as the tie rule: "tb:<name>.<direction>,..."
             ties = "tb:" + ",".join(f"{name}.{direction}" for name, direction in model.tiebreak)
-        if (model.order, ties) != ("desc", "lexicographic"):
+        if (model.order, ties) != ("desc", "lexicographic") or layout == "compact":
             assert {k: options[k] for k in ("order", "ties")} == {
                 "order": model.order,
                 "ties": ties,
             }
+        assert options.get("layout") == (None if layout == "guide" else layout)
         if model.score_range is not None:  # fair play: "<min>/<max>", Lua's %.17g
             low, high = model.score_range
             texts = ["" if v is None else repr_score(v) for v in (low, high)]
@@ -211,8 +221,10 @@ def run_sync(
     ties: str,
     seed: int,
     limits: dict[str, Any] = {},  # noqa: B006  (read only)
+    layout: str = "guide",
 ) -> tuple[int, list[str], int]:
     model = RankingModel(5, order, ties, **limits)
+    limits = {**limits, "layout": layout}
     mismatches: list[str] = []
     count = refused = 0
     with redis_leaderboard.Client(host=server.host, port=server.port) as client:
@@ -232,7 +244,7 @@ def run_sync(
             if got != want:
                 mismatches.append(f"step {step}: {method}{args}{kwargs}: {got!r} != {want!r}")
                 break
-    state, expected = board_state(r, key), expected_state(model, key, r)
+    state, expected = board_state(r, key), expected_state(model, key, r, layout)
     if state != expected:
         mismatches.append(f"final state: got {state!r}, want {expected!r}")
     return count, mismatches, refused
@@ -253,8 +265,10 @@ async def run_asyncio(
     ties: str,
     seed: int,
     limits: dict[str, Any] = {},  # noqa: B006  (read only)
+    layout: str = "guide",
 ) -> tuple[int, list[str], int]:
     model = RankingModel(5, order, ties, **limits)
+    limits = {**limits, "layout": layout}
     mismatches: list[str] = []
     count = refused = 0
     steps = list(steps_of(seed, limits))
@@ -290,7 +304,7 @@ async def run_asyncio(
                         f"step {i}: {method}{args}{kwargs}: got {got!r}, want {want!r}"
                     )
                 i += 1
-    state, expected = board_state(r, key), expected_state(model, key, r)
+    state, expected = board_state(r, key), expected_state(model, key, r, layout)
     if state != expected:
         mismatches.append(f"final state: got {state!r}, want {expected!r}")
     return count, mismatches, refused
@@ -312,6 +326,39 @@ def test_every_method_matches_the_model(
     count, mismatches, _ = result
     assert mismatches == []
     assert count == OPERATIONS_PER_BOARD
+
+
+# The compact layout (every player's metadata in one hash): the same sequences, every method's
+# result and the board's keys against the same model as the guide's layout.
+@pytest.mark.parametrize(("order", "ties"), COMBINATIONS)
+@pytest.mark.parametrize("kind", ["sync", "asyncio"])
+def test_the_compact_layout_matches_the_model(
+    redis_server: RedisServer, r: Any, board_key: str, order: str, ties: str, kind: str
+) -> None:
+    seed = 3 + 1000 * ORDERS.index(order) + 10 * TIES.index(ties) + (kind == "asyncio")
+    run: Callable[..., Any] = run_sync if kind == "sync" else run_asyncio
+    result = run(redis_server, r, board_key, order, ties, seed, {}, "compact")
+    if kind == "asyncio":
+        result = asyncio.run(result)
+    count, mismatches, _ = result
+    assert mismatches == []
+    assert count == OPERATIONS_PER_BOARD
+
+
+@pytest.mark.parametrize("kind", ["sync", "asyncio"])
+def test_the_compact_layout_with_tiebreak_columns_and_limits_matches_the_model(
+    redis_server: RedisServer, r: Any, board_key: str, kind: str
+) -> None:
+    seed = 57 + (kind == "asyncio")
+    limits = {"tiebreak": TIEBREAK, "score_range": (-1.0, 2.0), "max_increment": 1.5}
+    run: Callable[..., Any] = run_sync if kind == "sync" else run_asyncio
+    result = run(redis_server, r, board_key, "desc", "lexicographic", seed, limits, "compact")
+    if kind == "asyncio":
+        result = asyncio.run(result)
+    count, mismatches, refused = result
+    assert mismatches == []
+    assert count == OPERATIONS_PER_BOARD
+    assert refused >= 20
 
 
 # Fair play: the same sequences on boards with score limits (tight enough that writes of every

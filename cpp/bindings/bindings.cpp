@@ -494,7 +494,7 @@ PYBIND11_MODULE(_core, m) {
                                  py::handle events, py::handle events_maxlen, py::handle expire_at,
                                  std::optional<std::string> submission_scope,
                                  py::handle score_range, py::handle max_increment,
-                                 py::handle tiebreak, py::handle open_span) {
+                                 py::handle tiebreak, py::handle open_span, py::handle layout) {
              // The guards (fair play's score limits among them).
              leaderboard::Guards guards = guards_arg(submission_ttl, rate_limit, events,
                                                      events_maxlen, score_range, max_increment);
@@ -513,13 +513,14 @@ PYBIND11_MODULE(_core, m) {
              return Board(std::move(key), max_entries_arg(max_entries),
                           leaderboard::parse_order(option_arg(order, "order")),
                           leaderboard::parse_ties(option_arg(ties, "ties")), guards, deadline,
-                          std::move(submission_scope), tiebreak_columns_arg(tiebreak), span);
+                          std::move(submission_scope), tiebreak_columns_arg(tiebreak), span,
+                          leaderboard::parse_layout(option_arg(layout, "layout")));
            }),
            "key"_a, "max_entries"_a, py::kw_only(), "order"_a = "desc", "ties"_a = "lexicographic",
            "submission_ttl"_a = 86400, "rate_limit"_a = py::none(), "events"_a = false,
            "events_maxlen"_a = 10000, "expire_at"_a = py::none(), "submission_scope"_a = py::none(),
            "score_range"_a = py::none(), "max_increment"_a = py::none(), "tiebreak"_a = py::none(),
-           "open_span"_a = py::none())
+           "open_span"_a = py::none(), "layout"_a = "guide")
       // What a script family written in Python (a tournament's) sends for a board of this
       // shape: its tie rule as the scripts read it, its option keys (board_spec), and a
       // write's tie-break word ('' or 'tb:<ranked member's key>').
@@ -554,6 +555,8 @@ PYBIND11_MODULE(_core, m) {
                              [](const Board& self) { return leaderboard::name_of(self.order()); })
       .def_property_readonly("ties",
                              [](const Board& self) { return leaderboard::name_of(self.ties()); })
+      .def_property_readonly("layout",
+                             [](const Board& self) { return leaderboard::name_of(self.layout()); })
       .def_property_readonly("options_checked", &Board::options_checked)
       .def_property_readonly("bulk_checked", &Board::bulk_checked)
       // The guards.
@@ -660,6 +663,12 @@ PYBIND11_MODULE(_core, m) {
           },
           "user_id"_a)
       .def("clear", [](const Board& self) { return wrap(self.clear()); })
+      .def(
+          "convert_layout",
+          [](const Board& self, py::handle page) {
+            return wrap(self.convert_layout(integer_arg(page, "page")));
+          },
+          "page"_a = 1000)
       .def(
           "hide",
           [](const Board& self, py::handle user_id, bool scope) {

@@ -116,7 +116,49 @@ std::string take_string(Reply& reply) {
   return std::move(reply.str);
 }
 
+// A number of the compact layout's value format at `at` (digits, then CRLF), past it.
+std::size_t compact_number(std::string_view text, std::size_t& at) {
+  std::size_t value = 0, digits = 0;
+  while (at < text.size() && text[at] >= '0' && text[at] <= '9' && digits < 10) {
+    value = value * 10 + static_cast<std::size_t>(text[at++] - '0');
+    ++digits;
+  }
+  if (digits == 0 || text.substr(at, 2) != "\r\n") unexpected("a compact board's metadata");
+  at += 2;
+  return value;
+}
+
+// A compact board's stored metadata (encode_fields in lib/options.lua: the RESP array of bulk
+// strings HGETALL would answer, "*<n>\r\n" then "$<length>\r\n<bytes>\r\n" each; '' for none).
+Metadata parse_compact_metadata(std::string_view text) {
+  Metadata metadata;
+  if (text.empty()) return metadata;
+  std::size_t at = 1;
+  if (text[0] != '*') unexpected("a compact board's metadata");
+  const std::size_t count = compact_number(text, at);
+  if (count % 2 != 0 || count > text.size()) unexpected("a compact board's metadata");
+  metadata.reserve(count / 2);
+  std::string field;
+  for (std::size_t i = 0; i < count; ++i) {
+    if (at >= text.size() || text[at++] != '$') unexpected("a compact board's metadata");
+    const std::size_t length = compact_number(text, at);
+    if (length > text.size() - at || text.substr(at + length, 2) != "\r\n") {
+      unexpected("a compact board's metadata");
+    }
+    std::string value(text.substr(at, length));
+    at += length + 2;
+    if (i % 2 == 0) {
+      field = std::move(value);
+    } else {
+      metadata.emplace_back(std::move(field), std::move(value));
+    }
+  }
+  if (at != text.size()) unexpected("a compact board's metadata");
+  return metadata;
+}
+
 Metadata parse_metadata(Reply& reply) {
+  if (reply.type == ReplyType::String) return parse_compact_metadata(reply.str);  // compact
   if (!reply.is_array() || reply.elements.size() % 2 != 0) unexpected("a metadata hash");
   Metadata metadata;
   metadata.reserve(reply.elements.size() / 2);
@@ -207,7 +249,9 @@ class WindowReader final : public codec::ReplySink {
       entries_.emplace_back().user_id.assign(value);
     } else if (depth == 2 && parent == 2 && index % 3 == 1 && type != ReplyType::Error) {
       if (!read_score(value, entries_.back().score)) bad_ = true;
-    } else if (depth == 3 && type == ReplyType::String) {  // in a metadata array (checked)
+    } else if (depth == 2 && parent == 2 && index % 3 == 2 && type == ReplyType::String) {
+      entries_.back().metadata = parse_compact_metadata(value);  // a compact board's
+    } else if (depth == 3 && type == ReplyType::String) {        // in a metadata array (checked)
       auto& metadata = entries_.back().metadata;
       if (index % 2 == 0) {
         metadata.emplace_back(std::string(value), std::string());
@@ -320,8 +364,11 @@ class SingleCall final : public Operation {
 
   // A script read that takes the metadata prefix `prefix` as its ARGV's `argv_n`-th argument
   // (calls::argv_n::<script>::user_prefix: window, around, entries): it can run without
-  // metadata for a client-side cache.
-  std::unique_ptr<SingleCall> caches_metadata(std::string prefix, std::size_t argv_n) && {
+  // metadata for a client-side cache, and a big one reads in two steps (split_read). On the
+  // guide's layout only: a compact board's metadata of a page is one HMGET in the script.
+  std::unique_ptr<SingleCall> caches_metadata(std::string prefix, std::size_t argv_n,
+                                              Layout layout) && {
+    if (layout == Layout::Compact) return std::make_unique<SingleCall>(std::move(*this));
     prefix_arg_ = calls::argv_index(command_, argv_n);
     if (command_.argv.at(prefix_arg_) != prefix) unexpected("a metadata prefix argument");
     prefix_ = std::move(prefix);
@@ -434,7 +481,7 @@ class ListAll final : public Operation {
         board_(std::move(board)),
         option_keys_(std::move(option_keys)),
         prefix_(std::move(prefix)),
-        split_(split && !prefix_.empty()) {}
+        split_(split && !prefix_.empty() && !compact()) {}
   const char* name() const override { return "list_all"; }
   bool paged() const override { return true; }
   std::vector<Command> next() override {
@@ -472,10 +519,10 @@ class ListAll final : public Operation {
     return result;
   }
   const std::string* cached_metadata_prefix() const override {
-    return prefix_.empty() ? nullptr : &prefix_;
+    return prefix_.empty() || compact() ? nullptr : &prefix_;
   }
   std::unique_ptr<Operation> without_metadata() const override {
-    if (prefix_.empty()) return nullptr;
+    if (prefix_.empty() || compact()) return nullptr;
     return std::make_unique<ListAll>(id_, board_, option_keys_, std::string());
   }
   bool in_two_steps() const override { return split_; }
@@ -485,6 +532,8 @@ class ListAll final : public Operation {
   }
 
  private:
+  // A compact board: no client-side cache, no split (a page's metadata is one HMGET).
+  bool compact() const { return id_->layout == Layout::Compact; }
   long long page_count() const {
     return split_ && entries_.empty() ? Board::kSplitReadFrom : Board::kPageSize;
   }
@@ -546,6 +595,49 @@ class Clear final : public Operation {
   arg::removal_keys keys_;
   std::string prefix_;
   RoundTripBudget budget_;
+};
+
+// convert_layout: layout.lua, a page per round trip until the board is in the compact layout;
+// the result is how many players' metadata moved. ZSCAN's pages are about `page` members each:
+// past four times the pages the board's size needs (plus some), it raises instead of looping.
+class ConvertLayout final : public Operation {
+ public:
+  ConvertLayout(std::shared_ptr<Identity> id, std::string board, arg::option_keys keys,
+                long long page)
+      : id_(std::move(id)), board_(std::move(board)), keys_(std::move(keys)), page_(page) {}
+  const char* name() const override { return "convert_layout"; }
+  bool paged() const override { return true; }
+  std::vector<Command> next() override {
+    return {calls::layout(arg::board{board_}, keys_, arg::cursor{cursor_},
+                          arg::page{std::to_string(page_)}, *id_->order_arg(), *id_->ties_arg())};
+  }
+  bool feed(std::vector<Reply>& replies) override {
+    auto& reply = replies.at(0);
+    id_->accept(reply);
+    const auto& parts = parse_array(reply, 3);
+    if (parts.size() != 3) unexpected("a page of convert_layout");
+    cursor_ = take_string(reply.elements[0]);
+    moved_ += parse_count(reply.elements[1], kMaxCount);
+    const long long size = parse_count(reply.elements[2], kMaxCount);
+    if (cursor_ == "0") return true;
+    if (++pages_ > 4 * (size / page_ + 1) + 16) {
+      throw RedisError("convert_layout gave up after " + std::to_string(pages_) +
+                       " round trips over a board of " + std::to_string(size) +
+                       " entries (the server's replies do not add up); call it again: it goes "
+                       "on where it stopped");
+    }
+    return false;
+  }
+  Result take_result() override { return moved_; }
+
+ private:
+  static constexpr long long kMaxCount = 1LL << 40;
+  std::shared_ptr<Identity> id_;
+  std::string board_;
+  arg::option_keys keys_;
+  long long page_;
+  std::string cursor_ = "0";
+  long long moved_ = 0, pages_ = 0;
 };
 
 // set_max_entries and the trim after upsert_many: a page per round trip until the board fits,
@@ -658,6 +750,39 @@ class Batch final : public Operation {
   std::vector<Command> commands_;
   std::size_t sent_ = 0;
   long long count_;
+};
+
+// get_user_metadata on a compact board: HGETALL of the guide's hash, then HGET of the user's
+// field of the board's hash, pipelined (one round trip, no script): the field if it is there,
+// else the guide's hash. Right at every moment of a conversion (layout.lua), which moves a
+// player's fields one way only, from the guide's hash to the board's: a field found was the
+// player's then; none found means none had moved when it was read, so the guide's hash, read
+// just before, held them (or nothing). After the conversion the HGETALL finds no key.
+class CompactMetadata final : public Operation {
+ public:
+  CompactMetadata(std::string guide_key, std::string meta_key, std::string user_id)
+      : guide_key_(std::move(guide_key)),
+        meta_key_(std::move(meta_key)),
+        user_id_(std::move(user_id)) {}
+  const char* name() const override { return "get_user_metadata"; }
+  std::vector<Command> next() override {
+    std::vector<Command> commands;
+    commands.reserve(2);
+    commands.push_back(Command{nullptr, strings("HGETALL", guide_key_)});
+    commands.push_back(Command{nullptr, strings("HGET", meta_key_, user_id_)});
+    return commands;
+  }
+  bool feed(std::vector<Reply>& replies) override {
+    if (replies.size() != 2) unexpected(name());
+    Reply& field = replies[1];
+    result_ = field.is_nil() ? parse_metadata(replies[0]) : parse_metadata(field);
+    return true;
+  }
+  Result take_result() override { return std::move(result_); }
+
+ private:
+  std::string guide_key_, meta_key_, user_id_;
+  Result result_;
 };
 
 // get_user_entry on the guide's board (one known to record no options): the guide's own
@@ -901,6 +1026,14 @@ Ties parse_ties(std::string_view name) {
                         std::string(name) + "'");
 }
 
+Layout parse_layout(std::string_view name) {
+  if (name == "guide") return Layout::Guide;
+  if (name == "compact") return Layout::Compact;
+  throw InvalidArgument("layout must be 'guide' or 'compact', not '" + std::string(name) + "'");
+}
+
+const char* name_of(Layout layout) { return layout == Layout::Compact ? "compact" : "guide"; }
+
 WriteMode parse_write_mode(std::string_view name) {
   if (name == "set") return WriteMode::Set;
   if (name == "best") return WriteMode::Best;
@@ -1029,9 +1162,14 @@ std::string status_field(const std::string& status, std::string_view name) {
 }
 
 // The options as the scripts record them ('-' or '?': none), as Python writes them.
-std::string options_text(const std::string& order, const std::string& ties, const std::string& rate,
+std::string options_text(const std::string& order, std::string ties, const std::string& rate,
                          const std::string& events, const std::string& range,
                          const std::string& increment) {
+  // A compact board: its ties word ends "+compact" (Identity::ties_word).
+  static constexpr std::string_view kCompact = "+compact";
+  const bool compact = ties.size() > kCompact.size() &&
+                       ties.compare(ties.size() - kCompact.size(), kCompact.size(), kCompact) == 0;
+  if (compact) ties.erase(ties.size() - kCompact.size());
   auto none = [](const std::string& text) { return text == "-" || text == "?"; };
   auto pair = [&](const std::string& text, auto&& side) -> std::string {
     auto slash = text.find('/');
@@ -1066,15 +1204,20 @@ std::string options_text(const std::string& order, const std::string& ties, cons
                            seconds(rate.substr(rate.find('/') + 1)) + ")") +
          ", events=" + (events == "1" ? "True" : "False") +
          ", score_range=" + pair(range, optional) +
-         ", max_increment=" + (none(increment) ? std::string("None") : as_is(increment));
+         ", max_increment=" + (none(increment) ? std::string("None") : as_is(increment)) +
+         (compact ? ", layout='compact'" : "");
 }
 
 }  // namespace
 
 std::string recorded_options_text(const std::string& status) {
   auto field = [&](std::string_view name) { return status_field(status, name); };
-  return options_text(field("order"), field("ties"), field("rate_limit"), field("events"),
-                      field("score_range"), field("max_increment"));
+  std::string ties = field("ties");
+  const std::string layout = field("layout");
+  if (layout == "compact" || layout == "migrating") ties += "+compact";
+  return options_text(field("order"), ties, field("rate_limit"), field("events"),
+                      field("score_range"), field("max_increment")) +
+         (layout == "migrating" ? " (its conversion from the guide's layout is under way)" : "");
 }
 
 std::string guards_status_text(const Guards& guards) {
@@ -1163,12 +1306,15 @@ void Board::Identity::accept(const Reply& reply) {
 }
 
 std::string Board::Identity::ties_word() const {
-  if (tiebreak.empty()) return name_of(ties);
-  std::string word = "tb:";
-  for (const auto& column : tiebreak) {
-    if (word.size() > 3) word += ",";
-    word += column.name + (column.desc ? ".desc" : ".asc");
+  std::string word = name_of(ties);
+  if (!tiebreak.empty()) {
+    word = "tb:";
+    for (const auto& column : tiebreak) {
+      if (word.size() > 3) word += ",";
+      word += column.name + (column.desc ? ".desc" : ".asc");
+    }
   }
+  if (layout == Layout::Compact) word += "+compact";
   return word;
 }
 
@@ -1217,8 +1363,9 @@ Board::Identity::RemovalArgs Board::Identity::removal_args() const {
 Board::Board(std::string key, long long max_entries, Order order, Ties ties, Guards guards,
              std::optional<long long> expire_at, std::optional<std::string> submission_scope,
              std::vector<TiebreakColumn> tiebreak,
-             std::optional<std::pair<long long, long long>> open_span)
+             std::optional<std::pair<long long, long long>> open_span, Layout layout)
     : id_(std::make_shared<Identity>()) {
+  id_->layout = layout;
   if (open_span && !(open_span->first < open_span->second)) {
     throw InvalidArgument("open_span must be (from, until) with from < until (unix ms)");
   }
@@ -1487,6 +1634,7 @@ std::vector<std::string> Board::option_keys() const {
   } else if (ties() == Ties::Dense) {
     keys.push_back(key() + ":dense");
   }
+  if (layout() == Layout::Compact) keys.push_back(key() + ":meta");
   return keys;
 }
 
@@ -1610,7 +1758,7 @@ std::unique_ptr<Operation> Board::get_top(long long count) const {
                            return entries;
                          }),
                          id_)
-                  .caches_metadata(metadata_prefix(), calls::argv_n::window::user_prefix);
+                  .caches_metadata(metadata_prefix(), calls::argv_n::window::user_prefix, layout());
   call->set_lean_form([id = id_, key = key(), count]() -> std::unique_ptr<Operation> {
     // A default board whose options were checked: the guide's ZRANGE, ranks by position.
     if (!id->is_default() || !id->checked.load(std::memory_order_relaxed)) return nullptr;
@@ -1639,10 +1787,11 @@ std::unique_ptr<Operation> Board::get_around_rank(long long rank, long long coun
       arg::board{key()}, option_keys_arg(Check::UntilConfirmed),
       arg::user_prefix{metadata_prefix()}, arg::mode{"around"}, arg::start{std::to_string(rank)},
       arg::count{std::to_string(count)}, id_->order_arg(), id_->ties_arg());
-  return split_read(SingleCall("get_around_rank", std::move(command),
-                               SingleCall::WindowParser(window_entries), id_)
-                        .caches_metadata(metadata_prefix(), calls::argv_n::window::user_prefix),
-                    count);
+  return split_read(
+      SingleCall("get_around_rank", std::move(command), SingleCall::WindowParser(window_entries),
+                 id_)
+          .caches_metadata(metadata_prefix(), calls::argv_n::window::user_prefix, layout()),
+      count);
 }
 
 std::unique_ptr<Operation> Board::get_rank(std::string user_id) const {
@@ -1677,6 +1826,10 @@ std::unique_ptr<Operation> Board::check_options() const {
 
 std::unique_ptr<Operation> Board::get_user_metadata(std::string user_id) const {
   require_user_id(user_id);
+  if (layout() == Layout::Compact) {  // the user's field of the board's hash
+    return std::make_unique<CompactMetadata>(metadata_prefix() + user_id, metadata_key(user_id),
+                                             std::move(user_id));
+  }
   return std::make_unique<SingleCall>("get_user_metadata",
                                       Command{nullptr, strings("HGETALL", metadata_key(user_id))},
                                       [](Reply& reply) -> Result { return parse_metadata(reply); });
@@ -1882,6 +2035,18 @@ std::unique_ptr<Operation> Board::clear() const {
   return std::make_unique<Clear>(id_, key(), removal_keys_arg(), metadata_prefix());
 }
 
+std::unique_ptr<Operation> Board::convert_layout(long long page) const {
+  if (layout() != Layout::Compact) {
+    throw InvalidArgument(
+        "convert_layout converts a board to the compact layout: open it with "
+        "layout='compact'");
+  }
+  if (page < 1 || page > kMaxConvertPage) {
+    throw InvalidArgument("page must be between 1 and " + std::to_string(kMaxConvertPage));
+  }
+  return std::make_unique<ConvertLayout>(id_, key(), arg::option_keys{option_keys()}, page);
+}
+
 // ---- Queries ----------------------------------------------------------------------------------
 
 namespace {
@@ -1907,15 +2072,16 @@ std::unique_ptr<Operation> Board::get_around_user(std::string user_id, long long
       calls::around(arg::board{key()}, option_keys_arg(Check::EveryCall),
                     arg::user_prefix{metadata_prefix()}, arg::user_id{std::move(user_id)},
                     arg::count{std::to_string(count)}, id_->order_arg(), id_->ties_arg());
-  return split_read(SingleCall("get_around_user", std::move(command),
-                               SingleCall::WindowParser([](WindowReader* window) -> Result {
-                                 // nil: the user is not on the board
-                                 if (window == nullptr) return std::vector<Entry>();
-                                 return window_entries(window);
-                               }),
-                               id_)
-                        .caches_metadata(metadata_prefix(), calls::argv_n::around::user_prefix),
-                    count);
+  return split_read(
+      SingleCall("get_around_user", std::move(command),
+                 SingleCall::WindowParser([](WindowReader* window) -> Result {
+                   // nil: the user is not on the board
+                   if (window == nullptr) return std::vector<Entry>();
+                   return window_entries(window);
+                 }),
+                 id_)
+          .caches_metadata(metadata_prefix(), calls::argv_n::around::user_prefix, layout()),
+      count);
 }
 
 std::unique_ptr<Operation> Board::get_entries(std::vector<std::string> user_ids) const {
@@ -1958,7 +2124,7 @@ std::unique_ptr<Operation> Board::get_entries(std::vector<std::string> user_ids)
             return out;
           },
           id_)
-          .caches_metadata(metadata_prefix(), calls::argv_n::entries::user_prefix),
+          .caches_metadata(metadata_prefix(), calls::argv_n::entries::user_prefix, layout()),
       count);
 }
 
@@ -1986,7 +2152,7 @@ std::unique_ptr<Operation> Board::get_page(long long page, long long page_size) 
                    return out;
                  }),
                  id_)
-          .caches_metadata(metadata_prefix(), calls::argv_n::window::user_prefix),
+          .caches_metadata(metadata_prefix(), calls::argv_n::window::user_prefix, layout()),
       page_size);
 }
 

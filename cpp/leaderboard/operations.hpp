@@ -166,15 +166,21 @@ using Result =
 // (first), a shared rank with gaps (competition: 1, 1, 3) or without (dense: 1, 1, 2).
 enum class Order { Desc, Asc };
 enum class Ties { Lexicographic, First, Competition, Dense };
+// Where a board keeps its players' metadata: the guide's hash per player ("<key>:user:<id>"),
+// or the compact layout's one hash for the board ("<key>:meta", field: the user id; see
+// board_spec in lib/options.lua), recorded in the board's options.
+enum class Layout { Guide, Compact };
 // How a write combines the score with the stored one: replace it, keep the better, add.
 enum class WriteMode { Set, Best, Incr };
 
 // Parsing (InvalidArgument naming the allowed values) and the names used in Redis and errors.
 Order parse_order(std::string_view name);
 Ties parse_ties(std::string_view name);
+Layout parse_layout(std::string_view name);
 WriteMode parse_write_mode(std::string_view name);
 const char* name_of(Order order);
 const char* name_of(Ties ties);
+const char* name_of(Layout layout);
 const char* name_of(WriteMode mode);
 
 class Operation {
@@ -325,9 +331,11 @@ class Board {
         std::optional<long long> expire_at = std::nullopt,
         std::optional<std::string> submission_scope = std::nullopt,
         std::vector<TiebreakColumn> tiebreak = {},
-        std::optional<std::pair<long long, long long>> open_span = std::nullopt);
+        std::optional<std::pair<long long, long long>> open_span = std::nullopt,
+        Layout layout = Layout::Guide);
 
   const std::string& key() const { return id_->key; }
+  Layout layout() const { return id_->layout; }
   long long max_entries() const { return id_->max_entries.load(std::memory_order_relaxed); }
   Order order() const { return id_->order; }
   Ties ties() const { return id_->ties; }
@@ -439,16 +447,27 @@ class Board {
   // Entries are validated here; `first_index` numbers them in errors.
   std::unique_ptr<Operation> upsert_chunk(std::vector<BatchEntry> entries, long long first_index,
                                           int retries = 2) const;
+  // Converts the board at key() from the guide's layout to this object's, the compact one, a
+  // page of about `page` players per round trip (layout.lua); the result is how many players'
+  // metadata moved. InvalidArgument on a board object of the guide's layout.
+  std::unique_ptr<Operation> convert_layout(long long page) const;
+  static constexpr long long kMaxConvertPage = 10000;
   // Trims to max_entries in pages; the result is a TrimSummary with at most `report` ids.
   std::unique_ptr<Operation> trim_to_max_entries(long long report) const;
   // Checks the board's recorded options against this object's (ValueError if they differ);
   // the result is None. upsert_many runs it first on a default board not yet checked.
   std::unique_ptr<Operation> check_options() const;
 
-  std::string metadata_key(const std::string& user_id) const { return metadata_prefix() + user_id; }
+  // The user's metadata hash as scripts take it (`user_key`): the guide's f"{key}:user:{id}",
+  // or a compact board's hash f"{key}:meta" (the user's field there).
+  std::string metadata_key(const std::string& user_id) const {
+    return id_->layout == Layout::Compact ? key() + ":meta" : metadata_prefix() + user_id;
+  }
+  // The guide's metadata hashes' prefix (`user_prefix`; a compact board's scripts ignore it).
   std::string metadata_prefix() const { return key() + ":user:"; }
-  // The keys of the board's options: the options hash, then those the tie rule needs. None of
-  // them can be a metadata hash (f"{key}:user:{user_id}").
+  // The keys of the board's options: the options hash, then those the tie rule needs, then a
+  // compact board's metadata hash. None of them can be a guide's metadata hash
+  // (f"{key}:user:{user_id}").
   std::vector<std::string> option_keys() const;
 
   // What the operations share with the board that built them.
@@ -470,11 +489,14 @@ class Board {
     std::string scope;  // where submission ids are recorded (see Board)
 
     std::vector<TiebreakColumn> tiebreak;  // none: the score alone ranks
+    Layout layout = Layout::Guide;
     bool is_default() const {
-      return order == Order::Desc && ties == Ties::Lexicographic && tiebreak.empty();
+      return order == Order::Desc && ties == Ties::Lexicographic && tiebreak.empty() &&
+             layout == Layout::Guide;
     }
     // The tie rule as scripts get it: its name, or on a board with tie-break columns
-    // "tb:<name>.<desc|asc>,..." (recorded as the board's ties: see board_spec in lib/options.lua).
+    // "tb:<name>.<desc|asc>,..." (recorded as the board's ties: see board_spec in lib/options.lua);
+    // on a compact board followed by "+compact" (recorded as the options' 'layout').
     std::string ties_word() const;
     // A result's entries, their ranked members split into the user id and the columns' values
     // (a board with tie-break columns: its reads return the whole member).

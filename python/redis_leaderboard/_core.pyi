@@ -228,10 +228,11 @@ class Board:
         max_increment: Optional[float] = None,
         tiebreak: Optional[Sequence[tuple[str, str]]] = None,
         open_span: Optional[tuple[int, int]] = None,
+        layout: Literal["guide", "compact"] = "guide",
     ) -> None:
-        """ValueError for an unknown ``order`` or ``ties``, TypeError if not a str; the guards
-        checked too. ``expire_at`` (unix ms): every write PEXPIREATs the board's keys at it
-        (seasons). ``submission_scope``: where submission ids are recorded
+        """ValueError for an unknown ``order``, ``ties`` or ``layout``, TypeError if not a str;
+        the guards checked too. ``expire_at`` (unix ms): every write PEXPIREATs the board's keys
+        at it (seasons). ``submission_scope``: where submission ids are recorded
         (``f"{submission_scope}:submission:{id}"``; default the key); a period's board is
         ``f"{scope}:{period id}"`` and records its ids under its periodic board's key.
         ``open_span`` (from, until), unix ms: when, on the server's clock, the board's writes
@@ -255,11 +256,15 @@ class Board:
     @property
     def ties(self) -> Literal["lexicographic", "first", "competition", "dense"]: ...
     @property
+    def layout(self) -> Literal["guide", "compact"]:
+        """Where the metadata lives: a hash per player (guide) or one for the board."""
+    @property
     def options_checked(self) -> bool:
         """True once a reply showed the board's recorded options are this object's."""
     @property
     def ties_word(self) -> str:
-        """The tie rule as the scripts read it (tie-break columns: ``"tb:<name>.<dir>,..."``)."""
+        """The tie rule as the scripts read it (tie-break columns: ``"tb:<name>.<dir>,..."``;
+        a compact board's ends ``"+compact"``)."""
     @property
     def option_keys(self) -> list[str]:
         """The board's option keys, as a declared script takes them (board_spec)."""
@@ -331,6 +336,9 @@ class Board:
         """remove.lua; with ``events``, a removal appends a ``"delete"`` event."""
     def clear(self) -> Operation[None]:
         """clear.lua in pages; with ``events``, one ``"clear"`` event a page."""
+    def convert_layout(self, page: int = 1000) -> Operation[int]:
+        """layout.lua a page per round trip until the board at key is compact (ValueError on
+        a board of the guide's layout); the result is how many players' metadata moved."""
     def hide(self, user_id: str, *, scope: bool = False) -> Operation[bool]:
         """hide.lua: the user off every rank, their score kept aside; with ``events``, a
         ``"hide"`` event if they were on the board. ``scope``: a period's board hides them

@@ -30,6 +30,7 @@ T = TypeVar("T")
 
 Order = Literal["desc", "asc"]
 Ties = Literal["lexicographic", "first", "competition", "dense"]
+Layout = Literal["guide", "compact"]
 WriteMode = Literal["set", "best", "incr"]
 # What made an event: a write or unhide ("score"), delete_user ("delete"), a trim by
 # set_max_entries or upsert_many ("trim"), one page of clear ("clear"), hide ("hide").

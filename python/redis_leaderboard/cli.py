@@ -86,6 +86,7 @@ def open_board(args: argparse.Namespace, max_entries: int = NO_LIMIT) -> RedisLe
         max_entries=max_entries,
         order=getattr(args, "order", "desc"),
         ties=getattr(args, "ties", "lexicographic"),
+        layout=getattr(args, "layout", "guide"),
     )
 
 
@@ -545,6 +546,7 @@ def add_import_arguments(parser: argparse.ArgumentParser) -> None:
         "every other column is metadata (empty cells are not stored)",
     )
     add_redis_arguments(parser)
+    add_layout_argument(parser)
     parser.add_argument(
         "--max-entries",
         metavar="N",
@@ -594,6 +596,7 @@ def add_period_arguments(parser: argparse.ArgumentParser) -> None:
 def add_top_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("count", nargs="?", type=_positive, default=10, help="default 10")
     add_redis_arguments(parser)
+    add_layout_argument(parser)
     add_period_arguments(parser)
     parser.add_argument("--json", action="store_true", help="print JSON")
     parser.set_defaults(run=_guarded(run_top))
@@ -602,6 +605,7 @@ def add_top_arguments(parser: argparse.ArgumentParser) -> None:
 def add_rank_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("user_id", metavar="USER")
     add_redis_arguments(parser)
+    add_layout_argument(parser)
     add_period_arguments(parser)
     parser.add_argument("--json", action="store_true", help="print JSON")
     parser.set_defaults(run=_guarded(run_rank))
@@ -635,6 +639,7 @@ def add_around_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("rank", metavar="RANK", type=_positive)
     parser.add_argument("--count", type=_positive, default=5, help="default 5")
     add_redis_arguments(parser)
+    add_layout_argument(parser)
     add_period_arguments(parser)
     parser.add_argument("--json", action="store_true", help="print JSON")
     parser.set_defaults(run=_guarded(run_around))
@@ -650,7 +655,7 @@ def _finite(text: str) -> float:
     return value
 
 
-def add_ranking_arguments(parser: argparse.ArgumentParser) -> None:
+def add_ranking_arguments(parser: argparse.ArgumentParser, layout: bool = True) -> None:
     parser.add_argument(
         "--order", choices=["desc", "asc"], default="desc", help="the board's order (default desc)"
     )
@@ -659,6 +664,17 @@ def add_ranking_arguments(parser: argparse.ArgumentParser) -> None:
         choices=["lexicographic", "first", "competition", "dense"],
         default="lexicographic",
         help="the board's tie rule (default lexicographic)",
+    )
+    if layout:  # a plain board's (a league keeps the guide's)
+        add_layout_argument(parser)
+
+
+def add_layout_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--layout",
+        choices=["guide", "compact"],
+        default="guide",
+        help="where the board keeps its players' metadata (default guide)",
     )
 
 
@@ -796,7 +812,7 @@ def add_league_arguments(parser: argparse.ArgumentParser) -> None:
             type=_finite,
             help="the league's max_increment (fair play)",
         )
-        add_ranking_arguments(sub)
+        add_ranking_arguments(sub, layout=False)
         sub.add_argument("--json", action="store_true", help="print JSON")
         sub.set_defaults(league_run=run)
     parser.set_defaults(run=_guarded(lambda args: args.league_run(args)))

@@ -15,7 +15,7 @@
 local b = board_spec(board, bulk_keys_at, order, ties)
 local words = {}
 for word in string.gmatch(guard_words, '%S+') do words[#words + 1] = word end
-local first_user_key = b.first and 5 or (b.dense and 4 or 3)
+local first_user_key = bulk_keys_at + b.keys  -- on a compact board, its hash each time
 local err = check_acl('ZSCORE', board, 'x') or check_acl('ZADD', board, '0', 'x')
   or check_type(board, 'zset') or (not b.default and check_option_keys(b))
 if err then return err end
@@ -62,6 +62,12 @@ end
 local record, seq
 err, record, seq = check_options(b)
 if err then return err end
+if b.migrating then  -- a compact board being migrated to: the entries' guide hashes
+  for _, entry in ipairs(entries) do
+    err = check_guide_hashes(b, {entry.user_id})
+    if err then return err end
+  end
+end
 if w.guard_scope then
   err = merge_scope_guards(b, w)
   if err then return err end
@@ -122,7 +128,7 @@ if w.limits then
   end
 end
 
-if record then redis.call('HSET', b.options, 'order', b.order, 'ties', b.ties) end
+if record then record_options(b) end
 if guard_record then redis.call('HSET', b.options, unpack(guard_record)) end
 if guard_scope_record then redis.call('HSET', w.guard_scope, unpack(guard_scope_record)) end
 local written = 0
@@ -152,9 +158,7 @@ for _, entry in ipairs(entries) do
           previous_rank, old_position, {})
       end
     end
-    for j = entry.from, entry.to, 1000 do
-      redis.call('HSET', entry.key, unpack(ARGV, j, math.min(j + 999, entry.to)))
-    end
+    write_metadata(b, entry.key, entry.user_id, ARGV, entry.from, entry.to)
     -- No result per entry, only the score written: submit() with the same id reports the
     -- user's entry as it is then (see bulk_duplicate in lib/submissions.lua).
     if entry.sid then

@@ -50,8 +50,12 @@ if left == 0 and b.recorded_hidden then
     or check_acl('HDEL', b.options, 'hidden') or check_present(b.options, {hidden})
   if err then return err end
   hidden_ids = redis.call('HKEYS', hidden)
-  err = check_metadata(prefix, hidden_ids)
-    or check_present(b.options, metadata_keys(prefix, hidden_ids))
+  if not b.compact then
+    err = check_metadata(prefix, hidden_ids)
+      or check_present(b.options, metadata_keys(prefix, hidden_ids))
+  else
+    err = check_guide_hashes(b, hidden_ids)  -- a compact board being migrated to
+  end
   if err then return err end
 end
 
@@ -71,7 +75,7 @@ elseif left == 0 and b.recorded_hidden then
   redis.call('HDEL', b.options, 'hidden')
 end
 if left == 0 and hidden_ids then  -- fair play: hidden players and their metadata go last
-  unlink_metadata(prefix, hidden_ids)
+  delete_metadata(b, prefix, hidden_ids)
   redis.call('UNLINK', board .. ':hidden')
 end
 return left

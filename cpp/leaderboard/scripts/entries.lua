@@ -17,19 +17,35 @@ local err = check_acl('ZSCORE', board, 'x') or check_acl(b.position_command, b.r
   or (b.first and check_acl('HGET', b.first_keys, 'x'))
 if err then return err end
 local lean = prefix == ''  -- the client caches metadata: {} for each entry's
-for i = user_ids_at, #ARGV do
-  err = not lean and check_acl('HGETALL', prefix .. ARGV[i])
+if b.compact then
+  err = check_acl('HGET', b.meta, 'x')
   if err then return err end
+else
+  for i = user_ids_at, #ARGV do
+    err = not lean and check_acl('HGETALL', prefix .. ARGV[i])
+    if err then return err end
+  end
 end
 err = check_options(b)
 if err then return err end
+if b.migrating then  -- a compact board being migrated to: the guide's hashes, read
+  for i = user_ids_at, #ARGV do
+    err = check_acl('HGETALL', b.board .. ':user:' .. ARGV[i])
+    if err then return err end
+  end
+end
 local out, empty = {}, {}
 for i = user_ids_at, #ARGV do
   local user_id = ARGV[i]
   local score = redis.call('ZSCORE', board, user_id)
   if score then
-    local metadata = lean and {} or redis.call('HGETALL', prefix .. user_id)
-    if not lean and #metadata == 0 then empty[#empty + 1] = prefix .. user_id end
+    local metadata
+    if b.compact then
+      metadata = metadata_of(b, nil, user_id)
+    else
+      metadata = lean and {} or redis.call('HGETALL', prefix .. user_id)
+      if not lean and #metadata == 0 then empty[#empty + 1] = prefix .. user_id end
+    end
     out[#out + 1] = {score, rank_of(b, user_id, tonumber(score)), metadata}
     if b.tiebreak then out[#out][4] = ranked_member(b, user_id) end  -- the columns: its key
   else

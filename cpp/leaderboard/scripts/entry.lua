@@ -28,9 +28,10 @@ local err = check_acl('ZSCORE', board, user_id) or check_acl(b.position_command,
   or (b.first and check_acl('HGET', b.first_keys, user_id)) or check_acl('HGETALL', user_key)
 if err then return err end
 err = check_options(b, true)
+  or (b.migrating and check_acl('HGETALL', b.board .. ':user:' .. user_id))
 if err then return err end
 local score = redis.call('ZSCORE', board, user_id)
 if not score then return false end
-local entry = {score, rank_of(b, user_id, tonumber(score)), redis.call('HGETALL', user_key)}
+local entry = {score, rank_of(b, user_id, tonumber(score)), metadata_of(b, user_key, user_id)}
 if b.tiebreak then entry[4] = ranked_member(b, user_id) end  -- the columns' values: its key
 return entry

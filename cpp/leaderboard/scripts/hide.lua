@@ -48,7 +48,7 @@ local in_scope = scope and redis.call('HEXISTS', scope_hidden, user_id) == 1
 if action == 'hide' then
   local score = redis.call('ZSCORE', board, user_id)
   local previous_rank = w and score and rank_of(b, user_id, tonumber(score))
-  if record then redis.call('HSET', b.options, 'order', b.order, 'ties', b.ties) end
+  if record then record_options(b) end
   -- (Hidden and still ranked, as no call of this library leaves a board: the ranked score is
   -- the newer, and goes aside too.)
   if not kept or score then keep_hidden(b, user_id, score or '', score, expire_at) end

@@ -26,12 +26,13 @@ end
 -- @options: boards with options or events (and a default board's options key that is not absent)
 local b = board_spec(board, removal_keys_at, order, ties)
 local w = removal_events(removal)  -- change events: the stream is the last of KEYS
-local err = check_acl('ZREM', board, user_id) or check_acl('UNLINK', user_key)
-  or check_type(board, 'zset') or check_type(user_key, 'hash')
-  or (not b.default and check_option_keys(b))
+local err = check_acl('HDEL', user_key, user_id)  -- a compact board's hash: the user's field
+if not b.compact then err = check_acl('UNLINK', user_key) end
+err = err or check_acl('ZREM', board, user_id) or check_type(board, 'zset')
+  or check_type(user_key, 'hash') or (not b.default and check_option_keys(b))
   or check_acl('ZSCORE', board, user_id) or check_acl('ZCARD', board)
 if err then return err end
-err = check_options(b) or check_removal_events(b, w)
+err = check_options(b) or check_removal_events(b, w) or check_guide_hashes(b, {user_id})
 if err then return err end
 -- Fair play: a hidden player's kept score goes too; they stay hidden (see hidden_state).
 local kept = false
@@ -60,5 +61,5 @@ if score then
   end
 end
 if kept then redis.call('HSET', board .. ':hidden', user_id, '') end
-redis.call('UNLINK', user_key)
+if b.compact then delete_metadata(b, nil, {user_id}) else redis.call('UNLINK', user_key) end
 return (score or kept) and 1 or 0

@@ -420,7 +420,7 @@ if call == 'hide' or call == 'unhide' then
     end
     local previous_rank = ev and score and rank_of(b, member, score)
     record()
-    if record_order then redis.call('HSET', b.options, 'order', b.order, 'ties', b.ties) end
+    if record_order then record_options(b) end
     keep_hidden(b, member, text or '', text)
     if previous_rank then  -- as a plain board's hide
       append_event(ev, {'kind', 'hide', 'user_id', member, 'score', text, 'rank', '',

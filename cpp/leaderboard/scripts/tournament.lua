@@ -328,7 +328,7 @@ if call == 'hide' or call == 'unhide' then
     local score = redis.call('ZSCORE', board, user_id)
     if score then  -- this period's entry, kept aside
       local previous_rank = events and rank_of(b, user_id, tonumber(score))
-      if record then redis.call('HSET', b.options, 'order', b.order, 'ties', b.ties) end
+      if record then record_options(b) end
       keep_hidden(b, user_id, score, score, expire)
       if events then
         append_event(events, {'kind', 'hide', 'user_id', user_id, 'score', score, 'rank', '',

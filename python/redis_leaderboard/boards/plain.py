@@ -24,6 +24,7 @@ from .._types import (
     Entry,
     HistogramBin,
     ImportSummary,
+    Layout,
     Order,
     Page,
     SubmitResult,
@@ -223,6 +224,7 @@ class BoardBase:
         score_range: Optional[tuple[Optional[float], Optional[float]]] = None,
         max_increment: Optional[float] = None,
         tiebreak: Optional[Sequence[tuple[str, Order]]] = None,
+        layout: Layout = "guide",
         _expire_at: Optional[int] = None,
         _submission_scope: Optional[str] = None,
         _open_span: Optional[tuple[int, int]] = None,
@@ -242,6 +244,7 @@ class BoardBase:
             score_range=score_range,
             max_increment=max_increment,
             tiebreak=tiebreak,
+            layout=layout,
         )
         self.redis = board_client(
             self._display_name,
@@ -275,6 +278,13 @@ class BoardBase:
         """How equal scores rank: ``"lexicographic"``, ``"first"``, ``"competition"`` or
         ``"dense"``."""
         return self._board.ties
+
+    @property
+    def layout(self) -> str:
+        """Where the players' metadata lives: ``"guide"`` (a hash per player,
+        ``f"{key}:user:{user_id}"``, the guide's layout) or ``"compact"`` (one hash for the
+        board, ``f"{key}:meta"``; see the board guide's "The compact layout")."""
+        return self._board.layout
 
     @property
     def submission_ttl(self) -> float:
@@ -322,6 +332,8 @@ class BoardBase:
             options += f", order={self.order!r}"
         if self.ties != "lexicographic":
             options += f", ties={self.ties!r}"
+        if self.layout != "guide":
+            options += f", layout={self.layout!r}"
         options += guards_repr(self._board)
         return f"{self._display_name}(key={self.key!r}, max_entries={self.max_entries}{options})"
 
@@ -604,7 +616,9 @@ class LeaderboardBase(BoardBase, Generic[S]):
             The hash's fields and values.
 
         Redis cost:
-            One round trip: HGETALL. O(fields).
+            One round trip: HGETALL (the compact layout: HGETALL of the guide's hash, absent
+            once converted, and HGET of the user's field of the board's hash, pipelined).
+            O(fields).
         """
         return self._run(self._board.get_user_metadata(user_id))
 
@@ -690,6 +704,34 @@ class LeaderboardBase(BoardBase, Generic[S]):
             then ZREMRANGEBYRANK and UNLINK. O(N).
         """
         return self._run(self._board.clear())
+
+    def convert_layout(self, *, page: int = 1000) -> Sent[int]:
+        """Convert the board at ``key`` from the guide's layout to the compact one, in place:
+        call it on a board opened with ``layout="compact"``. Returns how many players' metadata
+        moved (0 if the board is compact already; an empty board just records the layout).
+
+        The first page records the layout as being converted: from then on a client of the
+        guide's layout is refused (``OptionsMismatch``, nothing changed) on every call that
+        checks the options (every write, and its reads until one has confirmed the options: so
+        stop or restart the guide's clients first), while compact clients read and write on,
+        taking a player's metadata from the guide's hash until it has moved (a write moves it).
+        Safe to stop anywhere and to call again: it goes on, finding only what has not moved.
+        Players are found by ``ZSCAN`` of the board (every player on it from the first page to
+        the last, at least once), then the hidden ones; a guide hash of a player on neither
+        (none is left by this package) stays where it is.
+
+        Args:
+            page: About how many players each round trip moves (1 to 10,000).
+
+        Raises:
+            ValueError: A board object of the guide's layout, or a ``page`` out of range.
+            OptionsMismatch: The board records other options (order, ties) than this object's.
+
+        Redis cost:
+            One round trip per page: a script (no flags: refused up front out of memory) of
+            ZSCAN, then per player HGETALL, HSET of the board's hash, UNLINK. O(N) in all.
+        """
+        return self._run(self._board.convert_layout(page))
 
     # -- fair play: hidden players ------------------------------------------------------------
 

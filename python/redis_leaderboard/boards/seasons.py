@@ -44,6 +44,7 @@ from .._drive import AsyncDriven, Plan, Runner, Sent, one_trip, plan
 from .._types import (
     BulkEntry,
     ImportSummary,
+    Layout,
     Order,
     SubmitResult,
     Ties,
@@ -434,6 +435,7 @@ class PeriodicBase(PeriodClock, CurrentPeriodQueries, Generic[B]):
         score_range: Optional[tuple[Optional[float], Optional[float]]] = None,
         max_increment: Optional[float] = None,
         tiebreak: Optional[Sequence[tuple[str, Order]]] = None,
+        layout: Layout = "guide",
     ) -> None:
         if not isinstance(key, str) or not key:
             raise ValueError("key must be a non-empty str")
@@ -441,6 +443,7 @@ class PeriodicBase(PeriodClock, CurrentPeriodQueries, Generic[B]):
         # and the tie-break columns.
         self.guards: dict[str, Any] = {
             "tiebreak": tiebreak,
+            "layout": layout,
             "submission_ttl": submission_ttl,
             "rate_limit": rate_limit,
             "events": events,

@@ -34,6 +34,7 @@ from .._types import (
     Entry,
     HistogramBin,
     ImportSummary,
+    Layout,
     Order,
     Page,
     ShardedSubmitResult,
@@ -118,6 +119,7 @@ class ShardedBase:
         score_range: Optional[tuple[Optional[float], Optional[float]]] = None,
         max_increment: Optional[float] = None,
         tiebreak: Optional[Sequence[tuple[str, Order]]] = None,
+        layout: Layout = "guide",
     ) -> None:
         if not isinstance(key, str):
             raise TypeError(f"key must be a str, not {type(key).__name__}")
@@ -151,6 +153,7 @@ class ShardedBase:
                 score_range=score_range,
                 max_increment=max_increment,
                 tiebreak=tiebreak,
+                layout=layout,
             )
             for i in range(shards)
         ]
@@ -185,6 +188,9 @@ class ShardedBase:
         """``(min, max)`` a write may leave a score within (fair play), or None."""
         self.max_increment = self._boards[0].max_increment
         """The most one write may improve a score by (fair play), or None."""
+        self.layout = self._boards[0].layout
+        """Where each shard keeps its players' metadata: ``"guide"`` (a hash per player) or
+        ``"compact"`` (one hash per shard, ``f"{{key:i}}:meta"``)."""
         self.tiebreak: Optional[tuple[tuple[str, str], ...]] = self._boards[0].tiebreak
         """The tie-break columns, ``(name, "desc" | "asc")`` each, ranking equal scores in
         order over every shard, or None (as
@@ -203,7 +209,8 @@ class ShardedBase:
         return (
             f"{self._display_name}(key={self.key!r}, shards={self.shards}, "
             f"order={self.order!r}, ties={self.ties!r}"
-            + (f", tiebreak={self.tiebreak!r})" if self.tiebreak else ")")
+            + (f", tiebreak={self.tiebreak!r}" if self.tiebreak else "")
+            + (f", layout={self.layout!r})" if self.layout != "guide" else ")")
         )
 
     def shard_key(self, user_id: str) -> str:
@@ -416,7 +423,7 @@ class ShardedBase:
 
     @one_trip
     def get_user_metadata(self, user_id: str) -> Sent[dict[str, str]]:
-        """A user's metadata hash (HGETALL on its shard); ``{}`` if it has none.
+        """A user's metadata (HGETALL on its shard; a compact board's: HGET); ``{}`` if none.
 
         Args:
             user_id: The user (a ``str``).
@@ -425,7 +432,8 @@ class ShardedBase:
             The hash, values as ``str``.
 
         Redis cost:
-            One round trip, to the user's shard: HGETALL. O(fields).
+            One round trip, to the user's shard: HGETALL (compact layout: HGETALL of the
+            guide's hash, absent once converted, and HGET of the user's field). O(fields).
         """
         return self._run(self._board_of(user_id).get_user_metadata(user_id))
 
@@ -844,6 +852,25 @@ class ShardedBase:
             pages). O(entries).
         """
         yield [board.clear() for board in self._boards]
+
+    @plan
+    def convert_layout(self, *, page: int = 1000) -> Plan[int]:
+        """Convert every shard from the guide's layout to the compact one, in place (each as
+        [`RedisLeaderboard.convert_layout`][redis_leaderboard.RedisLeaderboard.convert_layout]
+        does; together, not one atomic step): call it on a board opened with
+        ``layout="compact"``. Returns how many players' metadata moved in all.
+
+        Raises:
+            ValueError: A board object of the guide's layout, or a ``page`` out of range.
+            OptionsMismatch: A shard records other options than this object's.
+
+        Redis cost:
+            Every shard's conversion, in one batch (a page of about ``page`` players per round
+            trip a shard). O(entries).
+        """
+        operations = [board.convert_layout(page) for board in self._boards]  # validated first
+        moved: list[int] = yield operations
+        return sum(moved)
 
     @plan
     def list_all(self) -> Plan[list[Entry]]:

@@ -135,12 +135,64 @@ local function no_options_recorded(options)
   return not options or next(redis.pcall('HGETALL', options)) == nil
 end
 
+-- ---- The compact layout's values ------------------------------------------------------------
+-- A compact board's value for a player: their fields as the RESP array HGETALL would answer
+-- ("*<n>\r\n" then "$<length>\r\n<bytes>\r\n" per field and value), binary-safe, decoded by
+-- the client (parse_compact_metadata in operations.cpp). Reads return it as it is stored ('' for none): no Lua table per
+-- entry; writes merge into it as HSET merges into a hash.
+local function encode_fields(fields)
+  local parts = {'*' .. #fields .. '\r\n'}
+  for i = 1, #fields do
+    parts[i + 1] = '$' .. #fields[i] .. '\r\n' .. fields[i] .. '\r\n'
+  end
+  return table.concat(parts)
+end
+
+local function decode_fields(text)
+  local out = {}
+  local n, at = string.match(text, '^%*(%d+)\r\n()')
+  for i = 1, tonumber(n) do
+    local length, from = string.match(text, '^%$(%d+)\r\n()', at)
+    at = from + tonumber(length)
+    out[i] = string.sub(text, from, at - 1)
+    at = at + 2
+  end
+  return out
+end
+
 -- {user_id, score, {field, value, ...}, ...} from a ZRANGE ... WITHSCORES reply of the board's
 -- ranked set (see board_spec; b nil: the guide's board), or an error reply (NOPERM) as its
 -- second value. An empty prefix: the client caches metadata (see connection/cache.hpp), so
 -- every entry's is left empty ({}) and no hash is read.
 local function hydrate(b, prefix, ranged)
   local out, n, first, lean = {}, 0, b and b.first, prefix == ''
+  if b and b.compact then
+    -- The compact layout: the page's metadata is one HMGET (in slices: unpack() is limited by
+    -- Lua's C stack) of the board's hash, each value the stored text ('' for none).
+    local ids = {}
+    for i = 1, #ranged, 2 do
+      local user_id = first and string.sub(ranged[i], b.width + 1) or ranged[i]
+      ids[#ids + 1] = user_id
+      out[n + 1] = first and b.tiebreak and ranged[i] or user_id
+      out[n + 2] = ranged[i + 1]
+      n = n + 3
+    end
+    for i = 1, #ids, 1000 do
+      local values = redis.pcall('HMGET', b.meta, unpack(ids, i, math.min(i + 999, #ids)))
+      if values.err then return nil, check_acl('HMGET', b.meta, 'x') or values end
+      for j = 1, #values do
+        local value = values[j]
+        if not value and b.migrating then  -- not moved yet (see guide_key in lib/options.lua)
+          local key = b.board .. ':user:' .. ids[i + j - 1]
+          local fields = redis.pcall('HGETALL', key)
+          if fields.err then return nil, check_acl('HGETALL', key) or fields end
+          if #fields > 0 then value = encode_fields(fields) end
+        end
+        out[3 * (i + j - 2) + 3] = value or ''
+      end
+    end
+    return out
+  end
   local none, empty, redis_pcall = {}, {}, redis.pcall
   for i = 1, #ranged, 2 do
     local user_id = first and string.sub(ranged[i], b.width + 1) or ranged[i]

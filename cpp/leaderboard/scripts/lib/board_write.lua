@@ -31,6 +31,8 @@ local function plan_write(w)
   local record, seq
   err, record, seq = check_options(b, true)
   if err then return nil, err end
+  err = check_guide_hashes(b, {user_id})  -- a compact board being migrated to
+  if err then return nil, err end
   if w.guard_scope then
     err = merge_scope_guards(b, w)
     if err then return nil, err end
@@ -157,18 +159,15 @@ end
 local function apply_write(p)
   local w, b = p.w, p.b
   local board, user_key, user_id, number = w.board, w.user_key, w.user_id, w.number
-  if p.record then redis.call('HSET', b.options, 'order', b.order, 'ties', b.ties) end
+  if p.record then record_options(b) end
   if p.hidden then  -- fair play: kept, not ranked; the reply of a write that left the board
     local text = score_text(p.score)
     keep_hidden(b, user_id, text, p.visible, w.expire_at, p.key)
-    local fields = w.fields
-    for i = w.first_field, #fields, 1000 do
-      redis.call('HSET', user_key, unpack(fields, i, math.min(i + 999, #fields)))
-    end
+    write_metadata(b, user_key, user_id, w.fields, w.first_field, #w.fields)
     if w.expire_at then redis.call('PEXPIREAT', user_key, w.expire_at) end
     local reply = {{}, text}
     if w.submit then
-      reply = {{}, text, false, redis.call('HGETALL', user_key), p.old_text or false, false,
+      reply = {{}, text, false, metadata_of(b, user_key, user_id), p.old_text or false, false,
         p.changed and 1 or 0}
     end
     if p.guards then return apply_guards(p, reply) end
@@ -186,10 +185,7 @@ local function apply_write(p)
     produced = store_score(b, user_id, w.mode == 'incr' and 'ZINCRBY' or 'ZADD', number, p.score,
       p.old, p.seq + 1, p.key)
   end
-  local fields = w.fields
-  for i = w.first_field, #fields, 1000 do
-    redis.call('HSET', user_key, unpack(fields, i, math.min(i + 999, #fields)))
-  end
+  write_metadata(b, user_key, user_id, w.fields, w.first_field, #w.fields)
   -- Expiry (periodic boards): every key of the board the write touched or that exists for it
   -- gets the period's deadline, the user's metadata hash included; before the trim, which may
   -- delete that hash (a key the script deleted is not touched again: in a migrating slot that
@@ -204,14 +200,14 @@ local function apply_write(p)
       reply = {p.trimmed, produced}
     else
       reply = {p.trimmed, stored, rank_of(b, user_id, tonumber(stored)),
-        redis.call('HGETALL', user_key)}
+        metadata_of(b, user_key, user_id)}
     end
   else
     local rank, metadata = false, {}
     if stored then
       produced = stored
       rank = rank_of(b, user_id, tonumber(stored))
-      metadata = redis.call('HGETALL', user_key)
+      metadata = metadata_of(b, user_key, user_id)
     end
     reply = {p.trimmed, produced, rank, metadata, p.old_text or false, p.previous_rank,
       p.changed and 1 or 0}

@@ -46,16 +46,16 @@ local function guard_fields(w, spec, from, last_key)
 end
 
 -- The 'OPTIONS ...' status naming the board's recorded options (the client raises ValueError).
-local function options_status(order, ties, rate, events, range, maxinc)
+local function options_status(order, ties, rate, events, range, maxinc, layout)
   return redis.status_reply('OPTIONS order=' .. order .. ' ties=' .. ties .. ' rate_limit='
     .. (rate or '-') .. ' events=' .. (events or '-') .. ' score_range=' .. (range or '-')
-    .. ' max_increment=' .. (maxinc or '-'))
+    .. ' max_increment=' .. (maxinc or '-') .. (layout and ' layout=' .. layout or ''))
 end
 
 -- A board's recorded options as options_status says them.
 local function recorded_status(b)
   return options_status(b.order, b.ties, b.recorded_rate, b.recorded_events, b.recorded_range,
-    b.recorded_maxinc)
+    b.recorded_maxinc, b.recorded_layout)
 end
 
 -- The guards a write carries as the options hash records them ({rate_limit, events,

@@ -21,21 +21,32 @@ local KEY_WIDTH = 16  -- digits of an achievement key, and of each tie-break col
 -- values as the client encodes them (16 hex digits each, so that among equal scores Redis's
 -- member order is the columns' rank order, see tiebreak_key in operations.hpp), then the user
 -- id; b.tiebreak is set, and b.width is the key's length.
+-- The compact layout (ties ending "+compact", recorded as the options hash's field 'layout'):
+-- every player's metadata in one hash "<board>:meta" (b.meta, the last option key; field: the
+-- user id, value: the player's fields, encode_fields), instead of the guide's hash per player
+-- "<board>:user:<id>". b.keys: how many option keys the board has.
 local function board_spec(board, k, order, ties)
   if not order then  -- the default board: one table constructor, sized once
     return {board = board, order = 'desc', ties = 'lexicographic', options = KEYS[k],
-      desc = true, default = true, ranked = board, shared = false, position_command = 'ZREVRANK'}
+      desc = true, default = true, ranked = board, shared = false, position_command = 'ZREVRANK',
+      keys = 1}
   end
+  local compact = string.sub(ties, -8) == '+compact'
+  if compact then ties = string.sub(ties, 1, -9) end
   local tiebreak = string.sub(ties, 1, 3) == 'tb:'
   local desc, first, dense = order == 'desc', ties == 'first' or tiebreak, ties == 'dense'
   local width = KEY_WIDTH
   if tiebreak then width = KEY_WIDTH * (select(2, string.gsub(ties, ',', '')) + 1) end
+  local keys = first and 3 or (dense and 2 or 1)
+  if compact then keys = keys + 1 end
   return {board = board, order = order, ties = ties, options = KEYS[k], desc = desc,
-    default = desc and ties == 'lexicographic', ranked = first and KEYS[k + 1] or board,
+    default = desc and ties == 'lexicographic' and not compact,
+    ranked = first and KEYS[k + 1] or board,
     first = first and KEYS[k + 1] or nil, first_keys = first and KEYS[k + 2] or nil,
     dense = dense and KEYS[k + 1] or nil, shared = dense or ties == 'competition',
     position_command = desc and 'ZREVRANK' or 'ZRANK', tiebreak = tiebreak or nil,
-    width = width}
+    width = width, compact = compact or nil, meta = compact and KEYS[k + keys - 1] or nil,
+    keys = keys}
 end
 
 -- The board's recorded options against the caller's, before anything is written (the caller
@@ -50,11 +61,12 @@ local function check_options(b, hgetall_checked)
   if err then return err end
   local recorded = redis.pcall('HGETALL', b.options)
   if recorded.err then return recorded end
-  local order, ties, seq
+  local order, ties, seq, layout
   for i = 1, #recorded, 2 do
     local field = recorded[i]
     if field == 'order' then order = recorded[i + 1]
     elseif field == 'ties' then ties = recorded[i + 1]
+    elseif field == 'layout' then layout = recorded[i + 1]
     elseif field == 'seq' then seq = tonumber(recorded[i + 1])
     elseif field == 'rate_limit' then b.recorded_rate = recorded[i + 1]  -- the guards'
     elseif field == 'events' then b.recorded_events = recorded[i + 1]
@@ -69,8 +81,21 @@ local function check_options(b, hgetall_checked)
     if redis.call('ZCARD', b.board) == 0 then return nil, true, 0 end
     order, ties = 'desc', 'lexicographic'
   end
-  if order == b.order and ties == b.ties then return nil, false, seq or 0 end
-  return redis.status_reply('OPTIONS order=' .. order .. ' ties=' .. tostring(ties))
+  b.recorded_layout = layout
+  local mine = b.compact and 'compact' or nil
+  if b.compact and layout == 'migrating' then mine, b.migrating = 'migrating', true end
+  if order == b.order and ties == b.ties and layout == mine then return nil, false, seq or 0 end
+  return redis.status_reply('OPTIONS order=' .. order .. ' ties=' .. tostring(ties)
+    .. (layout and ' layout=' .. layout or ''))
+end
+
+-- Records a new board's options (check_options said to): its order, ties and layout.
+local function record_options(b)
+  if b.compact then
+    redis.call('HSET', b.options, 'order', b.order, 'ties', b.ties, 'layout', 'compact')
+  else
+    redis.call('HSET', b.options, 'order', b.order, 'ties', b.ties)
+  end
 end
 
 -- A score's text: exact (round-trips), and one text for 0 and -0 (the distinct scores of
@@ -172,15 +197,21 @@ local function check_option_keys(b)
     or check_acl(b.position_command, b.board, 'x')
   if err then return err end
   if b.first then
-    return check_type(b.first, 'zset') or check_type(b.first_keys, 'hash')
+    err = check_type(b.first, 'zset') or check_type(b.first_keys, 'hash')
       or check_acl('ZADD', b.first, '0', 'x') or check_acl('ZREM', b.first, 'x')
       or check_acl('ZRANGE', b.first, '0', '0') or check_acl('ZREMRANGEBYRANK', b.first, '0', '0')
       or check_acl(b.position_command, b.first, 'x') or check_acl('HGET', b.first_keys, 'x')
       or check_acl('HSET', b.first_keys, 'x', 'x') or check_acl('HDEL', b.first_keys, 'x')
+    if err then return err end
   end
   if b.dense then
-    return check_type(b.dense, 'zset') or check_acl('ZADD', b.dense, '0', 'x')
+    err = check_type(b.dense, 'zset') or check_acl('ZADD', b.dense, '0', 'x')
       or check_acl('ZREM', b.dense, 'x') or check_acl('ZCOUNT', b.dense, '0', '0')
+    if err then return err end
+  end
+  if b.compact then
+    return check_type(b.meta, 'hash') or check_acl('HSET', b.meta, 'x', 'x')
+      or check_acl('HGET', b.meta, 'x') or check_acl('HDEL', b.meta, 'x')
   end
   return nil
 end
@@ -207,6 +238,83 @@ end
 local function call_sliced(command, key, args)
   for i = 1, #args, 1000 do
     redis.call(command, key, unpack(args, i, math.min(i + 999, #args)))
+  end
+end
+
+-- ---- Metadata in either layout (the compact layout's values: encode_fields in lib/base.lua) ---
+-- During a migration from the guide's layout (layout.lua; the options record layout
+-- 'migrating', b.migrating), a compact board's player whose field is not in the hash yet has
+-- their fields in the guide's hash "<board>:user:<id>" (guide_key): reads take them from there,
+-- a write moves them (merged) into the board's hash, a removal deletes both.
+local function guide_key(b, user_id)
+  return b.board .. ':user:' .. user_id
+end
+
+-- The user's metadata as replies carry it: {field, value, ...} (the guide's hash `user_key`),
+-- or on a compact board the encoded text ('' for none).
+local function metadata_of(b, user_key, user_id)
+  if not b.compact then return redis.call('HGETALL', user_key) end
+  local text = redis.call('HGET', b.meta, user_id)
+  if not text and b.migrating then
+    local fields = redis.call('HGETALL', guide_key(b, user_id))
+    if #fields > 0 then return encode_fields(fields) end
+  end
+  return text or ''
+end
+
+-- nil, or the first error of the checks on the guide's hashes of `user_ids` that a compact
+-- board being migrated to reads and deletes (their type, the caller's permissions).
+local function check_guide_hashes(b, user_ids)
+  if not b.migrating then return nil end
+  for _, user_id in ipairs(user_ids) do
+    local key = guide_key(b, user_id)
+    local err = check_acl('HGETALL', key) or check_acl('UNLINK', key) or check_type(key, 'hash')
+    if err then return err end
+  end
+  return nil
+end
+
+-- Writes fields[from..to] (field, value, ...) into the user's metadata, as HSET does: the
+-- fields given replace theirs, the others stay.
+local function write_metadata(b, user_key, user_id, fields, from, to)
+  if from > to then return end
+  if not b.compact then
+    for i = from, to, 1000 do
+      redis.call('HSET', user_key, unpack(fields, i, math.min(i + 999, to)))
+    end
+    return
+  end
+  local old = redis.call('HGET', b.meta, user_id)
+  local merged, at = {}, {}
+  if old then
+    merged = decode_fields(old)
+  elseif b.migrating then  -- not moved yet: moved now
+    merged = redis.call('HGETALL', guide_key(b, user_id))
+    if #merged > 0 then redis.call('UNLINK', guide_key(b, user_id)) end
+  end
+  for i = 1, #merged, 2 do at[merged[i]] = i end
+  for i = from, to, 2 do
+    local j = at[fields[i]]
+    if j then
+      merged[j + 1] = fields[i + 1]
+    else
+      merged[#merged + 1] = fields[i]
+      merged[#merged + 1] = fields[i + 1]
+      at[fields[i]] = #merged - 1
+    end
+  end
+  redis.call('HSET', b.meta, user_id, encode_fields(merged))
+end
+
+-- Deletes the metadata of `user_ids` (the guide's hashes "<prefix><id>", or their fields of a
+-- compact board's hash).
+local function delete_metadata(b, prefix, user_ids)
+  if #user_ids == 0 then return end
+  if b.compact then
+    call_sliced('HDEL', b.meta, user_ids)
+    if b.migrating then unlink_metadata(b.board .. ':user:', user_ids) end
+  else
+    unlink_metadata(prefix, user_ids)
   end
 end
 
@@ -254,8 +362,13 @@ local function store_score(b, user_id, command, number, score, old, seq, key)
   return stored
 end
 
--- The checks before removing `user_ids`, the worst entries of the board, and their metadata.
+-- The checks before removing `user_ids`, the worst entries of the board, and their metadata
+-- (the compact layout's hash is an option key: check_option_keys checked it).
 local function check_remove_worst(b, prefix, user_ids)
+  if b.compact then
+    return (#user_ids > 0 and check_acl('ZREMRANGEBYRANK', b.ranked, '0', '0'))
+      or check_guide_hashes(b, user_ids) or nil
+  end
   return check_remove_lowest(b.ranked, prefix, user_ids)
 end
 
@@ -270,5 +383,5 @@ local function remove_worst(b, prefix, user_ids, scores)
     redis.call('ZREMRANGEBYRANK', b.ranked, -n, -1)
   end
   if not b.default then forget(b, user_ids, scores, emptied) end
-  unlink_metadata(prefix, user_ids)
+  delete_metadata(b, prefix, user_ids)
 end

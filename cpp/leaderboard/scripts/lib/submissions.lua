@@ -81,8 +81,8 @@ local function bulk_duplicate(b, w, record)
   local written = record.written ~= '' and record.written or 'nan'
   local stored = applied == b.board and redis.call('ZSCORE', b.board, w.user_id)
   if not stored then return {{}, written, false, {}, false, false, 0, 1, applied} end
-  return {{}, stored, rank_of(b, w.user_id, tonumber(stored)), redis.call('HGETALL', w.user_key),
-    false, false, 0, 1, applied}
+  return {{}, stored, rank_of(b, w.user_id, tonumber(stored)),
+    metadata_of(b, w.user_key, w.user_id), false, false, 0, 1, applied}
 end
 
 -- Idempotency (w.submission_key, w.submission_ttl; the payload in w.user_id, w.mode, w.number,
