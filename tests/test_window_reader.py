@@ -98,7 +98,11 @@ MALFORMED = {
     "score not a number": array(integer(0), integer(1), array(bulk("u"), bulk("x"), array())),
     "score an array": array(integer(0), integer(1), array(bulk("u"), array(), array())),
     "error score": array(integer(0), integer(1), array(bulk("u"), b"-ERR x\r\n", array())),
+    # A string is a compact board's value (the RESP array HGETALL would answer): not this one.
     "metadata a string": array(integer(0), integer(1), array(bulk("u"), bulk("1"), bulk("k"))),
+    "metadata a truncated compact value": array(
+        integer(0), integer(1), array(bulk("u"), bulk("1"), bulk("*2\r\n$1\r\nk\r\n$5\r\nv\r\n"))
+    ),
     "metadata odd": array(integer(0), integer(1), array(bulk("u"), bulk("1"), array(bulk("k")))),
     "metadata nested": array(
         integer(0), integer(1), array(bulk("u"), bulk("1"), array(bulk("k"), array()))
@@ -114,6 +118,17 @@ MALFORMED = {
     "start negative": array(integer(-1), integer(1), array(*ROW)),
     "nil in the root": array(integer(0), b"$-1\r\n", array(*ROW)),
 }
+
+
+def test_a_compact_boards_metadata_is_read_streamed_or_replayed() -> None:
+    value = bulk("*4\r\n$1\r\nk\r\n$2\r\nv\n\r\n$0\r\n\r\n$1\r\n$\r\n")
+    reply = array(
+        integer(0), integer(2), array(bulk("u"), bulk("1"), value, bulk("w"), bulk("0"), bulk(""))
+    )
+    for make in READS.values():
+        streamed, replayed = run(make, reply, True), run(make, reply, False)
+        assert streamed == replayed
+        assert [e["metadata"] for e in streamed] == [{"k": "v\n", "": "$"}, {}]
 
 
 @pytest.mark.parametrize("name", sorted(MALFORMED))

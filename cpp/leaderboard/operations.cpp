@@ -250,8 +250,14 @@ class WindowReader final : public codec::ReplySink {
     } else if (depth == 2 && parent == 2 && index % 3 == 1 && type != ReplyType::Error) {
       if (!read_score(value, entries_.back().score)) bad_ = true;
     } else if (depth == 2 && parent == 2 && index % 3 == 2 && type == ReplyType::String) {
-      entries_.back().metadata = parse_compact_metadata(value);  // a compact board's
-    } else if (depth == 3 && type == ReplyType::String) {        // in a metadata array (checked)
+      // A compact board's. Nothing is thrown while the codec decodes (a sink's exception would
+      // end the connection): a malformed value makes the window malformed.
+      try {
+        entries_.back().metadata = parse_compact_metadata(value);
+      } catch (const RedisError&) {
+        bad_ = true;
+      }
+    } else if (depth == 3 && type == ReplyType::String) {  // in a metadata array (checked)
       auto& metadata = entries_.back().metadata;
       if (index % 2 == 0) {
         metadata.emplace_back(std::string(value), std::string());
