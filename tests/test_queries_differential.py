@@ -260,37 +260,24 @@ async def run_asyncio(
 COMBINATIONS = list(itertools.product(ORDERS, TIES))
 
 
+# Both layouts (compact: every player's metadata in one hash): the same answers, page for page.
+@pytest.mark.parametrize("layout", ["guide", "compact"])
 @pytest.mark.parametrize(("order", "ties"), COMBINATIONS)
 @pytest.mark.parametrize("kind", ["sync", "asyncio"])
 def test_every_query_matches_the_model(
-    redis_server: RedisServer, r: Any, board_key: str, order: str, ties: str, kind: str
+    redis_server: RedisServer, r: Any, board_key: str, order: str, ties: str, kind: str, layout: str
 ) -> None:
     seed = 7000 + 1000 * ORDERS.index(order) + 10 * TIES.index(ties) + (kind == "asyncio")
+    seed += 500 * (layout == "compact")
     if kind == "sync":
-        count, mismatches = run_sync(redis_server, r, board_key, order, ties, seed)
-    else:
-        count, mismatches = asyncio.run(run_asyncio(redis_server, r, board_key, order, ties, seed))
-    assert mismatches == []
-    assert count > STEPS_PER_BOARD
-    print(f"{kind} {order} {ties}: {count} operations, 0 mismatches")
-
-
-@pytest.mark.parametrize(("order", "ties"), COMBINATIONS)
-@pytest.mark.parametrize("kind", ["sync", "asyncio"])
-def test_every_query_matches_the_model_in_the_compact_layout(
-    redis_server: RedisServer, r: Any, board_key: str, order: str, ties: str, kind: str
-) -> None:
-    # Every player's metadata in one hash: the same answers, page for page.
-    seed = 7500 + 1000 * ORDERS.index(order) + 10 * TIES.index(ties) + (kind == "asyncio")
-    if kind == "sync":
-        count, mismatches = run_sync(redis_server, r, board_key, order, ties, seed,
-                                     layout="compact")  # fmt: skip
+        count, mismatches = run_sync(redis_server, r, board_key, order, ties, seed, layout=layout)
     else:
         count, mismatches = asyncio.run(
-            run_asyncio(redis_server, r, board_key, order, ties, seed, layout="compact")
+            run_asyncio(redis_server, r, board_key, order, ties, seed, layout=layout)
         )
     assert mismatches == []
     assert count > STEPS_PER_BOARD
+    print(f"{kind} {order} {ties}: {count} operations, 0 mismatches")
 
 
 @pytest.mark.parametrize("order", ORDERS)

@@ -313,52 +313,22 @@ async def run_asyncio(
 COMBINATIONS = list(itertools.product(ORDERS, TIES))
 
 
+# Both layouts (compact: every player's metadata in one hash), the same model, keys compared.
+@pytest.mark.parametrize("layout", ["guide", "compact"])
 @pytest.mark.parametrize(("order", "ties"), COMBINATIONS)
 @pytest.mark.parametrize("kind", ["sync", "asyncio"])
 def test_every_method_matches_the_model(
-    redis_server: RedisServer, r: Any, board_key: str, order: str, ties: str, kind: str
+    redis_server: RedisServer, r: Any, board_key: str, order: str, ties: str, kind: str, layout: str
 ) -> None:
     seed = 1000 * ORDERS.index(order) + 10 * TIES.index(ties) + (kind == "asyncio")
+    seed += 3 * (layout == "compact")
     run: Callable[..., Any] = run_sync if kind == "sync" else run_asyncio
-    result = run(redis_server, r, board_key, order, ties, seed)
+    result = run(redis_server, r, board_key, order, ties, seed, {}, layout)
     if kind == "asyncio":
         result = asyncio.run(result)
     count, mismatches, _ = result
     assert mismatches == []
     assert count == OPERATIONS_PER_BOARD
-
-
-# The compact layout (every player's metadata in one hash): the same sequences, every method's
-# result and the board's keys against the same model as the guide's layout.
-@pytest.mark.parametrize(("order", "ties"), COMBINATIONS)
-@pytest.mark.parametrize("kind", ["sync", "asyncio"])
-def test_the_compact_layout_matches_the_model(
-    redis_server: RedisServer, r: Any, board_key: str, order: str, ties: str, kind: str
-) -> None:
-    seed = 3 + 1000 * ORDERS.index(order) + 10 * TIES.index(ties) + (kind == "asyncio")
-    run: Callable[..., Any] = run_sync if kind == "sync" else run_asyncio
-    result = run(redis_server, r, board_key, order, ties, seed, {}, "compact")
-    if kind == "asyncio":
-        result = asyncio.run(result)
-    count, mismatches, _ = result
-    assert mismatches == []
-    assert count == OPERATIONS_PER_BOARD
-
-
-@pytest.mark.parametrize("kind", ["sync", "asyncio"])
-def test_the_compact_layout_with_tiebreak_columns_and_limits_matches_the_model(
-    redis_server: RedisServer, r: Any, board_key: str, kind: str
-) -> None:
-    seed = 57 + (kind == "asyncio")
-    limits = {"tiebreak": TIEBREAK, "score_range": (-1.0, 2.0), "max_increment": 1.5}
-    run: Callable[..., Any] = run_sync if kind == "sync" else run_asyncio
-    result = run(redis_server, r, board_key, "desc", "lexicographic", seed, limits, "compact")
-    if kind == "asyncio":
-        result = asyncio.run(result)
-    count, mismatches, refused = result
-    assert mismatches == []
-    assert count == OPERATIONS_PER_BOARD
-    assert refused >= 20
 
 
 # Fair play: the same sequences on boards with score limits (tight enough that writes of every
@@ -394,14 +364,17 @@ def test_score_limits_match_the_model(
 TIEBREAK = (("kills", "desc"), ("time", "asc"))
 
 
+@pytest.mark.parametrize("layout", ["guide", "compact"])
 @pytest.mark.parametrize("order", ORDERS)
 @pytest.mark.parametrize("kind", ["sync", "asyncio"])
 def test_tiebreak_columns_match_the_model(
-    redis_server: RedisServer, r: Any, board_key: str, order: str, kind: str
+    redis_server: RedisServer, r: Any, board_key: str, order: str, kind: str, layout: str
 ) -> None:
-    seed = 31 + 1000 * ORDERS.index(order) + (kind == "asyncio")
+    seed = 31 + 1000 * ORDERS.index(order) + (kind == "asyncio") + 5 * (layout == "compact")
     run: Callable[..., Any] = run_sync if kind == "sync" else run_asyncio
-    result = run(redis_server, r, board_key, order, "lexicographic", seed, {"tiebreak": TIEBREAK})
+    result = run(
+        redis_server, r, board_key, order, "lexicographic", seed, {"tiebreak": TIEBREAK}, layout
+    )
     if kind == "asyncio":
         result = asyncio.run(result)
     count, mismatches, _ = result
