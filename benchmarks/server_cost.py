@@ -87,7 +87,7 @@ def fill(client: redis.Redis, size: int, key: str = KEY) -> None:
 
 def compact_value(fields: dict[str, str]) -> bytes:
     """A compact board's value for a player: the RESP array HGETALL would answer
-    (encode_fields in cpp/leaderboard/scripts/lib/options.lua)."""
+    (encode_fields in cpp/leaderboard/scripts/lib/base.lua)."""
     items = [text.encode() for pair in fields.items() for text in pair]
     return b"*%d\r\n" % len(items) + b"".join(b"$%d\r\n%s\r\n" % (len(t), t) for t in items)
 

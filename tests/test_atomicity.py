@@ -348,6 +348,16 @@ def test_hiding_without_its_commands_changes_nothing(acl: tuple, kind: str) -> N
     user = make_user(admin, f"hider-{kind}", [*minimal_rule(), *hiding])
     assert call(server, kind, key, 3, "hide", "a", username=user, password=PASSWORD) is True
     assert admin.zscore(key, "a") is None and admin.hget(f"{key}:hidden", "a") == "10"
+    # Unhiding without HLEN or HGET: NOPERM, nothing changed (without HLEN it took the player out
+    # of the hidden hash, then failed with a Lua error: their score was kept nowhere).
+    for missing in ("+hlen", "+hget"):
+        rule = [*minimal_rule(), *(c for c in hiding if c != missing)]
+        unhider = make_user(admin, f"unhider-{kind}", rule)
+        assert_raises_and_changes_nothing(
+            admin, key, "NOPERM",
+            lambda u=unhider: call(server, kind, key, 3, "unhide", "a", username=u,
+                                   password=PASSWORD),
+        )  # fmt: skip
     assert call(server, kind, key, 3, "unhide", "a", username=user, password=PASSWORD) is True
 
 

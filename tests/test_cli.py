@@ -86,6 +86,21 @@ def test_a_compact_board_from_the_command_line(
     assert refused.returncode != 0 and "layout='compact'" in refused.stderr
 
 
+def test_convert_layout_from_the_command_line(
+    redis_server: Any, board_key: str, players_csv: Path
+) -> None:
+    assert cli(redis_server, board_key, "import", str(players_csv)).returncode == 0
+    done = cli(redis_server, board_key, "convert-layout", "--page", "300")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == f"{board_key}: compact; 2,500 players' metadata moved"
+    again = cli(redis_server, board_key, "convert-layout", "--json")
+    assert json.loads(again.stdout) == {"moved": 0}
+    top = cli(redis_server, board_key, "top", "1", "--json", "--layout", "compact")
+    assert json.loads(top.stdout)[0]["metadata"] == {"name": "Player 2500"}
+    bad = cli(redis_server, board_key, "convert-layout", "--page", "20000")
+    assert bad.returncode != 0 and "page must be between 1 and 10000" in bad.stderr
+
+
 def test_import_rejects_a_file_without_the_columns(redis_server: Any, board_key: str, tmp_path):
     path = tmp_path / "bad.csv"
     path.write_text("id,points\na,1\n")

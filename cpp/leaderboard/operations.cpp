@@ -128,7 +128,7 @@ std::size_t compact_number(std::string_view text, std::size_t& at) {
   return value;
 }
 
-// A compact board's stored metadata (encode_fields in lib/options.lua: the RESP array of bulk
+// A compact board's stored metadata (encode_fields in lib/base.lua: the RESP array of bulk
 // strings HGETALL would answer, "*<n>\r\n" then "$<length>\r\n<bytes>\r\n" each; '' for none).
 Metadata parse_compact_metadata(std::string_view text) {
   Metadata metadata;

@@ -35,6 +35,11 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "hide": (_CLI, "add_hide_arguments", "hide a player from every read (fair play)"),
     "unhide": (_CLI, "add_unhide_arguments", "show a hidden player again"),
     "hidden": (_CLI, "add_hidden_arguments", "list the hidden players"),
+    "convert-layout": (
+        _CLI,
+        "add_convert_layout_arguments",
+        "convert a board to the compact layout in place (every player's metadata in one hash)",
+    ),
     "league": (
         _CLI,
         "add_league_arguments",

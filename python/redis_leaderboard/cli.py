@@ -322,6 +322,16 @@ def run_hide(args: argparse.Namespace) -> int:
     return 0 if changed else 1
 
 
+def run_convert_layout(args: argparse.Namespace) -> int:
+    args.layout = "compact"
+    moved = open_board(args).convert_layout(page=args.page)
+    if args.json:
+        print(json.dumps({"moved": moved}))
+    else:
+        print(f"{args.key}: compact; {moved:,} players' metadata moved")
+    return 0
+
+
 def run_hidden(args: argparse.Namespace) -> int:
     ids = open_board(args).hidden()
     print(json.dumps(ids, ensure_ascii=False) if args.json else "\n".join(ids))
@@ -625,6 +635,31 @@ def add_hide_arguments(parser: argparse.ArgumentParser) -> None:
 
 def add_unhide_arguments(parser: argparse.ArgumentParser) -> None:
     _add_hiding_arguments(parser, False)
+
+
+def add_convert_layout_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.description = (
+        "Convert the board from the guide's layout (a hash per player) to the compact one (one "
+        "hash for the board), in place, a page of players per round trip; safe to stop and run "
+        "again. Stop or restart the clients of the guide's layout first: their writes are "
+        "refused from the first page on."
+    )
+    add_redis_arguments(parser)
+    add_period_arguments(parser)
+    parser.add_argument(
+        "--order", choices=["desc", "asc"], default="desc", help="the board's order (default desc)"
+    )
+    parser.add_argument(
+        "--ties",
+        choices=["lexicographic", "first", "competition", "dense"],
+        default="lexicographic",
+        help="the board's tie rule (default lexicographic)",
+    )
+    parser.add_argument(
+        "--page", type=_positive, default=1000, help="players a round trip, 1 to 10000 (1000)"
+    )
+    parser.add_argument("--json", action="store_true", help="print JSON")
+    parser.set_defaults(run=_guarded(run_convert_layout))
 
 
 def add_hidden_arguments(parser: argparse.ArgumentParser) -> None:

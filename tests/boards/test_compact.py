@@ -271,3 +271,52 @@ def test_writes_during_a_conversion_are_kept(
     assert {k for k in keys_under(r, board_key) if ":user:" in k} == set()
     assert {e["user_id"]: e["metadata"] for e in compact.list_all()} == expected
     assert compact.get_user_metadata("u7") == {"n": "7", "w": "7"}
+
+
+def test_the_acl_rule_of_a_compact_board(acl_server: RedisServer) -> None:
+    # docs/pages/deployment/acl.md: the minimal rule, plus +zrank +zcount +hget +hmget +hdel for
+    # a compact board (+zscan +hkeys to convert one); without +hmget its pages are refused.
+    from test_atomicity import PASSWORD, minimal_rule
+
+    admin = acl_server.redis_py()
+    key = f"lb:{uuid.uuid4().hex[:8]}"
+    compact_rule = ["+zrank", "+zcount", "+hget", "+hmget", "+hdel"]
+    hiding = ["+hkeys", "+hlen", "+hexists", "+exists"]  # and these for hidden players
+    try:
+        admin.execute_command(
+            "ACL", "SETUSER", "compact", "reset", *minimal_rule(), *compact_rule, *hiding
+        )
+        admin.execute_command(
+            "ACL", "SETUSER", "converter", "reset", *minimal_rule(), *compact_rule, *hiding,
+            "+zscan",
+        )  # fmt: skip
+        admin.execute_command("ACL", "SETUSER", "nohmget", "reset", *minimal_rule(), *compact_rule,
+                              "-hmget")  # fmt: skip
+        url = f"redis://{{}}:{PASSWORD}@{acl_server.host}:{acl_server.port}"
+        guide = RedisLeaderboard(url=url.format("converter"), key=key, max_entries=None)
+        guide.upsert_many([(f"p{i}", i, {"n": str(i)}) for i in range(300)])
+        guide.hide("p1")
+        converter = RedisLeaderboard(
+            url=url.format("converter"), key=key, max_entries=None, layout="compact"
+        )
+        assert converter.convert_layout(page=50) == 300
+        board = RedisLeaderboard(
+            url=url.format("compact"), key=key, max_entries=3, layout="compact"
+        )
+        assert board.upsert_user("new", 1000, {"n": "x"})["trimmed_user_ids"]  # a trim: HDEL
+        assert board.get_top(2)[0]["metadata"] == {"n": "x"}
+        assert board.get_entries(["new"])[0]["metadata"] == {"n": "x"}
+        assert board.get_user_metadata("p299") == {"n": "299"}
+        assert board.unhide("p1") is True  # back, and trimmed at once (a board of 3)
+        assert board.get_user_metadata("p1") == {}
+        assert board.delete_user("p299") is True
+        denied = RedisLeaderboard(url=url.format("nohmget"), key=key, layout="compact")
+        with pytest.raises(NoPermissionError, match="'HMGET' command"):
+            denied.get_top(2)
+    finally:
+        names = list(admin.scan_iter(match=f"{key}*"))
+        if names:
+            admin.delete(*names)
+        for name in ("compact", "converter", "nohmget"):
+            admin.acl_deluser(name)
+        admin.close()

@@ -406,6 +406,8 @@ NOT_FORWARDED = {
     "clear": "clears one period: current().clear() or at(when).clear()",
     "set_max_entries": "a period's limit: current().set_max_entries(n)",
     "upsert_many": "a bulk load into one period: current().upsert_many(...)",
+    "convert_layout": "converts one period's board: current().convert_layout() (a new periodic "
+    "board's periods take layout= from the start)",
 }
 
 # (method, args, kwargs) of every query, called on the periodic board and on current().

@@ -37,9 +37,11 @@ if b.recorded_hidden then
 end
 
 err = check_hidden_writes(b, user_id, expire_at) or check_removal_events(b, w)
-  or check_acl('HDEL', hidden, user_id) or check_acl('HDEL', b.options, 'hidden')
-  or (scope and (check_acl('HSET', scope_hidden, user_id, '')
-    or check_acl('HDEL', scope_hidden, user_id) or check_acl('HSET', scope_options, 'hidden', '1')
+  or check_acl('HGET', hidden, user_id) or check_acl('HDEL', hidden, user_id)
+  or check_acl('HLEN', hidden) or check_acl('HDEL', b.options, 'hidden')
+  or (scope and (check_acl('HEXISTS', scope_hidden, user_id)
+    or check_acl('HSET', scope_hidden, user_id, '') or check_acl('HDEL', scope_hidden, user_id)
+    or check_acl('HLEN', scope_hidden) or check_acl('HSET', scope_options, 'hidden', '1')
     or check_acl('HDEL', scope_options, 'hidden')))
 if err then return err end
 local kept = redis.call('HGET', hidden, user_id)
