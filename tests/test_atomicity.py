@@ -716,3 +716,39 @@ def test_out_of_memory_every_board_types_hidden_reads_answer(
         assert team.team_members("x") == [{"user_id": "fair", "contribution": 10.0}]
     finally:
         api.close()
+
+
+@pytest.mark.parametrize("kind", ["sync", "asyncio"])
+def test_unhide_without_hlen_changes_nothing_on_every_board_type(acl: tuple, kind: str) -> None:
+    # The last player out of a hidden hash takes the 'hidden' field with them (forget_hidden:
+    # HDEL, then HLEN): a user without +hlen had the player out of the hash, then a Lua error.
+    # Every board type that hides checks HLEN (and the hashes' reads) before its first write.
+    server, admin, key = acl
+    api = Api(kind, server.host, server.port, EVENT_LOOPS.get(kind))
+    try:
+        admin.execute_command("ACL", "SETUSER", f"nohlen-{kind}", "reset", "on",
+                              f">{PASSWORD}", "~*", "+@all", "-hlen")  # fmt: skip
+        limited = api.connect(username=f"nohlen-{kind}", password=PASSWORD)
+        clock = FakeClock(datetime.now(UTC).replace(hour=12, minute=0, second=0, microsecond=0))
+        makers = {
+            "plain": (lambda c: api.make("RedisLeaderboard", f"{key}:plain", 10, client=c),
+                      "upsert_user", {}),
+            "tournament": (lambda c: api.make("Tournament", f"{key}:cup", clock=clock,
+                                              schedule="day", client=c), "submit", {}),
+            "league": (lambda c: api.make("League", f"{key}:league", clock=clock,
+                                          tiers=("b", "a"), client=c), "submit", {}),
+            "team": (lambda c: api.make("TeamLeaderboard", f"{key}:clans", client=c), "submit",
+                     {"team": "x"}),
+        }  # fmt: skip
+        for name, (make, write, options) in makers.items():
+            board = make(None)
+            for i, user in enumerate(["fair", "cheat"]):
+                getattr(board, write)(user, 10 * (i + 1), **options)
+            assert board.hide("cheat") is True, name
+            before = snapshot(admin, key)
+            with pytest.raises(NoPermissionError, match="HLEN"):
+                make(limited).unhide("cheat")
+            assert snapshot(admin, key) == before, name
+            assert board.unhide("cheat") is True, name
+    finally:
+        api.close()

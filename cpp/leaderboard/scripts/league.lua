@@ -474,6 +474,7 @@ if call == 'hide' or call == 'unhide' then
   local err = check_league(true) or check_type(HIDDEN, 'hash') or check_acl('HSET', HIDDEN, 'x', '')
     or check_acl('HDEL', HIDDEN, 'x') or check_acl('HSET', league_options, 'hidden', '1')
     or check_acl('HDEL', league_options, 'hidden') or check_acl('HDEL', period_where, 'x')
+    or check_acl('HEXISTS', HIDDEN, user_id) or check_acl('HLEN', HIDDEN)  -- forget_hidden's
   if err then return err end
   local was = redis.call('HEXISTS', HIDDEN, user_id) == 1
   local settling = redis.call('HGET', period_state, 'closed')

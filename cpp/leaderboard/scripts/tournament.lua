@@ -313,7 +313,9 @@ if call == 'hide' or call == 'unhide' then
     or check_acl('HDEL', tournament_options, 'hidden') or check_type(board, 'zset')
     or check_type(b.options, 'hash') or (not b.default and check_option_keys(b))
     or check_hidden_writes(b, user_id, expire) or check_acl('HDEL', board .. ':hidden', user_id)
-    or check_acl('HDEL', b.options, 'hidden')
+    or check_acl('HDEL', b.options, 'hidden') or check_acl('HEXISTS', HIDDEN, user_id)
+    or check_acl('HLEN', HIDDEN) or check_acl('HGET', board .. ':hidden', user_id)
+    or check_acl('HLEN', board .. ':hidden')  -- forget_hidden's, after the first write
   if err then return err end
   local record
   err, record = check_options(b)
