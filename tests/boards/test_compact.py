@@ -320,3 +320,14 @@ def test_the_acl_rule_of_a_compact_board(acl_server: RedisServer) -> None:
         for name in ("compact", "converter", "nohmget"):
             admin.acl_deluser(name)
         admin.close()
+
+
+def test_convert_layout_on_every_api(api: Api, board_key: str, r: Any) -> None:
+    guide = api.leaderboard(board_key, None)
+    guide.upsert_many([(f"p{i}", i, {"n": str(i)}) for i in range(300)])
+    compact = api.leaderboard(board_key, None, layout="compact")
+    assert compact.convert_layout(page=100) == 300
+    assert compact.convert_layout() == 0
+    assert compact.get_top(2) == [entry(1, "p299", 299, {"n": "299"}),
+                                  entry(2, "p298", 298, {"n": "298"})]  # fmt: skip
+    assert r.hlen(f"{board_key}:meta") == 300 and not r.exists(f"{board_key}:user:p0")
