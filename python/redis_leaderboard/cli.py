@@ -646,15 +646,7 @@ def add_convert_layout_arguments(parser: argparse.ArgumentParser) -> None:
     )
     add_redis_arguments(parser)
     add_period_arguments(parser)
-    parser.add_argument(
-        "--order", choices=["desc", "asc"], default="desc", help="the board's order (default desc)"
-    )
-    parser.add_argument(
-        "--ties",
-        choices=["lexicographic", "first", "competition", "dense"],
-        default="lexicographic",
-        help="the board's tie rule (default lexicographic)",
-    )
+    add_ranking_arguments(parser, layout=False)  # the layout is the compact one
     parser.add_argument(
         "--page", type=_positive, default=1000, help="players a round trip, 1 to 10000 (1000)"
     )
