@@ -390,10 +390,19 @@ class SingleCall final : public Operation {
     if (lean_) {
       if (auto lean = lean_()) return lean;
     }
-    auto lean = std::make_unique<SingleCall>(name_, command_, parse_, id_);
-    lean->parse_window_ = parse_window_;
-    lean->command_.argv[prefix_arg_].clear();
-    return lean;
+    return lean_script()();
+  }
+  // A maker of its script's lean form (the script with an empty prefix), for a lean form of its
+  // own to fall back on.
+  std::function<std::unique_ptr<Operation>()> lean_script() const {
+    Command command = command_;
+    command.argv[prefix_arg_].clear();
+    return [name = name_, command = std::move(command), parse = parse_, window = parse_window_,
+            id = id_]() -> std::unique_ptr<Operation> {
+      auto lean = std::make_unique<SingleCall>(name, command, parse, id);
+      lean->parse_window_ = window;
+      return lean;
+    };
   }
 
   const char* name() const override { return name_; }
@@ -1010,6 +1019,65 @@ std::unique_ptr<Operation> split_read(std::unique_ptr<Operation> read, long long
   if (count < from || read->cached_metadata_prefix() == nullptr) return read;
   return std::make_unique<SplitRead>(std::move(read));
 }
+
+namespace {
+
+// The entries of a ZRANGE ... WITHSCORES reply, the first ranked `first_rank` (a default board:
+// ranks are positions).
+std::vector<Entry> ranged_entries(Reply& reply, long long first_rank) {
+  const auto& flat = parse_array(reply);
+  if (flat.size() % 2 != 0) unexpected("ZRANGE WITHSCORES");
+  std::vector<Entry> entries(flat.size() / 2);
+  for (std::size_t i = 0; i < entries.size(); ++i) {
+    entries[i].rank = first_rank + static_cast<long long>(i);
+    entries[i].user_id = take_string(reply.elements[2 * i]);
+    entries[i].score = parse_score(reply.elements[2 * i + 1]);
+  }
+  return entries;
+}
+
+// get_around_rank's lean form on a checked default board (the first step of its SplitRead, and
+// a client-side cache's read): the guide's ZRANGE of the window from `start` (its rank less half
+// the count). A full window is the answer, whatever the board's size: the clamp to the board's
+// end moves only a window that runs past it. A short one did run past the end (or the board is
+// smaller than the window): then the window script's lean form (`clamped`), which clamps it.
+// Either way the ranks and scores are one snapshot, as the script's.
+class AroundLean final : public Operation {
+ public:
+  AroundLean(std::string key, long long start, long long count, std::unique_ptr<Operation> clamped)
+      : key_(std::move(key)), start_(start), count_(count), clamped_(std::move(clamped)) {}
+  const char* name() const override { return "get_around_rank"; }
+  std::vector<Command> next() override {
+    if (clamping_) return clamped_->next();
+    return {Command{nullptr,
+                    {"ZRANGE", key_, std::to_string(start_), std::to_string(start_ + count_ - 1),
+                     "REV", "WITHSCORES"}}};
+  }
+  codec::ReplySink* reply_sink(std::size_t index) override {
+    return clamping_ ? clamped_->reply_sink(index) : nullptr;
+  }
+  bool feed(std::vector<Reply>& replies) override {
+    if (clamping_) return clamped_->feed(replies);
+    if (replies.size() != 1) unexpected("ZRANGE WITHSCORES");
+    auto entries = ranged_entries(replies[0], start_ + 1);
+    if (entries.size() < static_cast<std::size_t>(count_)) {
+      clamping_ = true;
+      return false;
+    }
+    result_ = std::move(entries);
+    return true;
+  }
+  Result take_result() override { return clamping_ ? clamped_->take_result() : std::move(result_); }
+
+ private:
+  std::string key_;
+  long long start_, count_;
+  std::unique_ptr<Operation> clamped_;
+  bool clamping_ = false;
+  Result result_;
+};
+
+}  // namespace
 
 std::string format_score(double value) {
   char buffer[32];
@@ -1771,17 +1839,7 @@ std::unique_ptr<Operation> Board::get_top(long long count) const {
     return std::make_unique<SingleCall>(
         "get_top",
         Command{nullptr, {"ZRANGE", key, "0", std::to_string(count - 1), "REV", "WITHSCORES"}},
-        [](Reply& reply) -> Result {
-          const auto& flat = parse_array(reply);
-          if (flat.size() % 2 != 0) unexpected("ZRANGE WITHSCORES");
-          std::vector<Entry> entries(flat.size() / 2);
-          for (std::size_t i = 0; i < entries.size(); ++i) {
-            entries[i].rank = static_cast<long long>(i) + 1;
-            entries[i].user_id = take_string(reply.elements[2 * i]);
-            entries[i].score = parse_score(reply.elements[2 * i + 1]);
-          }
-          return entries;
-        });
+        [](Reply& reply) -> Result { return ranged_entries(reply, 1); });
   });
   return split_read(std::move(call), count, id_->is_default() ? kSplitTopFrom : kSplitReadFrom);
 }
@@ -1793,11 +1851,19 @@ std::unique_ptr<Operation> Board::get_around_rank(long long rank, long long coun
       arg::board{key()}, option_keys_arg(Check::UntilConfirmed),
       arg::user_prefix{metadata_prefix()}, arg::mode{"around"}, arg::start{std::to_string(rank)},
       arg::count{std::to_string(count)}, id_->order_arg(), id_->ties_arg());
-  return split_read(
-      SingleCall("get_around_rank", std::move(command), SingleCall::WindowParser(window_entries),
-                 id_)
-          .caches_metadata(metadata_prefix(), calls::argv_n::window::user_prefix, layout()),
-      count);
+  auto call = SingleCall("get_around_rank", std::move(command),
+                         SingleCall::WindowParser(window_entries), id_)
+                  .caches_metadata(metadata_prefix(), calls::argv_n::window::user_prefix, layout());
+  if (!id_->is_default() || layout() == Layout::Compact) return split_read(std::move(call), count);
+  // A default board: once its options are checked, the lean form starts with the guide's ZRANGE
+  // (AroundLean), so it splits from get_top's size (benchmarks.md, "Reads in two steps").
+  call->set_lean_form([id = id_, key = key(), rank, count,
+                       script = call->lean_script()]() -> std::unique_ptr<Operation> {
+    if (!id->checked.load(std::memory_order_relaxed)) return nullptr;
+    const long long start = std::max(0LL, rank - 1 - count / 2);
+    return std::make_unique<AroundLean>(key, start, count, script());
+  });
+  return split_read(std::move(call), count, kSplitTopFrom);
 }
 
 std::unique_ptr<Operation> Board::get_rank(std::string user_id) const {

@@ -308,9 +308,9 @@ class Board {
   // Reads of this many entries or more with their metadata run in the guide's two steps
   // (split_read): the server's CPU per call falls to the guide's, below the one script's, and
   // the latency gains a round trip that is a small part of the call's (benchmarks.md, "Reads
-  // in two steps", benchmarks/split_reads.py). The first for get_top on a default board (its
-  // lean form one ZRANGE), the second for every other read (a script first: below it the
-  // second round trip costs more than the server saves).
+  // in two steps", benchmarks/split_reads.py). The first for get_top and get_around_rank on a
+  // default board (their lean forms start with the guide's ZRANGE), the second for every other
+  // read (a script first: below it the second round trip costs more than the server saves).
   static constexpr long long kSplitTopFrom = 50;
   static constexpr long long kSplitReadFrom = 200;
   // An unlimited board's max_entries (None in Python): more than a sorted set can hold

@@ -1,6 +1,6 @@
 """Reads of many entries in the guide's two steps (SplitRead in cpp/leaderboard/operations.cpp):
-from 50 entries on (get_top on a default board) or 200 (get_top on a board with options,
-get_around_rank, get_around_user, get_page, get_entries; list_all past its first 200), the
+from 50 entries on (get_top and get_around_rank on a default board) or 200 (both on a board with
+options, get_around_user, get_page, get_entries; list_all past its first 200), the
 ranked read without metadata, then one HGETALL per entry pipelined, on the sync client (the
 asyncio client's connection is shared by concurrent calls, and a cluster client's slot may move:
 one script there, tests/test_cluster.py). They answer what the same entries read in small reads
@@ -97,7 +97,7 @@ def test_below_the_threshold_a_read_is_one_round_trip(api: Api, board_key: str) 
     board.get_size()
     for call in (
         lambda: board.get_top(49),
-        lambda: board.get_around_rank(60, 199),
+        lambda: board.get_around_rank(60, 49),
         lambda: board.get_page(1, 199),
         lambda: board.get_around_user("p050", 199),
         lambda: board.get_entries([f"p{i:03d}" for i in range(199)]),
@@ -109,7 +109,40 @@ def test_below_the_threshold_a_read_is_one_round_trip(api: Api, board_key: str) 
     ranked = api.leaderboard(board_key + ":asc", None, order="asc")
     fill(ranked, {"order": "asc"}, 220)
     assert trips(api, lambda: ranked.get_top(199))[1:] == (1, 1)  # a script's lean form: 200
+    assert trips(api, lambda: ranked.get_around_rank(60, 199))[1:] == (1, 1)
     assert trips(api, lambda: ranked.get_top(200))[1:] == ((1, 1) if api.asynchronous else (2, 201))
+
+
+def test_around_a_rank_on_a_default_board_starts_with_the_guides_zrange(
+    api: Api, board_key: str
+) -> None:
+    # get_around_rank on a default board splits from 50 entries, as get_top: its first step is
+    # the guide's ZRANGE of the window (the clamp to the board's end moves only a window that
+    # runs past it), then the HGETALLs. A window that did run past the end (its ZRANGE short)
+    # takes the window script's lean form, which clamps it: three round trips.
+    board = api.leaderboard(board_key, None)
+    users = fill(board, {}, 300)
+    board.get_size()
+    small = [e for page in range(1, 31) for e in board.get_page(page, 10)["entries"]]
+    split = not api.asynchronous
+    for rank, count, start, steps in (
+        (1, 50, 0, 2),
+        (100, 50, 74, 2),
+        (150, 100, 99, 2),
+        (251, 100, 200, 2),  # the window ends at the board's last entry: full
+        (252, 100, 200, 3),  # one past it: clamped
+        (300, 100, 200, 3),
+        (5000, 60, 240, 3),  # a rank past the board's end: its last 60
+        (10, 300, 0, 2),  # the whole board, exactly
+        (10, 400, 0, 3),  # a window larger than the board: the whole board
+    ):
+        around, round_trips, commands = trips(
+            api, lambda r=rank, c=count: board.get_around_rank(r, c)
+        )
+        want = small[start : start + count]
+        assert around == want, (rank, count)
+        assert (round_trips, commands) == ((steps, steps - 1 + len(want)) if split else (1, 1))
+    assert len(users) == 300
 
 
 def test_an_error_on_one_hash_raises_for_that_call_only(api: Api, board_key: str, r: Any) -> None:

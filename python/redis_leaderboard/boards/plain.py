@@ -583,8 +583,11 @@ class LeaderboardBase(BoardBase, Generic[S]):
             Entries, best first.
 
         Redis cost:
-            One round trip: a ``no-writes`` script, ZCARD, one ZRANGE and one HGETALL per entry.
-            From 200 entries two, the HGETALLs pipelined after the ranked read (as ``get_top``).
+            One round trip: a ``no-writes`` script, ZCARD, one ZRANGE and one HGETALL per entry,
+            one snapshot. From 50 entries on a default board (200 on a board with options) two:
+            the ranked read (on a default board the guide's ZRANGE of the window), then the
+            HGETALLs pipelined, the metadata read just after the ranks (as ``get_top``); three
+            when that ZRANGE runs past the board's end, the script's ranked read clamping it.
             O(log N + count).
         """
         return self._run(self._board.get_around_rank(rank, count))
