@@ -706,6 +706,54 @@ def test_a_window_header_takes_no_memory_before_its_elements_come(header: bytes)
     assert grown < 16 << 20, f"{grown} bytes taken for {len(header)} bytes of reply"
 
 
+def test_a_compact_boards_entry_read_is_one_transaction_its_field_or_the_guides_hash() -> None:
+    # A compact board of the guide's rules, its options checked: MULTI, ZSCORE, ZREVRANK, HGET of
+    # the user's field, HGETALL of the guide's hash (a player a conversion has not moved), EXEC.
+    board = Board("lb", 5, layout="compact")
+    assert answer(board.get_top(1), window_reply(0, -1, [])) is True  # options checked
+    queued = b"+OK\r\n" + b"+QUEUED\r\n" * 4
+    field = bulk(flat({"m": "x"}))  # the field's value: the RESP array HGETALL would answer
+
+    op = board.get_user_entry("u")
+    request = parse_requests(op.request())
+    assert [c[0] for c in request] == [
+        b"MULTI",
+        b"ZSCORE",
+        b"ZREVRANK",
+        b"HGET",
+        b"HGETALL",
+        b"EXEC",
+    ]
+    assert request[3][1:] == [b"lb:meta", b"u"] and request[4][1:] == [b"lb:user:u"]
+    assert op.feed(queued + array(bulk("7"), integer(2), field, array())) is True
+    assert op.result() == {"rank": 3, "user_id": "u", "score": 7.0, "metadata": {"m": "x"}}
+    op = board.get_user_entry("u")  # not moved yet: the guide's hash
+    assert answer(op, queued + array(bulk("7"), integer(2), b"$-1\r\n", flat({"g": "h"}))) is True
+    assert op.result() == {"rank": 3, "user_id": "u", "score": 7.0, "metadata": {"g": "h"}}
+    op = board.get_user_entry("u")  # no metadata either place
+    assert answer(op, queued + array(bulk("7"), integer(0), b"$-1\r\n", array())) is True
+    assert op.result() == {"rank": 1, "user_id": "u", "score": 7.0, "metadata": {}}
+    op = board.get_user_entry("u")
+    assert answer(op, queued + array(b"$-1\r\n", b"$-1\r\n", b"$-1\r\n", array())) is True
+    assert op.result() is None
+
+    # Out of memory before Redis 7.4: the board's script (its options and rules) answers next.
+    oom = b"-OOM command not allowed when used memory > 'maxmemory'.\r\n"
+    op = board.get_user_entry("u")
+    assert answer(op, b"+OK\r\n" + oom * 4 + b"-EXECABORT Transaction discarded.\r\n") is False
+    args = parse_request(op.request())
+    assert args[0] == b"EVALSHA" and args[3:5] == [b"lb", b"lb:meta"]
+    assert args[-2:] == [b"desc", b"lexicographic+compact"]
+    assert op.feed(array(bulk("7"), integer(2), field)) is True
+    assert op.result() == {"rank": 3, "user_id": "u", "score": 7.0, "metadata": {"m": "x"}}
+
+    # Other rules, or options not yet checked: the script.
+    for other in (Board("lb", 5, order="asc", layout="compact"), Board("lb", 5, layout="compact")):
+        if other.order == "asc":
+            assert answer(other.get_top(1), window_reply(0, -1, [])) is True
+        assert parse_request(other.get_user_entry("u").request())[0] == b"EVALSHA"
+
+
 # ---- Classes made without their constructor -----------------------------------------------------
 
 # Every class of _core, and the package's subclasses of them.

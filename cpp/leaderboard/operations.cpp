@@ -802,27 +802,38 @@ class CompactMetadata final : public Operation {
 
 // get_user_entry on the guide's board (one known to record no options): the guide's own
 // MULTI, ZSCORE, ZREVRANK, HGETALL, EXEC in one round trip, one snapshot as the script's, at
-// 0.7x of its server CPU (docs/pages/benchmarks.md). Redis before 7.4 refuses to queue even a
-// read when out of memory (redis#12961; the queued commands answer OOM, EXEC EXECABORT): then
-// the script (entry.lua, a no-writes script that runs out of memory) answers instead, in a
-// second round trip. Any other refusal (NOPERM, WRONGTYPE) is raised as the script's would be.
+// 0.7x of its server CPU (docs/pages/benchmarks.md). On a compact board of the same rules
+// (`guide_key` set) the user's field of the board's hash (`user_key`) instead, and HGETALL of
+// the guide's hash for a player a conversion has not moved yet (as CompactMetadata: the field if
+// it is there, else the hash), both in the same transaction. Redis before 7.4 refuses to queue
+// even a read when out of memory (redis#12961; the queued commands answer OOM, EXEC
+// EXECABORT): then the script (`script`, entry.lua's call: a no-writes script that runs out of
+// memory) answers instead, in a second round trip. Any other refusal (NOPERM, WRONGTYPE) is
+// raised as the script's would be.
 class GuideEntry final : public Operation {
  public:
-  GuideEntry(std::string board, std::string user_key, std::string user_id,
-             std::shared_ptr<Identity> id)
+  GuideEntry(std::string board, std::string user_key, std::string user_id, std::string guide_key,
+             Command script, std::shared_ptr<Identity> id)
       : board_(std::move(board)),
         user_key_(std::move(user_key)),
         user_id_(std::move(user_id)),
+        guide_key_(std::move(guide_key)),
+        script_command_(std::move(script)),
         id_(std::move(id)) {}
   const char* name() const override { return "get_user_entry"; }
   bool reads_error_replies() const override { return true; }
   std::vector<Command> next() override {
     if (script_) return script_->next();
     std::vector<Command> commands;
-    commands.reserve(3);
+    commands.reserve(4);
     commands.push_back(Command{nullptr, strings("ZSCORE", board_, user_id_)});
     commands.push_back(Command{nullptr, strings("ZREVRANK", board_, user_id_)});
-    commands.push_back(Command{nullptr, strings("HGETALL", user_key_)});
+    if (guide_key_.empty()) {
+      commands.push_back(Command{nullptr, strings("HGETALL", user_key_)});
+    } else {
+      commands.push_back(Command{nullptr, strings("HGET", user_key_, user_id_)});
+      commands.push_back(Command{nullptr, strings("HGETALL", guide_key_)});
+    }
     return transaction(std::move(commands));
   }
   bool feed(std::vector<Reply>& replies) override {
@@ -832,33 +843,35 @@ class GuideEntry final : public Operation {
       }
       return script_->feed(replies);
     }
-    if (replies.size() != 5) unexpected(name());
+    const std::size_t queued = guide_key_.empty() ? 3 : 4;
+    if (replies.size() != queued + 2) unexpected(name());
     for (std::size_t i = 0; i + 1 < replies.size(); ++i) {
       if (!replies[i].is_error()) continue;
       if (replies[i].str.compare(0, 4, "OOM ") == 0) {  // nothing ran: the script instead
-        // The board's: no option keys (known to record none), its default order and ties.
-        Command command =
-            calls::entry(arg::board{board_}, arg::user_key{user_key_}, arg::option_keys{{}},
-                         arg::user_id{user_id_}, std::nullopt, std::nullopt);
         script_ = std::make_unique<SingleCall>(
-            "get_user_entry", std::move(command),
+            "get_user_entry", std::move(script_command_),
             [user_id = user_id_](Reply& reply) { return entry_reply(reply, user_id, 3); }, id_);
         return false;
       }
       raise_server_error(replies[i].str);
     }
-    Reply& exec = exec_reply(replies, 3, name());
+    Reply& exec = exec_reply(replies, queued, name());
     if (exec.elements[0].is_nil()) {  // not on the board
       result_ = std::optional<Entry>();
-    } else {
-      result_ = entry_reply(exec, std::move(user_id_), 3);
+      return true;
     }
+    if (queued == 4) {  // the field if it is there, else the guide's hash
+      if (exec.elements[2].is_nil()) exec.elements[2] = std::move(exec.elements[3]);
+      exec.elements.pop_back();
+    }
+    result_ = entry_reply(exec, std::move(user_id_), 3);
     return true;
   }
   Result take_result() override { return script_ ? script_->take_result() : std::move(result_); }
 
  private:
-  std::string board_, user_key_, user_id_;
+  std::string board_, user_key_, user_id_, guide_key_;
+  Command script_command_;
   std::shared_ptr<Identity> id_;
   std::unique_ptr<Operation> script_;  // after an OOM refusal
   Result result_;
@@ -1910,11 +1923,25 @@ std::unique_ptr<Operation> Board::get_user_metadata(std::string user_id) const {
 std::unique_ptr<Operation> Board::get_user_entry(std::string user_id) const {
   require_user_id(user_id);
   if (has_default_options() && options_checked()) {  // the guide's commands
-    return std::make_unique<GuideEntry>(key(), metadata_key(user_id), std::move(user_id), id_);
+    // Its script for an OOM refusal: the board's, known to record no options.
+    Command script =
+        calls::entry(arg::board{key()}, arg::user_key{metadata_key(user_id)}, arg::option_keys{{}},
+                     arg::user_id{user_id}, std::nullopt, std::nullopt);
+    auto user_key = metadata_key(user_id);
+    return std::make_unique<GuideEntry>(key(), std::move(user_key), std::move(user_id),
+                                        std::string(), std::move(script), id_);
   }
   Command command = calls::entry(arg::board{key()}, arg::user_key{metadata_key(user_id)},
                                  option_keys_arg(Check::UntilConfirmed), arg::user_id{user_id},
                                  id_->order_arg(), id_->ties_arg());
+  if (layout() == Layout::Compact && options_checked() && id_->order == Order::Desc &&
+      id_->ties == Ties::Lexicographic && id_->tiebreak.empty()) {
+    // A compact board of the guide's rules: the same transaction, the field of its hash.
+    auto user_key = metadata_key(user_id);
+    auto guide_key = metadata_prefix() + user_id;
+    return std::make_unique<GuideEntry>(key(), std::move(user_key), std::move(user_id),
+                                        std::move(guide_key), std::move(command), id_);
+  }
   return std::make_unique<SingleCall>(
       "get_user_entry", std::move(command),
       [user_id = std::move(user_id), size = entry_size()](Reply& reply) mutable -> Result {

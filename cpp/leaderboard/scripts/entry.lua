@@ -23,15 +23,26 @@ if not order and no_options_recorded(KEYS[option_keys_at]) then  -- the guide's 
 end
 -- @options: boards with options (and a default board's options key that is not absent)
 local b = board_spec(board, option_keys_at, order, ties)
-local err = check_acl('ZSCORE', board, user_id) or check_acl(b.position_command, b.ranked, 'x')
-  or (b.shared and check_acl('ZCOUNT', b.dense or board, '0', '0'))
-  or (b.first and check_acl('HGET', b.first_keys, user_id)) or check_acl('HGETALL', user_key)
-if err then return err end
-err = check_options(b, true)
-  or (b.migrating and check_acl('HGETALL', b.board .. ':user:' .. user_id))
-if err then return err end
-local score = redis.call('ZSCORE', board, user_id)
-if not score then return false end
-local entry = {score, rank_of(b, user_id, tonumber(score)), metadata_of(b, user_key, user_id)}
-if b.tiebreak then entry[4] = ranked_member(b, user_id) end  -- the columns' values: its key
-return entry
+-- The permissions a refused read lacked: the first NOPERM, or nil.
+local function refused()
+  return check_acl('HGETALL', b.options) or check_acl('ZSCORE', board, user_id)
+    or check_acl(b.position_command, b.ranked, 'x')
+    or (b.shared and check_acl('ZCOUNT', b.dense or board, '0', '0'))
+    or (b.first and check_acl('HGET', b.first_keys, user_id)) or check_acl('HGETALL', user_key)
+    or (b.compact and check_acl('HGET', b.meta, user_id))
+    or (b.migrating and check_acl('HGETALL', b.board .. ':user:' .. user_id))
+end
+local err = check_options(b, true)
+if err then return (err.err and refused()) or err end
+-- The reads through one pcall, the permissions checked only when it failed (as the guide's
+-- board's above: a read changes nothing); the error is then the first NOPERM, else the
+-- command's own.
+local read, entry = pcall(function()
+  local score = redis.call('ZSCORE', board, user_id)
+  if not score then return false end
+  local found = {score, rank_of(b, user_id, tonumber(score)), metadata_of(b, user_key, user_id)}
+  if b.tiebreak then found[4] = ranked_member(b, user_id) end  -- the columns' values: its key
+  return found
+end)
+if read then return entry end
+return refused() or script_error(entry)

@@ -45,6 +45,13 @@ local function call_board(board, command, ...)
   return reply
 end
 
+-- The reply for an error a pcall caught in a read: a command's error reply as it is (Redis 7
+-- raises the reply, Redis 6 its text), any other error as its text.
+local function script_error(e)
+  if type(e) == 'table' and e.err then return e end
+  return redis.error_reply(tostring(e))
+end
+
 -- nil, or the first error of check_type(prefix .. id, 'hash') and of the caller's permission to
 -- UNLINK it, for the metadata hashes of `user_ids` (a key of another type there is not the
 -- board's: it is never deleted).
