@@ -150,9 +150,12 @@ def test_resend_uses_no_attempt_and_returns_the_first_result(api: Api, key: str)
     assert late["duplicate"] is True and late["period"] == first["period"]
 
 
-def test_a_resend_after_the_period_boundary_answers_the_first_result(api: Api, key: str) -> None:
+@pytest.mark.parametrize("layout", ["guide", "compact"])
+def test_a_resend_after_the_period_boundary_answers_the_first_result(
+    api: Api, key: str, layout: str
+) -> None:
     clock = FakeClock(DAY0 + timedelta(hours=23))
-    t = api.tournament(key, clock, schedule="day", max_attempts=2)
+    t = api.tournament(key, clock, schedule="day", max_attempts=2, layout=layout)
     first = api.call(t.submit, "ann", 7, {"name": "Ann"}, submission_id="s1")
     assert (first["attempts_used"], first["attempts_left"], first["size"]) == (1, 1, 1)
     clock.advance(timedelta(hours=2))  # the next day: a new period, nobody in it yet
@@ -190,12 +193,13 @@ def test_a_calls_own_resend_is_not_a_duplicate(
     assert api.call(direct.status, "ann")["attempts_left"] == 2  # one attempt used, once
 
 
+@pytest.mark.parametrize("layout", ["guide", "compact"])
 def test_every_key_of_a_period_expires_with_it(
-    api: Api, key: str, redis_server: RedisServer
+    api: Api, key: str, redis_server: RedisServer, layout: str
 ) -> None:
     r = redis_server.redis_py()
     clock = FakeClock(DAY0 + timedelta(hours=1))
-    t = api.tournament(key, clock, schedule="day", max_attempts=2, keep=2)
+    t = api.tournament(key, clock, schedule="day", max_attempts=2, keep=2, layout=layout)
     deadline = millis(DAY0 + timedelta(days=2))  # when the 2nd period after it begins
     # Each period's first call is another write: a join, a submission, a grant.
     writes = [
@@ -208,6 +212,11 @@ def test_every_key_of_a_period_expires_with_it(
         period = (DAY0 + timedelta(days=day)).strftime("%Y-%m-%d")
         names = keys_under(r, f"{key}:{period}")
         assert names, period
+        if day == 1:  # the player's metadata: their hash, or the period's
+            meta = f"{key}:{period}:" + ("meta" if layout == "compact" else "user:bob")
+            assert meta in names and {n for n in names if ":user:" in n or n.endswith(":meta")} == {
+                meta
+            }
         assert {n: r.pexpiretime(n) for n in names} == dict.fromkeys(
             names, deadline + day * 86_400_000
         )
@@ -373,6 +382,17 @@ def _expect(fn: Callable[[], Any], model_fn: Callable[[], Any]) -> tuple[Any, An
 
 @pytest.mark.parametrize("seed", range(12))
 def test_differential_against_the_model(api: Api, redis_server: RedisServer, seed: int) -> None:
+    differential(api, redis_server, seed, "guide")
+
+
+@pytest.mark.parametrize("seed", range(0, 12, 3))
+def test_differential_against_the_model_in_the_compact_layout(
+    api: Api, redis_server: RedisServer, seed: int
+) -> None:
+    differential(api, redis_server, seed, "compact")
+
+
+def differential(api: Api, redis_server: RedisServer, seed: int, layout: str) -> None:
     rng = random.Random(seed)
     config = dict(CONFIGS[seed % len(CONFIGS)])
     options = {k: config.pop(k) for k in ("schedule", "duration")}
@@ -382,10 +402,10 @@ def test_differential_against_the_model(api: Api, redis_server: RedisServer, see
     mismatches: list[str] = []
     with unique_key(redis_server, "tournament-diff") as key:
         clock = FakeClock(DAY0 + timedelta(minutes=rng.randint(0, 120)))
-        t = api.tournament(key, clock, **options, **config)
+        t = api.tournament(key, clock, **options, **config, layout=layout)
         # A client whose clock lags (its own: the server's clock is `clock`'s).
         lag_clock = FakeClock(clock.now, server=False)
-        lagging = api.tournament(key, lag_clock, **options, **config)
+        lagging = api.tournament(key, lag_clock, **options, **config, layout=layout)
         users = [f"u{i}" for i in range(rng.randint(4, 9))]
         sids: list[tuple[str, float, str]] = []
         for step in range(rng.randint(60, 110)):
@@ -501,3 +521,42 @@ def test_a_hidden_player_is_hidden_from_every_period(api: Api, key: str) -> None
     assert api.call(tournament.unhide, "cheat") is True and api.call(tournament.hidden) == []
     assert [(e["user_id"], e["score"]) for e in api.call(tournament.get_top)] == [("cheat", 50.0)]
     assert api.call(tournament.unhide, "cheat") is False
+
+
+def test_a_compact_tournament_keeps_a_periods_metadata_in_one_hash(
+    api: Api, key: str, r: Any
+) -> None:
+    clock = FakeClock(DAY0 + timedelta(hours=1))
+    t = api.tournament(key, clock, schedule="day", max_attempts=3, layout="compact")
+    assert t.layout == "compact" and "layout='compact'" in repr(t)
+    first = api.call(t.submit, "ann", 7, {"name": "Ann", "team": "red"}, submission_id="s1")
+    api.call(t.submit, "bob", 9, {"name": "Bob"})
+    api.call(t.submit, "ann", 5, {"team": "blue"})  # not better: the metadata merged all the same
+    period = first["period"]
+    assert {n for n in keys_under(r, f"{key}:{period}") if "user" in n or "meta" in n} == {
+        f"{key}:{period}:meta"
+    }
+    assert r.hget(f"{key}:{period}:options", "layout") == "compact"
+    ann = {"name": "Ann", "team": "blue"}
+    assert [(e["user_id"], e["metadata"]) for e in api.call(t.get_top, 5)] == [
+        ("bob", {"name": "Bob"}),
+        ("ann", ann),
+    ]
+    assert api.call(t.get_user_entry, "ann") == {
+        "rank": 2, "user_id": "ann", "score": 7.0, "metadata": ann
+    }  # fmt: skip
+    again = api.call(t.submit, "ann", 7, {"name": "Ann", "team": "red"}, submission_id="s1")
+    assert again["duplicate"] is True and {**again, "duplicate": False} == first
+    # Hidden and shown again: the metadata stays in its field.
+    api.call(t.hide, "ann")
+    assert [e["user_id"] for e in api.call(t.get_top, 5)] == ["bob"]
+    api.call(t.unhide, "ann")
+    assert api.call(t.get_user_entry, "ann")["metadata"] == ann
+    # A client of the other layout is refused, nothing changed.
+    before = snapshot(r, key)
+    guide = api.tournament(key, clock, schedule="day", max_attempts=3)
+    with pytest.raises(
+        OptionsMismatch, match="ties=lexicographic layout=compact \\(recorded in Redis\\)"
+    ):
+        api.call(guide.submit, "cid", 1, {"name": "Cid"})
+    assert snapshot(r, key) == before

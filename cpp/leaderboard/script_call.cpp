@@ -123,6 +123,25 @@ ReplyField DeclaredCall::value(const table::Node& node, Reply& reply) const {
   unexpected(what);
 }
 
+namespace {
+
+// A family's options as a mismatch names them: its words, a compact board's tie rule
+// ("ties=<rule>+compact", as the scripts read it) shown as its rule and " layout=compact".
+std::string options_words(std::string words) {
+  static constexpr std::string_view kCompact = "+compact";
+  for (auto at = words.find(kCompact); at != std::string::npos; at = words.find(kCompact, at)) {
+    const auto end = at + kCompact.size();
+    if (end != words.size() && words[end] != ' ') {
+      at = end;
+      continue;
+    }
+    words.replace(at, kCompact.size(), " layout=compact");
+  }
+  return words;
+}
+
+}  // namespace
+
 bool DeclaredCall::feed(std::vector<Reply>& replies) {
   if (replies.size() != 1) unexpected(what_.c_str());
   Reply& reply = replies[0];
@@ -132,8 +151,9 @@ bool DeclaredCall::feed(std::vector<Reply>& replies) {
     const std::string& status = reply.str;
     if (status.compare(0, 8, "OPTIONS ") == 0) {
       throw OptionsMismatch(family.noun + " '" + family.board + "' has options " +
-                            status.substr(8) + " (recorded in Redis); this client has " +
-                            family.config + "; nothing was changed");
+                            options_words(status.substr(8)) +
+                            " (recorded in Redis); this client has " +
+                            options_words(family.config) + "; nothing was changed");
     }
     if (!family.unsettled || status.compare(0, 10, "UNSETTLED ") != 0) unexpected(what_.c_str());
     auto space = status.find(' ', 10);

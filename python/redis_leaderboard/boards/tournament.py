@@ -80,6 +80,7 @@ from .._drive import Plan, Sent, one_trip, plan
 from .._types import (
     Entry,
     Event,
+    Layout,
     Order,
     Ties,
     TournamentJoin,
@@ -223,6 +224,7 @@ class TournamentBase(PeriodClock, CurrentPeriodQueries, Generic[S]):
         rate_limit: Optional[tuple[int, float]] = None,
         events: bool = False,
         events_maxlen: int = 10000,
+        layout: Layout = "guide",
     ) -> None:
         if not isinstance(key, str) or not key:
             raise ValueError("key must be a non-empty str")
@@ -256,8 +258,13 @@ class TournamentBase(PeriodClock, CurrentPeriodQueries, Generic[S]):
         )
         # Every period's board has this shape (order, ties and tie-break columns validated as a
         # board's): its tie rule and option keys are what the scripts take.
-        self._shape = (order, ties, tiebreak)
-        ties_word = self._shaped(key).ties_word
+        self._shape = (order, ties, tiebreak, layout)
+        shaped = self._shaped(key)  # validates the layout too
+        self.layout: Layout = layout
+        """Where a period's metadata lives: a hash per player (``"guide"``) or one hash for the
+        period's board, ``f"{key}:{period}:meta"`` (``"compact"``: the board guide's "The compact
+        layout")."""
+        ties_word = shaped.ties_word
         # What every call of tournament.lua and tournament_read.lua sends (see their
         # declarations): the tournament's options, its write rule carrying the guards.
         rule = mode + self._guards.rule_words()
@@ -422,6 +429,12 @@ class TournamentBase(PeriodClock, CurrentPeriodQueries, Generic[S]):
             self._period_keys[period] = keys
         return keys
 
+    def _user_key(self, period: str, user: str) -> str:
+        """Where a period's player's metadata lives: their hash, or the compact board's."""
+        if self.layout == "compact":
+            return f"{self.key}:{period}:meta"
+        return f"{self.key}:{period}:user:{user}"
+
     def _read_keys(self, period: str) -> dict[str, str]:
         """The keys of a period tournament_read.lua's calls take."""
         keys = self._keys(period)
@@ -429,8 +442,8 @@ class TournamentBase(PeriodClock, CurrentPeriodQueries, Generic[S]):
 
     def _shaped(self, key: str) -> CoreBoard:
         """A board of every period's shape (its order, ties, tie-break columns) at ``key``."""
-        order, ties, tiebreak = self._shape
-        return CoreBoard(key, None, order=order, ties=ties, tiebreak=tiebreak)
+        order, ties, tiebreak, layout = self._shape
+        return CoreBoard(key, None, order=order, ties=ties, tiebreak=tiebreak, layout=layout)
 
     def _period_board(self, period: str) -> tuple[CoreBoard, list[str]]:
         """The shape of a period's board (a write's tie-break word) and its option keys (a
@@ -535,6 +548,7 @@ class TournamentBase(PeriodClock, CurrentPeriodQueries, Generic[S]):
                 order=self.order,
                 ties=self.ties,
                 tiebreak=self.tiebreak,
+                layout=self.layout,
             )
             self._boards[board_key] = board
         return board
@@ -618,7 +632,7 @@ class TournamentBase(PeriodClock, CurrentPeriodQueries, Generic[S]):
             values = {
                 **self._keys(args["period"]),
                 **args,
-                "user_key": f"{self.key}:{args['period']}:user:{user}",
+                "user_key": self._user_key(args["period"], user),
                 "write_keys": keys,
                 "user_id": user,
                 "score": score,
@@ -716,7 +730,7 @@ class TournamentBase(PeriodClock, CurrentPeriodQueries, Generic[S]):
         values = {
             **self._keys(args["period"]),
             **args,
-            "user_key": f"{self.key}:{args['period']}:user:{user}",
+            "user_key": self._user_key(args["period"], user),
             "option_keys": keys,
             "user_id": user,
         }
@@ -876,5 +890,6 @@ class TournamentBase(PeriodClock, CurrentPeriodQueries, Generic[S]):
             + (f", tiebreak={self.tiebreak!r}" if self.tiebreak else "")
             + (f", rate_limit={self.rate_limit!r}" if self.rate_limit is not None else "")
             + (", events=True" if self.events_enabled else "")
+            + (f", layout={self.layout!r}" if self.layout != "guide" else "")
             + ")"
         )
