@@ -45,6 +45,7 @@ def test_keys_then_the_calls_word_then_arguments_in_the_declared_order() -> None
 def test_a_number_is_sent_as_a_score_a_list_and_a_mapping_as_a_declared_list() -> None:
     values = {
         **COMMON,
+        "ties": "lexicographic",
         "member_key": "t:members:user:ann",
         "write_keys": ["t:members:options"],
         "member": "ann",
@@ -56,8 +57,8 @@ def test_a_number_is_sent_as_a_score_a_list_and_a_mapping_as_a_declared_list() -
     words = sent(scripts().call("team.submit_own", "TeamLeaderboard.submit", values))
     assert words[:7] == [b"6", b"t:options", b"t:team_of", b"t", b"t:members",
                          b"t:members:user:ann", b"t:members:options"]  # fmt: skip
-    assert words[7:] == [b"submit_own", b"sum", b"desc", b"ann", b"set", b"2.5", b"",
-                         b"name", b"Ann", b"level", b"3"]  # fmt: skip
+    assert words[7:] == [b"submit_own", b"sum", b"desc", b"lexicographic", b"ann", b"set",
+                         b"2.5", b"", b"name", b"Ann", b"level", b"3"]  # fmt: skip
     values["score"] = 7  # an int as the guide's float(7) sends it
     assert b"7" in sent(scripts().call("team.submit_own", "x", values))
 
@@ -116,8 +117,8 @@ def test_a_reply_is_read_as_declared() -> None:
         {"user_id": "bob", "contribution": 1.0},
     ]
     # Fields: an array of exactly the declared ones, optional ones None for Lua's false (nil).
-    move = {**COMMON, "team_key": "t:team:red", "option_keys": [], "member": "ann",
-            "team": "red", "guard_words": ""}  # fmt: skip
+    move = {**COMMON, "ties": "lexicographic", "team_key": "t:team:red", "option_keys": [],
+            "member": "ann", "team": "red", "guard_words": ""}  # fmt: skip
     assert fed(calls.call("team.move", "x", move), b"*4\r\n$-1\r\n$3\r\nred\r\n$-1\r\n$-1\r\n") == {
         "previous_team": None,
         "team": "red",
@@ -128,8 +129,8 @@ def test_a_reply_is_read_as_declared() -> None:
 
 def test_a_reply_of_another_shape_or_a_refusal_raises() -> None:
     calls = scripts()
-    move = {**COMMON, "team_key": "t:team:red", "option_keys": [], "member": "ann",
-            "team": "red", "guard_words": ""}  # fmt: skip
+    move = {**COMMON, "ties": "lexicographic", "team_key": "t:team:red", "option_keys": [],
+            "member": "ann", "team": "red", "guard_words": ""}  # fmt: skip
     with pytest.raises(_core.RedisError, match="unexpected reply from Redis for TeamLeaderboard"):
         fed(calls.call("team.move", "TeamLeaderboard.move", move), b"*1\r\n$3\r\nred\r\n")
     with pytest.raises(OptionsMismatch, match="team board 't' has options aggregate=best"):

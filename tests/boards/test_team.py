@@ -15,8 +15,9 @@ from helpers import snapshot
 from redis_leaderboard import OptionsMismatch
 
 
-def test_a_members_write_moves_their_team(api: Api, board_key: str) -> None:
-    board = api.make("TeamLeaderboard", board_key)
+@pytest.mark.parametrize("layout", ["guide", "compact"])
+def test_a_members_write_moves_their_team(api: Api, board_key: str, layout: str) -> None:
+    board = api.make("TeamLeaderboard", board_key, layout=layout)
     first = board.submit("ann", 10, {"name": "Ann"}, team="red")
     assert (first["score"], first["rank"], first["team"], first["team_score"]) == (
         10.0, 1, "red", 10.0,
@@ -130,13 +131,14 @@ class TeamModel:
         return {t: s for t in names if (s := self.team_score(t)) is not None}
 
 
+@pytest.mark.parametrize("layout", ["guide", "compact"])
 @pytest.mark.parametrize("aggregate", ["sum", "best"])
 @pytest.mark.parametrize("order", ["desc", "asc"])
 def test_random_sequences_match_the_model(
-    api: Api, board_key: str, aggregate: str, order: str
+    api: Api, board_key: str, aggregate: str, order: str, layout: str
 ) -> None:
     rng = random.Random(f"{aggregate}{order}")
-    board = api.make("TeamLeaderboard", board_key, aggregate=aggregate, order=order)
+    board = api.make("TeamLeaderboard", board_key, aggregate=aggregate, order=order, layout=layout)
     model = TeamModel(aggregate, order)
     members, teams = ["a", "b", "c", "d", "e"], ["red", "blue", "green"]
     for step in range(300):
@@ -182,3 +184,32 @@ def test_a_sum_that_would_not_be_finite_is_refused_whole(api: Api, board_key: st
         board.move("b", "U")
     assert snapshot(r, board_key) == before
     assert board.teams.get_user_entry("T")["score"] == 1e308
+
+
+def test_a_compact_team_board_keeps_its_members_metadata_in_one_hash(
+    api: Api, board_key: str, r: Any
+) -> None:
+    board = api.make("TeamLeaderboard", board_key, layout="compact")
+    assert board.layout == "compact" and "layout='compact'" in repr(board)
+    board.submit("ann", 10, {"name": "Ann"}, team="red")
+    board.submit("bob", 5, {"name": "Bob", "level": 3}, team="red")
+    board.submit("ann", 2, {"level": 7}, mode="incr")  # merged into her field
+    meta = f"{board_key}:members:meta"
+    assert {k for k in r.scan_iter(match=f"{board_key}*") if ":user:" in k} == set()
+    assert sorted(r.hkeys(meta)) == ["ann", "bob"]
+    assert board.members.get_top(2) == [
+        {"rank": 1, "user_id": "ann", "score": 12.0, "metadata": {"name": "Ann", "level": "7"}},
+        {"rank": 2, "user_id": "bob", "score": 5.0, "metadata": {"name": "Bob", "level": "3"}},
+    ]
+    # Hidden and shown again: the field stays; removed: only that member's field goes.
+    assert board.hide("bob") is True and board.members.get_size() == 1
+    assert board.unhide("bob") is True
+    assert board.members.get_user_entry("bob")["metadata"] == {"name": "Bob", "level": "3"}
+    assert board.remove("ann") is True
+    assert r.hkeys(meta) == ["bob"] and board.teams.get_top(1)[0]["score"] == 5.0
+    # A client of the other layout is refused, nothing changed.
+    before = snapshot(r, board_key)
+    guide = api.make("TeamLeaderboard", board_key)
+    with pytest.raises(OptionsMismatch, match="layout=compact"):
+        guide.submit("cid", 1, {"name": "Cid"}, team="blue")
+    assert snapshot(r, board_key) == before

@@ -10,11 +10,12 @@
 --   an 'asc' board also order and ties, for the teams' board's reads
 --: KEYS memberships: <K>:team_of, member -> team
 --: KEYS team_board: <K>, the teams' board (the guide's layout)
---: KEYS member_board: <K>:members, the members' board (the guide's layout)
+--: KEYS member_board: <K>:members, the members' board (the guide's layout, or the compact one)
 --: ARGV aggregate: how a team's score follows from its members' ('sum' or 'best')
 --: ARGV order: both boards' order
+--: ARGV ties: the members' board's tie rule as board_spec reads it ('lexicographic', or 'lexicographic+compact': its metadata in one hash <K>:members:meta)
 --: CALL submit: a member's write, into the team named (which moves them there)
---: KEYS member_key: the member's metadata hash <K>:members:user:<id>
+--: KEYS member_key: the member's metadata hash <K>:members:user:<id> (compact: <K>:members:meta)
 --: KEYS team_key: the team's contributions <K>:team:<t>
 --: KEYS write_keys...: the members' board's option keys (board_spec in lib/options.lua), then
 --   the guards' (guard_fields), in the words' order: with a submission id its record
@@ -31,7 +32,7 @@
 --: REPLY submit: submit(member), team: text, team_score: score?, team_rank: int?,
 --:   previous_team: text?
 --: CALL submit_own: a member's write, into their own team
---: KEYS member_key: the member's metadata hash <K>:members:user:<id>
+--: KEYS member_key: the member's metadata hash <K>:members:user:<id> (compact: <K>:members:meta)
 --: KEYS write_keys...: the members' board's option keys, then the guards' (as submit's)
 --: ARGV member: the member
 --: ARGV mode: the write mode
@@ -49,20 +50,20 @@
 --: ARGV guard_words: '' or 'events:<maxlen>' (see removal_events in lib/removal_events.lua)
 --: REPLY previous_team: text?, team: text, team_score: score?, team_rank: int?
 --: CALL remove: a member removed, with their metadata, contribution and kept score if hidden
---: KEYS member_key: the member's metadata hash <K>:members:user:<id>
+--: KEYS member_key: the member's metadata hash <K>:members:user:<id> (compact: <K>:members:meta)
 --: KEYS option_keys...: the members' board's option keys (as move's; with events the stream)
 --: ARGV member: the member
 --: ARGV guard_words: '' or 'events:<maxlen>' (as move's)
 --: REPLY bool
 --: CALL hide: a member hidden (fair play): off the members' board, their contribution out of
 --   their team's score
---: KEYS member_key: the member's metadata hash <K>:members:user:<id>
+--: KEYS member_key: the member's metadata hash <K>:members:user:<id> (compact: <K>:members:meta)
 --: KEYS option_keys...: the members' board's option keys (as move's; with events the stream)
 --: ARGV member: the member
 --: ARGV guard_words: '' or 'events:<maxlen>' (as move's)
 --: REPLY bool
 --: CALL unhide: a hidden member shown again, their contribution back in their team's score
---: KEYS member_key: the member's metadata hash <K>:members:user:<id>
+--: KEYS member_key: the member's metadata hash <K>:members:user:<id> (compact: <K>:members:meta)
 --: KEYS option_keys...: the members' board's option keys (as move's; with events the stream)
 --: ARGV member: the member
 --: ARGV guard_words: '' or 'events:<maxlen>' (as move's)
@@ -223,7 +224,7 @@ end
 
 if call == 'submit' or call == 'submit_own' then
   local w = {board = member_board, user_key = member_key, k = write_keys_at, mode = mode,
-    order = order, ties = 'lexicographic', submit = true, number = score, user_id = member,
+    order = order, ties = ties, submit = true, number = score, user_id = member,
     max_entries = UNLIMITED, fields = ARGV, first_field = metadata_at}
   local ev
   if guard_words ~= '' then
@@ -289,7 +290,7 @@ end
 -- (move, remove, hide, unhide): the spec, or nil and the reply refusing the call (an error, the
 -- OPTIONS status of other recorded options, or of events the caller does not append).
 local function members_spec(ev)
-  local b = board_spec(member_board, option_keys_at, order, 'lexicographic')
+  local b = board_spec(member_board, option_keys_at, order, ties)
   local err = check_type(member_board, 'zset') or check_type(b.options, 'hash')
     or check_options(b) or check_removal_events(b, ev) or (ev and team_events(ev))
   if err then return nil, err end
@@ -352,12 +353,15 @@ end
 if call == 'remove' then
   local options = KEYS[option_keys_at]
   local ev = removal_events(guard_words)
-  err = check_acl('ZREM', member_board, member) or check_acl('UNLINK', member_key)
-    or check_type(member_key, 'hash')
-  if err then return err end
   local b
   b, err = members_spec(ev)
   if not b then return err end
+  -- The member's metadata: their hash, or their field of the board's (and their hash while a
+  -- conversion moves them: check_guide_hashes).
+  err = check_acl('ZREM', member_board, member)
+    or check_acl(b.compact and 'HDEL' or 'UNLINK', member_key, member)
+    or check_type(member_key, 'hash') or check_guide_hashes(b, {member})
+  if err then return err end
   local any
   any, err = hides_any(options)
   if any == nil then return err end
@@ -376,7 +380,7 @@ if call == 'remove' then
   local previous_rank = ev and score and rank_of(b, member, tonumber(score))
   if kept then forget_hidden(HIDDEN, options, member) end
   if score then redis.call('ZREM', member_board, member) end
-  redis.call('UNLINK', member_key)
+  delete_metadata(b, member_board .. ':user:', {member})
   if previous_rank then  -- as a plain board's delete_user's
     append_event(ev, {'kind', 'delete', 'user_id', member, 'score', score, 'rank', '',
       'previous_score', score, 'previous_rank', tostring(previous_rank + 1)})
@@ -394,7 +398,7 @@ end
 
 if call == 'hide' or call == 'unhide' then
   local ev = removal_events(guard_words)
-  local b = board_spec(member_board, option_keys_at, order, 'lexicographic')
+  local b = board_spec(member_board, option_keys_at, order, ties)
   err = check_type(member_board, 'zset') or check_type(b.options, 'hash')
     or check_acl('ZSCORE', member_board, member) or check_hidden_writes(b, member, nil)
     or check_acl('HGET', HIDDEN, member) or check_acl('HDEL', HIDDEN, member)
@@ -438,7 +442,7 @@ if call == 'hide' or call == 'unhide' then
   local plan
   if kept ~= '' then
     plan, err = plan_write({board = member_board, user_key = member_key, k = option_keys_at,
-      mode = 'set', order = order, ties = 'lexicographic', number = kept_parts(kept),
+      mode = 'set', order = order, ties = ties, number = kept_parts(kept),
       user_id = member, max_entries = UNLIMITED, fields = {}, first_field = 1, restore = true,
       events_key = ev and ev.events_key, events_maxlen = ev and ev.events_maxlen})
     if not plan then return err end

@@ -37,9 +37,18 @@ from __future__ import annotations
 import functools
 from typing import Any, Generic, Literal, Mapping, Optional, TypeVar, cast
 
+from .._core import Board as CoreBoard
 from .._core import Guards, Operation, Scripts, read_events
 from .._drive import Plan, plan
-from .._types import Event, Order, TeamContribution, TeamMove, TeamSubmitResult, WriteMode
+from .._types import (
+    Event,
+    Layout,
+    Order,
+    TeamContribution,
+    TeamMove,
+    TeamSubmitResult,
+    WriteMode,
+)
 from ..options import board_client
 from .events import EVENTS_BATCH, StreamState
 from .plain import ORDERS, WRITE_MODES, count_arg, guards_repr, one_of, player_text, user_id_text
@@ -76,6 +85,7 @@ class TeamBase(Generic[S]):
         events_maxlen: int = 10000,
         score_range: Optional[tuple[Optional[float], Optional[float]]] = None,
         max_increment: Optional[float] = None,
+        layout: Layout = "guide",
     ) -> None:
         if not isinstance(key, str) or not key:
             raise ValueError("key must be a non-empty str")
@@ -84,6 +94,11 @@ class TeamBase(Generic[S]):
         """How a team's score follows from its members': ``"sum"`` or ``"best"``."""
         self.order: Order = cast(Order, one_of(order, "order", ORDERS))
         """``"desc"`` (higher is better) or ``"asc"``, for members and teams alike."""
+        members = CoreBoard(f"{key}:members", None, order=order, layout=layout)
+        self.layout: Layout = layout
+        """Where the members' metadata lives: a hash per member (``"guide"``) or one hash,
+        ``f"{key}:members:meta"`` (``"compact"``: the board guide's "The compact layout"). The
+        teams' board keeps the guide's layout (its entries have no metadata)."""
         self._guards = Guards(
             submission_ttl=submission_ttl,
             rate_limit=rate_limit,
@@ -95,8 +110,11 @@ class TeamBase(Generic[S]):
         # Each call of team.lua and team_read.lua (see their declarations), prepared once with
         # what every call of the board sends: its keys and options (the guards as an 'OPTIONS
         # ...' refusal compares them).
+        layout_word = " layout=compact" if layout == "compact" else ""
         scripts = Scripts(
-            "team board", key, f"aggregate={aggregate} order={order} {self._guards.status_text()}"
+            "team board",
+            key,
+            f"aggregate={aggregate} order={order} {self._guards.status_text()}{layout_word}",
         )
         common: dict[str, Any] = {
             "team_options": f"{key}:options",
@@ -107,20 +125,24 @@ class TeamBase(Generic[S]):
             "order": order,
         }
         events_key = f"{key}:events"
-        self._option_keys = [f"{key}:members:options"]  # the members' board's
+        self._option_keys = members.option_keys  # the members' board's
+        self._member_prefix = (
+            f"{key}:members:meta" if layout == "compact" else f"{key}:members:user:"
+        )
         self._limit_words = self._guards.limit_words()  # a member's score writes'
         self._keyed_guards = rate_limit is not None or events  # words that name a key
         # The calls that are not a member's score write (move, remove, hide, unhide): the
         # members' board's option keys, then with events the stream; and their guard words.
         # Doing any of them twice changes nothing more, reads change nothing: each may be
         # resent. A score write only with a submission id (it cannot apply twice).
+        written = {**common, "ties": members.ties_word}  # team.lua's calls
         change = {
-            **common,
+            **written,
             "option_keys": [*self._option_keys, *([events_key] if events else [])],
             "guard_words": self._guards.event_words(),
         }
-        self._submit = scripts.prepare("team.submit", "TeamLeaderboard.submit", common)
-        self._submit_own = scripts.prepare("team.submit_own", "TeamLeaderboard.submit", common)
+        self._submit = scripts.prepare("team.submit", "TeamLeaderboard.submit", written)
+        self._submit_own = scripts.prepare("team.submit_own", "TeamLeaderboard.submit", written)
         self._changes = {
             call: scripts.prepare(f"team.{call}", f"TeamLeaderboard.{call}", change, resends=2)
             for call in ("move", "remove", "hide", "unhide")
@@ -154,7 +176,7 @@ class TeamBase(Generic[S]):
         """The teams' board, for reads (``get_top``, ``get_rank(team)``, ...): a
         ``RedisLeaderboard`` of the same API."""
         self.members = self._board_class(
-            self.redis, key=f"{key}:members", max_entries=None, order=order
+            self.redis, key=f"{key}:members", max_entries=None, order=order, layout=layout
         )
         """The members' board, for reads: a ``RedisLeaderboard`` of the same API."""
 
@@ -188,7 +210,9 @@ class TeamBase(Generic[S]):
         options = guards_repr(self._guards)
         return (
             f"{type(self).__name__}(key={self.key!r}, aggregate={self.aggregate!r}, "
-            f"order={self.order!r}{options})"
+            f"order={self.order!r}{options}"
+            + (f", layout={self.layout!r}" if self.layout != "guide" else "")
+            + ")"
         )
 
     @plan
@@ -267,7 +291,7 @@ class TeamBase(Generic[S]):
             words = f"{words} {self._limit_words}" if self._limit_words else words
             keys = [*keys, *named]
         values = {
-            "member_key": f"{self.key}:members:user:{member}",
+            "member_key": self._member_key(member),
             "write_keys": keys,
             "member": member,
             "mode": mode,
@@ -466,8 +490,14 @@ class TeamBase(Generic[S]):
     def _member_change(self, call: str, member: str) -> Operation[bool]:
         """A member's removal, hiding or showing: their key, the change's keys and words."""
         member = player_text(member)
-        values = {"member_key": f"{self.key}:members:user:{member}", "member": member}
+        values = {"member_key": self._member_key(member), "member": member}
         return self._changes[call](values)
+
+    def _member_key(self, member: str) -> str:
+        """Where a member's metadata lives: their hash, or the compact members' board's."""
+        if self.layout == "compact":
+            return self._member_prefix
+        return self._member_prefix + member
 
 
 def team_text(team: Any) -> str:
