@@ -19,7 +19,7 @@ import pytest
 
 from apis import Api
 from conftest import RedisServer, unique_key
-from helpers import FakeClock, ReplyDropper
+from helpers import FakeClock, ReplyDropper, keys_under, snapshot
 from league_model import Closed, LeagueModel
 from redis_leaderboard import Client, League, OptionsMismatch, PeriodClosed, ResponseError
 
@@ -358,6 +358,17 @@ CONFIGS = [
 
 @pytest.mark.parametrize("seed", range(12))
 def test_differential_against_the_model(api: Api, redis_server: RedisServer, seed: int) -> None:
+    differential(api, redis_server, seed, "guide")
+
+
+@pytest.mark.parametrize("seed", range(0, 12, 3))
+def test_differential_against_the_model_in_the_compact_layout(
+    api: Api, redis_server: RedisServer, seed: int
+) -> None:
+    differential(api, redis_server, seed, "compact")
+
+
+def differential(api: Api, redis_server: RedisServer, seed: int, layout: str) -> None:
     rng = random.Random(seed)
     config = CONFIGS[seed % len(CONFIGS)]
     model = LeagueModel(len(TIERS), **config)  # type: ignore[arg-type]
@@ -366,7 +377,9 @@ def test_differential_against_the_model(api: Api, redis_server: RedisServer, see
         clock = FakeClock(MONDAY)
         # Submission ids kept for the whole run (its four weeks of the server's clock): a resend
         # weeks later answers the first result.
-        league = api.league(key, clock, tiers=TIERS, submission_ttl=60 * 86400, **config)
+        league = api.league(
+            key, clock, tiers=TIERS, submission_ttl=60 * 86400, layout=layout, **config
+        )
         users = [f"u{i:02d}" for i in range(rng.randint(8, 20))]
         home = {u: rng.choice(["", "", "eu"]) for u in users}
         sent: list[tuple[str, int, str, Any]] = []  # writes with an id: (user, score, id, answer)
@@ -632,9 +645,10 @@ def test_tiers_counts_no_hidden_player(api: Api, key: str) -> None:
     assert [t["players"] for t in api.call(league.tiers)] == [3, 1, 0, 0]
 
 
-def test_a_hidden_players_metadata_and_resends_follow_them(api: Api, key: str) -> None:
+@pytest.mark.parametrize("layout", ["guide", "compact"])
+def test_a_hidden_players_metadata_and_resends_follow_them(api: Api, key: str, layout: str) -> None:
     clock = FakeClock(MONDAY)
-    league = api.league(key, clock, tiers=TIERS, cohort_size=4, promote=1, demote=1)
+    league = api.league(key, clock, tiers=TIERS, cohort_size=4, promote=1, demote=1, layout=layout)
     api.call(league.submit, "b", 3, {"name": "Bob"})  # promoted: the best of the cohort
     api.call(league.submit, "c", 2)
     clock.now += timedelta(days=7)
@@ -647,3 +661,40 @@ def test_a_hidden_players_metadata_and_resends_follow_them(api: Api, key: str) -
     assert api.call(league.unhide, "b") is True
     [entry] = api.call(league.standings, "b")["entries"]
     assert (entry["score"], entry["metadata"]) == (6.0, {"name": "Bobby"})
+
+
+def test_a_compact_league_keeps_a_cohorts_metadata_in_one_hash(api: Api, key: str, r: Any) -> None:
+    clock = FakeClock(MONDAY)
+    league = api.league(
+        key, clock, tiers=TIERS, cohort_size=4, promote=1, demote=1, layout="compact"
+    )
+    assert league.layout == "compact" and "layout='compact'" in repr(league)
+    api.call(league.submit, "a", 3, {"name": "Ann", "team": "red"})
+    api.call(league.submit, "b", 5, {"name": "Bob"})
+    api.call(league.submit, "a", 1, {"team": "blue"})  # incr: merged into her field
+    cohort = f"{key}:{league.period_id()}:c:1"
+    assert {k for k in keys_under(r, key) if ":user:" in k} == set()
+    assert sorted(r.hkeys(f"{cohort}:meta")) == ["a", "b"]
+    entries = api.call(league.standings, "a")["entries"]
+    assert [(e["user_id"], e["score"], e["metadata"]) for e in entries] == [
+        ("a", 4.0, {"name": "Ann", "team": "blue"}),
+        ("b", 5.0, {"name": "Bob"}),
+    ] or [(e["user_id"], e["score"], e["metadata"]) for e in entries] == [
+        ("b", 5.0, {"name": "Bob"}),
+        ("a", 4.0, {"name": "Ann", "team": "blue"}),
+    ]
+    # Hidden: their field moves to cohort 0's hash; shown again: back to a cohort's.
+    assert api.call(league.hide, "a") is True
+    zero = f"{key}:{league.period_id()}:c:0"
+    assert r.hkeys(f"{cohort}:meta") == ["b"] and r.hkeys(f"{zero}:meta") == ["a"]
+    api.call(league.submit, "a", 2, {"level": "3"})
+    assert api.call(league.unhide, "a") is True
+    assert r.hkeys(f"{zero}:meta") == []
+    [seat] = [e for e in api.call(league.standings, "a")["entries"] if e["user_id"] == "a"]
+    assert (seat["score"], seat["metadata"]) == (6.0, {"name": "Ann", "team": "blue", "level": "3"})
+    # A client of the other layout is refused, nothing changed.
+    before = snapshot(r, key)
+    guide = api.league(key, clock, tiers=TIERS, cohort_size=4, promote=1, demote=1)
+    with pytest.raises(OptionsMismatch, match="layout=compact"):
+        api.call(guide.submit, "c", 1, {"name": "Cid"})
+    assert snapshot(r, key) == before

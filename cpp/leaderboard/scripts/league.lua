@@ -5,8 +5,9 @@
 -- Every check that can fail (key types, permissions, the league's recorded options, the
 -- period's state) runs before the first write, so a refused call changes nothing.
 -- One partition "<B>" of a league, all its keys in its hash tag. A cohort n is the board
--- "<B>:<P>:c:<n>" (the guide's layout: metadata at "<B>:<P>:c:<n>:user:<id>", option keys after
--- it, see board_spec), its placed players the set "<B>:<P>:c:<n>:placed"; those keys are named
+-- "<B>:<P>:c:<n>" (the guide's layout: metadata at "<B>:<P>:c:<n>:user:<id>"; a compact
+-- league's in the hash "<B>:<P>:c:<n>:meta", see league_metadata_key; option keys after it, see
+-- board_spec), its placed players the set "<B>:<P>:c:<n>:placed"; those keys are named
 -- here, in the partition's hash tag.
 --: KEYS league_options: <B>:options, the league's recorded options ('config', 'hidden')
 --: KEYS league_tier: <B>:tier, user -> tier index
@@ -80,7 +81,7 @@
 -- A hidden player's submit and join answer cohort 0 (no seat), see "Hidden players" below.
 local cfg = {tiers = tonumber(tier_count), size = tonumber(cohort_size), promote = promote,
   demote = demote, idle = demote_idle == '1', order = order, ties = ties,
-  maxlen = events_maxlen}
+  maxlen = events_maxlen, compact = string.sub(ties, -8) == '+compact'}
 local start = tonumber(period_start)
 local expire, period_end = string.match(period_times, '^(%d+) (%d+)$')
 local base = string.sub(league_options, 1, #league_options - 8)  -- "<B>"
@@ -224,14 +225,16 @@ end
 -- aside on cohort 0's board "<B>:<P>:c:0" (its hidden hash), which nobody is placed in.
 local HIDDEN = base .. ':hidden'
 
--- Moves a player's metadata hash `from` into `to` (merged; expiring with the period).
-local function move_metadata(from, to)
-  local fields = redis.call('HGETALL', from)
+-- Moves a player's metadata from cohort board `from` into board spec `to`'s (merged; expiring
+-- with the period): their hash, or their field of the board's on a compact league.
+local function move_metadata(from, to, user_id)
+  local fields = league_metadata(from, user_id, cfg.compact)
   if #fields > 0 then
-    call_sliced('HSET', to, fields)
-    redis.call('PEXPIREAT', to, expire)
+    local key = league_metadata_key(to.board, user_id, cfg.compact)
+    write_metadata(to, key, user_id, fields, 1, #fields)
+    redis.call('PEXPIREAT', key, expire)
   end
-  redis.call('UNLINK', from)
+  delete_league_metadata(from, user_id, cfg.compact)
 end
 
 -- Whether the league hides `user_id`; or nil and an error reply. The hash is not a declared
@@ -331,7 +334,7 @@ if call == 'submit' then
     n, tier = placement.n, placement.tier
   end
   local board, k = cohort_board(n)
-  w.board, w.user_key, w.k = board, board .. ':user:' .. user_id, k
+  w.board, w.user_key, w.k = board, league_metadata_key(board, user_id, cfg.compact), k
   if hidden then w.scope_hidden, w.scope_options = HIDDEN, league_options end
   local plan, reply = plan_write(w)
   if not plan then return reply end  -- (an id applied before was answered above)
@@ -437,7 +440,7 @@ if call == 'settle' then
     if score ~= previous then group_start, dense = i, dense + 1 end
     previous = score
     local cutoff = b.shared and group_start or i
-    local shown = (cfg.ties == 'dense' and dense) or (cfg.ties == 'competition' and group_start) or i
+    local shown = (b.ties == 'dense' and dense) or (b.ties == 'competition' and group_start) or i
     settle_one(id, cutoff, shown, scores[i])
   end
   for _, id in ipairs(idle) do settle_one(id, nil, nil, nil) end
@@ -496,11 +499,11 @@ if call == 'hide' or call == 'unhide' then
       seat = board_spec(board, k, cfg.order, cfg.ties)
       err = check_type(board, 'zset') or check_type(board .. ':placed', 'set')
         or check_acl('SREM', board .. ':placed', user_id) or check_option_keys(seat)
-        or check_metadata(board .. ':user:', {user_id})
-        or check_acl('HGETALL', board .. ':user:' .. user_id)
-        or check_type(zero .. ':user:' .. user_id, 'hash')
-        or check_acl('HSET', zero .. ':user:' .. user_id, 'x', 'x')
-        or check_acl('PEXPIREAT', zero .. ':user:' .. user_id, expire)
+        or check_league_metadata(board, user_id, cfg.compact)
+        or check_type(league_metadata_key(zero, user_id, cfg.compact), 'hash')
+        or check_acl('HSET', league_metadata_key(zero, user_id, cfg.compact), 'x', 'x')
+        or (cfg.compact and check_acl('HGET', zero .. ':meta', user_id))
+        or check_acl('PEXPIREAT', league_metadata_key(zero, user_id, cfg.compact), expire)
       if err then return err end
       score = redis.call('ZSCORE', board, user_id)
     end
@@ -511,7 +514,7 @@ if call == 'hide' or call == 'unhide' then
       redis.call('SREM', seat.board .. ':placed', user_id)
       redis.call('HDEL', period_where, user_id)
       keep_hidden(z, user_id, score or '', nil, expire, tb_key or nil)
-      move_metadata(seat.board .. ':user:' .. user_id, zero .. ':user:' .. user_id)
+      move_metadata(seat.board, z, user_id)
     end
     record_hidden(HIDDEN, league_options, user_id)
     return 1
@@ -526,15 +529,14 @@ if call == 'hide' or call == 'unhide' then
     if not placement then return err end
     local board, k = cohort_board(placement.n)
     -- Their metadata written while hidden comes with them.
-    local kept_key = zero .. ':user:' .. user_id
-    err = check_type(kept_key, 'hash') or check_acl('HGETALL', kept_key)
-      or check_acl('UNLINK', kept_key)
+    err = check_league_metadata(zero, user_id, cfg.compact)
     if err then return err end
     local kept_score, tb = kept_parts(kept)  -- tie-break columns: kept with the score
-    plan, err = plan_write({board = board, user_key = board .. ':user:' .. user_id, k = k,
+    plan, err = plan_write({board = board, k = k,
+      user_key = league_metadata_key(board, user_id, cfg.compact),
       mode = 'set', order = cfg.order, ties = cfg.ties, number = kept_score, tb = tb,
-      user_id = user_id,
-      max_entries = UNLIMITED, fields = redis.call('HGETALL', kept_key), first_field = 1,
+      user_id = user_id, max_entries = UNLIMITED,
+      fields = league_metadata(zero, user_id, cfg.compact), first_field = 1,
       expire_at = expire, restore = true})
     if not plan then return err end
   end
@@ -543,7 +545,7 @@ if call == 'hide' or call == 'unhide' then
   if plan then
     apply_placement(placement, user_id)
     apply_write(plan)
-    redis.call('UNLINK', zero .. ':user:' .. user_id)
+    delete_league_metadata(zero, user_id, cfg.compact)
   end
   return 1
 end

@@ -107,8 +107,9 @@ if call == 'standings' then
   local entries, seen, idle = {}, {}, {}
   local group_start, dense, previous = 1, 0, nil
   local function add(id, score, shown, zone, tb_key)
-    local key = board .. ':user:' .. id
-    err = check_acl('HGETALL', key) or check_type(key, 'hash')
+    local compact = b.compact
+    local key = league_metadata_key(board, id, compact)
+    err = check_acl(compact and 'HGET' or 'HGETALL', key, id) or check_type(key, 'hash')
     if err then return err end
     if settled == 1 then  -- the zone settlement recorded
       local result = redis.call('HGET', period_result, id)
@@ -118,7 +119,7 @@ if call == 'standings' then
     entries[#entries + 1] = score or false
     entries[#entries + 1] = shown or false
     entries[#entries + 1] = zone
-    entries[#entries + 1] = redis.call('HGETALL', key)
+    entries[#entries + 1] = league_metadata(board, id, compact)
     if b.tiebreak then entries[#entries + 1] = tb_key or false end
     return nil
   end
@@ -128,7 +129,7 @@ if call == 'standings' then
     if score ~= previous then group_start, dense = i, dense + 1 end
     previous = score
     local cutoff = b.shared and group_start or i
-    local shown = (ties == 'dense' and dense) or (ties == 'competition' and group_start) or i
+    local shown = (b.ties == 'dense' and dense) or (b.ties == 'competition' and group_start) or i
     err = add(id, scores[i], shown, league_zone(cfg, tier, cutoff, scored, size),
       b.tiebreak and string.sub(ranked[2 * i - 1], 1, b.width))
     if err then return err end

@@ -94,6 +94,7 @@ from .._core import (
 )
 from .._drive import Pipelined, Plan, plan
 from .._types import (
+    Layout,
     LeagueEntry,
     LeagueEvent,
     LeagueResult,
@@ -213,12 +214,15 @@ class _Partition:
         events_maxlen: int,
         guards: Guards,
         tiebreak: Optional[Sequence[tuple[str, str]]],
+        layout: Layout,
     ) -> None:
         self.base = base
         self._period_cache: Optional[tuple[LeaguePeriod, dict[str, str], dict[str, str]]] = None
         # The cohorts' boards have this shape (tie-break columns validated as a board's):
         # their tie rule, and a write's tie-break word.
-        self._shape = CoreBoard(base, None, order=order, ties=ties, tiebreak=tiebreak)
+        self._shape = CoreBoard(
+            base, None, order=order, ties=ties, tiebreak=tiebreak, layout=layout
+        )
         self._guards = guards
         self._columns = self._shape.tiebreak is not None
         self._rate_keyed = guards.rate_limit is not None  # its word names the player's window
@@ -441,6 +445,7 @@ class LeagueBase(PeriodClock, Generic[S]):
         max_increment: Optional[float] = None,
         tiebreak: Optional[Sequence[tuple[str, Order]]] = None,
         rate_limit: Optional[tuple[int, float]] = None,
+        layout: Layout = "guide",
     ) -> None:
         if not isinstance(key, str) or not key:
             raise ValueError("key must be a non-empty str")
@@ -488,9 +493,14 @@ class LeagueBase(PeriodClock, Generic[S]):
                 events_maxlen=events_maxlen,
                 guards=guards,
                 tiebreak=tiebreak,
+                layout=layout,
             )
             for base in bases
         ]
+        self.layout: Layout = layout
+        """Where a cohort's metadata lives: a hash per player (``"guide"``) or one hash for the
+        cohort's board, ``f"{base}:{P}:c:{n}:meta"`` (``"compact"``: the board guide's "The
+        compact layout")."""
         self.rate_limit: Optional[tuple[int, float]] = (
             None if rate_limit is None else (int(rate_limit[0]), float(rate_limit[1]))
         )
@@ -1094,6 +1104,7 @@ class LeagueBase(PeriodClock, Generic[S]):
             f"demote={self.demote!r}, mode={self.mode!r}, order={self.order!r}, "
             f"ties={self.ties!r}, partitions={self.partitions}"
             + (f", tiebreak={self.tiebreak!r}" if self.tiebreak else "")
+            + (f", layout={self.layout!r}" if self.layout != "guide" else "")
             + (f", rate_limit={self.rate_limit!r}" if self.rate_limit is not None else "")
             + ")"
         )

@@ -1,3 +1,4 @@
+--: REQUIRES base
 -- ---- Leagues (league.lua and league_read.lua) ---------------------------------------------
 
 -- The options a league records (its options hash's 'config', see league.lua), from its call's
@@ -29,11 +30,13 @@ local function league_zone(cfg, tier, rank, scored, size)
 end
 
 -- Declares the option keys of the cohort board `board` (see board_spec) after the call's keys,
--- for a league whose ties rule is `ties` ("tb:...": tie-break columns); returns the index of
--- the first.
+-- for a league whose ties rule is `ties` ("tb:...": tie-break columns; "...+compact": the
+-- compact layout, its metadata hash "<board>:meta" the last); returns the index of the first.
 local function league_cohort_keys(board, ties)
   local k = #KEYS + 1
   KEYS[k] = board .. ':options'
+  local compact = string.sub(ties, -8) == '+compact'
+  if compact then ties = string.sub(ties, 1, -9) end
   if string.sub(ties, 1, 3) == 'tb:' then
     KEYS[k + 1], KEYS[k + 2] = board .. ':tb', board .. ':tb:keys'
   elseif ties == 'first' then
@@ -41,5 +44,41 @@ local function league_cohort_keys(board, ties)
   elseif ties == 'dense' then
     KEYS[k + 1] = board .. ':dense'
   end
+  if compact then KEYS[#KEYS + 1] = board .. ':meta' end
   return k
+end
+
+-- Where a player's metadata lives on cohort board `board`: their hash "<board>:user:<id>", or
+-- on a compact league the board's "<board>:meta" (their field).
+local function league_metadata_key(board, user_id, compact)
+  if compact then return board .. ':meta' end
+  return board .. ':user:' .. user_id
+end
+
+-- nil, or the first error refusing the caller reading and deleting a player's metadata on
+-- cohort board `board` (its type, the caller's permissions).
+local function check_league_metadata(board, user_id, compact)
+  local key = league_metadata_key(board, user_id, compact)
+  if compact then
+    return check_type(key, 'hash') or check_acl('HGET', key, user_id)
+      or check_acl('HDEL', key, user_id)
+  end
+  return check_acl('UNLINK', key) or check_type(key, 'hash') or check_acl('HGETALL', key)
+end
+
+-- A player's metadata on cohort board `board`: {field, value, ...} ({} for none).
+local function league_metadata(board, user_id, compact)
+  if not compact then return redis.call('HGETALL', board .. ':user:' .. user_id) end
+  local text = redis.call('HGET', board .. ':meta', user_id)
+  if not text then return {} end
+  return decode_fields(text)
+end
+
+-- Deletes a player's metadata on cohort board `board`.
+local function delete_league_metadata(board, user_id, compact)
+  if compact then
+    redis.call('HDEL', board .. ':meta', user_id)
+  else
+    redis.call('UNLINK', board .. ':user:' .. user_id)
+  end
 end
