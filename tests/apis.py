@@ -8,6 +8,9 @@ itself; an asyncio board comes wrapped in :class:`Blocking`, whose calls run eac
 its end on the test's event loop (one loop for the whole test, as an application has), and whose
 event streams iterate like the sync ones. What is about concurrency (tasks sharing a connection,
 threads sharing a pool) is not hidden here: those tests use the asyncio API directly.
+
+``LB_TEST_LAYOUT=compact`` builds every board whose class has layouts in the compact layout
+unless the test gives ``layout`` (helpers.py: ``TEST_LAYOUT``; the default is the guide's).
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ import pytest
 
 import redis_leaderboard
 import redis_leaderboard.asyncio as aio
+from helpers import TEST_LAYOUT, takes_layout
 
 if sys.version_info >= (3, 11):
     from asyncio import Runner
@@ -114,8 +118,12 @@ class Api:
         return self.make("LeaderboardGroup", [unwrap(b) for b in boards], client=client)
 
     def make(self, class_name: str, *args: Any, client: Any = None, **options: Any) -> Any:
-        """``class_name`` of this API's module, on ``client`` (this API's own unless given)."""
+        """``class_name`` of this API's module, on ``client`` (this API's own unless given).
+        A board type that has layouts takes the run's (``$LB_TEST_LAYOUT``, helpers.py) unless
+        the test gives ``layout``."""
         cls = getattr(self.module, class_name)
+        if TEST_LAYOUT != "guide" and takes_layout(cls):
+            options.setdefault("layout", TEST_LAYOUT)
         return self.wrap(cls(unwrap(self.client if client is None else client), *args, **options))
 
     @property

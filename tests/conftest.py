@@ -36,7 +36,7 @@ import pytest_asyncio
 import launchers
 import server_clock
 from apis import Api, Runner
-from helpers import FakeClock
+from helpers import COMPACT, TEST_LAYOUT, FakeClock
 from redis_leaderboard import _redis_server
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -86,17 +86,19 @@ class RedisServer(_redis_server.RedisServer):
         )
 
 
-def pytest_report_header(config: pytest.Config) -> str:
-    """Which server the run tests: its binary, and its name and real version."""
+def pytest_report_header(config: pytest.Config) -> list[str]:
+    """Which server the run tests (its binary, and its name and real version), and which board
+    layout (tests/helpers.py)."""
+    layout = f"board layout: {TEST_LAYOUT} (LB_TEST_LAYOUT)"
     try:
         binary = _redis_server.find_server()
     except _redis_server.RedisServerError as exc:
-        return f"server: {exc}"
+        return [f"server: {exc}", layout]
     try:
         with _redis_server.RedisServer(binary=binary, dir_prefix="redis-leaderboard-test-") as s:
-            return f"server: {s.server_version()} ({binary})"
+            return [f"server: {s.server_version()} ({binary})", layout]
     except Exception as exc:  # the fixtures report it properly
-        return f"server: {binary}: {exc}"
+        return [f"server: {binary}: {exc}", layout]
 
 
 # --- The compatibility subset ---------------------------------------------------------------------
@@ -119,7 +121,37 @@ def in_compat_entry(nodeid: str, entry: str) -> bool:
     return nodeid == entry or nodeid.startswith((entry + "::", entry + "["))
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers",
+        "guide_layout(reason): a test of the guide's layout itself, deselected when the board "
+        "tests run in the compact layout (LB_TEST_LAYOUT=compact, tests/helpers.py)",
+    )
+
+
+def deselect_guide_layout_tests(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """In the compact run, the tests marked ``guide_layout`` leave the run (deselected, so
+    counted as such); every ``guide_layout`` mark must give its reason."""
+    kept, guide_only = [], []
+    for item in items:
+        mark = item.get_closest_marker("guide_layout")
+        if mark is None:
+            kept.append(item)
+            continue
+        if not (mark.args or mark.kwargs.get("reason")):
+            raise pytest.UsageError(f"{item.nodeid}: guide_layout needs a reason")
+        guide_only.append(item)
+    if COMPACT and guide_only:
+        config.hook.pytest_deselected(items=guide_only)
+        items[:] = kept
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    mark_compat_subset(config, items)
+    deselect_guide_layout_tests(config, items)  # after: the list names them in either run
+
+
+def mark_compat_subset(config: pytest.Config, items: list[pytest.Item]) -> None:
     entries = compat_entries()
     matched: set[str] = set()
     for item in items:

@@ -4,6 +4,8 @@ loses replies. The fixtures (servers, clients, ``r``, ``api``) are in conftest.p
 
 from __future__ import annotations
 
+import inspect
+import os
 import socket
 import threading
 from datetime import datetime, timedelta, timezone
@@ -12,6 +14,23 @@ from typing import Any, Optional
 import server_clock
 
 UTC = timezone.utc
+
+# --- The layout under test ----------------------------------------------------------------------
+# ``LB_TEST_LAYOUT=compact`` runs the board tests in the compact layout: every board a test
+# builds through tests/apis.py whose class takes ``layout=`` (plain, periodic, sharded, team
+# boards, tournaments, leagues; not rolling boards) takes ``layout="compact"`` unless the test
+# gives a layout. Tests of the guide's layout itself are marked ``guide_layout`` (with their
+# reason) and deselected then.
+
+TEST_LAYOUT = os.environ.get("LB_TEST_LAYOUT") or "guide"
+if TEST_LAYOUT not in ("guide", "compact"):
+    raise RuntimeError(f"LB_TEST_LAYOUT must be 'guide' or 'compact', not {TEST_LAYOUT!r}")
+COMPACT = TEST_LAYOUT == "compact"
+
+
+def takes_layout(cls: type) -> bool:
+    """Whether a board class has layouts (a ``layout`` argument)."""
+    return "layout" in inspect.signature(cls).parameters
 
 
 # --- Results ------------------------------------------------------------------------------------
@@ -149,6 +168,165 @@ def contents(r: Any, key: str) -> dict[str, Any]:
         else:
             value = None
         out[name[len(key) :]] = (kind, value)
+    return out
+
+
+# --- A player's metadata, in either layout -------------------------------------------------------
+# Each takes a board (its ``key`` and ``layout``: a board the test built with a layout of its
+# own) or a board's key (a board of the run's layout, ``TEST_LAYOUT``).
+
+
+def key_and_layout(board: Any) -> tuple[str, str]:
+    """A board's key and layout (a key alone: the run's layout)."""
+    if isinstance(board, str):
+        return board, TEST_LAYOUT
+    return board.key, board.layout
+
+
+def compact_value(fields: dict[str, str]) -> str:
+    """A compact board's stored value for a player's fields: the RESP array HGETALL answers."""
+    items = [text for pair in fields.items() for text in pair]
+    return f"*{len(items)}\r\n" + "".join(f"${len(t.encode())}\r\n{t}\r\n" for t in items)
+
+
+def decode_compact_value(value: str) -> dict[str, str]:
+    """A compact board's stored value read back as the fields it holds (the lengths count
+    bytes: read as UTF-8, as the tests write it)."""
+    data = value.encode()
+    assert data.startswith(b"*"), value[:20]
+    head, _, rest = data.partition(b"\r\n")
+    items: list[str] = []
+    for _ in range(int(head[1:])):
+        assert rest.startswith(b"$"), rest[:20]
+        size, _, rest = rest[1:].partition(b"\r\n")
+        items.append(rest[: int(size)].decode())
+        assert rest[int(size) : int(size) + 2] == b"\r\n"
+        rest = rest[int(size) + 2 :]
+    assert rest == b"", rest[:20]
+    return dict(zip(items[::2], items[1::2]))
+
+
+def stored_metadata(r: Any, board: Any, user_id: str) -> dict[str, str]:
+    """A player's metadata as the board stores it (read with redis-py, not the board): their
+    hash ``f"{key}:user:{user_id}"``, or their field of the compact board's ``f"{key}:meta"``."""
+    key, layout = key_and_layout(board)
+    if layout == "compact":
+        value = r.hget(f"{key}:meta", user_id)
+        return {} if value is None else decode_compact_value(value)
+    return dict(r.hgetall(f"{key}:user:{user_id}"))
+
+
+def every_stored_metadata(r: Any, board: Any) -> dict[str, dict[str, str]]:
+    """Every player's stored metadata by user id (the players who have some)."""
+    key, layout = key_and_layout(board)
+    if layout == "compact":
+        return {u: decode_compact_value(v) for u, v in r.hgetall(f"{key}:meta").items()}
+    prefix = f"{key}:user:"
+    names = r.scan_iter(match=pattern(prefix), count=1000)
+    return {name[len(prefix) :]: r.hgetall(name) for name in names if r.type(name) == "hash"}
+
+
+def has_stored_metadata(r: Any, board: Any, user_id: str) -> bool:
+    """Whether the board stores metadata for the player."""
+    key, layout = key_and_layout(board)
+    if layout == "compact":
+        return bool(r.hexists(f"{key}:meta", user_id))
+    return bool(r.exists(f"{key}:user:{user_id}"))
+
+
+def put_metadata(
+    r: Any, board: Any, user_id: str, fields: dict[str, str], *, merge: bool = True
+) -> None:
+    """Stores metadata for a player behind the board's back, merged as HSET merges
+    (``merge=False``: for a player who has none yet, ``r`` may be a pipeline)."""
+    key, layout = key_and_layout(board)
+    if layout == "compact":
+        merged = {**stored_metadata(r, board, user_id), **fields} if merge else fields
+        r.hset(f"{key}:meta", user_id, compact_value(merged))
+    else:
+        r.hset(f"{key}:user:{user_id}", mapping=fields)
+
+
+PLACEHOLDER = "placeholder:record-the-layout"
+
+
+def record_layout(board: Any) -> None:
+    """Before a test writes an empty board's keys behind its back (as another client of the
+    board would): a compact board records its options first, as its first write does (else it
+    takes the keys for a guide board's and refuses them, OptionsMismatch). A write and a
+    removal of a placeholder player; nothing for the guide's layout."""
+    if key_and_layout(board)[1] == "compact":
+        board.upsert_user(PLACEHOLDER, 0)
+        assert board.delete_user(PLACEHOLDER) is True
+
+
+def metadata_keys(board: Any, user_ids: Any = ()) -> set[str]:
+    """The keys holding these players' metadata (players who have some): their hashes, or the
+    compact board's one hash (none if no player has metadata)."""
+    key, layout = key_and_layout(board)
+    user_ids = list(user_ids)
+    if layout == "compact":
+        return {f"{key}:meta"} if user_ids else set()
+    return {f"{key}:user:{u}" for u in user_ids}
+
+
+def recorded_options(board: Any) -> set[str]:
+    """The option keys a default board keeps, players or not: none (the guide's keys only), or
+    (the compact layout, recorded in the board's options) ``f"{key}:options"``."""
+    key, layout = key_and_layout(board)
+    return {f"{key}:options"} if layout == "compact" else set()
+
+
+def layout_option_fields(
+    board: Any, order: str = "desc", ties: str = "lexicographic"
+) -> dict[str, str]:
+    """The fields a compact board records in its options hash whatever its other options: its
+    order, ties (a guide board records them only when one is not the default) and layout; none
+    in the guide's layout."""
+    if key_and_layout(board)[1] != "compact":
+        return {}
+    return {"order": order, "ties": ties, "layout": "compact"}
+
+
+def layout_acl_commands(board: Any) -> list[str]:
+    """What an ACL rule adds for the board's layout (docs/pages/deployment/acl.md): nothing, or
+    ``+zrank +zcount +hget +hmget +hdel`` for a compact board."""
+    _, layout = key_and_layout(board)
+    return ["+zrank", "+zcount", "+hget", "+hmget", "+hdel"] if layout == "compact" else []
+
+
+def board_keys(board: Any, with_metadata: Any = ()) -> set[str]:
+    """Every key of a default board that has players, ``with_metadata`` those who have
+    metadata: its sorted set, their metadata keys and its recorded options."""
+    key, _ = key_and_layout(board)
+    return {key} | metadata_keys(board, with_metadata) | recorded_options(board)
+
+
+def contents_as_guide(r: Any, board: Any) -> dict[str, Any]:
+    """:func:`contents` of the board as the guide's layout holds the same players, to compare
+    a board of either layout with the guide's code's keys or a model's: a compact board's
+    metadata hash made one hash per player, its options without the layout (and without the
+    order and ties a compact board records even when they are the defaults, which a guide board
+    records only beside each other when one is not). A compact board holding a hash of the
+    guide's layout fails."""
+    key, layout = key_and_layout(board)
+    out = contents(r, key)
+    if layout != "compact":
+        return out
+    stray = sorted(name for name in out if name.startswith(":user:"))
+    assert not stray, f"a compact board holds the guide's hashes: {stray}"
+    kind, value = out.pop(":meta", ("hash", {}))
+    assert kind == "hash", kind
+    for user_id, stored in value.items():
+        out[f":user:{user_id}"] = ("hash", decode_compact_value(stored))
+    if ":options" in out:
+        kind, fields = out.pop(":options")
+        fields = dict(fields)
+        assert kind == "hash" and fields.pop("layout") == "compact", (kind, fields)
+        if (fields.get("order"), fields.get("ties")) == ("desc", "lexicographic"):
+            del fields["order"], fields["ties"]
+        if fields:
+            out[":options"] = ("hash", fields)
     return out
 
 

@@ -18,6 +18,7 @@ import pytest
 
 import redis_leaderboard
 from conftest import RedisServer
+from helpers import compact_value
 from ranking_model import RankingModel, Rejected
 from redis_leaderboard import RedisLeaderboard, ScoreRejected
 from redis_leaderboard.asyncio import Client as AsyncClient
@@ -96,12 +97,6 @@ def board_state(r: Any, key: str) -> dict[str, Any]:
             value = (kind, r.dump(name))
         out[name[len(key) :]] = value
     return out
-
-
-def compact_value(fields: dict[str, str]) -> str:
-    """A compact board's stored value for a player's fields: the RESP array HGETALL answers."""
-    items = [text for pair in fields.items() for text in pair]
-    return f"*{len(items)}\r\n" + "".join(f"${len(t.encode())}\r\n{t}\r\n" for t in items)
 
 
 def expected_state(model: RankingModel, key: str, r: Any, layout: str = "guide") -> dict[str, Any]:

@@ -1387,7 +1387,12 @@ void Board::Identity::accept(const Reply& reply) {
     checked.store(true, std::memory_order_relaxed);
     return;
   }
-  throw OptionsMismatch("leaderboard '" + key + "' has " + recorded_options_text(reply.str) +
+  std::string recorded = recorded_options_text(reply.str);
+  // A compact client on a board of the guide's layout (which records no layout): say so.
+  if (layout == Layout::Compact && status_field(reply.str, "layout") == "?") {
+    recorded += ", layout='guide'";
+  }
+  throw OptionsMismatch("leaderboard '" + key + "' has " + recorded +
                         " (recorded in Redis); this client opened it with " +
                         options_text(order, ties_word(), guards));
 }

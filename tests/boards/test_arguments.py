@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from apis import Api
-from helpers import contents
+from helpers import TEST_LAYOUT, contents
 from redis_leaderboard import Client, RedisLeaderboard
 
 BAD_CALLS: list[tuple[str, tuple[Any, ...]]] = [
@@ -51,7 +51,7 @@ def test_bad_arguments_raise_before_any_io(
 ) -> None:
     board = api.leaderboard(key=board_key, max_entries=10)
     board.upsert_user("alice", 10, {"name": "Alice"})
-    sync_board = RedisLeaderboard(client, key=board_key, max_entries=10)
+    sync_board = RedisLeaderboard(client, key=board_key, max_entries=10, layout=TEST_LAYOUT)
     with pytest.raises((TypeError, ValueError)) as sync_error:  # the sync class's, to compare
         getattr(sync_board, name)(*args)
     stats, before = api.client.stats(), contents(r, board_key)

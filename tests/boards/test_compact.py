@@ -16,9 +16,8 @@ import pytest
 
 from apis import Api
 from conftest import RedisServer
-from helpers import UTC, FakeClock, entry, keys_under, snapshot, written
+from helpers import UTC, FakeClock, compact_value, entry, keys_under, snapshot, written
 from redis_leaderboard import NoPermissionError, OptionsMismatch, RedisLeaderboard, ResponseError
-from test_ranking_differential import compact_value
 
 ADA = {"name": "Ada", "team": "red"}
 
@@ -64,14 +63,17 @@ def test_the_layout_is_recorded_and_a_client_of_the_other_is_refused(
     compact = api.leaderboard(board_key, 10, layout="compact")
     compact.upsert_user("ada", 1, ADA)
     before = snapshot(r, board_key)
-    guide = api.leaderboard(board_key, 10)
+    guide = api.leaderboard(board_key, 10, layout="guide")
     for call in (lambda: guide.upsert_user("bob", 2, {"a": "b"}), lambda: guide.get_top(5)):
         with pytest.raises(OptionsMismatch, match="layout='compact' \\(recorded in Redis\\)"):
             call()
     assert snapshot(r, board_key) == before
     other = f"{board_key}:guide"
-    api.leaderboard(other, 10).upsert_user("ada", 1, ADA)
-    with pytest.raises(OptionsMismatch, match=r"opened it with .*layout='compact'"):
+    api.leaderboard(other, 10, layout="guide").upsert_user("ada", 1, ADA)
+    with pytest.raises(
+        OptionsMismatch,
+        match=r"layout='guide' \(recorded in Redis\); this client opened it with .*'compact'",
+    ):
         api.leaderboard(other, 10, layout="compact").upsert_user("bob", 2)
     assert keys_under(r, other) == {other, f"{other}:user:ada"}
     with pytest.raises(ValueError, match="layout must be 'guide' or 'compact', not 'flat'"):
@@ -147,7 +149,7 @@ def test_a_periodic_board_in_the_compact_layout(api: Api, board_key: str, r: Any
 
 def test_a_group_write_over_boards_of_both_layouts(api: Api, board_key: str, r: Any) -> None:
     compact = api.leaderboard(f"{board_key}:c", 10, layout="compact")
-    guide = api.leaderboard(f"{board_key}:g", 10)
+    guide = api.leaderboard(f"{board_key}:g", 10, layout="guide")
     group = api.group([compact, guide])
     results = group.submit("ada", 5, ADA, submission_id="m1")
     assert [result["metadata"] for result in results.values()] == [ADA, ADA]
@@ -237,6 +239,13 @@ def test_a_conversion_stopped_midway_serves_compact_clients_and_goes_on(
     assert third["metadata"] == before[unmoved[2]]["metadata"] != {}
     assert compact.get_user_metadata(unmoved[2]) == before[unmoved[2]]["metadata"]
     assert compact.get_user_metadata(first) == {"n": before[first]["metadata"]["n"], "x": "y"}
+    # get_user_entry: one transaction (its options checked), the field or the guide's hash.
+    entry = compact.get_user_entry(unmoved[2])
+    assert entry is not None and entry["metadata"] == before[unmoved[2]]["metadata"]
+    assert entry["rank"] == compact.get_rank(unmoved[2])
+    assert compact.get_user_entry(first)["metadata"] == {  # type: ignore[index]
+        "n": before[first]["metadata"]["n"], "x": "y"
+    }  # fmt: skip
     # Stopped and started again: it goes on from the first page, finding what is left.
     assert compact.convert_layout(page=7) == len(unmoved) - 2 + 1  # and the hidden u7
     assert r.hget(f"{board_key}:options", "layout") == "compact"
@@ -323,7 +332,7 @@ def test_the_acl_rule_of_a_compact_board(acl_server: RedisServer) -> None:
 
 
 def test_convert_layout_on_every_api(api: Api, board_key: str, r: Any) -> None:
-    guide = api.leaderboard(board_key, None)
+    guide = api.leaderboard(board_key, None, layout="guide")
     guide.upsert_many([(f"p{i}", i, {"n": str(i)}) for i in range(300)])
     compact = api.leaderboard(board_key, None, layout="compact")
     assert compact.convert_layout(page=100) == 300

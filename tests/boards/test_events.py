@@ -21,7 +21,7 @@ import pytest
 
 from apis import Api, asyncio_only, sync_and_one_loop, sync_only, unwrap
 from conftest import RedisServer, unique_key
-from helpers import UTC, FakeClock, snapshot
+from helpers import UTC, FakeClock, layout_acl_commands, snapshot
 from redis_leaderboard import NoPermissionError, ResponseError, _core
 from test_atomicity import PASSWORD, make_user, minimal_rule
 
@@ -478,7 +478,8 @@ def test_a_removal_the_acl_denies_xadd_changes_nothing(
     server, admin, key = acl_key
     owner = api.leaderboard(key, 10, events=True, client=api.connect(port=server.port))
     owner.upsert_many([("a", 3), ("b", 2, {"name": "B"}), ("c", 1)])
-    make_user(admin, "no-xadd", minimal_rule())  # the README's rule for a default board: no XADD
+    # The README's rule for a default board (and the compact layout's commands): no XADD.
+    make_user(admin, "no-xadd", minimal_rule() + layout_acl_commands(owner))
     user = api.connect(port=server.port, username="no-xadd", password=PASSWORD)
     denied = api.leaderboard(key, 10, events=True, client=user)
     before = snapshot(admin, key)

@@ -13,7 +13,7 @@ from typing import Any, Callable
 import pytest
 
 from apis import Api, sync_and_one_loop
-from helpers import UTC, FakeClock, snapshot
+from helpers import UTC, FakeClock, metadata_keys, snapshot
 from ranking_model import RankingModel
 from redis_leaderboard import ResponseError
 from window_model import WindowModel
@@ -75,17 +75,26 @@ def test_one_round_trip_to_every_board_each_with_its_rules(
     assert out[f"{board_key}:alltime"]["score"] == 58.25
     # The periodic board's keys carry its deadline, the rolling window's metadata its bucket's.
     daily = boards["daily"].current()
-    assert r.pexpiretime(f"{daily.key}:user:bob") == round(daily.expires.timestamp() * 1000)
-    assert r.pexpiretime(f"{daily.key}:dense") == round(daily.expires.timestamp() * 1000)
+    deadline = round(daily.expires.timestamp() * 1000)
+    (daily_metadata,) = metadata_keys(daily, ["bob"])  # the layout's: bob's hash, or the board's
+    assert r.pexpiretime(daily_metadata) == deadline
+    assert r.pexpiretime(f"{daily.key}:dense") == deadline
     assert r.ttl(f"{board_key}:recent:user:bob") > 0
-    assert r.ttl(f"{board_key}:alltime:user:bob") == -1
+    (alltime_metadata,) = metadata_keys(boards["alltime"], ["bob"])
+    assert r.ttl(alltime_metadata) == -1
+
+
+def replace_with_list(r: Any, name: str) -> None:
+    """``name`` (ada's metadata hash, or the compact board's, which holds bob's) made a list."""
+    r.delete(name)
+    r.rpush(name, "x")
 
 
 @pytest.mark.parametrize(
     "plant",
     [
         lambda r, k, rec: r.set(f"{k}:alltime", "x"),
-        lambda r, k, rec: r.rpush(f"{k}:fastest:user:ada", "x"),
+        lambda r, k, rec: replace_with_list(r, *metadata_keys(f"{k}:fastest", ["ada"])),
         lambda r, k, rec: r.set(f"{k}:fastest:first:keys", "x"),
         lambda r, k, rec: r.set(f"{k}:daily:2031-05-05:dense", "x"),
         lambda r, k, rec: r.set(f"{k}:recent:bucket:{rec.bucket_at()}", "x"),

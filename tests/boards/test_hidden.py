@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from apis import Api, asyncio_only, unwrap
-from helpers import UTC, FakeClock, snapshot
+from helpers import UTC, FakeClock, board_keys, keys_under, snapshot
 from redis_leaderboard import RateLimited, ScoreRejected
 
 
@@ -41,8 +41,9 @@ def test_a_hidden_player_leaves_every_read_and_keeps_their_data(
     # unhide: back where the score puts them.
     assert board.unhide("d") is True and board.unhide("d") is False
     assert board.hidden() == [] and board.get_rank("d") == 2
-    # The board's keys are the guide's again: no hidden hash, no options hash.
-    assert r.exists(f"{board_key}:hidden", f"{board_key}:options") == 0
+    # The board's keys are what they were before: no hidden hash, no options hash (but the
+    # compact layout's own).
+    assert keys_under(r, board_key) == board_keys(board, "abcde")
 
 
 def test_a_hidden_players_writes_are_kept_not_shown(api: Api, board_key: str, r: Any) -> None:

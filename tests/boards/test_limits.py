@@ -12,7 +12,18 @@ from typing import Any
 import pytest
 
 from apis import Api, sync_and_one_loop
-from helpers import entry, keys_under, small_board, small_board_entry, trimmed_away, written
+from helpers import (
+    board_keys,
+    entry,
+    has_stored_metadata,
+    keys_under,
+    put_metadata,
+    record_layout,
+    small_board,
+    small_board_entry,
+    trimmed_away,
+    written,
+)
 from redis_leaderboard import _core
 
 # --- trimming ---
@@ -24,7 +35,7 @@ def test_max_entries_one(api: Api, board_key: str, r: Any) -> None:
     assert board.upsert_user("b", 20, {"name": "B"}) == written(
         1, "b", 20, {"name": "B"}, trimmed=["a"]
     )
-    assert keys_under(r, board_key) == {board_key, f"{board_key}:user:b"}
+    assert keys_under(r, board_key) == board_keys(board, ["b"])
 
     # A lower score than the only entry: the writer itself is trimmed away.
     assert board.upsert_user("c", 5, {"name": "C", "level": 2}) == trimmed_away(
@@ -32,7 +43,7 @@ def test_max_entries_one(api: Api, board_key: str, r: Any) -> None:
     )
     assert board.increment_score("d", 1) == trimmed_away("d", 1, {}, ["d"])
     assert board.increment_score("e", 19.5, {"n": 1}) == trimmed_away("e", 19.5, {"n": "1"}, ["e"])
-    assert keys_under(r, board_key) == {board_key, f"{board_key}:user:b"}
+    assert keys_under(r, board_key) == board_keys(board, ["b"])
     assert board.list_all() == [entry(1, "b", 20, {"name": "B"})]
 
     # Updating the only entry never trims it.
@@ -50,7 +61,8 @@ def test_upsert_trims_the_lowest_and_their_metadata(api: Api, board_key: str, r:
         2, "d", 2.5, {"id": "d"}, trimmed=["a"]
     )
     assert r.zrange(board_key, 0, -1, withscores=True) == [("b", 2.0), ("d", 2.5), ("c", 3.0)]
-    assert r.exists(f"{board_key}:user:a") == 0
+    assert not has_stored_metadata(r, board, "a")
+    assert keys_under(r, board_key) == board_keys(board, "bcd")
 
 
 def test_writer_trimmed_away_by_upsert_keeps_its_payload(api: Api, board_key: str, r: Any) -> None:
@@ -60,7 +72,7 @@ def test_writer_trimmed_away_by_upsert_keeps_its_payload(api: Api, board_key: st
     result = board.upsert_user("low", 1, {"name": "Low", "n": 7})
     assert result == trimmed_away("low", 1, {"name": "Low", "n": "7"}, ["low"])
     assert "rank" not in result
-    assert r.exists(f"{board_key}:user:low") == 0
+    assert not has_stored_metadata(r, board, "low")
     assert r.zscore(board_key, "low") is None
     assert board.get_user_metadata("low") == {}
     assert board.upsert_user("low2", 2) == trimmed_away("low2", 2, {}, ["low2"])
@@ -74,16 +86,17 @@ def test_writer_trimmed_away_by_increment_reports_the_new_score(
     board.upsert_user("mid", 50)
     # Another writer left the board over its limit; "low" already holds 30.
     r.zadd(board_key, {"low": 30, "lower": 10})
-    r.hset(f"{board_key}:user:low", mapping={"old": "field"})
-    r.hset(f"{board_key}:user:lower", mapping={"x": "y"})
+    put_metadata(r, board, "low", {"old": "field"})
+    put_metadata(r, board, "lower", {"x": "y"})
     result = board.increment_score("low", 5, {"new": 1})
     assert result == trimmed_away("low", 35, {"new": "1"}, ["lower", "low"])
-    assert keys_under(r, board_key) == {board_key}
+    assert keys_under(r, board_key) == board_keys(board)
     assert r.zrange(board_key, 0, -1, withscores=True) == [("mid", 50.0), ("hi", 100.0)]
 
 
 def test_trimmed_ids_are_lowest_first(api: Api, board_key: str, r: Any) -> None:
     board = api.leaderboard(key=board_key, max_entries=2)
+    record_layout(board)  # another client of the board's layout wrote it
     r.zadd(board_key, {"e": 5, "d": 4, "c": 3, "b2": 2, "b1": 2, "a": 1})
     assert board.upsert_user("top", 10) == written(
         1, "top", 10, trimmed=["a", "b1", "b2", "c", "d"]
@@ -97,8 +110,8 @@ def test_set_max_entries_trims_and_changes_the_limit(api: Api, board_key: str, r
     assert board.set_max_entries(7) == ["u01", "u02", "u03"]
     assert board.max_entries == 7
     assert r.zcard(key) == 7
-    assert r.exists(f"{key}:user:u01", f"{key}:user:u02", f"{key}:user:u03") == 0
-    assert r.exists(f"{key}:user:u04") == 1
+    assert not any(has_stored_metadata(r, board, u) for u in ("u01", "u02", "u03"))
+    assert has_stored_metadata(r, board, "u04")
     assert board.set_max_entries(7) == []
     assert board.set_max_entries(1) == ["u04", "u05", "u06", "u07", "u08", "u09"]
     assert board.list_all() == [small_board_entry(1)]
@@ -129,16 +142,17 @@ LARGE = 10_000
 @sync_and_one_loop
 def test_set_max_entries_trims_ten_thousand_users(api: Api, board_key: str, r: Any) -> None:
     board = api.leaderboard(key=board_key, max_entries=LARGE + 1)
+    record_layout(board)
     pipe = r.pipeline(transaction=False)
     pipe.zadd(board_key, {f"user-{i:05d}": i for i in range(LARGE + 1)})
     for i in range(0, LARGE + 1, 3):
-        pipe.hset(f"{board_key}:user:user-{i:05d}", mapping={"i": str(i)})
+        put_metadata(pipe, board, f"user-{i:05d}", {"i": str(i)}, merge=False)
     pipe.execute()
     # Every trimmed id, lowest first, even when the trim runs in several steps.
     assert board.set_max_entries(1) == [f"user-{i:05d}" for i in range(LARGE)]
     assert board.max_entries == 1
     assert board.list_all() == [entry(1, f"user-{LARGE:05d}", LARGE)]
-    assert keys_under(r, board_key) == {board_key}
+    assert keys_under(r, board_key) == board_keys(board)
 
 
 # --- unlimited boards ---

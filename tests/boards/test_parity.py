@@ -3,8 +3,10 @@ sync and asyncio.
 
 ``GuideLeaderboard`` (benchmarks/guide_leaderboard.py) is the guide's redis-py algorithm. Random
 operation sequences with fixed seeds run against it and against this package on two keys; every
-result and the final keys (with the key prefix taken off) must be identical. Data written by one
-is then read back by the other; and the sync and asyncio classes write one board in turn.
+result and the final keys (with the key prefix taken off) must be identical (a compact board's,
+``LB_TEST_LAYOUT=compact``, as the guide's layout holds the same players: tests/helpers.py). Data
+written by one is then read back by the other (the guide's layout only); and the sync and asyncio
+classes write one board in turn.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from benchmarks.guide_leaderboard import GuideLeaderboard
 
 import redis_leaderboard.asyncio as aio
 from apis import Api, sync_and_one_loop
-from helpers import contents
+from helpers import TEST_LAYOUT, contents, contents_as_guide
 from redis_leaderboard import Client, RedisLeaderboard
 
 USERS = [
@@ -184,9 +186,9 @@ def test_random_sequences_match_the_guide(api: Api, board_key: str, r: Any, seed
         assert apply(ours, op) == expected, f"step {step}: {op}"
         assert ours.max_entries == guide.max_entries
         if step % 25 == 0:
-            assert contents(r, ours_key) == contents(r, guide_key), f"after step {step}: {op}"
+            assert contents_as_guide(r, ours) == contents(r, guide_key), f"after step {step}: {op}"
 
-    assert contents(r, ours_key) == contents(r, guide_key)
+    assert contents_as_guide(r, ours) == contents(r, guide_key)
     assert read_everything(ours) == read_everything(guide)
 
 
@@ -201,7 +203,7 @@ def test_random_sequences_with_int_ids_match_the_guide(
         expected = apply(guide, op)
         assert apply(ours, op) == expected, op
         assert ours.max_entries == guide.max_entries
-    assert contents(r, ours_key) == contents(r, guide_key)
+    assert contents_as_guide(r, ours) == contents(r, guide_key)
 
 
 def test_the_guide_walkthrough_matches(api: Api, board_key: str, r: Any) -> None:
@@ -233,7 +235,7 @@ def test_the_guide_walkthrough_matches(api: Api, board_key: str, r: Any) -> None
     ]
     for op in ops:
         assert apply(ours, op) == apply(guide, op), op
-    assert contents(r, ours.key) == contents(r, guide.key)
+    assert contents_as_guide(r, ours) == contents(r, guide.key)
 
 
 def populate(board: Any, rng: random.Random) -> None:
@@ -242,6 +244,7 @@ def populate(board: Any, rng: random.Random) -> None:
             apply(board, op)
 
 
+@pytest.mark.guide_layout("the guide's code and the board share one key: the guide's layout")
 def test_the_package_reads_what_the_guide_wrote(api: Api, board_key: str, r: Any) -> None:
     guide = GuideLeaderboard(r, key=board_key, max_entries=8)
     populate(guide, random.Random(11))
@@ -250,6 +253,7 @@ def test_the_package_reads_what_the_guide_wrote(api: Api, board_key: str, r: Any
     assert read_everything(ours) == read_everything(guide)
 
 
+@pytest.mark.guide_layout("the guide's code and the board share one key: the guide's layout")
 def test_the_guide_reads_what_the_package_wrote(api: Api, board_key: str, r: Any) -> None:
     ours = api.leaderboard(key=board_key, max_entries=8)
     populate(ours, random.Random(12))
@@ -259,6 +263,7 @@ def test_the_guide_reads_what_the_package_wrote(api: Api, board_key: str, r: Any
 
 
 @sync_and_one_loop
+@pytest.mark.guide_layout("the guide's code and the board share one key: the guide's layout")
 def test_both_write_the_same_board_in_turn(api: Api, board_key: str, r: Any) -> None:
     """Either implementation may do any write on a shared board; reads agree throughout."""
     rng = random.Random(13)
@@ -305,8 +310,8 @@ def calls_and_trips(client: aio.Client) -> tuple[int, int, int]:
 async def test_both_classes_read_the_same_data_alike(
     aclient: aio.Client, client: Client, board_key: str
 ) -> None:
-    async_board = aio.RedisLeaderboard(aclient, key=board_key, max_entries=8)
-    sync_board = RedisLeaderboard(client, key=board_key, max_entries=8)
+    async_board = aio.RedisLeaderboard(aclient, key=board_key, max_entries=8, layout=TEST_LAYOUT)
+    sync_board = RedisLeaderboard(client, key=board_key, max_entries=8, layout=TEST_LAYOUT)
     for i, (name, args) in enumerate(random_mixed_ops(random.Random(9), 120)):
         # the two classes take turns writing the same board
         if name not in ("clear", "delete_user", "set_max_entries"):

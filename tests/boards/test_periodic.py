@@ -17,7 +17,16 @@ import pytest
 import redis_leaderboard
 import redis_leaderboard.asyncio as aio
 from apis import Api, sync_and_one_loop
-from helpers import UTC, FakeClock, keys_under, millis
+from helpers import (
+    UTC,
+    FakeClock,
+    board_keys,
+    has_stored_metadata,
+    keys_under,
+    metadata_keys,
+    millis,
+    recorded_options,
+)
 from redis_leaderboard import PeriodicLeaderboard, RedisLeaderboard
 from redis_leaderboard.seasons import Periods
 
@@ -202,14 +211,11 @@ def test_writes_and_reads_go_to_the_current_period(api: Api, board_key: str, r: 
         "metadata": {"name": "Bob"},
     }
     assert weekly.get_size() == 2
-    assert sorted(k for k in r.keys(f"{board_key}*")) == sorted(
-        [
-            f"{board_key}:2027-W47",
-            f"{board_key}:2027-W47:user:ada",
-            f"{board_key}:2027-W48",
-            f"{board_key}:2027-W48:user:bob",  # ada's increment carried no metadata
-        ]
-    )
+    week_47 = board_keys(weekly.previous(), ["ada"])
+    week_48 = board_keys(weekly.current(), ["bob"])  # ada's increment carried no metadata
+    assert set(r.keys(f"{board_key}*")) == week_47 | week_48
+    assert weekly.previous().key == f"{board_key}:2027-W47"
+    assert weekly.current().key == f"{board_key}:2027-W48"
 
 
 def every_key(r: Any, key: str) -> list[str]:
@@ -236,8 +242,11 @@ def test_every_key_of_a_period_carries_its_deadline(
     daily.increment_score("cy", 3, {"name": "Cy"})  # trims ada, and her hash
     daily.current().upsert_many([("dee", 4, {"name": "Dee"})])  # trims bob
     keys = every_key(r, board_key)
-    assert f"{board_key}:2027-01-31:user:cy" in keys
-    assert f"{board_key}:2027-01-31:user:ada" not in keys
+    period = daily.current()
+    assert period.key == f"{board_key}:2027-01-31"
+    assert metadata_keys(period, ["cy"]) | recorded_options(period) <= set(keys)
+    assert has_stored_metadata(r, period, "cy") and has_stored_metadata(r, period, "dee")
+    assert not has_stored_metadata(r, period, "ada")
     if ties != "lexicographic":
         assert f"{board_key}:2027-01-31:options" in keys
     # keep=3: 31 January stays readable through 1 and 2 February, gone when 3 February begins.
@@ -254,13 +263,14 @@ def test_keys_of_an_old_period_expire_by_themselves(api: Api, board_key: str, r:
     ticks = api.periodic(key=board_key, period=timedelta(milliseconds=300), anchor=anchor, keep=2)
     board = ticks.current()
     board.submit("ada", 1, {"name": "Ada"})
-    assert len(every_key(r, board.key)) == 2
+    keys = sorted(board_keys(board, ["ada"]))  # the sorted set and the metadata (and options)
+    assert every_key(r, board.key) == keys
     deadline = board.expires
     assert board.end + timedelta(milliseconds=300) == deadline
     while datetime.now(UTC) < deadline - timedelta(milliseconds=20):
         time.sleep(0.01)
     # Racing the deadline: the period's keys share it, so they are all there or all gone.
-    assert len(every_key(r, board.key)) in (0, 2)
+    assert every_key(r, board.key) in ([], keys)
     while datetime.now(UTC) < deadline + timedelta(milliseconds=50):
         time.sleep(0.01)
     assert every_key(r, board.key) == []
@@ -356,7 +366,7 @@ def test_differential_against_a_model(api: Api, board_key: str, r: Any) -> None:
         deadline = millis(hourly.expire_at(starts[period]))
         assert deadline == millis(starts[period] + timedelta(hours=3))  # no 30-minute hours here
         assert {k: r.pexpiretime(k) for k in every_key(r, key)} == {
-            k: deadline for k in [key] + [f"{key}:user:{u}" for u in board] + [f"{key}:options"]
+            k: deadline for k in board_keys(key, board) | {f"{key}:options"}
         }
     assert len(model) > 10
     assert "2027-10-31T02+0200" in model and "2027-10-31T02+0100" in model
@@ -395,7 +405,8 @@ def test_week_53_across_new_year_in_new_york(api: Api, board_key: str, r: Any) -
     assert weekly.next_reset() == datetime(2033, 1, 10, tzinfo=NYC)
     assert weekly.delete_user("bob")
     deadline = millis(datetime(2033, 1, 10, tzinfo=NYC))
-    assert r.pexpiretime(f"{board_key}:2032-W53:user:ada") == deadline
+    (ada_metadata,) = metadata_keys(f"{board_key}:2032-W53", ["ada"])
+    assert r.pexpiretime(ada_metadata) == deadline
 
 
 # --- every query of a plain board, on the current period ----------------------------------------

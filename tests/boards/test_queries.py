@@ -13,6 +13,7 @@ import pytest
 import redis_leaderboard.asyncio as aio
 from apis import Api
 from conftest import RedisServer
+from helpers import TEST_LAYOUT
 from redis_leaderboard import Client, RedisLeaderboard
 
 INF = float("inf")
@@ -214,13 +215,13 @@ def test_asyncio_queries_pipeline_on_one_connection(
     redis_server: RedisServer, client: Client, board_key: str, arun: Callable[..., Any]
 ) -> None:
     """Many queries at once on the asyncio client's one connection: each its own answer."""
-    sync = RedisLeaderboard(client, key=board_key, ties="dense")
+    sync = RedisLeaderboard(client, key=board_key, ties="dense", layout=TEST_LAYOUT)
     fill(sync)
     expected = [getattr(sync, m)(*a, **k) for m, a, k in QUERIES]
 
     async def main() -> list[Any]:
         async with aio.Client(host=redis_server.host, port=redis_server.port) as aclient:
-            board = aio.RedisLeaderboard(aclient, key=board_key, ties="dense")
+            board = aio.RedisLeaderboard(aclient, key=board_key, ties="dense", layout=TEST_LAYOUT)
             calls: list[Callable[[], Any]] = [
                 lambda m=m, a=a, k=k: getattr(board, m)(*a, **k) for m, a, k in QUERIES
             ]

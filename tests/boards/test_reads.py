@@ -10,7 +10,18 @@ from typing import Any
 import pytest
 
 from apis import Api, sync_and_one_loop
-from helpers import ADA, entry, keys_under, small_board, small_board_entry, written
+from helpers import (
+    ADA,
+    COMPACT,
+    entry,
+    has_stored_metadata,
+    keys_under,
+    put_metadata,
+    record_layout,
+    small_board,
+    small_board_entry,
+    written,
+)
 
 
 def test_every_method_gives_the_exact_result(api: Api, board_key: str, r: Any) -> None:
@@ -18,7 +29,8 @@ def test_every_method_gives_the_exact_result(api: Api, board_key: str, r: Any) -
     assert board.key == board_key
     assert board.max_entries == 100
     name = "redis_leaderboard.asyncio.RedisLeaderboard" if api.asynchronous else "RedisLeaderboard"
-    assert repr(board) == f"{name}(key={board.key!r}, max_entries=100)"
+    layout = ", layout='compact'" if COMPACT else ""
+    assert repr(board) == f"{name}(key={board.key!r}, max_entries=100{layout})"
     mina = {"name": "Mina", "level": "7"}
 
     assert board.upsert_user("player-1", 1200, ADA) == written(1, "player-1", 1200, ADA)
@@ -62,7 +74,8 @@ def test_every_method_gives_the_exact_result(api: Api, board_key: str, r: Any) -
     assert board.set_max_entries(2) == ["42", "player-2"]
     assert board.max_entries == 2
     assert board.get_user_metadata("42") == {}
-    assert r.exists(f"{board.key}:user:42") == 0
+    assert not has_stored_metadata(r, board, "42")
+    assert has_stored_metadata(r, board, "player-1")
     assert board.set_max_entries(2) == []
 
     # a write trimmed away at once: no rank, the payload sent
@@ -223,11 +236,12 @@ LARGE = 10_000
 @sync_and_one_loop
 def test_list_all_and_clear_on_ten_thousand_users(api: Api, board_key: str, r: Any) -> None:
     board = api.leaderboard(key=board_key, max_entries=LARGE)
+    record_layout(board)
     pipe = r.pipeline(transaction=False)
     scores = {f"user-{i:05d}": float(i // 3) for i in range(LARGE)}  # ties in threes
     pipe.zadd(board_key, scores)
     for i in range(0, LARGE, 2):  # every other user has metadata
-        pipe.hset(f"{board_key}:user:user-{i:05d}", mapping={"name": f"N{i}", "i": str(i)})
+        put_metadata(pipe, board, f"user-{i:05d}", {"name": f"N{i}", "i": str(i)}, merge=False)
     pipe.execute()
 
     def metadata(i: int) -> dict[str, str]:
@@ -259,7 +273,9 @@ def test_the_entry_of_a_known_default_board_is_the_guides_transaction(
     # A board shown to record no options (get_rank: a bare ZREVRANK once confirmed) reads an
     # entry as the guide does, MULTI ZSCORE ZREVRANK HGETALL EXEC in one round trip (the
     # server's cost of the guide's commands), with the script's answers: a player, a missing
-    # one, an empty hash.
+    # one, an empty hash. A compact board (of the default order and ties) once its options are
+    # checked: the same transaction, with HGET of the player's field of its hash and HGETALL of
+    # the guide's hash (for a player a conversion has not moved yet) in place of the HGETALL.
     board = api.leaderboard(key=board_key)
     board.upsert_user("a", 3, {"m": "x"})
     board.upsert_user("b", 5)
@@ -271,6 +287,9 @@ def test_the_entry_of_a_known_default_board_is_the_guides_transaction(
     stats = r.info("commandstats")
     assert stats["cmdstat_exec"]["calls"] == 3
     assert stats["cmdstat_zscore"]["calls"] == 3
+    assert stats["cmdstat_hgetall"]["calls"] == 3
+    hgets = 3 if board.layout == "compact" else 0  # the player's field of the compact hash
+    assert stats.get("cmdstat_hget", {}).get("calls", 0) == hgets
     assert "cmdstat_evalsha" not in stats
     # A board with options keeps the script (its rank follows its tie rule).
     shared = api.leaderboard(key=board_key + ":shared", ties="competition")

@@ -1,8 +1,9 @@
 """What every board method costs and how it fails on the wire, sync and asyncio: one round trip
 and one command a call once the scripts are loaded (``get_user_entry`` of a board known to
 record no options: the guide's MULTI, ZSCORE, ZREVRANK, HGETALL, EXEC, five commands in the one
-write), scripts flushed from the server loaded again (NOSCRIPT), and an error reply raised as
-``ResponseError`` for that call only, the connection kept."""
+write, six on a compact board, with HGET of the player's field; its ``get_user_metadata``:
+HGETALL and HGET, two), scripts flushed from the server loaded again (NOSCRIPT), and an error
+reply raised as ``ResponseError`` for that call only, the connection kept."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from typing import Any, Callable
 import pytest
 
 from apis import Api, asyncio_only, unwrap
-from helpers import ADA, entry, written
+from helpers import ADA, TEST_LAYOUT, entry, has_stored_metadata, written
 from redis_leaderboard import Client, RedisLeaderboard, ResponseError, _core
 
 
@@ -33,7 +34,7 @@ def test_every_method_is_one_round_trip(api: Api, board_key: str) -> None:
         lambda: board.get_around_rank(1, 10),
         lambda: board.get_rank("a"),
         lambda: board.get_rank("zz"),
-        lambda: board.get_user_metadata("a"),
+        metadata_read := lambda: board.get_user_metadata("a"),
         entry_read := lambda: board.get_user_entry("a"),
         absent_entry_read := lambda: board.get_user_entry("zz"),
         lambda: board.list_all(),
@@ -60,7 +61,9 @@ def test_every_method_is_one_round_trip(api: Api, board_key: str) -> None:
             if warm_up:  # the first time, a script the server lacks costs a second write
                 assert trips in (1, 2)
             elif call in (entry_read, absent_entry_read):  # the guide's transaction
-                assert (trips, commands) == (1, 5)
+                assert (trips, commands) == (1, 6 if board.layout == "compact" else 5)
+            elif call is metadata_read and board.layout == "compact":
+                assert (trips, commands) == (1, 2)  # the guide's hash and the board's, pipelined
             else:  # every script loaded: one write, one command
                 assert (trips, commands) == (1, 1)
             if api.asynchronous:  # the sync client counts no calls
@@ -74,7 +77,8 @@ def test_scripts_flushed_from_the_server_are_reloaded(api: Api, board_key: str, 
     board.upsert_user("a", 1)
     r.script_flush()
     # The script the request names by SHA is the one loaded after NOSCRIPT.
-    sha = _core.Board(board_key, 100).get_top(3).request().split(b"\r\n")[4].decode()
+    request = _core.Board(board_key, 100, layout=TEST_LAYOUT).get_top(3).request()
+    sha = request.split(b"\r\n")[4].decode()
     assert r.script_exists(sha) == [False]
     board.get_top(3)
     assert r.script_exists(sha) == [True]
@@ -93,7 +97,7 @@ def test_a_server_error_is_a_response_error(
     board = api.leaderboard(key=board_key, max_entries=100)
     r.set(board.key, "not a sorted set")
     with pytest.raises(ResponseError) as sync_error:  # the sync class's error, to compare
-        RedisLeaderboard(client, key=board_key).upsert_user("a", 1)
+        RedisLeaderboard(client, key=board_key, layout=TEST_LAYOUT).upsert_user("a", 1)
     for call in (
         lambda: board.upsert_user("a", 1),
         lambda: board.get_top(),
@@ -140,4 +144,4 @@ def test_concurrent_calls_run_in_their_order_when_the_server_lost_its_scripts(
 
         written, removed, rank = api.run(main(board, key))
         assert written["rank"] == 1 and removed is True and rank is None
-        assert r.zscore(board_key, key) is None and not r.exists(f"{board_key}:user:{key}")
+        assert r.zscore(board_key, key) is None and not has_stored_metadata(r, board, key)

@@ -28,7 +28,7 @@ import pytest
 
 from apis import Api, asyncio_only, sync_and_one_loop, sync_only, unwrap
 from conftest import RedisServer
-from helpers import UTC, FakeClock, ReplyDropper, snapshot
+from helpers import TEST_LAYOUT, UTC, FakeClock, ReplyDropper, snapshot
 from redis_leaderboard import (
     Client,
     ConnectionError,
@@ -133,8 +133,8 @@ def test_ids_expire_after_the_ttl(api: Api, board_key: str, r: Any) -> None:
 def test_a_lost_reply_is_resent_and_applies_once(
     api: Api, redis_server: RedisServer, client: Client, board_key: str, r: Any
 ) -> None:
-    RedisLeaderboard(client, board_key, 10).submit("warm", 1)  # the script is cached: the
-    # first attempt runs, not NOSCRIPT
+    # The script is cached: the first attempt runs, not NOSCRIPT.
+    RedisLeaderboard(client, board_key, 10, layout=TEST_LAYOUT).submit("warm", 1)
     proxy = ReplyDropper(redis_server.port, drops=1)
     try:
         board = api.leaderboard(
@@ -168,7 +168,7 @@ def test_resends_are_bounded_then_connection_error(
     retries: Any,
     attempts: int,
 ) -> None:
-    RedisLeaderboard(client, board_key, 10).submit("warm", 1)
+    RedisLeaderboard(client, board_key, 10, layout=TEST_LAYOUT).submit("warm", 1)
     proxy = ReplyDropper(redis_server.port, drops=100)
     options = {} if retries is None else {"retries": retries}
     try:

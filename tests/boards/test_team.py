@@ -209,7 +209,7 @@ def test_a_compact_team_board_keeps_its_members_metadata_in_one_hash(
     assert r.hkeys(meta) == ["bob"] and board.teams.get_top(1)[0]["score"] == 5.0
     # A client of the other layout is refused, nothing changed.
     before = snapshot(r, board_key)
-    guide = api.make("TeamLeaderboard", board_key)
+    guide = api.make("TeamLeaderboard", board_key, layout="guide")
     with pytest.raises(OptionsMismatch, match="layout=compact"):
         guide.submit("cid", 1, {"name": "Cid"}, team="blue")
     assert snapshot(r, board_key) == before

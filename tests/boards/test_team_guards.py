@@ -23,7 +23,7 @@ from test_team import TeamModel
 
 from apis import Api
 from conftest import RedisServer
-from helpers import ReplyDropper, snapshot
+from helpers import ReplyDropper, has_stored_metadata, snapshot
 from redis_leaderboard import ConnectionError, SubmissionIdReused
 
 # ---- Submission ids ------------------------------------------------------------------------------
@@ -214,11 +214,13 @@ def test_removing_a_hidden_member_removes_their_kept_score(
     board.submit("ann", 10, {"name": "Ann"}, team="red")
     board.submit("bob", 5, team="red")
     board.hide("ann")
+    assert has_stored_metadata(r, board.members, "ann")
     assert board.remove("ann") is True
     assert board.hidden() == [] and board.team_of("ann") is None
     assert board.remove("ann") is False
     assert board.teams.get_user_entry("red")["score"] == 5.0
-    assert r.exists(f"{board_key}:members:hidden", f"{board_key}:members:user:ann") == 0
+    assert r.exists(f"{board_key}:members:hidden") == 0
+    assert not has_stored_metadata(r, board.members, "ann")
     assert board.unhide("ann") is False  # nothing kept: nothing comes back
 
 

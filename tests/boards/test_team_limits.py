@@ -25,7 +25,7 @@ from typing import Any
 import pytest
 
 from apis import Api, asyncio_only, sync_and_one_loop, unwrap
-from helpers import snapshot
+from helpers import layout_option_fields, snapshot
 from redis_leaderboard import OptionsMismatch, RateLimited, ScoreRejected
 
 
@@ -194,6 +194,7 @@ def test_options_are_recorded_and_a_client_with_others_is_refused(
         "rate_limit": "5/60000",
         "score_range": "0/100",
         "max_increment": "50",
+        **layout_option_fields(guarded.members),
     }  # a plain board's fields
     before = snapshot(r, board_key)
     for options in [
@@ -238,11 +239,12 @@ def test_a_board_without_options_records_none(api: Api, board_key: str, r: Any) 
     board.unhide("ann")
     board.remove("ann")
     board.submit("bob", 1, team="red")
-    assert r.hgetall(f"{board_key}:members:options") == {}
+    assert r.hgetall(f"{board_key}:members:options") == layout_option_fields(board.members)
     assert not [k for k in r.keys(f"{board_key}:*") if ":rate:" in k or k.endswith(":events")]
     assert board.rate_limit is None and board.score_range is None
     assert board.max_increment is None and board.events_enabled is False
-    assert repr(board).endswith("aggregate='sum', order='desc')")
+    layout = ", layout='compact'" if board.layout == "compact" else ""
+    assert repr(board).endswith(f"aggregate='sum', order='desc'{layout})")
 
 
 def test_options_are_checked_before_anything_is_sent(api: Api, board_key: str, r: Any) -> None:
@@ -273,7 +275,8 @@ def test_options_are_checked_before_anything_is_sent(api: Api, board_key: str, r
     assert board.rate_limit == (3, 2.0) and board.score_range == (None, 10.0)
     assert board.max_increment == 2.5 and board.events_enabled is True
     assert board.events_key == f"{board_key}:events"
+    layout = ", layout='compact'" if board.layout == "compact" else ""
     assert repr(board).endswith(
         "order='desc', rate_limit=(3, 2.0), events=True, score_range=(None, 10.0), "
-        "max_increment=2.5)"
+        f"max_increment=2.5{layout})"
     )

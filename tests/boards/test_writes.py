@@ -2,7 +2,8 @@
 ``clear``, sync and asyncio, against hand-computed expectations.
 
 Every test runs against the session's private redis-server; the board's keys are read back with
-redis-py (``r``) to check the guide's layout (sorted set ``key``, hash ``f"{key}:user:{user_id}"``).
+redis-py (``r``) to check the guide's layout (sorted set ``key``, hash ``f"{key}:user:{user_id}"``),
+or the compact one's (``LB_TEST_LAYOUT=compact``: one hash ``f"{key}:meta"``; tests/helpers.py).
 """
 
 from __future__ import annotations
@@ -12,7 +13,21 @@ from typing import Any
 import pytest
 
 from apis import Api
-from helpers import entry, keys_under, small_board, trimmed_away, written
+from helpers import (
+    COMPACT,
+    TEST_LAYOUT,
+    board_keys,
+    entry,
+    has_stored_metadata,
+    keys_under,
+    metadata_keys,
+    put_metadata,
+    recorded_options,
+    small_board,
+    stored_metadata,
+    trimmed_away,
+    written,
+)
 
 # --- the guide's walkthrough ---
 
@@ -36,16 +51,18 @@ def test_guide_example_upsert_increment_and_read(api: Api, board_key: str, r: An
         ("player-2", 1180.0),
         ("player-3", 1105.0),
     ]
-    assert r.hgetall(f"{board.key}:user:player-1") == ada
-    assert keys_under(r, board.key) == {board.key, f"{board.key}:user:player-1"}
+    assert stored_metadata(r, board, "player-1") == ada
+    assert keys_under(r, board.key) == board_keys(board, ["player-1"])
 
 
 def test_defaults_match_the_guide(api: Api) -> None:
     board = api.leaderboard()
     assert board.key == "leaderboard:demo"
     assert board.max_entries == 100
+    assert board.layout == TEST_LAYOUT  # the guide's, unless the run gives the compact layout
     name = "redis_leaderboard.asyncio.RedisLeaderboard" if api.asynchronous else "RedisLeaderboard"
-    assert repr(board) == f"{name}(key='leaderboard:demo', max_entries=100)"
+    layout = ", layout='compact'" if COMPACT else ""
+    assert repr(board) == f"{name}(key='leaderboard:demo', max_entries=100{layout})"
 
 
 def test_scores_come_back_as_floats_and_ranks_as_ints(api: Api, board_key: str) -> None:
@@ -130,9 +147,9 @@ def test_integer_user_ids_are_stored_as_strings(api: Api, board_key: str, r: Any
     assert board.get_rank(42) == 1
     assert board.get_user_entry(42) == entry(1, "42", 2, {"k": "v"})
     assert board.get_user_metadata(42) == {"k": "v"}
-    assert r.hgetall(f"{board.key}:user:42") == {"k": "v"}
+    assert stored_metadata(r, board, "42") == {"k": "v"}
     assert board.delete_user(42) is True
-    assert keys_under(r, board.key) == set()
+    assert keys_under(r, board.key) == recorded_options(board)
 
 
 # --- metadata ---
@@ -159,7 +176,7 @@ def test_metadata_is_merged_never_replaced(api: Api, board_key: str, r: Any) -> 
         "team": "red",
         "city": "Oslo",
     }
-    assert r.hgetall(f"{board.key}:user:a") == {"name": "Anna", "team": "red", "city": "Oslo"}
+    assert stored_metadata(r, board, "a") == {"name": "Anna", "team": "red", "city": "Oslo"}
 
 
 def test_no_metadata_creates_no_hash(api: Api, board_key: str, r: Any) -> None:
@@ -167,7 +184,7 @@ def test_no_metadata_creates_no_hash(api: Api, board_key: str, r: Any) -> None:
     board.upsert_user("a", 1)
     board.upsert_user("b", 1, {})
     board.increment_score("c", 1)
-    assert keys_under(r, board.key) == {board.key}
+    assert keys_under(r, board.key) == board_keys(board)
     assert board.get_user_metadata("a") == {}
 
 
@@ -176,7 +193,7 @@ def test_metadata_values_are_stored_as_str(api: Api, board_key: str, r: Any) -> 
     payload = {"level": 3, "ratio": 0.5, "ok": True, "nothing": None, "big": 10**30}
     expected = {"level": "3", "ratio": "0.5", "ok": "True", "nothing": "None", "big": str(10**30)}
     assert board.upsert_user("a", 1, payload)["metadata"] == expected
-    assert r.hgetall(f"{board.key}:user:a") == expected
+    assert stored_metadata(r, board, "a") == expected
     assert board.get_user_metadata("a") == expected
 
 
@@ -189,8 +206,9 @@ def test_one_megabyte_metadata_values_round_trip(api: Api, board_key: str, r: An
     assert result["metadata"] == {"bio": big, "blob": other}
     assert board.get_user_metadata("big") == {"bio": big, "blob": other}
     assert board.get_top(1) == [entry(1, "big", 1, {"bio": big, "blob": other})]
-    assert r.hget(f"{board.key}:user:big", "bio") == big
-    assert r.hstrlen(f"{board.key}:user:big", "blob") == 1_048_576
+    stored = stored_metadata(r, board, "big")
+    assert stored["bio"] == big
+    assert len(stored["blob"].encode()) == 1_048_576
 
 
 def test_thousands_of_metadata_fields(api: Api, board_key: str, r: Any) -> None:
@@ -199,13 +217,13 @@ def test_thousands_of_metadata_fields(api: Api, board_key: str, r: Any) -> None:
     assert board.upsert_user("many", 1, fields)["metadata"] == fields
     more = {f"more-{i}": "x" for i in range(1001)}
     assert board.increment_score("many", 1, more) == written(1, "many", 2, {**fields, **more})
-    assert r.hlen(f"{board.key}:user:many") == 3502
+    assert len(stored_metadata(r, board, "many")) == 3502
     assert board.get_user_metadata("many") == {**fields, **more}
 
 
 def test_get_user_metadata_reads_the_hash_even_off_board(api: Api, board_key: str, r: Any) -> None:
     board = api.leaderboard(board_key)
-    r.hset(f"{board.key}:user:ghost", mapping={"name": "Ghost"})
+    put_metadata(r, board, "ghost", {"name": "Ghost"})
     assert board.get_user_metadata("ghost") == {"name": "Ghost"}
     assert board.get_user_entry("ghost") is None
     assert board.get_rank("ghost") is None
@@ -260,13 +278,13 @@ def test_awkward_user_ids_and_metadata_round_trip_exactly(api: Api, board_key: s
         assert board.get_rank(user_id) == item["rank"]
         assert board.get_user_entry(user_id) == item
         assert board.get_user_metadata(user_id) == item["metadata"]
-        assert r.hgetall(f"{board.key}:user:{user_id}") == item["metadata"]
+        assert stored_metadata(r, board, user_id) == item["metadata"]
         assert r.zscore(board.key, user_id) == item["score"]
     assert r.zcard(board.key) == len(AWKWARD_IDS)
 
     for user_id in AWKWARD_IDS:
         assert board.delete_user(user_id) is True
-    assert keys_under(r, board.key) == set()
+    assert keys_under(r, board.key) == recorded_options(board)
 
 
 @pytest.mark.parametrize(
@@ -280,10 +298,11 @@ def test_awkward_board_keys(api: Api, board_key: str, r: Any, key: str) -> None:
     board.upsert_user("b", 2, {"m": "2"})
     assert board.upsert_user("c", 3, {"m": "3"})["trimmed_user_ids"] == ["a"]
     assert r.zrange(full, 0, -1, withscores=True) == [("b", 2.0), ("c", 3.0)]
-    assert r.hgetall(f"{full}:user:c") == {"m": "3"}
-    assert r.exists(f"{full}:user:a") == 0
+    assert stored_metadata(r, board, "c") == {"m": "3"}
+    assert not has_stored_metadata(r, board, "a")
+    assert keys_under(r, full) == board_keys(board, ["b", "c"])
     board.clear()
-    assert r.exists(full, f"{full}:user:b", f"{full}:user:c") == 0
+    assert r.exists(full, *metadata_keys(board, ["b", "c"]), *recorded_options(board)) == 0
 
 
 # --- ties ---
@@ -318,7 +337,7 @@ def test_trimming_ties_removes_the_lexicographically_smaller_member(
     assert board.upsert_user("a", 10, {"x": "a"}) == trimmed_away("a", 10, {"x": "a"}, ["a"])
     assert board.upsert_user("d", 10) == written(1, "d", 10, trimmed=["b"])
     assert board.list_all() == [entry(1, "d", 10), entry(2, "c", 10, {"x": "c"})]
-    assert keys_under(r, board_key) == {board_key, f"{board_key}:user:c"}
+    assert keys_under(r, board_key) == board_keys(board, ["c"])
 
 
 # --- delete_user / clear ---
@@ -328,7 +347,8 @@ def test_delete_user_removes_score_and_metadata(api: Api, board_key: str, r: Any
     board = small_board(api.leaderboard(board_key))
     key = board.key
     assert board.delete_user("u05") is True
-    assert r.exists(f"{key}:user:u05") == 0
+    assert not has_stored_metadata(r, board, "u05")
+    assert has_stored_metadata(r, board, "u04")
     assert r.zscore(key, "u05") is None
     assert board.get_size() == 9
     assert board.get_rank("u04") == 6
@@ -340,7 +360,7 @@ def test_delete_the_last_user_removes_the_key(api: Api, board_key: str, r: Any) 
     board = api.leaderboard(board_key)
     board.upsert_user("a", 1, {"m": "x"})
     assert board.delete_user("a") is True
-    assert keys_under(r, board.key) == set()
+    assert keys_under(r, board.key) == recorded_options(board)  # the compact layout's options
 
 
 def test_clear_removes_board_and_members_metadata(api: Api, board_key: str, r: Any) -> None:
@@ -359,5 +379,5 @@ def test_clear_leaves_other_boards_alone(api: Api, board_key: str, r: Any) -> No
     one.upsert_user("a", 1, {"m": "1"})
     two.upsert_user("a", 2, {"m": "2"})
     one.clear()
-    assert keys_under(r, board_key) == {f"{board_key}:two", f"{board_key}:two:user:a"}
+    assert keys_under(r, board_key) == board_keys(two, ["a"])
     assert two.list_all() == [entry(1, "a", 2, {"m": "2"})]

@@ -20,7 +20,9 @@ local function plan_write(w)
     or check_acl('ZSCORE', board, user_id) or check_acl('ZCARD', board)
     or check_acl('ZRANGE', b.ranked, '0', '0') or check_acl(b.position_command, board, user_id)
     or check_acl('HGETALL', user_key) or check_type(board, 'zset')
-    or check_type(user_key, 'hash') or (not b.default and check_option_keys(b))
+    -- (a compact board's hash is an option key: check_option_keys checks its type)
+    or (not b.compact and check_type(user_key, 'hash'))
+    or (not b.default and check_option_keys(b))
   if err then return nil, err end
   -- Expiry (periodic boards): the caller may PEXPIREAT every key of the board.
   if w.expire_at then
