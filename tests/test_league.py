@@ -356,19 +356,14 @@ CONFIGS = [
 ]  # fmt: skip
 
 
-@pytest.mark.parametrize("seed", range(12))
-def test_differential_against_the_model(api: Api, redis_server: RedisServer, seed: int) -> None:
-    differential(api, redis_server, seed, "guide")
-
-
-@pytest.mark.parametrize("seed", range(0, 12, 3))
-def test_differential_against_the_model_in_the_compact_layout(
-    api: Api, redis_server: RedisServer, seed: int
+# Every seed in the guide's layout, every third in the compact one too.
+@pytest.mark.parametrize(
+    ("seed", "layout"),
+    [*((seed, "guide") for seed in range(12)), *((seed, "compact") for seed in range(0, 12, 3))],
+)
+def test_differential_against_the_model(
+    api: Api, redis_server: RedisServer, seed: int, layout: str
 ) -> None:
-    differential(api, redis_server, seed, "compact")
-
-
-def differential(api: Api, redis_server: RedisServer, seed: int, layout: str) -> None:
     rng = random.Random(seed)
     config = CONFIGS[seed % len(CONFIGS)]
     model = LeagueModel(len(TIERS), **config)  # type: ignore[arg-type]
