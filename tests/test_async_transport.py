@@ -121,7 +121,9 @@ async def test_paged_operations_on_a_large_board(aclient: Client, board_key: str
     everyone = await board.list_all()
     after = calls_and_trips(aclient)
     assert after[0] - before[0] == 1
-    assert after[1] - before[1] == 3  # pages of 5,000
+    # In two steps, as the sync client's: the first 200 with their metadata, the rest in pages
+    # of 5,000 without (3), then their 11,800 HGETALLs, 5,000 a round trip (3).
+    assert after[1] - before[1] == 7
     assert everyone == [
         entry(rank, f"u{12_000 - rank:05d}", 12_000 - rank) for rank in range(1, 12_001)
     ]
@@ -145,6 +147,44 @@ async def test_paged_operations_on_a_large_board(aclient: Client, board_key: str
     assert await board.get_size() == 11_990
     await board.clear()
     assert await board.get_size() == 0
+
+
+@pytest.mark.asyncio
+async def test_a_big_read_takes_two_steps_and_calls_made_meanwhile_run_between(
+    aclient: Client, board_key: str
+) -> None:
+    # A read of many entries is the guide's two steps on the asyncio client too: its ranks and
+    # scores one snapshot, its second step (the HGETALLs) queued behind the calls made while
+    # its first was in flight, as a paged read's next page. A write made meanwhile may show its
+    # metadata beside the older rank, never a rank or score of its own; the read of a pipelined
+    # stream (run_pipelined) is one script, in order with what is written behind it.
+    await load_scripts(aclient, f"{board_key}:warm")
+    board = RedisLeaderboard(aclient, key=board_key, max_entries=None)
+    await board.upsert_many((f"p{i:03d}", i, {"name": f"Player {i}"}) for i in range(120))
+    await board.get_size()  # options checked: get_top's first step is the guide's ZRANGE
+    before = calls_and_trips(aclient)
+    top = await board.get_top(100)
+    after = calls_and_trips(aclient)
+    assert (after[1] - before[1], after[2] - before[2]) == (2, 101)
+    assert top[0] == entry(1, "p119", 119, {"name": "Player 119"})
+    read = asyncio.ensure_future(board.get_top(100))
+    await asyncio.sleep(0)  # its first step written
+    write = await board.upsert_user("p119", -1, {"name": "renamed"})
+    top = await read
+    assert write["rank"] == 120
+    assert (top[0]["rank"], top[0]["user_id"], top[0]["score"]) == (1, "p119", 119.0)
+    assert top[0]["metadata"] in ({"name": "Player 119"}, {"name": "renamed"})
+    assert [e["user_id"] for e in top] == [f"p{i:03d}" for i in range(119, 19, -1)]
+
+    results: list[Any] = []
+    operations = [
+        board._board.get_top(100),
+        board._board.upsert_user("p117", 500, {"name": "moved"}),
+        board._board.get_top(100),
+    ]
+    await aclient.run_pipelined(iter(operations), results.append, 3)
+    assert results[0][1] == entry(2, "p117", 117, {"name": "Player 117"})  # not the write's
+    assert results[2][0] == entry(1, "p117", 500, {"name": "moved"})
 
 
 # --- bulk imports: cancelled, or cut by a dying server --------------------------------------

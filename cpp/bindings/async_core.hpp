@@ -528,6 +528,10 @@ class AsyncCoreOf {
           break;
         }
         auto taken = operation_arg(item).take();
+        // In order, as written: a read of many entries is its one script here, not two steps
+        // whose second would run after the operations written behind it (the connection
+        // interleaves them for calls made concurrently: Core::SplitReads::kInterleaved).
+        if (taken->in_two_steps()) taken = taken->in_one_trip();
         if (client_->closed()) throw ConnectionError("the client is closed");
         const std::uint64_t id = next_id_++;
         add_pending(id, Pending{py::object(), stream});

@@ -9,7 +9,7 @@
 namespace rlb::connection {
 
 Core::Core(const ClientOptions& options, std::size_t max_in_flight, Counters& counters,
-           std::size_t max_reply_bytes_in_flight, bool split_reads)
+           std::size_t max_reply_bytes_in_flight, SplitReads split_reads)
     : options_(options),
       max_in_flight_(std::max<std::size_t>(max_in_flight, 1)),
       max_reply_bytes_in_flight_(max_reply_bytes_in_flight),
@@ -53,9 +53,10 @@ void Core::submit(std::uint64_t id, std::unique_ptr<leaderboard::Operation> oper
   Request request;
   request.id = id;
   try {
-    if (operation->in_two_steps()) {
+    if (operation->in_two_steps() && split_reads_ != SplitReads::kInterleaved) {
       const auto other = [](const Request& queued) { return !queued.handshake; };
-      request.ordered = split_reads_ && std::none_of(waiting_.begin(), waiting_.end(), other) &&
+      request.ordered = split_reads_ == SplitReads::kWhenIdle &&
+                        std::none_of(waiting_.begin(), waiting_.end(), other) &&
                         std::none_of(in_flight_.begin(), in_flight_.end(), other);
       if (!request.ordered) operation = operation->in_one_trip();
     }

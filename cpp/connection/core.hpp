@@ -74,14 +74,23 @@ class Core {
   // expected to take what the last replies of its operation took (learnt per operation name,
   // on this connection), so big reads stop at that many bytes queued while cheap ones keep
   // the deep pipeline.
-  // `split_reads`: a read of many entries may run in the guide's two steps (SplitRead in
-  // leaderboard/operations.cpp), for a connection that runs one call at a time (the sync
-  // client's, leased per call), when nothing else is queued or in flight, holding what comes
-  // after it (run_pipelined) until it is done; elsewhere it runs as one script
-  // (Operation::in_one_trip): on a pipelined connection shared by concurrent calls, holding
-  // them would cost every one a round trip.
+  // `split_reads`: how a read of many entries that may run in the guide's two steps (SplitRead
+  // in leaderboard/operations.cpp) runs on this connection (SplitReads).
+  enum class SplitReads {
+    // As one script (Operation::in_one_trip): a cluster's connections (a slot may move
+    // between the steps).
+    kNever,
+    // In two steps when nothing else is queued or in flight, holding what comes after it
+    // (run_pipelined) until it is done, else one script: a connection that runs one call at a
+    // time (the sync client's, leased per call).
+    kWhenIdle,
+    // In two steps, its second queued as a paged read's next page is, behind the calls made
+    // while its first was in flight (none held: holding them on a pipelined connection shared
+    // by concurrent calls would cost every one a round trip): the asyncio client's.
+    kInterleaved,
+  };
   Core(const ClientOptions& options, std::size_t max_in_flight, Counters& counters,
-       std::size_t max_reply_bytes_in_flight = 0, bool split_reads = false);
+       std::size_t max_reply_bytes_in_flight = 0, SplitReads split_reads = SplitReads::kNever);
   ~Core();
   Core(const Core&) = delete;
   Core& operator=(const Core&) = delete;
@@ -168,7 +177,7 @@ class Core {
     std::size_t assumed_bytes = 0;  // what its replies were expected to take when written
     std::size_t reply_bytes = 0;    // what they took, so far
     std::uint64_t written_at = 0;   // script_loads_.writes of the write that sent it
-    // A read in two steps (split_reads): each runs before anything submitted after it.
+    // A read in two steps (SplitReads::kWhenIdle): each runs before anything submitted after it.
     bool ordered = false;
     // The scripts its step names by SHA that the server has not run for this connection yet.
     std::vector<const leaderboard::Script*> unconfirmed;
@@ -206,7 +215,7 @@ class Core {
   const ClientOptions& options_;
   const std::size_t max_in_flight_;
   const std::size_t max_reply_bytes_in_flight_;
-  const bool split_reads_;
+  const SplitReads split_reads_;
   std::size_t bytes_in_flight_ = 0;  // the assumed_bytes of the requests in flight
   std::size_t reply_start_ = 0;      // reader_.consumed() when the last reply was taken
   struct Learnt {

@@ -53,7 +53,7 @@ BlockingConnection::BlockingConnection(const ClientOptions& options, Counters& c
       resolver_(resolver),
       subscriber_(subscriber),
       tls_context_(std::move(tls)),
-      core_(options, SIZE_MAX, counters, 0, /*split_reads=*/true),
+      core_(options, SIZE_MAX, counters, 0, connection::Core::SplitReads::kWhenIdle),
       socket_(io_) {
   if (subscriber) core_.accept_pushes();
   connect(connect_cap);

@@ -74,7 +74,8 @@ LoopClient::LoopClient(ClientOptions options, std::size_t max_in_flight,
     : options_((options.validate(), std::move(options))),
       tls_context_(tls ? std::move(tls) : connection::make_tls_context(options_.tls)),
       target_resolver_(options_, tls_context_),
-      core_(options_, max_in_flight, counters_, max_bytes_in_flight) {
+      core_(options_, max_in_flight, counters_, max_bytes_in_flight,
+            connection::Core::SplitReads::kInterleaved) {
   if (options_.sentinel.enabled()) {
     watcher_ = std::make_unique<SentinelWatcher>(options_, tls_context_, target_resolver_, [this] {
       {

@@ -1,13 +1,13 @@
 """Reads of many entries in the guide's two steps (SplitRead in cpp/leaderboard/operations.cpp):
 from 50 entries on (get_top and get_around_rank on a default board) or 200 (both on a board with
-options, get_around_user, get_page, get_entries; list_all past its first 200), the
-ranked read without metadata, then one HGETALL per entry pipelined, on the sync client (the
-asyncio client's connection is shared by concurrent calls, and a cluster client's slot may move:
-one script there, tests/test_cluster.py). They answer what the same entries read in small reads
-(one script each) answer, on every ranking rule; cost two round trips and one command per entry
-more; an error reply to one HGETALL raises for that call only, the connection kept. A compact
-board (``LB_TEST_LAYOUT=compact``) reads every size in one script: the same answers, one round
-trip."""
+options, get_around_user, get_page, get_entries; list_all past its first 200), the ranked read
+without metadata, then one HGETALL per entry pipelined, on the sync and asyncio clients (a
+cluster client's slot may move: one script there, tests/test_cluster.py; the asyncio client's
+second step runs behind calls made meanwhile, test_async_transport.py). They answer what the
+same entries read in small reads (one script each) answer, on every ranking rule; cost two
+round trips and one command per entry more; an error reply to one HGETALL raises for that call
+only, the connection kept. A compact board (``LB_TEST_LAYOUT=compact``) reads every size in one
+script: the same answers, one round trip."""
 
 from __future__ import annotations
 
@@ -61,10 +61,8 @@ def test_a_big_read_answers_what_small_reads_of_the_same_entries_answer(
     board.get_size()  # the board's options checked: get_top's lean form is then one ZRANGE
     small = [e for page in range(1, 53) for e in board.get_page(page, 10)["entries"]]
     assert len(small) == len(users)
-    # Split on the sync client only: on the asyncio client's one connection, shared by
-    # concurrent calls, a call written after the read would run between its steps. And in the
-    # guide's layout only: a compact board reads its one hash in the script.
-    split = not api.asynchronous and board.layout == "guide"
+    # Split in the guide's layout only: a compact board reads its one hash in the script.
+    split = board.layout == "guide"
     top, round_trips, commands = trips(api, lambda: board.get_top(250))
     assert top == small[:250]
     assert (round_trips, commands) == ((2, 251) if split else (1, 1))
@@ -113,7 +111,7 @@ def test_below_the_threshold_a_read_is_one_round_trip(api: Api, board_key: str) 
     fill(ranked, {"order": "asc"}, 220)
     assert trips(api, lambda: ranked.get_top(199))[1:] == (1, 1)  # a script's lean form: 200
     assert trips(api, lambda: ranked.get_around_rank(60, 199))[1:] == (1, 1)
-    split = not api.asynchronous and ranked.layout == "guide"
+    split = ranked.layout == "guide"
     assert trips(api, lambda: ranked.get_top(200))[1:] == ((2, 201) if split else (1, 1))
 
 
@@ -128,7 +126,7 @@ def test_around_a_rank_on_a_default_board_starts_with_the_guides_zrange(
     users = fill(board, {}, 300)
     board.get_size()
     small = [e for page in range(1, 31) for e in board.get_page(page, 10)["entries"]]
-    split = not api.asynchronous and board.layout == "guide"
+    split = board.layout == "guide"
     for rank, count, start, steps in (
         (1, 50, 0, 2),
         (100, 50, 74, 2),
