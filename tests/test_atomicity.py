@@ -752,3 +752,62 @@ def test_unhide_without_hlen_changes_nothing_on_every_board_type(acl: tuple, kin
             assert board.unhide("cheat") is True, name
     finally:
         api.close()
+
+
+@pytest.mark.parametrize("layout", ["guide", "compact"])
+@pytest.mark.parametrize("kind", ["sync", "asyncio"])
+def test_a_user_limited_to_the_boards_keys_runs_every_team_call(
+    acl: tuple, kind: str, layout: str
+) -> None:
+    # Every key a team board's call checks is one of the board's: a permission checked with a
+    # member's name where a key goes (UNLINK's argument list) refused a user whose rule names
+    # only the board's keys.
+    server, admin, key = acl
+    api = Api(kind, server.host, server.port, EVENT_LOOPS.get(kind))
+    try:
+        user = f"clans-{kind}-{layout}"
+        admin.execute_command("ACL", "SETUSER", user, "reset", "on", f">{PASSWORD}",
+                              f"~{key}*", "+@all")  # fmt: skip
+        client = api.connect(username=user, password=PASSWORD)
+        team = api.make("TeamLeaderboard", f"{key}:clans", client=client, layout=layout)
+        team.submit("ann", 10, {"name": "Ann"}, team="red")
+        team.submit("bob", 5, team="blue")
+        assert team.move("bob", "red")["team_score"] == 15.0
+        assert team.hide("bob") is True and team.unhide("bob") is True
+        assert team.remove("ann") is True and team.remove("ann") is False
+        assert team.members.get_top(5)[0]["user_id"] == "bob"
+        assert team.team_members("red") == [{"user_id": "bob", "contribution": 5.0}]
+    finally:
+        api.close()
+
+
+@pytest.mark.parametrize("layout", ["guide", "compact"])
+@pytest.mark.parametrize("kind", ["sync", "asyncio"])
+def test_a_user_limited_to_the_leagues_keys_runs_its_calls(
+    acl: tuple, kind: str, layout: str
+) -> None:
+    # As the team board's: every permission a league's call checks names one of its keys.
+    server, admin, key = acl
+    api = Api(kind, server.host, server.port, EVENT_LOOPS.get(kind))
+    try:
+        user = f"league-{kind}-{layout}"
+        admin.execute_command("ACL", "SETUSER", user, "reset", "on", f">{PASSWORD}",
+                              f"~{key}*", "+@all")  # fmt: skip
+        client = api.connect(username=user, password=PASSWORD)
+        clock = FakeClock(datetime.now(UTC).replace(hour=12, minute=0, second=0, microsecond=0))
+        league = api.make(
+            "League", f"{key}:league", clock=clock, tiers=("b", "a"), cohort_size=4,
+            promote=1, demote=1, layout=layout, client=client,
+        )  # fmt: skip
+        league.submit("ann", 10, {"name": "Ann"})
+        league.submit("bob", 5, {"name": "Bob"})
+        assert league.hide("bob") is True
+        league.submit("bob", 1, {"level": "2"})
+        assert league.unhide("bob") is True
+        entries = {e["user_id"]: e for e in league.standings("ann")["entries"]}
+        assert entries["ann"]["metadata"] == {"name": "Ann"}
+        assert (entries["bob"]["score"], entries["bob"]["metadata"]) == (
+            6.0, {"name": "Bob", "level": "2"}
+        )  # fmt: skip
+    finally:
+        api.close()

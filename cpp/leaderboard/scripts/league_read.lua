@@ -109,7 +109,8 @@ if call == 'standings' then
   local function add(id, score, shown, zone, tb_key)
     local compact = b.compact
     local key = league_metadata_key(board, id, compact)
-    err = check_acl(compact and 'HGET' or 'HGETALL', key, id) or check_type(key, 'hash')
+    if compact then err = check_acl('HGET', key, id) else err = check_acl('HGETALL', key) end
+    err = err or check_type(key, 'hash')
     if err then return err end
     if settled == 1 then  -- the zone settlement recorded
       local result = redis.call('HGET', period_result, id)

@@ -359,7 +359,8 @@ if call == 'remove' then
   -- The member's metadata: their hash, or their field of the board's (and their hash while a
   -- conversion moves them: check_guide_hashes).
   err = check_acl('ZREM', member_board, member)
-    or check_acl(b.compact and 'HDEL' or 'UNLINK', member_key, member)
+    or (b.compact and check_acl('HDEL', member_key, member))
+    or (not b.compact and check_acl('UNLINK', member_key))
     or check_type(member_key, 'hash') or check_guide_hashes(b, {member})
   if err then return err end
   local any
