@@ -28,6 +28,15 @@ if TEST_LAYOUT not in ("guide", "compact"):
 COMPACT = TEST_LAYOUT == "compact"
 
 
+def seeds_in_both_layouts(seeds: int, compact_every: int = 3) -> list[tuple[int, str]]:
+    """A differential test's ``(seed, layout)`` parameters: every seed in the guide's layout,
+    every ``compact_every``-th in the compact one too."""
+    return [
+        *((seed, "guide") for seed in range(seeds)),
+        *((seed, "compact") for seed in range(0, seeds, compact_every)),
+    ]
+
+
 def takes_layout(cls: type) -> bool:
     """Whether a board class has layouts (a ``layout`` argument)."""
     return "layout" in inspect.signature(cls).parameters

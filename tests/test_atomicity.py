@@ -754,6 +754,16 @@ def test_unhide_without_hlen_changes_nothing_on_every_board_type(acl: tuple, kin
         api.close()
 
 
+def key_limited(acl: tuple, kind: str, user: str) -> tuple[Api, str, Any]:
+    """(the API, the board key, a client of ``user``): a user whose rule allows every command on
+    the keys under the board's key only."""
+    server, admin, key = acl
+    api = Api(kind, server.host, server.port, EVENT_LOOPS.get(kind))
+    admin.execute_command("ACL", "SETUSER", user, "reset", "on", f">{PASSWORD}", f"~{key}*",
+                          "+@all")  # fmt: skip
+    return api, key, api.connect(username=user, password=PASSWORD)
+
+
 @pytest.mark.parametrize("layout", ["guide", "compact"])
 @pytest.mark.parametrize("kind", ["sync", "asyncio"])
 def test_a_user_limited_to_the_boards_keys_runs_every_team_call(
@@ -762,13 +772,8 @@ def test_a_user_limited_to_the_boards_keys_runs_every_team_call(
     # Every key a team board's call checks is one of the board's: a permission checked with a
     # member's name where a key goes (UNLINK's argument list) refused a user whose rule names
     # only the board's keys.
-    server, admin, key = acl
-    api = Api(kind, server.host, server.port, EVENT_LOOPS.get(kind))
+    api, key, client = key_limited(acl, kind, f"clans-{kind}-{layout}")
     try:
-        user = f"clans-{kind}-{layout}"
-        admin.execute_command("ACL", "SETUSER", user, "reset", "on", f">{PASSWORD}",
-                              f"~{key}*", "+@all")  # fmt: skip
-        client = api.connect(username=user, password=PASSWORD)
         team = api.make("TeamLeaderboard", f"{key}:clans", client=client, layout=layout)
         team.submit("ann", 10, {"name": "Ann"}, team="red")
         team.submit("bob", 5, team="blue")
@@ -787,13 +792,8 @@ def test_a_user_limited_to_the_leagues_keys_runs_its_calls(
     acl: tuple, kind: str, layout: str
 ) -> None:
     # As the team board's: every permission a league's call checks names one of its keys.
-    server, admin, key = acl
-    api = Api(kind, server.host, server.port, EVENT_LOOPS.get(kind))
+    api, key, client = key_limited(acl, kind, f"league-{kind}-{layout}")
     try:
-        user = f"league-{kind}-{layout}"
-        admin.execute_command("ACL", "SETUSER", user, "reset", "on", f">{PASSWORD}",
-                              f"~{key}*", "+@all")  # fmt: skip
-        client = api.connect(username=user, password=PASSWORD)
         clock = FakeClock(datetime.now(UTC).replace(hour=12, minute=0, second=0, microsecond=0))
         league = api.make(
             "League", f"{key}:league", clock=clock, tiers=("b", "a"), cohort_size=4,

@@ -19,7 +19,7 @@ import pytest
 
 from apis import Api
 from conftest import RedisServer, unique_key
-from helpers import FakeClock, ReplyDropper, keys_under, snapshot
+from helpers import FakeClock, ReplyDropper, keys_under, seeds_in_both_layouts, snapshot
 from league_model import Closed, LeagueModel
 from redis_leaderboard import Client, League, OptionsMismatch, PeriodClosed, ResponseError
 
@@ -356,11 +356,7 @@ CONFIGS = [
 ]  # fmt: skip
 
 
-# Every seed in the guide's layout, every third in the compact one too.
-@pytest.mark.parametrize(
-    ("seed", "layout"),
-    [*((seed, "guide") for seed in range(12)), *((seed, "compact") for seed in range(0, 12, 3))],
-)
+@pytest.mark.parametrize(("seed", "layout"), seeds_in_both_layouts(12))
 def test_differential_against_the_model(
     api: Api, redis_server: RedisServer, seed: int, layout: str
 ) -> None:

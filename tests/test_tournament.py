@@ -17,7 +17,14 @@ import pytest
 import redis_leaderboard.asyncio as aio
 from apis import Api
 from conftest import RedisServer, unique_key
-from helpers import FakeClock, ReplyDropper, keys_under, millis, snapshot
+from helpers import (
+    FakeClock,
+    ReplyDropper,
+    keys_under,
+    millis,
+    seeds_in_both_layouts,
+    snapshot,
+)
 from redis_leaderboard import (
     AttemptsExhausted,
     ClockSkewError,
@@ -380,11 +387,7 @@ def _expect(fn: Callable[[], Any], model_fn: Callable[[], Any]) -> tuple[Any, An
     return got, want
 
 
-# Every seed in the guide's layout, every third in the compact one too.
-@pytest.mark.parametrize(
-    ("seed", "layout"),
-    [*((seed, "guide") for seed in range(12)), *((seed, "compact") for seed in range(0, 12, 3))],
-)
+@pytest.mark.parametrize(("seed", "layout"), seeds_in_both_layouts(12))
 def test_differential_against_the_model(
     api: Api, redis_server: RedisServer, seed: int, layout: str
 ) -> None:

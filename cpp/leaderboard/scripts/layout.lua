@@ -30,7 +30,7 @@ if record then  -- an empty board, no options recorded: compact from now on
 elseif err then
   -- Not compact yet: the guide's layout with the caller's order and ties (else its OPTIONS
   -- status), which this page starts to convert.
-  local guide = board_spec(board, option_keys_at, order, string.sub(ties, 1, -9))
+  local guide = board_spec(board, option_keys_at, order, (tie_rule(ties)))
   err = check_options(guide)
   if err then return err end
   b.migrating, b.starting = true, true

@@ -81,7 +81,7 @@
 -- A hidden player's submit and join answer cohort 0 (no seat), see "Hidden players" below.
 local cfg = {tiers = tonumber(tier_count), size = tonumber(cohort_size), promote = promote,
   demote = demote, idle = demote_idle == '1', order = order, ties = ties,
-  maxlen = events_maxlen, compact = string.sub(ties, -8) == '+compact'}
+  maxlen = events_maxlen, compact = select(2, tie_rule(ties))}
 local start = tonumber(period_start)
 local expire, period_end = string.match(period_times, '^(%d+) (%d+)$')
 local base = string.sub(league_options, 1, #league_options - 8)  -- "<B>"

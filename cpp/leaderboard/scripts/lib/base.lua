@@ -45,6 +45,13 @@ local function call_board(board, command, ...)
   return reply
 end
 
+-- A tie word's rule and whether the board is compact: "<rule>+compact" is the compact layout's
+-- word (Identity::ties_word), every other word the rule of the guide's layout.
+local function tie_rule(ties)
+  if string.sub(ties, -8) == '+compact' then return string.sub(ties, 1, -9), true end
+  return ties, false
+end
+
 -- The reply for an error a pcall caught in a read: a command's error reply as it is (Redis 7
 -- raises the reply, Redis 6 its text), any other error as its text.
 local function script_error(e)

@@ -35,8 +35,8 @@ end
 local function league_cohort_keys(board, ties)
   local k = #KEYS + 1
   KEYS[k] = board .. ':options'
-  local compact = string.sub(ties, -8) == '+compact'
-  if compact then ties = string.sub(ties, 1, -9) end
+  local compact
+  ties, compact = tie_rule(ties)
   if string.sub(ties, 1, 3) == 'tb:' then
     KEYS[k + 1], KEYS[k + 2] = board .. ':tb', board .. ':tb:keys'
   elseif ties == 'first' then

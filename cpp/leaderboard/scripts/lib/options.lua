@@ -31,8 +31,8 @@ local function board_spec(board, k, order, ties)
       desc = true, default = true, ranked = board, shared = false, position_command = 'ZREVRANK',
       keys = 1}
   end
-  local compact = string.sub(ties, -8) == '+compact'
-  if compact then ties = string.sub(ties, 1, -9) end
+  local compact
+  ties, compact = tie_rule(ties)
   local tiebreak = string.sub(ties, 1, 3) == 'tb:'
   local desc, first, dense = order == 'desc', ties == 'first' or tiebreak, ties == 'dense'
   local width = KEY_WIDTH
