@@ -6,9 +6,9 @@ other reads and on boards with options) in the guide's two steps (the ranked rea
 entries' ``HGETALL``s pipelined: SplitRead in cpp/leaderboard/operations.cpp), its second step
 queued behind the calls made while its first was in flight (Core::SplitReads::kInterleaved in
 cpp/connection/core.hpp). The other form is the same read as one ``no-writes`` script (the
-operation's ``in_one_trip()``: what every asyncio client before it sent, and the cluster client
-sends). From many tasks one Redis is the bottleneck, so the server's CPU per call is the
-capacity.
+operation's ``in_one_trip()``: what every asyncio client before it sent, and a read of a
+``run_pipelined`` stream sends). From many tasks one Redis is the bottleneck, so the server's
+CPU per call is the capacity.
 
     python benchmarks/async_split.py [--sizes 1000,100000] [--tasks 1,100] [--seconds 1]
                                      [--rounds 3] [--counts 100]

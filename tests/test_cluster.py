@@ -421,26 +421,66 @@ def test_ask_and_tryagain_during_a_migration(
     assert redis_cluster.node_command(target, "ZCARD", cluster_key) == 21
 
 
-def test_a_big_read_is_one_script_on_a_cluster_even_during_a_migration(
+def test_a_big_read_takes_two_steps_on_a_cluster_and_one_script_when_its_slot_moves(
     cluster_client: ClusterClient, redis_cluster: RedisCluster, cluster_key: str
 ) -> None:
-    # On one Redis, get_top(110) reads its metadata in a second step (SplitRead); here it stays
-    # the one script, retried until every hash is on one node, never a step of HGETALLs that
-    # half the hashes answer from the wrong node.
+    # As on one Redis, get_top(110) is the guide's ZRANGE, then the HGETALLs pipelined on the
+    # same node. A redirect of the HGETALLs (half the hashes moved, ASK) starts the read over
+    # as its one script, retried until every hash is on one node: never a step of HGETALLs
+    # that half the hashes answer from the wrong node, nor the node an ASK names reading a
+    # hash not yet moved as empty.
     board = RedisLeaderboard(cluster_client, key=cluster_key, max_entries=None)
     board.upsert_many((f"u{i:03d}", i, {"i": i}) for i in range(120))
-    board.get_top(5)  # the script loaded: no NOSCRIPT round trip below
-    before = cluster_client.stats()
+    board.get_top(5)  # the options confirmed: a default board's ranked read is ZRANGE
+    source = redis_cluster.owner(_core.key_slot(cluster_key))
+    before, hgetalls, scripts = (
+        cluster_client.stats(),
+        command_calls(redis_cluster, source, "hgetall"),
+        command_calls(redis_cluster, source, "evalsha"),
+    )
     top = board.get_top(110)
     after = cluster_client.stats()
-    assert after["round_trips"] - before["round_trips"] == 1
+    assert after["round_trips"] - before["round_trips"] == 2
+    assert command_calls(redis_cluster, source, "hgetall") - hgetalls == 110
+    assert command_calls(redis_cluster, source, "evalsha") == scripts
     assert [e["metadata"] for e in top] == [{"i": str(i)} for i in range(119, 9, -1)]
+    redirects = after["redirects"]
     finisher = migrate_half(redis_cluster, cluster_key, b":user:u1", 0.3)
     try:
         top = board.get_top(110)
+        everyone = board.list_all()
     finally:
         finisher.join()
     assert [e["metadata"] for e in top] == [{"i": str(i)} for i in range(119, 9, -1)]
+    assert [e["metadata"] for e in everyone] == [{"i": str(i)} for i in range(119, -1, -1)]
+    assert cluster_client.stats()["redirects"] > redirects
+
+    # A run_pipelined batch runs in order: its read is the one script, not two steps whose
+    # second would see the write pipelined behind it.
+    results: list[Any] = []
+    operations = [
+        board._board.get_top(110),
+        board._board.upsert_user("u118", 118, {"i": "renamed"}),
+        board._board.get_top(110),
+    ]
+    cluster_client.run_pipelined(iter(operations), results.append, 3)
+    assert results[0][1]["metadata"] == {"i": "118"}
+    assert results[2][1]["metadata"] == {"i": "renamed"}
+    board.upsert_user("u118", 118, {"i": 118})
+
+    async def asynchronous() -> list[Any]:
+        async with rl_asyncio.ClusterClient(redis_cluster.startup_nodes, socket_timeout=5) as c:
+            aboard = rl_asyncio.RedisLeaderboard(c, key=cluster_key, max_entries=None)
+            await aboard.get_top(5)
+            moved = redis_cluster.owner(_core.key_slot(cluster_key))
+            hgetalls = command_calls(redis_cluster, moved, "hgetall")
+            pages = await asyncio.gather(aboard.get_top(110), aboard.get_around_rank(60, 100))
+            assert command_calls(redis_cluster, moved, "hgetall") - hgetalls == 210
+            return [[e["metadata"] for e in page] for page in pages]
+
+    top, around = asyncio.run(asynchronous())
+    assert top == [{"i": str(i)} for i in range(119, 9, -1)]
+    assert around == [{"i": str(i)} for i in range(110, 10, -1)]
 
 
 @contextlib.contextmanager

@@ -433,8 +433,8 @@ PYBIND11_MODULE(_core, m) {
             if (self.operation->in_two_steps()) self.operation = self.operation->in_one_trip();
           },
           "Make a read of many entries, which takes the guide's two steps on one Redis, one "
-          "round trip: its script, one snapshot (as a cluster client runs it). Nothing for "
-          "other operations. Before request().")
+          "round trip: its script, one snapshot (as a read of a run_pipelined stream runs). "
+          "Nothing for other operations. Before request().")
       .def(
           "request",
           [](PyOperation& self) {

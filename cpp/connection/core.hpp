@@ -77,8 +77,7 @@ class Core {
   // `split_reads`: how a read of many entries that may run in the guide's two steps (SplitRead
   // in leaderboard/operations.cpp) runs on this connection (SplitReads).
   enum class SplitReads {
-    // As one script (Operation::in_one_trip): a cluster's connections (a slot may move
-    // between the steps).
+    // As one script (Operation::in_one_trip).
     kNever,
     // In two steps when nothing else is queued or in flight, holding what comes after it
     // (run_pipelined) until it is done, else one script: a connection that runs one call at a

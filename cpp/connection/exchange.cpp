@@ -319,14 +319,23 @@ codec::ReplySink* Exchange::reply_sink(std::size_t index) {
   return index < commands_.size() ? operation_->reply_sink(index) : nullptr;
 }
 
-void Exchange::restart_step(bool asking) {
-  wire_.clear();
+bool Exchange::restart_step(bool asking) {
   resent_.clear();
+  replies_.clear();
+  if (auto instead = operation_->instead_after_redirect()) {
+    operation_ = std::move(instead);
+    asking_ = false;
+    finished_ = false;
+    next_step();
+    return false;
+  }
+  wire_.clear();
   asking_ = asking;
   if (asking) codec::encode_command(std::vector<std::string_view>{"ASKING"}, wire_);
   for (const auto& command : commands_) encode(command, asking, wire_);
   expected_ = commands_.size() + (asking ? 1 : 0);
   append_wait();
+  return true;
 }
 
 }  // namespace rlb::connection

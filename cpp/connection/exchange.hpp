@@ -130,9 +130,11 @@ class Exchange {
   bool is_read() const;
   // Encodes the current step again, whole (for a new connection), forgetting partial replies.
   void rewind();
-  // The current step's commands, to be sent again (after a cluster redirect); `asking`: after an
-  // ASK, preceded by ASKING, scripts by their body (the node asked may not have them cached).
-  void restart_step(bool asking);
+  // After a cluster redirect: the current step's commands, to be sent again (true; `asking`:
+  // after an ASK, preceded by ASKING, scripts by their body, as the node asked may not have them
+  // cached), or the first step of what the operation runs instead (false: routed anew, without
+  // ASKING; Operation::instead_after_redirect).
+  bool restart_step(bool asking);
   leaderboard::Result take_result() { return operation_->take_result(); }
 
  private:

@@ -545,6 +545,11 @@ class ListAll final : public Operation {
     if (!split_) return nullptr;
     return std::make_unique<ListAll>(id_, board_, option_keys_, prefix_);
   }
+  // A redirected HGETALL step (a cluster's slot moved or is moving): read again from the top,
+  // every page with its metadata from the script (SplitRead's reason).
+  std::unique_ptr<Operation> instead_after_redirect() override {
+    return fetching_ ? std::make_unique<ListAll>(id_, board_, option_keys_, prefix_) : nullptr;
+  }
 
  private:
   // A compact board: no client-side cache, no split (a page's metadata is one HMGET).
@@ -976,9 +981,9 @@ namespace {
 // Board::kPageSize. Redis runs the guide's commands: each HGETALL a command of its own, none
 // through a script's redis.call with its reply made a Lua table and back (1.5-2x the server CPU
 // of a page of 100, benchmarks.md). Not one snapshot: an entry removed or rewritten between the
-// two steps shows its metadata as of the second (none once removed), as the guide's reads. A
-// cluster transport runs the read in one step instead (in_one_trip: a slot may migrate between
-// them, and a pipelined step cannot follow ASK key by key).
+// two steps shows its metadata as of the second (none once removed), as the guide's reads. On a
+// cluster, a redirect of the second step (the slot moved or is moving between the steps) starts
+// the read over as its one script (instead_after_redirect), routed as a new call.
 class SplitRead final : public Operation {
  public:
   explicit SplitRead(std::unique_ptr<Operation> whole) : whole_(std::move(whole)) {}
@@ -1015,6 +1020,11 @@ class SplitRead final : public Operation {
   std::unique_ptr<Operation> in_one_trip() override {
     if (lean_) throw std::logic_error("SplitRead::in_one_trip() before it runs");
     return std::move(whole_);
+  }
+  // The first step (one command: the ZRANGE or the script's lean form) goes again where the
+  // reply says; the second starts over as the one script.
+  std::unique_ptr<Operation> instead_after_redirect() override {
+    return fetching_ ? std::move(whole_) : nullptr;
   }
 
  private:

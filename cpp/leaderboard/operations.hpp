@@ -221,11 +221,17 @@ class Operation {
   virtual const std::string* cached_metadata_prefix() const { return nullptr; }
   virtual std::unique_ptr<Operation> without_metadata() const { return nullptr; }
   // A read that runs in two round trips (split_read: in_two_steps()) gives the same read in one
-  // (its script's, one snapshot) before it runs, for a transport on which the second might not
-  // reach the same data (a cluster's: a slot may migrate between them) or a call written after
-  // it would run between them (a connection shared by concurrent calls). Others: nullptr.
+  // (its script's, one snapshot) before it runs, for a connection on which a call written after
+  // it would run between them (one shared by concurrent calls, in a run_pipelined stream).
+  // Others: nullptr.
   virtual bool in_two_steps() const { return false; }
   virtual std::unique_ptr<Operation> in_one_trip() { return nullptr; }
+  // A cluster node redirected the current step (MOVED, ASK, TRYAGAIN, CLUSTERDOWN): nullptr, the
+  // same step goes again where the reply says; else the operation to run instead, from its first
+  // step, routed anew. A read in two steps whose second was redirected starts over as its one
+  // script: the slot moved, or is moving, between the steps, and a pipelined step of HGETALLs
+  // cannot follow ASK key by key (the node asked would answer an entry not yet moved as empty).
+  virtual std::unique_ptr<Operation> instead_after_redirect() { return nullptr; }
 };
 
 // The events of `stream` after `last_id` ('$': only those to come), at most `count`, waiting up

@@ -364,8 +364,6 @@ std::optional<ClusterClient::Job> ClusterClient::make_job(Outgoing& request, con
     job.id = request.id;
     job.started = request.started;
     job.deadline = job.started + seconds(wait);
-    // A read of many entries runs in one script here, not split in two steps (see SplitRead).
-    if (request.operation->in_two_steps()) request.operation = request.operation->in_one_trip();
     job.exchange =
         std::make_unique<Exchange>(std::move(request.operation), options_.node.durability);
     if (job.exchange->finished()) {  // nothing to send
@@ -519,13 +517,19 @@ void ClusterClient::settle(Job job, Completion completion, const NodeAddress& no
     emit(Completion(job.id, {}, {}, completion.error));
     return;
   }
-  const bool asking = redirect->kind == cluster::Redirect::Kind::Ask;
+  bool asking = redirect->kind == cluster::Redirect::Kind::Ask;
   if (asking || redirect->kind == cluster::Redirect::Kind::Moved) {
     connection::observe(asking ? connection::Signal::ask : connection::Signal::moved,
                         "slot " + std::to_string(redirect->slot) + ": " + node.address() + " -> " +
                             redirect->target.address());
   }
-  job.exchange->restart_step(asking);
+  // The step again, or (a read in two steps redirected at its second) its one script instead,
+  // routed by its own keys' slot without ASKING: the node an ASK names holds only the keys
+  // moved so far, the board's perhaps not among them.
+  if (!job.exchange->restart_step(asking)) {
+    asking = false;
+    job.slot = cluster::commands_slot(job.exchange->commands());
+  }
   job.ask.reset();
   switch (redirect->kind) {
     case cluster::Redirect::Kind::Moved:
@@ -678,6 +682,9 @@ void ClusterClient::run_pipelined(std::size_t window,
       while (batch.size() < window) {
         auto operation = next();
         if (!operation) break;
+        // In order, as written: a read of many entries is its one script here, not two steps
+        // whose second would run after the operations written behind it in the batch.
+        if (operation->in_two_steps()) operation = operation->in_one_trip();
         batch.push_back({batch.size(), std::move(operation), Clock::now()});
       }
     } catch (...) {

@@ -1,9 +1,10 @@
 """Reads of many entries in the guide's two steps (SplitRead in cpp/leaderboard/operations.cpp):
 from 50 entries on (get_top and get_around_rank on a default board) or 200 (both on a board with
 options, get_around_user, get_page, get_entries; list_all past its first 200), the ranked read
-without metadata, then one HGETALL per entry pipelined, on the sync and asyncio clients (a
-cluster client's slot may move: one script there, tests/test_cluster.py; the asyncio client's
-second step runs behind calls made meanwhile, test_async_transport.py). They answer what the
+without metadata, then one HGETALL per entry pipelined, on the sync, asyncio and cluster
+clients (a cluster client's second step redirected starts over as the one script,
+tests/test_cluster.py; the asyncio client's second step runs behind calls made meanwhile,
+test_async_transport.py). They answer what the
 same entries read in small reads (one script each) answer, on every ranking rule; cost two
 round trips and one command per entry more; an error reply to one HGETALL raises for that call
 only, the connection kept. A compact board (``LB_TEST_LAYOUT=compact``) reads every size in one
