@@ -1882,7 +1882,7 @@ std::unique_ptr<Operation> Board::get_around_rank(long long rank, long long coun
   auto call = SingleCall("get_around_rank", std::move(command),
                          SingleCall::WindowParser(window_entries), id_)
                   .caches_metadata(metadata_prefix(), calls::argv_n::window::user_prefix, layout());
-  if (!id_->is_default() || layout() == Layout::Compact) return split_read(std::move(call), count);
+  if (!id_->is_default()) return split_read(std::move(call), count);  // compact: not default
   // A default board: once its options are checked, the lean form starts with the guide's ZRANGE
   // (AroundLean), so it splits from get_top's size (benchmarks.md, "Reads in two steps").
   call->set_lean_form([id = id_, key = key(), rank, count,

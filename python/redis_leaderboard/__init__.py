@@ -43,7 +43,7 @@ from ._sync import (
     Tournament,
 )
 from .asyncio import RedisLeaderboard as AsyncRedisLeaderboard
-from .boards.seasons import MAX_CLOCK_SKEW
+from .boards.seasons import MAX_CLOCK_SKEW, GroupResult
 from .client import Client
 from .cluster import ClusterClient
 from .sharded import ShardedLeaderboard
@@ -76,6 +76,7 @@ __all__ = [
     "ClusterClient",
     "ConnectionError",
     "ExecAbortError",
+    "GroupResult",
     "LeaderboardGroup",
     "League",
     "NoPermissionError",

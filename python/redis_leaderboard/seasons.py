@@ -3,11 +3,12 @@
 ``redis_leaderboard.asyncio``). See README, "Seasons and windows"."""
 
 from ._sync import LeaderboardGroup, PeriodBoard, PeriodicLeaderboard, RollingLeaderboard
-from .boards.seasons import Aggregate, Clock, Period, Periods
+from .boards.seasons import Aggregate, Clock, GroupResult, Period, Periods
 
 __all__ = [
     "Aggregate",
     "Clock",
+    "GroupResult",
     "LeaderboardGroup",
     "Period",
     "PeriodBoard",

@@ -12,7 +12,7 @@ from typing import Any, Callable
 
 import pytest
 
-from apis import Api, sync_and_one_loop
+from apis import Api, sync_and_one_loop, unwrap
 from helpers import UTC, FakeClock, metadata_keys, snapshot
 from ranking_model import RankingModel
 from redis_leaderboard import ResponseError
@@ -52,8 +52,14 @@ def test_one_round_trip_to_every_board_each_with_its_rules(
     before = api.client.stats()["round_trips"]  # the script is cached now (a first may EVAL)
     group.submit("ada", 61.5, mode="best")
     assert api.client.stats()["round_trips"] - before == 1
-    assert list(out) == [b.key for b in boards.values()]
-    assert out[f"{board_key}:daily"]["period"] == "2031-05-05"  # already 5 May in Amsterdam
+    # Keyed by the board objects given, in the group's order; a board's key finds its result.
+    assert list(out) == [unwrap(b) for b in boards.values()]
+    assert out[unwrap(boards["daily"])]["period"] == "2031-05-05"  # already 5 May in Amsterdam
+    assert out[f"{board_key}:daily"] is out[unwrap(boards["daily"])]
+    assert list(out.by_key()) == [b.key for b in boards.values()]
+    assert unwrap(boards["daily"]) in out and f"{board_key}:daily" in out and "x" not in out
+    with pytest.raises(KeyError):
+        out[api.leaderboard(key=f"{board_key}:daily")]  # the same key, another board object
     group.submit("bob", 58.25, {"name": "Bob"}, mode="best")
     out = group.submit("ada", 57.0, mode="best")
     # Mixed orders: 57 is better than 61.5 only where lower is better.
@@ -126,6 +132,12 @@ def test_refusals_before_anything_is_sent(api: Api, board_key: str, r: Any) -> N
     group = api.group(list(boards.values()))
     with pytest.raises(ValueError, match="mode must name every board"):
         group.submit("ada", 1, mode={f"{board_key}:alltime": "set"})  # type: ignore[arg-type]
+    every = {unwrap(b): "set" for b in boards.values()}
+    with pytest.raises(ValueError, match=r"named twice \['.*:alltime'\]"):
+        group.submit("ada", 1, mode={**every, f"{board_key}:alltime": "best"})
+    stranger = unwrap(api.leaderboard(key=f"{board_key}:alltime"))  # not the group's object
+    with pytest.raises(ValueError, match="unknown"):
+        group.submit("ada", 1, mode={**every, stranger: "set"})
     with pytest.raises(ValueError, match="mode must be"):
         group.submit("ada", 1, mode="max")  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="finite"):
@@ -167,7 +179,9 @@ def test_differential_against_models(api: Api, board_key: str) -> None:
         score = float(rng.randrange(0, 40))
         modes = {name: rng.choice(["set", "best", "incr"]) for name in boards}
         meta = {"n": str(rng.randrange(3))}
-        out = group.submit(user, score, meta, mode={boards[n].key: m for n, m in modes.items()})
+        # Modes by board object or by key, as the round draws.
+        named = {n: unwrap(boards[n]) if rng.random() < 0.5 else boards[n].key for n in boards}
+        out = group.submit(user, score, meta, mode={named[n]: m for n, m in modes.items()})
         expected = {
             "alltime": models["alltime"].submit(user, score, meta, mode=modes["alltime"]),
             "fastest": models["fastest"].submit(user, score, meta, mode=modes["fastest"]),
@@ -181,7 +195,8 @@ def test_differential_against_models(api: Api, board_key: str) -> None:
             **daily.submit(user, score, meta, mode=modes["daily"]),
             "period": period,
         }
-        assert out == {boards[n].key: expected[n] for n in boards}
+        assert out.by_key() == {boards[n].key: expected[n] for n in boards}
+        assert out == {unwrap(boards[n]): expected[n] for n in boards}
     assert len(daily_models) >= 2  # the group crossed midnight in Amsterdam
 
 

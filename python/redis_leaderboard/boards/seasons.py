@@ -28,6 +28,7 @@ from typing import (
     Callable,
     Generic,
     Iterable,
+    Iterator,
     Literal,
     Mapping,
     Optional,
@@ -1269,7 +1270,55 @@ class RollingState(ServerClock):
 
 # --- one write, many boards ---------------------------------------------------------------------
 
-GroupMode = Union[WriteMode, Mapping[str, WriteMode]]
+GroupMode = Union[WriteMode, Mapping[Any, WriteMode]]
+"""A group write's mode: one for every board, or one per board, keyed by the board objects
+given to the group (or by their keys)."""
+
+
+class GroupResult(Mapping[Any, SubmitResult]):
+    """[`LeaderboardGroup.submit`][redis_leaderboard.LeaderboardGroup.submit]'s result: each
+    board's own ``submit()`` result, keyed by the board objects given to the group, in the
+    group's order (``result[weekly]``); a board's key finds its result too
+    (``result["lb:weekly"]``). Iterating gives the boards; ``by_key()`` a plain dict keyed by
+    their keys. Each result's ``"duplicate"`` (with a submission id) tells whether this call
+    applied the write to that board (``False``, a resend of this same call included) or another
+    call had (``True``)."""
+
+    __slots__ = ("_boards", "_results")
+
+    def __init__(self, boards: Sequence[Any], results: Sequence[SubmitResult]) -> None:
+        self._boards = list(boards)
+        self._results = list(results)
+
+    def __getitem__(self, board: Any) -> SubmitResult:
+        i = _board_index(self._boards, board)
+        if i is None:
+            raise KeyError(board)
+        return self._results[i]
+
+    def __contains__(self, board: object) -> bool:
+        return _board_index(self._boards, board) is not None
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter(self._boards)
+
+    def __len__(self) -> int:
+        return len(self._boards)
+
+    def by_key(self) -> dict[str, SubmitResult]:
+        """``{board key: result}``, in the group's order."""
+        return {board.key: result for board, result in zip(self._boards, self._results)}
+
+    def __repr__(self) -> str:
+        return f"GroupResult({self.by_key()!r})"
+
+
+def _board_index(boards: Sequence[Any], board: Any) -> Optional[int]:
+    """Where ``board`` (a board object, or a board's key) is among ``boards``; None if absent."""
+    for i, member in enumerate(boards):
+        if member is board or (isinstance(board, str) and member.key == board):
+            return i
+    return None
 
 
 class GroupBase:
@@ -1299,7 +1348,7 @@ class GroupBase:
         self.boards = boards
         """The group's boards, in the order given."""
         self.keys = keys
-        """The boards' keys, in the same order (the keys of ``submit``'s result)."""
+        """The boards' keys, in the same order."""
         self.redis = make_client(redis_client, url, self._client_class)
 
     def _request(
@@ -1311,20 +1360,30 @@ class GroupBase:
         submission_id: Optional[str] = None,
         retries: int = 2,
     ) -> Operation[list[SubmitResult]]:
-        modes: Mapping[str, Any]
         if isinstance(mode, str):
-            modes = dict.fromkeys(self.keys, mode)
+            modes: list[Any] = [mode] * len(self.boards)
         elif isinstance(mode, Mapping):
-            missing = [k for k in self.keys if k not in mode]
-            extra = [k for k in mode if k not in self.keys]
-            if missing or extra:
+            modes = [None] * len(self.boards)
+            unknown, twice = [], []
+            for board, board_mode in mode.items():
+                i = _board_index(self.boards, board)
+                if i is None:
+                    unknown.append(board if isinstance(board, str) else repr(board))
+                    continue
+                if modes[i] is not None:
+                    twice.append(self.keys[i])
+                modes[i] = board_mode
+            missing = [key for key, m in zip(self.keys, modes) if m is None]
+            if missing or unknown or twice:
                 raise ValueError(
-                    f"mode must name every board of the group: missing {missing}, unknown {extra}"
+                    "mode must name every board of the group once (by the board or its key): "
+                    f"missing {missing}, unknown {unknown}, named twice {twice}"
                 )
-            modes = mode
         else:
-            raise TypeError(f"mode must be a str or a mapping of keys to str, not {mode!r}")
-        members = [board._group_member(modes[board.key]) for board in self.boards]
+            raise TypeError(
+                f"mode must be a str or a mapping of boards (or their keys) to str, not {mode!r}"
+            )
+        members = [board._group_member(m) for board, m in zip(self.boards, modes)]
         return group_write(members, user_id, score, metadata, submission_id, retries)
 
     @plan
@@ -1337,9 +1396,11 @@ class GroupBase:
         mode: GroupMode = "set",
         submission_id: Optional[str] = None,
         retries: int = 2,
-    ) -> Plan[dict[str, SubmitResult]]:
-        """Returns ``{board key: submit()'s result}`` (a periodic board's with ``"period"``, the
-        period written; a rolling window's about the window's board).
+    ) -> Plan[GroupResult]:
+        """Returns each board's ``submit()`` result, keyed by the board objects given to the group
+        (or by their keys: [`GroupResult`][redis_leaderboard.GroupResult]); a periodic board's
+        with ``"period"``, the period written; a rolling window's about the window's board.
+        ``mode``: one for every board, or one per board keyed by the boards (or their keys).
 
         ``submission_id``: every board applies the write once, as its own
         [`RedisLeaderboard.submit`][redis_leaderboard.RedisLeaderboard.submit] with that id would
@@ -1364,7 +1425,7 @@ class GroupBase:
             except ClockSkewError as error:  # nothing was written
                 self._follow_server(error)
                 continue
-            return dict(zip(self.keys, results))
+            return GroupResult(self.boards, results)
         raise _clock_skew_error(
             f"the server refused the periods of {self.keys!r} {CLOCK_ROUNDS} times: its clock "
             "moves unlike this client's; nothing was changed",
