@@ -26,7 +26,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import random
-import statistics
 import sys
 import time
 from pathlib import Path
@@ -39,6 +38,7 @@ import redis
 import redis_leaderboard.asyncio as aio
 from bench_sync import RedisServer
 from server_cost import KEY, fill, pin, server_cpu
+from split_reads import paired_row
 
 
 def reads(size: int, counts: list[int]) -> list[tuple[str, Callable[[Any, int], Any]]]:
@@ -125,14 +125,8 @@ async def main_async(args: argparse.Namespace) -> None:
                                     client, admin, board._board, make, tasks, args.seconds, form
                                 )
                             )
-                    rates = [statistics.median(x[0] for x in side) for side in (split, whole)]
-                    cpus = [statistics.median(x[1] for x in side) for side in (split, whole)]
-                    print(
-                        f"| `{name}` | {size:,} | {tasks} | {rates[0]:,.0f} | {rates[1]:,.0f} | "
-                        f"{rates[0] / rates[1]:.2f}x | {cpus[0]:,.0f} | {cpus[1]:,.0f} | "
-                        f"{cpus[0] / cpus[1]:.2f}x |",
-                        flush=True,
-                    )
+                    row = paired_row([f"`{name}`", f"{size:,}", str(tasks)], split, whole)
+                    print(row, flush=True)
         await client.aclose()
 
 

@@ -73,6 +73,20 @@ def reads(size: int, counts: list[int]) -> list[tuple[str, Callable[[Any, int], 
     return out
 
 
+def paired_row(
+    cells: list[str], split: list[tuple[float, float]], whole: list[tuple[float, float]]
+) -> str:
+    """A table row: ``cells``, then the medians of each form's rounds (a figure, then the
+    server's µs per call), each followed by two steps / one script."""
+    figures = [statistics.median(x[0] for x in side) for side in (split, whole)]
+    cpus = [statistics.median(x[1] for x in side) for side in (split, whole)]
+    return (
+        f"| {' | '.join(cells)} | {figures[0]:,.0f} | {figures[1]:,.0f} | "
+        f"{figures[0] / figures[1]:.2f}x | {cpus[0]:,.0f} | {cpus[1]:,.0f} | "
+        f"{cpus[0] / cpus[1]:.2f}x |"
+    )
+
+
 def measure(
     client: Any,
     admin: redis.Redis,
@@ -150,14 +164,7 @@ def run(args: argparse.Namespace, admin: redis.Redis, client: Any, key: str) -> 
             for _ in range(args.rounds):
                 split.append(measure(client, admin, board._board, make, calls, False))
                 whole.append(measure(client, admin, board._board, make, calls, True))
-            p50s = [statistics.median(x[0] for x in side) for side in (split, whole)]
-            cpus = [statistics.median(x[1] for x in side) for side in (split, whole)]
-            print(
-                f"| `{name}` | {size:,} | {p50s[0]:,.0f} | {p50s[1]:,.0f} | "
-                f"{p50s[0] / p50s[1]:.2f}x | {cpus[0]:,.0f} | {cpus[1]:,.0f} | "
-                f"{cpus[0] / cpus[1]:.2f}x |",
-                flush=True,
-            )
+            print(paired_row([f"`{name}`", f"{size:,}"], split, whole), flush=True)
 
 
 if __name__ == "__main__":

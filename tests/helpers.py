@@ -139,6 +139,23 @@ class FakeClock:
         server_clock.reset()
 
 
+def pipelined_read_write_read(
+    client: Any, board: Any, count: int, user_id: str, score: float, metadata: dict[str, Any]
+) -> tuple[list[Any], list[Any]]:
+    """``board.get_top(count)``, a write of ``user_id``, ``get_top(count)`` again, as one
+    ``client.run_pipelined`` stream (a sync client's or cluster client's, operations written
+    ahead of their replies): the two reads' results. In order, the first read does not see the
+    write (its metadata no newer than its ranks), the second does."""
+    results: list[Any] = []
+    operations = [
+        board._board.get_top(count),
+        board._board.upsert_user(user_id, score, metadata),
+        board._board.get_top(count),
+    ]
+    client.run_pipelined(iter(operations), results.append, 3)
+    return results[0], results[2]
+
+
 def millis(moment: datetime) -> int:
     """A moment as Redis's PEXPIRETIME reports a deadline: Unix milliseconds."""
     return round(moment.timestamp() * 1000)

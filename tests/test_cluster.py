@@ -19,6 +19,7 @@ from typing import Any, Callable, Iterator
 import pytest
 
 import redis_leaderboard
+from helpers import pipelined_read_write_read
 from launchers import RedisCluster
 from redis_leaderboard import ClusterClient, RedisLeaderboard, TeamLeaderboard, _core
 from redis_leaderboard import asyncio as rl_asyncio
@@ -457,15 +458,11 @@ def test_a_big_read_takes_two_steps_on_a_cluster_and_one_script_when_its_slot_mo
 
     # A run_pipelined batch runs in order: its read is the one script, not two steps whose
     # second would see the write pipelined behind it.
-    results: list[Any] = []
-    operations = [
-        board._board.get_top(110),
-        board._board.upsert_user("u118", 118, {"i": "renamed"}),
-        board._board.get_top(110),
-    ]
-    cluster_client.run_pipelined(iter(operations), results.append, 3)
-    assert results[0][1]["metadata"] == {"i": "118"}
-    assert results[2][1]["metadata"] == {"i": "renamed"}
+    before_write, after_write = pipelined_read_write_read(
+        cluster_client, board, 110, "u118", 118, {"i": "renamed"}
+    )
+    assert before_write[1]["metadata"] == {"i": "118"}
+    assert after_write[1]["metadata"] == {"i": "renamed"}
     board.upsert_user("u118", 118, {"i": 118})
 
     async def asynchronous() -> list[Any]:

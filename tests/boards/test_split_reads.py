@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 from apis import Api
+from helpers import pipelined_read_write_read
 from redis_leaderboard import Client, NoPermissionError, RedisLeaderboard, ResponseError
 
 BOARDS: dict[str, dict[str, Any]] = {
@@ -196,14 +197,10 @@ def test_a_split_read_runs_whole_before_what_is_pipelined_behind_it(
         board = RedisLeaderboard(client, key=board_key, max_entries=None)
         fill(board, {}, 120)
         board.get_size()
-        results: list[Any] = []
-        operations = [
-            board._board.get_top(100),
-            board._board.upsert_user("p118", 39.0, {"name": "renamed"}),
-            board._board.get_top(100),
-        ]
-        client.run_pipelined(iter(operations), results.append, 3)
-        assert results[0][1]["metadata"] == {"name": "Player 118", "i": "118"}
-        assert results[2][1]["metadata"] == {"name": "renamed", "i": "118"}
+        before_write, after_write = pipelined_read_write_read(
+            client, board, 100, "p118", 39.0, {"name": "renamed"}
+        )
+        assert before_write[1]["metadata"] == {"name": "Player 118", "i": "118"}
+        assert after_write[1]["metadata"] == {"name": "renamed", "i": "118"}
     finally:
         client.close()
