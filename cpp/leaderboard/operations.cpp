@@ -368,20 +368,25 @@ class SingleCall final : public Operation {
         parse_window_(std::move(parse)),
         id_(std::move(id)) {}
 
-  // A script read that takes the metadata prefix `prefix` as its ARGV's `argv_n`-th argument
-  // (calls::argv_n::<script>::user_prefix: window, around, entries): it can run without
-  // metadata for a client-side cache, and a big one reads in two steps (split_read). On the
-  // guide's layout only: a compact board's metadata of a page is one HMGET in the script.
-  std::unique_ptr<SingleCall> caches_metadata(std::string prefix, std::size_t argv_n,
+  // A script read of board `board` that takes its metadata prefix ("<board>:user:") as its
+  // ARGV's `argv_n`-th argument (calls::argv_n::<script>::user_prefix: window, around,
+  // entries): it can run without metadata (an empty prefix), for a client-side cache (the
+  // guide's layout only: a compact board's one hash would be invalidated by every write) and
+  // for the second step of a big read (split_read: the guide's hashes, or a compact board's).
+  std::unique_ptr<SingleCall> caches_metadata(const std::string& board, std::size_t argv_n,
                                               Layout layout) && {
-    if (layout == Layout::Compact) return std::make_unique<SingleCall>(std::move(*this));
     prefix_arg_ = calls::argv_index(command_, argv_n);
-    if (command_.argv.at(prefix_arg_) != prefix) unexpected("a metadata prefix argument");
-    prefix_ = std::move(prefix);
+    prefix_ = board + ":user:";
+    if (command_.argv.at(prefix_arg_) != prefix_) unexpected("a metadata prefix argument");
+    if (layout == Layout::Compact) compact_board_ = board;
     return std::make_unique<SingleCall>(std::move(*this));
   }
   const std::string* cached_metadata_prefix() const override {
-    return prefix_arg_ != 0 ? &prefix_ : nullptr;
+    return prefix_arg_ != 0 && compact_board_.empty() ? &prefix_ : nullptr;
+  }
+  std::optional<MetadataSource> split_metadata() const override {
+    if (prefix_arg_ == 0) return std::nullopt;
+    return MetadataSource{prefix_, compact_board_};
   }
   // A lean form of its own (get_top on a default board: one ZRANGE, no script).
   void set_lean_form(std::function<std::unique_ptr<Operation>()> lean) { lean_ = std::move(lean); }
@@ -446,29 +451,72 @@ class SingleCall final : public Operation {
   int resends_ = 0;
   std::size_t prefix_arg_ = 0;  // of the metadata prefix in argv; 0: none
   std::string prefix_;
+  std::string compact_board_;  // a compact board's key (caches_metadata); empty: the guide's
   std::function<std::unique_ptr<Operation>()> lean_;  // nullptr: none of its own
 };
 
-// The second step of a read in two steps (SplitRead, a split ListAll): the HGETALL of each
-// entry's metadata hash ("<prefix><user_id>"), Board::kPageSize a round trip, each hash into
-// its entry. The entries must stay where they are until it is done.
+// The second step of a read in two steps (SplitRead, a split ListAll): each entry's metadata,
+// into its entry. The entries must stay where they are until it is done.
+// - The guide's layout: the HGETALL of each entry's hash ("<prefix><user_id>"),
+//   Board::kPageSize a round trip.
+// - A compact board: one HMGET of the board's hash "<board>:meta" (per Board::kPageSize ids),
+//   pipelined behind an HGET of the layout its options record. A player without a field has no
+//   metadata; but while a conversion runs (layout 'migrating', layout.lua), one whose fields
+//   have not moved yet keeps them in the guide's hash: for each of those, a round trip more of
+//   the guide's HGETALL then the HGET of the field (as CompactMetadata: right at every moment
+//   of a conversion, which moves fields one way only).
 class MetadataFetch {
  public:
   MetadataFetch() = default;
-  MetadataFetch(std::string prefix, std::vector<Entry*> entries)
-      : prefix_(std::move(prefix)), entries_(std::move(entries)) {}
-  bool done() const { return done_ == entries_.size(); }
+  MetadataFetch(Operation::MetadataSource source, std::vector<Entry*> entries)
+      : source_(std::move(source)), entries_(std::move(entries)) {}
+  bool done() const {
+    if (!compact()) return done_ == entries_.size();
+    return entries_.empty() || (done_ == entries_.size() && unmoved_done_ == unmoved_.size());
+  }
   std::vector<Command> next() const {
     std::vector<Command> commands;
+    if (compact() && done_ < entries_.size()) {  // the layout, then every entry's field
+      commands.reserve(1 + (entries_.size() + kChunk - 1) / kChunk);
+      commands.push_back(Command{nullptr, strings("HGET", source_.board + ":options", "layout")});
+      for (std::size_t i = 0; i < entries_.size(); i += kChunk) {
+        std::vector<std::string> argv{"HMGET", source_.board + ":meta"};
+        const std::size_t end = std::min(entries_.size(), i + kChunk);
+        argv.reserve(2 + end - i);
+        for (std::size_t j = i; j < end; ++j) argv.push_back(entries_[j]->user_id);
+        commands.push_back(Command{nullptr, std::move(argv)});
+      }
+      return commands;
+    }
+    if (compact()) {  // a conversion runs: those without a field, the guide's hash then it
+      const std::size_t end = std::min(unmoved_.size(), unmoved_done_ + kChunk / 2);
+      commands.reserve(2 * (end - unmoved_done_));
+      for (std::size_t i = unmoved_done_; i < end; ++i) {
+        commands.push_back(Command{nullptr, {"HGETALL", source_.prefix + unmoved_[i]->user_id}});
+        commands.push_back(
+            Command{nullptr, strings("HGET", source_.board + ":meta", unmoved_[i]->user_id)});
+      }
+      return commands;
+    }
     const std::size_t end = std::min(entries_.size(), done_ + kChunk);
     commands.reserve(end - done_);
     for (std::size_t i = done_; i < end; ++i) {
-      commands.push_back(Command{nullptr, {"HGETALL", prefix_ + entries_[i]->user_id}});
+      commands.push_back(Command{nullptr, {"HGETALL", source_.prefix + entries_[i]->user_id}});
     }
     return commands;
   }
   // The replies to next()'s commands; true once every entry has its metadata.
   bool feed(std::vector<Reply>& replies) {
+    if (compact() && done_ < entries_.size()) return feed_fields(replies);
+    if (compact()) {
+      const std::size_t end = std::min(unmoved_.size(), unmoved_done_ + kChunk / 2);
+      if (replies.size() != 2 * (end - unmoved_done_)) unexpected("HGETALL, HGET");
+      for (std::size_t i = 0; i < replies.size(); i += 2) {
+        Reply& field = replies[i + 1];
+        unmoved_[unmoved_done_++]->metadata = parse_metadata(field.is_nil() ? replies[i] : field);
+      }
+      return done();
+    }
     if (replies.size() != std::min(entries_.size() - done_, kChunk)) unexpected("HGETALL");
     for (auto& reply : replies) entries_[done_++]->metadata = parse_metadata(reply);
     return done();
@@ -476,18 +524,45 @@ class MetadataFetch {
 
  private:
   static constexpr std::size_t kChunk = static_cast<std::size_t>(Board::kPageSize);
-  std::string prefix_;
+  bool compact() const { return !source_.board.empty(); }
+  // The HGET of the layout and the HMGETs' replies.
+  bool feed_fields(std::vector<Reply>& replies) {
+    if (replies.size() != 1 + (entries_.size() + kChunk - 1) / kChunk) unexpected("HMGET");
+    const Reply& layout = replies[0];
+    const bool migrating = layout.type == ReplyType::String && layout.str == "migrating";
+    for (std::size_t r = 1; r < replies.size(); ++r) {
+      Reply& values = replies[r];
+      const std::size_t expected = std::min(kChunk, entries_.size() - done_);
+      if (!values.is_array() || values.elements.size() != expected) unexpected("HMGET");
+      for (Reply& value : values.elements) {
+        Entry* entry = entries_[done_++];
+        if (!value.is_nil()) {
+          if (value.type != ReplyType::String) unexpected("HMGET");
+          entry->metadata = parse_compact_metadata(value.str);
+        } else if (migrating) {
+          unmoved_.push_back(entry);
+        } else {
+          entry->metadata.clear();
+        }
+      }
+    }
+    return done();
+  }
+
+  Operation::MetadataSource source_;
   std::vector<Entry*> entries_;
-  std::size_t done_ = 0;  // entries whose metadata arrived
+  std::size_t done_ = 0;         // entries whose metadata (compact: field) arrived
+  std::vector<Entry*> unmoved_;  // compact, a conversion running: those without a field
+  std::size_t unmoved_done_ = 0;
 };
 
 // list_all: pages of the rank window from the top until the board is exhausted. A board
 // larger than one page is read in several round trips and is not one snapshot. Split (`split`,
 // on one Redis; see SplitRead): the first page is Board::kSplitReadFrom entries with their
 // metadata, so a board that small is one round trip, one snapshot, as before; past it the pages
-// come without metadata (window.lua's lean mode), then their entries' HGETALLs are pipelined,
-// Board::kPageSize a round trip: the server runs the guide's commands for all but the first
-// entries, not a script's redis.call each.
+// come without metadata (window.lua's lean mode), then their entries' metadata is read by
+// MetadataFetch (HGETALLs pipelined, Board::kPageSize a round trip; a compact board's HMGET):
+// the server runs plain commands for all but the first entries, not a script's redis.call each.
 class ListAll final : public Operation {
  public:
   ListAll(std::shared_ptr<Identity> id, std::string board, arg::option_keys option_keys,
@@ -496,7 +571,7 @@ class ListAll final : public Operation {
         board_(std::move(board)),
         option_keys_(std::move(option_keys)),
         prefix_(std::move(prefix)),
-        split_(split && !prefix_.empty() && !compact()) {}
+        split_(split && !prefix_.empty()) {}
   const char* name() const override { return "list_all"; }
   bool paged() const override { return true; }
   std::vector<Command> next() override {
@@ -552,7 +627,7 @@ class ListAll final : public Operation {
   }
 
  private:
-  // A compact board: no client-side cache, no split (a page's metadata is one HMGET).
+  // A compact board: no client-side cache (every write would invalidate its one hash).
   bool compact() const { return id_->layout == Layout::Compact; }
   long long page_count() const {
     return split_ && entries_.empty() ? Board::kSplitReadFrom : Board::kPageSize;
@@ -567,7 +642,8 @@ class ListAll final : public Operation {
     entries_ = std::move(std::get<std::vector<Entry>>(result));
     std::vector<Entry*> lean;  // those read without metadata
     for (std::size_t i = first; i < entries_.size(); ++i) lean.push_back(&entries_[i]);
-    fetch_ = MetadataFetch(prefix_, std::move(lean));
+    fetch_ =
+        MetadataFetch(MetadataSource{prefix_, compact() ? board_ : std::string()}, std::move(lean));
     fetching_ = true;
     return false;
   }
@@ -1002,7 +1078,7 @@ class SplitRead final : public Operation {
     if (!fetching_) {
       if (!lean_->feed(replies)) return false;
       result_ = lean_->take_result();
-      fetch_ = MetadataFetch(*whole_->cached_metadata_prefix(), entries_of(result_));
+      fetch_ = MetadataFetch(*whole_->split_metadata(), entries_of(result_));
       fetching_ = true;
       return fetch_.done();
     }
@@ -1013,6 +1089,7 @@ class SplitRead final : public Operation {
   const std::string* cached_metadata_prefix() const override {
     return whole_->cached_metadata_prefix();
   }
+  std::optional<MetadataSource> split_metadata() const override { return whole_->split_metadata(); }
   std::unique_ptr<Operation> without_metadata() const override {
     return whole_->without_metadata();
   }
@@ -1039,7 +1116,7 @@ class SplitRead final : public Operation {
 
 std::unique_ptr<Operation> split_read(std::unique_ptr<Operation> read, long long count,
                                       long long from) {
-  if (count < from || read->cached_metadata_prefix() == nullptr) return read;
+  if (count < from || !read->split_metadata()) return read;
   return std::make_unique<SplitRead>(std::move(read));
 }
 
@@ -1860,16 +1937,17 @@ std::unique_ptr<Operation> Board::get_top(long long count) const {
                            return entries;
                          }),
                          id_)
-                  .caches_metadata(metadata_prefix(), calls::argv_n::window::user_prefix, layout());
+                  .caches_metadata(key(), calls::argv_n::window::user_prefix, layout());
   call->set_lean_form([id = id_, key = key(), count]() -> std::unique_ptr<Operation> {
-    // A default board whose options were checked: the guide's ZRANGE, ranks by position.
-    if (!id->is_default() || !id->checked.load(std::memory_order_relaxed)) return nullptr;
+    // A board of the guide's ranking rules (either layout) whose options were checked: the
+    // guide's ZRANGE, ranks by position.
+    if (!id->ranks_as_guide() || !id->checked.load(std::memory_order_relaxed)) return nullptr;
     return std::make_unique<SingleCall>(
         "get_top",
         Command{nullptr, {"ZRANGE", key, "0", std::to_string(count - 1), "REV", "WITHSCORES"}},
         [](Reply& reply) -> Result { return ranged_entries(reply, 1); });
   });
-  return split_read(std::move(call), count, id_->is_default() ? kSplitTopFrom : kSplitReadFrom);
+  return split_read(std::move(call), count, id_->ranks_as_guide() ? kSplitTopFrom : kSplitReadFrom);
 }
 
 std::unique_ptr<Operation> Board::get_around_rank(long long rank, long long count) const {
@@ -1881,10 +1959,11 @@ std::unique_ptr<Operation> Board::get_around_rank(long long rank, long long coun
       arg::count{std::to_string(count)}, id_->order_arg(), id_->ties_arg());
   auto call = SingleCall("get_around_rank", std::move(command),
                          SingleCall::WindowParser(window_entries), id_)
-                  .caches_metadata(metadata_prefix(), calls::argv_n::window::user_prefix, layout());
-  if (!id_->is_default()) return split_read(std::move(call), count);  // compact: not default
-  // A default board: once its options are checked, the lean form starts with the guide's ZRANGE
-  // (AroundLean), so it splits from get_top's size (benchmarks.md, "Reads in two steps").
+                  .caches_metadata(key(), calls::argv_n::window::user_prefix, layout());
+  if (!id_->ranks_as_guide()) return split_read(std::move(call), count);
+  // The guide's ranking rules (either layout): once its options are checked, the lean form
+  // starts with the guide's ZRANGE (AroundLean), so it splits from get_top's size
+  // (benchmarks.md, "Reads in two steps").
   call->set_lean_form([id = id_, key = key(), rank, count,
                        script = call->lean_script()]() -> std::unique_ptr<Operation> {
     if (!id->checked.load(std::memory_order_relaxed)) return nullptr;
@@ -1949,8 +2028,7 @@ std::unique_ptr<Operation> Board::get_user_entry(std::string user_id) const {
   Command command = calls::entry(arg::board{key()}, arg::user_key{metadata_key(user_id)},
                                  option_keys_arg(Check::UntilConfirmed), arg::user_id{user_id},
                                  id_->order_arg(), id_->ties_arg());
-  if (layout() == Layout::Compact && options_checked() && id_->order == Order::Desc &&
-      id_->ties == Ties::Lexicographic && id_->tiebreak.empty()) {
+  if (layout() == Layout::Compact && options_checked() && id_->ranks_as_guide()) {
     // A compact board of the guide's rules: the same transaction, the field of its hash.
     auto user_key = metadata_key(user_id);
     auto guide_key = metadata_prefix() + user_id;
@@ -2186,16 +2264,15 @@ std::unique_ptr<Operation> Board::get_around_user(std::string user_id, long long
       calls::around(arg::board{key()}, option_keys_arg(Check::EveryCall),
                     arg::user_prefix{metadata_prefix()}, arg::user_id{std::move(user_id)},
                     arg::count{std::to_string(count)}, id_->order_arg(), id_->ties_arg());
-  return split_read(
-      SingleCall("get_around_user", std::move(command),
-                 SingleCall::WindowParser([](WindowReader* window) -> Result {
-                   // nil: the user is not on the board
-                   if (window == nullptr) return std::vector<Entry>();
-                   return window_entries(window);
-                 }),
-                 id_)
-          .caches_metadata(metadata_prefix(), calls::argv_n::around::user_prefix, layout()),
-      count);
+  return split_read(SingleCall("get_around_user", std::move(command),
+                               SingleCall::WindowParser([](WindowReader* window) -> Result {
+                                 // nil: the user is not on the board
+                                 if (window == nullptr) return std::vector<Entry>();
+                                 return window_entries(window);
+                               }),
+                               id_)
+                        .caches_metadata(key(), calls::argv_n::around::user_prefix, layout()),
+                    count);
 }
 
 std::unique_ptr<Operation> Board::get_entries(std::vector<std::string> user_ids) const {
@@ -2238,7 +2315,7 @@ std::unique_ptr<Operation> Board::get_entries(std::vector<std::string> user_ids)
             return out;
           },
           id_)
-          .caches_metadata(metadata_prefix(), calls::argv_n::entries::user_prefix, layout()),
+          .caches_metadata(key(), calls::argv_n::entries::user_prefix, layout()),
       count);
 }
 
@@ -2266,7 +2343,7 @@ std::unique_ptr<Operation> Board::get_page(long long page, long long page_size) 
                    return out;
                  }),
                  id_)
-          .caches_metadata(metadata_prefix(), calls::argv_n::window::user_prefix, layout()),
+          .caches_metadata(key(), calls::argv_n::window::user_prefix, layout()),
       page_size);
 }
 

@@ -220,6 +220,17 @@ class Operation {
   // metadata then empty. Other operations: nullptr.
   virtual const std::string* cached_metadata_prefix() const { return nullptr; }
   virtual std::unique_ptr<Operation> without_metadata() const { return nullptr; }
+  // Where a read of many entries finds its entries' metadata when it runs in two steps
+  // (split_read): the guide's hashes "<prefix><user_id>" (a read whose cached_metadata_prefix()
+  // names them), or a compact board's one hash "<board>:meta". None: it cannot split.
+  struct MetadataSource {
+    std::string prefix;  // the guide's hashes' prefix, "<board>:user:"
+    std::string board;   // a compact board's key; empty: the guide's layout
+  };
+  virtual std::optional<MetadataSource> split_metadata() const {
+    if (const std::string* prefix = cached_metadata_prefix()) return MetadataSource{*prefix, {}};
+    return std::nullopt;
+  }
   // A read that runs in two round trips (split_read: in_two_steps()) gives the same read in one
   // (its script's, one snapshot) before it runs, for a connection on which a call written after
   // it would run between them (one shared by concurrent calls, in a run_pipelined stream).
@@ -496,10 +507,12 @@ class Board {
 
     std::vector<TiebreakColumn> tiebreak;  // none: the score alone ranks
     Layout layout = Layout::Guide;
-    bool is_default() const {
-      return order == Order::Desc && ties == Ties::Lexicographic && tiebreak.empty() &&
-             layout == Layout::Guide;
+    // The guide's ranking rules, whatever the layout: a rank is a position in the sorted set,
+    // so a checked board's ranked reads may be the guide's commands (ZRANGE, ZREVRANK).
+    bool ranks_as_guide() const {
+      return order == Order::Desc && ties == Ties::Lexicographic && tiebreak.empty();
     }
+    bool is_default() const { return ranks_as_guide() && layout == Layout::Guide; }
     // The tie rule as scripts get it: its name, or on a board with tie-break columns
     // "tb:<name>.<desc|asc>,..." (recorded as the board's ties: see board_spec in lib/options.lua);
     // on a compact board followed by "+compact" (recorded as the options' 'layout').

@@ -222,6 +222,11 @@ def test_a_conversion_stopped_midway_serves_compact_clients_and_goes_on(
     compact = RedisLeaderboard(guide.redis, key=board_key, max_entries=None, layout="compact")
     # Reads are whole, moved or not; the guide's clients are refused, nothing changed.
     assert {e["user_id"]: e for e in compact.list_all()} == before
+    # A big read in two steps: the HMGET finds the moved players' fields; the others (the board
+    # records 'migrating') take a third round trip, their guide's hash then their field.
+    trips = guide.redis.stats()["round_trips"]
+    assert {e["user_id"]: e for e in compact.get_top(300)} == before
+    assert guide.redis.stats()["round_trips"] - trips == 3
     snap = snapshot(r, board_key)
     with pytest.raises(OptionsMismatch, match="conversion from the guide's layout is under way"):
         guide.upsert_user("u5", 1, {"x": "y"})

@@ -63,11 +63,12 @@ def test_a_big_read_answers_what_small_reads_of_the_same_entries_answer(
     board.get_size()  # the board's options checked: get_top's lean form is then one ZRANGE
     small = [e for page in range(1, 53) for e in board.get_page(page, 10)["entries"]]
     assert len(small) == len(users)
-    # Split in the guide's layout only: a compact board reads its one hash in the script.
-    split = board.layout == "guide"
+    # The second step: an HGETALL per entry in the guide's layout; on a compact board the HGET
+    # of its recorded layout and one HMGET of its hash.
+    guide = board.layout == "guide"
     top, round_trips, commands = trips(api, lambda: board.get_top(250))
     assert top == small[:250]
-    assert (round_trips, commands) == ((2, 251) if split else (1, 1))
+    assert (round_trips, commands) == ((2, 251) if guide else (2, 3))
     assert sum(1 for e in top if e["metadata"] == {}) > 0  # players without metadata: {}
 
     page = board.get_page(2, 200)
@@ -81,13 +82,14 @@ def test_a_big_read_answers_what_small_reads_of_the_same_entries_answer(
 
     everything, round_trips, commands = trips(api, board.list_all)
     assert everything == small
-    # The first 200 with their metadata, the other 320 ranks, their 320 HGETALLs.
-    assert (round_trips, commands) == ((3, 2 + len(users) - 200) if split else (1, 1))
+    # The first 200 with their metadata, the other 320 ranks, their 320 HGETALLs (compact: the
+    # HGET and one HMGET).
+    assert (round_trips, commands) == ((3, 2 + len(users) - 200) if guide else (3, 4))
 
     asked = [*users[::3], *users[1:50:2], "nobody", users[1]]  # 174 + 25 + 2 ids
     board.get_entries(asked[:3])  # entries.lua loaded: no NOSCRIPT round trip below
     entries, round_trips, _ = trips(api, lambda: board.get_entries(asked))
-    assert round_trips == (2 if split else 1)
+    assert round_trips == 2
     assert entries == [
         e for i in range(0, len(asked), 10) for e in board.get_entries(asked[i : i + 10])
     ]
@@ -113,22 +115,23 @@ def test_below_the_threshold_a_read_is_one_round_trip(api: Api, board_key: str) 
     fill(ranked, {"order": "asc"}, 220)
     assert trips(api, lambda: ranked.get_top(199))[1:] == (1, 1)  # a script's lean form: 200
     assert trips(api, lambda: ranked.get_around_rank(60, 199))[1:] == (1, 1)
-    split = ranked.layout == "guide"
-    assert trips(api, lambda: ranked.get_top(200))[1:] == ((2, 201) if split else (1, 1))
+    guide = ranked.layout == "guide"
+    assert trips(api, lambda: ranked.get_top(200))[1:] == ((2, 201) if guide else (2, 3))
 
 
 def test_around_a_rank_on_a_default_board_starts_with_the_guides_zrange(
     api: Api, board_key: str
 ) -> None:
-    # get_around_rank on a default board splits from 50 entries, as get_top: its first step is
-    # the guide's ZRANGE of the window (the clamp to the board's end moves only a window that
-    # runs past it), then the HGETALLs. A window that did run past the end (its ZRANGE short)
-    # takes the window script's lean form, which clamps it: three round trips.
+    # get_around_rank on a board of the guide's rules (either layout) splits from 50 entries,
+    # as get_top: its first step is the guide's ZRANGE of the window (the clamp to the board's
+    # end moves only a window that runs past it), then the metadata. A window that did run past
+    # the end (its ZRANGE short) takes the window script's lean form, which clamps it: three
+    # round trips.
     board = api.leaderboard(board_key, None)
     users = fill(board, {}, 300)
     board.get_size()
     small = [e for page in range(1, 31) for e in board.get_page(page, 10)["entries"]]
-    split = board.layout == "guide"
+    guide = board.layout == "guide"
     for rank, count, start, steps in (
         (1, 50, 0, 2),
         (100, 50, 74, 2),
@@ -145,7 +148,8 @@ def test_around_a_rank_on_a_default_board_starts_with_the_guides_zrange(
         )
         want = small[start : start + count]
         assert around == want, (rank, count)
-        assert (round_trips, commands) == ((steps, steps - 1 + len(want)) if split else (1, 1))
+        # The guide's layout: an HGETALL per entry; a compact board's HGET and HMGET.
+        assert (round_trips, commands) == (steps, steps - 1 + (len(want) if guide else 2))
     assert len(users) == 300
 
 

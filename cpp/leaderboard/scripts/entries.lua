@@ -18,7 +18,7 @@ local err = check_acl('ZSCORE', board, 'x') or check_acl(b.position_command, b.r
 if err then return err end
 local lean = prefix == ''  -- the client caches metadata: {} for each entry's
 if b.compact then
-  err = check_acl('HGET', b.meta, 'x')
+  err = not lean and check_acl('HGET', b.meta, 'x')
   if err then return err end
 else
   for i = user_ids_at, #ARGV do
@@ -28,7 +28,7 @@ else
 end
 err = check_options(b)
 if err then return err end
-if b.migrating then  -- a compact board being migrated to: the guide's hashes, read
+if b.migrating and not lean then  -- a compact board being migrated to: the guide's hashes
   for i = user_ids_at, #ARGV do
     err = check_acl('HGETALL', b.board .. ':user:' .. ARGV[i])
     if err then return err end
@@ -41,7 +41,7 @@ for i = user_ids_at, #ARGV do
   if score then
     local metadata
     if b.compact then
-      metadata = metadata_of(b, nil, user_id)
+      metadata = lean and '' or metadata_of(b, nil, user_id)
     else
       metadata = lean and {} or redis.call('HGETALL', prefix .. user_id)
       if not lean and #metadata == 0 then empty[#empty + 1] = prefix .. user_id end

@@ -152,8 +152,8 @@ end
 -- ---- The compact layout's values ------------------------------------------------------------
 -- A compact board's value for a player: their fields as the RESP array HGETALL would answer
 -- ("*<n>\r\n" then "$<length>\r\n<bytes>\r\n" per field and value), binary-safe, decoded by
--- the client (parse_compact_metadata in operations.cpp). Reads return it as it is stored ('' for none): no Lua table per
--- entry; writes merge into it as HSET merges into a hash.
+-- the client (parse_compact_metadata in operations.cpp). Reads return it as it is stored ('' for
+-- none): no Lua table per entry; writes merge into it as HSET merges into a hash.
 local function encode_fields(fields)
   local parts = {'*' .. #fields .. '\r\n'}
   for i = 1, #fields do
@@ -176,8 +176,9 @@ end
 
 -- {user_id, score, {field, value, ...}, ...} from a ZRANGE ... WITHSCORES reply of the board's
 -- ranked set (see board_spec; b nil: the guide's board), or an error reply (NOPERM) as its
--- second value. An empty prefix: the client caches metadata (see connection/cache.hpp), so
--- every entry's is left empty ({}) and no hash is read.
+-- second value. An empty prefix: the client reads metadata itself (a client-side cache, see
+-- connection/cache.hpp, or a read's second step, SplitRead), so every entry's is left empty
+-- ({}, a compact board's '') and no hash is read.
 local function hydrate(b, prefix, ranged)
   local out, n, first, lean = {}, 0, b and b.first, prefix == ''
   if b and b.compact then
@@ -190,6 +191,10 @@ local function hydrate(b, prefix, ranged)
       out[n + 1] = first and b.tiebreak and ranged[i] or user_id
       out[n + 2] = ranged[i + 1]
       n = n + 3
+    end
+    if lean then
+      for i = 1, #ids do out[3 * i] = '' end
+      return out
     end
     for i = 1, #ids, 1000 do
       local values = redis.pcall('HMGET', b.meta, unpack(ids, i, math.min(i + 999, #ids)))
