@@ -1979,7 +1979,9 @@ std::unique_ptr<Operation> Board::get_rank(std::string user_id) const {
     if (reply.is_nil()) return std::optional<long long>();
     return std::optional<long long>(parse_rank(reply) + 1);
   };
-  if (has_default_options() && options_checked()) {  // the guide's one command
+  // The guide's one command, on a checked board of the guide's ranking rules (either layout:
+  // the sorted set is the same).
+  if (id_->ranks_as_guide() && options_checked()) {
     return std::make_unique<SingleCall>(
         "get_rank", Command{nullptr, strings("ZREVRANK", key(), std::move(user_id))}, parse);
   }

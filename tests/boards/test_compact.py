@@ -345,3 +345,26 @@ def test_convert_layout_on_every_api(api: Api, board_key: str, r: Any) -> None:
     assert compact.get_top(2) == [entry(1, "p299", 299, {"n": "299"}),
                                   entry(2, "p298", 298, {"n": "298"})]  # fmt: skip
     assert r.hlen(f"{board_key}:meta") == 300 and not r.exists(f"{board_key}:user:p0")
+
+
+def test_a_board_of_the_guides_rules_reads_with_the_guides_commands(
+    api: Api, board_key: str, r: Any
+) -> None:
+    # The sorted set is the guide's in either layout: once its options are checked, a compact
+    # board of the guide's ranking rules ranks with ZREVRANK and starts a page of 50 or more
+    # with ZRANGE, its metadata then one HGET of the layout and one HMGET: no script.
+    board = api.leaderboard(board_key, None, layout="compact")
+    board.upsert_many((f"u{i:03d}", i, {"i": i}) for i in range(120))
+    board.get_top(1)  # the options checked
+
+    def calls() -> dict[str, int]:
+        return {k[8:]: v["calls"] for k, v in r.info("commandstats").items()}
+
+    before = calls()
+    assert board.get_rank("u100") == 20
+    top = board.get_top(60)
+    after = calls()
+    assert [e["metadata"] for e in top] == [{"i": str(i)} for i in range(119, 59, -1)]
+    spent = {k: n - before.get(k, 0) for k, n in after.items() if n != before.get(k, 0)}
+    spent.pop("info", None)
+    assert spent == {"zrevrank": 1, "zrange": 1, "hget": 1, "hmget": 1}

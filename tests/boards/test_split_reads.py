@@ -7,8 +7,9 @@ tests/test_cluster.py; the asyncio client's second step runs behind calls made m
 test_async_transport.py). They answer what the
 same entries read in small reads (one script each) answer, on every ranking rule; cost two
 round trips and one command per entry more; an error reply to one HGETALL raises for that call
-only, the connection kept. A compact board (``LB_TEST_LAYOUT=compact``) reads every size in one
-script: the same answers, one round trip."""
+only, the connection kept. A compact board (``LB_TEST_LAYOUT=compact``) reads from the same
+sizes in two steps too, its second an HGET of its recorded layout and one HMGET of its hash
+(test_compact.py: a conversion under way)."""
 
 from __future__ import annotations
 
