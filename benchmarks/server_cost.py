@@ -23,8 +23,9 @@ the server.
 Writes rewrite existing players (the size stays; both boards are unlimited, so no trim). Each
 size also prints the server's memory per player (INFO ``used_memory``, filled against empty).
 
-``--others`` adds the main calls of the other board types at 1k players (tournament, league,
-team, rolling window, periodic board): ours only, the guide has none of them.
+``--others`` adds the main calls of the other board types (tournament, league, team, rolling
+window, periodic board), each filled with ``--other-sizes`` players (default 1000; written from
+500 asyncio tasks at a time): ours only, the guide has none of them.
 
 The server's CPU is what bounds a board's shard: one Redis runs commands and scripts on one
 thread, so ``1e6 / (µs per call)`` is the calls per second one core can serve at most (see
@@ -34,6 +35,7 @@ docs/pages/benchmarks.md, server cost).
 from __future__ import annotations
 
 import argparse
+import asyncio
 import os
 import random
 import statistics
@@ -156,48 +158,66 @@ def plain_calls(size: int) -> list[tuple[str, Callable[[Any, int], Any]]]:
     return calls
 
 
-def other_calls(url: str) -> list[tuple[str, Any, Callable[[Any, int], Any]]]:
-    """(name, board, call(board, i)) of the other board types, each filled with 1k players."""
-    players = [user_id(i) for i in range(1000)]
+# The other board types: (name, the constructor's keyword arguments, a write of player p, score
+# n). Each is opened twice on the same key: asyncio to fill it fast, sync to measure.
+OTHERS: list[tuple[str, str, dict[str, Any], Callable[[Any, str, int], Any]]] = [
+    ("tournament", "Tournament", {"key": "bench:cup", "schedule": "day"},
+     lambda b, p, n: b.submit(p, n)),
+    ("league", "League", {"key": "bench:league"}, lambda b, p, n: b.submit(p, n)),
+    ("team", "TeamLeaderboard", {"key": "bench:team"},
+     lambda b, p, n: b.submit(p, n, team=f"team:{n % 20}")),
+    ("rolling", "RollingLeaderboard",
+     {"key": "bench:rolling", "window": timedelta(days=1), "bucket": timedelta(hours=1)},
+     lambda b, p, n: b.submit(p, n)),
+    ("periodic", "PeriodicLeaderboard", {"key": "bench:weekly", "period": "week"},
+     lambda b, p, n: b.upsert_user(p, n)),
+]  # fmt: skip
 
-    def filled(board: Any, write: Callable[[Any, str, int], Any]) -> Any:
-        for n, player in enumerate(players):
-            write(board, player, n)
-        return board
 
-    cup = filled(rl.Tournament(url=url, key="bench:cup", schedule="day"),
-                 lambda b, p, n: b.submit(p, n))  # fmt: skip
-    league = filled(rl.League(url=url, key="bench:league"), lambda b, p, n: b.submit(p, n))
-    team = filled(
-        rl.TeamLeaderboard(url=url, key="bench:team"),
-        lambda b, p, n: b.submit(p, n, team=f"team:{n % 20}"),
-    )
-    rolling = filled(
-        rl.RollingLeaderboard(
-            url=url, key="bench:rolling", window=timedelta(days=1), bucket=timedelta(hours=1)
-        ),
-        lambda b, p, n: b.submit(p, n),
-    )
-    periodic = filled(
-        rl.PeriodicLeaderboard(url=url, key="bench:weekly", period="week"),
-        lambda b, p, n: b.upsert_user(p, n),
-    )
+async def fill_others(url: str, size: int) -> None:
+    """``size`` players on each of OTHERS, written from 500 asyncio tasks at a time."""
+    import redis_leaderboard.asyncio as aio
+
+    for _, cls, options, write in OTHERS:
+        board = getattr(aio, cls)(url=url, **options)
+        for first in range(0, size, 500):
+            await asyncio.gather(
+                *(write(board, user_id(n), n) for n in range(first, min(first + 500, size)))
+            )
+        await board.redis.aclose()
+
+
+def other_calls(url: str, size: int) -> list[tuple[str, Any, Callable[[Any, int], Any]]]:
+    """(name, board, call(board, i)) of the other board types, each filled with ``size``
+    players (fill_others): their writes and their main reads."""
+    boards = {name: getattr(rl, cls)(url=url, **options) for name, cls, options, _ in OTHERS}
 
     def pick(i: int) -> str:
-        return players[(i * 7919) % len(players)]
+        return user_id((i * 7919) % size)
 
+    cup, league, team = boards["tournament"], boards["league"], boards["team"]
+    rolling, periodic = boards["rolling"], boards["periodic"]
     return [
         ("tournament.submit", cup, lambda b, i: b.submit(pick(i), i)),
         ("tournament.get_top(10)", cup, lambda b, i: b.get_top(10)),
+        ("tournament.get_top(100)", cup, lambda b, i: b.get_top(100)),
         ("tournament.get_user_entry", cup, lambda b, i: b.get_user_entry(pick(i))),
+        ("tournament.get_rank", cup, lambda b, i: b.get_rank(pick(i))),
         ("league.submit", league, lambda b, i: b.submit(pick(i), i)),
         ("league.standings", league, lambda b, i: b.standings(pick(i))),
+        ("league.tier_of", league, lambda b, i: b.tier_of(pick(i))),
         ("team.submit", team, lambda b, i: b.submit(pick(i), i, team=f"team:{i % 20}")),
         ("team.teams.get_top(10)", team, lambda b, i: b.teams.get_top(10)),
+        ("team.members.get_top(100)", team, lambda b, i: b.members.get_top(100)),
+        ("team.team_of", team, lambda b, i: b.team_of(pick(i))),
         ("rolling.submit", rolling, lambda b, i: b.submit(pick(i), i)),
         ("rolling.get_top(10)", rolling, lambda b, i: b.get_top(10)),
+        ("rolling.get_top(100)", rolling, lambda b, i: b.get_top(100)),
+        ("rolling.get_user_entry", rolling, lambda b, i: b.get_user_entry(pick(i))),
         ("periodic.upsert_user", periodic, lambda b, i: b.upsert_user(pick(i), i)),
         ("periodic.get_top(10)", periodic, lambda b, i: b.get_top(10)),
+        ("periodic.get_top(100)", periodic, lambda b, i: b.get_top(100)),
+        ("periodic.get_user_entry", periodic, lambda b, i: b.get_user_entry(pick(i))),
     ]
 
 
@@ -216,6 +236,9 @@ def main(argv: Optional[list[str]] = None) -> int:
     parser.add_argument("--seconds", type=float, default=0.4)
     parser.add_argument("--server", default="redis-server")
     parser.add_argument("--others", action="store_true")
+    parser.add_argument(
+        "--other-sizes", default="1000", help="with --others: the other board types' sizes"
+    )
     parser.add_argument("--calls", default="", help="only these calls (names as printed)")
     args = parser.parse_args(argv)
     only = set(filter(None, args.calls.split(",")))
@@ -274,11 +297,15 @@ def main(argv: Optional[list[str]] = None) -> int:
                     flush=True,
                 )
         admin.flushall()
-        if args.others:
-            for name, board, call in other_calls(url):
+        for size in [int(s) for s in args.other_sizes.split(",")] if args.others else []:
+            admin.flushall()
+            asyncio.run(fill_others(url, size))
+            for name, board, call in other_calls(url, size):
+                if only and name not in only:
+                    continue
                 runs = [cost(admin, lambda i, c=call, o=board: c(o, i), args.seconds)
                         for _ in range(args.rounds)]  # fmt: skip
-                print(f"{name:<24} {1000:>9,} {statistics.median(runs):>9.1f}")
+                print(f"{name:<24} {size:>9,} {statistics.median(runs):>9.1f}", flush=True)
     return 0
 
 

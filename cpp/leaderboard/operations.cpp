@@ -556,13 +556,18 @@ class MetadataFetch {
   std::size_t unmoved_done_ = 0;
 };
 
+std::vector<Entry> ranged_entries(Reply& reply, long long first_rank);
+
 // list_all: pages of the rank window from the top until the board is exhausted. A board
 // larger than one page is read in several round trips and is not one snapshot. Split (`split`,
-// on one Redis; see SplitRead): the first page is Board::kSplitReadFrom entries with their
-// metadata, so a board that small is one round trip, one snapshot, as before; past it the pages
-// come without metadata (window.lua's lean mode), then their entries' metadata is read by
-// MetadataFetch (HGETALLs pipelined, Board::kPageSize a round trip; a compact board's HMGET):
-// the server runs plain commands for all but the first entries, not a script's redis.call each.
+// on one Redis; see SplitRead), on a checked board of the guide's ranking rules (either layout):
+// the guide's own commands, its ZRANGEs of Board::kPageSize entries (each with a ZCARD, which
+// bounds the paging), then the entries' metadata (MetadataFetch: HGETALLs pipelined,
+// Board::kPageSize a round trip; a compact board's HMGET): two round trips up to kPageSize
+// entries, at the guide's cost, an empty board one. On another board, the first page is
+// Board::kSplitReadFrom entries with their metadata, so a board that small is one round trip,
+// one snapshot; past it the pages come without metadata (window.lua's lean mode), then their
+// metadata as above.
 class ListAll final : public Operation {
  public:
   ListAll(std::shared_ptr<Identity> id, std::string board, arg::option_keys option_keys,
@@ -571,20 +576,46 @@ class ListAll final : public Operation {
         board_(std::move(board)),
         option_keys_(std::move(option_keys)),
         prefix_(std::move(prefix)),
-        split_(split && !prefix_.empty()) {}
+        split_(split && !prefix_.empty()),
+        ranges_(split_ && id_->ranks_as_guide() && id_->checked.load(std::memory_order_relaxed)) {}
   const char* name() const override { return "list_all"; }
   bool paged() const override { return true; }
   std::vector<Command> next() override {
     if (fetching_) return fetch_.next();
+    if (ranges_) {
+      const std::size_t start = entries_.size();
+      std::vector<Command> commands;
+      commands.reserve(2);
+      commands.push_back(Command{
+          nullptr, strings("ZRANGE", board_, std::to_string(start),
+                           std::to_string(start + Board::kPageSize - 1), "REV", "WITHSCORES")});
+      commands.push_back(Command{nullptr, strings("ZCARD", board_)});
+      return commands;
+    }
     const bool lean = split_ && !entries_.empty();
     return {calls::window(
         arg::board{board_}, option_keys_, arg::user_prefix{lean ? std::string() : prefix_},
         arg::mode{"range"}, arg::start{std::to_string(entries_.size())},
         arg::count{std::to_string(page_count())}, id_->order_arg(), id_->ties_arg())};
   }
-  codec::ReplySink* reply_sink(std::size_t) override { return fetching_ ? nullptr : &window_; }
+  codec::ReplySink* reply_sink(std::size_t) override {
+    return fetching_ || ranges_ ? nullptr : &window_;
+  }
   bool feed(std::vector<Reply>& replies) override {
     if (fetching_) return fetch_.feed(replies);
+    if (ranges_) {
+      if (replies.size() != 2) unexpected("ZRANGE, ZCARD");
+      const auto before = static_cast<long long>(entries_.size());
+      std::vector<Entry> page = ranged_entries(replies[0], before + 1);
+      const long long size = parse_count(replies[1]);
+      const bool short_page = static_cast<long long>(page.size()) < Board::kPageSize;
+      if (page.size() > static_cast<std::size_t>(Board::kPageSize)) unexpected("a ZRANGE page");
+      for (auto& entry : page) entries_.push_back(std::move(entry));
+      const auto read = static_cast<long long>(entries_.size());
+      if (short_page || read >= size) return start_fetch();
+      budget_.another(name(), size - read);
+      return false;
+    }
     auto& reply = replies.at(0);
     id_->accept(reply);
     if (!reply.is_array()) unexpected("a page of list_all");
@@ -605,7 +636,8 @@ class ListAll final : public Operation {
   }
   Result take_result() override {
     Result result = std::move(entries_);
-    if (!fetching_) id_->split_members(result);  // tie-break columns: members' keys (else done)
+    // Tie-break columns: members' keys (else done; ZRANGE pages: a board without them).
+    if (!fetching_ && !ranges_) id_->split_members(result);
     return result;
   }
   const std::string* cached_metadata_prefix() const override {
@@ -632,10 +664,11 @@ class ListAll final : public Operation {
   long long page_count() const {
     return split_ && entries_.empty() ? Board::kSplitReadFrom : Board::kPageSize;
   }
-  // Every page read: done, or (split, past the first page) the HGETALLs of the entries read
-  // without metadata, by their user ids (tie-break columns: the members' keys split off first).
+  // Every page read: done, or (split) the metadata of the entries read without it, by their
+  // user ids (tie-break columns: the members' keys split off first): past the first page, or
+  // every entry of ZRANGE pages.
   bool start_fetch() {
-    const auto first = static_cast<std::size_t>(Board::kSplitReadFrom);
+    const auto first = ranges_ ? 0 : static_cast<std::size_t>(Board::kSplitReadFrom);
     if (!split_ || entries_.size() <= first) return true;
     Result result = std::move(entries_);
     id_->split_members(result);
@@ -653,6 +686,7 @@ class ListAll final : public Operation {
   arg::option_keys option_keys_;
   std::string prefix_;  // empty: without metadata (window.lua's lean mode)
   bool split_;
+  bool ranges_;  // split, on a checked board of the guide's ranking rules: ZRANGE pages
   WindowReader window_;
   std::vector<Entry> entries_;
   RoundTripBudget budget_;

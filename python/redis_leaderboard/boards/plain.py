@@ -651,20 +651,25 @@ class LeaderboardBase(BoardBase, Generic[S]):
     def list_all(self) -> Sent[list[Entry]]:
         """Every entry, best first.
 
-        A board of up to 200 entries is one round trip, one snapshot. A larger one is read in
-        pages (not one snapshot): the first 200 entries with their metadata, then the ranks in
-        pages of 5,000, then the rest's metadata; a board that keeps growing past what the first
-        page saw raises ``RedisError`` rather than looping.
+        On a board of the guide's ranking rules (``order="desc"``, ``ties="lexicographic"``, no
+        tie-break columns; either layout) once this object has confirmed its options, the
+        guide's own commands: the ranks by ``ZRANGE`` in pages of 5,000, then every entry's
+        metadata. Not one snapshot: the metadata is read just after the ranks (a player removed
+        in between shows ``{}``). On another board, up to 200 entries are one round trip, one
+        snapshot; past them, the ranks in pages without metadata, then theirs. A board that
+        keeps growing past what its first page saw raises ``RedisError`` rather than looping.
 
         Returns:
             Every entry, best first.
 
         Redis cost:
-            One round trip up to 200 entries: a ``no-writes`` script, as ``get_top``. Past them
-            (on one Redis; a cluster client reads pages of 5,000 with their metadata, one round
-            trip each), one more per page of 5,000 ranks (at most 2 x the pages left after the
-            first, plus one) and one per 5,000 entries' HGETALLs, pipelined: the guide's
-            commands, as a big ``get_top``'s. O(N).
+            The guide's rules: a ``ZRANGE`` and a ``ZCARD`` a page of 5,000 (an empty board:
+            that round trip alone), then an ``HGETALL`` an entry pipelined, 5,000 a round trip (a
+            compact board: an ``HGET`` and one ``HMGET``): two round trips up to 5,000 entries,
+            at the guide's cost. Another board: a ``no-writes`` script up to 200 entries; past
+            them, a script's page of 5,000 ranks a round trip (at most 2 x the pages left after
+            the first, plus one), then the metadata as above. A read of a ``run_pipelined``
+            stream is the scripts' pages with their metadata. O(N).
         """
         return self._run(self._board.list_all())
 
