@@ -245,12 +245,10 @@ def run_sync(
     return count, mismatches, refused
 
 
-# (list_all is not: on a board of the guide's ranking rules it is the guide's two steps, the
-# ZRANGE then the metadata, and calls issued beside it may run between them.)
 SINGLE_ROUND_TRIP = {
     "submit", "upsert_user", "increment_score", "get_rank", "get_user_entry", "get_top",
-    "get_around_rank", "get_size", "get_user_metadata", "delete_user", "hide", "unhide",
-    "hidden",
+    "get_around_rank", "list_all", "get_size", "get_user_metadata", "delete_user", "hide",
+    "unhide", "hidden",
 }  # fmt: skip
 
 

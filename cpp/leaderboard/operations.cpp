@@ -559,15 +559,15 @@ class MetadataFetch {
 std::vector<Entry> ranged_entries(Reply& reply, long long first_rank);
 
 // list_all: pages of the rank window from the top until the board is exhausted. A board
-// larger than one page is read in several round trips and is not one snapshot. Split (`split`,
-// on one Redis; see SplitRead), on a checked board of the guide's ranking rules (either layout):
-// the guide's own commands, its ZRANGEs of Board::kPageSize entries (each with a ZCARD, which
-// bounds the paging), then the entries' metadata (MetadataFetch: HGETALLs pipelined,
+// larger than one page is read in several round trips and is not one snapshot. Split (`split`;
+// see SplitRead), on a checked board of the guide's ranking rules (either layout) last known to
+// hold Board::kSplitTopFrom entries or more (Identity::known_size, as get_top splits from that
+// many): the guide's own commands, its ZRANGEs of Board::kPageSize entries (each with a ZCARD,
+// which bounds the paging), then the entries' metadata (MetadataFetch: HGETALLs pipelined,
 // Board::kPageSize a round trip; a compact board's HMGET): two round trips up to kPageSize
-// entries, at the guide's cost, an empty board one. On another board, the first page is
-// Board::kSplitReadFrom entries with their metadata, so a board that small is one round trip,
-// one snapshot; past it the pages come without metadata (window.lua's lean mode), then their
-// metadata as above.
+// entries, at the guide's cost. Else the first page is Board::kSplitReadFrom entries with their
+// metadata, so a board that small is one round trip, one snapshot; past it the pages come
+// without metadata (window.lua's lean mode), then their metadata as above.
 class ListAll final : public Operation {
  public:
   ListAll(std::shared_ptr<Identity> id, std::string board, arg::option_keys option_keys,
@@ -577,7 +577,8 @@ class ListAll final : public Operation {
         option_keys_(std::move(option_keys)),
         prefix_(std::move(prefix)),
         split_(split && !prefix_.empty()),
-        ranges_(split_ && id_->ranks_as_guide() && id_->checked.load(std::memory_order_relaxed)) {}
+        ranges_(split_ && id_->ranks_as_guide() && id_->checked.load(std::memory_order_relaxed) &&
+                id_->known_size.load(std::memory_order_relaxed) >= Board::kSplitTopFrom) {}
   const char* name() const override { return "list_all"; }
   bool paged() const override { return true; }
   std::vector<Command> next() override {
@@ -608,6 +609,7 @@ class ListAll final : public Operation {
       const auto before = static_cast<long long>(entries_.size());
       std::vector<Entry> page = ranged_entries(replies[0], before + 1);
       const long long size = parse_count(replies[1]);
+      id_->known_size.store(size, std::memory_order_relaxed);
       const bool short_page = static_cast<long long>(page.size()) < Board::kPageSize;
       if (page.size() > static_cast<std::size_t>(Board::kPageSize)) unexpected("a ZRANGE page");
       for (auto& entry : page) entries_.push_back(std::move(entry));
@@ -622,6 +624,7 @@ class ListAll final : public Operation {
     if (!reply.streamed) codec::replay(reply, window_);
     window_.check();
     long long size = window_.size();
+    id_->known_size.store(size, std::memory_order_relaxed);
     const long long asked = page_count();
     if (window_.count() > static_cast<std::size_t>(asked)) {
       unexpected("a page of list_all");  // more than asked for
@@ -2086,7 +2089,11 @@ std::unique_ptr<Operation> Board::list_all() const {
 
 std::unique_ptr<Operation> Board::get_size() const {
   return std::make_unique<SingleCall>("get_size", Command{nullptr, strings("ZCARD", key())},
-                                      [](Reply& reply) -> Result { return parse_count(reply); });
+                                      [id = id_](Reply& reply) -> Result {
+                                        const long long size = parse_count(reply);
+                                        id->known_size.store(size, std::memory_order_relaxed);
+                                        return size;
+                                      });
 }
 
 std::unique_ptr<Operation> Board::delete_user(std::string user_id) const {

@@ -500,6 +500,9 @@ class Board {
     // check_options() found hidden players (fair play): upsert_many's chunks are bulk.lua,
     // which keeps their entries aside.
     std::atomic<bool> hiding{false};
+    // The board's size as a reply last said it (get_size, list_all); -1: not known yet. Where
+    // list_all reads: ZRANGE pages from Board::kSplitTopFrom entries, else the script.
+    std::atomic<long long> known_size{-1};
     Guards guards;
     std::optional<long long> expire_at;  // unix ms; none: the board never expires
     std::optional<std::pair<long long, long long>> open_span;  // unix ms; none: any time

@@ -121,13 +121,18 @@ def test_below_the_threshold_a_read_is_one_round_trip(api: Api, board_key: str) 
     assert trips(api, lambda: ranked.get_around_rank(60, 199))[1:] == (1, 1)
     guide = ranked.layout == "guide"
     assert trips(api, lambda: ranked.get_top(200))[1:] == ((2, 201) if guide else (2, 3))
-    # list_all on a board of the guide's rules is the guide's at any size: ZRANGE (with a
-    # ZCARD), then the metadata; an empty board, the ZRANGE alone.
+    # list_all on a board of the guide's rules known to hold fewer than 50 entries (or of a
+    # size not known yet): one script, one snapshot; from 50 the guide's ZRANGE (with a ZCARD),
+    # then the metadata. The size it goes by is the last a reply said (get_size, list_all).
     small = api.leaderboard(board_key + ":small", None)
-    small.get_top(1)  # its options checked (a script's reply)
-    assert trips(api, small.list_all) == ([], 1, 2)
-    fill(small, {}, 3)
-    assert trips(api, small.list_all)[1:] == ((2, 5) if guide else (2, 4))
+    fill(small, {}, 49)
+    assert trips(api, small.list_all)[1:] == (1, 1)
+    fill(small, {}, 50)
+    assert trips(api, small.list_all)[1:] == (1, 1)  # it knew 49
+    assert trips(api, small.list_all)[1:] == ((2, 52) if guide else (2, 4))
+    small.delete_user("p049")
+    assert small.get_size() == 49
+    assert trips(api, small.list_all)[1:] == (1, 1)
 
 
 def test_around_a_rank_on_a_default_board_starts_with_the_guides_zrange(

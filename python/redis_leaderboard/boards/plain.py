@@ -651,25 +651,26 @@ class LeaderboardBase(BoardBase, Generic[S]):
     def list_all(self) -> Sent[list[Entry]]:
         """Every entry, best first.
 
-        On a board of the guide's ranking rules (``order="desc"``, ``ties="lexicographic"``, no
-        tie-break columns; either layout) once this object has confirmed its options, the
-        guide's own commands: the ranks by ``ZRANGE`` in pages of 5,000, then every entry's
-        metadata. Not one snapshot: the metadata is read just after the ranks (a player removed
-        in between shows ``{}``). On another board, up to 200 entries are one round trip, one
-        snapshot; past them, the ranks in pages without metadata, then theirs. A board that
-        keeps growing past what its first page saw raises ``RedisError`` rather than looping.
+        Up to 200 entries, one round trip, one snapshot; past them, the ranks in pages without
+        metadata, then theirs (not one snapshot). On a board of the guide's ranking rules
+        (``order="desc"``, ``ties="lexicographic"``, no tie-break columns; either layout) last
+        known to this object to hold 50 entries or more (by ``get_size``'s or ``list_all``'s
+        reply), the guide's own commands instead: the ranks by ``ZRANGE`` in pages of 5,000,
+        then every entry's metadata, read just after the ranks (a player removed in between
+        shows ``{}``). A board that keeps growing past what its first page saw raises
+        ``RedisError`` rather than looping.
 
         Returns:
             Every entry, best first.
 
         Redis cost:
-            The guide's rules: a ``ZRANGE`` and a ``ZCARD`` a page of 5,000 (an empty board:
-            that round trip alone), then an ``HGETALL`` an entry pipelined, 5,000 a round trip (a
-            compact board: an ``HGET`` and one ``HMGET``): two round trips up to 5,000 entries,
-            at the guide's cost. Another board: a ``no-writes`` script up to 200 entries; past
-            them, a script's page of 5,000 ranks a round trip (at most 2 x the pages left after
-            the first, plus one), then the metadata as above. A read of a ``run_pipelined``
-            stream is the scripts' pages with their metadata. O(N).
+            Up to 200 entries a ``no-writes`` script, one round trip; past them a script's page
+            of 5,000 ranks a round trip (at most 2 x the pages left after the first, plus one),
+            then an ``HGETALL`` an entry, pipelined 5,000 a round trip (a compact board: an
+            ``HGET`` and one ``HMGET``). The guide's rules from 50 entries: a ``ZRANGE`` and a
+            ``ZCARD`` a page of 5,000, then the metadata as above: two round trips up to 5,000
+            entries, at or below the guide's server CPU. A read of a ``run_pipelined`` stream is
+            the scripts' pages with their metadata. O(N).
         """
         return self._run(self._board.list_all())
 
